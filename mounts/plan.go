@@ -1,0 +1,179 @@
+package mounts
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/vault"
+)
+
+// Kind says how one mount is realised.
+type Kind string
+
+const (
+	// RootRO is the host root, cloned recursively and made read-only.
+	RootRO Kind = "root-ro"
+	// BindRO binds Source onto Target read-only.
+	BindRO Kind = "ro"
+	// BindRW binds Source onto Target writable.
+	BindRW Kind = "rw"
+	// Tmpfs mounts a private, writable tmpfs on Target.
+	Tmpfs Kind = "tmpfs"
+	// Masked hides a secret: an empty read-only tmpfs over a directory, or the
+	// empty read-only file over a file.
+	Masked Kind = "masked"
+	// Hidden replaces a directory with an empty read-only directory that holds
+	// only the mount points of later mounts (used for the inbox, so other
+	// sessions' drafts are invisible).
+	Hidden Kind = "hidden"
+	// Proc is a fresh procfs of the sandbox's pid namespace.
+	Proc Kind = "proc"
+	// Dev is a minimal /dev: null, zero, full, random, urandom, tty, a private
+	// devpts and shm.
+	Dev Kind = "dev"
+)
+
+// Mount is one entry of a Plan. Mounts are applied in order.
+type Mount struct {
+	Kind   Kind   `json:"kind"`
+	Source string `json:"source,omitempty"`
+	Target string `json:"target"`
+	// Dir is true when Target is a directory (false: a file). Meaningful for
+	// binds and masks.
+	Dir bool `json:"dir"`
+	// Create asks the backend to create a missing Source (a directory if Dir,
+	// else an empty file) before binding; only for writable home paths.
+	Create bool `json:"create,omitempty"`
+	// Why says in words why the mount is there.
+	Why string `json:"why"`
+}
+
+// Plan is everything a backend needs to build the sandbox's filesystem.
+type Plan struct {
+	Vault   string  `json:"vault"`
+	Inbox   string  `json:"inbox"`
+	Session string  `json:"session"`
+	Workdir string  `json:"workdir"`
+	Home    string  `json:"home"`
+	Mounts  []Mount `json:"mounts"`
+	// Writable lists every path the agent may write (for Landlock).
+	Writable []string `json:"writable"`
+	// Network is host or none.
+	Network string `json:"network"`
+	// Warnings name every setting that weakens the sandbox.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Input is what Build needs besides the profile. Paths must be absolute and
+// free of symlinks (the caller resolves them).
+type Input struct {
+	Vault   string
+	Session string
+	Workdir string
+	Home    string
+	// Exists reports whether a host path exists and is a directory; Build
+	// uses it to skip masks of absent secrets. nil means "all exist as dirs".
+	Exists func(p string) (exists, isDir bool)
+}
+
+// ErrPlan marks an invalid plan input.
+var ErrPlan = errors.New("invalid mount plan")
+
+// Build computes the Plan. Order encodes precedence: writable paths first,
+// then the vault read-only over them, then the inbox writable, then masks —
+// so the vault's protection wins over every writable path and secrets stay
+// masked whatever a profile opens.
+func Build(p *profiles.Profile, in Input) (*Plan, error) {
+	for _, x := range []struct{ name, v string }{{"vault", in.Vault}, {"workdir", in.Workdir}, {"home", in.Home}} {
+		if x.v == "" || !filepath.IsAbs(x.v) || filepath.Clean(x.v) != x.v {
+			return nil, fmt.Errorf("%w: %s %q must be a clean absolute path", ErrPlan, x.name, x.v)
+		}
+	}
+	if !vault.ValidSessionID(in.Session) {
+		return nil, fmt.Errorf("%w: session id %q", ErrPlan, in.Session)
+	}
+	exists := in.Exists
+	if exists == nil {
+		exists = func(string) (bool, bool) { return true, true }
+	}
+	pl := &Plan{
+		Vault:   in.Vault,
+		Inbox:   vault.InboxPath(in.Vault, in.Session),
+		Session: in.Session,
+		Workdir: in.Workdir,
+		Home:    in.Home,
+		Network: p.Network,
+	}
+	add := func(m Mount) { pl.Mounts = append(pl.Mounts, m) }
+	add(Mount{Kind: RootRO, Source: "/", Target: "/", Dir: true, Why: "host filesystem, read-only"})
+	add(Mount{Kind: Dev, Target: "/dev", Dir: true, Why: "minimal devices"})
+	add(Mount{Kind: Proc, Target: "/proc", Dir: true, Why: "processes of the sandbox only"})
+	add(Mount{Kind: Tmpfs, Target: "/tmp", Dir: true, Why: "private /tmp"})
+	pl.Writable = append(pl.Writable, "/tmp", "/dev/shm")
+
+	if p.Home.Mode == "hidden" && !vault.Within(in.Vault, in.Home) {
+		add(Mount{Kind: Hidden, Target: in.Home, Dir: true, Why: "profile hides home"})
+	}
+	var writable []Mount
+	if vault.Within(in.Workdir, in.Vault) {
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("workdir %s lies inside the vault: it stays read-only", in.Workdir))
+	} else if ok, _ := exists(in.Workdir); ok {
+		writable = append(writable, Mount{Kind: BindRW, Source: in.Workdir, Target: in.Workdir, Dir: true, Why: "workdir"})
+	}
+	if p.Home.Mode != "hidden" {
+		for _, w := range p.Home.Writable {
+			dir := strings.HasSuffix(w, "/")
+			t := filepath.Join(in.Home, path.Clean(w))
+			if vault.Within(t, in.Vault) || vault.Within(in.Vault, t) {
+				pl.Warnings = append(pl.Warnings, fmt.Sprintf("home.writable %s overlaps the vault: it stays read-only", t))
+				continue
+			}
+			writable = append(writable, Mount{Kind: BindRW, Source: t, Target: t, Dir: dir, Create: true, Why: "profile: home.writable"})
+		}
+	}
+	for _, w := range p.Writable {
+		t := filepath.Clean(w)
+		if vault.Within(t, in.Vault) {
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("writable %s lies inside the vault: it stays read-only", t))
+			continue
+		}
+		if ok, isDir := exists(t); ok {
+			writable = append(writable, Mount{Kind: BindRW, Source: t, Target: t, Dir: isDir, Why: "profile: writable"})
+		}
+	}
+	// Parents before children, so a child bind is not hidden by its parent.
+	sort.SliceStable(writable, func(i, j int) bool { return depth(writable[i].Target) < depth(writable[j].Target) })
+	for _, m := range writable {
+		add(m)
+		pl.Writable = append(pl.Writable, m.Target)
+		if vault.Within(in.Vault, m.Target) {
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("writable %s contains the vault: the vault is re-bound read-only over it (Landlock cannot subtract it)", m.Target))
+		}
+	}
+
+	add(Mount{Kind: BindRO, Source: in.Vault, Target: in.Vault, Dir: true, Why: "vault, read-only as a whole (.git included)"})
+	inboxRoot := filepath.Join(in.Vault, vault.InboxDir)
+	add(Mount{Kind: Hidden, Target: inboxRoot, Dir: true, Why: "other sessions' drafts are invisible"})
+	add(Mount{Kind: BindRW, Source: pl.Inbox, Target: pl.Inbox, Dir: true, Why: "this session's inbox, the only writable vault path"})
+	pl.Writable = append(pl.Writable, pl.Inbox)
+
+	if p.Home.Mode != "hidden" {
+		masks := append(append([]string{}, profiles.DefaultMasks...), p.Home.Mask...)
+		for _, m := range masks {
+			t := filepath.Join(in.Home, path.Clean(m))
+			ok, isDir := exists(t)
+			if !ok {
+				continue
+			}
+			add(Mount{Kind: Masked, Target: t, Dir: isDir, Why: "secret"})
+		}
+	}
+	return pl, nil
+}
+
+func depth(p string) int { return strings.Count(p, "/") }

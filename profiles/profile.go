@@ -1,0 +1,253 @@
+package profiles
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Network modes.
+const (
+	NetworkHost      = "host"
+	NetworkNone      = "none"
+	NetworkAllowlist = "allowlist"
+)
+
+// Profile is one agent profile after `extends:` has been resolved.
+type Profile struct {
+	Name        string   `yaml:"name" json:"name"`
+	Description string   `yaml:"description,omitempty" json:"description,omitempty"`
+	Extends     string   `yaml:"extends,omitempty" json:"extends,omitempty"`
+	Network     string   `yaml:"network,omitempty" json:"network"`
+	Home        Home     `yaml:"home,omitempty" json:"home"`
+	Env         Env      `yaml:"env,omitempty" json:"env"`
+	RunAs       string   `yaml:"run_as,omitempty" json:"run_as,omitempty"`
+	TTY         string   `yaml:"tty,omitempty" json:"tty"` // auto|never
+	Require     []string `yaml:"require,omitempty" json:"require,omitempty"`
+	Writable    []string `yaml:"writable,omitempty" json:"writable,omitempty"` // extra absolute paths, rw
+}
+
+// Home says how the user's home directory appears inside the sandbox.
+type Home struct {
+	// Mode is "ro" (default: home read-only, secrets masked) or "hidden"
+	// (an empty read-only directory).
+	Mode string `yaml:"mode,omitempty" json:"mode"`
+	// Writable lists paths relative to $HOME the agent may write (a trailing
+	// slash marks a directory; it is created if missing).
+	Writable []string `yaml:"writable,omitempty" json:"writable,omitempty"`
+	// Mask lists extra secret paths relative to $HOME, added to DefaultMasks.
+	Mask []string `yaml:"mask,omitempty" json:"mask,omitempty"`
+}
+
+// Env says which environment variables reach the agent.
+type Env struct {
+	// Pass lists variable names (or NAME_* prefixes) copied from the caller.
+	Pass []string `yaml:"pass,omitempty" json:"pass,omitempty"`
+	// Set fixes variables to values.
+	Set map[string]string `yaml:"set,omitempty" json:"set,omitempty"`
+}
+
+// DefaultMasks are secret paths under $HOME hidden from every agent.
+var DefaultMasks = []string{
+	".ssh", ".gnupg", ".aws", ".kube", ".netrc", ".docker", ".config/gcloud",
+	".azure", ".password-store", ".config/gh", ".git-credentials", ".npmrc",
+	".pypirc", ".vault-token", ".local/share/keyrings",
+}
+
+//go:embed builtin/*.yaml
+var builtinFS embed.FS
+
+// ErrUnknown is returned for a profile name that is neither built in nor a file.
+var ErrUnknown = errors.New("unknown profile")
+
+// Builtins lists the names of the embedded profiles.
+func Builtins() []string {
+	ents, _ := builtinFS.ReadDir("builtin")
+	var names []string
+	for _, e := range ents {
+		names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Load resolves a profile by built-in name or file path, following extends.
+// It returns the resolved profile and a hash of every source it was built from.
+func Load(nameOrFile string) (*Profile, string, error) {
+	h := sha256.New()
+	p, err := load(nameOrFile, h, map[string]bool{})
+	if err != nil {
+		return nil, "", err
+	}
+	p.setDefaults()
+	if err := p.Validate(); err != nil {
+		return nil, "", fmt.Errorf("profile %s: %w", nameOrFile, err)
+	}
+	return p, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func load(nameOrFile string, h io.Writer, seen map[string]bool) (*Profile, error) {
+	if seen[nameOrFile] {
+		return nil, fmt.Errorf("profile %s: extends cycle", nameOrFile)
+	}
+	seen[nameOrFile] = true
+	src, data, err := read(nameOrFile)
+	if err != nil {
+		return nil, err
+	}
+	h.Write(data)
+	p, err := Parse(src, data)
+	if err != nil {
+		return nil, err
+	}
+	if p.Extends == "" {
+		return p, nil
+	}
+	parent, err := load(p.Extends, h, seen)
+	if err != nil {
+		return nil, err
+	}
+	return merge(parent, p), nil
+}
+
+func read(nameOrFile string) (string, []byte, error) {
+	if !strings.ContainsAny(nameOrFile, "/.") {
+		data, err := builtinFS.ReadFile(path.Join("builtin", nameOrFile+".yaml"))
+		if err == nil {
+			return "builtin:" + nameOrFile, data, nil
+		}
+		if _, serr := os.Stat(nameOrFile); serr != nil {
+			return "", nil, fmt.Errorf("%w %q (built-in: %s)", ErrUnknown, nameOrFile, strings.Join(Builtins(), ", "))
+		}
+	}
+	data, err := os.ReadFile(nameOrFile)
+	if err != nil {
+		return "", nil, fmt.Errorf("profile: %w", err)
+	}
+	return nameOrFile, data, nil
+}
+
+// Parse decodes one profile document strictly: unknown keys, duplicate keys
+// and extra documents are errors that name the source and line.
+func Parse(src string, data []byte) (*Profile, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var p Profile
+	if err := dec.Decode(&p); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty profile", src)
+		}
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, fmt.Errorf("%s:%d: a profile is one YAML document", src, extra.Line)
+	}
+	return &p, nil
+}
+
+// merge lays child over parent: scalars replace, lists append, maps merge.
+func merge(parent, child *Profile) *Profile {
+	out := *parent
+	out.Name = child.Name
+	out.Extends = child.Extends
+	if child.Description != "" {
+		out.Description = child.Description
+	}
+	if child.Network != "" {
+		out.Network = child.Network
+	}
+	if child.Home.Mode != "" {
+		out.Home.Mode = child.Home.Mode
+	}
+	out.Home.Writable = append(append([]string{}, parent.Home.Writable...), child.Home.Writable...)
+	out.Home.Mask = append(append([]string{}, parent.Home.Mask...), child.Home.Mask...)
+	out.Env.Pass = append(append([]string{}, parent.Env.Pass...), child.Env.Pass...)
+	out.Env.Set = map[string]string{}
+	for k, v := range parent.Env.Set {
+		out.Env.Set[k] = v
+	}
+	for k, v := range child.Env.Set {
+		out.Env.Set[k] = v
+	}
+	if child.RunAs != "" {
+		out.RunAs = child.RunAs
+	}
+	if child.TTY != "" {
+		out.TTY = child.TTY
+	}
+	out.Require = append(append([]string{}, parent.Require...), child.Require...)
+	out.Writable = append(append([]string{}, parent.Writable...), child.Writable...)
+	return &out
+}
+
+func (p *Profile) setDefaults() {
+	if p.Network == "" {
+		p.Network = NetworkHost
+	}
+	if p.Home.Mode == "" {
+		p.Home.Mode = "ro"
+	}
+	if p.TTY == "" {
+		p.TTY = "auto"
+	}
+}
+
+// Validate checks the values of a resolved profile.
+func (p *Profile) Validate() error {
+	var errs []error
+	switch p.Network {
+	case NetworkHost, NetworkNone:
+	case NetworkAllowlist:
+		errs = append(errs, fmt.Errorf("network: allowlist is not implemented yet; use host or none"))
+	default:
+		errs = append(errs, fmt.Errorf("network: %q is not host, none or allowlist", p.Network))
+	}
+	switch p.Home.Mode {
+	case "ro", "hidden":
+	default:
+		errs = append(errs, fmt.Errorf("home.mode: %q is not ro or hidden", p.Home.Mode))
+	}
+	switch p.TTY {
+	case "auto", "never":
+	default:
+		errs = append(errs, fmt.Errorf("tty: %q is not auto or never", p.TTY))
+	}
+	for _, w := range append(append([]string{}, p.Home.Writable...), p.Home.Mask...) {
+		c := path.Clean(w)
+		if path.IsAbs(w) || c == "." || c == ".." || strings.HasPrefix(c, "../") {
+			errs = append(errs, fmt.Errorf("home path %q must be relative to $HOME and stay inside it", w))
+		}
+	}
+	for _, w := range p.Home.Writable {
+		c := path.Clean(w)
+		for _, m := range DefaultMasks {
+			if c == m || strings.HasPrefix(c, m+"/") || strings.HasPrefix(m, c+"/") {
+				errs = append(errs, fmt.Errorf("home.writable %q overlaps the secret path ~/%s", w, m))
+			}
+		}
+	}
+	for _, w := range p.Writable {
+		if !path.IsAbs(w) {
+			errs = append(errs, fmt.Errorf("writable %q must be an absolute path", w))
+		}
+	}
+	for _, r := range p.Require {
+		switch r {
+		case "userns", "seccomp", "landlock":
+		default:
+			errs = append(errs, fmt.Errorf("require: %q is not userns, seccomp or landlock", r))
+		}
+	}
+	return errors.Join(errs...)
+}
