@@ -1,0 +1,95 @@
+package mounts
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/fedmem/fedmem/vault"
+)
+
+// VerifyError says which path of the plan the live mount table fails to
+// protect, and how.
+type VerifyError struct {
+	Path   string // the path that is not protected
+	Rule   string // e.g. "vault-readonly", "inbox-writable", "secret-masked"
+	Detail string
+}
+
+func (e *VerifyError) Error() string {
+	return fmt.Sprintf("mount verification failed for %s (%s): %s", e.Path, e.Rule, e.Detail)
+}
+
+// Verify checks a live mount table (the text of /proc/self/mountinfo, read
+// inside the sandbox after pivot_root) against the plan. It fails closed:
+//   - every mount at or under the vault, except the session inbox, is read-only;
+//   - the mount that serves the vault root is read-only;
+//   - the inbox is served by a writable mount;
+//   - every masked path is served by a mount at exactly that path.
+func Verify(pl *Plan, r io.Reader) error {
+	infos, err := mountinfo.GetMountsFromReader(r, nil)
+	if err != nil {
+		return &VerifyError{Path: "/proc/self/mountinfo", Rule: "parse", Detail: err.Error()}
+	}
+	if len(infos) == 0 {
+		return &VerifyError{Path: "/proc/self/mountinfo", Rule: "parse", Detail: "empty mount table"}
+	}
+	for _, m := range infos {
+		mp := m.Mountpoint
+		if !vault.Within(mp, pl.Vault) || vault.Within(mp, pl.Inbox) {
+			continue
+		}
+		if !readOnly(m) {
+			return &VerifyError{Path: mp, Rule: "vault-readonly",
+				Detail: fmt.Sprintf("mount %d (%s %s) is writable inside the vault", m.ID, m.FSType, m.Source)}
+		}
+	}
+	if m := serving(infos, pl.Vault); m == nil || !readOnly(m) {
+		return &VerifyError{Path: pl.Vault, Rule: "vault-readonly", Detail: describe(m)}
+	}
+	if m := serving(infos, pl.Vault+"/.git"); m == nil || !readOnly(m) {
+		return &VerifyError{Path: pl.Vault + "/.git", Rule: "vault-readonly", Detail: describe(m)}
+	}
+	if m := serving(infos, pl.Inbox); m == nil || readOnly(m) || m.Mountpoint != pl.Inbox {
+		return &VerifyError{Path: pl.Inbox, Rule: "inbox-writable", Detail: "the session inbox is not its own writable mount: " + describe(m)}
+	}
+	for _, pm := range pl.Mounts {
+		if pm.Kind != Masked {
+			continue
+		}
+		if m := serving(infos, pm.Target); m == nil || m.Mountpoint != pm.Target || !readOnly(m) {
+			return &VerifyError{Path: pm.Target, Rule: "secret-masked", Detail: describe(m)}
+		}
+	}
+	return nil
+}
+
+// serving returns the mount that serves path: the last-listed mount (later
+// entries are stacked on top) among those with the longest mount point that
+// contains path.
+func serving(infos []*mountinfo.Info, path string) *mountinfo.Info {
+	var best *mountinfo.Info
+	for _, m := range infos {
+		if !vault.Within(path, m.Mountpoint) {
+			continue
+		}
+		if best == nil || len(m.Mountpoint) >= len(best.Mountpoint) {
+			best = m
+		}
+	}
+	return best
+}
+
+func readOnly(m *mountinfo.Info) bool {
+	return slices.Contains(strings.Split(m.Options, ","), "ro")
+}
+
+func describe(m *mountinfo.Info) string {
+	if m == nil {
+		return "no mount serves it"
+	}
+	return fmt.Sprintf("served by mount %d at %s (%s, %s)", m.ID, m.Mountpoint, m.FSType, m.Options)
+}
