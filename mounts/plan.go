@@ -79,6 +79,10 @@ type Input struct {
 	// Exists reports whether a host path exists and is a directory; Build
 	// uses it to skip masks of absent secrets. nil means "all exist as dirs".
 	Exists func(p string) (exists, isDir bool)
+	// ExtraMasks are absolute host paths to mask besides the home secrets:
+	// the caller's runtime dir and forwarded agent sockets (SSH_AUTH_SOCK,
+	// GPG agent), which would hand the agent the user's credentials.
+	ExtraMasks []string
 }
 
 // ErrPlan marks an invalid plan input.
@@ -162,6 +166,15 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	add(Mount{Kind: BindRW, Source: pl.Inbox, Target: pl.Inbox, Dir: true, Why: "this session's inbox, the only writable vault path"})
 	pl.Writable = append(pl.Writable, pl.Inbox)
 
+	for _, t := range in.ExtraMasks {
+		t = filepath.Clean(t)
+		if !filepath.IsAbs(t) || vault.Within(in.Vault, t) || vault.Within(t, in.Vault) {
+			continue
+		}
+		if ok, isDir := exists(t); ok {
+			add(Mount{Kind: Masked, Target: t, Dir: isDir, Why: "credential socket or runtime dir"})
+		}
+	}
 	if p.Home.Mode != "hidden" {
 		masks := append(append([]string{}, profiles.DefaultMasks...), p.Home.Mask...)
 		for _, m := range masks {

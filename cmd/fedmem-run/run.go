@@ -1,0 +1,499 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/sandbox"
+	"github.com/fedmem/fedmem/vault"
+)
+
+type options struct {
+	vault, profile, workdir, report string
+	explain, jsonOut                bool
+	argv                            []string
+}
+
+const usage = `fedmem-run [flags] [--] CMD [ARGS…]
+
+Runs CMD in a sandbox: the vault is read-only as a whole, the session's
+inbox ($FEDMEM_INBOX = VAULT/90-inbox/<session>/) is the only writable vault
+path, the workdir is writable (unless it lies inside the vault), home is
+read-only with secrets masked, /tmp is private, and the agent holds no
+capability, runs with no_new_privs, a seccomp filter and Landlock.
+
+Exit status: the agent's; 125 fedmem error (bad profile, missing vault,
+sandbox could not be built or verified); 126 CMD cannot be executed;
+127 CMD not found; 128+n CMD killed by signal n.`
+
+func run(args []string, stdin, stdout, stderr *os.File) int {
+	var o options
+	code := 0
+	cmd := &cobra.Command{
+		Use:           "fedmem-run [flags] [--] CMD [ARGS…]",
+		Short:         "Run an untrusted agent against a read-only memory vault",
+		Long:          usage,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, a []string) error {
+			o.argv = a
+			var err error
+			code, err = execute(&o, stdin, stdout, stderr)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.SetInterspersed(false) // everything after CMD belongs to CMD
+	f.StringVar(&o.vault, "vault", os.Getenv("FEDMEM_VAULT"), "vault directory (default $FEDMEM_VAULT)")
+	f.StringVar(&o.profile, "profile", "", "profile name or YAML file (default: the built-in named after CMD, else \"default\")")
+	f.StringVar(&o.workdir, "workdir", "", "working directory, writable unless inside the vault (default: current directory)")
+	f.StringVar(&o.report, "report", "", "write a JSON session report to FILE")
+	f.BoolVar(&o.explain, "explain", false, "print the mount plan and layers, then exit")
+	f.BoolVar(&o.jsonOut, "json", false, "with --explain: print the plan as JSON")
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	if err := cmd.Execute(); err != nil {
+		fmt.Fprintf(stderr, "fedmem-run: %v\n", err)
+		if code == 0 {
+			code = sandbox.ExitCodeOf(err)
+		}
+	}
+	return code
+}
+
+// report is the JSON session report (fields are only ever added).
+type report struct {
+	Session        string          `json:"session"`
+	Profile        string          `json:"profile"`
+	ProfileHash    string          `json:"profile_hash"`
+	Vault          string          `json:"vault"`
+	Inbox          string          `json:"inbox"`
+	Workdir        string          `json:"workdir"`
+	Command        []string        `json:"command"`
+	UID            int             `json:"uid"`
+	Started        time.Time       `json:"started"`
+	DurationMS     int64           `json:"duration_ms"`
+	VaultHeadStart string          `json:"vault_head_start"`
+	VaultHeadEnd   string          `json:"vault_head_end"`
+	InboxFiles     []inboxFile     `json:"inbox_files"`
+	InboxTruncated bool            `json:"inbox_truncated,omitempty"`
+	ExitCode       int             `json:"exit_code"`
+	Signal         int             `json:"signal,omitempty"`
+	Error          *sandbox.Error  `json:"error,omitempty"`
+	Layers         *sandbox.Layers `json:"layers"`
+	Warnings       []string        `json:"warnings,omitempty"`
+}
+
+type inboxFile struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	Type string `json:"type"`
+}
+
+func execute(o *options, stdin, stdout, stderr *os.File) (int, error) {
+	if len(o.argv) == 0 && !o.explain {
+		return sandbox.ExitFedmemError, errors.New("no command given (usage: fedmem-run [flags] [--] CMD [ARGS…])")
+	}
+	profName := o.profile
+	if profName == "" {
+		profName = "default"
+		if len(o.argv) > 0 {
+			base := filepath.Base(o.argv[0])
+			for _, b := range profiles.Builtins() {
+				if b == base {
+					profName = b
+				}
+			}
+		}
+	}
+	prof, profHash, err := profiles.Load(profName)
+	if err != nil {
+		return sandbox.ExitFedmemError, err
+	}
+	if o.vault == "" {
+		return sandbox.ExitFedmemError, errors.New("no vault: pass --vault DIR or set FEDMEM_VAULT")
+	}
+	vaultDir, err := vault.Resolve(o.vault)
+	if err != nil {
+		return sandbox.ExitFedmemError, err
+	}
+	wd := o.workdir
+	if wd == "" {
+		if wd, err = os.Getwd(); err != nil {
+			return sandbox.ExitFedmemError, err
+		}
+	}
+	if wd, err = realDir(wd); err != nil {
+		return sandbox.ExitFedmemError, fmt.Errorf("workdir: %w", err)
+	}
+	uid, gid, err := runAs(prof.RunAs)
+	if err != nil {
+		return sandbox.ExitFedmemError, err
+	}
+	home, err := homeDir(uid)
+	if err != nil {
+		return sandbox.ExitFedmemError, err
+	}
+	session, err := newSessionID()
+	if err != nil {
+		return sandbox.ExitFedmemError, err
+	}
+	plan, err := mounts.Build(prof, mounts.Input{
+		Vault: vaultDir, Session: session, Workdir: wd, Home: home,
+		Exists:     exists,
+		ExtraMasks: credentialPaths(uid),
+	})
+	if err != nil {
+		return sandbox.ExitFedmemError, err
+	}
+	if o.explain {
+		return 0, explain(stdout, o.jsonOut, prof, profHash, plan)
+	}
+	for _, w := range plan.Warnings {
+		fmt.Fprintf(stderr, "fedmem-run: warning: %s\n", w)
+	}
+	// Writable home paths the profile names must exist to be bound.
+	for _, m := range plan.Mounts {
+		if m.Create {
+			if err := createOwned(m.Source, m.Dir, uid, gid); err != nil {
+				return sandbox.ExitFedmemError, fmt.Errorf("profile %s: create %s: %w", prof.Name, m.Source, err)
+			}
+		}
+	}
+	started := time.Now()
+	rep := &report{
+		Session: session, Profile: prof.Name, ProfileHash: profHash, Vault: vaultDir,
+		Inbox: plan.Inbox, Workdir: wd, Command: o.argv, UID: uid, Started: started.UTC(),
+		Warnings: plan.Warnings,
+	}
+	rep.VaultHeadStart, _ = vault.ReadHead(vaultDir)
+	if err := createInbox(vaultDir, plan.Inbox, uid, gid); err != nil {
+		return sandbox.ExitFedmemError, err
+	}
+	writeSessionRecord(vaultDir, rep, stderr)
+
+	tty := prof.TTY == "auto" && term.IsTerminal(int(stdin.Fd())) && term.IsTerminal(int(stdout.Fd()))
+	spec := &sandbox.Spec{
+		Plan: plan, Argv: o.argv, Env: agentEnv(prof, plan, home), Dir: wd,
+		UID: uid, GID: gid, TTY: tty, Stdin: stdin, Stdout: stdout, Stderr: stderr,
+		Hostname:        "fedmem",
+		RequireLandlock: contains(prof.Require, "landlock"),
+		RequireSeccomp:  contains(prof.Require, "seccomp"),
+	}
+	if !tty {
+		// Never hand the agent the user's terminal: a terminal on any stdio
+		// fd is replaced by a pipe that we relay.
+		restore := detachTerminals(spec)
+		defer restore()
+	}
+	res, runErr := sandbox.Namespace{}.Run(context.Background(), spec)
+	rep.DurationMS = time.Since(started).Milliseconds()
+	rep.VaultHeadEnd, _ = vault.ReadHead(vaultDir)
+	rep.InboxFiles, rep.InboxTruncated = listInbox(plan.Inbox)
+	code := 0
+	if res != nil {
+		rep.Layers = &res.Layers
+		rep.ExitCode, rep.Signal = res.ExitCode, res.Signal
+		code = res.ExitCode
+	}
+	if runErr != nil {
+		code = sandbox.ExitCodeOf(runErr)
+		rep.ExitCode = code
+		var se *sandbox.Error
+		if errors.As(runErr, &se) {
+			rep.Error = se
+		}
+	}
+	writeSessionRecord(vaultDir, rep, stderr)
+	if o.report != "" {
+		if err := writeJSON(o.report, rep); err != nil {
+			fmt.Fprintf(stderr, "fedmem-run: report: %v\n", err)
+		}
+	}
+	return code, runErr
+}
+
+func realDir(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", real)
+	}
+	return real, nil
+}
+
+func exists(p string) (bool, bool) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return false, false
+	}
+	return true, fi.IsDir()
+}
+
+// runAs resolves the profile's run_as ("" = the caller; NAME, UID or UID:GID).
+func runAs(spec string) (int, int, error) {
+	uid, gid := os.Getuid(), os.Getgid()
+	if spec == "" {
+		return uid, gid, nil
+	}
+	u, g, hasG := strings.Cut(spec, ":")
+	if n, err := strconv.Atoi(u); err == nil {
+		uid = n
+		gid = n
+	} else {
+		pw, err := user.Lookup(u)
+		if err != nil {
+			return 0, 0, fmt.Errorf("run_as %q: %w", spec, err)
+		}
+		uid, _ = strconv.Atoi(pw.Uid)
+		gid, _ = strconv.Atoi(pw.Gid)
+	}
+	if hasG {
+		n, err := strconv.Atoi(g)
+		if err != nil {
+			return 0, 0, fmt.Errorf("run_as %q: gid must be numeric", spec)
+		}
+		gid = n
+	}
+	if uid != os.Getuid() && os.Geteuid() != 0 {
+		return 0, 0, fmt.Errorf("run_as %q: only root can run an agent as another user", spec)
+	}
+	return uid, gid, nil
+}
+
+func homeDir(uid int) (string, error) {
+	h := os.Getenv("HOME")
+	if uid != os.Getuid() || h == "" {
+		if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.HomeDir != "" {
+			h = u.HomeDir
+		}
+	}
+	if h == "" {
+		return "", errors.New("no home directory: set HOME")
+	}
+	real, err := filepath.EvalSymlinks(h)
+	if err != nil {
+		return "", fmt.Errorf("home %s: %w", h, err)
+	}
+	return filepath.Clean(real), nil
+}
+
+// credentialPaths are host paths that hold live credentials of the caller:
+// its runtime dir (agent sockets, keyrings) and forwarded agent sockets.
+func credentialPaths(uid int) []string {
+	var out []string
+	for _, p := range []string{os.Getenv("XDG_RUNTIME_DIR"), fmt.Sprintf("/run/user/%d", uid), os.Getenv("SSH_AUTH_SOCK"), os.Getenv("GPG_AGENT_INFO")} {
+		if p == "" {
+			continue
+		}
+		p, _, _ = strings.Cut(p, ":")
+		if real, err := filepath.EvalSymlinks(p); err == nil && filepath.IsAbs(real) && real != "/" && real != "/tmp" {
+			out = append(out, real)
+		}
+	}
+	return out
+}
+
+func newSessionID() (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:]), nil
+}
+
+// createInbox makes the session's inbox directory, owned by the agent's uid,
+// private to it.
+func createInbox(vaultDir, inbox string, uid, gid int) error {
+	if err := os.Mkdir(inbox, 0o700); err != nil {
+		return fmt.Errorf("create session inbox %s: %w (can this user write %s/%s? see `fedmem init --agent-group`)", inbox, err, vaultDir, vault.InboxDir)
+	}
+	if os.Geteuid() == 0 && uid != 0 {
+		if err := os.Lchown(inbox, uid, gid); err != nil {
+			return fmt.Errorf("chown %s: %w", inbox, err)
+		}
+	}
+	return nil
+}
+
+func createOwned(p string, dir bool, uid, gid int) error {
+	if _, err := os.Lstat(p); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	if dir {
+		if err := os.Mkdir(p, 0o700); err != nil {
+			return err
+		}
+	} else {
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		f.Close()
+	}
+	if os.Geteuid() == 0 {
+		return os.Lchown(p, uid, gid)
+	}
+	return nil
+}
+
+// writeSessionRecord stores the enforcer's facts about the session where the
+// agent cannot reach them (the sandbox hides every entry of the inbox but
+// the session's own directory); the gate takes provenance from it.
+func writeSessionRecord(vaultDir string, rep *report, stderr io.Writer) {
+	dir := filepath.Join(vaultDir, vault.SessionsDir)
+	if _, err := os.Stat(dir); err != nil {
+		if err := os.Mkdir(dir, 0o1777); err != nil {
+			fmt.Fprintf(stderr, "fedmem-run: warning: no session record (%v); the gate will treat the drafts as from an unknown agent\n", err)
+			return
+		}
+	}
+	if err := writeJSON(filepath.Join(dir, rep.Session+".json"), rep); err != nil {
+		fmt.Fprintf(stderr, "fedmem-run: warning: session record: %v\n", err)
+	}
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// listInbox lists what the agent left in its inbox, without following links
+// and bounded in count.
+func listInbox(inbox string) ([]inboxFile, bool) {
+	const max = 10000
+	var out []inboxFile
+	truncated := false
+	_ = filepath.WalkDir(inbox, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == inbox {
+			return nil
+		}
+		if len(out) >= max {
+			truncated = true
+			return filepath.SkipAll
+		}
+		rel, _ := filepath.Rel(inbox, p)
+		f := inboxFile{Path: rel, Type: "file"}
+		if info, err := d.Info(); err == nil {
+			f.Size = info.Size()
+			switch m := info.Mode(); {
+			case m.IsDir():
+				f.Type = "dir"
+			case m&fs.ModeSymlink != 0:
+				f.Type = "symlink"
+			case !m.IsRegular():
+				f.Type = "special"
+			}
+		}
+		out = append(out, f)
+		return nil
+	})
+	return out, truncated
+}
+
+func agentEnv(p *profiles.Profile, pl *mounts.Plan, home string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "FEDMEM_") {
+			continue
+		}
+		for _, pat := range p.Env.Pass {
+			if pat == k || (strings.HasSuffix(pat, "*") && strings.HasPrefix(k, strings.TrimSuffix(pat, "*"))) {
+				env = append(env, kv)
+				break
+			}
+		}
+	}
+	for k, v := range p.Env.Set {
+		env = append(env, k+"="+v)
+	}
+	env = append(env, "HOME="+home, "FEDMEM_VAULT="+pl.Vault, "FEDMEM_INBOX="+pl.Inbox, "FEDMEM_SESSION="+pl.Session)
+	if !hasKey(env, "PATH") {
+		env = append(env, "PATH=/usr/local/bin:/usr/bin:/bin")
+	}
+	return env
+}
+
+func hasKey(env []string, k string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, k+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func explain(w io.Writer, asJSON bool, p *profiles.Profile, hash string, pl *mounts.Plan) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"profile": p.Name, "profile_hash": hash, "plan": pl, "layers": sandbox.DescribeLayers(pl)})
+	}
+	fmt.Fprintf(w, "profile %s (sha256 %s)\nvault   %s\ninbox   %s\nworkdir %s\nnetwork %s\n\n", p.Name, hash[:12], pl.Vault, pl.Inbox, pl.Workdir, pl.Network)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tTARGET\tSOURCE\tWHY")
+	for _, m := range pl.Mounts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Kind, m.Target, m.Source, m.Why)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nlayers:")
+	for _, l := range sandbox.DescribeLayers(pl) {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	for _, warn := range pl.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	_ = runtime.GOOS
+	return nil
+}

@@ -1,0 +1,87 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/fedmem/fedmem/mounts"
+)
+
+// Exit codes of fedmem-run besides the agent's own.
+const (
+	ExitFedmemError   = 125
+	ExitCannotExecute = 126
+	ExitNotFound      = 127
+)
+
+// Spec is one sandboxed run.
+type Spec struct {
+	Plan *mounts.Plan
+	// Argv is the command; Argv[0] is looked up in PATH of Env inside the sandbox.
+	Argv []string
+	Env  []string
+	// Dir is the working directory inside the sandbox.
+	Dir string
+	// UID and GID the agent runs as (host ids; the user namespace maps them
+	// one to one).
+	UID, GID int
+	// TTY gives the agent a private pseudo-terminal relayed to Stdin/Stdout.
+	TTY             bool
+	Stdin           *os.File
+	Stdout, Stderr  *os.File
+	Hostname        string
+	RequireLandlock bool
+	RequireSeccomp  bool
+}
+
+// Layers reports what protected the agent.
+type Layers struct {
+	Backend     string   `json:"backend"`
+	Namespaces  []string `json:"namespaces"`
+	NoNewPrivs  bool     `json:"no_new_privs"`
+	Caps        string   `json:"capabilities"`
+	Seccomp     bool     `json:"seccomp"`
+	Landlock    int      `json:"landlock_abi"`
+	LandlockFS  bool     `json:"landlock_fs"`
+	LandlockNet bool     `json:"landlock_net"`
+	Scoped      []string `json:"landlock_scopes,omitempty"`
+	Verified    bool     `json:"mounts_verified"`
+	PTY         bool     `json:"pty"`
+	Notes       []string `json:"notes,omitempty"`
+}
+
+// Result is the outcome of Run.
+type Result struct {
+	// ExitCode is what fedmem-run exits with: the agent's code, 128+n when a
+	// signal n killed it, or 125/126/127.
+	ExitCode int `json:"exit_code"`
+	// Signal is the signal that killed the agent, 0 if it exited.
+	Signal int    `json:"signal,omitempty"`
+	Layers Layers `json:"layers"`
+}
+
+// Error is a fedmem failure (not the agent's): it carries the exit code and
+// the stage that failed.
+type Error struct {
+	Code  int    `json:"code"`
+	Stage string `json:"stage"`
+	Msg   string `json:"msg"`
+}
+
+func (e *Error) Error() string { return e.Stage + ": " + e.Msg }
+
+// ExitCodeOf maps an error from Run to fedmem-run's exit code.
+func ExitCodeOf(err error) int {
+	var se *Error
+	if errors.As(err, &se) && se.Code != 0 {
+		return se.Code
+	}
+	return ExitFedmemError
+}
+
+// Backend realises a Plan and runs the command in it.
+type Backend interface {
+	Name() string
+	Run(ctx context.Context, spec *Spec) (*Result, error)
+}

@@ -1,0 +1,72 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// allThreads runs a raw syscall on every thread of the process. Credentials
+// (capabilities, securebits, no_new_privs) are per thread on Linux, and the
+// Go runtime runs on several: a change made on one thread only would leave
+// the others — and any child forked from them — privileged. Requires a
+// binary built with CGO_ENABLED=0.
+func allThreads(trap, a1, a2, a3 uintptr) error {
+	_, _, errno := syscall.AllThreadsSyscall(trap, a1, a2, a3)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// setNoNewPrivs sets no_new_privs on every thread: no execve can grant
+// privileges again (setuid bits, file capabilities), and it allows
+// unprivileged seccomp and Landlock.
+func setNoNewPrivs() error {
+	if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	return nil
+}
+
+func lastCap() int {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			return n
+		}
+	}
+	return 63
+}
+
+// dropCapabilities empties every capability set of every thread: bounding,
+// ambient, inheritable, permitted and effective, and locks the securebits
+// so that uid 0 regains nothing at execve.
+func dropCapabilities() error {
+	const secbits = 1<<0 | 1<<1 | // SECBIT_NOROOT, _LOCKED
+		1<<2 | 1<<3 | // SECBIT_NO_SETUID_FIXUP, _LOCKED
+		1<<5 | // SECBIT_KEEP_CAPS_LOCKED (KEEP_CAPS off)
+		1<<6 | 1<<7 // SECBIT_NO_CAP_AMBIENT_RAISE, _LOCKED
+	if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, secbits, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_SECUREBITS): %w", err)
+	}
+	for c := 0; c <= lastCap(); c++ {
+		if err := allThreads(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0); err != nil && err != unix.EINVAL {
+			return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
+		}
+	}
+	if err := allThreads(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); err != nil {
+		return fmt.Errorf("prctl(PR_CAP_AMBIENT_CLEAR_ALL): %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := allThreads(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); err != nil {
+		return fmt.Errorf("capset(0): %w", err)
+	}
+	return nil
+}

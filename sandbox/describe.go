@@ -1,0 +1,23 @@
+package sandbox
+
+import (
+	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/profiles"
+)
+
+// DescribeLayers lists, in words, the layers the namespace backend applies
+// for a plan.
+func DescribeLayers(pl *mounts.Plan) []string {
+	ns := "namespaces: user, mount, pid, ipc, uts, cgroup"
+	if pl.Network == profiles.NetworkNone {
+		ns += ", net (loopback only)"
+	} else {
+		ns += " (host network)"
+	}
+	return append([]string{
+		ns,
+		"mounts: verified against /proc/self/mountinfo before exec (fail closed)",
+		"capabilities: none in any set (bounding, ambient, inheritable, permitted, effective); securebits locked",
+		"no_new_privs: set",
+	}, describeFilters(pl)...)
+}

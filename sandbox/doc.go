@@ -1,0 +1,14 @@
+// Package sandbox runs one command inside a sandbox realised from a
+// mounts.Plan. The Backend interface is what fedmem-run talks to; the
+// namespace backend (this package, Linux only) builds the sandbox with user,
+// mount, pid, ipc, uts and cgroup namespaces through x/sys/unix, re-executing
+// fedmem-run as the sandbox's pid 1 (see InitArg0).
+//
+// Promises:
+//   - the agent starts only after the live mount table has been verified
+//     against the plan (fail closed, exit 125);
+//   - the agent holds no capability in any set, has no_new_privs, a seccomp
+//     filter and, where the kernel has it, a Landlock domain;
+//   - no file descriptor but stdio reaches the agent;
+//   - the agent's exit code, or 128+signal, is what Run reports.
+package sandbox

@@ -1,0 +1,246 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/profiles"
+)
+
+// InitMain is the sandbox's pid 1. fedmem-run's main calls it, before
+// parsing any flag, when os.Args[0] == InitArg0. It never returns.
+//
+// It runs inside the new namespaces with the user namespace's full
+// capabilities, builds and verifies the root, applies the layers to every
+// thread of itself, then forks the agent — which inherits all of them — and
+// reaps until the agent exits.
+func InitMain() {
+	sync := os.NewFile(initSyncFd, "sync")
+	fail := func(code int, stage string, err error) {
+		_ = json.NewEncoder(sync).Encode(initMessage{Type: "error", Err: &Error{Code: code, Stage: stage, Msg: err.Error()}})
+		os.Exit(code)
+	}
+	var cfg initConfig
+	cfgFile := os.NewFile(initConfigFd, "config")
+	if err := json.NewDecoder(io.LimitReader(cfgFile, 16<<20)).Decode(&cfg); err != nil {
+		fail(ExitFedmemError, "config", err)
+	}
+	cfgFile.Close()
+	if cfg.Plan == nil || len(cfg.Argv) == 0 {
+		fail(ExitFedmemError, "config", errors.New("empty plan or command"))
+	}
+	// Not dumpable: the agent (same uid) cannot open /proc/1/mem, /proc/1/exe
+	// or /proc/1/fd of this process (CVE-2019-5736 went through /proc/self/exe
+	// of the runtime).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fail(ExitFedmemError, "prctl", err)
+	}
+	layers := Layers{Caps: "none"}
+	if err := buildRoot(cfg.Plan); err != nil {
+		fail(ExitFedmemError, "mounts", err)
+	}
+	if err := verifyLive(cfg.Plan); err != nil {
+		fail(ExitFedmemError, "verify", err)
+	}
+	layers.Verified = true
+	if cfg.Hostname != "" {
+		_ = unix.Sethostname([]byte(cfg.Hostname))
+	}
+	if cfg.Plan.Network == profiles.NetworkNone {
+		if err := loopbackUp(); err != nil {
+			fail(ExitFedmemError, "network", err)
+		}
+	}
+	// Whatever descriptor survived this far must not reach the agent.
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+
+	if err := setNoNewPrivs(); err != nil {
+		fail(ExitFedmemError, "no_new_privs", err)
+	}
+	layers.NoNewPrivs = true
+	if err := applyLandlock(&cfg, &layers); err != nil {
+		fail(ExitFedmemError, "landlock", err)
+	}
+	if err := dropCapabilities(); err != nil {
+		fail(ExitFedmemError, "capabilities", err)
+	}
+	if err := applySeccomp(&cfg, &layers); err != nil {
+		fail(ExitFedmemError, "seccomp", err)
+	}
+
+	path, err := lookPath(cfg.Argv[0], cfg.Env)
+	if err != nil {
+		code := ExitNotFound
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOEXEC) || errors.Is(err, unix.EISDIR) {
+			code = ExitCannotExecute
+		}
+		fail(code, "exec", err)
+	}
+	// Forward signals from the parent to the agent. Register before the
+	// fork so that none is lost.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGCONT, unix.SIGWINCH)
+	attr := &syscall.ProcAttr{
+		Dir:   cfg.Dir,
+		Env:   cfg.Env,
+		Files: []uintptr{0, 1, 2},
+		Sys:   &syscall.SysProcAttr{},
+	}
+	if cfg.TTY {
+		// This init is the session leader of the private pty; the agent gets
+		// its own process group in the foreground, so Ctrl-C and Ctrl-Z
+		// reach it and job control works.
+		attr.Sys.Setpgid = true
+		attr.Sys.Foreground = true
+		attr.Sys.Ctty = 0
+	} else {
+		attr.Sys.Setsid = true
+	}
+	pid, err := syscall.ForkExec(path, cfg.Argv, attr)
+	if err != nil {
+		code := ExitCannotExecute
+		if errors.Is(err, unix.ENOENT) {
+			code = ExitNotFound
+		}
+		fail(code, "exec", fmt.Errorf("%s: %w", cfg.Argv[0], err))
+	}
+	_ = json.NewEncoder(sync).Encode(initMessage{Type: "started", Layers: &layers})
+
+	go func() {
+		for s := range sigs {
+			sig := s.(syscall.Signal)
+			if sig == unix.SIGWINCH {
+				continue // the pty delivers it to the foreground group
+			}
+			if cfg.TTY && sig == unix.SIGCONT {
+				_ = unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, pid)
+				_ = unix.Kill(-pid, unix.SIGCONT)
+				continue
+			}
+			_ = unix.Kill(pid, sig)
+		}
+	}()
+	for {
+		var ws unix.WaitStatus
+		wpid, err := unix.Wait4(-1, &ws, unix.WUNTRACED, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			fail(ExitFedmemError, "wait", err)
+		}
+		if wpid != pid {
+			continue // an orphan re-parented to us: reaped
+		}
+		switch {
+		case ws.Stopped():
+			if cfg.TTY {
+				_ = json.NewEncoder(sync).Encode(initMessage{Type: "stopped", Signal: int(ws.StopSignal())})
+			}
+		case ws.Exited():
+			_ = json.NewEncoder(sync).Encode(initMessage{Type: "exit", Code: ws.ExitStatus()})
+			os.Exit(ws.ExitStatus())
+		case ws.Signaled():
+			n := int(ws.Signal())
+			_ = json.NewEncoder(sync).Encode(initMessage{Type: "exit", Code: 128 + n, Signal: n})
+			os.Exit(128 + n)
+		}
+	}
+}
+
+// verifyLive checks the mount table of the finished root and probes the
+// vault with faccessat: both must say the vault is read-only.
+func verifyLive(pl *mounts.Plan) error {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := mounts.Verify(pl, f); err != nil {
+		return err
+	}
+	for _, p := range []string{pl.Vault, filepath.Join(pl.Vault, ".git")} {
+		if err := unix.Faccessat(unix.AT_FDCWD, p, unix.W_OK, unix.AT_EACCESS); !errors.Is(err, unix.EROFS) {
+			return &mounts.VerifyError{Path: p, Rule: "vault-readonly", Detail: fmt.Sprintf("write access probe returned %v, want EROFS", err)}
+		}
+	}
+	return nil
+}
+
+// lookPath finds the command in the PATH of the agent's environment, inside
+// the sandbox's root.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, checkExec(name)
+	}
+	pathEnv := "/usr/local/bin:/usr/bin:/bin"
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	var firstErr error
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		err := checkExec(p)
+		if err == nil {
+			return p, nil
+		}
+		if firstErr == nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		return "", firstErr
+	}
+	return "", fmt.Errorf("%s: command not found: %w", name, exec.ErrNotFound)
+}
+
+func checkExec(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s: is a directory: %w", p, unix.EISDIR)
+	}
+	if err := unix.Access(p, unix.X_OK); err != nil {
+		return fmt.Errorf("%s: not executable: %w", p, err)
+	}
+	return nil
+}
+
+// loopbackUp brings up lo in a new network namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("SIOCGIFFLAGS lo: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("SIOCSIFFLAGS lo: %w", err)
+	}
+	return nil
+}

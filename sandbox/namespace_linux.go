@@ -1,0 +1,194 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/profiles"
+)
+
+// Namespace is the rootless backend: Linux namespaces through x/sys/unix.
+type Namespace struct{}
+
+// Name implements Backend.
+func (Namespace) Name() string { return "namespace" }
+
+// Run implements Backend. It re-executes the current binary as the
+// sandbox's pid 1 in new namespaces, sends it the config, relays the
+// terminal or signals, and returns the agent's exit status.
+func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
+	cfg := initConfig{
+		Plan: spec.Plan, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, TTY: spec.TTY,
+		Hostname: spec.Hostname, RequireLandlock: spec.RequireLandlock, RequireSeccomp: spec.RequireSeccomp,
+	}
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+	}
+	defer cfgR.Close()
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
+		cfgW.Close()
+		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+	}
+	defer syncR.Close()
+
+	// Descriptors the caller leaked to us without O_CLOEXEC must not reach
+	// the init (and so the agent): a writable fd to a vault file would
+	// bypass every mount.
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+
+	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
+		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
+	ns := []string{"user", "mount", "pid", "ipc", "uts", "cgroup"}
+	if spec.Plan.Network == profiles.NetworkNone {
+		flags |= unix.CLONE_NEWNET
+		ns = append(ns, "net")
+	}
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{InitArg0},
+		Env:        []string{},
+		ExtraFiles: []*os.File{cfgR, syncW},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:                 flags,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.UID, HostID: spec.UID, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.GID, HostID: spec.GID, Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			Pdeathsig:                  unix.SIGKILL,
+		},
+	}
+	if os.Geteuid() != spec.UID || os.Getegid() != spec.GID {
+		// run_as: root starts the sandbox for another uid. The init becomes
+		// that uid inside its user namespace and keeps the namespace's
+		// capabilities (its ids never were 0 there), drops them before exec.
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: true}
+	}
+
+	var relay *ptyRelay
+	if spec.TTY {
+		relay, err = newPTYRelay(spec.Stdin, spec.Stdout)
+		if err != nil {
+			cfgW.Close()
+			return nil, &Error{Code: ExitFedmemError, Stage: "pty", Msg: err.Error()}
+		}
+		defer relay.Close()
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = relay.slave, relay.slave, relay.slave
+		cmd.SysProcAttr.Setsid = true
+		cmd.SysProcAttr.Setctty = true
+		cmd.SysProcAttr.Ctty = 0
+	} else {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
+	}
+
+	// Forward termination signals to pid 1, which forwards them to the agent.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
+	defer signal.Stop(sigs)
+
+	if err := cmd.Start(); err != nil {
+		cfgW.Close()
+		syncW.Close()
+		return nil, &Error{Code: ExitFedmemError, Stage: "start", Msg: startHint(err)}
+	}
+	syncW.Close()
+	if relay != nil {
+		relay.slave.Close()
+		relay.slave = nil
+	}
+	err = json.NewEncoder(cfgW).Encode(&cfg)
+	cfgW.Close()
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, &Error{Code: ExitFedmemError, Stage: "config", Msg: err.Error()}
+	}
+
+	msgs := make(chan initMessage, 4)
+	go func() {
+		defer close(msgs)
+		sc := bufio.NewScanner(syncR)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var m initMessage
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				msgs <- m
+			}
+		}
+	}()
+	if relay != nil {
+		relay.Start(cmd.Process)
+	}
+
+	res := &Result{ExitCode: -1}
+	var runErr error
+	done := ctx.Done()
+	for msgs != nil {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				msgs = nil
+				break
+			}
+			switch m.Type {
+			case "started":
+				if m.Layers != nil {
+					res.Layers = *m.Layers
+					res.Layers.Namespaces = ns
+				}
+			case "error":
+				runErr = m.Err
+			case "stopped":
+				if relay != nil {
+					relay.Suspend(cmd.Process)
+				}
+			case "exit":
+				res.ExitCode, res.Signal = m.Code, m.Signal
+			}
+		case s := <-sigs:
+			_ = cmd.Process.Signal(s)
+		case <-done:
+			_ = cmd.Process.Signal(unix.SIGKILL)
+			done = nil
+		}
+	}
+	werr := cmd.Wait()
+	if relay != nil {
+		relay.Finish()
+	}
+	res.Layers.Backend = "namespace"
+	res.Layers.PTY = relay != nil
+	if runErr != nil {
+		return res, runErr
+	}
+	if res.ExitCode < 0 {
+		// The init died without saying why (killed from outside, or OOM).
+		var ee *exec.ExitError
+		if errors.As(werr, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				res.Signal = int(ws.Signal())
+				res.ExitCode = 128 + res.Signal
+				return res, nil
+			}
+		}
+		return res, &Error{Code: ExitFedmemError, Stage: "init", Msg: fmt.Sprintf("sandbox init ended without a status: %v", werr)}
+	}
+	return res, nil
+}
+
+func startHint(err error) string {
+	msg := fmt.Sprintf("cannot create the sandbox namespaces: %v", err)
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOSPC) {
+		msg += " (unprivileged user namespaces may be disabled: check `sysctl kernel.unprivileged_userns_clone user.max_user_namespaces` and, on Ubuntu, kernel.apparmor_restrict_unprivileged_userns; `fedmem doctor` explains)"
+	}
+	return msg
+}

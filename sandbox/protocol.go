@@ -1,0 +1,35 @@
+package sandbox
+
+import "github.com/fedmem/fedmem/mounts"
+
+// InitArg0 is argv[0] of the re-executed fedmem-run that becomes the
+// sandbox's pid 1. fedmem-run's main checks it before parsing any flag.
+const InitArg0 = "fedmem-sandbox-init"
+
+// File descriptors the parent hands to the init, besides stdio.
+const (
+	initConfigFd = 3 // JSON initConfig, read once
+	initSyncFd   = 4 // JSON lines of initMessage, written by the init
+)
+
+// initConfig travels from the parent to the init over initConfigFd — never
+// through argv or the environment, which the agent could read.
+type initConfig struct {
+	Plan            *mounts.Plan `json:"plan"`
+	Argv            []string     `json:"argv"`
+	Env             []string     `json:"env"`
+	Dir             string       `json:"dir"`
+	TTY             bool         `json:"tty"`
+	Hostname        string       `json:"hostname"`
+	RequireLandlock bool         `json:"require_landlock"`
+	RequireSeccomp  bool         `json:"require_seccomp"`
+}
+
+// initMessage is one line the init writes on initSyncFd.
+type initMessage struct {
+	Type   string  `json:"type"` // "started", "error", "stopped", "exit"
+	Layers *Layers `json:"layers,omitempty"`
+	Err    *Error  `json:"error,omitempty"`
+	Code   int     `json:"code,omitempty"`
+	Signal int     `json:"signal,omitempty"`
+}
