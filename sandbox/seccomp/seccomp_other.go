@@ -1,0 +1,11 @@
+//go:build !linux
+
+package seccomp
+
+import "errors"
+
+// ErrNoNewPrivs is returned by Apply when no_new_privs is not set (Linux).
+var ErrNoNewPrivs = errors.New("seccomp: no_new_privs is not set on the calling thread")
+
+// Apply is only implemented on Linux.
+func Apply() error { return errors.New("seccomp: only supported on Linux") }
