@@ -171,8 +171,12 @@ func verifyLive(pl *mounts.Plan) error {
 		return err
 	}
 	for _, p := range []string{pl.Vault, filepath.Join(pl.Vault, ".git")} {
-		if err := unix.Faccessat(unix.AT_FDCWD, p, unix.W_OK, unix.AT_EACCESS); !errors.Is(err, unix.EROFS) {
-			return &mounts.VerifyError{Path: p, Rule: "vault-readonly", Detail: fmt.Sprintf("write access probe returned %v, want EROFS", err)}
+		// EROFS: the mount is read-only. EACCES: file permissions deny
+		// this uid before the kernel looks at the mount (the mount table
+		// check above already proved the mount read-only).
+		err := unix.Faccessat(unix.AT_FDCWD, p, unix.W_OK, unix.AT_EACCESS)
+		if !errors.Is(err, unix.EROFS) && !errors.Is(err, unix.EACCES) {
+			return &mounts.VerifyError{Path: p, Rule: "vault-readonly", Detail: fmt.Sprintf("write access probe returned %v, want EROFS or EACCES", err)}
 		}
 	}
 	return nil

@@ -65,6 +65,12 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			GidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.GID, HostID: spec.GID, Size: 1}},
 			GidMappingsEnableSetgroups: false,
 			Pdeathsig:                  unix.SIGKILL,
+			// The init keeps its uid (paths and owners agree inside and
+			// out), so execve would clear the namespace's capabilities
+			// for a non-root uid; ambient capabilities carry the few it
+			// needs to build the root across that execve. It drops them
+			// all before the agent starts.
+			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN},
 		},
 	}
 	if os.Geteuid() != spec.UID || os.Getegid() != spec.GID {

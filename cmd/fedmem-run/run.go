@@ -381,6 +381,7 @@ func writeSessionRecord(vaultDir string, rep *report, stderr io.Writer) {
 			fmt.Fprintf(stderr, "fedmem-run: warning: no session record (%v); the gate will treat the drafts as from an unknown agent\n", err)
 			return
 		}
+		_ = os.Chmod(dir, 0o1777) // umask
 	}
 	if err := writeJSON(filepath.Join(dir, rep.Session+".json"), rep); err != nil {
 		fmt.Fprintf(stderr, "fedmem-run: warning: session record: %v\n", err)
