@@ -1,0 +1,113 @@
+package vault
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/user"
+	"strconv"
+)
+
+// Owner is the OS identity that owns a vault's protected paths: the gate user.
+// Name is empty when the identity was given as a number without a passwd
+// entry (a dedicated uid on a container host, for example).
+type Owner struct {
+	UID  int    `json:"uid"`
+	GID  int    `json:"gid"`
+	Name string `json:"name,omitempty"`
+}
+
+// Group is an OS group, for the agents that share an inbox.
+type Group struct {
+	GID  int    `json:"gid"`
+	Name string `json:"name,omitempty"`
+}
+
+// ErrUnknownID is returned when a user or group name does not resolve.
+var ErrUnknownID = errors.New("unknown user or group")
+
+// CurrentOwner returns the caller's real uid and primary gid, with the user
+// name when the passwd database has one.
+func CurrentOwner() Owner {
+	o := Owner{UID: os.Getuid(), GID: os.Getgid()}
+	if u, err := user.LookupId(strconv.Itoa(o.UID)); err == nil {
+		o.Name = u.Username
+	}
+	return o
+}
+
+// ResolveUser turns NAME or a numeric UID into an Owner. A number resolves
+// without a passwd entry; its gid is then the same number (the convention of
+// a per-service user with a private group) unless the passwd entry says
+// otherwise. A name must exist in the passwd database.
+func ResolveUser(spec string) (Owner, error) {
+	if spec == "" {
+		return Owner{}, fmt.Errorf("user %q: empty name", spec)
+	}
+	if id, ok, err := parseID(spec); ok {
+		if err != nil {
+			return Owner{}, fmt.Errorf("user %q: %w", spec, err)
+		}
+		o := Owner{UID: id, GID: id}
+		if u, err := user.LookupId(spec); err == nil {
+			o.Name = u.Username
+			if g, err := strconv.Atoi(u.Gid); err == nil {
+				o.GID = g
+			}
+		}
+		return o, nil
+	}
+	u, err := user.Lookup(spec)
+	if err != nil {
+		return Owner{}, fmt.Errorf("user %q: %w (give a numeric uid for a user without a passwd entry)", spec, ErrUnknownID)
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err1 != nil || err2 != nil {
+		return Owner{}, fmt.Errorf("user %q: passwd entry has non-numeric ids %q:%q", spec, u.Uid, u.Gid)
+	}
+	return Owner{UID: uid, GID: gid, Name: u.Username}, nil
+}
+
+// ResolveGroup turns NAME or a numeric GID into a Group. A number needs no
+// group entry.
+func ResolveGroup(spec string) (Group, error) {
+	if spec == "" {
+		return Group{}, fmt.Errorf("group %q: empty name", spec)
+	}
+	if id, ok, err := parseID(spec); ok {
+		if err != nil {
+			return Group{}, fmt.Errorf("group %q: %w", spec, err)
+		}
+		g := Group{GID: id}
+		if gr, err := user.LookupGroupId(spec); err == nil {
+			g.Name = gr.Name
+		}
+		return g, nil
+	}
+	gr, err := user.LookupGroup(spec)
+	if err != nil {
+		return Group{}, fmt.Errorf("group %q: %w (give a numeric gid for a group without an entry)", spec, ErrUnknownID)
+	}
+	gid, err := strconv.Atoi(gr.Gid)
+	if err != nil {
+		return Group{}, fmt.Errorf("group %q: group entry has non-numeric id %q", spec, gr.Gid)
+	}
+	return Group{GID: gid, Name: gr.Name}, nil
+}
+
+// parseID reports whether s is all ASCII digits (ok) and, if so, whether it is
+// a usable id: at most 2^32-2, since (uid_t)-1 means "unchanged" to chown(2).
+func parseID(s string) (id int, ok bool, err error) {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return 0, false, nil
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n >= math.MaxUint32 {
+		return 0, true, fmt.Errorf("id out of range (0..%d)", uint64(math.MaxUint32)-1)
+	}
+	return int(n), true, nil
+}
