@@ -1,0 +1,378 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/fedmem/fedmem/vault"
+	"github.com/fedmem/fedmem/vault/note"
+)
+
+// Policy is the gate's configuration. See docs/policy.md for every key.
+type Policy struct {
+	Version   int
+	Reviewers []string
+	// Targets maps a note type to the folder a promotion lands in.
+	Targets map[string]string
+	// DefaultTarget is where a note of an unlisted type would land; such a
+	// note is always held for review.
+	DefaultTarget string
+	RiskDefault   string
+	RiskTypes     map[string]string
+	RiskFolders   map[string]string
+	TTLDefault    int // days
+	TTLTypes      map[string]int
+	MaxDraftBytes int64
+	MaxDrafts     int // per session
+	GateName      string
+	GateEmail     string
+}
+
+// Default is the policy used when the vault has no policy file. It matches
+// the file `fedmem init` writes.
+func Default() *Policy {
+	return &Policy{
+		Version: 1,
+		Targets: map[string]string{
+			"Fact": "20-domains", "Decision": "70-decisions", "Workflow": "40-workflows",
+			"Runbook": "40-workflows", "Skill": "50-skills/proposed",
+			"ContextPack": "60-context-packs", "Adapter": "80-agent-adapters",
+		},
+		DefaultTarget: "20-domains",
+		RiskDefault:   note.RiskLow,
+		RiskTypes:     map[string]string{"Decision": note.RiskHigh, "Skill": note.RiskMedium},
+		RiskFolders:   map[string]string{"00-global": note.RiskHigh, "70-decisions": note.RiskHigh, "50-skills/published": note.RiskHigh},
+		TTLDefault:    90,
+		TTLTypes:      map[string]int{"Runbook": 30, "Decision": 365},
+		MaxDraftBytes: 256 << 10,
+		MaxDrafts:     500,
+		GateName:      "fedmem-gate",
+		GateEmail:     "fedmem-gate@localhost",
+	}
+}
+
+// Error is one problem in a policy file.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+
+// MaxPolicyBytes bounds the policy file.
+const MaxPolicyBytes = 256 << 10
+
+// Load reads the policy at path; a missing file yields Default().
+func Load(path string) (*Policy, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Default(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	return Parse(path, b)
+}
+
+// Parse parses policy text; file names the source in errors. The returned
+// error joins every *Error found.
+func Parse(file string, b []byte) (*Policy, error) {
+	p := Default()
+	if len(b) > MaxPolicyBytes {
+		return nil, &Error{file, 1, fmt.Sprintf("policy is %d bytes; the limit is %d", len(b), MaxPolicyBytes)}
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, &Error{file, 1, err.Error()}
+	}
+	if len(doc.Content) == 0 {
+		return p, nil
+	}
+	c := &checker{file: file}
+	root := doc.Content[0]
+	c.strict(root, 1)
+	if len(c.errs) > 0 {
+		return nil, errors.Join(c.errs...)
+	}
+	c.mapping(root, "", func(k string, v *yaml.Node) {
+		switch k {
+		case "version":
+			if n := c.int(v, k, 1, 1); n == 1 {
+				p.Version = n
+			}
+		case "reviewers":
+			p.Reviewers = c.strings(v, k)
+			for i, r := range p.Reviewers {
+				if r == "" || strings.ContainsAny(r, " \t\n:/") {
+					c.errf(v.Content[i], "reviewers: %q is not a user name or uid", r)
+				}
+			}
+		case "targets":
+			p.Targets = map[string]string{}
+			c.mapping(v, k, func(t string, f *yaml.Node) {
+				p.Targets[t] = c.folder(f, k+"."+t)
+			})
+		case "default_target":
+			p.DefaultTarget = c.folder(v, k)
+		case "risk":
+			c.mapping(v, k, func(k2 string, v2 *yaml.Node) {
+				switch k2 {
+				case "default":
+					p.RiskDefault = c.risk(v2, "risk.default")
+				case "types":
+					p.RiskTypes = map[string]string{}
+					c.mapping(v2, "risk.types", func(t string, r *yaml.Node) { p.RiskTypes[t] = c.risk(r, "risk.types."+t) })
+				case "folders":
+					p.RiskFolders = map[string]string{}
+					c.mapping(v2, "risk.folders", func(f string, r *yaml.Node) {
+						c.folderName(v2, f, "risk.folders")
+						p.RiskFolders[f] = c.risk(r, "risk.folders."+f)
+					})
+				default:
+					c.unknown(v, "risk", k2)
+				}
+			})
+		case "ttl_days":
+			c.mapping(v, k, func(k2 string, v2 *yaml.Node) {
+				switch k2 {
+				case "default":
+					p.TTLDefault = c.int(v2, "ttl_days.default", 1, 3650)
+				case "types":
+					p.TTLTypes = map[string]int{}
+					c.mapping(v2, "ttl_days.types", func(t string, d *yaml.Node) { p.TTLTypes[t] = c.int(d, "ttl_days.types."+t, 1, 3650) })
+				default:
+					c.unknown(v, "ttl_days", k2)
+				}
+			})
+		case "limits":
+			c.mapping(v, k, func(k2 string, v2 *yaml.Node) {
+				switch k2 {
+				case "max_draft_bytes":
+					p.MaxDraftBytes = int64(c.int(v2, "limits.max_draft_bytes", 1, 16<<20))
+				case "max_drafts_per_session":
+					p.MaxDrafts = c.int(v2, "limits.max_drafts_per_session", 1, 1000000)
+				default:
+					c.unknown(v, "limits", k2)
+				}
+			})
+		case "gate":
+			c.mapping(v, k, func(k2 string, v2 *yaml.Node) {
+				s := c.str(v2, "gate."+k2)
+				if strings.ContainsAny(s, "<>\n\r\x00") || s == "" || len(s) > 100 {
+					c.errf(v2, "gate.%s must be one line without < or > (at most 100)", k2)
+				}
+				switch k2 {
+				case "name":
+					p.GateName = s
+				case "email":
+					p.GateEmail = s
+				default:
+					c.unknown(v, "gate", k2)
+				}
+			})
+		default:
+			c.unknown(root, "", k)
+		}
+	})
+	if len(c.errs) > 0 {
+		return nil, errors.Join(c.errs...)
+	}
+	return p, nil
+}
+
+type checker struct {
+	file string
+	errs []error
+}
+
+func (c *checker) errf(n *yaml.Node, format string, args ...any) {
+	c.errs = append(c.errs, &Error{c.file, n.Line, fmt.Sprintf(format, args...)})
+}
+
+// strict applies the draft YAML rules (anchors, aliases, tags, duplicates).
+func (c *checker) strict(n *yaml.Node, depth int) {
+	switch {
+	case n.Anchor != "" || n.Kind == yaml.AliasNode:
+		c.errf(n, "anchors and aliases are not allowed")
+		return
+	case n.Style&yaml.TaggedStyle != 0:
+		c.errf(n, "explicit tag %s is not allowed", n.Tag)
+		return
+	case depth > note.MaxDepth:
+		c.errf(n, "nesting deeper than %d", note.MaxDepth)
+		return
+	}
+	seen := map[string]int{}
+	for i, ch := range n.Content {
+		if n.Kind == yaml.MappingNode && i%2 == 0 {
+			if l, dup := seen[ch.Value]; dup {
+				c.errf(ch, "key %q appears twice (first on line %d)", ch.Value, l)
+			}
+			seen[ch.Value] = ch.Line
+		}
+		c.strict(ch, depth+1)
+	}
+}
+
+func (c *checker) unknown(n *yaml.Node, parent, k string) {
+	line := n
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == k {
+			line = n.Content[i]
+		}
+	}
+	if parent != "" {
+		k = parent + "." + k
+	}
+	c.errf(line, "unknown key %q (see docs/policy.md)", k)
+}
+
+func (c *checker) mapping(n *yaml.Node, what string, f func(string, *yaml.Node)) {
+	if n.Kind != yaml.MappingNode {
+		if what == "" {
+			what = "the policy"
+		}
+		c.errf(n, "%s must be a mapping", what)
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		f(n.Content[i].Value, n.Content[i+1])
+	}
+}
+
+func (c *checker) str(n *yaml.Node, what string) string {
+	if n.Kind != yaml.ScalarNode {
+		c.errf(n, "%s must be a string", what)
+		return ""
+	}
+	return n.Value
+}
+
+func (c *checker) strings(n *yaml.Node, what string) []string {
+	if n.Kind != yaml.SequenceNode {
+		c.errf(n, "%s must be a list", what)
+		return nil
+	}
+	var out []string
+	for _, e := range n.Content {
+		out = append(out, c.str(e, what+" entry"))
+	}
+	return out
+}
+
+func (c *checker) int(n *yaml.Node, what string, lo, hi int) int {
+	s := c.str(n, what)
+	v, err := strconv.Atoi(s)
+	if s != "" && (err != nil || v < lo || v > hi) {
+		c.errf(n, "%s must be a whole number from %d to %d (got %q)", what, lo, hi, s)
+		return 0
+	}
+	return v
+}
+
+func (c *checker) risk(n *yaml.Node, what string) string {
+	s := c.str(n, what)
+	if s != note.RiskLow && s != note.RiskMedium && s != note.RiskHigh {
+		c.errf(n, "%s must be low, medium or high (got %q)", what, s)
+	}
+	return s
+}
+
+// folder checks a promotion target folder.
+func (c *checker) folder(n *yaml.Node, what string) string {
+	s := c.str(n, what)
+	if s == "" {
+		return ""
+	}
+	if s == vault.InboxDir || strings.HasPrefix(s, vault.InboxDir+"/") || s == "99-archive" || strings.HasPrefix(s, "99-archive/") {
+		c.errf(n, "%s: %q cannot be a promotion target (the inbox and the archive are not memory)", what, s)
+		return s
+	}
+	if !slices.Contains(vault.Folders, s) {
+		c.errf(n, "%s: %q is not a vault folder (one of %s)", what, s, strings.Join(vault.Folders, ", "))
+	}
+	return s
+}
+
+func (c *checker) folderName(m *yaml.Node, f, what string) {
+	if !slices.Contains(vault.Folders, f) {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == f {
+				c.errf(m.Content[i], "%s: %q is not a vault folder", what, f)
+			}
+		}
+	}
+}
+
+// Target returns the folder for a note type and whether policy lists it.
+// Lookup is exact first, then case-insensitive.
+func (p *Policy) Target(typ string) (string, bool) {
+	if f, ok := p.Targets[typ]; ok {
+		return f, true
+	}
+	for t, f := range p.Targets {
+		if strings.EqualFold(t, typ) {
+			return f, true
+		}
+	}
+	return p.DefaultTarget, false
+}
+
+// RiskFor is the highest of the default, the type's and the folder's (and
+// its parents') risk.
+func (p *Policy) RiskFor(typ, folder string) string {
+	r := p.RiskDefault
+	for t, v := range p.RiskTypes {
+		if strings.EqualFold(t, typ) {
+			r = MaxRisk(r, v)
+		}
+	}
+	for f, v := range p.RiskFolders {
+		if folder == f || strings.HasPrefix(folder, f+"/") {
+			r = MaxRisk(r, v)
+		}
+	}
+	return r
+}
+
+// TTLDays returns the review interval for a type.
+func (p *Policy) TTLDays(typ string) int {
+	for t, v := range p.TTLTypes {
+		if strings.EqualFold(t, typ) {
+			return v
+		}
+	}
+	return p.TTLDefault
+}
+
+var riskRank = map[string]int{note.RiskLow: 0, note.RiskMedium: 1, note.RiskHigh: 2}
+
+// MaxRisk returns the higher of two risk levels; unknown counts as high.
+func MaxRisk(a, b string) string {
+	ra, oka := riskRank[a]
+	rb, okb := riskRank[b]
+	if !oka || !okb {
+		return note.RiskHigh
+	}
+	if rb > ra {
+		return b
+	}
+	return a
+}
+
+// IsReviewer reports whether a uid (and its user name, if any) is listed.
+func (p *Policy) IsReviewer(uid int, name string) bool {
+	for _, r := range p.Reviewers {
+		if r == strconv.Itoa(uid) || (name != "" && r == name) {
+			return true
+		}
+	}
+	return false
+}
