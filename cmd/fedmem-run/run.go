@@ -176,7 +176,7 @@ func execute(o *options, stdin, stdout, stderr *os.File) (int, error) {
 	// Writable home paths the profile names must exist to be bound.
 	for _, m := range plan.Mounts {
 		if m.Create {
-			if err := createOwned(m.Source, m.Dir, uid, gid); err != nil {
+			if err := createOwned(m.Source, m.Dir, m.Seed, uid, gid); err != nil {
 				return sandbox.ExitFedmemError, fmt.Errorf("profile %s: create %s: %w", prof.Name, m.Source, err)
 			}
 		}
@@ -347,7 +347,7 @@ func createInbox(vaultDir, inbox string, uid, gid int) error {
 	return nil
 }
 
-func createOwned(p string, dir bool, uid, gid int) error {
+func createOwned(p string, dir bool, seed string, uid, gid int) error {
 	if _, err := os.Lstat(p); err == nil {
 		return nil
 	}
@@ -363,7 +363,11 @@ func createOwned(p string, dir bool, uid, gid int) error {
 		if err != nil {
 			return err
 		}
+		_, err = f.WriteString(seed)
 		f.Close()
+		if err != nil {
+			return err
+		}
 	}
 	if os.Geteuid() == 0 {
 		return os.Lchown(p, uid, gid)
