@@ -24,11 +24,11 @@ lint: ## go vet and gofmt
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-bench: build ## measure fedmem-run against bubblewrap, and startup vs vault size
-	FEDMEM_BIN=$(CURDIR)/$(BIN) $(GO) run ./test/bench
+bench: build ## measure fedmem-run against bubblewrap, and startup vs vault size (BENCHFLAGS=-json|-n N|-only bwrap|size)
+	FEDMEM_BIN=$(CURDIR)/$(BIN) $(GO) run ./test/bench $(BENCHFLAGS)
 
-demo: build ## run the demo: a hostile agent against a fresh demo vault
-	$(BIN)/fedmem demo
+demo: build ## run the demo: a hostile agent against a fresh demo vault (DEMOFLAGS=--keep)
+	$(BIN)/fedmem demo $(DEMOFLAGS)
 
 clean: ## remove build output
 	rm -rf $(BIN)
