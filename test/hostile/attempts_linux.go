@@ -92,7 +92,13 @@ func (h *H) statusChecks() {
 	h.report("capset-raise", "all", unix.Capset(&hdr, &data[0]))
 	h.report("prctl-clear-nnp", "PR_SET_NO_NEW_PRIVS=0", unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 0, 0, 0, 0))
 	h.report("prctl-ambient-raise", "CAP_SYS_ADMIN", unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_RAISE, unix.CAP_SYS_ADMIN, 0, 0))
-	h.report("setuid-0", "uid 0", rawErr(unix.RawSyscall(unix.SYS_SETUID, 0, 0, 0)))
+	// Changing to another uid needs CAP_SETUID (setuid to the own uid is a
+	// no-op that always works, so pick a different one).
+	to := 0
+	if os.Getuid() == 0 {
+		to = 65534
+	}
+	h.report("setuid-other", "uid "+strconv.Itoa(to), rawErr(unix.RawSyscall(unix.SYS_SETUID, uintptr(to), 0, 0)))
 }
 
 func rawErr(_, _ uintptr, e syscall.Errno) error {
@@ -127,13 +133,17 @@ func (h *H) vaultMatrix() {
 	}
 }
 
-func (h *H) openWrite(attempt, path string, flags int) {
+func (h *H) openWrite(attempt, path string, flags int) { h.openWriteAs(attempt, path, path, flags) }
+
+// openWriteAs opens path and writes the payload, reporting shown as the
+// target (the vault path a symlink or /proc path leads to).
+func (h *H) openWriteAs(attempt, path, shown string, flags int) {
 	f, err := os.OpenFile(path, flags, 0o644)
 	if err == nil {
 		_, err = f.Write(payload)
 		f.Close()
 	}
-	h.report(attempt, path, err)
+	h.report(attempt, shown, err)
 }
 
 // inboxFile creates a scratch file in the own inbox for rename/link sources.
@@ -165,13 +175,13 @@ func (h *H) fileOps(f string, i int) {
 	if err := os.Symlink(f, sl); err != nil {
 		h.report("symlink-write-through", f, fmt.Errorf("symlink %s: %w", sl, err))
 	} else {
-		h.openWrite("symlink-write-through", sl, os.O_WRONLY|os.O_APPEND)
+		h.openWriteAs("symlink-write-through", sl, f, os.O_WRONLY|os.O_APPEND)
 	}
 	// An O_PATH fd reopened for writing through /proc/self/fd.
 	if fd, err := unix.Open(f, unix.O_PATH|unix.O_CLOEXEC, 0); err != nil {
 		h.report("opath-reopen-write", f, fmt.Errorf("O_PATH: %w", err))
 	} else {
-		h.openWrite("opath-reopen-write", "/proc/self/fd/"+strconv.Itoa(fd), os.O_WRONLY|os.O_APPEND)
+		h.openWriteAs("opath-reopen-write", "/proc/self/fd/"+strconv.Itoa(fd), f, os.O_WRONLY|os.O_APPEND)
 		unix.Close(fd)
 	}
 	// A read-only fd mapped shared and writable.
@@ -247,7 +257,7 @@ func (h *H) dirOps(d string, i int) {
 	if err := os.Symlink(d, sl); err != nil {
 		h.report("symlink-dir-create-through", d, fmt.Errorf("symlink %s: %w", sl, err))
 	} else {
-		h.openWrite("symlink-dir-create-through", filepath.Join(sl, "via-symlink.md"), os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+		h.openWriteAs("symlink-dir-create-through", filepath.Join(sl, "via-symlink.md"), filepath.Join(d, "via-symlink.md"), os.O_WRONLY|os.O_CREATE|os.O_EXCL)
 	}
 	// openat and fchdir through a directory fd opened on the vault.
 	dfd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Result is one JSON line. The escape test decodes the same shape.
@@ -210,7 +212,20 @@ func (h *H) positives() {
 		_, err = os.ReadFile(filepath.Join(h.inbox, "x.md"))
 	}
 	h.positive("inbox-draft", filepath.Join(h.inbox, "x.md"), err)
+	// Device nodes never belong in an inbox (the gate must not meet one).
+	h.report("mknod-chr-inbox", filepath.Join(h.inbox, "null"), unix.Mknod(filepath.Join(h.inbox, "null"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))))
+	h.report("mknod-blk-inbox", filepath.Join(h.inbox, "vda"), unix.Mknod(filepath.Join(h.inbox, "vda"), unix.S_IFBLK|0o666, int(unix.Mkdev(253, 0))))
+	// A FIFO may or may not be allowed; either way the gate must cope.
+	err = unix.Mkfifo(filepath.Join(h.inbox, "fifo.md"), 0o644)
+	h.emit(Result{Attempt: "info-mkfifo-inbox", Target: filepath.Join(h.inbox, "fifo.md"), OK: err == nil, Positive: true, Errno: errStr(err)})
 	h.positive("workdir-write", filepath.Join(h.workdir, "hostile-wrote-here.txt"),
 		os.WriteFile(filepath.Join(h.workdir, "hostile-wrote-here.txt"), []byte("ok\n"), 0o644))
 	h.positive("tmp-write", "/tmp/hostile-tmp.txt", os.WriteFile("/tmp/hostile-tmp.txt", []byte("ok\n"), 0o644))
+}
+
+func errStr(err error) string {
+	if err == nil {
+		return ""
+	}
+	return errnoName(err)
 }
