@@ -44,9 +44,11 @@ func lastCap() int {
 	return 63
 }
 
-// dropCapabilities empties every capability set of every thread: bounding,
-// ambient, inheritable, permitted and effective, and locks the securebits
-// so that uid 0 regains nothing at execve.
+// dropCapabilities empties the capability sets of every thread (ambient,
+// inheritable, permitted, effective), the bounding set of the calling
+// thread — which must be locked (runtime.LockOSThread) and is the one that
+// forks the agent — and locks the securebits so that uid 0 regains nothing
+// at execve.
 func dropCapabilities() error {
 	const secbits = 1<<0 | 1<<1 | // SECBIT_NOROOT, _LOCKED
 		1<<2 | 1<<3 | // SECBIT_NO_SETUID_FIXUP, _LOCKED
@@ -55,8 +57,14 @@ func dropCapabilities() error {
 	if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, secbits, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_SECUREBITS): %w", err)
 	}
+	// The bounding set only matters at execve, and only the thread that
+	// forks the agent will ever reach one: InitMain locks itself to that
+	// thread, so the drop is made there alone (one cheap prctl per
+	// capability instead of one all-threads round per capability). The
+	// other threads end with empty permitted, effective, inheritable and
+	// ambient sets and locked securebits, and never exec.
 	for c := 0; c <= lastCap(); c++ {
-		if err := allThreads(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0); err != nil && err != unix.EINVAL {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
 			return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -26,6 +27,9 @@ import (
 // thread of itself, then forks the agent — which inherits all of them — and
 // reaps until the agent exits.
 func InitMain() {
+	// The agent is forked from this thread, which alone gets the empty
+	// bounding set (see dropCapabilities): stay on it.
+	runtime.LockOSThread()
 	sync := os.NewFile(initSyncFd, "sync")
 	fail := func(code int, stage string, err error) {
 		_ = json.NewEncoder(sync).Encode(initMessage{Type: "error", Err: &Error{Code: code, Stage: stage, Msg: err.Error()}})
