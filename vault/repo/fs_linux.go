@@ -231,3 +231,29 @@ func describe(p string) string {
 		return "an unusual file"
 	}
 }
+
+// currentOwnership reads who owns an existing vault (its root folder) and,
+// when 90-inbox/ is restricted to a group (setgid, no access for others),
+// which group.
+func currentOwnership(root string) (vault.Owner, *vault.Group, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(root, &st); err != nil {
+		return vault.Owner{}, nil, fmt.Errorf("stat %s: %w", root, err)
+	}
+	owner := vault.Owner{UID: int(st.Uid), GID: int(st.Gid)}
+	if u, err := vault.ResolveUser(fmt.Sprint(st.Uid)); err == nil {
+		owner.Name = u.Name
+	}
+	inbox := filepath.Join(root, vault.InboxDir)
+	if err := unix.Lstat(inbox, &st); err != nil {
+		return owner, nil, nil // repaired later
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Mode&unix.S_ISGID == 0 || st.Mode&0o007 != 0 {
+		return owner, nil, nil
+	}
+	g := vault.Group{GID: int(st.Gid)}
+	if rg, err := vault.ResolveGroup(fmt.Sprint(st.Gid)); err == nil {
+		g.Name = rg.Name
+	}
+	return owner, &g, nil
+}

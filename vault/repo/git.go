@@ -17,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage"
+
+	"github.com/fedmem/fedmem/vault"
 )
 
 // gitRepo wraps the few go-git plumbing calls Init needs. It writes blobs,
@@ -245,7 +247,7 @@ func (g *gitRepo) writeTree(base *object.Tree, files map[string]plumbing.Hash) (
 // updateIndex records paths in .git/index with their current stat data and
 // content hash, so `git status` finds the worktree clean without re-reading
 // files. It takes .git/index.lock like the Git CLI does.
-func (g *gitRepo) updateIndex(root string, paths []string) error {
+func (g *gitRepo) updateIndex(root string, paths []string, owner vault.Owner) error {
 	if len(paths) == 0 {
 		return nil
 	}
@@ -289,6 +291,9 @@ func (g *gitRepo) updateIndex(root string, paths []string) error {
 	var buf bytes.Buffer
 	if err := index.NewEncoder(&buf).Encode(idx); err != nil {
 		return fail(fmt.Errorf("encode index: %w", err))
+	}
+	if err := f.Chown(owner.UID, owner.GID); err != nil {
+		return fail(fmt.Errorf("chown index: %w", err))
 	}
 	_, err = f.Write(buf.Bytes())
 	if err == nil {

@@ -177,6 +177,24 @@ func Init(dir string, opts InitOptions) (Result, error) {
 		return res, re
 	}
 	res.Created = fresh
+	if !fresh {
+		// Re-running init must not hand the vault to whoever runs it: the
+		// owner and the agent group default to what the vault has.
+		cur, group, err := currentOwnership(abs)
+		if err != nil {
+			return res, err
+		}
+		if opts.Gate == nil {
+			gate = cur
+			res.Gate = gate
+		}
+		if opts.AgentGroup == nil && group != nil {
+			opts.AgentGroup = group
+			res.AgentGroup = group
+			inboxMode = InboxModeGroup
+			res.InboxMode = octal(inboxMode)
+		}
+	}
 
 	w := &writer{root: abs, gate: gate, res: &res}
 
@@ -271,7 +289,7 @@ func Init(dir string, opts InitOptions) (Result, error) {
 		res.Commit = id
 		res.Committed = toCommit
 	}
-	if err := g.updateIndex(abs, append(written, toCommit...)); err != nil {
+	if err := g.updateIndex(abs, append(written, toCommit...), gate); err != nil {
 		return res, err
 	}
 	if err := w.gitDir(); err != nil {
