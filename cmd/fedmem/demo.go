@@ -263,7 +263,7 @@ func runDemo(ctx context.Context, o demoOptions, withGate bool, w io.Writer) err
 			if err != nil {
 				continue
 			}
-			fmt.Fprintf(w, "   %-40s %6d bytes  %s\n", e.Name(), fi.Size(), fi.Mode().Type().String())
+			fmt.Fprintf(w, "   %-40s %6d bytes  %s\n", e.Name(), fi.Size(), fileKind(fi.Mode()))
 		}
 	} else {
 		failed = true
@@ -647,4 +647,22 @@ func firstLines(s string, n int) string {
 		lines = lines[:n]
 	}
 	return strings.Join(lines, "\n")
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "regular file"
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return m.Type().String()
 }

@@ -44,7 +44,7 @@ try blocked "set mtime of 00-global/AGENT.md" "touch -d '2000-01-01 00:00' '$V/0
 try blocked "mkdir 10-projects/planted/" "mkdir '$V/10-projects/planted'"
 try blocked "edit the gate policy 00-global/policy.yaml" "echo 'reviewers: [agent]' >> '$V/00-global/policy.yaml'"
 try blocked "append to .git/config (core.hooksPath)" "printf '[core]\n\thooksPath = /tmp\n' >> '$V/.git/config'"
-try blocked "plant .git/hooks/post-commit" "printf '#!/bin/sh\necho $MARK\n' > '$V/.git/hooks/post-commit'"
+try blocked "plant .git/hooks/post-commit" "mkdir -p '$V/.git/hooks' && printf '#!/bin/sh\necho $MARK\n' > '$V/.git/hooks/post-commit'"
 try blocked "forge a branch .git/refs/heads/planted" "echo 0000000000000000000000000000000000000000 > '$V/.git/refs/heads/planted'"
 try blocked "write a draft at the inbox root 90-inbox/planted.md" "echo '$MARK' > '$V/90-inbox/planted.md'"
 try blocked "create another session's inbox 90-inbox/evil-session/" "mkdir '$V/90-inbox/evil-session'"
