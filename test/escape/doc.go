@@ -1,0 +1,14 @@
+// Package escape is fedmem's escape suite: it runs the hostile agent
+// (test/hostile) inside the real fedmem-run, in every vault layout the
+// design names — vault beside the workdir, vault inside the writable workdir,
+// workdir inside the vault, started by root, started by an unprivileged user
+// with the vault owned by a separate gate uid — and proves guarantee 1:
+// every attack fails with an errno from a known set, the legitimate writes
+// (inbox, workdir, /tmp) succeed, and every file and directory of the vault
+// outside the session's inbox, .git included, is unchanged in content and
+// metadata. Tests named after CVEs re-try known container escapes.
+//
+// The suite needs root (it creates users' files, runs setpriv and tmux); it
+// skips without root unless FEDMEM_REQUIRE_ROOT=1, in which case it fails.
+// It has no non-test code.
+package escape
