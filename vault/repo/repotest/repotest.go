@@ -1,7 +1,9 @@
 // Package repotest runs the Git CLI against vaults in tests: the real git
 // binary is the judge of what vault/repo and the gate write. Every call passes
 // -c safe.directory=* because test vaults belong to a gate uid that is not
-// the test's own, which Git otherwise refuses ("dubious ownership").
+// the test's own, which Git otherwise refuses ("dubious ownership"), and
+// --no-optional-locks so that looking (git status) never rewrites the index as
+// the test user.
 package repotest
 
 import (
@@ -18,7 +20,7 @@ func Git(dir string, args ...string) (string, error) {
 }
 
 func git(dir string, args ...string) (stdout, stderr string, err error) {
-	full := append([]string{"-c", "safe.directory=*", "-C", dir}, args...)
+	full := append([]string{"--no-optional-locks", "-c", "safe.directory=*", "-C", dir}, args...)
 	cmd := exec.Command("git", full...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
