@@ -128,6 +128,9 @@ func runDemo(ctx context.Context, o demoOptions, withGate bool, w io.Writer) err
 	}
 	// Not under /tmp by default: the sandbox has a private /tmp, and the
 	// demo wants the paths to agree inside and out.
+	if abs, err := filepath.Abs(parent); err == nil && vault.Within(filepath.Clean(abs), "/tmp") {
+		fmt.Fprintf(w, "warning: %s is under /tmp, which the sandbox replaces with a private tmpfs: the vault will not be visible to the agent; pass --dir\n", parent)
+	}
 	base, err := os.MkdirTemp(parent, "fedmem-demo-")
 	if err != nil {
 		return fmt.Errorf("demo directory: %w", err)
