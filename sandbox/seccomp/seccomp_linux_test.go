@@ -5,16 +5,19 @@ package seccomp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
 
+	"github.com/fedmem/fedmem/sandbox/seccomp/internal/int80"
 	"golang.org/x/sys/unix"
 )
 
@@ -294,6 +297,24 @@ func errResult(err error) result {
 var specials = map[string]func() result{
 	"tsync":             childTSync,
 	"apply-without-nnp": childNoNNP,
+	"int80-getpid":      childInt80,
+}
+
+// childInt80 makes the i386 getpid (20) through int $0x80, after applying
+// the filter when asked. The filter must kill the process: a deny-list in
+// x86_64 numbers means nothing to the i386 table (unshare is 310 there).
+func childInt80() result {
+	runtime.LockOSThread()
+	if os.Getenv(envFilter) == "1" {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return errResult(err)
+		}
+		if err := Apply(); err != nil {
+			return result{Errno: int(syscall.EIO), Err: err.Error()}
+		}
+	}
+	r := int80.Syscall(20, 0, 0, 0)
+	return result{Ret: uint64(r), Detail: strconv.Itoa(os.Getpid())}
 }
 
 func TestMain(m *testing.M) {
@@ -409,6 +430,17 @@ func childNoNNP() result {
 
 func runChild(t *testing.T, name string, filter bool) result {
 	t.Helper()
+	r, err, stderr := runChildStatus(t, name, filter)
+	if err != nil {
+		t.Fatalf("child %s (filter=%v): %v\nstderr: %s", name, filter, err, stderr)
+	}
+	return r
+}
+
+// runChildStatus runs a child and returns its result, or the error from
+// Wait (e.g. killed by a signal).
+func runChildStatus(t *testing.T, name string, filter bool) (result, error, string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	f := "0"
 	if filter {
@@ -421,14 +453,14 @@ func runChild(t *testing.T, name string, filter bool) result {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("child %s (filter=%v): %v\nstderr: %s", name, filter, err, stderr.String())
+		return result{}, err, stderr.String()
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	var r result
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
 		t.Fatalf("child %s: bad output %q: %v (stderr %s)", name, stdout.String(), err, stderr.String())
 	}
-	return r
+	return r, nil, stderr.String()
 }
 
 func TestRulesInChildProcesses(t *testing.T) {
@@ -498,5 +530,30 @@ func TestApplyRequiresNoNewPrivs(t *testing.T) {
 	}
 	if got.Detail != "seccomp=0" {
 		t.Fatalf("a filter was installed despite the error: %s", got.Detail)
+	}
+}
+
+// TestForeignABIKillsProcess makes a real i386 system call from a 64-bit
+// process: without the filter it works (on kernels with IA32 emulation),
+// with it the process dies by SIGSYS before the call runs.
+func TestForeignABIKillsProcess(t *testing.T) {
+	if !int80.Available {
+		t.Skip("int $0x80 only exists on amd64")
+	}
+	ctl, err, _ := runChildStatus(t, "int80-getpid", false)
+	if err != nil {
+		t.Skipf("int $0x80 unusable on this kernel (IA32 emulation off?): %v", err)
+	}
+	if strconv.FormatUint(ctl.Ret, 10) != ctl.Detail {
+		t.Skipf("int $0x80 getpid returned %d, not the pid %s: IA32 emulation disabled", int64(ctl.Ret), ctl.Detail)
+	}
+	got, err, stderr := runChildStatus(t, "int80-getpid", true)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("i386 getpid under the filter was not stopped: result %+v err %v", got, err)
+	}
+	ws := ee.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGSYS {
+		t.Fatalf("child status %v (stderr %s), want killed by SIGSYS", ws, stderr)
 	}
 }
