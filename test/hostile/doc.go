@@ -18,4 +18,11 @@
 // crash half-way is visible as a missing line.
 //
 // Build it with CGO_ENABLED=0; it only works on Linux.
+//
+// The go:debug lines stop the Go runtime from opening cgroup files to size
+// GOMAXPROCS (Go 1.25+): those descriptors would show up in the fd census
+// as if the sandbox had leaked them.
+
+//go:debug containermaxprocs=0
+//go:debug updatemaxprocs=0
 package main
