@@ -16,6 +16,9 @@
 //     also be ioctl'd, ABI ≥ 5); [Rules.Devices] are hierarchies of device
 //     nodes that may be opened read-write and ioctl'd. Everything else is
 //     denied with EACCES, for root too.
+//   - Unix sockets: from ABI 9, connecting to a pathname unix socket whose
+//     server is outside the domain is denied unless it is in
+//     [Rules.UnixSockets].
 //   - Network: with [Rules.NetworkNone], TCP bind and connect are denied
 //     (ABI ≥ 4; UDP too on ABI ≥ 10).
 //   - IPC: abstract unix sockets and signals to processes outside the domain

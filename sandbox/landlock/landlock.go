@@ -23,6 +23,10 @@ type Rules struct {
 	// Devices are hierarchies of device nodes that may be opened read-write
 	// and ioctl'd, e.g. /dev/pts, /dev/tty and /dev/ptmx for terminals.
 	Devices []string `json:"devices,omitempty"`
+	// UnixSockets are pathname unix sockets (or directories of them) the
+	// agent may connect to although their server runs outside the domain,
+	// e.g. a network proxy's socket. Others are denied from ABI 9 on.
+	UnixSockets []string `json:"unix_sockets,omitempty"`
 	// NetworkNone denies TCP bind and connect (UDP too on ABI ≥ 10).
 	NetworkNone bool `json:"network_none,omitempty"`
 }
@@ -46,7 +50,7 @@ type Status struct {
 	// to Devices and device ReadWriteFiles (ABI ≥ 5).
 	IoctlDev bool `json:"ioctl_dev"`
 	// ResolveUnix: connecting to pathname unix sockets whose server is
-	// outside the domain is denied (ABI ≥ 9).
+	// outside the domain is denied, except UnixSockets (ABI ≥ 9).
 	ResolveUnix bool `json:"resolve_unix"`
 	// NetTCP: TCP bind/connect denied (NetworkNone and ABI ≥ 4).
 	NetTCP bool `json:"net_tcp"`

@@ -106,7 +106,7 @@ func (r Rules) validate() error {
 		paths []string
 	}{
 		{"ReadOnly", r.ReadOnly}, {"ReadWrite", r.ReadWrite},
-		{"ReadWriteFiles", r.ReadWriteFiles}, {"Devices", r.Devices},
+		{"ReadWriteFiles", r.ReadWriteFiles}, {"Devices", r.Devices}, {"UnixSockets", r.UnixSockets},
 	} {
 		for i, p := range f.paths {
 			switch {
@@ -185,6 +185,8 @@ func (r Rules) build(abi int) (rules []golandlock.Rule, skipped []string, err er
 	}
 	rwFile := func(p string) golandlock.FSRule { return golandlock.RWFiles(p) }
 	device := func(p string) golandlock.FSRule { return golandlock.RWFiles(p).WithIoctlDev() }
+	// Only the resolve-unix right; on ABI < 9 it downgrades to nothing.
+	sock := func(p string) golandlock.FSRule { return golandlock.PathAccess(ll.AccessFSResolveUnix, p) }
 
 	for _, p := range r.ReadOnly {
 		if err := add(p, roDir, roFile, false); err != nil {
@@ -203,6 +205,11 @@ func (r Rules) build(abi int) (rules []golandlock.Rule, skipped []string, err er
 	}
 	for _, p := range r.Devices {
 		if err := add(p, device, device, true); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, p := range r.UnixSockets {
+		if err := add(p, sock, sock, false); err != nil {
 			return nil, nil, err
 		}
 	}

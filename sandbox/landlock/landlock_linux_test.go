@@ -158,6 +158,14 @@ var otherOps = map[string]func(e env) error{
 		defer unix.Close(fd)
 		return unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}})
 	},
+	"unix-connect": func(e env) error {
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		return unix.Connect(fd, &unix.SockaddrUnix{Name: e.arg})
+	},
 	"ptmx-ioctl-readonly": func(env) error { return ptmxIoctl(unix.O_RDONLY) },
 	"ptmx-ioctl-device":   func(env) error { return ptmxIoctl(unix.O_RDWR) },
 }
@@ -539,5 +547,25 @@ func TestApplyRejectsBadPaths(t *testing.T) {
 				t.Fatalf("error but Status says ABI %d enforced", got.Status.ABI)
 			}
 		})
+	}
+}
+
+// A pathname unix socket served outside the domain: reachable when listed
+// in UnixSockets; from ABI 9 on, refused otherwise.
+func TestPathnameUnixSockets(t *testing.T) {
+	needABI(t, 1)
+	sock := filepath.Join(t.TempDir(), "proxy.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	listed := func(base string) Rules { r := defaultRules(base); r.UnixSockets = []string{sock}; return r }
+	check(t, opCase{op: "unix-connect", arg: sock, rules: listed})
+	if ABI() >= 9 {
+		check(t, opCase{op: "unix-connect", arg: sock, want: syscall.EACCES})
+	} else {
+		t.Logf("ABI %d < 9: unlisted pathname sockets stay reachable", ABI())
+		check(t, opCase{op: "unix-connect", arg: sock})
 	}
 }
