@@ -1,0 +1,163 @@
+package escape
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tmux drives a real terminal: a tmux server on a private socket, one
+// session whose pane runs the command under test.
+type tmux struct {
+	t    *testing.T
+	sock string
+}
+
+func startTmux(t *testing.T, cmdline string) *tmux {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("FEDMEM_REQUIRE_ROOT") == "1" {
+			t.Fatal("tmux is needed for the PTY tests (apt-get install tmux)")
+		}
+		t.Skip("tmux not installed")
+	}
+	m := &tmux{t: t, sock: fmt.Sprintf("fedmem-escape-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	// Keep the pane after the command ends, so its output can be read.
+	m.run("-f", "/dev/null", "new-session", "-d", "-s", "fedmem", "-x", "160", "-y", "50", cmdline+"; sleep 120")
+	t.Cleanup(func() { exec.Command("tmux", "-L", m.sock, "kill-server").Run() })
+	return m
+}
+
+func (m *tmux) run(args ...string) string {
+	m.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", m.sock}, args...)...).CombinedOutput()
+	if err != nil {
+		m.t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (m *tmux) capture() string {
+	return m.run("capture-pane", "-p", "-J", "-t", "fedmem", "-S", "-500")
+}
+
+// waitFor polls the pane until re matches, and fails with the pane's text
+// after timeout.
+func (m *tmux) waitFor(re *regexp.Regexp, timeout time.Duration) []string {
+	m.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		s := m.capture()
+		if g := re.FindStringSubmatch(s); g != nil {
+			return g
+		}
+		if time.Now().After(deadline) {
+			m.t.Fatalf("terminal never showed %s; pane:\n%s", re, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (m *tmux) send(keys ...string) { m.run(append([]string{"send-keys", "-t", "fedmem"}, keys...)...) }
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// launch is the shell command that starts fedmem-run in the layout.
+func (e *env) launch(argv ...string) string {
+	parts := []string{"cd", shellQuote(e.workdir), "&&", "env", "-i", "PATH=/usr/bin:/bin", "HOME=" + shellQuote(e.home), "TERM=xterm",
+		shellQuote(e.bins.FedmemRun), "--vault", shellQuote(e.vault.Dir), "--workdir", shellQuote(e.workdir), "--"}
+	for _, a := range argv {
+		parts = append(parts, shellQuote(a))
+	}
+	return strings.Join(parts, " ")
+}
+
+// TestPTYInteractive: an interactive shell works under fedmem-run in a real
+// terminal — it has a tty, job control, the terminal's size, Ctrl-C reaches
+// the foreground job, the session id is set, and its exit code comes back.
+func TestPTYInteractive(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	m := startTmux(t, e.launch("bash", "--norc", "--noprofile", "-i")+"; echo FEDMEM-EXIT=$?")
+	m.waitFor(regexp.MustCompile(`bash-[0-9.]+[#$] `), 30*time.Second)
+	size := strings.TrimSpace(m.run("display-message", "-p", "-t", "fedmem", "#{pane_height} #{pane_width}"))
+
+	m.send("stty size; sleep 30", "Enter")
+	time.Sleep(700 * time.Millisecond)
+	m.send("C-c")
+	m.send(`echo "INT=$?"`, "Enter")
+	m.waitFor(regexp.MustCompile(`(?m)^INT=\d+`), 20*time.Second)
+	m.send(`tty; echo "S=$FEDMEM_SESSION"; exit 7`, "Enter")
+	g := m.waitFor(regexp.MustCompile(`FEDMEM-EXIT=(\d+)`), 30*time.Second)
+	pane := m.capture()
+	t.Logf("pane:\n%s", pane)
+
+	if g[1] != "7" {
+		t.Errorf("exit code through fedmem-run = %s, want 7", g[1])
+	}
+	if !regexp.MustCompile(`(?m)^/dev/pts/\d+\s*$`).MatchString(pane) {
+		t.Errorf("`tty` did not print a pty inside the sandbox")
+	}
+	if s := regexp.MustCompile(`(?m)^S=(\S+)\s*$`).FindStringSubmatch(pane); s == nil || !sessionRe.MatchString(s[1]) {
+		t.Errorf("FEDMEM_SESSION not set to a session id inside the sandbox")
+	}
+	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(size) + `\s*$`).MatchString(pane) {
+		t.Errorf("`stty size` inside does not match the terminal (%s)", size)
+	}
+	if !regexp.MustCompile(`(?m)^INT=130\s*$`).MatchString(pane) {
+		t.Errorf("Ctrl-C did not interrupt the foreground job (want INT=130)")
+	}
+	for _, bad := range []string{"no job control", "cannot set terminal process group"} {
+		if strings.Contains(pane, bad) {
+			t.Errorf("bash says %q: the agent has no controlling terminal of its own", bad)
+		}
+	}
+}
+
+// TestCVE2019_10063_TIOCSTI64bit re-tries the flatpak escape: TIOCSTI
+// pushes a command into the terminal's input, to be run by the user's shell
+// after the sandbox exits. Flatpak's filter compared the full 64-bit ioctl
+// command, so TIOCSTI with high bits set passed (the kernel looks at 32).
+// Both forms must be refused, and nothing may reach the outer shell.
+func TestCVE2019_10063_TIOCSTI64bit(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	out := filepath.Join(e.workdir, "tiocsti.jsonl")
+	m := startTmux(t, e.launch(e.bins.Hostile, "tiocsti", "--out", out)+`; echo FEDMEM-EXIT=$?; read -t 3 line; echo "READ=[$line]"`)
+	m.waitFor(regexp.MustCompile(`READ=\[`), 60*time.Second)
+	pane := m.capture()
+	t.Logf("pane:\n%s", pane)
+	if strings.Contains(pane, "TIOCSTI-ESCAPED-42") || !strings.Contains(pane, "READ=[]") {
+		t.Errorf("injected input reached the outer terminal")
+	}
+	if !strings.Contains(pane, "FEDMEM-EXIT=0") {
+		t.Errorf("hostile tiocsti did not exit 0")
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := parseResults(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"tiocsti", "tiocsti-64bit", "tioclinux", "tioclinux-64bit"} {
+		got := find(rs, a)
+		if len(got) != 1 {
+			t.Errorf("%s: %d results", a, len(got))
+			continue
+		}
+		r := got[0]
+		if r.Target != "stdin(tty)" {
+			t.Errorf("%s ran on %s, not on a terminal: the test proves nothing", a, r.Target)
+		}
+		if want := expected[a]; r.OK || !want[r.Errno] {
+			t.Errorf("%s on %s: ok=%v errno=%s, want refused with one of %v", a, r.Target, r.OK, r.Errno, keys(want))
+		} else {
+			t.Logf("%s refused: %s", a, r.Errno)
+		}
+	}
+}
