@@ -195,6 +195,7 @@ func attempts() []attempt {
 		attempt{name: "ok-fork", run: func(*childEnv) result { return rawClone(sigchld) }},
 		attempt{name: "ok-exec", run: okExec},
 		attempt{name: "ok-thread", run: okThread},
+		attempt{name: "ok-glibc-pthread", run: okGlibcPthread},
 		attempt{name: "ok-open-write", run: okOpenWrite},
 		attempt{name: "ok-tiocgwinsz", run: okTIOCGWINSZ},
 		attempt{name: "ok-unshare-files", run: raw("unshare", 0x400 /* CLONE_FILES */)},
@@ -221,7 +222,8 @@ func ioctl(cmd uint64) func(*childEnv) result {
 }
 
 func okExec(*childEnv) result {
-	out, err := exec.Command("/bin/sh", "-c", "echo fedmem").Output()
+	// fork, pipe and exec inside glibc's /bin/sh.
+	out, err := exec.Command("/bin/sh", "-c", "/bin/echo fedmem | /bin/cat").Output()
 	if err != nil {
 		return errResult(err)
 	}
@@ -229,6 +231,23 @@ func okExec(*childEnv) result {
 		return result{Errno: int(syscall.EIO), Err: "unexpected output " + string(out)}
 	}
 	return result{}
+}
+
+// okGlibcPthread: glibc (2.34+) creates threads with clone3 first and
+// falls back to clone on ENOSYS; a threaded C program must keep working.
+func okGlibcPthread(*childEnv) result {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		return result{Detail: "skip: no python3"}
+	}
+	out, err := exec.Command(py, "-c", "import threading\nr=[]\nt=threading.Thread(target=lambda: r.append(1))\nt.start(); t.join(); print(len(r))").Output()
+	if err != nil {
+		return errResult(err)
+	}
+	if strings.TrimSpace(string(out)) != "1" {
+		return result{Errno: int(syscall.EIO), Err: "thread did not run: " + string(out)}
+	}
+	return result{Detail: "python3 thread ran"}
 }
 
 func okThread(*childEnv) result {
@@ -281,6 +300,10 @@ func okTIOCGWINSZ(e *childEnv) result {
 }
 
 func errResult(err error) result {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return result{Errno: int(syscall.EIO), Err: fmt.Sprintf("%v: %s", err, ee.Stderr)}
+	}
 	var en syscall.Errno
 	if e, ok := err.(syscall.Errno); ok {
 		en = e
