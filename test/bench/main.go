@@ -159,6 +159,7 @@ func run(o options, stdout, log io.Writer) error {
 	res.Skipped = append(res.Skipped, "promotion commit vs git add && git commit (gate benchmark not written yet)")
 	res.Skipped = append(res.Skipped, "gate validation throughput and draft→commit latency (gate benchmark not written yet)")
 
+	res.Host["loadavg_end"] = loadavg()
 	if o.jsonOut {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -366,7 +367,7 @@ func printTable(w io.Writer, res *Result) {
 	if b := res.Host["bwrap"]; b != "" {
 		fmt.Fprintf(w, ", %s", b)
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "\nload average (1/5/15 min) at start %s, at end %s: other work on the machine skews both sides\n", res.Host["loadavg_start"], res.Host["loadavg_end"])
 	if len(res.Layers) > 0 {
 		fmt.Fprintf(w, "fedmem-run layers: %s\n", compact(res.Layers))
 	}
@@ -412,7 +413,22 @@ func hostInfo() map[string]string {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		h["kernel"] = strings.TrimSpace(string(b))
 	}
+	h["loadavg_start"] = loadavg()
 	return h
+}
+
+// loadavg is the first three fields of /proc/loadavg: figures taken on a
+// busy machine say so.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func moduleRoot() (string, error) {
