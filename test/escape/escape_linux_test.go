@@ -5,14 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/test/testutil"
 	"github.com/fedmem/fedmem/vault"
@@ -235,7 +240,26 @@ func TestHostileAgent(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			r := e.run(t, nil, e.hostileArgs("all")...)
+			// An abstract unix socket outside the sandbox, like X11's.
+			abstract := fmt.Sprintf("fedmem-escape-%d-%d", os.Getpid(), time.Now().UnixNano())
+			ln, err := net.Listen("unix", "@"+abstract)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			var accepted atomic.Int32
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					accepted.Add(1)
+					c.Close()
+				}
+			}()
+
+			r := e.run(t, nil, append(e.hostileArgs("all"), "--abstract", abstract)...)
 			t.Logf("fedmem-run exit %d, stderr:\n%s", r.code, r.stderr)
 			if r.code != 0 {
 				t.Errorf("fedmem-run exit %d, want 0 (the hostile program always exits 0)", r.code)
@@ -276,8 +300,13 @@ func TestHostileAgent(t *testing.T) {
 			if b, a := before[vault.InboxDir], after[vault.InboxDir]; b.Mode != a.Mode || b.UID != a.UID || b.GID != a.GID || !equalXattrs(b.Xattrs, a.Xattrs) {
 				t.Errorf("[%s] inbox folder metadata changed: %s -> %s", l.name, b, a)
 			}
-			if _, ok := after[filepath.Join(own, "x.md")]; !ok {
+			if x, ok := after[filepath.Join(own, "x.md")]; !ok {
 				t.Errorf("[%s] the draft x.md is not in %s on the host", l.name, own)
+			} else if want := launcherUID(l); x.UID != uint32(want) {
+				t.Errorf("[%s] the draft is owned by uid %d on the host, want the agent's uid %d", l.name, x.UID, want)
+			}
+			if n := accepted.Load(); n > 0 {
+				t.Errorf("[%s] the agent connected %d time(s) to the abstract socket @%s outside the sandbox", l.name, n, abstract)
 			}
 			homeAfter, err := testutil.Take(e.home)
 			if err != nil {
@@ -313,6 +342,41 @@ func TestHostileAgent(t *testing.T) {
 				t.Errorf("[%s] another session's draft leaked into the output", l.name)
 			}
 		})
+	}
+}
+
+func launcherUID(l layout) int {
+	if l.user {
+		return agentUID
+	}
+	return 0
+}
+
+// TestLayersActive: the report names every layer, and each one the kernel
+// offers is on (Landlock where the kernel has it).
+func TestLayersActive(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	r := e.run(t, nil, "/bin/true")
+	if r.code != 0 {
+		t.Fatalf("fedmem-run /bin/true: exit %d: %s", r.code, r.stderr)
+	}
+	layers, _ := r.report["layers"].(map[string]any)
+	t.Logf("layers: %v", layers)
+	for _, k := range []string{"no_new_privs", "seccomp", "mounts_verified"} {
+		if layers[k] != true {
+			t.Errorf("layer %s = %v, want true", k, layers[k])
+		}
+	}
+	if layers["capabilities"] != "none" {
+		t.Errorf("capabilities = %v, want none", layers["capabilities"])
+	}
+	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		t.Logf("kernel has no Landlock (%v): layer not required", errno)
+		return
+	}
+	if got, _ := layers["landlock_abi"].(float64); got < 1 || layers["landlock_fs"] != true {
+		t.Errorf("kernel offers Landlock ABI %d but the sandbox reports landlock_abi=%v landlock_fs=%v", abi, layers["landlock_abi"], layers["landlock_fs"])
 	}
 }
 

@@ -692,3 +692,19 @@ func (h *H) secrets() {
 		h.check("list-secret-dir", p, strings.Join(names, " "), len(names) > 0, err)
 	}
 }
+
+// sockets: abstract unix sockets live in the network namespace, not the
+// filesystem, so read-only mounts do not stop a connect (X11 and D-Bus
+// listen there; through them an agent types into the user's terminal).
+func (h *H) sockets() {
+	if h.abstract == "" {
+		return
+	}
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		h.report("connect-abstract-socket", "@"+h.abstract, fmt.Errorf("socket: %w", err))
+		return
+	}
+	defer unix.Close(fd)
+	h.report("connect-abstract-socket", "@"+h.abstract, unix.Connect(fd, &unix.SockaddrUnix{Name: "@" + h.abstract}))
+}

@@ -38,6 +38,9 @@ type H struct {
 	other   string // another session's inbox dir (absolute)
 	draft   string // a draft's file name inside other
 	note    string // absolute path of a note in the vault
+	// abstract names an abstract unix socket outside the sandbox (an
+	// X11 server or a D-Bus bus would be one): reaching it is an escape.
+	abstract string
 }
 
 func main() {
@@ -61,6 +64,7 @@ func main() {
 	fs.StringVar(&h.other, "other-session", "", "another session's inbox directory")
 	fs.StringVar(&h.draft, "other-draft", "draft.md", "file name of a draft in --other-session")
 	note := fs.String("note", "10-projects/note.md", "a note, relative to the vault")
+	fs.StringVar(&h.abstract, "abstract", "", "name of an abstract unix socket listening outside the sandbox")
 	outPath := fs.String("out", "", "append JSON lines to this file instead of stdout")
 	if err := fs.Parse(os.Args[2:]); err != nil {
 		os.Exit(2)
@@ -185,6 +189,7 @@ func (h *H) all() {
 	h.tiocsti(false)
 	h.hostPaths()
 	h.secrets()
+	h.sockets()
 }
 
 func (h *H) envCheck() {
