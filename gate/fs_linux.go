@@ -1,0 +1,367 @@
+package gate
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/vault"
+	"github.com/fedmem/fedmem/vault/note"
+)
+
+// resolveStrict never follows a symbolic link (not even in a parent: the
+// agent owns its session directory and may plant one), never leaves the
+// directory it starts from, and refuses /proc magic links.
+const resolveStrict = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+func openat2(dirfd int, name string, flags uint64) (int, error) {
+	for {
+		fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{Flags: flags | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: resolveStrict})
+		if err == unix.EINTR || err == unix.EAGAIN && flags&unix.O_NONBLOCK == 0 {
+			continue
+		}
+		return fd, err
+	}
+}
+
+// openDir opens a directory with openat2 under dirfd.
+func openDir(dirfd int, name string) (int, error) {
+	return openat2(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY)
+}
+
+// listDir returns the names in the directory open at fd (fd stays open).
+func listDir(fd int) ([]string, error) {
+	dup, err := unix.Dup(fd)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(dup), "dir")
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// inbox holds an open descriptor on the vault's inbox folder.
+type inbox struct {
+	fd int
+}
+
+func (g *Gate) openInbox() (*inbox, error) {
+	fd, err := unix.Open(g.vaultDir+"/"+vault.InboxDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open inbox %s/%s: %w", g.vaultDir, vault.InboxDir, err)
+	}
+	return &inbox{fd: fd}, nil
+}
+
+func (in *inbox) Close() { unix.Close(in.fd) }
+
+// sessions lists session directories: valid ids only (dot names such as
+// .sessions and .gitkeep are skipped).
+func (in *inbox) sessions() ([]string, error) {
+	names, err := listDir(in.fd)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range names {
+		if vault.ValidSessionID(n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// sessionOwner returns the uid owning a session directory.
+func (in *inbox) sessionOwner(sess string) (int, error) {
+	fd, err := openDir(in.fd, sess)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return -1, err
+	}
+	return int(st.Uid), nil
+}
+
+// ignoredName: dot names (receipts, editors' temp files) and *.tmp are
+// drafts still being written; the agent renames them when done.
+func ignoredName(n string) bool {
+	return strings.HasPrefix(n, ".") || strings.HasSuffix(n, ".tmp")
+}
+
+// claimSession moves every ready entry of one session into claims/, writing
+// the claim record first so a crash between the two steps is recoverable.
+// It returns the claims made. At most max entries are taken per pass.
+func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, error) {
+	sfd, err := openDir(in.fd, sess)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", sess, err)
+	}
+	defer unix.Close(sfd)
+	names, err := listDir(sfd)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: list: %w", sess, err)
+	}
+	cfd, err := unix.Open(g.statePath(claimsDir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(cfd)
+	var out []Claim
+	for _, n := range names {
+		if ignoredName(n) {
+			continue
+		}
+		if len(out) >= max {
+			break
+		}
+		c := Claim{ID: newClaimID(g.now()), Session: sess, Name: n, FirstSeen: g.now().UTC()}
+		meta := g.statePath(claimsDir, c.ID+".json")
+		if err := writeJSON(meta, c); err != nil {
+			return out, err
+		}
+		// renameat2(RENAME_NOREPLACE) moves the entry itself — a symlink,
+		// FIFO or directory is moved, never followed.
+		err := unix.Renameat2(sfd, n, cfd, c.ID+".draft", unix.RENAME_NOREPLACE)
+		if err != nil {
+			os.Remove(meta)
+			if errors.Is(err, unix.ENOENT) {
+				continue // gone since listing
+			}
+			return out, fmt.Errorf("session %s: move %q out of the inbox: %w (the gate needs write access to session directories)", sess, n, err)
+		}
+		_ = unix.Fsync(cfd)
+		_ = unix.Fsync(sfd)
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// readResult is what reading a claimed entry produced.
+type readResult struct {
+	Bytes  []byte
+	Sum    string
+	Reject *note.Finding // the entry is not an acceptable draft
+	Retry  bool          // the file changed while read: try again later
+}
+
+func rejectClaim(rule, format string, args ...any) readResult {
+	return readResult{Reject: &note.Finding{Rule: rule, Severity: note.Error, Message: fmt.Sprintf(format, args...)}}
+}
+
+// readClaim opens claims/ID.draft without following links and without
+// blocking, accepts only a regular file with one link and at most max bytes
+// (checked before reading), reads it once, and checks it did not change.
+func (g *Gate) readClaim(id string, max int64) (readResult, error) {
+	cfd, err := unix.Open(g.statePath(claimsDir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return readResult{}, err
+	}
+	defer unix.Close(cfd)
+	// O_NONBLOCK: opening a FIFO for reading returns at once instead of
+	// waiting for a writer; O_NOCTTY: a terminal never becomes ours.
+	fd, err := openat2(cfd, id+".draft", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	switch {
+	case errors.Is(err, unix.ELOOP):
+		return rejectClaim("claim-symlink", "the draft is a symbolic link; links are never followed"), nil
+	case errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EOPNOTSUPP):
+		return rejectClaim("claim-not-regular", "the draft is a socket or device, not a regular file"), nil
+	case errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM):
+		return rejectClaim("claim-unreadable", "the gate may not read the draft (permission denied)"), nil
+	case err != nil:
+		return readResult{}, fmt.Errorf("open claim %s: %w", id, err)
+	}
+	f := os.NewFile(uintptr(fd), id)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return readResult{}, err
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return rejectClaim("claim-not-regular", "the draft is a %s, not a regular file", fileKind(st.Mode)), nil
+	case st.Nlink != 1:
+		return rejectClaim("claim-hardlink", "the draft has %d hard links; a draft must have exactly one", st.Nlink), nil
+	case st.Size > max:
+		return rejectClaim("claim-too-large", "the draft is %d bytes; the limit is %d (limits.max_draft_bytes)", st.Size, max), nil
+	}
+	// Clear O_NONBLOCK for the read (a regular file ignores it anyway).
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return readResult{}, fmt.Errorf("read claim %s: %w", id, err)
+	}
+	var st2 unix.Stat_t
+	if err := unix.Fstat(fd, &st2); err != nil {
+		return readResult{}, err
+	}
+	if int64(len(b)) > max {
+		return rejectClaim("claim-too-large", "the draft grew past the limit of %d bytes while it was read", max), nil
+	}
+	if int64(len(b)) != st.Size || st2.Size != st.Size || st2.Mtim != st.Mtim || st2.Ctim != st.Ctim {
+		return readResult{Retry: true}, nil
+	}
+	sum := sha256.Sum256(b)
+	return readResult{Bytes: b, Sum: fmt.Sprintf("%x", sum)}, nil
+}
+
+func fileKind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return "FIFO"
+	case unix.S_IFDIR:
+		return "directory"
+	case unix.S_IFCHR:
+		return "character device"
+	case unix.S_IFBLK:
+		return "block device"
+	case unix.S_IFSOCK:
+		return "socket"
+	case unix.S_IFLNK:
+		return "symbolic link"
+	}
+	return "special file"
+}
+
+// SessionRecord is what fedmem-run records about a session, in
+// 90-inbox/.sessions/<session>.json, where the agent cannot reach it.
+type SessionRecord struct {
+	Session     string   `json:"session"`
+	Profile     string   `json:"profile"`
+	ProfileHash string   `json:"profile_hash"`
+	UID         int      `json:"uid"`
+	Command     []string `json:"command"`
+	Started     string   `json:"started"`
+}
+
+const maxSessionRecord = 1 << 20
+
+// sessionRecord reads the enforcer's record of a session. A missing or
+// unreadable record, or one whose uid is not the session directory's owner,
+// yields nil: the drafts then come from an unknown agent.
+func (g *Gate) sessionRecord(in *inbox, sess string) *SessionRecord {
+	fd, err := openat2(in.fd, ".sessions/"+sess+".json", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	if err != nil {
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), "session record")
+	defer f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSessionRecord))
+	if err != nil {
+		return nil
+	}
+	var r SessionRecord
+	if json.Unmarshal(b, &r) != nil || r.Session != sess {
+		return nil
+	}
+	if owner, err := in.sessionOwner(sess); err != nil || owner != r.UID || int(st.Uid) != r.UID {
+		return nil
+	}
+	return &r
+}
+
+// writeReceipt writes 90-inbox/<session>/.receipts/<name>.json without ever
+// following a link the agent may have planted: the receipts folder is opened
+// with openat2, the file is created O_EXCL under a fresh name and renamed
+// over the final one (rename replaces a planted symlink, never follows it).
+func (g *Gate) writeReceipt(in *inbox, sess, name string, b []byte) error {
+	sfd, err := openDir(in.fd, sess)
+	if err != nil {
+		return fmt.Errorf("receipt: session %s: %w", sess, err)
+	}
+	defer unix.Close(sfd)
+	if err := unix.Mkdirat(sfd, ".receipts", 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("receipt: mkdir: %w", err)
+	}
+	rfd, err := openDir(sfd, ".receipts")
+	if err != nil {
+		return fmt.Errorf("receipt: open %s/.receipts: %w", sess, err)
+	}
+	defer unix.Close(rfd)
+	final := receiptName(name)
+	tmp := fmt.Sprintf(".tmp-%s", newClaimID(g.now()))
+	fd, err := unix.Openat(rfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return fmt.Errorf("receipt: create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	_, werr := f.Write(b)
+	if werr == nil {
+		werr = f.Chmod(0o644)
+	}
+	cerr := f.Close()
+	if werr != nil || cerr != nil {
+		unix.Unlinkat(rfd, tmp, 0)
+		return fmt.Errorf("receipt: write: %v %v", werr, cerr)
+	}
+	if err := unix.Renameat(rfd, tmp, rfd, final); err != nil {
+		unix.Unlinkat(rfd, tmp, 0)
+		return fmt.Errorf("receipt: rename: %w", err)
+	}
+	return nil
+}
+
+// receiptName is NAME.json, or a hash when that would be too long.
+func receiptName(name string) string {
+	if len(name)+len(".json") <= 255 {
+		return name + ".json"
+	}
+	return fmt.Sprintf("sha256-%x.json", sha256.Sum256([]byte(name)))
+}
+
+// lockState takes an exclusive flock on the state dir's lock file.
+func (g *Gate) lockState() (func(), error) {
+	f, err := os.OpenFile(g.statePath("lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("another gate holds %s: %w", g.statePath("lock"), ErrBusy)
+	}
+	return func() { f.Close() }, nil
+}
+
+// sameFS reports whether two paths are on one filesystem (rename works).
+func sameFS(a, b string) (bool, error) {
+	var sa, sb unix.Stat_t
+	if err := unix.Stat(a, &sa); err != nil {
+		return false, err
+	}
+	if err := unix.Stat(b, &sb); err != nil {
+		return false, err
+	}
+	return sa.Dev == sb.Dev, nil
+}
+
+func ownerOf(path string) (int, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return -1, err
+	}
+	return int(st.Uid), nil
+}
+
+// fillStat copies the stat data Git keeps in an index entry, so `git status`
+// sees the file as unchanged without re-hashing it.
+func fillStat(e *index.Entry, fi os.FileInfo) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		e.CreatedAt = time.Unix(st.Ctim.Unix())
+		e.Dev, e.Inode = uint32(st.Dev), uint32(st.Ino)
+		e.UID, e.GID = st.Uid, st.Gid
+	}
+}

@@ -1,0 +1,48 @@
+//go:build !linux
+
+package gate
+
+import (
+	"errors"
+	"os"
+
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+
+	"github.com/fedmem/fedmem/vault/note"
+)
+
+// errUnsupported: claiming drafts safely needs openat2 (Linux 5.6+).
+var errUnsupported = errors.New("the gate needs Linux (openat2)")
+
+type inbox struct{}
+
+// SessionRecord is what fedmem-run records about a session.
+type SessionRecord struct {
+	Session     string   `json:"session"`
+	Profile     string   `json:"profile"`
+	ProfileHash string   `json:"profile_hash"`
+	UID         int      `json:"uid"`
+	Command     []string `json:"command"`
+	Started     string   `json:"started"`
+}
+
+func (g *Gate) openInbox() (*inbox, error)                        { return nil, errUnsupported }
+func (in *inbox) Close()                                          {}
+func (in *inbox) sessions() ([]string, error)                     { return nil, errUnsupported }
+func (in *inbox) sessionOwner(string) (int, error)                { return -1, errUnsupported }
+func (g *Gate) claimSession(*inbox, string, int) ([]Claim, error) { return nil, errUnsupported }
+func (g *Gate) readClaim(string, int64) (readResult, error)       { return readResult{}, errUnsupported }
+func (g *Gate) sessionRecord(*inbox, string) *SessionRecord       { return nil }
+func (g *Gate) writeReceipt(*inbox, string, string, []byte) error { return errUnsupported }
+func (g *Gate) lockState() (func(), error)                        { return nil, errUnsupported }
+func sameFS(a, b string) (bool, error)                            { return false, errUnsupported }
+func ownerOf(string) (int, error)                                 { return -1, errUnsupported }
+
+type readResult struct {
+	Bytes  []byte
+	Sum    string
+	Reject *note.Finding
+	Retry  bool
+}
+
+func fillStat(*index.Entry, os.FileInfo) {}

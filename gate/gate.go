@@ -1,0 +1,450 @@
+package gate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/validate"
+	"github.com/fedmem/fedmem/vault"
+	"github.com/fedmem/fedmem/vault/note"
+)
+
+// Options configures a Gate.
+type Options struct {
+	// Vault is the vault directory.
+	Vault string
+	// StateDir is the gate's private state; "" means DefaultStateDir(Vault).
+	StateDir string
+	// AllowSameUser lets the gate handle sessions whose directory belongs
+	// to the gate's own uid (single-user machines). Without it such
+	// sessions are refused.
+	AllowSameUser bool
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultStateDir is a sibling of the vault, `.<name>.fedmem-gate`: on the
+// same filesystem (so drafts can be moved there by rename) but outside the
+// vault, so no sandbox (which sees the vault, .git included) can read other
+// sessions' drafts there.
+func DefaultStateDir(vaultDir string) string {
+	return filepath.Join(filepath.Dir(vaultDir), "."+filepath.Base(vaultDir)+".fedmem-gate")
+}
+
+// Gate claims, decides and promotes drafts of one vault.
+type Gate struct {
+	vaultDir string
+	state    string
+	opts     Options
+	log      *slog.Logger
+	now      func() time.Time
+	repo     *repo
+	audit    *audit.Log
+	unlock   func()
+	uid      int
+}
+
+// Open checks the vault and the caller, prepares the state directory and
+// takes its lock.
+func Open(o Options) (*Gate, error) {
+	dir, err := vault.Resolve(o.Vault)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gate{vaultDir: dir, opts: o, log: o.Logger, now: o.Now, uid: os.Geteuid()}
+	if g.log == nil {
+		g.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	owner, err := ownerOf(filepath.Join(dir, ".git"))
+	if err != nil {
+		return nil, err
+	}
+	if owner != g.uid {
+		return nil, fmt.Errorf("the gate must run as the vault's gate user (uid %d owns %s/.git; you are uid %d)", owner, dir, g.uid)
+	}
+	g.state = o.StateDir
+	if g.state == "" {
+		g.state = DefaultStateDir(dir)
+	}
+	if abs, err := filepath.Abs(g.state); err == nil {
+		g.state = abs
+	}
+	if vault.Within(g.state, dir) {
+		return nil, fmt.Errorf("state dir %s is inside the vault; sandboxes could read it", g.state)
+	}
+	for _, d := range []string{"", claimsDir, decisionsDir, pendingDir, seenDir} {
+		if err := os.MkdirAll(g.statePath(d), 0o700); err != nil {
+			return nil, fmt.Errorf("state dir: %w", err)
+		}
+	}
+	if err := os.Chmod(g.state, 0o700); err != nil {
+		return nil, err
+	}
+	if same, err := sameFS(g.state, filepath.Join(dir, vault.InboxDir)); err != nil || !same {
+		return nil, fmt.Errorf("state dir %s must be on the same filesystem as the vault (drafts are moved there by rename): %v", g.state, err)
+	}
+	if g.unlock, err = g.lockState(); err != nil {
+		return nil, err
+	}
+	if g.repo, err = openRepo(dir); err != nil {
+		g.unlock()
+		return nil, err
+	}
+	if g.audit, err = audit.Open(g.state); err != nil {
+		g.unlock()
+		return nil, err
+	}
+	return g, nil
+}
+
+// Close releases the state lock.
+func (g *Gate) Close() error {
+	err := g.audit.Close()
+	g.unlock()
+	return err
+}
+
+// StateDir returns the state directory in use.
+func (g *Gate) StateDir() string { return g.state }
+
+// Policy loads the vault's policy (defaults when the file is absent).
+func (g *Gate) Policy() (*policy.Policy, error) {
+	return policy.Load(filepath.Join(g.vaultDir, filepath.FromSlash(vault.PolicyFile)))
+}
+
+// Summary is the result of one Once call. Fields are only ever added.
+type Summary struct {
+	Promoted  int        `json:"promoted"`
+	Pending   int        `json:"pending"`
+	Rejected  int        `json:"rejected"`
+	Deferred  int        `json:"deferred"`
+	Decisions []Decision `json:"decisions"`
+	Errors    []string   `json:"errors,omitempty"`
+	Warnings  []string   `json:"warnings,omitempty"`
+}
+
+// Handled reports whether every draft seen reached a decision.
+func (s *Summary) Handled() bool { return s.Deferred == 0 && len(s.Errors) == 0 }
+
+var errRetry = errors.New("draft changed while read")
+
+// SameUserWarning says what --allow-same-user gives up.
+const SameUserWarning = "same-user mode: the agent's uid is the gate's uid, so outside the sandbox that user can write the vault and its history directly; guarantees 1 and 2 then rest on the sandbox alone"
+
+// Once handles everything pending: it first finishes claims left by an
+// earlier (possibly crashed) run, then claims and decides every ready draft
+// of every session. A draft that changes while read is retried a few times,
+// then counted as deferred.
+func (g *Gate) Once() (*Summary, error) {
+	pol, err := g.Policy()
+	if err != nil {
+		return nil, err
+	}
+	s := &Summary{}
+	in, err := g.openInbox()
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	sessions, err := in.sessions()
+	if err != nil {
+		return nil, err
+	}
+	warned := false
+	for _, sess := range sessions {
+		owner, err := in.sessionOwner(sess)
+		if err != nil {
+			s.Errors = append(s.Errors, fmt.Sprintf("session %s: %v", sess, err))
+			continue
+		}
+		if owner == g.uid {
+			if !g.opts.AllowSameUser {
+				s.Errors = append(s.Errors, fmt.Sprintf("session %s belongs to the gate's own uid %d: refusing it (a dedicated gate user is required; --allow-same-user accepts weaker guarantees)", sess, owner))
+				continue
+			}
+			if !warned {
+				s.Warnings = append(s.Warnings, SameUserWarning)
+				warned = true
+			}
+		}
+		claims, err := g.claimSession(in, sess, pol.MaxDrafts)
+		for _, c := range claims {
+			g.audit.Append("claim", c)
+			g.log.Info("claimed", "id", c.ID, "session", c.Session, "name", c.Name)
+		}
+		if err != nil {
+			s.Errors = append(s.Errors, err.Error())
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		ids, err := g.openClaims()
+		if err != nil {
+			return s, err
+		}
+		deferred := 0
+		for _, id := range ids {
+			d, err := g.process(in, pol, id)
+			if errors.Is(err, errRetry) {
+				deferred++
+				continue
+			}
+			if err != nil {
+				s.Errors = append(s.Errors, fmt.Sprintf("claim %s: %v", id, err))
+				continue
+			}
+			if d == nil {
+				continue
+			}
+			s.Decisions = append(s.Decisions, *d)
+			switch d.State {
+			case StatePromoted:
+				s.Promoted++
+			case StatePending:
+				s.Pending++
+			case StateRejected:
+				s.Rejected++
+			}
+		}
+		if deferred == 0 || attempt >= 2 {
+			s.Deferred = deferred
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return s, nil
+}
+
+// openClaims lists claim ids in claims/, oldest first, cleaning up records
+// whose draft never arrived (a crash between the record and the rename: the
+// draft is then still in the inbox and is claimed again).
+func (g *Gate) openClaims() ([]string, error) {
+	ents, err := os.ReadDir(g.statePath(claimsDir))
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, e := range ents {
+		have[e.Name()] = true
+	}
+	var ids []string
+	for n := range have {
+		id, ok := strings.CutSuffix(n, ".json")
+		if !ok || !validClaimID(id) {
+			continue
+		}
+		if have[id+".draft"] {
+			ids = append(ids, id)
+			continue
+		}
+		if d, _ := g.loadDecision(id); d == nil {
+			os.Remove(g.statePath(claimsDir, n))
+		} else {
+			ids = append(ids, id) // decided; finish the cleanup
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// process takes one claim to a recorded decision. It is idempotent: run again
+// after a crash at any point, it reaches the same decision without a second
+// commit.
+func (g *Gate) process(in *inbox, pol *policy.Policy, id string) (*Decision, error) {
+	var c Claim
+	if err := readJSON(g.statePath(claimsDir, id+".json"), &c); err != nil {
+		return nil, err
+	}
+	if d, err := g.loadDecision(id); err != nil {
+		return nil, err
+	} else if d != nil {
+		return d, g.finish(in, c, d, nil)
+	}
+	d := &Decision{ID: id, Session: c.Session, Draft: c.Name, FirstSeen: c.FirstSeen}
+	rr, err := g.readClaim(id, pol.MaxDraftBytes)
+	if err != nil {
+		return nil, err
+	}
+	if rr.Retry {
+		return nil, errRetry
+	}
+	if rr.Reject != nil {
+		d.State, d.Reasons = StateRejected, []note.Finding{*rr.Reject}
+		return d, g.finish(in, c, d, nil)
+	}
+	d.SHA256 = rr.Sum
+	if prior, err := g.loadSeen(rr.Sum); err != nil {
+		return nil, err
+	} else if prior != nil && prior.ID != id {
+		d.State, d.DuplicateOf = prior.State, prior.ID
+		if prior.State == StateRejected {
+			d.Reasons = []note.Finding{{Rule: "resubmitted", Severity: note.Error,
+				Message: fmt.Sprintf("identical content was rejected before (decision %s); see that decision's reasons", prior.ID)}}
+		} else {
+			d.Reasons = []note.Finding{{Rule: "duplicate", Severity: note.Info,
+				Message: fmt.Sprintf("identical content was already %s (decision %s); nothing new to do", prior.State, prior.ID)}}
+			if pd, _ := g.loadDecision(prior.ID); pd != nil {
+				d.Path, d.Commit = pd.Path, pd.Commit
+			}
+		}
+		return d, g.finish(in, c, d, nil)
+	}
+	res, err := validate.Draft(rr.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	branch, head, err := g.repo.head()
+	if err != nil {
+		return nil, err
+	}
+	p, err := decide(pol, res, func(p string) ([]byte, error) { return g.repo.fileAt(head, p) })
+	if err != nil {
+		return nil, err
+	}
+	d.State, d.Reasons, d.Type, d.Risk, d.Confidence = p.State, p.Reasons, p.Type, p.Risk, p.Confidence
+	if p.State == StateRejected {
+		return d, g.finish(in, c, d, nil)
+	}
+	if p.State == StatePending {
+		d.Path = destPath(p.Folder, res.Meta.Title, c.Name, rr.Sum)
+		return d, g.finish(in, c, d, rr.Bytes)
+	}
+	prov := provenance{Session: c.Session, Record: g.sessionRecord(in, c.Session)}
+	content, err := render(res.Note, pol, p.Type, prov, c.FirstSeen, GateActor)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.promote(pol, branch, head, d, p.Folder, res.Meta.Title, c.Name, content); err != nil {
+		return nil, err
+	}
+	return d, g.finish(in, c, d, nil)
+}
+
+// promote commits content at a fresh path (or recognises an earlier commit
+// of the same bytes) and updates the work tree and index.
+func (g *Gate) promote(pol *policy.Policy, branch plumbing.ReferenceName, head plumbing.Hash, d *Decision, folder, title, name string, content []byte) error {
+	base := strings.TrimSuffix(destPath(folder, title, name, d.SHA256), ".md")
+	var dest string
+	for i := 1; i <= 50 && dest == ""; i++ {
+		cand := base + ".md"
+		if i > 1 {
+			cand = fmt.Sprintf("%s-%d.md", base, i)
+		}
+		old, err := g.repo.fileAt(head, cand)
+		if err != nil {
+			return err
+		}
+		switch {
+		case old == nil:
+			dest = cand
+		case string(old) == string(content):
+			// Committed by an earlier run that crashed before recording.
+			d.Path, d.Commit = cand, head.String()
+			return g.repo.checkout([]change{{cand, content}})
+		}
+	}
+	if dest == "" {
+		return fmt.Errorf("no free path for %s after 50 tries", base)
+	}
+	d.Path = dest
+	ch := []change{{dest, content}}
+	msg := fmt.Sprintf("fedmem: promote %s\n\nDraft %s from session %s, decided by the gate.\n\nFedmem-Session: %s\nFedmem-Draft-Sha256: %s\nFedmem-Decision: %s\n",
+		dest, sanitizeLine(d.Draft), d.Session, d.Session, d.SHA256, StatePromoted)
+	sig := object.Signature{Name: sanitizeLine(pol.GateName), Email: sanitizeLine(pol.GateEmail), When: g.now().UTC().Truncate(time.Second)}
+	h, err := g.repo.commitChanges(branch, head, ch, sig, msg)
+	if err != nil {
+		return err
+	}
+	d.Commit = h.String()
+	g.audit.Append("commit", map[string]string{"id": d.ID, "commit": d.Commit, "path": dest, "sha256": d.SHA256})
+	g.log.Info("committed", "id", d.ID, "commit", d.Commit, "path", dest)
+	return g.repo.checkout(ch)
+}
+
+// sanitizeLine keeps text safe for one line of a commit header or message.
+func sanitizeLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == '<' || r == '>' || r == 0xFFFD {
+			return '?'
+		}
+		return r
+	}, s)
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}
+
+// finish records a decision and cleans up the claim, in an order that a
+// crash at any point can resume: decision, seen index, pending copy, audit,
+// receipt, then removal of the claim.
+func (g *Gate) finish(in *inbox, c Claim, d *Decision, pendingBytes []byte) error {
+	if d.Decided.IsZero() {
+		d.Decided = g.now().UTC()
+		if pendingBytes != nil {
+			if err := writeAtomic(g.statePath(pendingDir, d.ID+".draft"), pendingBytes, 0o600); err != nil {
+				return err
+			}
+		}
+		if err := writeJSON(g.statePath(decisionsDir, d.ID+".json"), d); err != nil {
+			return err
+		}
+		if d.SHA256 != "" && d.DuplicateOf == "" {
+			if err := writeJSON(g.statePath(seenDir, d.SHA256+".json"), seenRecord{d.ID, d.State}); err != nil {
+				return err
+			}
+		}
+		var rules []string
+		for _, r := range d.Reasons {
+			rules = append(rules, r.Rule)
+		}
+		g.audit.Append("decision", map[string]any{"id": d.ID, "session": d.Session, "draft": d.Draft, "sha256": d.SHA256,
+			"state": d.State, "rules": rules, "path": d.Path, "commit": d.Commit, "duplicate_of": d.DuplicateOf})
+		g.log.Info("decided", "id", d.ID, "state", d.State, "path", d.Path)
+	}
+	if err := g.writeReceipt(in, c.Session, c.Name, receiptJSON(d)); err != nil {
+		g.log.Warn("receipt not written", "id", d.ID, "err", err)
+		g.audit.Append("receipt-failed", map[string]string{"id": d.ID, "error": err.Error()})
+	}
+	if err := os.RemoveAll(g.statePath(claimsDir, c.ID+".draft")); err != nil {
+		return err
+	}
+	return os.Remove(g.statePath(claimsDir, c.ID+".json"))
+}
+
+// Receipt is what an agent reads in .receipts/<draft>.json. The gate never
+// reads receipts back: its state directory is authoritative.
+type Receipt struct {
+	Draft       string         `json:"draft"`
+	ID          string         `json:"id"`
+	State       string         `json:"state"`
+	Reasons     []note.Finding `json:"reasons,omitempty"`
+	Path        string         `json:"path,omitempty"`
+	Commit      string         `json:"commit,omitempty"`
+	DuplicateOf string         `json:"duplicate_of,omitempty"`
+	SHA256      string         `json:"sha256,omitempty"`
+	Decided     time.Time      `json:"decided"`
+}
+
+func receiptJSON(d *Decision) []byte {
+	b, _ := json.MarshalIndent(Receipt{Draft: d.Draft, ID: d.ID, State: d.State, Reasons: d.Reasons, Path: d.Path,
+		Commit: d.Commit, DuplicateOf: d.DuplicateOf, SHA256: d.SHA256, Decided: d.Decided}, "", "  ")
+	return append(b, '\n')
+}

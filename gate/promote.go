@@ -1,0 +1,381 @@
+package gate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage"
+)
+
+// ErrConcurrentUpdate is returned when the branch moved between reading HEAD
+// and publishing a commit (the compare-and-swap failed).
+var ErrConcurrentUpdate = errors.New("branch changed during the promotion")
+
+// ErrBusy is returned when another gate holds the state directory.
+var ErrBusy = errors.New("gate busy")
+
+// repo is the vault's Git repository, written with plumbing only.
+type repo struct {
+	dir    string // work tree
+	gitDir string
+	r      *git.Repository
+	s      storage.Storer
+}
+
+func openRepo(dir string) (*repo, error) {
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open vault repository %s: %w", dir, err)
+	}
+	return &repo{dir: dir, gitDir: filepath.Join(dir, ".git"), r: r, s: r.Storer}, nil
+}
+
+// head returns the branch HEAD names and its commit (zero hash if unborn).
+func (g *repo) head() (plumbing.ReferenceName, plumbing.Hash, error) {
+	ref, err := g.s.Reference(plumbing.HEAD)
+	if err != nil {
+		return "", plumbing.ZeroHash, fmt.Errorf("read HEAD: %w", err)
+	}
+	if ref.Type() != plumbing.SymbolicReference || !ref.Target().IsBranch() {
+		return "", plumbing.ZeroHash, fmt.Errorf("HEAD is detached; the gate commits only to a branch")
+	}
+	br, err := g.s.Reference(ref.Target())
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return ref.Target(), plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return "", plumbing.ZeroHash, fmt.Errorf("read %s: %w", ref.Target(), err)
+	}
+	return ref.Target(), br.Hash(), nil
+}
+
+// fileAt returns the content of path in commit c, or nil if absent.
+func (g *repo) fileAt(c plumbing.Hash, p string) ([]byte, error) {
+	if c.IsZero() {
+		return nil, nil
+	}
+	com, err := object.GetCommit(g.s, c)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := object.GetTree(g.s, com.TreeHash)
+	if err != nil {
+		return nil, err
+	}
+	f, err := tree.File(p)
+	if errors.Is(err, object.ErrFileNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rd, err := f.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	return io.ReadAll(io.LimitReader(rd, 16<<20))
+}
+
+func (g *repo) writeBlob(b []byte) (plumbing.Hash, error) {
+	obj := g.s.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	w, err := obj.Writer()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if _, err := w.Write(b); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := w.Close(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return g.s.SetEncodedObject(obj)
+}
+
+// gitNameLess orders tree entries the way Git does: a tree sorts as if its
+// name ended in '/'. `git fsck --strict` rejects any other order.
+func gitNameLess(a, b object.TreeEntry) bool {
+	ka, kb := a.Name, b.Name
+	if a.Mode == filemode.Dir {
+		ka += "/"
+	}
+	if b.Mode == filemode.Dir {
+		kb += "/"
+	}
+	return ka < kb
+}
+
+// putPath returns the hash of tree (zero: empty) with blob at parts, writing
+// only the trees along that path.
+func (g *repo) putPath(tree plumbing.Hash, parts []string, blob plumbing.Hash) (plumbing.Hash, error) {
+	var entries []object.TreeEntry
+	if !tree.IsZero() {
+		t, err := object.GetTree(g.s, tree)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		entries = append(entries, t.Entries...)
+	}
+	name := parts[0]
+	idx := -1
+	for i, e := range entries {
+		if e.Name == name {
+			idx = i
+		}
+	}
+	var entry object.TreeEntry
+	if len(parts) == 1 {
+		if idx >= 0 && entries[idx].Mode == filemode.Dir {
+			return plumbing.ZeroHash, fmt.Errorf("%s is a folder in the vault", name)
+		}
+		entry = object.TreeEntry{Name: name, Mode: filemode.Regular, Hash: blob}
+	} else {
+		sub := plumbing.ZeroHash
+		if idx >= 0 {
+			if entries[idx].Mode != filemode.Dir {
+				return plumbing.ZeroHash, fmt.Errorf("%s is a file in the vault, not a folder", name)
+			}
+			sub = entries[idx].Hash
+		}
+		h, err := g.putPath(sub, parts[1:], blob)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		entry = object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
+	}
+	if idx >= 0 {
+		entries[idx] = entry
+	} else {
+		entries = append(entries, entry)
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return gitNameLess(entries[i], entries[j]) })
+	obj := g.s.NewEncodedObject()
+	if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return g.s.SetEncodedObject(obj)
+}
+
+// change is one file a commit writes.
+type change struct {
+	Path    string // slash-separated, relative to the vault
+	Content []byte
+}
+
+// commitChanges writes blobs, trees and a commit on top of parent, then
+// publishes it with a compare-and-swap of the branch. Cost: the changed
+// paths' blobs and the trees along them.
+func (g *repo) commitChanges(branch plumbing.ReferenceName, parent plumbing.Hash, changes []change, sig object.Signature, msg string) (plumbing.Hash, error) {
+	root := plumbing.ZeroHash
+	var parents []plumbing.Hash
+	if !parent.IsZero() {
+		c, err := object.GetCommit(g.s, parent)
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("read commit %s: %w", parent, err)
+		}
+		root = c.TreeHash
+		parents = []plumbing.Hash{parent}
+	}
+	for _, ch := range changes {
+		blob, err := g.writeBlob(ch.Content)
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("write blob for %s: %w", ch.Path, err)
+		}
+		root, err = g.putPath(root, strings.Split(ch.Path, "/"), blob)
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("write tree for %s: %w", ch.Path, err)
+		}
+	}
+	com := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: root, ParentHashes: parents}
+	obj := g.s.NewEncodedObject()
+	if err := com.Encode(obj); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	h, err := g.s.SetEncodedObject(obj)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("write commit: %w", err)
+	}
+	if err := g.casRef(branch, parent, h); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return h, nil
+}
+
+// casRef moves branch from old to new with Git's lock-file protocol:
+// create refs/heads/X.lock exclusively, re-read the ref, compare, write,
+// fsync, rename. Unlike an in-place rewrite, a crash leaves either the old or
+// the new value, and a concurrent `git` command is excluded by the same lock.
+func (g *repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash) error {
+	refPath := filepath.Join(g.gitDir, filepath.FromSlash(branch.String()))
+	if err := os.MkdirAll(filepath.Dir(refPath), 0o755); err != nil {
+		return err
+	}
+	lock := refPath + ".lock"
+	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", branch, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			f.Close()
+			os.Remove(lock)
+		}
+	}()
+	cur := plumbing.ZeroHash
+	if ref, err := g.s.Reference(branch); err == nil {
+		cur = ref.Hash()
+	} else if !errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return fmt.Errorf("read %s: %w", branch, err)
+	}
+	if cur != old {
+		return fmt.Errorf("%s is at %s, expected %s: %w", branch, cur, old, ErrConcurrentUpdate)
+	}
+	if _, err := f.WriteString(new.String() + "\n"); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(lock, refPath); err != nil {
+		return err
+	}
+	done = true
+	return syncDir(filepath.Dir(refPath))
+}
+
+// checkout writes the changed files into the work tree (temp file + rename)
+// and updates their index entries only, so `git status` stays clean without
+// scanning the work tree. The index is rewritten under index.lock.
+func (g *repo) checkout(changes []change) error {
+	for _, ch := range changes {
+		full := filepath.Join(g.dir, filepath.FromSlash(ch.Path))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := writeAtomic(full, ch.Content, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", ch.Path, err)
+		}
+	}
+	lock := filepath.Join(g.gitDir, "index.lock")
+	lf, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("lock index: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			lf.Close()
+			os.Remove(lock)
+		}
+	}()
+	idx, err := g.s.Index()
+	if err != nil {
+		return fmt.Errorf("read index: %w", err)
+	}
+	for _, ch := range changes {
+		full := filepath.Join(g.dir, filepath.FromSlash(ch.Path))
+		fi, err := os.Lstat(full)
+		if err != nil {
+			return err
+		}
+		e, err := idx.Entry(ch.Path)
+		if errors.Is(err, index.ErrEntryNotFound) {
+			e = idx.Add(ch.Path)
+		} else if err != nil {
+			return err
+		}
+		h := plumbing.ComputeHash(plumbing.BlobObject, ch.Content)
+		e.Hash = h
+		e.Mode = filemode.Regular
+		e.Size = uint32(fi.Size())
+		e.ModifiedAt = fi.ModTime()
+		fillStat(e, fi)
+		// Stage 0 on disk is "merged"; go-git's index.Merged constant is 1,
+		// which Git reads as a conflict base (status "DD").
+		e.Stage = 0
+		// The TREE cache extension would describe the old trees; drop it
+		// and let Git rebuild it.
+		idx.Cache = nil
+	}
+	sort.Slice(idx.Entries, func(i, j int) bool { return idx.Entries[i].Name < idx.Entries[j].Name })
+	if idx.Version == 0 || idx.Version > 3 {
+		idx.Version = 2
+	}
+	var buf bytes.Buffer
+	if err := index.NewEncoder(&buf).Encode(idx); err != nil {
+		return fmt.Errorf("encode index: %w", err)
+	}
+	if _, err := lf.Write(buf.Bytes()); err != nil {
+		return err
+	}
+	if err := lf.Sync(); err != nil {
+		return err
+	}
+	if err := lf.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(lock, filepath.Join(g.gitDir, "index")); err != nil {
+		return err
+	}
+	done = true
+	return nil
+}
+
+// cleanSlug turns text into an ASCII slug: lower-case letters, digits and
+// single dashes, at most 60 bytes.
+func cleanSlug(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+			dash = false
+		default:
+			if !dash && b.Len() > 0 {
+				b.WriteByte('-')
+				dash = true
+			}
+		}
+		if b.Len() >= 60 {
+			break
+		}
+	}
+	return strings.Trim(b.String(), "-")
+}
+
+// reservedBase are file names a promotion never writes (in any folder).
+var reservedBase = map[string]bool{"index": true, "log": true, "agent": true, "rules": true, "policy": true, "readme": true}
+
+// destPath computes where a note lands: folder from policy, slug from the
+// title or the inbox file name, never a path from the draft.
+func destPath(folder, title, name, sum string) string {
+	slug := cleanSlug(title)
+	if slug == "" {
+		slug = cleanSlug(strings.TrimSuffix(name, path.Ext(name)))
+	}
+	if slug == "" {
+		slug = "note-" + sum[:12]
+	}
+	if reservedBase[slug] {
+		slug += "-note"
+	}
+	return folder + "/" + slug + ".md"
+}

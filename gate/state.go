@@ -1,0 +1,198 @@
+package gate
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fedmem/fedmem/vault/note"
+)
+
+// Decision states.
+const (
+	StatePromoted = "promoted"
+	StatePending  = "pending"
+	StateRejected = "rejected"
+)
+
+// State directory layout (all gate-private, mode 0700):
+//
+//	lock                 flock held by the running gate
+//	audit.jsonl, .head   the audit log (package audit)
+//	claims/ID.json       claim record, written before the draft is moved
+//	claims/ID.draft      the draft, moved out of the inbox
+//	decisions/ID.json    the decision (authoritative)
+//	pending/ID.draft     bytes of a draft held for review
+//	seen/SHA256.json     first decision taken on that content
+const (
+	claimsDir    = "claims"
+	decisionsDir = "decisions"
+	pendingDir   = "pending"
+	seenDir      = "seen"
+)
+
+// Claim is the gate's record of one inbox entry it took.
+type Claim struct {
+	ID      string `json:"id"`
+	Session string `json:"session"`
+	// Name is the entry's name in the inbox (raw bytes as a Go string).
+	Name      string    `json:"name"`
+	FirstSeen time.Time `json:"first_seen"`
+}
+
+// Decision is the recorded outcome for one claim. Fields are only ever added.
+type Decision struct {
+	ID          string         `json:"id"`
+	Session     string         `json:"session"`
+	Draft       string         `json:"draft"`
+	SHA256      string         `json:"sha256,omitempty"`
+	State       string         `json:"state"`
+	Reasons     []note.Finding `json:"reasons,omitempty"`
+	Type        string         `json:"type,omitempty"`
+	Risk        string         `json:"risk,omitempty"`
+	Confidence  string         `json:"confidence,omitempty"`
+	Path        string         `json:"path,omitempty"`
+	Commit      string         `json:"commit,omitempty"`
+	DuplicateOf string         `json:"duplicate_of,omitempty"`
+	FirstSeen   time.Time      `json:"first_seen"`
+	Decided     time.Time      `json:"decided"`
+}
+
+type seenRecord struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+}
+
+func newClaimID(now time.Time) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102T150405.000000000Z") + "-" + hex.EncodeToString(b[:])
+}
+
+func validClaimID(id string) bool {
+	if len(id) < 20 || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '.' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// writeAtomic writes b to path via a temporary file, fsync and rename.
+func writeAtomic(path string, b []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(b); err != nil {
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	ok = true
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(path, append(b, '\n'), 0o600)
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func (g *Gate) statePath(parts ...string) string {
+	return filepath.Join(append([]string{g.state}, parts...)...)
+}
+
+// loadDecision returns the recorded decision for a claim id, or nil.
+func (g *Gate) loadDecision(id string) (*Decision, error) {
+	var d Decision
+	err := readJSON(g.statePath(decisionsDir, id+".json"), &d)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+func (g *Gate) loadSeen(sum string) (*seenRecord, error) {
+	var s seenRecord
+	err := readJSON(g.statePath(seenDir, sum+".json"), &s)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Decisions lists every recorded decision, oldest first.
+func (g *Gate) Decisions() ([]Decision, error) {
+	ents, err := os.ReadDir(g.statePath(decisionsDir))
+	if err != nil {
+		return nil, err
+	}
+	var out []Decision
+	for _, e := range ents {
+		var d Decision
+		if filepath.Ext(e.Name()) != ".json" {
+			continue
+		}
+		if err := readJSON(g.statePath(decisionsDir, e.Name()), &d); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
