@@ -297,3 +297,51 @@ func TestControlUnsandboxed(t *testing.T) {
 	}
 	t.Logf("control: %d attacks flagged, %d vault changes seen", escapes, len(d))
 }
+
+// TestControlNestedEscape proves the nested-namespace attack code works, so
+// that its silence inside the sandbox means something: run as root in a
+// private mount namespace where the vault is bound read-only (no sandbox,
+// full capabilities), nested-escape makes the vault writable and changes the
+// note, and judge flags it.
+func TestControlNestedEscape(t *testing.T) {
+	testutil.RequireRoot(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare (util-linux) not installed")
+	}
+	bins := testutil.Binaries(t)
+	base := testutil.TempDir(t)
+	v := testutil.NewVault(t, filepath.Join(base, "vault"), testutil.VaultOptions{})
+	inbox := filepath.Join(v.Dir, vault.InboxDir, "control")
+	if err := os.MkdirAll(inbox, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	note := filepath.Join(v.Dir, v.Note)
+	before, err := os.ReadFile(note)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll("/tmp/hostile-newroot") // the mount point nested-escape makes
+	script := `mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && exec "$2" nested-escape --vault "$1" --inbox "$3" --workdir "$4" --note "$5"`
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", v.Dir, bins.Hostile, inbox, base, v.Note)
+	cmd.Dir = base
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("control: %v\n%s", err, out)
+	}
+	rs, err := parseResults(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := judge(rs, "", nil)
+	flagged := 0
+	for _, p := range ev.problems {
+		if strings.HasPrefix(p, "nested-write") {
+			flagged++
+		}
+	}
+	after, _ := os.ReadFile(note)
+	if flagged == 0 || string(after) == string(before) {
+		t.Errorf("nested-escape with full capabilities did not write the read-only vault (flagged %d):\n%s", flagged, out)
+	}
+	t.Logf("control: %d nested writes flagged", flagged)
+}
