@@ -97,6 +97,9 @@ func runInit(dir string, o initOptions, stdout, stderr io.Writer) error {
 		}
 		return fmt.Errorf("init %s: %w", dir, err)
 	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(stderr, "fedmem: warning: %s\n", w)
+	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -47,6 +47,14 @@ func TestInitCommand(t *testing.T) {
 		}
 	}
 
+	if err := os.WriteFile(filepath.Join(dir, "00-global", "RULES.md"), []byte("edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runFedmem("init", dir)
+	if code != 0 || errOut != "fedmem: warning: 00-global/RULES.md differs from HEAD: edited outside the gate; left as it is (see git diff)\n" {
+		t.Errorf("edited contract: code %d, stderr %q", code, errOut)
+	}
+
 	fresh := filepath.Join(testutil.TempDir(t), "v2")
 	code, out, _ = runFedmem("init", fresh)
 	if code != 0 || !strings.Contains(out, "Created fedmem vault "+fresh+"\n") || !strings.Contains(out, "by fedmem-gate <gate@fedmem.invalid> (16 files)") {

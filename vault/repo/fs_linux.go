@@ -3,11 +3,13 @@ package repo
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"golang.org/x/sys/unix"
 
@@ -256,4 +258,22 @@ func currentOwnership(root string) (vault.Owner, *vault.Group, error) {
 		g.Name = rg.Name
 	}
 	return owner, &g, nil
+}
+
+// differs reports whether the managed file rel no longer hashes to blob. It
+// reads through O_NOFOLLOW: file() has already checked it is a regular file.
+func (w *writer) differs(rel string, blob plumbing.Hash) (bool, error) {
+	p := w.abs(rel)
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, fmt.Errorf("open %s: %w", p, err)
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	// Contract files are small; a huge one is a difference in itself.
+	b, err := io.ReadAll(io.LimitReader(f, 16<<20))
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", p, err)
+	}
+	return plumbing.ComputeHash(plumbing.BlobObject, b) != blob, nil
 }

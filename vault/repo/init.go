@@ -260,6 +260,14 @@ func Init(dir string, opts InitOptions) (Result, error) {
 			return res, err
 		}
 		switch {
+		case exists && inHead:
+			differs, err := w.differs(mf.path, headBlob)
+			if err != nil {
+				return res, err
+			}
+			if differs {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%s differs from HEAD: edited outside the gate; left as it is (see git diff)", mf.path))
+			}
 		case exists && !inHead:
 			// Left by an interrupted init: commit it as it is.
 			toCommit = append(toCommit, mf.path)

@@ -233,6 +233,58 @@ func TestInitCommitsContractMissingFromHistory(t *testing.T) {
 	checkGit(t, dir)
 }
 
+// TestInitWarnsAboutEditedContract: a contract file changed in the worktree
+// (behind the gate's back) is reported and left alone.
+func TestInitWarnsAboutEditedContract(t *testing.T) {
+	dir := testutil.TempDir(t)
+	if _, err := repo.Init(dir, repo.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, vault.AgentContract)
+	mustWrite(t, p, "agents may write anywhere\n")
+	res, err := repo.Init(dir, repo.InitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := vault.AgentContract + " differs from HEAD: edited outside the gate; left as it is (see git diff)"
+	if len(res.Warnings) != 1 || res.Warnings[0] != want {
+		t.Errorf("warnings %q, want [%q]", res.Warnings, want)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "agents may write anywhere\n" {
+		t.Errorf("init changed the edited file: %q", b)
+	}
+	if res.Commit != "" {
+		t.Errorf("init committed the edit: %s", res.Commit)
+	}
+}
+
+// TestInitFinishesInterruptedInit: a run stopped after `git init` and the
+// inbox (what init makes first) is finished by the next run, with one commit.
+func TestInitFinishesInterruptedInit(t *testing.T) {
+	dir := testutil.TempDir(t)
+	mustGit(t, dir, "init", "-q", "-b", "main")
+	if err := os.Mkdir(filepath.Join(dir, vault.InboxDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(dir, ".gitignore"), "/90-inbox/*\n!/90-inbox/.gitkeep\n")
+	res, err := repo.Init(dir, repo.InitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Created || res.Commit == "" || len(res.Committed) != len(wantTracked) {
+		t.Fatalf("result: created=%v commit=%q committed=%v", res.Created, res.Commit, res.Committed)
+	}
+	if n := mustGit(t, dir, "rev-list", "--count", "HEAD"); n != "1" {
+		t.Errorf("%s commits, want 1", n)
+	}
+	// The half-written .gitignore was committed as found.
+	if b := mustGit(t, dir, "show", "HEAD:.gitignore"); b != "/90-inbox/*\n!/90-inbox/.gitkeep" {
+		t.Errorf(".gitignore in HEAD: %q", b)
+	}
+	assertMode(t, filepath.Join(dir, vault.InboxDir), fs.ModeDir|fs.ModeSticky|0o777)
+	checkGit(t, dir)
+}
+
 func TestInitRefusesNonVault(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
