@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -59,8 +61,10 @@ func buildAll() (Bins, error) {
 	if err != nil {
 		return Bins{}, err
 	}
-	binDir, err = os.MkdirTemp(TempBase(), "fedmem-bin-")
-	if err != nil {
+	removeStale()
+	binDir = filepath.Join(TempBase(), fmt.Sprintf("fedmem-bin-%d", os.Getpid()))
+	os.RemoveAll(binDir)
+	if err := os.Mkdir(binDir, 0o755); err != nil {
 		return Bins{}, err
 	}
 	if err := os.Chmod(binDir, 0o755); err != nil {
@@ -88,6 +92,21 @@ func buildAll() (Bins, error) {
 		return b, err
 	}
 	return b, nil
+}
+
+// removeStale deletes build directories of test processes that have ended
+// without calling Cleanup (packages without a TestMain).
+func removeStale() {
+	ms, _ := filepath.Glob(filepath.Join(TempBase(), "fedmem-bin-*"))
+	for _, m := range ms {
+		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(m), "fedmem-bin-"))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
+			os.RemoveAll(m)
+		}
+	}
 }
 
 func build(root, pkg, out string) (string, error) {
