@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Bins are the paths of the binaries an integration test runs.
@@ -102,6 +103,10 @@ func removeStale() {
 		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(m), "fedmem-bin-"))
 		if err != nil || pid <= 0 {
 			continue
+		}
+		fi, err := os.Stat(m)
+		if err != nil || time.Since(fi.ModTime()) < time.Hour {
+			continue // maybe still in use by a running test
 		}
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
 			os.RemoveAll(m)
