@@ -2,7 +2,8 @@
 // (test/hostile) inside the real fedmem-run, in every vault layout the
 // design names — vault beside the workdir, vault inside the writable workdir,
 // workdir inside the vault, started by root, started by an unprivileged user
-// with the vault owned by a separate gate uid — and proves guarantee 1:
+// with the vault owned by a separate gate uid, and by a user who owns the
+// vault (so file permissions stop nothing) — and proves guarantee 1:
 // every attack fails with an errno from a known set, the legitimate writes
 // (inbox, workdir, /tmp) succeed, and every file and directory of the vault
 // outside the session's inbox, .git included, is unchanged in content and

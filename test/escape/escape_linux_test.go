@@ -54,6 +54,9 @@ type layout struct {
 	gateOwned bool
 	// user runs fedmem-run as agentUID through setpriv.
 	user bool
+	// agentOwned gives the vault to agentUID: no gate user, so file
+	// permissions allow every write and only the sandbox stops them.
+	agentOwned bool
 }
 
 var layouts = []layout{
@@ -63,6 +66,7 @@ var layouts = []layout{
 	{name: "workdir-in-vault/root", workdirInVault: true},
 	{name: "beside/user", gateOwned: true, user: true},
 	{name: "inside/user", gateOwned: true, user: true, vaultInWorkdir: true},
+	{name: "own-vault/user", user: true, agentOwned: true},
 }
 
 // env is one prepared layout.
@@ -110,6 +114,9 @@ func setup(t *testing.T, l layout) *env {
 	o := testutil.VaultOptions{Fedmem: e.bins.Fedmem}
 	if l.gateOwned {
 		o.GateUID, o.GateGID = gateUID, gateUID
+	}
+	if l.agentOwned {
+		o.GateUID, o.GateGID = agentUID, agentUID
 	}
 	e.vault = testutil.NewVault(t, vdir, o)
 	if l.workdirInVault {
