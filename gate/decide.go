@@ -52,7 +52,7 @@ func decide(pol *policy.Policy, res validate.Result, headFile func(string) ([]by
 	p.Reasons = append(p.Reasons, validate.Links(res, folder)...)
 	for _, k := range note.GateOwned {
 		if v := res.Note.Get(k); v != nil {
-			p.Reasons = append(p.Reasons, note.Finding{Rule: "gate-owned", Line: v.Line, Severity: note.Info,
+			p.Reasons = append(p.Reasons, note.Finding{Rule: "gate-owned", Line: res.Note.KeyLine(k), Severity: note.Info,
 				Message: fmt.Sprintf("`%s` is set by the gate; the draft's value is kept only under `claimed:`", k)})
 		}
 	}

@@ -53,7 +53,7 @@ func Default() *Policy {
 		MaxDraftBytes: 256 << 10,
 		MaxDrafts:     500,
 		GateName:      "fedmem-gate",
-		GateEmail:     "fedmem-gate@localhost",
+		GateEmail:     "gate@fedmem.invalid",
 	}
 }
 

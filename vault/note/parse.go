@@ -223,6 +223,16 @@ func MapGet(m *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
+// KeyLine returns the line of key in the root mapping, or 0.
+func (n *Note) KeyLine(key string) int {
+	for i := 0; i+1 < len(n.Front.Content); i += 2 {
+		if n.Front.Content[i].Value == key {
+			return n.Front.Content[i].Line
+		}
+	}
+	return 0
+}
+
 // Scalar returns the author's text of a scalar key in the root mapping.
 func (n *Note) Scalar(key string) (string, bool) {
 	v := n.Get(key)

@@ -153,7 +153,7 @@ func Check(n *Note) (Meta, []Finding) {
 		}
 	}
 	if v := n.Get("claimed"); v != nil {
-		out = append(out, errf("gate-owned", v.Line, "`claimed` is written by the gate; a draft may not set it"))
+		out = append(out, errf("gate-owned", n.KeyLine("claimed"), "`claimed` is written by the gate; a draft may not set it"))
 	}
 	return m, out
 }
