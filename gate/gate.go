@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -57,6 +58,8 @@ type Gate struct {
 	audit    *audit.Log
 	unlock   func()
 	uid      int
+	// mu serialises passes and reviews (one writer of state and refs).
+	mu sync.Mutex
 }
 
 // Open checks the vault and the caller, prepares the state directory and
@@ -154,6 +157,8 @@ const SameUserWarning = "same-user mode: the agent's uid is the gate's uid, so o
 // of every session. A draft that changes while read is retried a few times,
 // then counted as deferred.
 func (g *Gate) Once() (*Summary, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	pol, err := g.Policy()
 	if err != nil {
 		return nil, err
@@ -367,7 +372,7 @@ func (g *Gate) promote(pol *policy.Policy, branch plumbing.ReferenceName, head p
 	ch := []change{{dest, content}}
 	msg := fmt.Sprintf("fedmem: promote %s\n\nDraft %s from session %s, decided by the gate.\n\nFedmem-Session: %s\nFedmem-Draft-Sha256: %s\nFedmem-Decision: %s\n",
 		dest, sanitizeLine(d.Draft), d.Session, d.Session, d.SHA256, StatePromoted)
-	sig := object.Signature{Name: sanitizeLine(pol.GateName), Email: sanitizeLine(pol.GateEmail), When: g.now().UTC().Truncate(time.Second)}
+	sig := g.signature(pol)
 	h, err := g.repo.commitChanges(branch, head, ch, sig, msg)
 	if err != nil {
 		return err
@@ -376,6 +381,11 @@ func (g *Gate) promote(pol *policy.Policy, branch plumbing.ReferenceName, head p
 	g.audit.Append("commit", map[string]string{"id": d.ID, "commit": d.Commit, "path": dest, "sha256": d.SHA256})
 	g.log.Info("committed", "id", d.ID, "commit", d.Commit, "path", dest)
 	return g.repo.checkout(ch)
+}
+
+// signature is the gate identity from policy, sanitised for a commit header.
+func (g *Gate) signature(pol *policy.Policy) object.Signature {
+	return object.Signature{Name: sanitizeLine(pol.GateName), Email: sanitizeLine(pol.GateEmail), When: g.now().UTC().Truncate(time.Second)}
 }
 
 // sanitizeLine keeps text safe for one line of a commit header or message.

@@ -61,6 +61,10 @@ type Decision struct {
 	DuplicateOf string         `json:"duplicate_of,omitempty"`
 	FirstSeen   time.Time      `json:"first_seen"`
 	Decided     time.Time      `json:"decided"`
+	// Set when a human decided a pending draft over the review socket.
+	Reviewer     string    `json:"reviewer,omitempty"`
+	ReviewReason string    `json:"review_reason,omitempty"`
+	Reviewed     time.Time `json:"reviewed,omitzero"`
 }
 
 type seenRecord struct {

@@ -1,0 +1,235 @@
+package gate
+
+import (
+	"errors"
+
+	"fmt"
+	"github.com/go-git/go-git/v5/plumbing"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/fedmem/fedmem/gate/validate"
+	"github.com/fedmem/fedmem/vault/note"
+)
+
+// ErrNotPending is returned when a review names a draft that is not held.
+var ErrNotPending = errors.New("no pending draft with that id")
+
+// Pending lists drafts held for review, oldest first.
+func (g *Gate) Pending() ([]Decision, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	all, err := g.Decisions()
+	if err != nil {
+		return nil, err
+	}
+	var out []Decision
+	for _, d := range all {
+		if d.State == StatePending && d.DuplicateOf == "" {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// Show returns a decision and, for a pending one, the draft bytes.
+func (g *Gate) Show(id string) (*Decision, []byte, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !validClaimID(id) {
+		return nil, nil, fmt.Errorf("%q: %w", id, ErrNotPending)
+	}
+	d, err := g.loadDecision(id)
+	if err != nil || d == nil {
+		return nil, nil, fmt.Errorf("%q: %w", id, ErrNotPending)
+	}
+	b, _ := os.ReadFile(g.statePath(pendingDir, id+".draft"))
+	return d, b, nil
+}
+
+func validReviewer(name string) bool {
+	return name != "" && len(name) <= 64 && cleanSlug(name) != "" && !strings.ContainsAny(name, " \t\r\n:<>/")
+}
+
+// Approve promotes a pending draft on a human's word: the note records
+// `verified: human:<reviewer>`, the commit a Fedmem-Reviewer trailer. The
+// draft is validated again (policy or scanner may have changed): a draft
+// that is now invalid cannot be approved. A superseded note in force gets
+// status deprecated and superseded_by in the same commit.
+func (g *Gate) Approve(id, reviewer string) (*Decision, error) {
+	if !validReviewer(reviewer) {
+		return nil, fmt.Errorf("reviewer name %q is not usable", reviewer)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	d, b, err := g.pendingDraft(id)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := g.Policy()
+	if err != nil {
+		return nil, err
+	}
+	res, err := validate.Draft(b)
+	if err != nil {
+		return nil, err
+	}
+	branch, head, err := g.repo.head()
+	if err != nil {
+		return nil, err
+	}
+	p, err := decide(pol, res, func(p string) ([]byte, error) { return g.repo.fileAt(head, p) })
+	if err != nil {
+		return nil, err
+	}
+	if p.State == StateRejected {
+		return nil, fmt.Errorf("draft %s is no longer valid and cannot be approved: %v", id, p.Reasons)
+	}
+	in, err := g.openInbox()
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	prov := provenance{Session: d.Session, Record: g.sessionRecord(in, d.Session)}
+	content, err := render(res.Note, pol, p.Type, prov, d.FirstSeen, "human:"+reviewer)
+	if err != nil {
+		return nil, err
+	}
+	var extra []change
+	dest, err := g.freePath(head, destPath(p.Folder, res.Meta.Title, d.Draft, d.SHA256))
+	if err != nil {
+		return nil, err
+	}
+	for _, ref := range res.Meta.Supersedes {
+		target := path.Clean(strings.TrimPrefix(ref.Value, "/"))
+		old, err := g.repo.fileAt(head, target)
+		if err != nil || old == nil {
+			continue
+		}
+		if upd, ok := deprecate(old, dest); ok {
+			extra = append(extra, change{target, upd})
+		}
+	}
+	changes := append([]change{{dest, content}}, extra...)
+	msg := fmt.Sprintf("fedmem: promote %s (approved by %s)\n\nDraft %s from session %s, approved by a reviewer.\n\nFedmem-Session: %s\nFedmem-Draft-Sha256: %s\nFedmem-Decision: %s\nFedmem-Reviewer: %s\n",
+		dest, reviewer, sanitizeLine(d.Draft), d.Session, d.Session, d.SHA256, StatePromoted, reviewer)
+	sig := g.signature(pol)
+	h, err := g.repo.commitChanges(branch, head, changes, sig, msg)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.repo.checkout(changes); err != nil {
+		return nil, err
+	}
+	d.State, d.Path, d.Commit = StatePromoted, dest, h.String()
+	d.Reviewer, d.Reviewed = reviewer, g.now().UTC()
+	g.audit.Append("commit", map[string]string{"id": d.ID, "commit": d.Commit, "path": dest, "sha256": d.SHA256, "reviewer": reviewer})
+	return d, g.recordReview(in, d)
+}
+
+// RejectPending rejects a pending draft with a reviewer's reason. The content
+// is remembered: resubmitting it is rejected again.
+func (g *Gate) RejectPending(id, reviewer, reason string) (*Decision, error) {
+	if !validReviewer(reviewer) {
+		return nil, fmt.Errorf("reviewer name %q is not usable", reviewer)
+	}
+	if strings.TrimSpace(reason) == "" {
+		return nil, errors.New("a rejection needs a reason")
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	d, _, err := g.pendingDraft(id)
+	if err != nil {
+		return nil, err
+	}
+	in, err := g.openInbox()
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	if len(reason) > 1000 {
+		reason = reason[:1000]
+	}
+	d.State = StateRejected
+	d.Reviewer, d.Reviewed, d.ReviewReason = reviewer, g.now().UTC(), reason
+	d.Reasons = append(d.Reasons, note.Finding{Rule: "reviewer", Severity: note.Error, Message: "rejected by " + reviewer + ": " + reason})
+	return d, g.recordReview(in, d)
+}
+
+func (g *Gate) pendingDraft(id string) (*Decision, []byte, error) {
+	if !validClaimID(id) {
+		return nil, nil, fmt.Errorf("%q: %w", id, ErrNotPending)
+	}
+	d, err := g.loadDecision(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d == nil || d.State != StatePending || d.DuplicateOf != "" {
+		return nil, nil, fmt.Errorf("%s: %w", id, ErrNotPending)
+	}
+	b, err := os.ReadFile(g.statePath(pendingDir, id+".draft"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: pending bytes: %w", id, err)
+	}
+	return d, b, nil
+}
+
+// recordReview stores a reviewed decision (decision, seen index, audit,
+// receipt) and drops the pending copy.
+func (g *Gate) recordReview(in *inbox, d *Decision) error {
+	if err := writeJSON(g.statePath(decisionsDir, d.ID+".json"), d); err != nil {
+		return err
+	}
+	if d.SHA256 != "" {
+		if err := writeJSON(g.statePath(seenDir, d.SHA256+".json"), seenRecord{d.ID, d.State}); err != nil {
+			return err
+		}
+	}
+	g.audit.Append("review", map[string]string{"id": d.ID, "state": d.State, "reviewer": d.Reviewer, "reason": d.ReviewReason, "commit": d.Commit})
+	if err := g.writeReceipt(in, d.Session, d.Draft, receiptJSON(d)); err != nil {
+		g.audit.Append("receipt-failed", map[string]string{"id": d.ID, "error": err.Error()})
+	}
+	os.Remove(g.statePath(pendingDir, d.ID+".draft"))
+	return nil
+}
+
+// freePath returns p, or p with -2, -3… if p is taken at head.
+func (g *Gate) freePath(h plumbing.Hash, p string) (string, error) {
+	base := strings.TrimSuffix(p, ".md")
+	for i := 1; i <= 50; i++ {
+		cand := base + ".md"
+		if i > 1 {
+			cand = fmt.Sprintf("%s-%d.md", base, i)
+		}
+		old, err := g.repo.fileAt(h, cand)
+		if err != nil {
+			return "", err
+		}
+		if old == nil {
+			return cand, nil
+		}
+	}
+	return "", fmt.Errorf("no free path for %s", p)
+}
+
+// deprecate marks a note superseded: status deprecated, superseded_by dest.
+func deprecate(old []byte, dest string) ([]byte, bool) {
+	n, _ := note.Parse(old)
+	if n == nil {
+		return nil, false
+	}
+	set := func(k, v string) {
+		for i := 0; i+1 < len(n.Front.Content); i += 2 {
+			if n.Front.Content[i].Value == k {
+				n.Front.Content[i+1] = str(v)
+				return
+			}
+		}
+		n.Front.Content = append(n.Front.Content, str(k), str(v))
+	}
+	set("status", note.StatusDeprecated)
+	set("superseded_by", dest)
+	b, err := note.Render(n.Front, n.Body)
+	return b, err == nil
+}

@@ -1,0 +1,84 @@
+package gate
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fedmem/fedmem/vault/note"
+)
+
+func TestApproveSupersessionDeprecatesOldNoteInSameCommit(t *testing.T) {
+	v := newVault(t)
+	sd := session(t, v, "s-1")
+	put(t, sd, "old.md", "---\ntype: Fact\ntitle: Old rule\nconfidence: verified\n---\nold\n")
+	g := openGate(t, v)
+	old := decisionFor(t, once(t, g), "old.md")
+	put(t, sd, "new.md", "---\ntype: Fact\ntitle: New rule\nconfidence: verified\nsupersedes: "+old.Path+"\n---\nnew\n")
+	pend := decisionFor(t, once(t, g), "new.md")
+	if pend.State != StatePending {
+		t.Fatalf("%+v", pend)
+	}
+	list, err := g.Pending()
+	if err != nil || len(list) != 1 || list[0].ID != pend.ID {
+		t.Fatalf("Pending = %v %v", list, err)
+	}
+	if _, err := g.Approve(pend.ID, "bad name"); err == nil {
+		t.Fatal("reviewer with a space accepted")
+	}
+	d, err := g.Approve(pend.ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != StatePromoted || d.Reviewer != "alice" || d.Path != "20-domains/new-rule.md" {
+		t.Fatalf("%+v", d)
+	}
+	checkRepo(t, v)
+	files := strings.Fields(gitCLI(t, v, "show", "--name-only", "--format=", "HEAD"))
+	if len(files) != 2 {
+		t.Fatalf("approval commit touches %v; want the new note and the superseded one", files)
+	}
+	if tr := gitCLI(t, v, "log", "-1", "--format=%(trailers)"); !strings.Contains(tr, "Fedmem-Reviewer: alice") {
+		t.Errorf("trailers %q", tr)
+	}
+	b, _ := os.ReadFile(filepath.Join(v, old.Path))
+	n, _ := note.Parse(b)
+	if s, _ := n.Scalar("status"); s != "deprecated" {
+		t.Errorf("old note status %q:\n%s", s, b)
+	}
+	if s, _ := n.Scalar("superseded_by"); s != d.Path {
+		t.Errorf("superseded_by %q", s)
+	}
+	nb, _ := os.ReadFile(filepath.Join(v, d.Path))
+	if !strings.Contains(string(nb), "by: human:alice") {
+		t.Errorf("approved note lacks the human verification:\n%s", nb)
+	}
+	if _, err := g.Approve(pend.ID, "alice"); !errors.Is(err, ErrNotPending) {
+		t.Fatalf("second approval: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(g.StateDir(), pendingDir, pend.ID+".draft")); !os.IsNotExist(err) {
+		t.Errorf("pending copy kept after approval: %v", err)
+	}
+}
+
+func TestReviewerRejectionIsRemembered(t *testing.T) {
+	v := newVault(t)
+	body := "---\ntype: Fact\ntitle: Guess\n---\nmaybe\n"
+	put(t, session(t, v, "s-1"), "g.md", body)
+	g := openGate(t, v)
+	pend := decisionFor(t, once(t, g), "g.md")
+	if _, err := g.RejectPending(pend.ID, "alice", ""); err == nil {
+		t.Fatal("rejection without reason accepted")
+	}
+	d, err := g.RejectPending(pend.ID, "alice", "not true")
+	if err != nil || d.State != StateRejected {
+		t.Fatalf("%+v %v", d, err)
+	}
+	put(t, session(t, v, "s-2"), "again.md", body)
+	d2 := decisionFor(t, once(t, g), "again.md")
+	if d2.State != StateRejected || d2.DuplicateOf != pend.ID {
+		t.Fatalf("resubmission after a human rejection: %+v", d2)
+	}
+}
