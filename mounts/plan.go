@@ -49,8 +49,6 @@ type Mount struct {
 	// Create asks the backend to create a missing Source (a directory if Dir,
 	// else an empty file) before binding; only for writable home paths.
 	Create bool `json:"create,omitempty"`
-	// Seed is the content of a created file (see profiles.Home.Seed).
-	Seed string `json:"seed,omitempty"`
 	// Why says in words why the mount is there.
 	Why string `json:"why"`
 }
@@ -139,7 +137,7 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 				pl.Warnings = append(pl.Warnings, fmt.Sprintf("home.writable %s overlaps the vault: it stays read-only", t))
 				continue
 			}
-			writable = append(writable, Mount{Kind: BindRW, Source: t, Target: t, Dir: dir, Create: true, Seed: p.Home.Seed[w], Why: "profile: home.writable"})
+			writable = append(writable, Mount{Kind: BindRW, Source: t, Target: t, Dir: dir, Create: true, Why: "profile: home.writable"})
 		}
 	}
 	for _, w := range p.Writable {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 
@@ -48,16 +47,14 @@ type Home struct {
 	Writable []string `yaml:"writable,omitempty" json:"writable,omitempty"`
 	// Mask lists extra secret paths relative to $HOME, added to DefaultMasks.
 	Mask []string `yaml:"mask,omitempty" json:"mask,omitempty"`
-	// Seed gives the initial content of a writable home file that does not
-	// exist yet (e.g. "{}" for a JSON config an agent refuses to find empty).
-	Seed map[string]string `yaml:"seed,omitempty" json:"seed,omitempty"`
 }
 
 // Env says which environment variables reach the agent.
 type Env struct {
 	// Pass lists variable names (or NAME_* prefixes) copied from the caller.
 	Pass []string `yaml:"pass,omitempty" json:"pass,omitempty"`
-	// Set fixes variables to values.
+	// Set fixes variables to values; "${HOME}" in a value is replaced by
+	// the agent's home directory.
 	Set map[string]string `yaml:"set,omitempty" json:"set,omitempty"`
 }
 
@@ -176,13 +173,6 @@ func merge(parent, child *Profile) *Profile {
 	}
 	out.Home.Writable = append(append([]string{}, parent.Home.Writable...), child.Home.Writable...)
 	out.Home.Mask = append(append([]string{}, parent.Home.Mask...), child.Home.Mask...)
-	out.Home.Seed = map[string]string{}
-	for k, v := range parent.Home.Seed {
-		out.Home.Seed[k] = v
-	}
-	for k, v := range child.Home.Seed {
-		out.Home.Seed[k] = v
-	}
 	out.Env.Pass = append(append([]string{}, parent.Env.Pass...), child.Env.Pass...)
 	out.Env.Set = map[string]string{}
 	for k, v := range parent.Env.Set {
@@ -238,11 +228,6 @@ func (p *Profile) Validate() error {
 		c := path.Clean(w)
 		if path.IsAbs(w) || c == "." || c == ".." || strings.HasPrefix(c, "../") {
 			errs = append(errs, fmt.Errorf("home path %q must be relative to $HOME and stay inside it", w))
-		}
-	}
-	for k := range p.Home.Seed {
-		if !slices.Contains(p.Home.Writable, k) {
-			errs = append(errs, fmt.Errorf("home.seed %q is not a home.writable file", k))
 		}
 	}
 	for _, w := range p.Home.Writable {

@@ -28,7 +28,7 @@ func TestBuiltinsLoad(t *testing.T) {
 		}
 	}
 	c, _, _ := Load("claude")
-	if c.Home.Seed[".claude.json"] == "" || !strings.Contains(strings.Join(c.Home.Writable, " "), ".claude/") {
+	if c.Env.Set["CLAUDE_CONFIG_DIR"] != "${HOME}/.claude" || !strings.Contains(strings.Join(c.Home.Writable, " "), ".claude/") {
 		t.Fatalf("claude profile lost its home settings: %+v", c.Home)
 	}
 	s, _, _ := Load("strict")
@@ -58,7 +58,6 @@ func TestLoadErrors(t *testing.T) {
 		{"esc.yaml", "name: x\nhome:\n  writable: [../x]\n", "stay inside it"},
 		{"secret.yaml", "name: x\nhome:\n  writable: [.ssh/]\n", "overlaps the secret path ~/.ssh"},
 		{"twodocs.yaml", "name: x\n---\nname: y\n", "one YAML document"},
-		{"seed.yaml", "name: x\nhome:\n  seed:\n    .x.json: '{}'\n", "not a home.writable file"},
 		{"req.yaml", "name: x\nrequire: [magic]\n", `require: "magic"`},
 		{"empty.yaml", "", "empty profile"},
 	}
@@ -86,7 +85,7 @@ func TestExtends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Name != "c" || p.Home.Seed[".claude.json"] == "" || !strings.Contains(strings.Join(p.Env.Pass, " "), "FOO") || !strings.Contains(strings.Join(p.Env.Pass, " "), "PATH") {
+	if p.Name != "c" || p.Env.Set["CLAUDE_CONFIG_DIR"] == "" || !strings.Contains(strings.Join(p.Env.Pass, " "), "FOO") || !strings.Contains(strings.Join(p.Env.Pass, " "), "PATH") {
 		t.Fatalf("merge lost fields: %+v", p)
 	}
 }

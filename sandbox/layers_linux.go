@@ -2,15 +2,43 @@ package sandbox
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/sandbox/landlock"
 	"github.com/fedmem/fedmem/sandbox/seccomp"
 )
 
-// applyLandlock is filled in when the Landlock layer lands.
+// landlockRules derives the Landlock rules from the plan: the whole tree
+// read-only, the plan's writable paths writable, a few devices usable.
+// Paths are those of the sandbox's own root (call after pivot_root).
+//
+// Landlock grants by hierarchy and cannot subtract: when a writable path
+// contains the vault, Landlock alone would let the vault be written, and
+// the read-only mount (verified before exec) is what protects it; the plan
+// warns about that layout.
+func landlockRules(pl *mounts.Plan) landlock.Rules {
+	return landlock.Rules{
+		ReadOnly:       []string{"/"},
+		ReadWrite:      pl.Writable,
+		ReadWriteFiles: []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"},
+		Devices:        []string{"/dev/tty", "/dev/pts", "/dev/ptmx"},
+		NetworkNone:    pl.Network == profiles.NetworkNone,
+	}
+}
+
+// applyLandlock restricts every thread to the plan's rules and scopes
+// abstract unix sockets and signals to the sandbox. It runs after the root
+// is final: once applied, the kernel refuses this process further mounts.
 func applyLandlock(cfg *initConfig, l *Layers) error {
-	if cfg.RequireLandlock {
-		return errors.New("landlock layer not built yet")
+	st, err := landlock.Apply(landlockRules(cfg.Plan))
+	if err != nil {
+		return err
+	}
+	l.Landlock, l.LandlockFS, l.LandlockNet, l.Scoped = st.ABI, st.FS, st.NetTCP, st.Scopes()
+	if cfg.RequireLandlock && (st.ABI == 0 || !st.FS) {
+		return errors.New("the profile requires landlock and this kernel does not enforce it (see `fedmem doctor`)")
 	}
 	return nil
 }
@@ -31,5 +59,14 @@ func describeFilters(pl *mounts.Plan) []string {
 	for _, d := range seccomp.Describe() {
 		out = append(out, "  "+d)
 	}
-	return out
+	abi := landlock.ABI()
+	if abi == 0 {
+		return append(out, "landlock: not available on this kernel")
+	}
+	r := landlockRules(pl)
+	out = append(out, "landlock (kernel ABI "+strconv.Itoa(abi)+"): read-only / ; writable:")
+	for _, w := range r.ReadWrite {
+		out = append(out, "  "+w)
+	}
+	return append(out, "  abstract unix sockets and signals scoped to the sandbox")
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/fedmem/fedmem/mounts"
@@ -176,7 +177,7 @@ func execute(o *options, stdin, stdout, stderr *os.File) (int, error) {
 	// Writable home paths the profile names must exist to be bound.
 	for _, m := range plan.Mounts {
 		if m.Create {
-			if err := createOwned(m.Source, m.Dir, m.Seed, uid, gid); err != nil {
+			if err := createOwned(m.Source, m.Dir, uid, gid); err != nil {
 				return sandbox.ExitFedmemError, fmt.Errorf("profile %s: create %s: %w", prof.Name, m.Source, err)
 			}
 		}
@@ -347,7 +348,7 @@ func createInbox(vaultDir, inbox string, uid, gid int) error {
 	return nil
 }
 
-func createOwned(p string, dir bool, seed string, uid, gid int) error {
+func createOwned(p string, dir bool, uid, gid int) error {
 	if _, err := os.Lstat(p); err == nil {
 		return nil
 	}
@@ -363,11 +364,7 @@ func createOwned(p string, dir bool, seed string, uid, gid int) error {
 		if err != nil {
 			return err
 		}
-		_, err = f.WriteString(seed)
 		f.Close()
-		if err != nil {
-			return err
-		}
 	}
 	if os.Geteuid() == 0 {
 		return os.Lchown(p, uid, gid)
@@ -385,7 +382,9 @@ func writeSessionRecord(vaultDir string, rep *report, stderr io.Writer) {
 			fmt.Fprintf(stderr, "fedmem-run: warning: no session record (%v); the gate will treat the drafts as from an unknown agent\n", err)
 			return
 		}
-		_ = os.Chmod(dir, 0o1777) // umask
+		// Sticky like /tmp: a user cannot replace another's record. (The
+		// raw mode: os.Chmod would drop the 01000 bit.)
+		_ = unix.Chmod(dir, 0o1777)
 	}
 	if err := writeJSON(filepath.Join(dir, rep.Session+".json"), rep); err != nil {
 		fmt.Fprintf(stderr, "fedmem-run: warning: session record: %v\n", err)
@@ -452,7 +451,7 @@ func agentEnv(p *profiles.Profile, pl *mounts.Plan, home string) []string {
 		}
 	}
 	for k, v := range p.Env.Set {
-		env = append(env, k+"="+v)
+		env = append(env, k+"="+strings.ReplaceAll(v, "${HOME}", home))
 	}
 	env = append(env, "HOME="+home, "FEDMEM_VAULT="+pl.Vault, "FEDMEM_INBOX="+pl.Inbox, "FEDMEM_SESSION="+pl.Session)
 	if !hasKey(env, "PATH") {

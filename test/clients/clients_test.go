@@ -1,0 +1,127 @@
+package clients
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fedmem/fedmem/test/testutil"
+)
+
+func TestMain(m *testing.M) { os.Exit(testutil.Main(m)) }
+
+func need(t *testing.T, tool string) string {
+	t.Helper()
+	p, err := exec.LookPath(tool)
+	if err != nil {
+		if os.Getenv("FEDMEM_REQUIRE_CLIENTS") == "1" {
+			t.Fatalf("%s not installed and FEDMEM_REQUIRE_CLIENTS=1 (npm install -g @anthropic-ai/claude-code @openai/codex; apt-get install tmux)", tool)
+		}
+		t.Skipf("%s not installed", tool)
+	}
+	return p
+}
+
+// screen polls a tmux pane until want appears or the deadline passes.
+func screen(t *testing.T, session, want string, within time.Duration) string {
+	t.Helper()
+	var last string
+	for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
+		out, err := exec.Command("tmux", "capture-pane", "-t", session, "-p").Output()
+		if err != nil {
+			t.Fatalf("tmux capture-pane: %v", err)
+		}
+		last = string(out)
+		if strings.Contains(last, want) {
+			return last
+		}
+	}
+	t.Fatalf("%q never appeared on the screen; last screen:\n%s", want, last)
+	return ""
+}
+
+func runClient(t *testing.T, client, want string, homeCheck func(t *testing.T, home string)) {
+	testutil.RequireRoot(t)
+	need(t, "tmux")
+	need(t, client)
+	bins := testutil.Binaries(t)
+	base := testutil.TempDir(t)
+	v := testutil.NewVault(t, filepath.Join(base, "vault"), testutil.VaultOptions{Fedmem: bins.Fedmem})
+	work, home := filepath.Join(base, "work"), filepath.Join(base, "home")
+	for _, d := range []string{work, home, filepath.Join(home, ".ssh")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), []byte("PRIVATE-KEY-MATERIAL"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, err := testutil.Take(v.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(base, "report.json")
+	session := "fedmem-client-" + client
+	exec.Command("tmux", "kill-session", "-t", session).Run()
+	shell := "cd " + work + " && HOME=" + home + " " + bins.FedmemRun + " --vault " + v.Dir + " --report " + report +
+		" -- " + client + "; echo FEDMEM-EXIT=$?; sleep 600"
+	if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40", shell).CombinedOutput(); err != nil {
+		t.Fatalf("tmux new-session: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("tmux", "kill-session", "-t", session).Run() })
+	scr := screen(t, session, want, 60*time.Second)
+	t.Logf("%s drew:\n%s", client, scr)
+	// Give the client time to finish its start-up (without network both
+	// end by themselves), then end it from its terminal: Ctrl-C reaches
+	// it through the pty.
+	for end := time.Now().Add(45 * time.Second); time.Now().Before(end) && !strings.Contains(scr, "FEDMEM-EXIT="); time.Sleep(time.Second) {
+		out, _ := exec.Command("tmux", "capture-pane", "-t", session, "-p").Output()
+		scr = string(out)
+	}
+	for i := 0; i < 4 && !strings.Contains(scr, "FEDMEM-EXIT="); i++ {
+		exec.Command("tmux", "send-keys", "-t", session, "C-c").Run()
+		time.Sleep(time.Second)
+		out, _ := exec.Command("tmux", "capture-pane", "-t", session, "-p").Output()
+		scr = string(out)
+	}
+	screen(t, session, "FEDMEM-EXIT=", 20*time.Second)
+	homeCheck(t, home)
+	after, err := testutil.Take(v.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// fedmem-run itself creates the session directory in 90-inbox/ (its
+	// mtime and link count change) and the session record.
+	inInbox := func(rel string) bool { return rel == "90-inbox" || strings.HasPrefix(rel, "90-inbox/") }
+	if d := testutil.Diff(before, after, inInbox); len(d) > 0 {
+		t.Fatalf("%s changed the vault outside the inbox:\n%s", client, strings.Join(d, "\n"))
+	}
+	if b, err := os.ReadFile(filepath.Join(home, ".ssh", "id_ed25519")); err != nil || string(b) != "PRIVATE-KEY-MATERIAL" {
+		t.Fatalf("the secret changed on the host: %q %v", b, err)
+	}
+	if _, err := os.Stat(report); err != nil {
+		t.Fatalf("no session report: %v", err)
+	}
+}
+
+func TestClaudeCodeUnderClaudeProfile(t *testing.T) {
+	runClient(t, "claude", "Claude Code", func(t *testing.T, home string) {
+		// The profile points CLAUDE_CONFIG_DIR at the writable ~/.claude,
+		// where Claude Code saves its state (tmp file + rename).
+		b, err := os.ReadFile(filepath.Join(home, ".claude", ".claude.json"))
+		if err != nil || !strings.Contains(string(b), "firstStartTime") {
+			t.Fatalf("claude did not save its state in ~/.claude/.claude.json: %q %v", b, err)
+		}
+	})
+}
+
+func TestCodexUnderCodexProfile(t *testing.T) {
+	runClient(t, "codex", "Codex", func(t *testing.T, home string) {
+		if fi, err := os.Stat(filepath.Join(home, ".codex")); err != nil || !fi.IsDir() {
+			t.Fatalf("codex did not create ~/.codex through the writable bind: %v", err)
+		}
+	})
+}
