@@ -21,6 +21,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fedmem/fedmem/gate"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/repo"
 )
@@ -65,26 +66,22 @@ agent script that tries to write to the vault's notes, its contract, .git,
 other sessions' inboxes, /etc, ~/.bashrc and ~/.ssh, and drops three drafts in
 its inbox (a good note, one with a forged "status: approved", one with a
 planted AWS key). It then checks from outside that the vault and the host are
-unchanged, prints the session report and, when the gate is built in, runs
-"fedmem gate once" on the vault.
+unchanged, prints the session report, and runs one pass of the gate (what
+"fedmem gate once" does) to show which drafts are promoted, held for review
+or rejected, and why. Agent and gate run as the same user here, so the gate
+runs in its same-user mode (see "fedmem gate --allow-same-user").
 
 Exit status 0 means every attempt that must be blocked was blocked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			gate := false
-			if !o.noGate {
-				if c, _, err := cmd.Root().Find([]string{"gate", "once"}); err == nil && c.Name() == "once" {
-					gate = true
-				}
-			}
-			return runDemo(cmd.Context(), o, gate, cmd.OutOrStdout())
+			return runDemo(cmd.Context(), o, !o.noGate, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", "", "parent directory for the demo files (default /var/tmp, else $TMPDIR)")
 	cmd.Flags().BoolVar(&o.keep, "keep", false, "keep the demo vault, workdir and report afterwards")
 	cmd.Flags().StringVar(&o.runBin, "fedmem-run", "", "path of fedmem-run (default: next to this binary, else $PATH)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "time limit for the agent run")
-	cmd.Flags().BoolVar(&o.noGate, "no-gate", false, "do not run `fedmem gate once` after the agent")
+	cmd.Flags().BoolVar(&o.noGate, "no-gate", false, "do not run the gate after the agent")
 	return cmd
 }
 
@@ -352,11 +349,11 @@ func runDemo(ctx context.Context, o demoOptions, withGate bool, w io.Writer) err
 		}
 	}
 
-	// 7. The gate, when this build has it.
-	fmt.Fprintf(w, "\n7. The gate\n")
+	// 7. The gate.
+	fmt.Fprintf(w, "\n7. The gate (as `fedmem gate once --vault %s` would)\n", v)
 	if !withGate {
-		fmt.Fprintf(w, "   `fedmem gate once` is not part of this build: the drafts stay in the inbox.\n")
-	} else if err := demoGate(ctx, w, v, headBefore); err != nil {
+		fmt.Fprintf(w, "   skipped (--no-gate): the drafts stay in the inbox.\n")
+	} else if err := demoGate(w, v, headBefore); err != nil {
 		failed = true
 		fmt.Fprintf(w, "   gate failed: %v\n", err)
 	}
@@ -372,31 +369,70 @@ func runDemo(ctx context.Context, o demoOptions, withGate bool, w io.Writer) err
 	return nil
 }
 
-// demoGate runs `fedmem gate once --vault V` with this binary and shows
-// what it did and the commits it made.
-func demoGate(ctx context.Context, w io.Writer, v, headBefore string) error {
-	self, err := os.Executable()
+// demoGate runs one pass of the gate (the code behind `fedmem gate once`)
+// over the vault and shows each decision and the commits it made. The demo
+// runs agent and gate as the same user, so it opens the gate in same-user
+// mode and says what that gives up.
+func demoGate(w io.Writer, v, headBefore string) error {
+	g, err := gate.Open(gate.Options{Vault: v, AllowSameUser: true})
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, self, "gate", "once", "--vault", v)
-	out, err := cmd.CombinedOutput()
-	fmt.Fprintf(w, "   $ fedmem gate once --vault %s\n%s", v, indent(string(out), "   | "))
+	defer g.Close()
+	s, err := g.Once()
 	if err != nil {
-		return fmt.Errorf("fedmem gate once: %w", err)
+		return err
+	}
+	fmt.Fprintf(w, "   one pass of the gate: %d promoted, %d pending review, %d rejected", s.Promoted, s.Pending, s.Rejected)
+	if s.Deferred > 0 {
+		fmt.Fprintf(w, ", %d deferred", s.Deferred)
+	}
+	fmt.Fprintln(w)
+	for _, d := range s.Decisions {
+		fmt.Fprintf(w, "   %-9s %s/%s", d.State, d.Session, d.Draft)
+		if d.Path != "" {
+			fmt.Fprintf(w, " -> %s", d.Path)
+		}
+		if d.Commit != "" {
+			fmt.Fprintf(w, " (commit %s)", short(d.Commit))
+		}
+		fmt.Fprintln(w)
+		for _, r := range d.Reasons {
+			fmt.Fprintf(w, "             %s\n", r)
+		}
+	}
+	for _, warn := range s.Warnings {
+		fmt.Fprintf(w, "   note: %s\n", warn)
+	}
+	for _, e := range s.Errors {
+		fmt.Fprintf(w, "   error: %s\n", e)
 	}
 	head, err := vault.ReadHead(v)
 	if err != nil {
 		return err
 	}
 	if head != headBefore {
-		log, err := git(v, "log", "--format=%h %an: %s", headBefore+".."+head)
+		log, err := git(v, "log", "--format=%h %an <%ae>: %s", headBefore+".."+head)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "   commits by the gate:\n%s", indent(log, "     "))
+		for _, d := range s.Decisions {
+			if d.State != gate.StatePromoted || d.Path == "" {
+				continue
+			}
+			body, err := git(v, "show", head+":"+d.Path)
+			if err != nil {
+				return err
+			}
+			fm := frontmatter(body)
+			fmt.Fprintf(w, "   %s as committed (provenance written by the gate, not the draft):\n%s", d.Path, indent(fm, "     | "))
+		}
 	} else {
 		fmt.Fprintf(w, "   no commit (nothing promoted)\n")
+	}
+	if len(s.Errors) > 0 {
+		return fmt.Errorf("%d gate error(s)", len(s.Errors))
 	}
 	return nil
 }
@@ -668,4 +704,18 @@ func fileKind(m fs.FileMode) string {
 		return "socket"
 	}
 	return m.Type().String()
+}
+
+// frontmatter returns the YAML frontmatter block of a note, with its
+// delimiters, or the first lines when there is none.
+func frontmatter(note string) string {
+	lines := strings.Split(note, "\n")
+	if len(lines) > 0 && lines[0] == "---" {
+		for i := 1; i < len(lines) && i < 60; i++ {
+			if lines[i] == "---" {
+				return strings.Join(lines[:i+1], "\n")
+			}
+		}
+	}
+	return firstLines(note, 12)
 }

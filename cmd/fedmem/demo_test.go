@@ -114,7 +114,7 @@ func TestDemoInSandbox(t *testing.T) {
 	testutil.RequireRoot(t)
 	bins := testutil.Binaries(t)
 	var out bytes.Buffer
-	err := runDemo(context.Background(), demoOptions{dir: testutil.TempDir(t), runBin: bins.FedmemRun, timeout: 2 * time.Minute}, false, &out)
+	err := runDemo(context.Background(), demoOptions{dir: testutil.TempDir(t), runBin: bins.FedmemRun, timeout: 2 * time.Minute}, true, &out)
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatalf("demo: %v", err)
@@ -204,6 +204,12 @@ func runDemoBinary(t *testing.T, fedmem, dir string, args ...string) (string, in
 
 func checkDemoPassed(t *testing.T, out string) {
 	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "promoted" && (strings.HasSuffix(f[1], "/leaked-aws-key.md") || strings.HasSuffix(f[1], "/forged-approval.md")) {
+			t.Errorf("the gate promoted a hostile draft: %s", line)
+		}
+	}
 	for _, want := range []string{
 		", 0 NOT blocked",
 		"blocked  append to 00-global/AGENT.md",
@@ -216,6 +222,13 @@ func checkDemoPassed(t *testing.T, out string) {
 		"forged-approval.md",
 		"leaked-aws-key.md",
 		"RESULT: every write outside the session's inbox was blocked",
+		// The gate's pass: the good note promoted by the gate identity,
+		// the forged approval and the planted key rejected.
+		"promoted  ",
+		"sandbox-keeps-vault-read-only.md -> ",
+		"fedmem-gate <gate@fedmem.invalid>: fedmem: promote",
+		"/leaked-aws-key.md\n",
+		"aws-access-token",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output misses %q", want)
