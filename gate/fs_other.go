@@ -3,6 +3,7 @@
 package gate
 
 import (
+	"context"
 	"errors"
 	"os"
 
@@ -46,3 +47,8 @@ type readResult struct {
 }
 
 func fillStat(*index.Entry, os.FileInfo) {}
+
+func (g *Gate) ServeReview(ctx context.Context, path string) error { return errUnsupported }
+
+// AskReview sends one request to the review socket at path.
+func AskReview(path string, req ReviewRequest) (*ReviewResponse, error) { return nil, errUnsupported }

@@ -98,7 +98,9 @@ func Open(o Options) (*Gate, error) {
 			return nil, fmt.Errorf("state dir: %w", err)
 		}
 	}
-	if err := os.Chmod(g.state, 0o700); err != nil {
+	// 0711: reviewers may reach the review socket by its name; nothing
+	// can be listed, and every file inside is 0600 in 0700 folders.
+	if err := os.Chmod(g.state, 0o711); err != nil {
 		return nil, err
 	}
 	if same, err := sameFS(g.state, filepath.Join(dir, vault.InboxDir)); err != nil || !same {

@@ -233,3 +233,23 @@ func deprecate(old []byte, dest string) ([]byte, bool) {
 	b, err := note.Render(n.Front, n.Body)
 	return b, err == nil
 }
+
+// SocketName is the review socket's name in the state directory.
+const SocketName = "review.sock"
+
+// ReviewRequest is one request on the review socket (one per connection).
+type ReviewRequest struct {
+	Op     string `json:"op"` // list | show | approve | reject
+	ID     string `json:"id,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// ReviewResponse answers a ReviewRequest. Fields are only ever added.
+type ReviewResponse struct {
+	OK        bool       `json:"ok"`
+	Error     string     `json:"error,omitempty"`
+	Reviewer  string     `json:"reviewer,omitempty"`
+	Decisions []Decision `json:"decisions,omitempty"`
+	Decision  *Decision  `json:"decision,omitempty"`
+	Draft     string     `json:"draft,omitempty"`
+}

@@ -1,0 +1,149 @@
+package gate
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/user"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ServeReview listens on the review socket until ctx ends. Authorisation is
+// by the peer's credentials from the kernel (SO_PEERCRED), never by anything
+// the client says: the uid must be a policy reviewer, and the peer must live
+// in the gate's own user and mount namespaces — a process inside a sandbox
+// (its own user namespace) is refused even if its uid maps to a reviewer.
+func (g *Gate) ServeReview(ctx context.Context, path string) error {
+	_ = os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("review socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		l.Close()
+		return err
+	}
+	go func() { <-ctx.Done(); l.Close() }()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		go g.serveConn(c.(*net.UnixConn))
+	}
+}
+
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := rc.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+		return nil, err
+	}
+	return cred, cerr
+}
+
+// sameNamespaces reports whether pid shares our user and mount namespaces.
+func sameNamespaces(pid int32) bool {
+	for _, ns := range []string{"user", "mnt"} {
+		mine, err1 := os.Readlink("/proc/self/ns/" + ns)
+		theirs, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))
+		if err1 != nil || err2 != nil || mine != theirs {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *Gate) serveConn(c *net.UnixConn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	resp := g.handle(c)
+	_ = json.NewEncoder(c).Encode(resp)
+}
+
+func (g *Gate) handle(c *net.UnixConn) ReviewResponse {
+	cred, err := peerCred(c)
+	if err != nil {
+		return ReviewResponse{Error: "cannot read peer credentials: " + err.Error()}
+	}
+	if !sameNamespaces(cred.Pid) {
+		g.audit.Append("review-refused", map[string]any{"uid": cred.Uid, "pid": cred.Pid, "why": "namespace"})
+		return ReviewResponse{Error: "requests from another user or mount namespace (a sandbox) are refused"}
+	}
+	name := ""
+	if u, err := user.LookupId(strconv.Itoa(int(cred.Uid))); err == nil {
+		name = u.Username
+	}
+	pol, err := g.Policy()
+	if err != nil {
+		return ReviewResponse{Error: "policy: " + err.Error()}
+	}
+	if !pol.IsReviewer(int(cred.Uid), name) {
+		g.audit.Append("review-refused", map[string]any{"uid": cred.Uid, "name": name, "why": "not a reviewer"})
+		return ReviewResponse{Error: fmt.Sprintf("uid %d (%s) is not a reviewer in the policy", cred.Uid, name)}
+	}
+	if name == "" {
+		name = "uid-" + strconv.Itoa(int(cred.Uid))
+	}
+	var req ReviewRequest
+	if err := json.NewDecoder(io.LimitReader(bufio.NewReader(c), 64<<10)).Decode(&req); err != nil {
+		return ReviewResponse{Error: "bad request: " + err.Error()}
+	}
+	r := ReviewResponse{Reviewer: name}
+	switch req.Op {
+	case "list":
+		r.Decisions, err = g.Pending()
+	case "show":
+		var b []byte
+		r.Decision, b, err = g.Show(req.ID)
+		r.Draft = string(b)
+	case "approve":
+		r.Decision, err = g.Approve(req.ID, name)
+	case "reject":
+		r.Decision, err = g.RejectPending(req.ID, name, req.Reason)
+	default:
+		err = fmt.Errorf("unknown op %q (list, show, approve, reject)", req.Op)
+	}
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	r.OK = true
+	return r
+}
+
+// AskReview sends one request to the review socket at path.
+func AskReview(path string, req ReviewRequest) (*ReviewResponse, error) {
+	c, err := net.DialTimeout("unix", path, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("review socket %s: %w (is `fedmem gate run` running?)", path, err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	if err := json.NewEncoder(c).Encode(req); err != nil {
+		return nil, err
+	}
+	var resp ReviewResponse
+	if err := json.NewDecoder(io.LimitReader(c, 64<<20)).Decode(&resp); err != nil {
+		return nil, fmt.Errorf("review socket: %w", err)
+	}
+	if !resp.OK {
+		return &resp, errors.New(resp.Error)
+	}
+	return &resp, nil
+}
