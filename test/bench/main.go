@@ -43,6 +43,9 @@ type options struct {
 	bin     string
 	jsonOut bool
 	only    string
+
+	promoteRuns  int
+	promoteSizes string
 }
 
 // Series is one measured command.
@@ -86,7 +89,9 @@ func main() {
 	flag.StringVar(&o.cache, "cache", "", "directory for generated vaults (default <module>/.cache/bench)")
 	flag.StringVar(&o.bin, "bin", os.Getenv("FEDMEM_BIN"), "directory holding fedmem-run and fedmem (default $FEDMEM_BIN, else ./bin)")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the result as JSON on stdout")
-	flag.StringVar(&o.only, "only", "", "run one part only: bwrap or size")
+	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, size or promote")
+	flag.IntVar(&o.promoteRuns, "promote-n", 20, "timed promotions per vault size (alternating with git add && git commit)")
+	flag.StringVar(&o.promoteSizes, "promote-sizes", "1000,10000,100000", "vault sizes (notes) for the promotion bench")
 	flag.Parse()
 	if err := run(o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -148,16 +153,15 @@ func run(o options, stdout, log io.Writer) error {
 			return err
 		}
 	}
-	// ---------------------------------------------------------------------
-	// NOT MEASURED YET: promotion commit cost (DESIGN.md: O(changed paths);
-	// on a 100k-note vault faster than `git add f && git commit`). To be
-	// added once the gate lands: for 1k/10k/100k-note vaults, time
-	// `fedmem gate once --vault V` promoting one draft against
-	// `git add f && git commit` of the same file, alternating, and add a
-	// Ratio here. No figure is printed until it is really measured.
-	// ---------------------------------------------------------------------
-	res.Skipped = append(res.Skipped, "promotion commit vs git add && git commit (gate benchmark not written yet)")
-	res.Skipped = append(res.Skipped, "gate validation throughput and draft→commit latency (gate benchmark not written yet)")
+	if o.only == "" || o.only == "promote" {
+		if err := benchPromotion(o, res, bin, log); err != nil {
+			return err
+		}
+	}
+	// NOT MEASURED YET: gate validation throughput and draft→commit latency
+	// percentiles under load (many sessions, many drafts). No figure is
+	// printed until it is really measured.
+	res.Skipped = append(res.Skipped, "gate validation throughput and draft→commit latency under load (not written yet)")
 
 	res.Host["loadavg_end"] = loadavg()
 	if o.jsonOut {
