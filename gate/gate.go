@@ -109,7 +109,7 @@ func Open(o Options) (*Gate, error) {
 	if g.unlock, err = g.lockState(); err != nil {
 		return nil, err
 	}
-	if g.repo, err = openRepo(dir); err != nil {
+	if g.repo, err = openRepo(dir, g.statePath("git-lock.intent")); err != nil {
 		g.unlock()
 		return nil, err
 	}

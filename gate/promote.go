@@ -32,14 +32,49 @@ type repo struct {
 	gitDir string
 	r      *git.Repository
 	s      storage.Storer
+	// intent, in the gate's state dir, names the Git lock file the gate is
+	// about to create; a gate killed while holding it removes it on restart
+	// (a lock left behind would block every later promotion).
+	intent string
 }
 
-func openRepo(dir string) (*repo, error) {
+// takeLock creates a Git lock file exclusively, recording the intent first.
+func (g *repo) takeLock(lock string) (*os.File, error) {
+	if err := writeAtomic(g.intent, []byte(lock), 0o600); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+}
+
+func (g *repo) dropIntent() { os.Remove(g.intent) }
+
+// recoverLocks removes a lock file a killed gate left (see intent).
+func (g *repo) recoverLocks() error {
+	b, err := os.ReadFile(g.intent)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	lock := string(b)
+	if !strings.HasPrefix(lock, g.gitDir+"/") || !strings.HasSuffix(lock, ".lock") {
+		return fmt.Errorf("lock intent %s names %q, not a lock in %s", g.intent, lock, g.gitDir)
+	}
+	if err := os.Remove(lock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	g.dropIntent()
+	return nil
+}
+
+func openRepo(dir, intent string) (*repo, error) {
 	r, err := git.PlainOpen(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open vault repository %s: %w", dir, err)
 	}
-	return &repo{dir: dir, gitDir: filepath.Join(dir, ".git"), r: r, s: r.Storer}, nil
+	g := &repo{dir: dir, gitDir: filepath.Join(dir, ".git"), r: r, s: r.Storer, intent: intent}
+	return g, g.recoverLocks()
 }
 
 // head returns the branch HEAD names and its commit (zero hash if unborn).
@@ -224,7 +259,7 @@ func (g *repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash) err
 		return err
 	}
 	lock := refPath + ".lock"
-	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := g.takeLock(lock)
 	if err != nil {
 		return fmt.Errorf("lock %s: %w", branch, err)
 	}
@@ -234,6 +269,7 @@ func (g *repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash) err
 			f.Close()
 			os.Remove(lock)
 		}
+		g.dropIntent()
 	}()
 	cur := plumbing.ZeroHash
 	if ref, err := g.s.Reference(branch); err == nil {
@@ -274,7 +310,7 @@ func (g *repo) checkout(changes []change) error {
 		}
 	}
 	lock := filepath.Join(g.gitDir, "index.lock")
-	lf, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	lf, err := g.takeLock(lock)
 	if err != nil {
 		return fmt.Errorf("lock index: %w", err)
 	}
@@ -284,6 +320,7 @@ func (g *repo) checkout(changes []change) error {
 			lf.Close()
 			os.Remove(lock)
 		}
+		g.dropIntent()
 	}()
 	idx, err := g.s.Index()
 	if err != nil {

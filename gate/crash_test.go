@@ -1,0 +1,155 @@
+package gate
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fedmem/fedmem/gate/audit"
+)
+
+// TestHelperGateProcess is not a test: TestKillNineLoop runs the test binary
+// with this test selected to get a gate process it can kill.
+func TestHelperGateProcess(t *testing.T) {
+	v := os.Getenv("FEDMEM_GATE_HELPER_VAULT")
+	if v == "" {
+		t.Skip("helper process for TestKillNineLoop")
+	}
+	g, err := Open(Options{Vault: v, AllowSameUser: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(3)
+	}
+	if _, err := g.Once(); err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(4)
+	}
+	os.Exit(0)
+}
+
+// TestKillNineLoop kills the gate with SIGKILL at random instants while it
+// works through a mixed inbox, restarting it each time; then checks that
+// every draft has exactly one decision, no content was committed twice, the
+// repository is valid and clean, and the audit log verifies.
+func TestKillNineLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	v := newVault(t)
+	want := map[string]bool{}
+	add := func(sess string, i int) {
+		sd := session(t, v, sess)
+		var body string
+		switch i % 4 {
+		case 0, 1:
+			body = fmt.Sprintf("---\ntype: Fact\ntitle: Fact %s %d\nconfidence: verified\n---\nfact %d\n", sess, i, i)
+		case 2:
+			body = fmt.Sprintf("---\ntype: Fact\ntitle: Guess %s %d\n---\nguess\n", sess, i)
+		case 3:
+			body = "---\ntype: Fact\ntype: Fact\n---\ndup key\n" // same bytes everywhere: duplicates
+		}
+		name := fmt.Sprintf("d%02d.md", i)
+		put(t, sd, name, body)
+		want[sess+"/"+name] = true
+	}
+	for _, s := range []string{"k-1", "k-2", "k-3"} {
+		for i := 0; i < 6; i++ {
+			add(s, i)
+		}
+	}
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	run := func(kill bool) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperGateProcess$")
+		cmd.Env = append(os.Environ(), "FEDMEM_GATE_HELPER_VAULT="+v)
+		out := &strings.Builder{}
+		cmd.Stderr, cmd.Stdout = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if kill {
+			time.Sleep(time.Duration(rng.Intn(900)) * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			return
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("final gate run: %v\n%s", err, out)
+			}
+		case <-time.After(2 * time.Minute):
+			cmd.Process.Kill()
+			t.Fatal("gate hung")
+		}
+	}
+	for i := 0; i < 20; i++ {
+		run(true)
+		if i == 10 {
+			add("k-4", 0)
+			add("k-4", 1)
+		}
+	}
+	run(false)
+	run(false)
+
+	state := DefaultStateDir(v)
+	if left, _ := os.ReadDir(filepath.Join(state, claimsDir)); len(left) != 0 {
+		t.Errorf("claims left after a clean run: %v", left)
+	}
+	decs, err := (&Gate{state: state}).Decisions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	promoted := map[string]bool{}
+	for _, d := range decs {
+		seen[d.Session+"/"+d.Draft]++
+		if d.State == StatePromoted && d.DuplicateOf == "" {
+			promoted[d.SHA256] = true
+		}
+	}
+	for k := range want {
+		if seen[k] != 1 {
+			t.Errorf("%s has %d decisions; want exactly 1", k, seen[k])
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("%d decided drafts, %d submitted", len(seen), len(want))
+	}
+	log := gitCLI(t, v, "log", "--format=%(trailers:key=Fedmem-Draft-Sha256,valueonly)")
+	commits := map[string]int{}
+	for _, l := range strings.Fields(log) {
+		commits[l]++
+	}
+	for sum, n := range commits {
+		if n != 1 {
+			t.Errorf("draft %s committed %d times", sum[:12], n)
+		}
+		if !promoted[sum] {
+			t.Errorf("commit for %s has no promoted decision", sum[:12])
+		}
+	}
+	if len(commits) != len(promoted) {
+		t.Errorf("%d promotion commits for %d promoted drafts", len(commits), len(promoted))
+	}
+	checkRepo(t, v)
+	if _, probs, err := audit.Verify(state); err != nil {
+		t.Errorf("audit after kills: %v %v", err, probs)
+	}
+	for _, s := range []string{"k-1", "k-2", "k-3", "k-4"} {
+		ents, _ := os.ReadDir(filepath.Join(v, "90-inbox", s))
+		for _, e := range ents {
+			if e.Name() != ".receipts" {
+				t.Errorf("%s/%s left in the inbox", s, e.Name())
+			}
+		}
+	}
+}
