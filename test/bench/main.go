@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"time"
@@ -92,8 +93,22 @@ func main() {
 	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, size or promote")
 	flag.IntVar(&o.promoteRuns, "promote-n", 20, "timed promotions per vault size (alternating with git add && git commit)")
 	flag.StringVar(&o.promoteSizes, "promote-sizes", "1000,10000,100000", "vault sizes (notes) for the promotion bench")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the bench process (the gate runs in it) to FILE")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(o, os.Stdout, os.Stderr); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
