@@ -69,7 +69,7 @@ planted AWS key). It then checks from outside that the vault and the host are
 unchanged, prints the session report, and runs one pass of the gate (what
 "fedmem gate once" does) to show which drafts are promoted, held for review
 or rejected, and why. Agent and gate run as the same user here, so the gate
-runs in its same-user mode (see "fedmem gate --allow-same-user").
+runs in its same-user mode ("fedmem gate once --allow-same-user").
 
 Exit status 0 means every attempt that must be blocked was blocked.`,
 		Args: cobra.NoArgs,
@@ -350,7 +350,7 @@ func runDemo(ctx context.Context, o demoOptions, withGate bool, w io.Writer) err
 	}
 
 	// 7. The gate.
-	fmt.Fprintf(w, "\n7. The gate (as `fedmem gate once --vault %s` would)\n", v)
+	fmt.Fprintf(w, "\n7. The gate (one pass, as `fedmem gate once --allow-same-user --vault %s` would)\n", v)
 	if !withGate {
 		fmt.Fprintf(w, "   skipped (--no-gate): the drafts stay in the inbox.\n")
 	} else if err := demoGate(w, v, headBefore); err != nil {
