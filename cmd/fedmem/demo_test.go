@@ -131,7 +131,8 @@ func TestDemoAsUnprivilegedUser(t *testing.T) {
 	if err := os.Chown(dir, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	out, code := runDemoBinary(t, bins.Fedmem, dir, "--fedmem-run", bins.FedmemRun)
+	fedmem, fedmemRun := worldReadableCopies(t, bins)
+	out, code := runDemoBinary(t, fedmem, dir, "--fedmem-run", fedmemRun)
 	t.Log("\n" + out)
 	if code != 0 {
 		t.Fatalf("fedmem demo as uid 65534 exited %d", code)
@@ -161,7 +162,8 @@ FEDMEM_VAULT=$V FEDMEM_INBOX=$V/90-inbox/nosandbox FEDMEM_SESSION=nosandbox exec
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, code := runDemoBinary(t, bins.Fedmem, dir, "--fedmem-run", fake, "--no-gate")
+	fedmem, _ := worldReadableCopies(t, bins)
+	out, code := runDemoBinary(t, fedmem, dir, "--fedmem-run", fake, "--no-gate")
 	t.Log("\n" + out)
 	if code == 0 {
 		t.Fatalf("demo passed with a launcher that does not sandbox")
@@ -179,6 +181,26 @@ FEDMEM_VAULT=$V FEDMEM_INBOX=$V/90-inbox/nosandbox FEDMEM_SESSION=nosandbox exec
 			t.Errorf("demo output misses %q", want)
 		}
 	}
+}
+
+// worldReadableCopies copies fedmem and fedmem-run into a scratch directory
+// every user can traverse: $FEDMEM_BIN may lie in a checkout uid 65534
+// cannot reach (under /root, say).
+func worldReadableCopies(t *testing.T, bins testutil.Bins) (fedmem, fedmemRun string) {
+	t.Helper()
+	dir := testutil.TempDir(t)
+	cp := func(src string) string {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(dir, filepath.Base(src))
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return dst
+	}
+	return cp(bins.Fedmem), cp(bins.FedmemRun)
 }
 
 func runDemoBinary(t *testing.T, fedmem, dir string, args ...string) (string, int) {
