@@ -44,11 +44,25 @@ func lastCap() int {
 	return 63
 }
 
+// dropBoundingSet empties the bounding set of the calling thread, which
+// must be locked to its goroutine and is the one that forks the agent. The
+// bounding set only matters at execve, and only that thread will ever reach
+// one, so the drop is made there alone (one cheap prctl per capability
+// instead of an all-threads round each). Call it before dropCapabilities:
+// it needs CAP_SETPCAP.
+func dropBoundingSet() error {
+	for c := 0; c <= lastCap(); c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
+			return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
+		}
+	}
+	return nil
+}
+
 // dropCapabilities empties the capability sets of every thread (ambient,
-// inheritable, permitted, effective), the bounding set of the calling
-// thread — which must be locked (runtime.LockOSThread) and is the one that
-// forks the agent — and locks the securebits so that uid 0 regains nothing
-// at execve.
+// inheritable, permitted, effective) and locks the securebits so that uid 0
+// regains nothing at execve. The other threads keep a bounding set they
+// can never use: they hold no capability and never exec.
 func dropCapabilities() error {
 	const secbits = 1<<0 | 1<<1 | // SECBIT_NOROOT, _LOCKED
 		1<<2 | 1<<3 | // SECBIT_NO_SETUID_FIXUP, _LOCKED
@@ -56,17 +70,6 @@ func dropCapabilities() error {
 		1<<6 | 1<<7 // SECBIT_NO_CAP_AMBIENT_RAISE, _LOCKED
 	if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, secbits, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_SECUREBITS): %w", err)
-	}
-	// The bounding set only matters at execve, and only the thread that
-	// forks the agent will ever reach one: InitMain locks itself to that
-	// thread, so the drop is made there alone (one cheap prctl per
-	// capability instead of one all-threads round per capability). The
-	// other threads end with empty permitted, effective, inheritable and
-	// ambient sets and locked securebits, and never exec.
-	for c := 0; c <= lastCap(); c++ {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
-			return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
-		}
 	}
 	if err := allThreads(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); err != nil {
 		return fmt.Errorf("prctl(PR_CAP_AMBIENT_CLEAR_ALL): %w", err)

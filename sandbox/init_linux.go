@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -57,6 +58,11 @@ func InitMain() {
 	if err := verifyLive(cfg.Plan); err != nil {
 		fail(ExitFedmemError, "verify", err)
 	}
+	if cfg.TTY {
+		if err := makeSandboxPTY(); err != nil {
+			fail(ExitFedmemError, "pty", err)
+		}
+	}
 	layers.Verified = true
 	if cfg.Hostname != "" {
 		_ = unix.Sethostname([]byte(cfg.Hostname))
@@ -76,13 +82,6 @@ func InitMain() {
 	if err := applyLandlock(&cfg, &layers); err != nil {
 		fail(ExitFedmemError, "landlock", err)
 	}
-	if err := dropCapabilities(); err != nil {
-		fail(ExitFedmemError, "capabilities", err)
-	}
-	if err := applySeccomp(&cfg, &layers); err != nil {
-		fail(ExitFedmemError, "seccomp", err)
-	}
-
 	path, err := lookPath(cfg.Argv[0], cfg.Env)
 	if err != nil {
 		code := ExitNotFound
@@ -95,49 +94,56 @@ func InitMain() {
 	// fork so that none is lost.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGCONT, unix.SIGWINCH)
-	attr := &syscall.ProcAttr{
-		Dir:   cfg.Dir,
-		Env:   cfg.Env,
-		Files: []uintptr{0, 1, 2},
-		Sys:   &syscall.SysProcAttr{},
+
+	// The agent is forked from a dedicated thread (the main thread stays
+	// locked to this goroutine, so the forker runs elsewhere). That thread
+	// alone drops its bounding set (the agent inherits it) and enters a
+	// nested Landlock domain that scopes signals and abstract sockets, so
+	// the agent cannot signal this pid 1, whose leader thread stays outside.
+	fk := startForker(&cfg, path)
+	if err := <-fk.ready; err != nil {
+		fail(ExitFedmemError, "capabilities", err)
 	}
-	if cfg.TTY {
-		// This init is the session leader of the private pty; the agent gets
-		// its own process group in the foreground, so Ctrl-C and Ctrl-Z
-		// reach it and job control works.
-		attr.Sys.Setpgid = true
-		attr.Sys.Foreground = true
-		attr.Sys.Ctty = 0
-	} else {
-		attr.Sys.Setsid = true
+	if err := dropCapabilities(); err != nil {
+		fail(ExitFedmemError, "capabilities", err)
 	}
-	pid, err := syscall.ForkExec(path, cfg.Argv, attr)
-	if err != nil {
+	if err := applySeccomp(&cfg, &layers); err != nil {
+		fail(ExitFedmemError, "seccomp", err)
+	}
+	fk.goAhead <- struct{}{}
+	res := <-fk.done
+	if res.err != nil {
 		code := ExitCannotExecute
-		if errors.Is(err, unix.ENOENT) {
+		if errors.Is(res.err, unix.ENOENT) {
 			code = ExitNotFound
 		}
-		fail(code, "exec", fmt.Errorf("%s: %w", cfg.Argv[0], err))
+		fail(code, "exec", fmt.Errorf("%s: %w", cfg.Argv[0], res.err))
+	}
+	pid := res.pid
+	if res.scoped {
+		layers.Notes = append(layers.Notes, "agent in a nested Landlock domain: cannot signal pid 1")
 	}
 	_ = json.NewEncoder(sync).Encode(initMessage{Type: "started", Layers: &layers})
 
+	var stopped atomic.Bool
 	go func() {
 		for s := range sigs {
 			sig := s.(syscall.Signal)
 			if sig == unix.SIGWINCH {
 				continue // the pty delivers it to the foreground group
 			}
-			if cfg.TTY && sig == unix.SIGCONT {
-				_ = unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, pid)
-				_ = unix.Kill(-pid, unix.SIGCONT)
-				continue
+			// Sent by the forker thread: see forker.signals.
+			fk.signals <- sig
+			if sig != unix.SIGCONT && stopped.Load() {
+				// A stopped job acts on nothing until continued (a
+				// shell's kill sends SIGCONT after SIGHUP/SIGTERM too).
+				fk.signals <- unix.SIGCONT
 			}
-			_ = unix.Kill(pid, sig)
 		}
 	}()
 	for {
 		var ws unix.WaitStatus
-		wpid, err := unix.Wait4(-1, &ws, unix.WUNTRACED, nil)
+		wpid, err := unix.Wait4(-1, &ws, unix.WUNTRACED|unix.WCONTINUED, nil)
 		if err == unix.EINTR {
 			continue
 		}
@@ -148,7 +154,10 @@ func InitMain() {
 			continue // an orphan re-parented to us: reaped
 		}
 		switch {
+		case ws.Continued():
+			stopped.Store(false)
 		case ws.Stopped():
+			stopped.Store(true)
 			if cfg.TTY {
 				_ = json.NewEncoder(sync).Encode(initMessage{Type: "stopped", Signal: int(ws.StopSignal())})
 			}
@@ -161,6 +170,75 @@ func InitMain() {
 			os.Exit(128 + n)
 		}
 	}
+}
+
+type forkResult struct {
+	pid    int
+	scoped bool
+	err    error
+}
+
+type forker struct {
+	ready   chan error
+	goAhead chan struct{}
+	done    chan forkResult
+	// signals are forwarded to the agent by the forker thread itself. It
+	// must be that thread: Landlock gives each thread its own domain when
+	// restricting all of them on ABIs without a shared-domain flag, and the
+	// agent's nested, signal-scoped domain descends from this thread's
+	// only — any other thread of pid 1 gets EPERM.
+	signals chan syscall.Signal
+}
+
+// startForker starts the goroutine, locked to its own thread, that forks
+// the agent once the process-wide layers are in place.
+func startForker(cfg *initConfig, path string) *forker {
+	f := &forker{ready: make(chan error, 1), goAhead: make(chan struct{}), done: make(chan forkResult, 1), signals: make(chan syscall.Signal, 16)}
+	go func() {
+		// Never unlocked: the thread dies with the goroutine, and no other
+		// goroutine ever runs with its credentials.
+		runtime.LockOSThread()
+		f.ready <- dropBoundingSet()
+		<-f.goAhead
+		var r forkResult
+		if r.scoped, r.err = scopeThread(); r.err != nil {
+			f.done <- r
+			return
+		}
+		attr := &syscall.ProcAttr{
+			Dir:   cfg.Dir,
+			Env:   cfg.Env,
+			Files: []uintptr{0, 1, 2},
+			Sys:   &syscall.SysProcAttr{},
+		}
+		if cfg.TTY {
+			// This init is the session leader of the private pty; the
+			// agent gets its own process group in the foreground, so
+			// Ctrl-C and Ctrl-Z reach it and job control works.
+			attr.Sys.Setpgid = true
+			attr.Sys.Foreground = true
+			attr.Sys.Ctty = 0
+		} else {
+			attr.Sys.Setsid = true
+		}
+		r.pid, r.err = syscall.ForkExec(path, cfg.Argv, attr)
+		f.done <- r
+		if r.err != nil {
+			return
+		}
+		for sig := range f.signals {
+			if cfg.TTY && sig == unix.SIGCONT {
+				// Resume the whole job. The agent's group stayed the pty's
+				// foreground group: no TIOCSPGRP here, which from this
+				// background group would raise SIGTTOU that a pid 1 never
+				// receives, restarting the ioctl forever.
+				_ = unix.Kill(-r.pid, sig)
+				continue
+			}
+			_ = unix.Kill(r.pid, sig)
+		}
+	}()
+	return f
 }
 
 // verifyLive checks the mount table of the finished root and probes the

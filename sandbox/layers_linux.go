@@ -43,6 +43,10 @@ func applyLandlock(cfg *initConfig, l *Layers) error {
 	return nil
 }
 
+// scopeThread puts the calling (forking) thread in a nested Landlock domain
+// scoping signals and abstract sockets; see landlock.ScopeThread.
+func scopeThread() (bool, error) { return landlock.ScopeThread() }
+
 // applySeccomp installs the deny-list filter on every thread. It is the
 // last step before the agent is forked: the filter forbids the mount
 // family, namespaces and ptrace to everything that follows.

@@ -81,17 +81,32 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	}
 
 	var relay *ptyRelay
+	var ptySock *os.File
 	if spec.TTY {
-		relay, err = newPTYRelay(spec.Stdin, spec.Stdout)
+		// The pty is made inside the sandbox, on its private devpts, so the
+		// agent's terminal has a name there (tty, ttyname) and the host's
+		// /dev/pts stays out of sight; its master comes back to us over a
+		// unix socket (SCM_RIGHTS). The init gets /dev/null until then.
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			cfgW.Close()
 			return nil, &Error{Code: ExitFedmemError, Stage: "pty", Msg: err.Error()}
 		}
+		ptySock = os.NewFile(uintptr(fds[0]), "pty-parent")
+		childSock := os.NewFile(uintptr(fds[1]), "pty-child")
+		defer ptySock.Close()
+		defer childSock.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, childSock)
+		relay = newPTYRelay(spec.Stdin, spec.Stdout)
 		defer relay.Close()
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = relay.slave, relay.slave, relay.slave
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			cfgW.Close()
+			return nil, &Error{Code: ExitFedmemError, Stage: "pty", Msg: err.Error()}
+		}
+		defer null.Close()
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
 		cmd.SysProcAttr.Setsid = true
-		cmd.SysProcAttr.Setctty = true
-		cmd.SysProcAttr.Ctty = 0
 	} else {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
 	}
@@ -107,9 +122,8 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		return nil, &Error{Code: ExitFedmemError, Stage: "start", Msg: startHint(err)}
 	}
 	syncW.Close()
-	if relay != nil {
-		relay.slave.Close()
-		relay.slave = nil
+	if len(cmd.ExtraFiles) > 2 {
+		cmd.ExtraFiles[2].Close()
 	}
 	err = json.NewEncoder(cfgW).Encode(&cfg)
 	cfgW.Close()
@@ -131,8 +145,9 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			}
 		}
 	}()
+	masters := make(chan *os.File, 1)
 	if relay != nil {
-		relay.Start(cmd.Process)
+		go func() { masters <- recvFd(ptySock) }()
 	}
 
 	res := &Result{ExitCode: -1}
@@ -160,6 +175,10 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			case "exit":
 				res.ExitCode, res.Signal = m.Code, m.Signal
 			}
+		case m := <-masters:
+			if m != nil {
+				relay.Start(m, cmd.Process)
+			}
 		case s := <-sigs:
 			_ = cmd.Process.Signal(s)
 		case <-done:
@@ -168,7 +187,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		}
 	}
 	werr := cmd.Wait()
-	if relay != nil {
+	if relay != nil && relay.master != nil {
 		relay.Finish()
 	}
 	res.Layers.Backend = "namespace"
@@ -189,6 +208,26 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		return res, &Error{Code: ExitFedmemError, Stage: "init", Msg: fmt.Sprintf("sandbox init ended without a status: %v", werr)}
 	}
 	return res, nil
+}
+
+// recvFd receives one file descriptor over a unix socket; nil if the peer
+// closed it without sending one (the init failed before making the pty).
+func recvFd(sock *os.File) *os.File {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil || n == 0 {
+		return nil
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return nil
+	}
+	return os.NewFile(uintptr(fds[0]), "pty-master")
 }
 
 func startHint(err error) string {

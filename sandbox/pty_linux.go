@@ -5,19 +5,19 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"time"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
 
-// ptyRelay gives the agent a private pseudo-terminal and relays it to the
-// user's terminal, so the agent never holds the user's terminal (no
+// ptyRelay relays the user's terminal to the agent's private
+// pseudo-terminal, so the agent never holds the user's terminal (no
 // TIOCSTI on it, no reading another program's input from it).
 type ptyRelay struct {
 	in, out  *os.File
 	master   *os.File
-	slave    *os.File
 	oldState *term.State
 	winch    chan os.Signal
 	outDone  chan struct{}
@@ -25,22 +25,19 @@ type ptyRelay struct {
 	mu       sync.Mutex
 }
 
-func newPTYRelay(in, out *os.File) (*ptyRelay, error) {
-	master, slave, err := pty.Open()
-	if err != nil {
-		return nil, err
-	}
-	r := &ptyRelay{in: in, out: out, master: master, slave: slave, outDone: make(chan struct{})}
-	_ = pty.InheritSize(in, master)
-	// Copy the user's line settings so the agent sees the same terminal.
-	if t, err := unix.IoctlGetTermios(int(in.Fd()), unix.TCGETS); err == nil {
-		_ = unix.IoctlSetTermios(int(slave.Fd()), unix.TCSETS, t)
-	}
-	return r, nil
+func newPTYRelay(in, out *os.File) *ptyRelay {
+	return &ptyRelay{in: in, out: out, outDone: make(chan struct{})}
 }
 
-// Start puts the user's terminal in raw mode and starts copying.
-func (r *ptyRelay) Start(init *os.Process) {
+// Start takes the pty master made inside the sandbox, gives it the user's
+// line settings and window size, puts the user's terminal in raw mode and
+// starts copying.
+func (r *ptyRelay) Start(master *os.File, init *os.Process) {
+	r.master = master
+	if t, err := unix.IoctlGetTermios(int(r.in.Fd()), unix.TCGETS); err == nil {
+		_ = unix.IoctlSetTermios(int(master.Fd()), unix.TCSETS, t)
+	}
+	_ = pty.InheritSize(r.in, master)
 	r.makeRaw()
 	r.winch = make(chan os.Signal, 4)
 	signal.Notify(r.winch, unix.SIGWINCH, unix.SIGCONT)
@@ -86,11 +83,14 @@ func (r *ptyRelay) Suspend(init *os.Process) {
 	_ = unix.Kill(os.Getpid(), unix.SIGSTOP)
 }
 
-// Finish drains the agent's last output and restores the terminal.
+// Finish drains the agent's last output and restores the terminal. Every
+// slave fd is closed once the sandbox is gone, so the master reads EIO and
+// the copy ends; the timeout only guards against a kernel that disagrees.
 func (r *ptyRelay) Finish() {
-	// Every slave fd is closed once the sandbox is gone: the master then
-	// reads EIO and the copy ends.
-	<-r.outDone
+	select {
+	case <-r.outDone:
+	case <-time.After(2 * time.Second):
+	}
 	r.restore()
 }
 
@@ -102,9 +102,8 @@ func (r *ptyRelay) Close() {
 			close(r.winch)
 		}
 		r.restore()
-		if r.slave != nil {
-			r.slave.Close()
+		if r.master != nil {
+			r.master.Close()
 		}
-		r.master.Close()
 	})
 }
