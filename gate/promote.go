@@ -74,6 +74,7 @@ func openRepo(dir, intent string) (*repo, error) {
 		return nil, fmt.Errorf("open vault repository %s: %w", dir, err)
 	}
 	g := &repo{dir: dir, gitDir: filepath.Join(dir, ".git"), r: r, s: r.Storer, intent: intent}
+	_ = os.RemoveAll(filepath.Join(g.gitDir, "fedmem-tmp")) // leftovers of a killed gate
 	return g, g.recoverLocks()
 }
 
@@ -305,7 +306,13 @@ func (g *repo) checkout(changes []change) error {
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			return err
 		}
-		if err := writeAtomic(full, ch.Content, 0o644); err != nil {
+		// The temporary file lives under .git, where Git never reports it:
+		// a gate killed mid-write leaves nothing in `git status`.
+		tmpDir := filepath.Join(g.gitDir, "fedmem-tmp")
+		if err := os.MkdirAll(tmpDir, 0o755); err != nil {
+			return err
+		}
+		if err := writeAtomicVia(tmpDir, full, ch.Content, 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", ch.Path, err)
 		}
 	}

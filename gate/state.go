@@ -92,8 +92,14 @@ func validClaimID(id string) bool {
 
 // writeAtomic writes b to path via a temporary file, fsync and rename.
 func writeAtomic(path string, b []byte, mode os.FileMode) error {
+	return writeAtomicVia(filepath.Dir(path), path, b, mode)
+}
+
+// writeAtomicVia is writeAtomic with the temporary file in tmpDir (same
+// filesystem), so a crash leaves no stray file next to path.
+func writeAtomicVia(tmpDir, path string, b []byte, mode os.FileMode) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-*")
+	f, err := os.CreateTemp(tmpDir, ".tmp-*")
 	if err != nil {
 		return err
 	}
