@@ -35,10 +35,12 @@ func (o *gateOptions) flags(cmd *cobra.Command) {
 	f.StringVar(&o.vault, "vault", "", "the vault directory (required)")
 	f.StringVar(&o.state, "state", "", "the gate's private state directory (default: .<vault-name>.fedmem-gate next to the vault)")
 	f.BoolVar(&o.allowSameUser, "allow-same-user", false, "handle sessions run by the gate's own uid (single-user machines; weaker guarantees)")
-	_ = cmd.MarkFlagRequired("vault")
 }
 
 func (o *gateOptions) open(stderr io.Writer) (*gate.Gate, error) {
+	if o.vault == "" {
+		return nil, usageErrorf("--vault DIR is required")
+	}
 	return gate.Open(gate.Options{
 		Vault:         o.vault,
 		StateDir:      o.state,

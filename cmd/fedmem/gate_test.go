@@ -1,0 +1,86 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fedmem/fedmem/gate"
+	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/test/testutil"
+	"github.com/fedmem/fedmem/vault/repo"
+)
+
+func gateVault(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(testutil.TempDir(t), "vault")
+	if _, err := repo.Init(dir, repo.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sd := filepath.Join(dir, "90-inbox", "cli-1")
+	if err := os.MkdirAll(sd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(sd, "ok.md"), []byte("---\ntype: Fact\ntitle: CLI fact\nconfidence: verified\n---\nx\n"), 0o644)
+	os.WriteFile(filepath.Join(sd, "bad.md"), []byte("---\ntype: Fact\ntitle: a\ntitle: b\n---\n"), 0o644)
+	return dir
+}
+
+func TestGateOnceCommand(t *testing.T) {
+	v := gateVault(t)
+	// Without --allow-same-user, a session of the gate's own uid is refused.
+	code, out, errOut := runFedmem("gate", "once", "--vault", v)
+	if code != 1 || !strings.Contains(errOut, "--allow-same-user") {
+		t.Fatalf("same user: code %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = runFedmem("gate", "once", "--vault", v, "--allow-same-user", "--json")
+	if code != 0 {
+		t.Fatalf("code %d\n%s\n%s", code, out, errOut)
+	}
+	var s gate.Summary
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	if s.Promoted != 1 || s.Rejected != 1 || !strings.Contains(errOut, "same-user mode") {
+		t.Fatalf("summary %+v\nstderr %s", s, errOut)
+	}
+	// Human output names file, line and rule.
+	os.WriteFile(filepath.Join(v, "90-inbox", "cli-1", "bad2.md"), []byte("---\ntype: Fact\nx: &a 1\n---\n"), 0o644)
+	code, out, _ = runFedmem("gate", "once", "--vault", v, "--allow-same-user")
+	if code != 0 || !strings.Contains(out, "cli-1/bad2.md:3: error:") || !strings.Contains(out, "(yaml-anchor)") {
+		t.Fatalf("code %d\n%s", code, out)
+	}
+	if code, _, errOut := runFedmem("gate", "once"); code != 2 {
+		t.Fatalf("missing --vault: code %d %s", code, errOut)
+	}
+
+	// audit verify: intact, then tampered.
+	code, out, _ = runFedmem("audit", "verify", "--vault", v)
+	if code != 0 || !strings.HasPrefix(out, "ok: ") {
+		t.Fatalf("verify: %d %s", code, out)
+	}
+	abs, _ := filepath.EvalSymlinks(v)
+	logPath := filepath.Join(gate.DefaultStateDir(abs), audit.File)
+	b, _ := os.ReadFile(logPath)
+	os.WriteFile(logPath, []byte(strings.Replace(string(b), `"promoted"`, `"rejected"`, 1)), 0o600)
+	code, out, _ = runFedmem("audit", "verify", "--vault", v)
+	if code != 1 || !strings.Contains(out, "audit.jsonl:") || !strings.Contains(out, "was changed") {
+		t.Fatalf("tampered log: code %d\n%s", code, out)
+	}
+}
+
+func TestPolicyCheckCommand(t *testing.T) {
+	dir := testutil.TempDir(t)
+	p := filepath.Join(dir, "policy.yaml")
+	os.WriteFile(p, []byte("version: 1\ntargets:\n  Fact: 90-inbox\nlimits:\n  max_draft_bytes: -1\n"), 0o644)
+	code, out, _ := runFedmem("policy", "check", p)
+	if code != 1 || !strings.Contains(out, p+":3: targets.Fact") || !strings.Contains(out, p+":5: limits.max_draft_bytes") {
+		t.Fatalf("code %d\n%s", code, out)
+	}
+	os.WriteFile(p, []byte("version: 1\nreviewers: [alice]\n"), 0o644)
+	if code, out, _ := runFedmem("policy", "check", p); code != 0 || !strings.Contains(out, "ok") {
+		t.Fatalf("valid policy: %d %s", code, out)
+	}
+}
