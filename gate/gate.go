@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -362,16 +363,30 @@ func (g *Gate) promote(pol *policy.Policy, branch plumbing.ReferenceName, head p
 		case old == nil:
 			dest = cand
 		case string(old) == string(content):
-			// Committed by an earlier run that crashed before recording.
+			// Committed by an earlier run that crashed before recording:
+			// record it, and bring the work tree up to HEAD for the paths
+			// that commit wrote.
 			d.Path, d.Commit = cand, head.String()
-			return g.repo.checkout([]change{{cand, content}})
+			ch := []change{{cand, content}}
+			for _, f := range []string{"log.md", "index.md"} {
+				p := path.Dir(cand) + "/" + f
+				if b, err := g.repo.fileAt(head, p); err == nil && b != nil {
+					ch = append(ch, change{p, b})
+				}
+			}
+			return g.repo.checkout(ch)
 		}
 	}
 	if dest == "" {
 		return fmt.Errorf("no free path for %s after 50 tries", base)
 	}
 	d.Path = dest
-	ch := []change{{dest, content}}
+	cs := g.newChangeSet(head)
+	cs.set(dest, content)
+	if err := cs.notePromoted(dest, title, d, g.now()); err != nil {
+		return err
+	}
+	ch := cs.list()
 	msg := fmt.Sprintf("fedmem: promote %s\n\nDraft %s from session %s, decided by the gate.\n\nFedmem-Session: %s\nFedmem-Draft-Sha256: %s\nFedmem-Decision: %s\n",
 		dest, sanitizeLine(d.Draft), d.Session, d.Session, d.SHA256, StatePromoted)
 	sig := g.signature(pol)

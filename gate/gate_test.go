@@ -165,8 +165,16 @@ func TestPromoteForgedProvenanceKeptAsClaim(t *testing.T) {
 			t.Errorf("trailers %q lack %q", trailers, want)
 		}
 	}
-	if files := gitCLI(t, v, "show", "--name-only", "--format=", "HEAD"); strings.TrimSpace(files) != d.Path {
-		t.Errorf("commit touches %q; want only %s", files, d.Path)
+	if files := strings.Fields(gitCLI(t, v, "show", "--name-only", "--format=", "HEAD")); strings.Join(files, " ") != "20-domains/index.md 20-domains/log.md "+d.Path {
+		t.Errorf("commit touches %q; want the note and its folder's index.md and log.md", files)
+	}
+	logMD, _ := os.ReadFile(filepath.Join(v, "20-domains", "log.md"))
+	if !strings.Contains(string(logMD), "promoted [Webhook retries use the event id](webhook-retries-use-the-event-id.md) from session s-001 by the gate") {
+		t.Errorf("log.md:\n%s", logMD)
+	}
+	indexMD, _ := os.ReadFile(filepath.Join(v, "20-domains", "index.md"))
+	if !strings.Contains(string(indexMD), "- [Webhook retries use the event id](webhook-retries-use-the-event-id.md)\n") {
+		t.Errorf("index.md:\n%s", indexMD)
 	}
 	b, err := os.ReadFile(filepath.Join(v, d.Path))
 	if err != nil {

@@ -96,22 +96,38 @@ func (g *Gate) Approve(id, reviewer string) (*Decision, error) {
 	if err != nil {
 		return nil, err
 	}
-	var extra []change
-	dest, err := g.freePath(head, destPath(p.Folder, res.Meta.Title, d.Draft, d.SHA256))
+	dest, already, err := g.freePath(head, destPath(p.Folder, res.Meta.Title, d.Draft, d.SHA256), content)
 	if err != nil {
+		return nil, err
+	}
+	d.Reviewer = reviewer
+	if already {
+		// Committed by an approval that was interrupted before recording.
+		d.State, d.Path, d.Commit, d.Reviewed = StatePromoted, dest, head.String(), g.now().UTC()
+		if err := g.repo.checkout([]change{{dest, content}}); err != nil {
+			return nil, err
+		}
+		return d, g.recordReview(in, d)
+	}
+	cs := g.newChangeSet(head)
+	cs.set(dest, content)
+	if err := cs.notePromoted(dest, res.Meta.Title, d, g.now()); err != nil {
 		return nil, err
 	}
 	for _, ref := range res.Meta.Supersedes {
 		target := path.Clean(strings.TrimPrefix(ref.Value, "/"))
-		old, err := g.repo.fileAt(head, target)
+		old, err := cs.get(target)
 		if err != nil || old == nil {
 			continue
 		}
 		if upd, ok := deprecate(old, dest); ok {
-			extra = append(extra, change{target, upd})
+			cs.set(target, upd)
+			if err := cs.noteSuperseded(target, dest, g.now()); err != nil {
+				return nil, err
+			}
 		}
 	}
-	changes := append([]change{{dest, content}}, extra...)
+	changes := cs.list()
 	msg := fmt.Sprintf("fedmem: promote %s (approved by %s)\n\nDraft %s from session %s, approved by a reviewer.\n\nFedmem-Session: %s\nFedmem-Draft-Sha256: %s\nFedmem-Decision: %s\nFedmem-Reviewer: %s\n",
 		dest, reviewer, sanitizeLine(d.Draft), d.Session, d.Session, d.SHA256, StatePromoted, reviewer)
 	sig := g.signature(pol)
@@ -194,8 +210,9 @@ func (g *Gate) recordReview(in *inbox, d *Decision) error {
 	return nil
 }
 
-// freePath returns p, or p with -2, -3… if p is taken at head.
-func (g *Gate) freePath(h plumbing.Hash, p string) (string, error) {
+// freePath returns p, or p with -2, -3… if p is taken at head; already is
+// true when a candidate already holds exactly content.
+func (g *Gate) freePath(h plumbing.Hash, p string, content []byte) (string, bool, error) {
 	base := strings.TrimSuffix(p, ".md")
 	for i := 1; i <= 50; i++ {
 		cand := base + ".md"
@@ -204,13 +221,16 @@ func (g *Gate) freePath(h plumbing.Hash, p string) (string, error) {
 		}
 		old, err := g.repo.fileAt(h, cand)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		if old == nil {
-			return cand, nil
+			return cand, false, nil
+		}
+		if string(old) == string(content) {
+			return cand, true, nil
 		}
 	}
-	return "", fmt.Errorf("no free path for %s", p)
+	return "", false, fmt.Errorf("no free path for %s", p)
 }
 
 // deprecate marks a note superseded: status deprecated, superseded_by dest.

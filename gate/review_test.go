@@ -37,8 +37,14 @@ func TestApproveSupersessionDeprecatesOldNoteInSameCommit(t *testing.T) {
 	}
 	checkRepo(t, v)
 	files := strings.Fields(gitCLI(t, v, "show", "--name-only", "--format=", "HEAD"))
-	if len(files) != 2 {
-		t.Fatalf("approval commit touches %v; want the new note and the superseded one", files)
+	if strings.Join(files, " ") != "20-domains/index.md 20-domains/log.md 20-domains/new-rule.md 20-domains/old-rule.md" {
+		t.Fatalf("approval commit touches %v; want the new note, the superseded one, index.md and log.md", files)
+	}
+	logMD, _ := os.ReadFile(filepath.Join(v, "20-domains", "log.md"))
+	for _, want := range []string{"promoted [New rule](new-rule.md) from session s-1 by reviewer alice", "deprecated [old-rule.md](old-rule.md), superseded by /20-domains/new-rule.md"} {
+		if !strings.Contains(string(logMD), want) {
+			t.Errorf("log.md lacks %q:\n%s", want, logMD)
+		}
 	}
 	if tr := gitCLI(t, v, "log", "-1", "--format=%(trailers)"); !strings.Contains(tr, "Fedmem-Reviewer: alice") {
 		t.Errorf("trailers %q", tr)

@@ -41,6 +41,10 @@ func invisible(r rune, offset int) (string, bool) {
 	return "", false
 }
 
+// Invisible reports whether r is one of the invisible or reordering code
+// points Text flags (the byte order mark counts anywhere), and names it.
+func Invisible(r rune) (string, bool) { return invisible(r, 1) }
+
 // Text checks encoding and characters: invalid UTF-8 and control characters
 // (other than tab, newline, carriage return) are errors; invisible Unicode is
 // a flag.

@@ -1,0 +1,67 @@
+package gate
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLabelDefusesTitles(t *testing.T) {
+	for in, want := range map[string]string{
+		"ok title":                         "ok title",
+		"x](javascript:alert(1)) [y":       "x javascript:alert 1 y",
+		"a\u202eb\u200bc\nd\x1b":           "abc d",
+		"<img src=x onerror=alert(1)>":     "img src=x onerror=alert 1",
+		strings.Repeat("é", 80):            strings.Repeat("é", 50),
+		"# heading | table * em _ \\ ` !x": "heading table em x",
+	} {
+		if got := label(in); got != want {
+			t.Errorf("label(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Run reacts to a new draft through inotify (well before the backstop
+// interval) and returns once its context is cancelled.
+func TestRunWatchesAndDrains(t *testing.T) {
+	v := newVault(t)
+	sd := session(t, v, "w-1")
+	g := openGate(t, v)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	passes := make(chan *Summary, 100)
+	go func() {
+		done <- g.Run(ctx, time.Hour, func(s *Summary, err error) {
+			if err == nil {
+				passes <- s
+			}
+		})
+	}()
+	<-passes // the start-up pass
+	put(t, sd, "late.md", "---\ntype: Fact\ntitle: Late\nconfidence: verified\n---\nx\n")
+	deadline := time.After(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(sd, ".receipts", "late.md.json")); err == nil {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatal("draft not handled within 20s of being written (inotify)")
+		case <-passes:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	checkRepo(t, v)
+}
