@@ -19,7 +19,15 @@ func ScopeThread() (bool, error) {
 	if ABI() < 6 {
 		return false, nil
 	}
-	attr := unix.LandlockRulesetAttr{Scoped: unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET}
+	// Every ruleset denies reparenting (LANDLOCK_ACCESS_FS_REFER) unless a
+	// rule grants it, even when it handles no file access: without the rule
+	// on "/" below, any rename or link across directories would fail with
+	// EXDEV in the agent (Codex's self-install does exactly that). The outer
+	// domain still decides where reparenting is allowed.
+	attr := unix.LandlockRulesetAttr{
+		Handled_access_fs: unix.LANDLOCK_ACCESS_FS_REFER,
+		Scoped:            unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET,
+	}
 	// Only the first three fields: older kernels reject a larger struct
 	// unless its tail is zero, and some check the size exactly.
 	const size = 3 * 8
@@ -28,6 +36,15 @@ func ScopeThread() (bool, error) {
 		return false, errno
 	}
 	defer unix.Close(int(fd))
+	root, err := unix.Open("/", unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(root)
+	rule := unix.LandlockPathBeneathAttr{Allowed_access: unix.LANDLOCK_ACCESS_FS_REFER, Parent_fd: int32(root)}
+	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, fd, unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&rule)), 0, 0, 0); errno != 0 {
+		return false, errno
+	}
 	// Raw syscall, not go-landlock: this must not be synchronised to the
 	// other threads.
 	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {

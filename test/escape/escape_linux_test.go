@@ -280,7 +280,7 @@ func TestHostileAgent(t *testing.T) {
 			}
 			var failPositive map[string]map[string]bool
 			if l.workdirInVault {
-				failPositive = map[string]map[string]bool{"workdir-write": writeDenied}
+				failPositive = map[string]map[string]bool{"workdir-write": writeDenied, "workdir-rename-across-dirs": writeDenied}
 			}
 			ev := judge(rs, e.vault.OtherSession, failPositive)
 			for _, line := range ev.table {

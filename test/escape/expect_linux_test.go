@@ -127,7 +127,7 @@ var expected = map[string]map[string]bool{
 }
 
 // positives must succeed (unless the layout says otherwise).
-var positives = map[string]bool{"inbox-draft": true, "workdir-write": true, "tmp-write": true}
+var positives = map[string]bool{"inbox-draft": true, "workdir-write": true, "tmp-write": true, "workdir-rename-across-dirs": true}
 
 // evaluation is the outcome of judging one run.
 type evaluation struct {

@@ -22,7 +22,7 @@
 // The go:debug lines stop the Go runtime from opening cgroup files to size
 // GOMAXPROCS (Go 1.25+): those descriptors would show up in the fd census
 // as if the sandbox had leaked them.
-
+//
 //go:debug containermaxprocs=0
 //go:debug updatemaxprocs=0
 package main

@@ -226,6 +226,18 @@ func (h *H) positives() {
 	h.positive("workdir-write", filepath.Join(h.workdir, "hostile-wrote-here.txt"),
 		os.WriteFile(filepath.Join(h.workdir, "hostile-wrote-here.txt"), []byte("ok\n"), 0o644))
 	h.positive("tmp-write", "/tmp/hostile-tmp.txt", os.WriteFile("/tmp/hostile-tmp.txt", []byte("ok\n"), 0o644))
+	// Moving a file to another directory of a writable tree (install
+	// scripts do: stage in a temp dir, rename into place). Landlock denies
+	// such a reparenting (EXDEV) in any domain that does not grant it.
+	stage := filepath.Join(h.workdir, "stage", "sub")
+	err = os.MkdirAll(stage, 0o755)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(stage, "f"), []byte("ok\n"), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(filepath.Join(stage, "f"), filepath.Join(h.workdir, "stage", "f"))
+	}
+	h.positive("workdir-rename-across-dirs", filepath.Join(h.workdir, "stage", "f"), err)
 }
 
 func errStr(err error) string {
