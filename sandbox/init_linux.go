@@ -45,6 +45,10 @@ func InitMain() {
 	if cfg.Plan == nil || len(cfg.Argv) == 0 {
 		fail(ExitFedmemError, "config", errors.New("empty plan or command"))
 	}
+	// The forker thread is started now so that its creation and its
+	// bounding-set drop overlap with building the root instead of adding
+	// to the start-up time.
+	fk := startForker(&cfg)
 	// Not dumpable: the agent (same uid) cannot open /proc/1/mem, /proc/1/exe
 	// or /proc/1/fd of this process (CVE-2019-5736 went through /proc/self/exe
 	// of the runtime).
@@ -100,7 +104,7 @@ func InitMain() {
 	// alone drops its bounding set (the agent inherits it) and enters a
 	// nested Landlock domain that scopes signals and abstract sockets, so
 	// the agent cannot signal this pid 1, whose leader thread stays outside.
-	fk := startForker(&cfg, path)
+	fk.path <- path
 	if err := <-fk.ready; err != nil {
 		fail(ExitFedmemError, "capabilities", err)
 	}
@@ -180,6 +184,7 @@ type forkResult struct {
 
 type forker struct {
 	ready   chan error
+	path    chan string
 	goAhead chan struct{}
 	done    chan forkResult
 	// signals are forwarded to the agent by the forker thread itself. It
@@ -192,13 +197,14 @@ type forker struct {
 
 // startForker starts the goroutine, locked to its own thread, that forks
 // the agent once the process-wide layers are in place.
-func startForker(cfg *initConfig, path string) *forker {
-	f := &forker{ready: make(chan error, 1), goAhead: make(chan struct{}), done: make(chan forkResult, 1), signals: make(chan syscall.Signal, 16)}
+func startForker(cfg *initConfig) *forker {
+	f := &forker{ready: make(chan error, 1), path: make(chan string, 1), goAhead: make(chan struct{}), done: make(chan forkResult, 1), signals: make(chan syscall.Signal, 16)}
 	go func() {
 		// Never unlocked: the thread dies with the goroutine, and no other
 		// goroutine ever runs with its credentials.
 		runtime.LockOSThread()
 		f.ready <- dropBoundingSet()
+		path := <-f.path
 		<-f.goAhead
 		var r forkResult
 		if r.scoped, r.err = scopeThread(); r.err != nil {
