@@ -140,6 +140,20 @@ func TestGateImportBoundary(t *testing.T) {
 	}
 }
 
+// TestAdminImportBoundary: cmd/fedmem hosts the gate (`fedmem gate run`), so
+// it must not link sandbox backends either; `fedmem run` reaches the sandbox
+// by executing fedmem-run.
+func TestAdminImportBoundary(t *testing.T) {
+	root := moduleRoot(t)
+	deps := goListDeps(t, root, "./cmd/fedmem")
+	if !contains(deps, module+"/cmd/fedmem") {
+		t.Fatalf("go list -deps ./cmd/fedmem did not list the command itself; got %d packages", len(deps))
+	}
+	if bad := violations(deps, gateForbidden); len(bad) > 0 {
+		t.Errorf("cmd/fedmem (the gate's process) links sandbox code:\n  %s", strings.Join(bad, "\n  "))
+	}
+}
+
 // TestLauncherBinary checks the built bin/fedmem-run (when FEDMEM_BIN names
 // the build directory, as `make test` does): pure Go (CGO_ENABLED=0, which
 // AllThreadsSyscall needs) and none of the forbidden modules in its build
