@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -56,8 +57,21 @@ func InitMain() {
 		fail(ExitFedmemError, "prctl", err)
 	}
 	layers := Layers{Caps: "none"}
-	if err := buildRoot(cfg.Plan); err != nil {
+	skipped, err := buildRoot(cfg.Plan)
+	if err != nil {
 		fail(ExitFedmemError, "mounts", err)
+	}
+	if len(skipped) > 0 {
+		kept := cfg.Plan.Mounts[:0]
+		for _, m := range cfg.Plan.Mounts {
+			if m.Kind != mounts.Masked || !slices.Contains(skipped, m.Target) {
+				kept = append(kept, m)
+			}
+		}
+		cfg.Plan.Mounts = kept
+		for _, p := range skipped {
+			layers.Notes = append(layers.Notes, "not masked (unreachable by the agent's uid): "+p)
+		}
 	}
 	if err := verifyLive(cfg.Plan); err != nil {
 		fail(ExitFedmemError, "verify", err)

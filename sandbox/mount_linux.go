@@ -34,10 +34,14 @@ const stageDir = "/tmp/.fedmem-root" // inside the sandbox's private /tmp tmpfs
 // buildRoot realises the plan's mounts under a new root and pivots into it.
 // It must run inside the new mount namespace, as the owner of the user
 // namespace (full capabilities there), before any capability is dropped.
-func buildRoot(pl *mounts.Plan) error {
+//
+// It returns the targets of masks it skipped because this uid cannot reach
+// them at all (EACCES on the path): the agent, same uid and no capability,
+// cannot either. The caller drops them from the plan before verifying.
+func buildRoot(pl *mounts.Plan) (skipped []string, err error) {
 	// Nothing we do may propagate back to the host.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return &MountError{Op: "make-rprivate", Target: "/", Err: err}
+		return nil, &MountError{Op: "make-rprivate", Target: "/", Err: err}
 	}
 	// A detached, recursive copy of the host tree, made read-only,
 	// nosuid and nodev in one step (mount_setattr with AT_RECURSIVE): no
@@ -45,7 +49,7 @@ func buildRoot(pl *mounts.Plan) error {
 	// per-mount remounts.
 	rootFd, err := cloneTree("/", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unix.Close(rootFd)
 	// Clone every bind source now, before the staging tmpfs below shadows
@@ -69,24 +73,24 @@ func buildRoot(pl *mounts.Plan) error {
 		}
 		fd, err := cloneTree(m.Source, set, clr)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		srcFds[i] = fd
 	}
 	// Staging area: a tmpfs private to this namespace, shadowing the host /tmp
 	// for our own view only (the agent gets another one below).
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700,size=64k"); err != nil {
-		return &MountError{Op: "mount tmpfs", Target: "/tmp", Err: err}
+		return nil, &MountError{Op: "mount tmpfs", Target: "/tmp", Err: err}
 	}
 	if err := os.Mkdir(stageDir, 0o755); err != nil {
-		return &MountError{Op: "mkdir", Target: stageDir, Err: err}
+		return nil, &MountError{Op: "mkdir", Target: stageDir, Err: err}
 	}
 	empty := "/tmp/.fedmem-empty"
 	if err := os.WriteFile(empty, nil, 0o000); err != nil {
-		return &MountError{Op: "create", Target: empty, Err: err}
+		return nil, &MountError{Op: "create", Target: empty, Err: err}
 	}
 	if err := unix.MoveMount(rootFd, "", unix.AT_FDCWD, stageDir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return &MountError{Op: "move_mount", Source: "/", Target: stageDir, Err: err}
+		return nil, &MountError{Op: "move_mount", Source: "/", Target: stageDir, Err: err}
 	}
 	var seal []string // hidden tmpfs mounts, made read-only once populated
 	for i, m := range pl.Mounts {
@@ -96,71 +100,77 @@ func buildRoot(pl *mounts.Plan) error {
 			// done above
 		case mounts.Dev:
 			if err := buildDev(t); err != nil {
-				return err
+				return nil, err
 			}
 		case mounts.Proc:
 			if err := unix.Mount("proc", t, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-				return &MountError{Op: "mount proc", Target: m.Target, Err: err}
+				return nil, &MountError{Op: "mount proc", Target: m.Target, Err: err}
 			}
 		case mounts.Tmpfs:
 			if err := ensureTarget(t, true); err != nil {
-				return err
+				return nil, err
 			}
 			if err := unix.Mount("tmpfs", t, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
-				return &MountError{Op: "mount tmpfs", Target: m.Target, Err: err}
+				return nil, &MountError{Op: "mount tmpfs", Target: m.Target, Err: err}
 			}
 		case mounts.Hidden:
 			if err := ensureTarget(t, true); err != nil {
-				return err
+				return nil, err
 			}
 			if err := unix.Mount("tmpfs", t, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
-				return &MountError{Op: "mount tmpfs", Target: m.Target, Err: err}
+				return nil, &MountError{Op: "mount tmpfs", Target: m.Target, Err: err}
 			}
 			seal = append(seal, t)
 		case mounts.BindRO, mounts.BindRW:
 			if err := ensureTarget(t, m.Dir); err != nil {
-				return err
+				return nil, err
 			}
 			err := unix.MoveMount(srcFds[i], "", unix.AT_FDCWD, t, unix.MOVE_MOUNT_F_EMPTY_PATH)
 			if err != nil {
-				return &MountError{Op: "move_mount", Source: m.Source, Target: m.Target, Err: err}
+				return nil, &MountError{Op: "move_mount", Source: m.Source, Target: m.Target, Err: err}
 			}
 		case mounts.Masked:
+			if _, err := os.Lstat(t); errors.Is(err, os.ErrPermission) {
+				// The agent's uid cannot even reach the path (run_as into
+				// someone else's 0700 home): nothing to mask.
+				skipped = append(skipped, m.Target)
+				continue
+			}
 			if err := ensureTarget(t, m.Dir); err != nil {
-				return err
+				return nil, err
 			}
 			if m.Dir {
 				if err := unix.Mount("tmpfs", t, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0000,size=4k"); err != nil {
-					return &MountError{Op: "mask", Target: m.Target, Err: err}
+					return nil, &MountError{Op: "mask", Target: m.Target, Err: err}
 				}
 			} else if err := bindFile(empty, t, true); err != nil {
-				return err
+				return nil, err
 			}
 		default:
-			return &MountError{Op: "plan", Target: m.Target, Err: fmt.Errorf("unknown mount kind %q", m.Kind)}
+			return nil, &MountError{Op: "plan", Target: m.Target, Err: fmt.Errorf("unknown mount kind %q", m.Kind)}
 		}
 	}
 	for _, t := range seal {
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 		if err := unix.MountSetattr(unix.AT_FDCWD, t, 0, &attr); err != nil {
-			return &MountError{Op: "seal read-only", Target: strings.TrimPrefix(t, stageDir), Err: err}
+			return nil, &MountError{Op: "seal read-only", Target: strings.TrimPrefix(t, stageDir), Err: err}
 		}
 	}
 	// pivot_root(".", ".") then detach the old root: the host tree we
 	// cloned from (writable) stops being reachable from the sandbox.
 	if err := unix.Chdir(stageDir); err != nil {
-		return &MountError{Op: "chdir", Target: stageDir, Err: err}
+		return nil, &MountError{Op: "chdir", Target: stageDir, Err: err}
 	}
 	if err := unix.PivotRoot(".", "."); err != nil {
-		return &MountError{Op: "pivot_root", Target: stageDir, Err: err}
+		return nil, &MountError{Op: "pivot_root", Target: stageDir, Err: err}
 	}
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
-		return &MountError{Op: "detach old root", Target: "/", Err: err}
+		return nil, &MountError{Op: "detach old root", Target: "/", Err: err}
 	}
 	if err := unix.Chdir("/"); err != nil {
-		return &MountError{Op: "chdir", Target: "/", Err: err}
+		return nil, &MountError{Op: "chdir", Target: "/", Err: err}
 	}
-	return nil
+	return skipped, nil
 }
 
 // cloneTree returns a detached recursive copy of the mount tree at src with
@@ -188,6 +198,9 @@ func ensureTarget(t string, dir bool) error {
 			return &MountError{Op: "mount point", Target: strings.TrimPrefix(t, stageDir), Err: errors.New("is a symbolic link")}
 		}
 		return nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return &MountError{Op: "mount point", Target: strings.TrimPrefix(t, stageDir), Err: err}
 	}
 	if dir {
 		err = os.MkdirAll(t, 0o755)
