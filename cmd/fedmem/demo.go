@@ -181,12 +181,15 @@ func runDemo(ctx context.Context, o demoOptions, withGate bool, w io.Writer) err
 	fmt.Fprintf(w, "  home     %s (a demo home with a fake ~/.ssh key and ~/.aws credentials)\n", home)
 	fmt.Fprintf(w, "  running  %s --vault %s --workdir %s --report %s -- /bin/sh -c <demo agent script>\n\n", runBin, v, work, report)
 
+	agentEnv := append(withoutEnv(os.Environ(), "HOME", "FEDMEM_VAULT", "FEDMEM_INBOX", "FEDMEM_SESSION"), "HOME="+home)
+	explainMounts(ctx, w, runBin, v, work, agentEnv)
+
 	// 2. The agent.
 	rctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(rctx, runBin, "--vault", v, "--workdir", work, "--report", report, "--", "/bin/sh", "-c", demoAgent, "fedmem-demo-agent")
 	cmd.Dir = work
-	cmd.Env = append(withoutEnv(os.Environ(), "HOME", "FEDMEM_VAULT", "FEDMEM_INBOX", "FEDMEM_SESSION"), "HOME="+home)
+	cmd.Env = agentEnv
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Stdin = nil
@@ -435,6 +438,37 @@ func demoGate(w io.Writer, v, headBefore string) error {
 		return fmt.Errorf("%d gate error(s)", len(s.Errors))
 	}
 	return nil
+}
+
+// explainMounts prints the mount table `fedmem-run --explain` shows for the
+// run about to start (its session id differs: explain makes its own). It is
+// informative only; a failure is reported and the demo goes on.
+func explainMounts(ctx context.Context, w io.Writer, runBin, v, work string, env []string) {
+	cmd := exec.CommandContext(ctx, runBin, "--vault", v, "--workdir", work, "--explain", "--", "/bin/sh")
+	cmd.Dir = work
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		fmt.Fprintf(w, "0. (fedmem-run --explain failed: %v)\n\n", err)
+		return
+	}
+	var table []string
+	in := false
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "KIND") {
+			in = true
+		}
+		if in && strings.TrimSpace(line) == "" {
+			break
+		}
+		if in {
+			table = append(table, strings.TrimRight(line, " "))
+		}
+	}
+	if len(table) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "0. The sandbox it runs in (fedmem-run --explain; the session directory name differs per run)\n%s\n", indent(strings.Join(table, "\n"), "   "))
 }
 
 func findFedmemRun(flagPath string) (string, error) {
