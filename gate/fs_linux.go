@@ -365,3 +365,13 @@ func fillStat(e *index.Entry, fi os.FileInfo) {
 		e.UID, e.GID = st.Uid, st.Gid
 	}
 }
+
+// statEntry fills an indexEntry's stat fields from fi.
+func statEntry(e *indexEntry, fi os.FileInfo) {
+	e.Mtime, e.Size = fi.ModTime(), uint32(fi.Size())
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		e.Ctime = time.Unix(st.Ctim.Unix())
+		e.Dev, e.Ino = uint32(st.Dev), uint32(st.Ino)
+		e.UID, e.GID = st.Uid, st.Gid
+	}
+}

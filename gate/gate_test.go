@@ -295,3 +295,38 @@ func TestSecondGateIsLockedOut(t *testing.T) {
 		t.Fatalf("second gate: %v", err)
 	}
 }
+
+func vaultInit(dir string) (vaultrepo.Result, error) {
+	return vaultrepo.Init(dir, vaultrepo.InitOptions{Reviewers: []string{"alice"}})
+}
+
+// The index is patched in place for versions 2/3 and rewritten by go-git
+// otherwise (version 4 path compression); both leave `git status` clean and
+// keep the TREE cache from going stale.
+func TestIndexVersionsStayClean(t *testing.T) {
+	for _, ver := range []string{"2", "3", "4"} {
+		t.Run("v"+ver, func(t *testing.T) {
+			v := newVault(t)
+			gitCLI(t, v, "update-index", "--index-version", ver)
+			gitCLI(t, v, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "tree cache") // writes a TREE extension
+			put(t, session(t, v, "ix"), "a.md", "---\ntype: Fact\ntitle: Index "+ver+"\nconfidence: verified\n---\nx\n")
+			g := openGate(t, v)
+			d := decisionFor(t, once(t, g), "a.md")
+			if d.State != StatePromoted {
+				t.Fatalf("%+v", d)
+			}
+			checkRepo(t, v)
+			if out := gitCLI(t, v, "ls-files", "--stage", d.Path); !strings.Contains(out, "100644 ") {
+				t.Fatalf("ls-files: %q", out)
+			}
+			// A human commit afterwards records nothing unintended.
+			gitCLI(t, v, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "human")
+			if diff := gitCLI(t, v, "diff", "--name-only", "HEAD~1", "HEAD"); strings.TrimSpace(diff) != "" {
+				t.Fatalf("a later human commit changed %q", diff)
+			}
+			if tree := gitCLI(t, v, "write-tree"); strings.TrimSpace(tree) != strings.TrimSpace(gitCLI(t, v, "rev-parse", "HEAD^{tree}")) {
+				t.Fatalf("index tree %s differs from HEAD", tree)
+			}
+		})
+	}
+}

@@ -141,65 +141,101 @@ func (g *repo) writeBlob(b []byte) (plumbing.Hash, error) {
 	return g.s.SetEncodedObject(obj)
 }
 
-// gitNameLess orders tree entries the way Git does: a tree sorts as if its
-// name ended in '/'. `git fsck --strict` rejects any other order.
-func gitNameLess(a, b object.TreeEntry) bool {
-	ka, kb := a.Name, b.Name
-	if a.Mode == filemode.Dir {
-		ka += "/"
-	}
-	if b.Mode == filemode.Dir {
-		kb += "/"
-	}
-	return ka < kb
-}
-
 // putPath returns the hash of tree (zero: empty) with blob at parts, writing
-// only the trees along that path.
+// only the trees along that path. Trees are edited as raw bytes: the entry
+// is spliced in at its place in Git's order, the other entries are copied,
+// nothing is decoded into objects (a folder of 100k notes costs one copy).
 func (g *repo) putPath(tree plumbing.Hash, parts []string, blob plumbing.Hash) (plumbing.Hash, error) {
-	var entries []object.TreeEntry
+	var raw []byte
 	if !tree.IsZero() {
-		t, err := object.GetTree(g.s, tree)
+		obj, err := g.s.EncodedObject(plumbing.TreeObject, tree)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		entries = append(entries, t.Entries...)
+		rd, err := obj.Reader()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		raw, err = io.ReadAll(rd)
+		rd.Close()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
 	}
 	name := parts[0]
-	idx := -1
-	for i, e := range entries {
-		if e.Name == name {
-			idx = i
-		}
+	isDir := len(parts) > 1
+	key := name
+	if isDir {
+		key += "/"
 	}
-	var entry object.TreeEntry
-	if len(parts) == 1 {
-		if idx >= 0 && entries[idx].Mode == filemode.Dir {
+	// Scan entries: "<octal mode> <name>\x00<20-byte id>".
+	insertAt, replStart, replEnd := len(raw), -1, -1
+	var oldMode string
+	var oldHash plumbing.Hash
+	for off := 0; off < len(raw); {
+		sp := bytes.IndexByte(raw[off:], ' ')
+		if sp < 0 {
+			return plumbing.ZeroHash, fmt.Errorf("tree %s: malformed", tree)
+		}
+		nul := bytes.IndexByte(raw[off+sp:], 0)
+		if nul < 0 || off+sp+nul+21 > len(raw) {
+			return plumbing.ZeroHash, fmt.Errorf("tree %s: malformed", tree)
+		}
+		mode := string(raw[off : off+sp])
+		ename := string(raw[off+sp+1 : off+sp+nul])
+		end := off + sp + nul + 21
+		if ename == name {
+			replStart, replEnd, oldMode = off, end, mode
+			copy(oldHash[:], raw[off+sp+nul+1:end])
+			break
+		}
+		ekey := ename
+		if mode == "40000" {
+			ekey += "/"
+		}
+		if ekey > key && insertAt == len(raw) {
+			insertAt = off // keep scanning: the same name may sort later as the other kind
+		}
+		off = end
+	}
+	var entry []byte
+	if !isDir {
+		if oldMode == "40000" {
 			return plumbing.ZeroHash, fmt.Errorf("%s is a folder in the vault", name)
 		}
-		entry = object.TreeEntry{Name: name, Mode: filemode.Regular, Hash: blob}
+		entry = append([]byte("100644 "+name+"\x00"), blob[:]...)
 	} else {
 		sub := plumbing.ZeroHash
-		if idx >= 0 {
-			if entries[idx].Mode != filemode.Dir {
+		if replStart >= 0 {
+			if oldMode != "40000" {
 				return plumbing.ZeroHash, fmt.Errorf("%s is a file in the vault, not a folder", name)
 			}
-			sub = entries[idx].Hash
+			sub = oldHash
 		}
 		h, err := g.putPath(sub, parts[1:], blob)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		entry = object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
+		entry = append([]byte("40000 "+name+"\x00"), h[:]...)
 	}
-	if idx >= 0 {
-		entries[idx] = entry
+	var out []byte
+	if replStart >= 0 {
+		out = make([]byte, 0, len(raw)-(replEnd-replStart)+len(entry))
+		out = append(append(append(out, raw[:replStart]...), entry...), raw[replEnd:]...)
 	} else {
-		entries = append(entries, entry)
+		out = make([]byte, 0, len(raw)+len(entry))
+		out = append(append(append(out, raw[:insertAt]...), entry...), raw[insertAt:]...)
 	}
-	sort.SliceStable(entries, func(i, j int) bool { return gitNameLess(entries[i], entries[j]) })
 	obj := g.s.NewEncodedObject()
-	if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
+	obj.SetType(plumbing.TreeObject)
+	w, err := obj.Writer()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if _, err := w.Write(out); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := w.Close(); err != nil {
 		return plumbing.ZeroHash, err
 	}
 	return g.s.SetEncodedObject(obj)
@@ -329,6 +365,33 @@ func (g *repo) checkout(changes []change) error {
 		}
 		g.dropIntent()
 	}()
+	indexPath := filepath.Join(g.gitDir, "index")
+	if raw, err := readIndexRaw(indexPath); err == nil {
+		var ents []indexEntry
+		for _, ch := range changes {
+			fi, err := os.Lstat(filepath.Join(g.dir, filepath.FromSlash(ch.Path)))
+			if err != nil {
+				return err
+			}
+			e := indexEntry{Name: ch.Path, Hash: plumbing.ComputeHash(plumbing.BlobObject, ch.Content)}
+			statEntry(&e, fi)
+			ents = append(ents, e)
+		}
+		patched, err := patchIndex(raw, ents)
+		if err == nil {
+			if err := commitLockFile(lf, lock, indexPath, patched); err != nil {
+				return err
+			}
+			done = true
+			return nil
+		}
+		if !errors.Is(err, errIndexFallback) {
+			return err
+		}
+	} else if !errors.Is(err, errIndexFallback) {
+		return err
+	}
+	// Fallback: decode and re-encode the whole index with go-git.
 	idx, err := g.s.Index()
 	if err != nil {
 		return fmt.Errorf("read index: %w", err)
@@ -366,7 +429,17 @@ func (g *repo) checkout(changes []change) error {
 	if err := index.NewEncoder(&buf).Encode(idx); err != nil {
 		return fmt.Errorf("encode index: %w", err)
 	}
-	if _, err := lf.Write(buf.Bytes()); err != nil {
+	if err := commitLockFile(lf, lock, indexPath, buf.Bytes()); err != nil {
+		return err
+	}
+	done = true
+	return nil
+}
+
+// commitLockFile writes b into the open lock file, syncs it and renames it
+// over target (Git's lock-file protocol).
+func commitLockFile(lf *os.File, lock, target string, b []byte) error {
+	if _, err := lf.Write(b); err != nil {
 		return err
 	}
 	if err := lf.Sync(); err != nil {
@@ -375,11 +448,7 @@ func (g *repo) checkout(changes []change) error {
 	if err := lf.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(lock, filepath.Join(g.gitDir, "index")); err != nil {
-		return err
-	}
-	done = true
-	return nil
+	return os.Rename(lock, target)
 }
 
 // cleanSlug turns text into an ASCII slug: lower-case letters, digits and
