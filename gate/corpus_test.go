@@ -213,3 +213,29 @@ func TestReceiptsNeverFollowPlantedLinks(t *testing.T) {
 		t.Fatalf("receipt should replace the planted link with a file: %v %v", fi, err)
 	}
 }
+
+// Odd inbox names (invalid UTF-8, newline, very long) are handled by their
+// exact bytes: the receipt lands next to them under the same name.
+func TestOddDraftNames(t *testing.T) {
+	v := newVault(t)
+	sd := session(t, v, "names")
+	long := strings.Repeat("n", 250) + ".md"
+	names := []string{"bad\xff\xfe.md", "line\nbreak.md", "sp ace.md", long, "-dash.md"}
+	for _, n := range names {
+		put(t, sd, n, "---\ntype: Fact\ntitle: odd name "+fmt.Sprint(len(n))+"\n---\nx "+n+"\n")
+	}
+	g := openGate(t, v)
+	s := once(t, g)
+	if len(s.Decisions) != len(names) || !s.Handled() {
+		t.Fatalf("%+v", s)
+	}
+	for _, n := range names {
+		rn := n + ".json"
+		if len(rn) > 255 {
+			rn = receiptName(n)
+		}
+		if _, err := os.Stat(filepath.Join(sd, ".receipts", rn)); err != nil {
+			t.Errorf("receipt for %q: %v", n, err)
+		}
+	}
+}

@@ -126,7 +126,7 @@ func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, error) {
 		if len(out) >= max {
 			break
 		}
-		c := Claim{ID: newClaimID(g.now()), Session: sess, Name: n, FirstSeen: g.now().UTC()}
+		c := Claim{ID: newClaimID(g.now()), Session: sess, Name: n, NameRaw: []byte(n), FirstSeen: g.now().UTC()}
 		meta := g.statePath(claimsDir, c.ID+".json")
 		if err := writeJSON(meta, c); err != nil {
 			return out, err

@@ -195,7 +195,7 @@ func (g *Gate) Once() (*Summary, error) {
 		}
 		claims, err := g.claimSession(in, sess, pol.MaxDrafts)
 		for _, c := range claims {
-			g.audit.Append("claim", c)
+			g.note("claim", c)
 			g.log.Info("claimed", "id", c.ID, "session", c.Session, "name", c.Name)
 		}
 		if err != nil {
@@ -285,7 +285,7 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string) (*Decision, err
 	} else if d != nil {
 		return d, g.finish(in, c, d, nil)
 	}
-	d := &Decision{ID: id, Session: c.Session, Draft: c.Name, FirstSeen: c.FirstSeen}
+	d := &Decision{ID: id, Session: c.Session, Draft: c.Name, DraftRaw: c.NameRaw, FirstSeen: c.FirstSeen}
 	rr, err := g.readClaim(id, pol.MaxDraftBytes)
 	if err != nil {
 		return nil, err
@@ -395,9 +395,19 @@ func (g *Gate) promote(pol *policy.Policy, branch plumbing.ReferenceName, head p
 		return err
 	}
 	d.Commit = h.String()
-	g.audit.Append("commit", map[string]string{"id": d.ID, "commit": d.Commit, "path": dest, "sha256": d.SHA256})
+	if _, err := g.audit.Append("commit", map[string]string{"id": d.ID, "commit": d.Commit, "path": dest, "sha256": d.SHA256}); err != nil {
+		return err
+	}
 	g.log.Info("committed", "id", d.ID, "commit", d.Commit, "path", dest)
 	return g.repo.checkout(ch)
+}
+
+// note appends an audit entry whose loss must not stop the gate (the
+// decision entries are appended strictly); a failure is logged.
+func (g *Gate) note(kind string, data any) {
+	if _, err := g.audit.Append(kind, data); err != nil {
+		g.log.Error("audit append failed", "kind", kind, "err", err)
+	}
 }
 
 // signature is the gate identity from policy, sanitised for a commit header.
@@ -430,6 +440,16 @@ func (g *Gate) finish(in *inbox, c Claim, d *Decision, pendingBytes []byte) erro
 				return err
 			}
 		}
+		// The audit entry goes first: a crash before the decision record
+		// repeats it (at least once), never loses it.
+		var rules []string
+		for _, r := range d.Reasons {
+			rules = append(rules, r.Rule)
+		}
+		if _, err := g.audit.Append("decision", map[string]any{"id": d.ID, "session": d.Session, "draft": d.Draft, "sha256": d.SHA256,
+			"state": d.State, "rules": rules, "path": d.Path, "commit": d.Commit, "duplicate_of": d.DuplicateOf}); err != nil {
+			return err
+		}
 		if err := writeJSON(g.statePath(decisionsDir, d.ID+".json"), d); err != nil {
 			return err
 		}
@@ -438,17 +458,11 @@ func (g *Gate) finish(in *inbox, c Claim, d *Decision, pendingBytes []byte) erro
 				return err
 			}
 		}
-		var rules []string
-		for _, r := range d.Reasons {
-			rules = append(rules, r.Rule)
-		}
-		g.audit.Append("decision", map[string]any{"id": d.ID, "session": d.Session, "draft": d.Draft, "sha256": d.SHA256,
-			"state": d.State, "rules": rules, "path": d.Path, "commit": d.Commit, "duplicate_of": d.DuplicateOf})
 		g.log.Info("decided", "id", d.ID, "state", d.State, "path", d.Path)
 	}
-	if err := g.writeReceipt(in, c.Session, c.Name, receiptJSON(d)); err != nil {
+	if err := g.writeReceipt(in, c.Session, c.rawName(), receiptJSON(d)); err != nil {
 		g.log.Warn("receipt not written", "id", d.ID, "err", err)
-		g.audit.Append("receipt-failed", map[string]string{"id": d.ID, "error": err.Error()})
+		g.note("receipt-failed", map[string]string{"id": d.ID, "error": err.Error()})
 	}
 	if err := os.RemoveAll(g.statePath(claimsDir, c.ID+".draft")); err != nil {
 		return err

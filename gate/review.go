@@ -140,7 +140,7 @@ func (g *Gate) Approve(id, reviewer string) (*Decision, error) {
 	}
 	d.State, d.Path, d.Commit = StatePromoted, dest, h.String()
 	d.Reviewer, d.Reviewed = reviewer, g.now().UTC()
-	g.audit.Append("commit", map[string]string{"id": d.ID, "commit": d.Commit, "path": dest, "sha256": d.SHA256, "reviewer": reviewer})
+	g.note("commit", map[string]string{"id": d.ID, "commit": d.Commit, "path": dest, "sha256": d.SHA256, "reviewer": reviewer})
 	return d, g.recordReview(in, d)
 }
 
@@ -202,9 +202,15 @@ func (g *Gate) recordReview(in *inbox, d *Decision) error {
 			return err
 		}
 	}
-	g.audit.Append("review", map[string]string{"id": d.ID, "state": d.State, "reviewer": d.Reviewer, "reason": d.ReviewReason, "commit": d.Commit})
-	if err := g.writeReceipt(in, d.Session, d.Draft, receiptJSON(d)); err != nil {
-		g.audit.Append("receipt-failed", map[string]string{"id": d.ID, "error": err.Error()})
+	if _, err := g.audit.Append("review", map[string]string{"id": d.ID, "state": d.State, "reviewer": d.Reviewer, "reason": d.ReviewReason, "commit": d.Commit}); err != nil {
+		return err
+	}
+	name := d.Draft
+	if d.DraftRaw != nil {
+		name = string(d.DraftRaw)
+	}
+	if err := g.writeReceipt(in, d.Session, name, receiptJSON(d)); err != nil {
+		g.note("receipt-failed", map[string]string{"id": d.ID, "error": err.Error()})
 	}
 	os.Remove(g.statePath(pendingDir, d.ID+".draft"))
 	return nil

@@ -82,7 +82,7 @@ func (g *Gate) handle(c *net.UnixConn) ReviewResponse {
 		return ReviewResponse{Error: "cannot read peer credentials: " + err.Error()}
 	}
 	if !sameNamespaces(cred.Pid) {
-		g.audit.Append("review-refused", map[string]any{"uid": cred.Uid, "pid": cred.Pid, "why": "namespace"})
+		g.note("review-refused", map[string]any{"uid": cred.Uid, "pid": cred.Pid, "why": "namespace"})
 		return ReviewResponse{Error: "requests from another user or mount namespace (a sandbox) are refused"}
 	}
 	name := ""
@@ -94,7 +94,7 @@ func (g *Gate) handle(c *net.UnixConn) ReviewResponse {
 		return ReviewResponse{Error: "policy: " + err.Error()}
 	}
 	if !pol.IsReviewer(int(cred.Uid), name) {
-		g.audit.Append("review-refused", map[string]any{"uid": cred.Uid, "name": name, "why": "not a reviewer"})
+		g.note("review-refused", map[string]any{"uid": cred.Uid, "name": name, "why": "not a reviewer"})
 		return ReviewResponse{Error: fmt.Sprintf("uid %d (%s) is not a reviewer in the policy", cred.Uid, name)}
 	}
 	if name == "" {

@@ -40,9 +40,19 @@ const (
 type Claim struct {
 	ID      string `json:"id"`
 	Session string `json:"session"`
-	// Name is the entry's name in the inbox (raw bytes as a Go string).
+	// Name is the entry's name in the inbox, for display (JSON turns
+	// invalid UTF-8 into U+FFFD); NameRaw holds its exact bytes.
 	Name      string    `json:"name"`
+	NameRaw   []byte    `json:"name_raw,omitempty"`
 	FirstSeen time.Time `json:"first_seen"`
+}
+
+// rawName is the entry's exact name in the inbox.
+func (c Claim) rawName() string {
+	if c.NameRaw != nil {
+		return string(c.NameRaw)
+	}
+	return c.Name
 }
 
 // Decision is the recorded outcome for one claim. Fields are only ever added.
@@ -50,6 +60,7 @@ type Decision struct {
 	ID          string         `json:"id"`
 	Session     string         `json:"session"`
 	Draft       string         `json:"draft"`
+	DraftRaw    []byte         `json:"draft_raw,omitempty"` // exact inbox name
 	SHA256      string         `json:"sha256,omitempty"`
 	State       string         `json:"state"`
 	Reasons     []note.Finding `json:"reasons,omitempty"`
