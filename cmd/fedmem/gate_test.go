@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fedmem/fedmem/gate"
 	"github.com/fedmem/fedmem/gate/audit"
@@ -82,5 +85,53 @@ func TestPolicyCheckCommand(t *testing.T) {
 	os.WriteFile(p, []byte("version: 1\nreviewers: [alice]\n"), 0o644)
 	if code, out, _ := runFedmem("policy", "check", p); code != 0 || !strings.Contains(out, "ok") {
 		t.Fatalf("valid policy: %d %s", code, out)
+	}
+}
+
+func TestReviewCommands(t *testing.T) {
+	dir := filepath.Join(testutil.TempDir(t), "vault")
+	if _, err := repo.Init(dir, repo.InitOptions{Reviewers: []string{strconv.Itoa(os.Geteuid())}}); err != nil {
+		t.Fatal(err)
+	}
+	sd := filepath.Join(dir, "90-inbox", "rv-1")
+	os.MkdirAll(sd, 0o700)
+	os.WriteFile(filepath.Join(sd, "h.md"), []byte("---\ntype: Fact\ntitle: Held\n---\nabc\u202edef\n"), 0o644)
+	g, err := gate.Open(gate.Options{Vault: dir, AllowSameUser: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	s, err := g.Once()
+	if err != nil || s.Pending != 1 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	id := s.Decisions[0].ID
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sock := filepath.Join(g.StateDir(), gate.SocketName)
+	go g.ServeReview(ctx, sock)
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	code, out, errOut := runFedmem("review", "list", "--vault", dir)
+	if code != 0 || !strings.Contains(out, id) {
+		t.Fatalf("list: %d %s %s", code, out, errOut)
+	}
+	code, out, _ = runFedmem("review", "show", id, "--vault", dir)
+	if code != 0 || !strings.Contains(out, "abc<U+202E>def") || strings.Contains(out, "\u202e") {
+		t.Fatalf("show must make the bidi control visible: %d %q", code, out)
+	}
+	if code, _, errOut := runFedmem("review", "reject", id, "--vault", dir); code != 2 {
+		t.Fatalf("reject without --reason: %d %s", code, errOut)
+	}
+	code, out, errOut = runFedmem("review", "reject", id, "--reason", "hidden text", "--vault", dir)
+	if code != 0 || !strings.Contains(out, "rejected") {
+		t.Fatalf("reject: %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut := runFedmem("review", "approve", id, "--vault", dir); code != 1 || !strings.Contains(errOut, "no pending draft") {
+		t.Fatalf("approve after reject: %d %s", code, errOut)
 	}
 }

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fedmem/fedmem/gate"
+	"github.com/fedmem/fedmem/gate/validate"
 )
 
 func init() {
@@ -78,6 +81,26 @@ verified: human:<you> in the note and Fedmem-Reviewer: <you> in the commit.`,
 	return cmd
 }
 
+// visible makes a held draft safe to print on a reviewer's terminal: control
+// characters (other than newline and tab) and every invisible or reordering
+// code point the gate flags are shown as <U+XXXX>, so a draft cannot hide
+// text or drive the terminal.
+func visible(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		_, inv := validate.Invisible(r)
+		switch {
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || inv || r == utf8.RuneError:
+			fmt.Fprintf(&b, "<U+%04X>", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
 func printReview(w io.Writer, op string, r *gate.ReviewResponse, asJSON bool) {
 	if asJSON {
 		enc := json.NewEncoder(w)
@@ -100,7 +123,7 @@ func printReview(w io.Writer, op string, r *gate.ReviewResponse, asJSON bool) {
 			fmt.Fprintf(w, "  %s\n", f.String())
 		}
 		if r.Draft != "" {
-			fmt.Fprintf(w, "\n%s", r.Draft)
+			fmt.Fprintf(w, "\n%s", visible(r.Draft))
 		}
 	default:
 		d := r.Decision
