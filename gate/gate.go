@@ -155,9 +155,9 @@ var errRetry = errors.New("draft changed while read")
 // SameUserWarning says what --allow-same-user gives up.
 const SameUserWarning = "same-user mode: the agent's uid is the gate's uid, so outside the sandbox that user can write the vault and its history directly; guarantees 1 and 2 then rest on the sandbox alone"
 
-// Once handles everything pending: it first finishes claims left by an
-// earlier (possibly crashed) run, then claims and decides every ready draft
-// of every session. A draft that changes while read is retried a few times,
+// Once handles everything pending: it claims every ready draft of every
+// session, then decides every claim — those just made and any an earlier
+// (possibly killed) run left unfinished. A draft that changes while read is retried a few times,
 // then counted as deferred.
 func (g *Gate) Once() (*Summary, error) {
 	g.mu.Lock()
@@ -202,23 +202,20 @@ func (g *Gate) Once() (*Summary, error) {
 			s.Errors = append(s.Errors, err.Error())
 		}
 	}
+	ids, err := g.openClaims()
+	if err != nil {
+		return s, err
+	}
 	for attempt := 0; ; attempt++ {
-		ids, err := g.openClaims()
-		if err != nil {
-			return s, err
-		}
-		deferred := 0
+		var retry []string
 		for _, id := range ids {
 			d, err := g.process(in, pol, id)
 			if errors.Is(err, errRetry) {
-				deferred++
+				retry = append(retry, id)
 				continue
 			}
 			if err != nil {
 				s.Errors = append(s.Errors, fmt.Sprintf("claim %s: %v", id, err))
-				continue
-			}
-			if d == nil {
 				continue
 			}
 			s.Decisions = append(s.Decisions, *d)
@@ -231,10 +228,11 @@ func (g *Gate) Once() (*Summary, error) {
 				s.Rejected++
 			}
 		}
-		if deferred == 0 || attempt >= 2 {
-			s.Deferred = deferred
+		if len(retry) == 0 || attempt >= 2 {
+			s.Deferred = len(retry)
 			break
 		}
+		ids = retry
 		time.Sleep(50 * time.Millisecond)
 	}
 	return s, nil
