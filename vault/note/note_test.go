@@ -22,6 +22,8 @@ func TestParseRules(t *testing.T) {
 		{"depth", "---\na: [[[[[[[[[1]]]]]]]]]\n---\n", "yaml-depth", 2},
 		{"not mapping", "---\n- a\n---\n", "frontmatter-not-mapping", 2},
 		{"syntax", "---\ntype: Fact\n  bad: [\n---\n", "yaml-syntax", 0},
+		{"bare cr", "---\ntype: Fact\ntitle: a\rb\n---\n", "frontmatter-linebreak", 3},
+		{"line separator", "---\ntype: Fact\ntitle: a\u2028b\n---\n", "frontmatter-linebreak", 3},
 		{"too big", "---\nx: " + strings.Repeat("a", MaxFrontmatterBytes) + "\n---\n", "frontmatter-size", 1},
 	}
 	for _, c := range cases {

@@ -70,6 +70,16 @@ func Split(b []byte) (yamlText, body []byte, bodyLine int, f *Finding) {
 				e := errf("frontmatter-size", 1, "frontmatter is %d bytes; the limit is %d", len(yamlText), MaxFrontmatterBytes)
 				return nil, nil, 0, &e
 			}
+			// YAML also breaks lines at CR, NEL, LS and PS; allowing them
+			// would make the parser's line numbers disagree with ours (and
+			// hide lines from a reviewer). Frontmatter lines end in LF only.
+			for i, brk := range [][]byte{[]byte("\r"), []byte("\u0085"), []byte("\u2028"), []byte("\u2029")} {
+				if at := bytes.Index(yamlText, brk); at >= 0 {
+					name := []string{"carriage return", "NEL (U+0085)", "line separator (U+2028)", "paragraph separator (U+2029)"}[i]
+					e := errf("frontmatter-linebreak", 2+bytes.Count(yamlText[:at], []byte("\n")), "%s in frontmatter; lines end with LF only", name)
+					return nil, nil, 0, &e
+				}
+			}
 			return yamlText, body, line + 1, nil
 		}
 		if off > MaxFrontmatterBytes {
