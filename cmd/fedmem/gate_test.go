@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,5 +135,57 @@ func TestReviewCommands(t *testing.T) {
 	}
 	if code, _, errOut := runFedmem("review", "approve", id, "--vault", dir); code != 1 || !strings.Contains(errOut, "no pending draft") {
 		t.Fatalf("approve after reject: %d %s", code, errOut)
+	}
+}
+
+// TestHelperFedmemMain is not a test: it runs fedmem's main with the
+// arguments in FEDMEM_HELPER_ARGS (separated by U+001F), for tests that signal it.
+func TestHelperFedmemMain(t *testing.T) {
+	args := os.Getenv("FEDMEM_HELPER_ARGS")
+	if args == "" {
+		t.Skip("helper process")
+	}
+	os.Exit(run(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+}
+
+// gate run handles a draft written while it runs (inotify) and, on SIGTERM,
+// finishes and exits 0.
+func TestGateRunCommandDrainsOnSIGTERM(t *testing.T) {
+	v := gateVault(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperFedmemMain$")
+	cmd.Env = append(os.Environ(), "FEDMEM_HELPER_ARGS="+strings.Join([]string{"gate", "run", "--vault", v, "--allow-same-user", "--interval", "1h"}, "\x1f"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sd := filepath.Join(v, "90-inbox", "cli-1")
+	wait := func(p string) {
+		t.Helper()
+		for i := 0; i < 400; i++ {
+			if _, err := os.Stat(p); err == nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("%s never appeared\n%s", p, stderr.String())
+	}
+	wait(filepath.Join(sd, ".receipts", "ok.md.json")) // the start-up pass
+	os.WriteFile(filepath.Join(sd, "later.md"), []byte("---\ntype: Fact\ntitle: Later\nconfidence: verified\n---\nx\n"), 0o644)
+	wait(filepath.Join(sd, ".receipts", "later.md.json"))
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("gate run after SIGTERM: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("gate run did not stop on SIGTERM\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), `"msg":"gate stopped"`) {
+		t.Errorf("no stop log:\n%s", stderr.String())
 	}
 }
