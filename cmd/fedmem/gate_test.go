@@ -189,3 +189,58 @@ func TestGateRunCommandDrainsOnSIGTERM(t *testing.T) {
 		t.Errorf("no stop log:\n%s", stderr.String())
 	}
 }
+
+// End to end: an agent inside fedmem-run writes drafts; the gate (running
+// alongside) promotes one and rejects one; the agent reads both receipts
+// from inside its sandbox; a receipt the agent forges changes nothing.
+func TestEndToEndSandboxDraftsAndReceipts(t *testing.T) {
+	testutil.RequireRoot(t)
+	bins := testutil.Binaries(t)
+	base := testutil.TempDir(t)
+	v := filepath.Join(base, "vault")
+	if _, err := repo.Init(v, repo.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := gate.Open(gate.Options{Vault: v, AllowSameUser: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx, 200*time.Millisecond, func(*gate.Summary, error) {}) }()
+	defer func() { cancel(); <-done }()
+
+	script := `set -e
+printf -- '---\ntype: Fact\ntitle: From the sandbox\nconfidence: verified\n---\nhello\n' > "$FEDMEM_INBOX/n.md.tmp"
+mv "$FEDMEM_INBOX/n.md.tmp" "$FEDMEM_INBOX/n.md"
+printf 'no frontmatter\n' > "$FEDMEM_INBOX/bad.md"
+i=0
+while [ ! -f "$FEDMEM_INBOX/.receipts/n.md.json" ] || [ ! -f "$FEDMEM_INBOX/.receipts/bad.md.json" ]; do
+  i=$((i+1)); [ $i -lt 300 ] || { echo "no receipts"; exit 3; }; sleep 0.1
+done
+echo "RECEIPT-N $(tr -d '\n ' < "$FEDMEM_INBOX/.receipts/n.md.json")"
+echo "RECEIPT-BAD $(tr -d '\n ' < "$FEDMEM_INBOX/.receipts/bad.md.json")"
+echo '{"state":"promoted"}' > "$FEDMEM_INBOX/.receipts/bad.md.json"
+`
+	cmd := exec.Command(bins.FedmemRun, "--vault", v, "--workdir", base, "--", "/bin/sh", "-c", script)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("fedmem-run: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `RECEIPT-N {"draft":"n.md"`) || !strings.Contains(string(out), `"state":"promoted"`) {
+		t.Fatalf("promotion receipt not visible in the sandbox:\n%s", out)
+	}
+	if !strings.Contains(string(out), `RECEIPT-BAD {"draft":"bad.md"`) || !strings.Contains(string(out), `"rule":"frontmatter-open","line":1`) {
+		t.Fatalf("rejection receipt not visible in the sandbox:\n%s", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(v, "20-domains", "from-the-sandbox.md")); err != nil || !strings.Contains(string(b), "hello") {
+		t.Fatalf("promoted note: %v", err)
+	}
+	decs, _ := g.Decisions()
+	for _, d := range decs {
+		if d.Draft == "bad.md" && d.State != gate.StateRejected {
+			t.Fatalf("a forged receipt changed the gate's decision: %+v", d)
+		}
+	}
+}
