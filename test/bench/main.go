@@ -67,7 +67,7 @@ type Ratio struct {
 	Num    string  `json:"numerator"`
 	Den    string  `json:"denominator"`
 	Value  float64 `json:"value"`
-	Target float64 `json:"target"`
+	Target float64 `json:"target,omitempty"` // 0: no numeric target
 	Met    bool    `json:"met"`
 	Note   string  `json:"note,omitempty"`
 }
@@ -396,11 +396,14 @@ func printTable(w io.Writer, res *Result) {
 	}
 	fmt.Fprintf(w, "\n%-34s %10s %10s  %s\n", "ratio of medians", "value", "target", "")
 	for _, r := range res.Ratios {
-		verdict := "met"
-		if !r.Met {
+		verdict, target := "met", fmt.Sprintf("≤%.2f×", r.Target)
+		switch {
+		case r.Target == 0:
+			verdict, target = "("+r.Note+")", "—"
+		case !r.Met:
 			verdict = "NOT MET"
 		}
-		fmt.Fprintf(w, "%-34s %9.3f× %9s  %s\n", r.Name, r.Value, fmt.Sprintf("≤%.2f×", r.Target), verdict)
+		fmt.Fprintf(w, "%-34s %9.3f× %9s  %s\n", r.Name, r.Value, target, verdict)
 	}
 	if len(res.Skipped) > 0 {
 		fmt.Fprintln(w, "\nnot measured (no figure is invented for these):")

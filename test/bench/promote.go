@@ -50,8 +50,8 @@ func benchPromotion(o options, res *Result, bin string, log io.Writer) error {
 		last = [2]*Series{g, c}
 	}
 	if len(sizes) > 1 {
-		r := ratio(fmt.Sprintf("gate %s / %s notes", human(sizes[len(sizes)-1]), human(sizes[0])), last[0], first[0], 1.05)
-		r.Note = "a promotion should cost O(changed paths), not O(vault)"
+		r := ratio(fmt.Sprintf("gate %s / %s notes", human(sizes[len(sizes)-1]), human(sizes[0])), last[0], first[0], 0)
+		r.Note = "DESIGN.md: a promotion costs O(changed paths), not O(vault); no numeric target"
 		res.Ratios = append(res.Ratios, r)
 	}
 	return nil
