@@ -45,8 +45,9 @@ type options struct {
 	jsonOut bool
 	only    string
 
-	promoteRuns  int
-	promoteSizes string
+	promoteRuns      int
+	promoteSizes     string
+	throughputDrafts int
 }
 
 // Series is one measured command.
@@ -74,11 +75,12 @@ type Ratio struct {
 
 // Result is the whole bench output (-json).
 type Result struct {
-	Host    map[string]string `json:"host"`
-	Series  []*Series         `json:"series"`
-	Ratios  []Ratio           `json:"ratios"`
-	Layers  json.RawMessage   `json:"fedmem_run_layers,omitempty"`
-	Skipped []string          `json:"not_measured,omitempty"`
+	Host       map[string]string `json:"host"`
+	Series     []*Series         `json:"series"`
+	Ratios     []Ratio           `json:"ratios"`
+	Throughput []Throughput      `json:"gate_throughput,omitempty"`
+	Layers     json.RawMessage   `json:"fedmem_run_layers,omitempty"`
+	Skipped    []string          `json:"not_measured,omitempty"`
 }
 
 func main() {
@@ -90,7 +92,8 @@ func main() {
 	flag.StringVar(&o.cache, "cache", "", "directory for generated vaults (default <module>/.cache/bench)")
 	flag.StringVar(&o.bin, "bin", os.Getenv("FEDMEM_BIN"), "directory holding fedmem-run and fedmem (default $FEDMEM_BIN, else ./bin)")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the result as JSON on stdout")
-	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, size or promote")
+	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, size, promote or throughput")
+	flag.IntVar(&o.throughputDrafts, "throughput-drafts", 200, "drafts in the gate throughput pass")
 	flag.IntVar(&o.promoteRuns, "promote-n", 20, "timed promotions per vault size (alternating with git add && git commit)")
 	flag.StringVar(&o.promoteSizes, "promote-sizes", "1000,10000,100000", "vault sizes (notes) for the promotion bench")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the bench process (the gate runs in it) to FILE")
@@ -173,10 +176,14 @@ func run(o options, stdout, log io.Writer) error {
 			return err
 		}
 	}
-	// NOT MEASURED YET: gate validation throughput and draft→commit latency
-	// percentiles under load (many sessions, many drafts). No figure is
-	// printed until it is really measured.
-	res.Skipped = append(res.Skipped, "gate validation throughput and draft→commit latency under load (not written yet)")
+	if o.only == "" || o.only == "throughput" {
+		if err := benchThroughput(o, res, small, log); err != nil {
+			return err
+		}
+	}
+	// NOT MEASURED: several gates or a gate under a continuous stream of
+	// drafts (`fedmem gate run`); no figure is printed until it is measured.
+	res.Skipped = append(res.Skipped, "draft→commit latency under a continuous stream (`fedmem gate run`); gate validation alone: `go test -run ^$ -bench . ./gate/validate`")
 
 	res.Host["loadavg_end"] = loadavg()
 	if o.jsonOut {
@@ -390,11 +397,15 @@ func printTable(w io.Writer, res *Result) {
 	if len(res.Layers) > 0 {
 		fmt.Fprintf(w, "fedmem-run layers: %s\n", compact(res.Layers))
 	}
-	fmt.Fprintf(w, "\n%-34s %6s %10s %10s %10s\n", "command", "runs", "median ms", "p90 ms", "min ms")
+	if len(res.Series) > 0 {
+		fmt.Fprintf(w, "\n%-34s %6s %10s %10s %10s\n", "command", "runs", "median ms", "p90 ms", "min ms")
+	}
 	for _, s := range res.Series {
 		fmt.Fprintf(w, "%-34s %6d %10.2f %10.2f %10.2f\n", s.Name, s.Runs, s.Median, s.P90, s.Min)
 	}
-	fmt.Fprintf(w, "\n%-34s %10s %10s  %s\n", "ratio of medians", "value", "target", "")
+	if len(res.Ratios) > 0 {
+		fmt.Fprintf(w, "\n%-34s %10s %10s  %s\n", "ratio of medians", "value", "target", "")
+	}
 	for _, r := range res.Ratios {
 		verdict, target := "met", fmt.Sprintf("≤%.2f×", r.Target)
 		switch {
@@ -405,6 +416,7 @@ func printTable(w io.Writer, res *Result) {
 		}
 		fmt.Fprintf(w, "%-34s %9.3f× %9s  %s\n", r.Name, r.Value, target, verdict)
 	}
+	printThroughput(w, res)
 	if len(res.Skipped) > 0 {
 		fmt.Fprintln(w, "\nnot measured (no figure is invented for these):")
 		for _, s := range res.Skipped {
