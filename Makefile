@@ -24,7 +24,7 @@ lint: ## go vet and gofmt
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-bench: build ## measure fedmem-run against bubblewrap, and startup vs vault size (BENCHFLAGS=-json|-n N|-only bwrap|size)
+bench: build ## fedmem-run vs bubblewrap, start-up vs vault size, promotion vs git, gate throughput (BENCHFLAGS=-json, -only bwrap|size|promote|throughput)
 	FEDMEM_BIN=$(CURDIR)/$(BIN) $(GO) run ./test/bench $(BENCHFLAGS)
 
 demo: build ## run the demo: a hostile agent against a fresh demo vault (DEMOFLAGS=--keep)
