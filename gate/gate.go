@@ -45,7 +45,7 @@ type Options struct {
 // vault, so no sandbox (which sees the vault, .git included) can read other
 // sessions' drafts there.
 func DefaultStateDir(vaultDir string) string {
-	return filepath.Join(filepath.Dir(vaultDir), "."+filepath.Base(vaultDir)+".fedmem-gate")
+	return vault.GateStateDir(vaultDir)
 }
 
 // Gate claims, decides and promotes drafts of one vault.

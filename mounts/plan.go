@@ -166,6 +166,12 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	add(Mount{Kind: BindRW, Source: pl.Inbox, Target: pl.Inbox, Dir: true, Why: "this session's inbox, the only writable vault path"})
 	pl.Writable = append(pl.Writable, pl.Inbox)
 
+	// The gate's private state (claimed drafts, decisions, audit log, review
+	// socket) sits beside the vault: a workdir that contains the vault's
+	// parent would otherwise expose it, writable.
+	if ok, isDir := exists(vault.GateStateDir(in.Vault)); ok && isDir {
+		add(Mount{Kind: Masked, Target: vault.GateStateDir(in.Vault), Dir: true, Why: "the gate's private state"})
+	}
 	for _, t := range in.ExtraMasks {
 		t = filepath.Clean(t)
 		if !filepath.IsAbs(t) || vault.Within(in.Vault, t) || vault.Within(t, in.Vault) {

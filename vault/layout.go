@@ -106,3 +106,11 @@ func Within(path, base string) bool {
 	}
 	return strings.HasPrefix(path, base+"/")
 }
+
+// GateStateDir is where the gate keeps its private state by default (claimed
+// drafts, decisions, audit log, review socket): a sibling of the vault,
+// `.<name>.fedmem-gate`. Both halves need the name: the gate to use it, the
+// sandbox to hide it from agents whose writable workdir would contain it.
+func GateStateDir(vaultDir string) string {
+	return filepath.Join(filepath.Dir(vaultDir), "."+filepath.Base(vaultDir)+".fedmem-gate")
+}

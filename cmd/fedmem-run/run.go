@@ -335,15 +335,21 @@ func newSessionID() (string, error) {
 }
 
 // createInbox makes the session's inbox directory, owned by the agent's uid,
-// private to it.
+// mode 2770: its group is the inbox's (90-inbox is setgid when the vault has
+// an agent group), so a gate user in that group can move drafts out and
+// write receipts; nobody else on the host can look in.
 func createInbox(vaultDir, inbox string, uid, gid int) error {
 	if err := os.Mkdir(inbox, 0o700); err != nil {
 		return fmt.Errorf("create session inbox %s: %w (can this user write %s/%s? see `fedmem init --agent-group`)", inbox, err, vaultDir, vault.InboxDir)
 	}
-	if os.Geteuid() == 0 && uid != 0 {
-		if err := os.Lchown(inbox, uid, gid); err != nil {
+	if os.Geteuid() == 0 && uid != os.Geteuid() {
+		// Keep the group the directory inherited; give it to the agent.
+		if err := os.Lchown(inbox, uid, -1); err != nil {
 			return fmt.Errorf("chown %s: %w", inbox, err)
 		}
+	}
+	if err := unix.Chmod(inbox, 0o2770); err != nil {
+		return fmt.Errorf("chmod %s: %w", inbox, err)
 	}
 	return nil
 }

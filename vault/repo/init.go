@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"text/template"
 	"time"
 
@@ -230,6 +231,10 @@ func Init(dir string, opts InitOptions) (Result, error) {
 		return res, err
 	}
 
+	if err := ensureStateDir(abs, gate, &res); err != nil {
+		return res, err
+	}
+
 	files, err := managedFiles(gate, opts.Reviewers)
 	if err != nil {
 		return res, err
@@ -410,4 +415,35 @@ func octal(m os.FileMode) string {
 		n |= 0o1000
 	}
 	return fmt.Sprintf("%05o", n)
+}
+
+// ensureStateDir creates the gate's private state directory beside the
+// vault (vault.GateStateDir), owned by the gate and mode 0700, so that it
+// exists before any agent runs: fedmem-run masks it, and an agent whose
+// workdir contains the vault's parent cannot plant one for the gate to
+// trust. An existing one must be a real directory owned by the gate.
+func ensureStateDir(vaultDir string, gate vault.Owner, res *Result) error {
+	st := vault.GateStateDir(vaultDir)
+	fi, err := os.Lstat(st)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.Mkdir(st, 0o700); err != nil {
+			return fmt.Errorf("init: create the gate's state directory %s: %w", st, err)
+		}
+		if os.Geteuid() == 0 {
+			if err := os.Lchown(st, gate.UID, gate.GID); err != nil {
+				return fmt.Errorf("init: chown %s: %w", st, err)
+			}
+		}
+		res.Actions = append(res.Actions, Action{Path: st, What: "created the gate's state directory (mode 0700)"})
+		return nil
+	case err != nil:
+		return fmt.Errorf("init: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("init: the gate's state directory %s is not a directory (%s)", st, fi.Mode().Type())
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != gate.UID {
+		return fmt.Errorf("init: the gate's state directory %s is owned by uid %d, not the gate (uid %d): remove it or fix its owner", vault.GateStateDir(vaultDir), st.Uid, gate.UID)
+	}
+	return nil
 }
