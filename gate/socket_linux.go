@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -58,15 +59,45 @@ func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 }
 
 // sameNamespaces reports whether pid shares our user and mount namespaces.
+//
+// The namespace links of another uid's process are unreadable to the gate
+// (they need ptrace access), and a reviewer is normally another uid. Then
+// the pid namespace tells instead, from /proc/<pid>/status, which anyone
+// may read: a peer whose NSpid line has more entries than ours lives in a
+// nested pid namespace — every fedmem sandbox has one — and is refused.
 func sameNamespaces(pid int32) bool {
 	for _, ns := range []string{"user", "mnt"} {
 		mine, err1 := os.Readlink("/proc/self/ns/" + ns)
 		theirs, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))
+		if err1 == nil && errors.Is(err2, os.ErrPermission) {
+			return samePIDNamespaceDepth(pid)
+		}
 		if err1 != nil || err2 != nil || mine != theirs {
 			return false
 		}
 	}
 	return true
+}
+
+func samePIDNamespaceDepth(pid int32) bool {
+	mine, err1 := nspidDepth("/proc/self/status")
+	theirs, err2 := nspidDepth(fmt.Sprintf("/proc/%d/status", pid))
+	return err1 == nil && err2 == nil && mine == theirs
+}
+
+// nspidDepth counts the pids on the NSpid line of a /proc status file: one
+// per pid namespace from the /proc mount's down to the process's own.
+func nspidDepth(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "NSpid:"); ok {
+			return len(strings.Fields(rest)), nil
+		}
+	}
+	return 0, errors.New("no NSpid line")
 }
 
 func (g *Gate) serveConn(c *net.UnixConn) {
