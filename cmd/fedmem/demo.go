@@ -39,6 +39,15 @@ const demoMark = "fedmem-demo-was-here"
 // another agent's session: the demo agent must neither see nor change it.
 const demoOtherSession = "demo-other-session"
 
+// When the demo runs as root it sets the vault up as a real install would: a
+// dedicated gate uid (no passwd entry needed) owns the vault, and the inbox
+// belongs to an agents' group the gate is a member of, so the gate can claim
+// drafts from session directories (mode 2770) that agents own.
+const (
+	demoGateUID  = 64290
+	demoAgentGID = 64291
+)
+
 // errDemoFailed says the demo found a protection that did not hold; the
 // account printed before it says which.
 var errDemoFailed = errors.New("demo failed: something that must be blocked was not (see above)")
@@ -48,7 +57,10 @@ type demoOptions struct {
 	keep    bool          // keep the demo directory afterwards
 	runBin  string        // fedmem-run; default: next to this binary
 	timeout time.Duration // for the agent run
-	noGate  bool          // skip `fedmem gate once` even when present
+	noGate  bool          // skip the gate
+	// self is the fedmem binary the gate runs from as root; "" means this
+	// executable (tests set it: their executable is the test binary).
+	self string
 }
 
 func init() {
@@ -144,12 +156,23 @@ func runDemo(ctx context.Context, o demoOptions, withGate bool, w io.Writer) err
 	report := filepath.Join(base, "report.json")
 
 	// 1. A fresh vault, another session's draft, a workdir and a demo home.
-	res, err := repo.Init(v, repo.InitOptions{})
+	twoUsers := os.Geteuid() == 0
+	var initOpts repo.InitOptions
+	if twoUsers {
+		initOpts.Gate = &vault.Owner{UID: demoGateUID, GID: demoGateUID}
+		initOpts.AgentGroup = &vault.Group{GID: demoAgentGID}
+	}
+	res, err := repo.Init(v, initOpts)
 	if err != nil {
 		return fmt.Errorf("fedmem init %s: %w", v, err)
 	}
 	other := filepath.Join(v, vault.InboxDir, demoOtherSession)
-	if err := os.Mkdir(other, 0o755); err != nil {
+	if err := os.Mkdir(other, 0o700); err != nil {
+		return err
+	}
+	// Like fedmem-run's session directories: the group (inherited from a
+	// setgid inbox) lets the gate in.
+	if err := os.Chmod(other, os.ModeSetgid|0o770); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(other, "draft.md"), []byte("---\ntype: Fact\ntitle: Another agent's draft\n---\n\nOnly that agent and the gate may see this.\n"), 0o644); err != nil {
@@ -177,12 +200,15 @@ func runDemo(ctx context.Context, o demoOptions, withGate bool, w io.Writer) err
 
 	fmt.Fprintf(w, "fedmem demo: a hostile agent against a fresh vault\n\n")
 	fmt.Fprintf(w, "  vault    %s (HEAD %s, gate user %s)\n", v, short(headBefore), ownerName(res.Gate))
+	if twoUsers {
+		fmt.Fprintf(w, "  inbox    %s/ group %d, mode %s: agents (here root, with that group) create sessions; the gate (uid %d, also a member) claims drafts\n", vault.InboxDir, demoAgentGID, res.InboxMode, demoGateUID)
+	}
 	fmt.Fprintf(w, "  workdir  %s\n", work)
 	fmt.Fprintf(w, "  home     %s (a demo home with a fake ~/.ssh key and ~/.aws credentials)\n", home)
 	fmt.Fprintf(w, "  running  %s --vault %s --workdir %s --report %s -- /bin/sh -c <demo agent script>\n\n", runBin, v, work, report)
 
 	agentEnv := append(withoutEnv(os.Environ(), "HOME", "FEDMEM_VAULT", "FEDMEM_INBOX", "FEDMEM_SESSION"), "HOME="+home)
-	explainMounts(ctx, w, runBin, v, work, agentEnv)
+	explainMounts(ctx, w, runBin, v, work, agentEnv, twoUsers)
 
 	// 2. The agent.
 	rctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -190,6 +216,11 @@ func runDemo(ctx context.Context, o demoOptions, withGate bool, w io.Writer) err
 	cmd := exec.CommandContext(rctx, runBin, "--vault", v, "--workdir", work, "--report", report, "--", "/bin/sh", "-c", demoAgent, "fedmem-demo-agent")
 	cmd.Dir = work
 	cmd.Env = agentEnv
+	if twoUsers {
+		// Agents are members of the agents' group: that is what lets them
+		// create a session in 90-inbox/ (mode 03770).
+		cmd.SysProcAttr = gateCredential(0, 0, demoAgentGID)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Stdin = nil
@@ -353,12 +384,19 @@ func runDemo(ctx context.Context, o demoOptions, withGate bool, w io.Writer) err
 	}
 
 	// 7. The gate.
-	fmt.Fprintf(w, "\n7. The gate (one pass, as `fedmem gate once --allow-same-user --vault %s` would)\n", v)
-	if !withGate {
-		fmt.Fprintf(w, "   skipped (--no-gate): the drafts stay in the inbox.\n")
-	} else if err := demoGate(w, v, headBefore); err != nil {
-		failed = true
-		fmt.Fprintf(w, "   gate failed: %v\n", err)
+	switch {
+	case !withGate:
+		fmt.Fprintf(w, "\n7. The gate\n   skipped (--no-gate): the drafts stay in the inbox.\n")
+	case twoUsers:
+		fmt.Fprintf(w, "\n7. The gate, as its own user: `fedmem gate once --vault %s` run as uid %d (groups %d)\n", v, demoGateUID, demoAgentGID)
+	default:
+		fmt.Fprintf(w, "\n7. The gate, in the agent's own uid: `fedmem gate once --allow-same-user --vault %s`\n", v)
+	}
+	if withGate {
+		if err := demoGate(ctx, w, o.self, base, v, headBefore, twoUsers); err != nil {
+			failed = true
+			fmt.Fprintf(w, "   gate failed: %v\n", err)
+		}
 	}
 
 	fmt.Fprintln(w)
@@ -372,19 +410,28 @@ func runDemo(ctx context.Context, o demoOptions, withGate bool, w io.Writer) err
 	return nil
 }
 
-// demoGate runs one pass of the gate (the code behind `fedmem gate once`)
-// over the vault and shows each decision and the commits it made. The demo
-// runs agent and gate as the same user, so it opens the gate in same-user
-// mode and says what that gives up.
-func demoGate(w io.Writer, v, headBefore string) error {
-	g, err := gate.Open(gate.Options{Vault: v, AllowSameUser: true})
-	if err != nil {
-		return err
-	}
-	defer g.Close()
-	s, err := g.Once()
-	if err != nil {
-		return err
+// demoGate runs one pass of the gate over the vault and shows each
+// decision and the commits it made. As root it runs `fedmem gate once
+// --json` as the demo's gate uid, from a copy of this binary in the demo
+// directory (the original may lie where that uid cannot reach); otherwise it
+// runs the gate in this process in same-user mode and says what that gives
+// up.
+func demoGate(ctx context.Context, w io.Writer, self, base, v, headBefore string, twoUsers bool) error {
+	var s *gate.Summary
+	if twoUsers {
+		var err error
+		if s, err = gateAsUser(ctx, self, base, v); err != nil {
+			return err
+		}
+	} else {
+		g, err := gate.Open(gate.Options{Vault: v, AllowSameUser: true})
+		if err != nil {
+			return err
+		}
+		defer g.Close()
+		if s, err = g.Once(); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(w, "   one pass of the gate: %d promoted, %d pending review, %d rejected", s.Promoted, s.Pending, s.Rejected)
 	if s.Deferred > 0 {
@@ -443,10 +490,13 @@ func demoGate(w io.Writer, v, headBefore string) error {
 // explainMounts prints the mount table `fedmem-run --explain` shows for the
 // run about to start (its session id differs: explain makes its own). It is
 // informative only; a failure is reported and the demo goes on.
-func explainMounts(ctx context.Context, w io.Writer, runBin, v, work string, env []string) {
+func explainMounts(ctx context.Context, w io.Writer, runBin, v, work string, env []string, twoUsers bool) {
 	cmd := exec.CommandContext(ctx, runBin, "--vault", v, "--workdir", work, "--explain", "--", "/bin/sh")
 	cmd.Dir = work
 	cmd.Env = env
+	if twoUsers {
+		cmd.SysProcAttr = gateCredential(0, 0, demoAgentGID)
+	}
 	out, err := cmd.Output()
 	if err != nil {
 		fmt.Fprintf(w, "0. (fedmem-run --explain failed: %v)\n\n", err)
@@ -469,6 +519,47 @@ func explainMounts(ctx context.Context, w io.Writer, runBin, v, work string, env
 		return
 	}
 	fmt.Fprintf(w, "0. The sandbox it runs in (fedmem-run --explain; the session directory name differs per run)\n%s\n", indent(strings.Join(table, "\n"), "   "))
+}
+
+// gateAsUser runs `fedmem gate once --json` as the demo's gate uid with the
+// agents' group, and decodes its summary.
+func gateAsUser(ctx context.Context, self, base, v string) (*gate.Summary, error) {
+	if self == "" {
+		var err error
+		if self, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(base, "fedmem")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, bin, "gate", "once", "--vault", v, "--json")
+	cmd.Dir = base
+	cmd.Env = append(withoutEnv(os.Environ(), "HOME"), "HOME="+base)
+	cmd.SysProcAttr = gateCredential(demoGateUID, demoGateUID, demoAgentGID)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	var s gate.Summary
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+		return nil, fmt.Errorf("fedmem gate once as uid %d: %v; output %q; stderr:\n%s", demoGateUID, errors.Join(runErr, err), firstLines(stdout.String(), 5), indent(lastLines(stderr.String(), 10), "     "))
+	}
+	// Exit status 1 means something was left undecided: the summary's
+	// errors say what, and demoGate reports them.
+	return &s, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 func findFedmemRun(flagPath string) (string, error) {

@@ -107,19 +107,26 @@ func TestParseDemoOutput(t *testing.T) {
 	}
 }
 
-// TestDemoInSandbox runs the whole demo against the real fedmem-run: every
-// attempt of the agent script must be blocked, the vault unchanged, the
-// drafts in the inbox.
+// TestDemoInSandbox runs the whole demo against the real fedmem-run, as root,
+// so in the two-user layout (a gate uid owns the vault, the inbox belongs to
+// an agents' group): every attempt of the agent script must be blocked, the
+// vault unchanged, the drafts in the inbox, and the gate — running as its own
+// uid — must promote the good note and reject the hostile ones.
 func TestDemoInSandbox(t *testing.T) {
 	testutil.RequireRoot(t)
 	bins := testutil.Binaries(t)
 	var out bytes.Buffer
-	err := runDemo(context.Background(), demoOptions{dir: testutil.TempDir(t), runBin: bins.FedmemRun, timeout: 2 * time.Minute}, true, &out)
+	err := runDemo(context.Background(), demoOptions{dir: testutil.TempDir(t), runBin: bins.FedmemRun, self: bins.Fedmem, timeout: 2 * time.Minute}, true, &out)
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatalf("demo: %v", err)
 	}
 	checkDemoPassed(t, out.String())
+	for _, want := range []string{"gate user uid 64290", "run as uid 64290 (groups 64291)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output misses %q (the two-user layout)", want)
+		}
+	}
 }
 
 // TestDemoAsUnprivilegedUser runs `fedmem demo` as uid 65534, the layout of
@@ -138,6 +145,9 @@ func TestDemoAsUnprivilegedUser(t *testing.T) {
 		t.Fatalf("fedmem demo as uid 65534 exited %d", code)
 	}
 	checkDemoPassed(t, out)
+	if !strings.Contains(out, "--allow-same-user") {
+		t.Errorf("demo as an ordinary user should run the gate in same-user mode")
+	}
 }
 
 // TestDemoCatchesAnEscape is the demo's positive control: with a launcher
