@@ -16,6 +16,10 @@ import (
 	"github.com/fedmem/fedmem/vault"
 )
 
+// TestMain removes the binaries testutil.Binaries builds (every test of this
+// package that runs fedmem-run shares them).
+func TestMain(m *testing.M) { os.Exit(testutil.Main(m)) }
+
 // TestDiffSnapshotsSeesChanges: the demo's own check of the vault notices
 // each kind of change outside the session's inbox, and only there.
 func TestDiffSnapshotsSeesChanges(t *testing.T) {
