@@ -43,16 +43,22 @@ func benchPromotion(o options, res *Result, bin string, log io.Writer) error {
 			return err
 		}
 		res.Series = append(res.Series, g, c)
-		res.Ratios = append(res.Ratios, ratio(fmt.Sprintf("gate / git CLI, %s notes", human(n)), g, c, 1.0))
+		// DESIGN.md: faster than `git add && git commit`; issue #3 asks for
+		// ≤ 0.15× on a 100k-note vault.
+		target := 1.0
+		if n >= 100000 {
+			target = 0.15
+		}
+		res.Ratios = append(res.Ratios, ratio(fmt.Sprintf("gate / git CLI, %s notes", human(n)), g, c, target))
 		if i == 0 {
 			first = [2]*Series{g, c}
 		}
 		last = [2]*Series{g, c}
 	}
 	if len(sizes) > 1 {
-		r := ratio(fmt.Sprintf("gate %s / %s notes", human(sizes[len(sizes)-1]), human(sizes[0])), last[0], first[0], 0)
-		r.Note = "DESIGN.md: a promotion costs O(changed paths), not O(vault); no numeric target"
-		res.Ratios = append(res.Ratios, r)
+		// "Flat across vault sizes" (issue #3): held to the same 1.05 as the
+		// launcher's start-up.
+		res.Ratios = append(res.Ratios, ratio(fmt.Sprintf("gate %s / %s notes", human(sizes[len(sizes)-1]), human(sizes[0])), last[0], first[0], 1.05))
 	}
 	return nil
 }
