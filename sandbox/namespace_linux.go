@@ -57,7 +57,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{InitArg0},
-		Env:        []string{},
+		Env:        initEnv(),
 		ExtraFiles: []*os.File{cfgR, syncW},
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:                 flags,
@@ -116,21 +116,21 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
 	defer signal.Stop(sigs)
 
-	if err := cmd.Start(); err != nil {
+	// The config goes into the pipe while the init is still starting (a
+	// config larger than the pipe buffer just completes once it reads).
+	// Should the init die first, the write fails with EPIPE and the init's
+	// own error, or its exit status, tells why.
+	go func() {
+		_ = json.NewEncoder(cfgW).Encode(&cfg)
 		cfgW.Close()
+	}()
+	if err := cmd.Start(); err != nil {
 		syncW.Close()
 		return nil, &Error{Code: ExitFedmemError, Stage: "start", Msg: startHint(err)}
 	}
 	syncW.Close()
 	if len(cmd.ExtraFiles) > 2 {
 		cmd.ExtraFiles[2].Close()
-	}
-	err = json.NewEncoder(cfgW).Encode(&cfg)
-	cfgW.Close()
-	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, &Error{Code: ExitFedmemError, Stage: "config", Msg: err.Error()}
 	}
 
 	msgs := make(chan initMessage, 4)
@@ -229,6 +229,12 @@ func recvFd(sock *os.File) *os.File {
 	}
 	return os.NewFile(uintptr(fds[0]), "pty-master")
 }
+
+// initEnv is the environment of the sandbox's pid 1 (the agent's comes in
+// the config, never from here). One P is plenty for a process that mostly
+// waits, and fewer runtime threads make start-up and every all-threads
+// credential change cheaper.
+func initEnv() []string { return []string{"GOMAXPROCS=1"} }
 
 func startHint(err error) string {
 	msg := fmt.Sprintf("cannot create the sandbox namespaces: %v", err)

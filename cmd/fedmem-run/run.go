@@ -13,6 +13,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -189,6 +190,9 @@ func execute(o *options, stdin, stdout, stderr *os.File) (int, error) {
 		Warnings: plan.Warnings,
 	}
 	rep.VaultHeadStart, _ = vault.ReadHead(vaultDir)
+	if err := checkInboxReachable(vaultDir, uid, gid); err != nil {
+		return sandbox.ExitFedmemError, err
+	}
 	if err := createInbox(vaultDir, plan.Inbox, uid, gid); err != nil {
 		return sandbox.ExitFedmemError, err
 	}
@@ -332,6 +336,31 @@ func newSessionID() (string, error) {
 		return "", err
 	}
 	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:]), nil
+}
+
+// checkInboxReachable refuses, with a message that says what to do, a
+// vault whose inbox the agent's uid cannot enter. Root would pass any
+// access check out here, but not inside the sandbox's user namespace, where
+// it holds no capability over the gate's files.
+func checkInboxReachable(vaultDir string, uid, gid int) error {
+	dir := filepath.Join(vaultDir, vault.InboxDir)
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return fmt.Errorf("inbox %s: %w", dir, err)
+	}
+	groups, _ := unix.Getgroups()
+	if uid != os.Getuid() {
+		groups = nil // run_as: only the target's primary group counts
+	}
+	member := int(st.Gid) == gid || slices.Contains(groups, int(st.Gid))
+	ok := (int(st.Uid) == uid && st.Mode&0o300 == 0o300) ||
+		(int(st.Uid) != uid && member && st.Mode&0o030 == 0o030) ||
+		(int(st.Uid) != uid && !member && st.Mode&0o003 == 0o003)
+	if !ok {
+		return fmt.Errorf("inbox %s (owner %d, group %d, mode %04o): uid %d cannot create its session directory there; agents of this vault must be in group %d (see `fedmem init --agent-group`; root too, or use a profile with run_as)",
+			dir, st.Uid, st.Gid, st.Mode&0o7777, uid, st.Gid)
+	}
+	return nil
 }
 
 // createInbox makes the session's inbox directory, owned by the agent's uid,
