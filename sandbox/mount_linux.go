@@ -66,7 +66,7 @@ func buildRoot(pl *mounts.Plan) (skipped []string, err error) {
 		}
 		set := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
 		var clr uint64
-		if m.Kind == mounts.BindRO {
+		if m.Kind == mounts.BindRO && !(faultVaultWritable && m.Target == pl.Vault) {
 			set |= unix.MOUNT_ATTR_RDONLY
 		} else {
 			clr = unix.MOUNT_ATTR_RDONLY

@@ -1,0 +1,8 @@
+//go:build !fedmemfault
+
+package sandbox
+
+// faultVaultWritable is true only in binaries built with the fedmemfault
+// tag, which test/escape builds to prove that the mount verification fails
+// closed. Release builds cannot turn it on.
+const faultVaultWritable = false

@@ -1,0 +1,51 @@
+package escape
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fedmem/fedmem/test/testutil"
+)
+
+// TestVerificationFailsClosed runs a fedmem-run built with the fedmemfault
+// tag, whose mount code binds the vault writable by mistake. The live check
+// of the mount table must catch it: exit 125, a message naming the vault
+// and the rule, and the agent never started.
+func TestVerificationFailsClosed(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	root, err := testutil.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(e.base, "fedmem-run-fault")
+	build := exec.Command("go", "build", "-tags", "fedmemfault", "-o", bin, "./cmd/fedmem-run")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the fault binary: %v\n%s", err, out)
+	}
+	marker := filepath.Join(e.workdir, "agent-ran")
+	cmd := exec.Command(bin, "--vault", e.vault.Dir, "--workdir", e.workdir, "--", "/bin/sh", "-c", "touch "+marker+"; echo pwned >> "+filepath.Join(e.vault.Dir, e.vault.Note))
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + e.home}
+	out, err := cmd.CombinedOutput()
+	if code := exitCode(err); code != 125 {
+		t.Fatalf("exit %d, want 125 (fedmem error); output:\n%s", code, out)
+	}
+	if !strings.Contains(string(out), "vault-readonly") || !strings.Contains(string(out), e.vault.Dir) {
+		t.Fatalf("the error does not name the rule and the vault:\n%s", out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the agent ran although the vault was writable")
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.vault.Dir, e.vault.Note)); strings.Contains(string(b), "pwned") {
+		t.Fatal("the note was changed")
+	}
+	// The release binary has no such fault.
+	r := e.run(t, nil, "/bin/true")
+	if r.code != 0 {
+		t.Fatalf("release binary: exit %d\n%s", r.code, r.stderr)
+	}
+}
