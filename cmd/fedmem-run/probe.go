@@ -1,0 +1,121 @@
+package main
+
+// fedmem-run --probe [--json] reports what this kernel offers the sandbox.
+// `fedmem doctor` runs it: the admin tool must not link the sandbox
+// packages, the launcher has them anyway. The probe changes nothing on the
+// host: it starts two short-lived children to try a user namespace, and
+// reads /proc and /sys.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/fedmem/fedmem/sandbox"
+)
+
+// probeArg asks fedmem-run for the probe; it is dispatched before any flag
+// parsing (like the sandbox's init), from this file's init().
+const (
+	probeArg       = "--probe"
+	probeNoopArg   = "--probe-noop"   // a child that only exits 0 (inside a new user namespace)
+	probeAsUserArg = "--probe-userns" // a child, as an unprivileged uid, that tries a user namespace
+)
+
+func init() {
+	if len(os.Args) < 2 || os.Args[0] == sandbox.InitArg0 {
+		return
+	}
+	switch os.Args[1] {
+	case probeNoopArg:
+		os.Exit(0)
+	case probeAsUserArg:
+		if err := tryUserns(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case probeArg:
+		os.Exit(probeMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
+}
+
+// Probe is the JSON of `fedmem-run --probe --json`. Keys are only ever
+// added (docs/doctor.md lists them).
+type Probe struct {
+	Kernel string `json:"kernel"`
+	Arch   string `json:"arch"`
+	UID    int    `json:"uid"`
+	// Userns: the caller could create a user namespace (a real clone).
+	Userns      bool   `json:"userns"`
+	UsernsError string `json:"userns_error,omitempty"`
+	// UsernsUnprivileged: an unprivileged uid (nobody, when probing as
+	// root; else the caller) could create one. Null when untested.
+	UsernsUnprivileged      *bool  `json:"userns_unprivileged"`
+	UsernsUnprivilegedError string `json:"userns_unprivileged_error,omitempty"`
+	// Sysctls that govern user namespaces; absent when the kernel lacks one.
+	Sysctls map[string]string `json:"sysctls"`
+	// LandlockABI is the ABI version fedmem-run would enforce, 0: none.
+	LandlockABI int `json:"landlock_abi"`
+	// Seccomp: seccomp filters can be installed (PR_GET_SECCOMP works and
+	// the kernel lists filter actions).
+	Seccomp      bool   `json:"seccomp"`
+	SeccompMode  int    `json:"seccomp_mode"` // this process's Seccomp: line (2: already filtered)
+	SeccompError string `json:"seccomp_error,omitempty"`
+	Cgroup       Cgroup `json:"cgroup"`
+	// Container names the container runtime fedmem-run itself runs in
+	// ("" none seen); ContainerHints says what gave it away.
+	Container      string   `json:"container"`
+	ContainerHints []string `json:"container_hints"`
+}
+
+// Cgroup describes the cgroup hierarchy (for the pids and memory limits).
+type Cgroup struct {
+	// Version is "v2", "v1", "hybrid" (v1 with a v2 "unified" mount) or "none".
+	Version string `json:"version"`
+	// Path is this process's cgroup (the v2 one, else the v1 pids one).
+	Path string `json:"path"`
+	// Controllers available to the limits: pids, memory.
+	Controllers []string `json:"controllers"`
+	// Writable: fedmem-run can create a session cgroup (v2: in its own
+	// cgroup; v1: in the pids/memory hierarchies).
+	Writable bool   `json:"writable"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+func probeMain(args []string, stdout, stderr io.Writer) int {
+	asJSON := false
+	for _, a := range args {
+		switch a {
+		case "--json":
+			asJSON = true
+		default:
+			fmt.Fprintf(stderr, "fedmem-run: --probe: unknown argument %q (usage: fedmem-run --probe [--json])\n", a)
+			return 2
+		}
+	}
+	p := runProbe()
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(p); err != nil {
+			fmt.Fprintf(stderr, "fedmem-run: %v\n", err)
+			return 125
+		}
+		return 0
+	}
+	fmt.Fprintf(stdout, "kernel               %s (%s)\n", p.Kernel, p.Arch)
+	fmt.Fprintf(stdout, "userns               %v %s\n", p.Userns, p.UsernsError)
+	if p.UsernsUnprivileged != nil {
+		fmt.Fprintf(stdout, "userns unprivileged  %v %s\n", *p.UsernsUnprivileged, p.UsernsUnprivilegedError)
+	}
+	for k, v := range p.Sysctls {
+		fmt.Fprintf(stdout, "sysctl               %s = %s\n", k, v)
+	}
+	fmt.Fprintf(stdout, "landlock ABI         %d\n", p.LandlockABI)
+	fmt.Fprintf(stdout, "seccomp              %v (mode %d) %s\n", p.Seccomp, p.SeccompMode, p.SeccompError)
+	fmt.Fprintf(stdout, "cgroup               %s %s controllers=%v writable=%v %s\n", p.Cgroup.Version, p.Cgroup.Path, p.Cgroup.Controllers, p.Cgroup.Writable, p.Cgroup.Detail)
+	fmt.Fprintf(stdout, "container            %q %v\n", p.Container, p.ContainerHints)
+	return 0
+}
