@@ -11,7 +11,9 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -35,6 +37,66 @@ type Profile struct {
 	TTY         string   `yaml:"tty,omitempty" json:"tty"` // auto|never
 	Require     []string `yaml:"require,omitempty" json:"require,omitempty"`
 	Writable    []string `yaml:"writable,omitempty" json:"writable,omitempty"` // extra absolute paths, rw
+	Limits      Limits   `yaml:"limits,omitempty" json:"limits"`
+}
+
+// Limits are hard limits of a session. Zero means none.
+type Limits struct {
+	WallTime  Duration `yaml:"wall_time,omitempty" json:"wall_time,omitempty"`
+	Pids      int      `yaml:"pids,omitempty" json:"pids,omitempty"`
+	FileSize  Size     `yaml:"file_size,omitempty" json:"file_size,omitempty"`
+	Memory    Size     `yaml:"memory,omitempty" json:"memory,omitempty"`
+	OpenFiles int      `yaml:"open_files,omitempty" json:"open_files,omitempty"`
+}
+
+// Duration is a time.Duration written as "90s", "30m", "2h".
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v <= 0 {
+		return fmt.Errorf("line %d: %q is not a positive duration like 90s, 30m or 2h", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration back as text.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// Size is a byte count written as bytes or with a KiB/MiB/GiB (or KB/MB/GB,
+// K/M/G) suffix.
+type Size int64
+
+// ParseSize reads a size.
+func ParseSize(s string) (Size, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is not a positive size like 512KiB, 100MiB or 1GiB", s)
+	}
+	return Size(n * mult), nil
+}
+
+// UnmarshalYAML parses a size.
+func (z *Size) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseSize(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*z = v
+	return nil
 }
 
 // Home says how the user's home directory appears inside the sandbox.
@@ -189,6 +251,21 @@ func merge(parent, child *Profile) *Profile {
 	}
 	out.Require = append(append([]string{}, parent.Require...), child.Require...)
 	out.Writable = append(append([]string{}, parent.Writable...), child.Writable...)
+	if child.Limits.WallTime != 0 {
+		out.Limits.WallTime = child.Limits.WallTime
+	}
+	if child.Limits.Pids != 0 {
+		out.Limits.Pids = child.Limits.Pids
+	}
+	if child.Limits.FileSize != 0 {
+		out.Limits.FileSize = child.Limits.FileSize
+	}
+	if child.Limits.Memory != 0 {
+		out.Limits.Memory = child.Limits.Memory
+	}
+	if child.Limits.OpenFiles != 0 {
+		out.Limits.OpenFiles = child.Limits.OpenFiles
+	}
 	return &out
 }
 
@@ -242,6 +319,12 @@ func (p *Profile) Validate() error {
 		if !path.IsAbs(w) {
 			errs = append(errs, fmt.Errorf("writable %q must be an absolute path", w))
 		}
+	}
+	if p.Limits.Pids != 0 && p.Limits.Pids < 2 {
+		errs = append(errs, fmt.Errorf("limits.pids: %d is below 2 (the agent and one child)", p.Limits.Pids))
+	}
+	if p.Limits.OpenFiles != 0 && p.Limits.OpenFiles < 16 {
+		errs = append(errs, fmt.Errorf("limits.open_files: %d is below 16", p.Limits.OpenFiles))
 	}
 	for _, r := range p.Require {
 		switch r {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"time"
 
 	"github.com/fedmem/fedmem/mounts"
 )
@@ -33,6 +34,16 @@ type Spec struct {
 	Hostname        string
 	RequireLandlock bool
 	RequireSeccomp  bool
+	Limits          Limits
+}
+
+// Limits are the session's hard limits; zero means none.
+type Limits struct {
+	WallTime  time.Duration
+	Pids      int
+	Memory    int64
+	FileSize  int64
+	OpenFiles int
 }
 
 // Layers reports what protected the agent.
@@ -47,8 +58,10 @@ type Layers struct {
 	LandlockNet bool     `json:"landlock_net"`
 	Scoped      []string `json:"landlock_scopes,omitempty"`
 	Verified    bool     `json:"mounts_verified"`
-	PTY         bool     `json:"pty"`
-	Notes       []string `json:"notes,omitempty"`
+	// Limits says how each limit is enforced, e.g. "pids=512 (cgroup v1)".
+	Limits []string `json:"limits,omitempty"`
+	PTY    bool     `json:"pty"`
+	Notes  []string `json:"notes,omitempty"`
 }
 
 // Result is the outcome of Run.
@@ -59,7 +72,14 @@ type Result struct {
 	// Signal is the signal that killed the agent, 0 if it exited.
 	Signal int    `json:"signal,omitempty"`
 	Layers Layers `json:"layers"`
+	// LimitsHit names the limits the kernel or fedmem-run enforced:
+	// wall_time, pids, memory, file_size.
+	LimitsHit []string `json:"limits_hit,omitempty"`
 }
+
+// ExitTimedOut is fedmem-run's exit code when the wall-time limit ended
+// the session, as timeout(1) does.
+const ExitTimedOut = 124
 
 // Error is a fedmem failure (not the agent's): it carries the exit code and
 // the stage that failed.

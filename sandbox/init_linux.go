@@ -122,6 +122,12 @@ func InitMain() {
 	if err := <-fk.ready; err != nil {
 		fail(ExitFedmemError, "capabilities", err)
 	}
+	for _, r := range cfg.Rlimits {
+		lim := unix.Rlimit{Cur: r.Max, Max: r.Max}
+		if err := unix.Setrlimit(r.Resource, &lim); err != nil {
+			fail(ExitFedmemError, "limits", fmt.Errorf("setrlimit(%d, %d): %w", r.Resource, r.Max, err))
+		}
+	}
 	if err := dropCapabilities(); err != nil {
 		fail(ExitFedmemError, "capabilities", err)
 	}

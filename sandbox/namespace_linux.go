@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -111,6 +113,16 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
 	}
 
+	cg, limitNotes, err := limitsSetup(spec, &cfg)
+	if err != nil {
+		cfgW.Close()
+		syncW.Close()
+		return nil, err
+	}
+	if cg != nil {
+		defer cg.remove()
+	}
+
 	// Forward termination signals to pid 1, which forwards them to the agent.
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
@@ -120,13 +132,41 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	// config larger than the pipe buffer just completes once it reads).
 	// Should the init die first, the write fails with EPIPE and the init's
 	// own error, or its exit status, tells why.
+	// With a session cgroup the init must be in it before it reads its
+	// config, hence before it can start anything.
+	placed := make(chan bool, 1)
+	if cg == nil {
+		placed <- true
+	}
 	go func() {
-		_ = json.NewEncoder(cfgW).Encode(&cfg)
+		if <-placed {
+			_ = json.NewEncoder(cfgW).Encode(&cfg)
+		}
 		cfgW.Close()
 	}()
 	if err := cmd.Start(); err != nil {
+		placed <- false
 		syncW.Close()
 		return nil, &Error{Code: ExitFedmemError, Stage: "start", Msg: startHint(err)}
+	}
+	if cg != nil {
+		if err := cg.add(cmd.Process.Pid); err != nil {
+			placed <- false
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			syncW.Close()
+			return nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: err.Error()}
+		}
+		placed <- true
+	}
+	var timedOut atomic.Bool
+	if spec.Limits.WallTime > 0 {
+		// SIGKILL to pid 1 ends the whole pid namespace at once.
+		t := time.AfterFunc(spec.Limits.WallTime, func() {
+			timedOut.Store(true)
+			_ = cmd.Process.Kill()
+		})
+		defer t.Stop()
 	}
 	syncW.Close()
 	if len(cmd.ExtraFiles) > 2 {
@@ -192,6 +232,19 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	}
 	res.Layers.Backend = "namespace"
 	res.Layers.PTY = relay != nil
+	res.Layers.Limits = limitNotes
+	if cg != nil {
+		res.LimitsHit = append(res.LimitsHit, cg.hits()...)
+	}
+	// Killed by SIGXFSZ, or a shell reporting that of its child.
+	if (res.Signal == int(unix.SIGXFSZ) || res.ExitCode == 128+int(unix.SIGXFSZ)) && spec.Limits.FileSize > 0 {
+		res.LimitsHit = append(res.LimitsHit, "file_size")
+	}
+	if timedOut.Load() {
+		res.LimitsHit = append(res.LimitsHit, "wall_time")
+		res.ExitCode, res.Signal = ExitTimedOut, int(unix.SIGKILL)
+		return res, nil
+	}
 	if runErr != nil {
 		return res, runErr
 	}
@@ -235,6 +288,49 @@ func recvFd(sock *os.File) *os.File {
 // waits, and fewer runtime threads make start-up and every all-threads
 // credential change cheaper.
 func initEnv() []string { return []string{"GOMAXPROCS=1"} }
+
+// limitsSetup decides how each limit of the spec is enforced: a session
+// cgroup for pids and memory where one can be made, else rlimits the init
+// sets before forking the agent (pids), else a refusal — never a silently
+// weaker sandbox.
+func limitsSetup(spec *Spec, cfg *initConfig) (*sessionCgroup, []string, error) {
+	l := spec.Limits
+	var notes []string
+	if l.WallTime > 0 {
+		notes = append(notes, "wall_time="+l.WallTime.String()+" (fedmem-run kills the sandbox)")
+	}
+	if l.FileSize > 0 {
+		cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_FSIZE, Max: uint64(l.FileSize)})
+		notes = append(notes, fmt.Sprintf("file_size=%d (RLIMIT_FSIZE)", l.FileSize))
+	}
+	if l.OpenFiles > 0 {
+		cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_NOFILE, Max: uint64(l.OpenFiles)})
+		notes = append(notes, fmt.Sprintf("open_files=%d (RLIMIT_NOFILE)", l.OpenFiles))
+	}
+	if l.Pids == 0 && l.Memory == 0 {
+		return nil, notes, nil
+	}
+	cg, err := newSessionCgroup(spec.Plan.Session, l.Pids, l.Memory)
+	if err == nil {
+		if l.Pids > 0 {
+			notes = append(notes, fmt.Sprintf("pids=%d (cgroup v1 pids.max)", l.Pids))
+		}
+		if l.Memory > 0 {
+			notes = append(notes, fmt.Sprintf("memory=%d (cgroup v1 memory.limit_in_bytes)", l.Memory))
+		}
+		return cg, notes, nil
+	}
+	if l.Memory > 0 {
+		return nil, nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: "limits.memory needs a cgroup fedmem-run can create, and: " + err.Error() + " (run as root, or drop limits.memory)"}
+	}
+	if spec.UID == 0 {
+		// The kernel exempts uid 0 of the initial user namespace from
+		// RLIMIT_NPROC, and the sandbox's uid 0 maps to it.
+		return nil, nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: "limits.pids for an agent running as uid 0 needs a cgroup, and: " + err.Error()}
+	}
+	cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_NPROC, Max: uint64(l.Pids)})
+	return nil, append(notes, fmt.Sprintf("pids=%d (RLIMIT_NPROC in the sandbox's user namespace; no cgroup: %v)", l.Pids, err)), nil
+}
 
 func startHint(err error) string {
 	msg := fmt.Sprintf("cannot create the sandbox namespaces: %v", err)

@@ -23,6 +23,13 @@ type initConfig struct {
 	Hostname        string       `json:"hostname"`
 	RequireLandlock bool         `json:"require_landlock"`
 	RequireSeccomp  bool         `json:"require_seccomp"`
+	Rlimits         []rlimit     `json:"rlimits,omitempty"`
+}
+
+// rlimit is one resource limit the init sets before forking the agent.
+type rlimit struct {
+	Resource int    `json:"resource"`
+	Max      uint64 `json:"max"`
 }
 
 // initMessage is one line the init writes on initSyncFd.

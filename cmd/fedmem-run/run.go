@@ -32,6 +32,7 @@ import (
 type options struct {
 	vault, profile, workdir, report string
 	explain, jsonOut                bool
+	timeout                         time.Duration
 	argv                            []string
 }
 
@@ -72,6 +73,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	f.StringVar(&o.report, "report", "", "write a JSON session report to FILE")
 	f.BoolVar(&o.explain, "explain", false, "print the mount plan and layers, then exit")
 	f.BoolVar(&o.jsonOut, "json", false, "with --explain: print the plan as JSON")
+	f.DurationVar(&o.timeout, "timeout", 0, "kill the whole sandbox after this long (exit 124); can only shorten the profile's limits.wall_time")
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
@@ -101,6 +103,7 @@ type report struct {
 	InboxFiles     []inboxFile     `json:"inbox_files"`
 	InboxTruncated bool            `json:"inbox_truncated,omitempty"`
 	ExitCode       int             `json:"exit_code"`
+	LimitsHit      []string        `json:"limits_hit,omitempty"`
 	Signal         int             `json:"signal,omitempty"`
 	Error          *sandbox.Error  `json:"error,omitempty"`
 	Layers         *sandbox.Layers `json:"layers"`
@@ -205,6 +208,20 @@ func execute(o *options, stdin, stdout, stderr *os.File) (int, error) {
 		Hostname:        "fedmem",
 		RequireLandlock: contains(prof.Require, "landlock"),
 		RequireSeccomp:  contains(prof.Require, "seccomp"),
+		Limits: sandbox.Limits{
+			WallTime:  time.Duration(prof.Limits.WallTime),
+			Pids:      prof.Limits.Pids,
+			Memory:    int64(prof.Limits.Memory),
+			FileSize:  int64(prof.Limits.FileSize),
+			OpenFiles: prof.Limits.OpenFiles,
+		},
+	}
+	// Flags may only tighten a profile.
+	if o.timeout < 0 {
+		return sandbox.ExitFedmemError, errors.New("--timeout must be positive")
+	}
+	if o.timeout > 0 && (spec.Limits.WallTime == 0 || o.timeout < spec.Limits.WallTime) {
+		spec.Limits.WallTime = o.timeout
 	}
 	if !tty {
 		// Never hand the agent the user's terminal: a terminal on any stdio
@@ -220,7 +237,11 @@ func execute(o *options, stdin, stdout, stderr *os.File) (int, error) {
 	if res != nil {
 		rep.Layers = &res.Layers
 		rep.ExitCode, rep.Signal = res.ExitCode, res.Signal
+		rep.LimitsHit = res.LimitsHit
 		code = res.ExitCode
+		for _, l := range res.LimitsHit {
+			fmt.Fprintf(stderr, "fedmem-run: limit hit: %s\n", l)
+		}
 	}
 	if runErr != nil {
 		code = sandbox.ExitCodeOf(runErr)
