@@ -1,0 +1,268 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fedmem/fedmem/vault"
+)
+
+func init() {
+	subcommands = append(subcommands, newDoctorCmd)
+}
+
+// Check statuses.
+const (
+	statusOK   = "ok"
+	statusWarn = "warn"
+	statusFail = "fail"
+)
+
+// doctorCheck is one line of `fedmem doctor`. Keys are only ever added.
+type doctorCheck struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // ok | warn | fail
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// doctorReport is the JSON of `fedmem doctor --json` (docs/doctor.md).
+type doctorReport struct {
+	OK     bool           `json:"ok"`
+	Runner string         `json:"runner"`
+	Probe  map[string]any `json:"probe"`
+	Checks []doctorCheck  `json:"checks"`
+}
+
+// probeFacts is the part of `fedmem-run --probe --json` doctor reads.
+type probeFacts struct {
+	UID                     int               `json:"uid"`
+	Userns                  bool              `json:"userns"`
+	UsernsError             string            `json:"userns_error"`
+	UsernsUnprivileged      *bool             `json:"userns_unprivileged"`
+	UsernsUnprivilegedError string            `json:"userns_unprivileged_error"`
+	Sysctls                 map[string]string `json:"sysctls"`
+	LandlockABI             int               `json:"landlock_abi"`
+	Seccomp                 bool              `json:"seccomp"`
+	SeccompError            string            `json:"seccomp_error"`
+	Cgroup                  struct {
+		Version     string   `json:"version"`
+		Controllers []string `json:"controllers"`
+		Writable    bool     `json:"writable"`
+		Detail      string   `json:"detail"`
+	} `json:"cgroup"`
+	Container      string   `json:"container"`
+	ContainerHints []string `json:"container_hints"`
+}
+
+func newDoctorCmd() *cobra.Command {
+	var asJSON bool
+	var vaultFlag string
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check which sandbox guarantees hold on this machine",
+		Long: `doctor runs "fedmem-run --probe --json" (fedmem-run next to this binary,
+else on $PATH) to learn what the kernel offers the sandbox — user
+namespaces, Landlock, seccomp, cgroups, whether this is a container — and,
+with --vault, checks the vault's ownership, inbox and gate state. It prints
+each check as ok, warn or fail with how to fix it (docs/doctor.md).
+
+Exit codes: 0 every guarantee the default profile needs holds (warnings
+allowed); 1 something needed is missing; 2 bad usage.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rep := runDoctor(vaultFlag)
+			if asJSON {
+				if err := writeJSONOut(cmd.OutOrStdout(), rep); err != nil {
+					return err
+				}
+			} else {
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL")
+				for _, c := range rep.Checks {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, strings.ToUpper(c.Status), c.Detail)
+					if c.Fix != "" && c.Status != statusOK {
+						fmt.Fprintf(tw, "\t\tfix: %s\n", c.Fix)
+					}
+				}
+				tw.Flush()
+			}
+			if !rep.OK {
+				return &exitError{Code: exitFailure, Err: fmt.Errorf("doctor: a guarantee fedmem needs does not hold on this machine"), Silent: asJSON}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().StringVar(&vaultFlag, "vault", os.Getenv("FEDMEM_VAULT"), "also check this vault (default $FEDMEM_VAULT)")
+	return cmd
+}
+
+func runDoctor(vaultFlag string) *doctorReport {
+	rep := &doctorReport{Probe: map[string]any{}, Checks: []doctorCheck{}}
+	add := func(c doctorCheck) { rep.Checks = append(rep.Checks, c) }
+	runner, err := findRunner()
+	if err != nil {
+		add(doctorCheck{Name: "fedmem-run", Status: statusFail, Detail: err.Error(), Fix: "install fedmem-run next to fedmem (make install)"})
+	} else {
+		rep.Runner = runner
+		raw, facts, err := probe(runner)
+		if err != nil {
+			add(doctorCheck{Name: "fedmem-run", Status: statusFail, Detail: err.Error(), Fix: "reinstall fedmem and fedmem-run from the same build"})
+		} else {
+			rep.Probe = raw
+			add(doctorCheck{Name: "fedmem-run", Status: statusOK, Detail: runner})
+			for _, c := range kernelChecks(facts) {
+				add(c)
+			}
+		}
+	}
+	if vaultFlag != "" {
+		for _, c := range vaultChecks(vaultFlag) {
+			add(c)
+		}
+	}
+	rep.OK = !slices.ContainsFunc(rep.Checks, func(c doctorCheck) bool { return c.Status == statusFail })
+	return rep
+}
+
+func probe(runner string) (map[string]any, *probeFacts, error) {
+	cmd := exec.Command(runner, "--probe", "--json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("%s --probe: %w", runner, err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s --probe: %w: %s", runner, err, strings.TrimSpace(stderr.String()))
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		return nil, nil, fmt.Errorf("%s --probe: no answer within 30s", runner)
+	}
+	var raw map[string]any
+	var facts probeFacts
+	if err := json.Unmarshal(stdout.Bytes(), &raw); err != nil {
+		return nil, nil, fmt.Errorf("%s --probe: bad JSON: %w", runner, err)
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &facts); err != nil {
+		return nil, nil, fmt.Errorf("%s --probe: bad JSON: %w", runner, err)
+	}
+	return raw, &facts, nil
+}
+
+// kernelChecks turns the probe's facts into checks. Needed (fail): user
+// namespaces for the caller, seccomp — the default profile requires both.
+func kernelChecks(f *probeFacts) []doctorCheck {
+	var out []doctorCheck
+	usernsFix := "allow user namespaces: sysctl user.max_user_namespaces=15000; on Debian/older Ubuntu sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04+ sysctl kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile granting userns to fedmem-run; in a container, run it with --security-opt seccomp=unconfined or a runtime that allows nested user namespaces"
+	if f.Userns {
+		out = append(out, doctorCheck{Name: "userns", Status: statusOK, Detail: fmt.Sprintf("uid %d can create a user namespace", f.UID)})
+	} else {
+		out = append(out, doctorCheck{Name: "userns", Status: statusFail, Detail: "no user namespace for uid " + fmt.Sprint(f.UID) + ": " + f.UsernsError, Fix: usernsFix})
+	}
+	switch {
+	case f.UsernsUnprivileged == nil:
+		out = append(out, doctorCheck{Name: "userns_unprivileged", Status: statusWarn, Detail: "not tested"})
+	case *f.UsernsUnprivileged:
+		out = append(out, doctorCheck{Name: "userns_unprivileged", Status: statusOK, Detail: "unprivileged users can create user namespaces (agents can run as ordinary users)"})
+	default:
+		st := statusWarn // root can still run agents (as run_as users)
+		if f.UID != 0 {
+			st = statusFail
+		}
+		out = append(out, doctorCheck{Name: "userns_unprivileged", Status: st, Detail: "unprivileged users cannot create user namespaces: " + f.UsernsUnprivilegedError, Fix: usernsFix})
+	}
+	if v := f.Sysctls["kernel.apparmor_restrict_unprivileged_userns"]; v != "" && v != "0" {
+		out = append(out, doctorCheck{Name: "apparmor_userns", Status: statusWarn, Detail: "kernel.apparmor_restrict_unprivileged_userns=" + v + ": AppArmor strips capabilities from unprivileged user namespaces", Fix: "sysctl kernel.apparmor_restrict_unprivileged_userns=0, or load an AppArmor profile with `userns,` for fedmem-run"})
+	} else {
+		out = append(out, doctorCheck{Name: "apparmor_userns", Status: statusOK, Detail: "no AppArmor restriction on user namespaces"})
+	}
+	if f.Seccomp {
+		out = append(out, doctorCheck{Name: "seccomp", Status: statusOK, Detail: "seccomp filters available"})
+	} else {
+		out = append(out, doctorCheck{Name: "seccomp", Status: statusFail, Detail: f.SeccompError, Fix: "use a kernel built with CONFIG_SECCOMP_FILTER=y"})
+	}
+	if f.LandlockABI > 0 {
+		out = append(out, doctorCheck{Name: "landlock", Status: statusOK, Detail: fmt.Sprintf("Landlock ABI %d", f.LandlockABI)})
+	} else {
+		out = append(out, doctorCheck{Name: "landlock", Status: statusWarn, Detail: "no Landlock: the second filesystem layer is missing; profiles that require landlock (strict) refuse to start", Fix: "use Linux ≥ 5.13 with CONFIG_SECURITY_LANDLOCK=y and landlock in the lsm= boot parameter"})
+	}
+	cg := fmt.Sprintf("cgroup %s, controllers %s", f.Cgroup.Version, strings.Join(f.Cgroup.Controllers, ","))
+	switch {
+	case f.Cgroup.Writable && slices.Contains(f.Cgroup.Controllers, "pids") && slices.Contains(f.Cgroup.Controllers, "memory"):
+		out = append(out, doctorCheck{Name: "cgroup", Status: statusOK, Detail: cg + ", writable: pids and memory limits are enforced by cgroups"})
+	default:
+		out = append(out, doctorCheck{Name: "cgroup", Status: statusWarn, Detail: cg + ", not usable: pids limits fall back to rlimits and memory limits are refused; " + f.Cgroup.Detail, Fix: "run under a delegated cgroup v2 (systemd-run --user --scope -p Delegate=yes …) or as root"})
+	}
+	if f.Container != "" {
+		out = append(out, doctorCheck{Name: "container", Status: statusOK, Detail: "inside a " + f.Container + " container (" + strings.Join(f.ContainerHints, "; ") + "): the checks above are this container's view"})
+	} else {
+		out = append(out, doctorCheck{Name: "container", Status: statusOK, Detail: "not inside a container"})
+	}
+	return out
+}
+
+// vaultChecks: the vault resolves, it is owned by a gate user other than
+// the caller, the caller's agents can enter the inbox, the gate state exists.
+func vaultChecks(dir string) []doctorCheck {
+	v, err := vault.Resolve(dir)
+	if err != nil {
+		return []doctorCheck{{Name: "vault", Status: statusFail, Detail: err.Error(), Fix: "fedmem init " + dir}}
+	}
+	out := []doctorCheck{{Name: "vault", Status: statusOK, Detail: v}}
+	me := os.Getuid()
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(v, ".git"), &st); err != nil {
+		out = append(out, doctorCheck{Name: "vault_owner", Status: statusFail, Detail: err.Error()})
+	} else if int(st.Uid) == me {
+		out = append(out, doctorCheck{Name: "vault_owner", Status: statusWarn,
+			Detail: fmt.Sprintf("the vault is owned by uid %d, the caller: agents started by this user are kept off the vault by the sandbox alone, and the gate runs as the same user", me),
+			Fix:    "give the vault to a gate user: sudo fedmem init --gate-user fedmem-gate --agent-group agents " + v})
+	} else {
+		out = append(out, doctorCheck{Name: "vault_owner", Status: statusOK, Detail: fmt.Sprintf("owned by the gate user uid %d (caller uid %d)", st.Uid, me)})
+	}
+	inbox := filepath.Join(v, vault.InboxDir)
+	if err := syscall.Stat(inbox, &st); err != nil {
+		out = append(out, doctorCheck{Name: "inbox", Status: statusFail, Detail: err.Error(), Fix: "fedmem init " + v})
+	} else {
+		mode := st.Mode & 0o7777
+		groups, _ := os.Getgroups()
+		member := int(st.Gid) == os.Getgid() || slices.Contains(groups, int(st.Gid))
+		ok := (int(st.Uid) == me && mode&0o300 == 0o300) ||
+			(int(st.Uid) != me && member && mode&0o030 == 0o030) ||
+			(int(st.Uid) != me && !member && mode&0o003 == 0o003)
+		detail := fmt.Sprintf("%s mode %04o, owner %d, group %d", inbox, mode, st.Uid, st.Gid)
+		switch {
+		case !ok:
+			out = append(out, doctorCheck{Name: "inbox", Status: statusFail, Detail: detail + fmt.Sprintf(": uid %d cannot create a session there", me),
+				Fix: fmt.Sprintf("add this user to group %d (see fedmem init --agent-group)", st.Gid)})
+		case mode&0o1000 == 0 && mode&0o022 != 0:
+			out = append(out, doctorCheck{Name: "inbox", Status: statusWarn, Detail: detail + ": group/world-writable without the sticky bit, sessions can remove each other's drafts", Fix: "fedmem init " + v + " (repairs the mode)"})
+		default:
+			out = append(out, doctorCheck{Name: "inbox", Status: statusOK, Detail: detail})
+		}
+	}
+	state := vault.GateStateDir(v)
+	if fi, err := os.Stat(state); err == nil && fi.IsDir() {
+		out = append(out, doctorCheck{Name: "gate_state", Status: statusOK, Detail: state})
+	} else {
+		out = append(out, doctorCheck{Name: "gate_state", Status: statusWarn, Detail: "no gate state directory " + state + ": the gate has not been set up for this vault", Fix: "fedmem init " + v + ", then run the gate (fedmem gate run --vault " + v + ")"})
+	}
+	return out
+}
