@@ -4,6 +4,7 @@ package seccomp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/fedmem/fedmem/sandbox/seccomp/internal/int80"
@@ -98,11 +100,31 @@ func rawClone(flags uintptr) result {
 	}
 	res := result{Ret: uint64(r), Errno: int(e)}
 	if e == 0 {
+		// A raw fork of a Go process is a copy of one thread of a
+		// multi-threaded runtime: should the parent's runtime have asked
+		// for a preemption at that instant, the child blocks in the
+		// scheduler instead of reaching exit_group (seen as a CI hang).
+		// What this attempt proves is that clone was allowed — it
+		// returned a pid — so a child that does not exit in time is
+		// killed, not waited for forever.
 		var ws syscall.WaitStatus
-		if _, err := syscall.Wait4(int(r), &ws, 0, nil); err != nil {
-			res.Err = "wait4: " + err.Error()
-		} else if !ws.Exited() || ws.ExitStatus() != 0 {
-			res.Err = fmt.Sprintf("child status %v", ws)
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			pid, err := syscall.Wait4(int(r), &ws, syscall.WNOHANG, nil)
+			if err != nil {
+				res.Err = "wait4: " + err.Error()
+				break
+			}
+			if pid == int(r) {
+				if !ws.Exited() || ws.ExitStatus() != 0 {
+					res.Err = fmt.Sprintf("child status %v", ws)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				syscall.Kill(int(r), syscall.SIGKILL)
+				syscall.Wait4(int(r), &ws, 0, nil)
+				break
+			}
 		}
 	}
 	return res
@@ -464,12 +486,19 @@ func runChild(t *testing.T, name string, filter bool) result {
 // Wait (e.g. killed by a signal).
 func runChildStatus(t *testing.T, name string, filter bool) (result, error, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	// A stuck child fails the test after a minute instead of stalling the
+	// whole run; the runtime settings keep the Go runtime quiet around the
+	// raw forks some attempts make.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.WaitDelay = 5 * time.Second
 	f := "0"
 	if filter {
 		f = "1"
 	}
-	cmd.Env = append(os.Environ(), envChild+"="+name, envFilter+"="+f, "FEDMEM_SECCOMP_TEST_DIR="+t.TempDir())
+	cmd.Env = append(os.Environ(), envChild+"="+name, envFilter+"="+f, "FEDMEM_SECCOMP_TEST_DIR="+t.TempDir(),
+		"GOGC=off", "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1")
 	// No controlling terminal: vhangup in an unfiltered root child must
 	// not hang up the terminal of whoever runs the tests.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
