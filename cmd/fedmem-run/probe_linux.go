@@ -40,7 +40,7 @@ func runProbe() *Probe {
 	}
 	if os.Geteuid() == 0 {
 		ok, err := tryUsernsAs(nobody)
-		p.UsernsUnprivileged = &ok
+		p.UsernsUnprivileged = ok
 		if err != nil {
 			p.UsernsUnprivilegedError = err.Error()
 		}
@@ -69,21 +69,24 @@ func tryUserns() error {
 	return nil
 }
 
-// tryUsernsAs runs tryUserns in a child with uid (and gid) id.
-func tryUsernsAs(id int) (bool, error) {
+// tryUsernsAs runs tryUserns in a child with uid (and gid) id. The result
+// is nil when the test itself could not run (the binary is not executable
+// by that uid, for example).
+func tryUsernsAs(id int) (*bool, error) {
 	cmd := exec.Command("/proc/self/exe", probeAsUserArg)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(id), Gid: uint32(id), Groups: []uint32{}}}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
+	yes, no := true, false
 	if err == nil {
-		return true, nil
+		return &yes, nil
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == 1 {
-		return false, fmt.Errorf("as uid %d: %s", id, strings.TrimSpace(stderr.String()))
+		return &no, fmt.Errorf("as uid %d: %s", id, strings.TrimSpace(stderr.String()))
 	}
-	return false, fmt.Errorf("could not test as uid %d: %w", id, err)
+	return nil, fmt.Errorf("could not test as uid %d: %w", id, err)
 }
 
 func probeSeccomp() (ok bool, mode int, detail string) {

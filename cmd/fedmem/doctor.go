@@ -178,7 +178,7 @@ func kernelChecks(f *probeFacts) []doctorCheck {
 	}
 	switch {
 	case f.UsernsUnprivileged == nil:
-		out = append(out, doctorCheck{Name: "userns_unprivileged", Status: statusWarn, Detail: "not tested"})
+		out = append(out, doctorCheck{Name: "userns_unprivileged", Status: statusWarn, Detail: "not tested: " + f.UsernsUnprivilegedError, Fix: "make fedmem-run executable by every user (mode 0755) and run doctor again"})
 	case *f.UsernsUnprivileged:
 		out = append(out, doctorCheck{Name: "userns_unprivileged", Status: statusOK, Detail: "unprivileged users can create user namespaces (agents can run as ordinary users)"})
 	default:
