@@ -35,6 +35,10 @@ type Spec struct {
 	RequireLandlock bool
 	RequireSeccomp  bool
 	Limits          Limits
+	// Event, when set, is called as the run goes: "started" (with the
+	// active layers) once the agent runs, "stopped" when it is suspended,
+	// "limit" for each limit hit. It must not block.
+	Event func(name string, fields map[string]any)
 }
 
 // Limits are the session's hard limits; zero means none.

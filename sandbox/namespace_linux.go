@@ -205,10 +205,14 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 				if m.Layers != nil {
 					res.Layers = *m.Layers
 					res.Layers.Namespaces = ns
+					res.Layers.Limits = limitNotes
+					res.Layers.Backend, res.Layers.PTY = "namespace", relay != nil
+					emit(spec, "started", map[string]any{"layers": res.Layers})
 				}
 			case "error":
 				runErr = m.Err
 			case "stopped":
+				emit(spec, "stopped", map[string]any{"signal": m.Signal})
 				if relay != nil {
 					relay.Suspend(cmd.Process)
 				}
@@ -242,6 +246,11 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	}
 	if timedOut.Load() {
 		res.LimitsHit = append(res.LimitsHit, "wall_time")
+	}
+	for _, l := range res.LimitsHit {
+		emit(spec, "limit", map[string]any{"limit": l})
+	}
+	if timedOut.Load() {
 		res.ExitCode, res.Signal = ExitTimedOut, int(unix.SIGKILL)
 		return res, nil
 	}
@@ -261,6 +270,12 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		return res, &Error{Code: ExitFedmemError, Stage: "init", Msg: fmt.Sprintf("sandbox init ended without a status: %v", werr)}
 	}
 	return res, nil
+}
+
+func emit(spec *Spec, name string, fields map[string]any) {
+	if spec.Event != nil {
+		spec.Event(name, fields)
+	}
 }
 
 // recvFd receives one file descriptor over a unix socket; nil if the peer

@@ -33,6 +33,7 @@ type options struct {
 	vault, profile, workdir, report string
 	explain, jsonOut                bool
 	timeout                         time.Duration
+	events                          string
 	argv                            []string
 }
 
@@ -73,6 +74,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	f.StringVar(&o.report, "report", "", "write a JSON session report to FILE")
 	f.BoolVar(&o.explain, "explain", false, "print the mount plan and layers, then exit")
 	f.BoolVar(&o.jsonOut, "json", false, "with --explain: print the plan as JSON")
+	f.StringVar(&o.events, "events", "", "append the session's events (start, layers, limits hit, exit) to FILE as JSON lines")
 	f.DurationVar(&o.timeout, "timeout", 0, "kill the whole sandbox after this long (exit 124); can only shorten the profile's limits.wall_time")
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
@@ -223,6 +225,14 @@ func execute(o *options, stdin, stdout, stderr *os.File) (int, error) {
 	if o.timeout > 0 && (spec.Limits.WallTime == 0 || o.timeout < spec.Limits.WallTime) {
 		spec.Limits.WallTime = o.timeout
 	}
+	ev, err := openEvents(o.events, session)
+	if err != nil {
+		return sandbox.ExitFedmemError, err
+	}
+	defer ev.close()
+	spec.Event = ev.emit
+	ev.emit("start", map[string]any{"profile": prof.Name, "profile_hash": profHash, "vault": vaultDir, "inbox": plan.Inbox,
+		"workdir": wd, "command": o.argv, "uid": uid, "warnings": plan.Warnings})
 	if !tty {
 		// Never hand the agent the user's terminal: a terminal on any stdio
 		// fd is replaced by a pipe that we relay.
@@ -252,6 +262,8 @@ func execute(o *options, stdin, stdout, stderr *os.File) (int, error) {
 		}
 	}
 	writeSessionRecord(vaultDir, rep, stderr)
+	ev.emit("exit", map[string]any{"exit_code": rep.ExitCode, "signal": rep.Signal, "duration_ms": rep.DurationMS,
+		"vault_head_end": rep.VaultHeadEnd, "inbox_files": len(rep.InboxFiles), "error": rep.Error})
 	if o.report != "" {
 		if err := writeJSON(o.report, rep); err != nil {
 			fmt.Fprintf(stderr, "fedmem-run: report: %v\n", err)
