@@ -45,9 +45,14 @@ func (r *ptyRelay) Start(master *os.File, init *os.Process) {
 		for s := range r.winch {
 			if s == unix.SIGCONT {
 				// Back in the foreground after a suspend: raw again, and
-				// wake the agent.
+				// wake the agent. The shell may still be restoring the
+				// job's saved terminal modes when SIGCONT arrives, so raw
+				// mode is applied again shortly after.
 				r.makeRaw()
 				_ = init.Signal(unix.SIGCONT)
+				for _, d := range []time.Duration{100 * time.Millisecond, 500 * time.Millisecond} {
+					time.AfterFunc(d, r.makeRaw)
+				}
 			}
 			_ = pty.InheritSize(r.in, r.master)
 		}

@@ -27,6 +27,18 @@ func TestJobControlSuspendResume(t *testing.T) {
 	m.waitFor(regexp.MustCompile(`(?m)^SHELL-HAS-TERMINAL`), 20*time.Second)
 	time.Sleep(1500 * time.Millisecond)
 	m.send("C-c")
+	// Type the next command only once the shell prompts again: until
+	// fedmem-run has exited, its relay reads the terminal and would take
+	// the line for the agent.
+	prompt := regexp.MustCompile(`(?s)SHELL-HAS-TERMINAL.*\^C.*\n?bash-[0-9.]+[#$] ?$`)
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if prompt.MatchString(strings.TrimRight(m.capture(), " \n")+" ") || prompt.MatchString(strings.TrimRight(m.capture(), " \n")) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the shell never prompted again after Ctrl-C; pane:\n%s", m.capture())
+		}
+	}
 	m.send(`echo "RC=$?"`, "Enter")
 	g := m.waitFor(regexp.MustCompile(`(?m)^RC=(\d+)`), 30*time.Second)
 	if g[1] != "130" {
