@@ -23,6 +23,7 @@ type ptyRelay struct {
 	outDone  chan struct{}
 	once     sync.Once
 	mu       sync.Mutex
+	finished bool // the session is over: never touch the terminal mode again
 }
 
 func newPTYRelay(in, out *os.File) *ptyRelay {
@@ -67,6 +68,9 @@ func (r *ptyRelay) Start(master *os.File, init *os.Process) {
 func (r *ptyRelay) makeRaw() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.finished {
+		return
+	}
 	st, err := term.MakeRaw(int(r.in.Fd()))
 	if err == nil && r.oldState == nil {
 		r.oldState = st
@@ -96,6 +100,14 @@ func (r *ptyRelay) Finish() {
 	case <-r.outDone:
 	case <-time.After(2 * time.Second):
 	}
+	r.finish()
+}
+
+// finish restores the terminal for good.
+func (r *ptyRelay) finish() {
+	r.mu.Lock()
+	r.finished = true
+	r.mu.Unlock()
 	r.restore()
 }
 
@@ -106,7 +118,7 @@ func (r *ptyRelay) Close() {
 			signal.Stop(r.winch)
 			close(r.winch)
 		}
-		r.restore()
+		r.finish()
 		if r.master != nil {
 			r.master.Close()
 		}
