@@ -1,0 +1,132 @@
+package netproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// Rule allows one host (a DNS name or an IP literal) on one port.
+type Rule struct {
+	Host string
+	Port int
+}
+
+// ParseRule reads "host:port" ("[v6]:port" for IPv6 literals).
+func ParseRule(s string) (Rule, error) {
+	host, port, err := net.SplitHostPort(strings.TrimSpace(s))
+	if err != nil {
+		return Rule{}, fmt.Errorf("allow %q: want host:port: %w", s, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		return Rule{}, fmt.Errorf("allow %q: port must be 1-65535", s)
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if host == "" || strings.ContainsAny(host, "/*@ ") {
+		return Rule{}, fmt.Errorf("allow %q: bad host", s)
+	}
+	return Rule{Host: host, Port: p}, nil
+}
+
+// Policy decides where a connection may go.
+type Policy struct {
+	Rules []Rule
+	// Resolver resolves names (nil: net.DefaultResolver).
+	Resolver interface {
+		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+	}
+}
+
+// ErrDenied is wrapped by every refusal.
+var ErrDenied = errors.New("denied by the network allowlist")
+
+// Resolve checks host:port against the rules and returns the address to
+// dial. An IP-literal rule allows exactly that address, whatever its range;
+// a name is resolved here and only public addresses are used.
+func (p *Policy) Resolve(ctx context.Context, host string, port int) (netip.AddrPort, error) {
+	h := strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	var rule *Rule
+	for i := range p.Rules {
+		if p.Rules[i].Port == port && p.Rules[i].Host == h {
+			rule = &p.Rules[i]
+			break
+		}
+	}
+	if rule == nil {
+		return netip.AddrPort{}, fmt.Errorf("%w: %s:%d is not in the profile's allow list", ErrDenied, h, port)
+	}
+	if a, err := netip.ParseAddr(h); err == nil {
+		return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
+	}
+	r := p.Resolver
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	addrs, err := r.LookupNetIP(ctx, "ip", h)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("resolve %s: %w", h, err)
+	}
+	var forbidden []string
+	for _, a := range addrs {
+		a = a.Unmap()
+		if why := Forbidden(a); why != "" {
+			forbidden = append(forbidden, a.String()+" ("+why+")")
+			continue
+		}
+		return netip.AddrPortFrom(a, uint16(port)), nil
+	}
+	return netip.AddrPort{}, fmt.Errorf("%w: %s resolves only to forbidden addresses: %s (name the address itself in the profile to allow it)", ErrDenied, h, strings.Join(forbidden, ", "))
+}
+
+var metadata = []netip.Prefix{
+	netip.MustParsePrefix("169.254.169.254/32"), // AWS, GCP, Azure, OpenStack
+	netip.MustParsePrefix("100.100.100.200/32"), // Alibaba Cloud
+	netip.MustParsePrefix("fd00:ec2::254/128"),  // AWS IPv6
+}
+
+var special = []struct {
+	p   netip.Prefix
+	why string
+}{
+	{netip.MustParsePrefix("100.64.0.0/10"), "carrier-grade NAT"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignments"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking"},
+	{netip.MustParsePrefix("0.0.0.0/8"), "this network"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"},
+	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64"},
+}
+
+// Forbidden says why an address may not be reached through a name, or ""
+// when it is a public unicast address.
+func Forbidden(a netip.Addr) string {
+	for _, m := range metadata {
+		if m.Contains(a) {
+			return "cloud metadata"
+		}
+	}
+	switch {
+	case !a.IsValid():
+		return "invalid"
+	case a.IsUnspecified():
+		return "unspecified"
+	case a.IsLoopback():
+		return "loopback"
+	case a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast():
+		return "link-local"
+	case a.IsPrivate():
+		return "private"
+	case a.IsMulticast(), a.IsInterfaceLocalMulticast():
+		return "multicast"
+	}
+	for _, s := range special {
+		if s.p.Contains(a) {
+			return s.why
+		}
+	}
+	return ""
+}
