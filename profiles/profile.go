@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path"
 	"sort"
@@ -31,6 +32,8 @@ type Profile struct {
 	Description string   `yaml:"description,omitempty" json:"description,omitempty"`
 	Extends     string   `yaml:"extends,omitempty" json:"extends,omitempty"`
 	Network     string   `yaml:"network,omitempty" json:"network"`
+	// Allow lists host:port pairs reachable with network: allowlist.
+	Allow []string `yaml:"allow,omitempty" json:"allow,omitempty"`
 	Home        Home     `yaml:"home,omitempty" json:"home"`
 	Env         Env      `yaml:"env,omitempty" json:"env"`
 	RunAs       string   `yaml:"run_as,omitempty" json:"run_as,omitempty"`
@@ -251,6 +254,7 @@ func merge(parent, child *Profile) *Profile {
 	}
 	out.Require = append(append([]string{}, parent.Require...), child.Require...)
 	out.Writable = append(append([]string{}, parent.Writable...), child.Writable...)
+	out.Allow = append(append([]string{}, parent.Allow...), child.Allow...)
 	if child.Limits.WallTime != 0 {
 		out.Limits.WallTime = child.Limits.WallTime
 	}
@@ -287,7 +291,9 @@ func (p *Profile) Validate() error {
 	switch p.Network {
 	case NetworkHost, NetworkNone:
 	case NetworkAllowlist:
-		errs = append(errs, fmt.Errorf("network: allowlist is not implemented yet; use host or none"))
+		if len(p.Allow) == 0 {
+			errs = append(errs, fmt.Errorf("network: allowlist needs at least one allow entry (host:port)"))
+		}
 	default:
 		errs = append(errs, fmt.Errorf("network: %q is not host, none or allowlist", p.Network))
 	}
@@ -325,6 +331,16 @@ func (p *Profile) Validate() error {
 	}
 	if p.Limits.OpenFiles != 0 && p.Limits.OpenFiles < 16 {
 		errs = append(errs, fmt.Errorf("limits.open_files: %d is below 16", p.Limits.OpenFiles))
+	}
+	if len(p.Allow) > 0 && p.Network != NetworkAllowlist {
+		errs = append(errs, fmt.Errorf("allow: only meaningful with network: allowlist (network is %s)", p.Network))
+	}
+	for _, a := range p.Allow {
+		h, port, err := net.SplitHostPort(a)
+		n, perr := strconv.Atoi(port)
+		if err != nil || h == "" || perr != nil || n < 1 || n > 65535 || strings.ContainsAny(h, "/*@ ") {
+			errs = append(errs, fmt.Errorf("allow: %q is not host:port (an exact DNS name or IP address, and a port)", a))
+		}
 	}
 	for _, r := range p.Require {
 		switch r {

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"time"
 
@@ -39,6 +40,9 @@ type Spec struct {
 	// active layers) once the agent runs, "stopped" when it is suspended,
 	// "limit" for each limit hit. It must not block.
 	Event func(name string, fields map[string]any)
+	// Proxy serves the sandbox's outgoing connections with network:
+	// allowlist.
+	Proxy interface{ Serve(net.Conn) }
 }
 
 // Limits are the session's hard limits; zero means none.

@@ -9,9 +9,12 @@ import (
 // for a plan.
 func DescribeLayers(pl *mounts.Plan) []string {
 	ns := "namespaces: user, mount, pid, ipc, uts, cgroup"
-	if pl.Network == profiles.NetworkNone {
+	switch pl.Network {
+	case profiles.NetworkNone:
 		ns += ", net (loopback only)"
-	} else {
+	case profiles.NetworkAllowlist:
+		ns += ", net (loopback only; out through fedmem-run's allowlist proxy at 127.0.0.1:3128)"
+	default:
 		ns += " (host network)"
 	}
 	return append([]string{

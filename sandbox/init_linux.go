@@ -85,8 +85,13 @@ func InitMain() {
 	if cfg.Hostname != "" {
 		_ = unix.Sethostname([]byte(cfg.Hostname))
 	}
-	if cfg.Plan.Network == profiles.NetworkNone {
+	if cfg.Plan.Network == profiles.NetworkNone || cfg.Plan.Network == profiles.NetworkAllowlist {
 		if err := loopbackUp(); err != nil {
+			fail(ExitFedmemError, "network", err)
+		}
+	}
+	if cfg.ProxyFd > 0 {
+		if err := startProxyRelay(cfg.ProxyFd, cfg.ProxyPort); err != nil {
 			fail(ExitFedmemError, "network", err)
 		}
 	}

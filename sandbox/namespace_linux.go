@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -52,7 +53,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
 	ns := []string{"user", "mount", "pid", "ipc", "uts", "cgroup"}
-	if spec.Plan.Network == profiles.NetworkNone {
+	if spec.Plan.Network == profiles.NetworkNone || spec.Plan.Network == profiles.NetworkAllowlist {
 		flags |= unix.CLONE_NEWNET
 		ns = append(ns, "net")
 	}
@@ -113,6 +114,30 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
 	}
 
+	var proxyCtl *os.File
+	if spec.Plan.Network == profiles.NetworkAllowlist {
+		if spec.Proxy == nil {
+			cfgW.Close()
+			syncW.Close()
+			return nil, &Error{Code: ExitFedmemError, Stage: "network", Msg: "network: allowlist without a proxy"}
+		}
+		// The sandbox's pid 1 hands each connection made to its loopback
+		// proxy port over this socket (SCM_RIGHTS); no address or path
+		// outside the sandbox is reachable from inside.
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			cfgW.Close()
+			syncW.Close()
+			return nil, &Error{Code: ExitFedmemError, Stage: "network", Msg: err.Error()}
+		}
+		proxyCtl = os.NewFile(uintptr(fds[0]), "proxy-parent")
+		child := os.NewFile(uintptr(fds[1]), "proxy-child")
+		defer proxyCtl.Close()
+		defer child.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, child)
+		cfg.ProxyFd = 2 + len(cmd.ExtraFiles)
+		cfg.ProxyPort = ProxyPort
+	}
 	cg, limitNotes, err := limitsSetup(spec, &cfg)
 	if err != nil {
 		cfgW.Close()
@@ -169,8 +194,11 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		defer t.Stop()
 	}
 	syncW.Close()
-	if len(cmd.ExtraFiles) > 2 {
-		cmd.ExtraFiles[2].Close()
+	for _, f := range cmd.ExtraFiles[2:] {
+		f.Close() // the child's ends: the init holds them now
+	}
+	if proxyCtl != nil {
+		go serveProxy(proxyCtl, spec)
 	}
 
 	msgs := make(chan initMessage, 4)
@@ -275,6 +303,23 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 func emit(spec *Spec, name string, fields map[string]any) {
 	if spec.Event != nil {
 		spec.Event(name, fields)
+	}
+}
+
+// serveProxy takes the connections the sandbox hands over and lets the
+// allowlist proxy serve each. It ends when the sandbox is gone.
+func serveProxy(ctl *os.File, spec *Spec) {
+	for {
+		f := recvFd(ctl)
+		if f == nil {
+			return
+		}
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			continue
+		}
+		go spec.Proxy.Serve(c)
 	}
 }
 

@@ -12,6 +12,10 @@ const (
 	initSyncFd   = 4 // JSON lines of initMessage, written by the init
 )
 
+// ProxyPort is where, inside a sandbox with network: allowlist, the agent
+// finds the allowlist proxy (HTTP_PROXY=http://127.0.0.1:3128).
+const ProxyPort = 3128
+
 // initConfig travels from the parent to the init over initConfigFd — never
 // through argv or the environment, which the agent could read.
 type initConfig struct {
@@ -24,6 +28,10 @@ type initConfig struct {
 	RequireLandlock bool         `json:"require_landlock"`
 	RequireSeccomp  bool         `json:"require_seccomp"`
 	Rlimits         []rlimit     `json:"rlimits,omitempty"`
+	// ProxyFd, when not 0, is a unix socket to hand the proxy's
+	// connections to; the init listens on 127.0.0.1:ProxyPort.
+	ProxyFd   int `json:"proxy_fd,omitempty"`
+	ProxyPort int `json:"proxy_port,omitempty"`
 }
 
 // rlimit is one resource limit the init sets before forking the agent.

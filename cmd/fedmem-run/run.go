@@ -26,6 +26,7 @@ import (
 	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/sandbox"
+	"github.com/fedmem/fedmem/sandbox/netproxy"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -231,6 +232,23 @@ func execute(o *options, stdin, stdout, stderr *os.File) (int, error) {
 	}
 	defer ev.close()
 	spec.Event = ev.emit
+	if prof.Network == profiles.NetworkAllowlist {
+		pol := &netproxy.Policy{}
+		for _, a := range prof.Allow {
+			r, err := netproxy.ParseRule(a)
+			if err != nil {
+				return sandbox.ExitFedmemError, fmt.Errorf("profile %s: %w", prof.Name, err)
+			}
+			pol.Rules = append(pol.Rules, r)
+		}
+		px := &netproxy.Proxy{Policy: pol, OnDecision: func(d netproxy.Decision) {
+			ev.emit("network", map[string]any{"method": d.Method, "host": d.Host, "port": d.Port, "allowed": d.Allowed, "addr": d.Addr, "reason": d.Reason})
+			if !d.Allowed {
+				fmt.Fprintf(stderr, "fedmem-run: network: refused %s %s:%d: %s\n", d.Method, d.Host, d.Port, d.Reason)
+			}
+		}}
+		spec.Proxy = px
+	}
 	ev.emit("start", map[string]any{"profile": prof.Name, "profile_hash": profHash, "vault": vaultDir, "inbox": plan.Inbox,
 		"workdir": wd, "command": o.argv, "uid": uid, "warnings": plan.Warnings})
 	if !tty {
@@ -522,6 +540,21 @@ func agentEnv(p *profiles.Profile, pl *mounts.Plan, home string) []string {
 		env = append(env, k+"="+strings.ReplaceAll(v, "${HOME}", home))
 	}
 	env = append(env, "HOME="+home, "FEDMEM_VAULT="+pl.Vault, "FEDMEM_INBOX="+pl.Inbox, "FEDMEM_SESSION="+pl.Session)
+	if p.Network == profiles.NetworkAllowlist {
+		// The only way out: the allowlist proxy, relayed by the sandbox's
+		// pid 1 on its own loopback. Caller proxy settings do not apply.
+		proxy := fmt.Sprintf("http://127.0.0.1:%d", sandbox.ProxyPort)
+		kept := env[:0]
+		for _, kv := range env {
+			k, _, _ := strings.Cut(kv, "=")
+			switch strings.ToUpper(k) {
+			case "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY":
+				continue
+			}
+			kept = append(kept, kv)
+		}
+		env = append(kept, "HTTP_PROXY="+proxy, "HTTPS_PROXY="+proxy, "http_proxy="+proxy, "https_proxy="+proxy, "ALL_PROXY="+proxy, "all_proxy="+proxy)
+	}
 	if !hasKey(env, "PATH") {
 		env = append(env, "PATH=/usr/local/bin:/usr/bin:/bin")
 	}
