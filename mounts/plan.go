@@ -63,8 +63,11 @@ type Plan struct {
 	Mounts  []Mount `json:"mounts"`
 	// Writable lists every path the agent may write (for Landlock).
 	Writable []string `json:"writable"`
-	// Network is host or none.
+	// Network is host, none or allowlist.
 	Network string `json:"network"`
+	// Visible, when set, are the only vault folders the sandbox shows
+	// (vault-relative); .git and everything else of the vault is absent.
+	Visible []string `json:"visible,omitempty"`
 	// Warnings name every setting that weakens the sandbox.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -161,6 +164,20 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	}
 
 	add(Mount{Kind: BindRO, Source: in.Vault, Target: in.Vault, Dir: true, Why: "vault, read-only as a whole (.git included)"})
+	if len(p.Vault.Visible) > 0 {
+		add(Mount{Kind: Hidden, Target: in.Vault, Dir: true, Why: "profile: only vault.visible folders exist"})
+		vis := append([]string{}, p.Vault.Visible...)
+		sort.Slice(vis, func(i, j int) bool { return depth(vis[i]) < depth(vis[j]) })
+		for _, v := range vis {
+			t := filepath.Join(in.Vault, path.Clean(v))
+			if ok, isDir := exists(t); !ok || !isDir {
+				pl.Warnings = append(pl.Warnings, fmt.Sprintf("vault.visible %s is not a folder of this vault: nothing to show", v))
+				continue
+			}
+			add(Mount{Kind: BindRO, Source: t, Target: t, Dir: true, Why: "profile: vault.visible"})
+			pl.Visible = append(pl.Visible, path.Clean(v))
+		}
+	}
 	inboxRoot := filepath.Join(in.Vault, vault.InboxDir)
 	add(Mount{Kind: Hidden, Target: inboxRoot, Dir: true, Why: "other sessions' drafts are invisible"})
 	add(Mount{Kind: BindRW, Source: pl.Inbox, Target: pl.Inbox, Dir: true, Why: "this session's inbox, the only writable vault path"})

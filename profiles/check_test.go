@@ -84,7 +84,7 @@ func errStrings(errs []error) []string {
 // TestCheckBuiltins: every built-in passes Check; the agents' profiles warn
 // about their API keys on the host network, the neutral ones do not.
 func TestCheckBuiltins(t *testing.T) {
-	wantSecretWarn := map[string]bool{"claude": true, "codex": true, "aider": true, "ci": true}
+	wantSecretWarn := map[string]bool{"claude": true, "codex": true, "aider": true}
 	for _, n := range Builtins() {
 		p, _, err := Load(n)
 		if err != nil {

@@ -41,6 +41,16 @@ type Profile struct {
 	Require     []string `yaml:"require,omitempty" json:"require,omitempty"`
 	Writable    []string `yaml:"writable,omitempty" json:"writable,omitempty"` // extra absolute paths, rw
 	Limits      Limits   `yaml:"limits,omitempty" json:"limits"`
+	Vault       Vault    `yaml:"vault,omitempty" json:"vault"`
+}
+
+// Vault says which part of the vault the agent sees.
+type Vault struct {
+	// Visible lists vault folders (relative paths such as "00-global" or
+	// "30-clients/acme"); when set, nothing else of the vault exists
+	// inside the sandbox — not other folders, not .git. The session inbox
+	// is always there. Empty: the whole vault, read-only.
+	Visible []string `yaml:"visible,omitempty" json:"visible,omitempty"`
 }
 
 // Limits are hard limits of a session. Zero means none.
@@ -255,6 +265,11 @@ func merge(parent, child *Profile) *Profile {
 	out.Require = append(append([]string{}, parent.Require...), child.Require...)
 	out.Writable = append(append([]string{}, parent.Writable...), child.Writable...)
 	out.Allow = append(append([]string{}, parent.Allow...), child.Allow...)
+	if len(child.Vault.Visible) > 0 {
+		// A child narrows or replaces the parent's view, never adds to it
+		// silently: its list is the view.
+		out.Vault.Visible = append([]string{}, child.Vault.Visible...)
+	}
 	if child.Limits.WallTime != 0 {
 		out.Limits.WallTime = child.Limits.WallTime
 	}
@@ -340,6 +355,16 @@ func (p *Profile) Validate() error {
 		n, perr := strconv.Atoi(port)
 		if err != nil || h == "" || perr != nil || n < 1 || n > 65535 || strings.ContainsAny(h, "/*@ ") {
 			errs = append(errs, fmt.Errorf("allow: %q is not host:port (an exact DNS name or IP address, and a port)", a))
+		}
+	}
+	for _, v := range p.Vault.Visible {
+		c := path.Clean(v)
+		if path.IsAbs(v) || c == "." || c == ".." || strings.HasPrefix(c, "../") || strings.HasPrefix(c, ".") || strings.Contains(c, "/.") {
+			errs = append(errs, fmt.Errorf("vault.visible: %q must be a vault folder (relative, no dot names, no ..)", v))
+			continue
+		}
+		if c == "90-inbox" || strings.HasPrefix(c, "90-inbox/") {
+			errs = append(errs, fmt.Errorf("vault.visible: %q: the session inbox is always visible, other sessions never", v))
 		}
 	}
 	for _, r := range p.Require {

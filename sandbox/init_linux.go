@@ -288,6 +288,9 @@ func verifyLive(pl *mounts.Plan) error {
 		// this uid before the kernel looks at the mount (the mount table
 		// check above already proved the mount read-only).
 		err := unix.Faccessat(unix.AT_FDCWD, p, unix.W_OK, unix.AT_EACCESS)
+		if len(pl.Visible) > 0 && errors.Is(err, unix.ENOENT) {
+			continue // hidden by vault.visible: not there to write
+		}
 		if !errors.Is(err, unix.EROFS) && !errors.Is(err, unix.EACCES) {
 			return &mounts.VerifyError{Path: p, Rule: "vault-readonly", Detail: fmt.Sprintf("write access probe returned %v, want EROFS or EACCES", err)}
 		}

@@ -35,6 +35,7 @@ type options struct {
 	explain, jsonOut                bool
 	timeout                         time.Duration
 	events                          string
+	network                         string
 	argv                            []string
 }
 
@@ -75,8 +76,9 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	f.StringVar(&o.report, "report", "", "write a JSON session report to FILE")
 	f.BoolVar(&o.explain, "explain", false, "print the mount plan and layers, then exit")
 	f.BoolVar(&o.jsonOut, "json", false, "with --explain: print the plan as JSON")
+	f.StringVar(&o.network, "network", "", "none, allowlist or host: may only tighten the profile's network")
 	f.StringVar(&o.events, "events", "", "append the session's events (start, layers, limits hit, exit) to FILE as JSON lines")
-	f.DurationVar(&o.timeout, "timeout", 0, "kill the whole sandbox after this long (exit 124); can only shorten the profile's limits.wall_time")
+	f.DurationVar(&o.timeout, "timeout", 0, "kill the whole sandbox after this long (exit 124); may only shorten the profile's limits.wall_time")
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
@@ -137,6 +139,9 @@ func execute(o *options, stdin, stdout, stderr *os.File) (int, error) {
 	}
 	prof, profHash, err := profiles.Load(profName)
 	if err != nil {
+		return sandbox.ExitFedmemError, err
+	}
+	if err := tighten(prof, o); err != nil {
 		return sandbox.ExitFedmemError, err
 	}
 	if o.vault == "" {
@@ -219,13 +224,7 @@ func execute(o *options, stdin, stdout, stderr *os.File) (int, error) {
 			OpenFiles: prof.Limits.OpenFiles,
 		},
 	}
-	// Flags may only tighten a profile.
-	if o.timeout < 0 {
-		return sandbox.ExitFedmemError, errors.New("--timeout must be positive")
-	}
-	if o.timeout > 0 && (spec.Limits.WallTime == 0 || o.timeout < spec.Limits.WallTime) {
-		spec.Limits.WallTime = o.timeout
-	}
+
 	ev, err := openEvents(o.events, session)
 	if err != nil {
 		return sandbox.ExitFedmemError, err
@@ -288,6 +287,33 @@ func execute(o *options, stdin, stdout, stderr *os.File) (int, error) {
 		}
 	}
 	return code, runErr
+}
+
+// tighten applies the command-line flags that may only tighten a profile,
+// and refuses any value that would loosen it (a security team's profile is
+// not undone from the command line).
+func tighten(p *profiles.Profile, o *options) error {
+	if o.timeout < 0 {
+		return errors.New("--timeout must be positive")
+	}
+	if o.timeout > 0 {
+		if p.Limits.WallTime != 0 && o.timeout > time.Duration(p.Limits.WallTime) {
+			return fmt.Errorf("--timeout %v would loosen profile %s (limits.wall_time %v): refused", o.timeout, p.Name, time.Duration(p.Limits.WallTime))
+		}
+		p.Limits.WallTime = profiles.Duration(o.timeout)
+	}
+	if o.network != "" {
+		rank := map[string]int{profiles.NetworkNone: 0, profiles.NetworkAllowlist: 1, profiles.NetworkHost: 2}
+		want, ok := rank[o.network]
+		if !ok {
+			return fmt.Errorf("--network %q: want none, allowlist or host", o.network)
+		}
+		if want > rank[p.Network] {
+			return fmt.Errorf("--network %s would loosen profile %s (network: %s): refused", o.network, p.Name, p.Network)
+		}
+		p.Network = o.network
+	}
+	return nil
 }
 
 func realDir(p string) (string, error) {
