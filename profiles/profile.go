@@ -28,20 +28,20 @@ const (
 
 // Profile is one agent profile after `extends:` has been resolved.
 type Profile struct {
-	Name        string   `yaml:"name" json:"name"`
-	Description string   `yaml:"description,omitempty" json:"description,omitempty"`
-	Extends     string   `yaml:"extends,omitempty" json:"extends,omitempty"`
-	Network     string   `yaml:"network,omitempty" json:"network"`
+	Name        string `yaml:"name" json:"name"`
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
+	Extends     string `yaml:"extends,omitempty" json:"extends,omitempty"`
+	Network     string `yaml:"network,omitempty" json:"network"`
 	// Allow lists host:port pairs reachable with network: allowlist.
-	Allow []string `yaml:"allow,omitempty" json:"allow,omitempty"`
-	Home        Home     `yaml:"home,omitempty" json:"home"`
-	Env         Env      `yaml:"env,omitempty" json:"env"`
-	RunAs       string   `yaml:"run_as,omitempty" json:"run_as,omitempty"`
-	TTY         string   `yaml:"tty,omitempty" json:"tty"` // auto|never
-	Require     []string `yaml:"require,omitempty" json:"require,omitempty"`
-	Writable    []string `yaml:"writable,omitempty" json:"writable,omitempty"` // extra absolute paths, rw
-	Limits      Limits   `yaml:"limits,omitempty" json:"limits"`
-	Vault       Vault    `yaml:"vault,omitempty" json:"vault"`
+	Allow    []string `yaml:"allow,omitempty" json:"allow,omitempty"`
+	Home     Home     `yaml:"home,omitempty" json:"home"`
+	Env      Env      `yaml:"env,omitempty" json:"env"`
+	RunAs    string   `yaml:"run_as,omitempty" json:"run_as,omitempty"`
+	TTY      string   `yaml:"tty,omitempty" json:"tty"` // auto|never
+	Require  []string `yaml:"require,omitempty" json:"require,omitempty"`
+	Writable []string `yaml:"writable,omitempty" json:"writable,omitempty"` // extra absolute paths, rw
+	Limits   Limits   `yaml:"limits,omitempty" json:"limits"`
+	Vault    Vault    `yaml:"vault,omitempty" json:"vault"`
 }
 
 // Vault says which part of the vault the agent sees.
