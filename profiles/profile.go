@@ -60,6 +60,9 @@ type Limits struct {
 	FileSize  Size     `yaml:"file_size,omitempty" json:"file_size,omitempty"`
 	Memory    Size     `yaml:"memory,omitempty" json:"memory,omitempty"`
 	OpenFiles int      `yaml:"open_files,omitempty" json:"open_files,omitempty"`
+	// InboxBytes caps the total size of what the session writes to its
+	// inbox; fedmem-run ends the session when it is passed.
+	InboxBytes Size `yaml:"inbox_bytes,omitempty" json:"inbox_bytes,omitempty"`
 }
 
 // Duration is a time.Duration written as "90s", "30m", "2h".
@@ -278,6 +281,9 @@ func merge(parent, child *Profile) *Profile {
 	}
 	if child.Limits.FileSize != 0 {
 		out.Limits.FileSize = child.Limits.FileSize
+	}
+	if child.Limits.InboxBytes != 0 {
+		out.Limits.InboxBytes = child.Limits.InboxBytes
 	}
 	if child.Limits.Memory != 0 {
 		out.Limits.Memory = child.Limits.Memory

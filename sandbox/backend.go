@@ -52,6 +52,8 @@ type Limits struct {
 	Memory    int64
 	FileSize  int64
 	OpenFiles int
+	// InboxBytes: the session is killed once its inbox holds more.
+	InboxBytes int64
 }
 
 // Layers reports what protected the agent.

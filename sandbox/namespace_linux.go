@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -184,7 +186,15 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		}
 		placed <- true
 	}
-	var timedOut atomic.Bool
+	var timedOut, inboxFull atomic.Bool
+	if spec.Limits.InboxBytes > 0 {
+		stop := make(chan struct{})
+		defer close(stop)
+		go watchInbox(spec.Plan.Inbox, spec.Limits.InboxBytes, stop, func() {
+			inboxFull.Store(true)
+			_ = cmd.Process.Kill()
+		})
+	}
 	if spec.Limits.WallTime > 0 {
 		// SIGKILL to pid 1 ends the whole pid namespace at once.
 		t := time.AfterFunc(spec.Limits.WallTime, func() {
@@ -275,6 +285,12 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	if timedOut.Load() {
 		res.LimitsHit = append(res.LimitsHit, "wall_time")
 	}
+	if inboxFull.Load() {
+		res.LimitsHit = append(res.LimitsHit, "inbox_bytes")
+		if res.ExitCode < 0 {
+			res.ExitCode, res.Signal = 128+int(unix.SIGKILL), int(unix.SIGKILL)
+		}
+	}
 	for _, l := range res.LimitsHit {
 		emit(spec, "limit", map[string]any{"limit": l})
 	}
@@ -303,6 +319,42 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 func emit(spec *Spec, name string, fields map[string]any) {
 	if spec.Event != nil {
 		spec.Event(name, fields)
+	}
+}
+
+// watchInbox sums the apparent size of the files in the session's inbox
+// every 250 ms (without following links, bounded in entries) and calls
+// over once the total passes max.
+func watchInbox(inbox string, max int64, stop <-chan struct{}, over func()) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		var total int64
+		n := 0
+		_ = filepath.WalkDir(inbox, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if n++; n > 100000 {
+				total = max + 1 // a flood of entries is a flood
+				return filepath.SkipAll
+			}
+			if d.Type().IsRegular() {
+				if fi, err := d.Info(); err == nil {
+					total += fi.Size()
+				}
+			}
+			return nil
+		})
+		if total > max {
+			over()
+			return
+		}
 	}
 }
 
@@ -358,6 +410,9 @@ func limitsSetup(spec *Spec, cfg *initConfig) (*sessionCgroup, []string, error) 
 	var notes []string
 	if l.WallTime > 0 {
 		notes = append(notes, "wall_time="+l.WallTime.String()+" (fedmem-run kills the sandbox)")
+	}
+	if l.InboxBytes > 0 {
+		notes = append(notes, fmt.Sprintf("inbox_bytes=%d (fedmem-run watches the inbox and kills the sandbox)", l.InboxBytes))
 	}
 	if l.FileSize > 0 {
 		cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_FSIZE, Max: uint64(l.FileSize)})

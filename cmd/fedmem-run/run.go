@@ -217,11 +217,12 @@ func execute(o *options, stdin, stdout, stderr *os.File) (int, error) {
 		RequireLandlock: contains(prof.Require, "landlock"),
 		RequireSeccomp:  contains(prof.Require, "seccomp"),
 		Limits: sandbox.Limits{
-			WallTime:  time.Duration(prof.Limits.WallTime),
-			Pids:      prof.Limits.Pids,
-			Memory:    int64(prof.Limits.Memory),
-			FileSize:  int64(prof.Limits.FileSize),
-			OpenFiles: prof.Limits.OpenFiles,
+			WallTime:   time.Duration(prof.Limits.WallTime),
+			Pids:       prof.Limits.Pids,
+			Memory:     int64(prof.Limits.Memory),
+			FileSize:   int64(prof.Limits.FileSize),
+			OpenFiles:  prof.Limits.OpenFiles,
+			InboxBytes: int64(prof.Limits.InboxBytes),
 		},
 	}
 
