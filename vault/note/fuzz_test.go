@@ -2,7 +2,6 @@ package note
 
 import (
 	"testing"
-	"time"
 )
 
 // FuzzFrontmatter: Parse and Check never panic, never take long, every
@@ -21,7 +20,6 @@ func FuzzFrontmatter(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		start := time.Now()
 		n, fs := Parse(b)
 		lines := 1
 		for _, c := range b {
@@ -52,8 +50,8 @@ func FuzzFrontmatter(f *testing.F) {
 		if n2, fs2 := Parse(out); n2 == nil && len(out) <= MaxFrontmatterBytes {
 			t.Fatalf("rendered note does not parse: %v\nin:  %q\nout: %q", fs2, b, out)
 		}
-		if d := time.Since(start); d > 2*time.Second {
-			t.Fatalf("took %v on %d bytes", d, len(b))
-		}
+		// No timing assertion here (shared, noisy machines): a parse that
+		// hangs is caught by the fuzzer's own per-input timeout and by
+		// go test -timeout.
 	})
 }
