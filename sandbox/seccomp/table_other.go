@@ -1,0 +1,6 @@
+//go:build !(linux && (amd64 || arm64))
+
+package seccomp
+
+// nativeTable: no filter is written for this platform.
+var nativeTable *archTable
