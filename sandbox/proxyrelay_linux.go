@@ -2,12 +2,13 @@ package sandbox
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/sandbox/netproxy"
 )
 
 // startProxyRelay listens on 127.0.0.1:port inside the sandbox's network
@@ -53,16 +54,5 @@ func relayOne(ctl *os.File, c net.Conn) {
 		return
 	}
 	defer up.Close()
-	done := make(chan struct{}, 2)
-	cp := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			_ = cw.CloseWrite()
-		}
-		done <- struct{}{}
-	}
-	go cp(up, c)
-	go cp(c, up)
-	<-done
-	<-done
+	netproxy.Splice(c, up)
 }

@@ -78,7 +78,7 @@ func (p *Proxy) Serve(c net.Conn) {
 				return
 			}
 		}
-		splice(c, up)
+		Splice(c, up)
 		return
 	}
 	// Plain HTTP: forward this one request in origin form, then the
@@ -142,8 +142,9 @@ func reply(c net.Conn, code int, msg string) {
 	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", code, http.StatusText(code), len(body), body)
 }
 
-// splice copies both ways until either side ends.
-func splice(a, b net.Conn) {
+// Splice copies both ways, half-closing each side as the other ends, and
+// returns when both directions are done.
+func Splice(a, b net.Conn) {
 	done := make(chan struct{}, 2)
 	cp := func(dst, src net.Conn) {
 		_, _ = io.Copy(dst, src)
