@@ -610,9 +610,31 @@ func explain(w io.Writer, asJSON bool, p *profiles.Profile, hash string, pl *mou
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"profile": p.Name, "profile_hash": hash, "plan": pl, "layers": sandbox.DescribeLayers(pl)})
+		return enc.Encode(map[string]any{"profile": p.Name, "profile_hash": hash, "plan": pl, "layers": sandbox.DescribeLayers(pl), "allow": p.Allow, "limits": p.Limits})
 	}
-	fmt.Fprintf(w, "profile %s (sha256 %s)\nvault   %s\ninbox   %s\nworkdir %s\nnetwork %s\n\n", p.Name, hash[:12], pl.Vault, pl.Inbox, pl.Workdir, pl.Network)
+	fmt.Fprintf(w, "profile %s (sha256 %s)\nvault   %s\ninbox   %s\nworkdir %s\nnetwork %s\n", p.Name, hash[:12], pl.Vault, pl.Inbox, pl.Workdir, pl.Network)
+	if len(p.Allow) > 0 {
+		fmt.Fprintf(w, "allow   %s (through fedmem-run's proxy)\n", strings.Join(p.Allow, ", "))
+	}
+	if len(pl.Visible) > 0 {
+		fmt.Fprintf(w, "visible %s (nothing else of the vault exists inside)\n", strings.Join(pl.Visible, ", "))
+	}
+	var lim []string
+	if l := p.Limits; l != (profiles.Limits{}) {
+		if l.WallTime > 0 {
+			lim = append(lim, "wall_time="+time.Duration(l.WallTime).String())
+		}
+		for _, x := range []struct {
+			k string
+			v int64
+		}{{"pids", int64(l.Pids)}, {"memory", int64(l.Memory)}, {"file_size", int64(l.FileSize)}, {"open_files", int64(l.OpenFiles)}, {"inbox_bytes", int64(l.InboxBytes)}} {
+			if x.v > 0 {
+				lim = append(lim, fmt.Sprintf("%s=%d", x.k, x.v))
+			}
+		}
+		fmt.Fprintf(w, "limits  %s\n", strings.Join(lim, " "))
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tTARGET\tSOURCE\tWHY")
 	for _, m := range pl.Mounts {
