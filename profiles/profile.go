@@ -81,6 +81,9 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML writes the duration back as text.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
+// MarshalJSON writes the duration as text ("2h0m0s"), as in YAML.
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + time.Duration(d).String() + `"`), nil }
+
 // Size is a byte count written as bytes or with a KiB/MiB/GiB (or KB/MB/GB,
 // K/M/G) suffix.
 type Size int64
