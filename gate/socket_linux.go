@@ -108,6 +108,10 @@ func (g *Gate) serveConn(c *net.UnixConn) {
 }
 
 func (g *Gate) handle(c *net.UnixConn) ReviewResponse {
+	// Read the request before judging the peer, so that a refusal is an
+	// answer the client reads, not a connection closed under its write.
+	var req ReviewRequest
+	reqErr := json.NewDecoder(io.LimitReader(bufio.NewReader(c), 64<<10)).Decode(&req)
 	cred, err := peerCred(c)
 	if err != nil {
 		return ReviewResponse{Error: "cannot read peer credentials: " + err.Error()}
@@ -131,9 +135,8 @@ func (g *Gate) handle(c *net.UnixConn) ReviewResponse {
 	if name == "" {
 		name = "uid-" + strconv.Itoa(int(cred.Uid))
 	}
-	var req ReviewRequest
-	if err := json.NewDecoder(io.LimitReader(bufio.NewReader(c), 64<<10)).Decode(&req); err != nil {
-		return ReviewResponse{Error: "bad request: " + err.Error()}
+	if reqErr != nil {
+		return ReviewResponse{Error: "bad request: " + reqErr.Error()}
 	}
 	r := ReviewResponse{Reviewer: name}
 	switch req.Op {
@@ -166,11 +169,12 @@ func AskReview(path string, req ReviewRequest) (*ReviewResponse, error) {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
-	if err := json.NewEncoder(c).Encode(req); err != nil {
-		return nil, err
-	}
+	werr := json.NewEncoder(c).Encode(req)
 	var resp ReviewResponse
 	if err := json.NewDecoder(io.LimitReader(c, 64<<20)).Decode(&resp); err != nil {
+		if werr != nil {
+			return nil, fmt.Errorf("review socket: %w", werr)
+		}
 		return nil, fmt.Errorf("review socket: %w", err)
 	}
 	if !resp.OK {
