@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -19,7 +20,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
@@ -52,24 +52,13 @@ sandbox could not be built or verified); 126 CMD cannot be executed;
 127 CMD not found; 128+n CMD killed by signal n.`
 
 func run(args []string, stdin, stdout, stderr *os.File) int {
+	// The standard library's flag package, not cobra: this binary starts
+	// twice per launch, and flag stops at the first non-flag argument,
+	// which is exactly "everything after CMD belongs to CMD".
 	var o options
-	code := 0
-	cmd := &cobra.Command{
-		Use:           "fedmem-run [flags] [--] CMD [ARGS…]",
-		Short:         "Run an untrusted agent against a read-only memory vault",
-		Long:          usage,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Args:          cobra.ArbitraryArgs,
-		RunE: func(c *cobra.Command, a []string) error {
-			o.argv = a
-			var err error
-			code, err = execute(&o, stdin, stdout, stderr)
-			return err
-		},
-	}
-	f := cmd.Flags()
-	f.SetInterspersed(false) // everything after CMD belongs to CMD
+	f := flag.NewFlagSet("fedmem-run", flag.ContinueOnError)
+	f.SetOutput(stderr)
+	f.Usage = func() {} // help goes to stdout, a usage error to stderr: see below
 	f.StringVar(&o.vault, "vault", os.Getenv("FEDMEM_VAULT"), "vault directory (default $FEDMEM_VAULT)")
 	f.StringVar(&o.profile, "profile", "", "profile name or YAML file (default: the built-in named after CMD, else \"default\")")
 	f.StringVar(&o.workdir, "workdir", "", "working directory, writable unless inside the vault (default: current directory)")
@@ -79,10 +68,20 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	f.StringVar(&o.network, "network", "", "none, allowlist or host: may only tighten the profile's network")
 	f.StringVar(&o.events, "events", "", "append the session's events (start, layers, limits hit, exit) to FILE as JSON lines")
 	f.DurationVar(&o.timeout, "timeout", 0, "kill the whole sandbox after this long (exit 124); may only shorten the profile's limits.wall_time")
-	cmd.SetArgs(args)
-	cmd.SetOut(stdout)
-	cmd.SetErr(stderr)
-	if err := cmd.Execute(); err != nil {
+	if err := f.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "Usage: %s\n\nFlags (one or two dashes):\n", usage)
+			f.SetOutput(stdout)
+			f.PrintDefaults()
+			return 0
+		}
+		// flag printed what was wrong.
+		fmt.Fprintln(stderr, "usage: fedmem-run [flags] [--] CMD [ARGS…] (fedmem-run --help lists the flags)")
+		return sandbox.ExitFedmemError
+	}
+	o.argv = f.Args()
+	code, err := execute(&o, stdin, stdout, stderr)
+	if err != nil {
 		fmt.Fprintf(stderr, "fedmem-run: %v\n", err)
 		if code == 0 {
 			code = sandbox.ExitCodeOf(err)
