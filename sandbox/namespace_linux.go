@@ -40,12 +40,15 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
 	}
 	defer cfgR.Close()
+	// Closed early on the way (cfgW by the config writer, syncW once the
+	// init holds its copy); these cover every return before that.
+	defer cfgW.Close()
 	syncR, syncW, err := os.Pipe()
 	if err != nil {
-		cfgW.Close()
 		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
 	}
 	defer syncR.Close()
+	defer syncW.Close()
 
 	// Descriptors the caller leaked to us without O_CLOEXEC must not reach
 	// the init (and so the agent): a writable fd to a vault file would
@@ -94,7 +97,6 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		// unix socket (SCM_RIGHTS). The init gets /dev/null until then.
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
-			cfgW.Close()
 			return nil, &Error{Code: ExitFedmemError, Stage: "pty", Msg: err.Error()}
 		}
 		ptySock = os.NewFile(uintptr(fds[0]), "pty-parent")
@@ -106,7 +108,6 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		defer relay.Close()
 		null, err := os.Open(os.DevNull)
 		if err != nil {
-			cfgW.Close()
 			return nil, &Error{Code: ExitFedmemError, Stage: "pty", Msg: err.Error()}
 		}
 		defer null.Close()
@@ -119,8 +120,6 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	var proxyCtl *os.File
 	if spec.Plan.Network == profiles.NetworkAllowlist {
 		if spec.Proxy == nil {
-			cfgW.Close()
-			syncW.Close()
 			return nil, &Error{Code: ExitFedmemError, Stage: "network", Msg: "network: allowlist without a proxy"}
 		}
 		// The sandbox's pid 1 hands each connection made to its loopback
@@ -128,8 +127,6 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		// outside the sandbox is reachable from inside.
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
-			cfgW.Close()
-			syncW.Close()
 			return nil, &Error{Code: ExitFedmemError, Stage: "network", Msg: err.Error()}
 		}
 		proxyCtl = os.NewFile(uintptr(fds[0]), "proxy-parent")
@@ -142,8 +139,6 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	}
 	cg, limitNotes, err := limitsSetup(spec, &cfg)
 	if err != nil {
-		cfgW.Close()
-		syncW.Close()
 		return nil, err
 	}
 	if cg != nil {
@@ -161,19 +156,17 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	// own error, or its exit status, tells why.
 	// With a session cgroup the init must be in it before it reads its
 	// config, hence before it can start anything.
-	placed := make(chan bool, 1)
-	if cg == nil {
-		placed <- true
-	}
+	placed := make(chan bool, 1) // sent once, and only with a cgroup
 	go func() {
-		if <-placed {
+		if cg == nil || <-placed {
 			_ = json.NewEncoder(cfgW).Encode(&cfg)
 		}
 		cfgW.Close()
 	}()
 	if err := cmd.Start(); err != nil {
-		placed <- false
-		syncW.Close()
+		if cg != nil {
+			placed <- false
+		}
 		return nil, &Error{Code: ExitFedmemError, Stage: "start", Msg: startHint(err)}
 	}
 	if cg != nil {
@@ -181,7 +174,6 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			placed <- false
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			syncW.Close()
 			return nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: err.Error()}
 		}
 		placed <- true
@@ -228,7 +220,12 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		go func() { masters <- recvFd(ptySock) }()
 	}
 
-	res := &Result{ExitCode: -1}
+	// What the parent knows of the layers; the init reports the rest.
+	host := func(l Layers) Layers {
+		l.Backend, l.Namespaces, l.PTY, l.Limits = "namespace", ns, relay != nil, limitNotes
+		return l
+	}
+	res := &Result{ExitCode: -1, Layers: host(Layers{})}
 	var runErr error
 	done := ctx.Done()
 	for msgs != nil {
@@ -241,10 +238,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			switch m.Type {
 			case "started":
 				if m.Layers != nil {
-					res.Layers = *m.Layers
-					res.Layers.Namespaces = ns
-					res.Layers.Limits = limitNotes
-					res.Layers.Backend, res.Layers.PTY = "namespace", relay != nil
+					res.Layers = host(*m.Layers)
 					emit(spec, "started", map[string]any{"layers": res.Layers})
 				}
 			case "error":
@@ -272,9 +266,6 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	if relay != nil && relay.master != nil {
 		relay.Finish()
 	}
-	res.Layers.Backend = "namespace"
-	res.Layers.PTY = relay != nil
-	res.Layers.Limits = limitNotes
 	if cg != nil {
 		res.LimitsHit = append(res.LimitsHit, cg.hits()...)
 	}
