@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -213,8 +212,8 @@ func execute(o *options, stdin, stdout, stderr *os.File) (int, error) {
 		Plan: plan, Argv: o.argv, Env: agentEnv(prof, plan, home), Dir: wd,
 		UID: uid, GID: gid, TTY: tty, Stdin: stdin, Stdout: stdout, Stderr: stderr,
 		Hostname:        "fedmem",
-		RequireLandlock: contains(prof.Require, "landlock"),
-		RequireSeccomp:  contains(prof.Require, "seccomp"),
+		RequireLandlock: slices.Contains(prof.Require, "landlock"),
+		RequireSeccomp:  slices.Contains(prof.Require, "seccomp"),
 		Limits: sandbox.Limits{
 			WallTime:   time.Duration(prof.Limits.WallTime),
 			Pids:       prof.Limits.Pids,
@@ -596,15 +595,6 @@ func hasKey(env []string, k string) bool {
 	return false
 }
 
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
-
 func explain(w io.Writer, asJSON bool, p *profiles.Profile, hash string, pl *mounts.Plan) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
@@ -647,6 +637,5 @@ func explain(w io.Writer, asJSON bool, p *profiles.Profile, hash string, pl *mou
 	for _, warn := range pl.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
-	_ = runtime.GOOS
 	return nil
 }
