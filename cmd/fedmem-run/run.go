@@ -23,6 +23,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/mounts/host"
 	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/sandbox"
 	"github.com/fedmem/fedmem/sandbox/netproxy"
@@ -155,14 +156,14 @@ func execute(o *options, stdin, stdout, stderr *os.File) (int, error) {
 			return sandbox.ExitFedmemError, err
 		}
 	}
-	if wd, err = realDir(wd); err != nil {
+	if wd, err = host.RealDir(wd); err != nil {
 		return sandbox.ExitFedmemError, fmt.Errorf("workdir: %w", err)
 	}
 	uid, gid, err := runAs(prof.RunAs)
 	if err != nil {
 		return sandbox.ExitFedmemError, err
 	}
-	home, err := homeDir(uid)
+	home, err := host.Home(uid)
 	if err != nil {
 		return sandbox.ExitFedmemError, err
 	}
@@ -172,8 +173,8 @@ func execute(o *options, stdin, stdout, stderr *os.File) (int, error) {
 	}
 	plan, err := mounts.Build(prof, mounts.Input{
 		Vault: vaultDir, Session: session, Workdir: wd, Home: home,
-		Exists:     exists,
-		ExtraMasks: credentialPaths(uid),
+		Exists:     host.Exists,
+		ExtraMasks: host.CredentialPaths(uid),
 	})
 	if err != nil {
 		return sandbox.ExitFedmemError, err
@@ -315,33 +316,6 @@ func tighten(p *profiles.Profile, o *options) error {
 	return nil
 }
 
-func realDir(p string) (string, error) {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", err
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", err
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return "", err
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("%s is not a directory", real)
-	}
-	return real, nil
-}
-
-func exists(p string) (bool, bool) {
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return false, false
-	}
-	return true, fi.IsDir()
-}
-
 // runAs resolves the profile's run_as ("" = the caller; NAME, UID or UID:GID).
 func runAs(spec string) (int, int, error) {
 	uid, gid := os.Getuid(), os.Getgid()
@@ -371,39 +345,6 @@ func runAs(spec string) (int, int, error) {
 		return 0, 0, fmt.Errorf("run_as %q: only root can run an agent as another user", spec)
 	}
 	return uid, gid, nil
-}
-
-func homeDir(uid int) (string, error) {
-	h := os.Getenv("HOME")
-	if uid != os.Getuid() || h == "" {
-		if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.HomeDir != "" {
-			h = u.HomeDir
-		}
-	}
-	if h == "" {
-		return "", errors.New("no home directory: set HOME")
-	}
-	real, err := filepath.EvalSymlinks(h)
-	if err != nil {
-		return "", fmt.Errorf("home %s: %w", h, err)
-	}
-	return filepath.Clean(real), nil
-}
-
-// credentialPaths are host paths that hold live credentials of the caller:
-// its runtime dir (agent sockets, keyrings) and forwarded agent sockets.
-func credentialPaths(uid int) []string {
-	var out []string
-	for _, p := range []string{os.Getenv("XDG_RUNTIME_DIR"), fmt.Sprintf("/run/user/%d", uid), os.Getenv("SSH_AUTH_SOCK"), os.Getenv("GPG_AGENT_INFO")} {
-		if p == "" {
-			continue
-		}
-		p, _, _ = strings.Cut(p, ":")
-		if real, err := filepath.EvalSymlinks(p); err == nil && filepath.IsAbs(real) && real != "/" && real != "/tmp" {
-			out = append(out, real)
-		}
-	}
-	return out
 }
 
 func newSessionID() (string, error) {

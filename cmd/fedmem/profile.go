@@ -2,11 +2,9 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -14,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/mounts/host"
 	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/vault"
 )
@@ -249,7 +248,8 @@ does. For the sandbox layers as well, run "fedmem-run --explain".`,
 
 // explainPlan recomputes the mounts.Input that fedmem-run builds (vault via
 // vault.Resolve, home from $HOME, existence via Lstat) and returns the plan.
-// It does not look up run_as users' homes or credential sockets: the plan is
+// It takes the host facts from mounts/host, as fedmem-run does (credential
+// sockets included); it does not look up run_as users' homes: the plan is
 // the caller's.
 func explainPlan(p *profiles.Profile, vaultFlag, workdir string) (*mounts.Plan, bool, error) {
 	placeholder := vaultFlag == ""
@@ -267,41 +267,19 @@ func explainPlan(p *profiles.Profile, vaultFlag, workdir string) (*mounts.Plan, 
 		}
 		workdir = wd
 	}
-	wd, err := realPath(workdir)
+	wd, err := host.RealDir(workdir)
 	if err != nil {
 		return nil, false, fmt.Errorf("workdir: %w", err)
 	}
-	h := os.Getenv("HOME")
-	if h == "" {
-		return nil, false, errors.New("no home directory: set HOME")
-	}
-	home, err := realPath(h)
+	home, err := host.Home(os.Getuid())
 	if err != nil {
-		return nil, false, fmt.Errorf("home: %w", err)
+		return nil, false, err
 	}
 	pl, err := mounts.Build(p, mounts.Input{
 		Vault: vaultDir, Session: explainSession, Workdir: wd, Home: home,
-		Exists: func(path string) (bool, bool) {
-			fi, err := os.Lstat(path)
-			if err != nil {
-				return false, false
-			}
-			return true, fi.IsDir()
-		},
+		Exists: host.Exists, ExtraMasks: host.CredentialPaths(os.Getuid()),
 	})
 	return pl, placeholder, err
-}
-
-func realPath(p string) (string, error) {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", err
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Clean(real), nil
 }
 
 func writeJSONOut(w io.Writer, v any) error {

@@ -1,0 +1,81 @@
+// Package host reads from the running system the facts a mounts.Plan is
+// built from: resolved directories, whether a path exists, the agent's home
+// and the caller's credential sockets. Package mounts stays pure data; both
+// fedmem-run and `fedmem profile explain` take their mounts.Input from here,
+// so the plan a security team reviews is the plan that runs.
+package host
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// RealDir returns the absolute, symlink-free path of a directory.
+func RealDir(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", real)
+	}
+	return real, nil
+}
+
+// Exists reports whether p exists (without following a final link) and
+// whether it is a directory: the mounts.Input Exists function.
+func Exists(p string) (bool, bool) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return false, false
+	}
+	return true, fi.IsDir()
+}
+
+// Home returns the symlink-free home directory of uid: $HOME for the
+// caller, the passwd entry for another uid (run_as).
+func Home(uid int) (string, error) {
+	h := os.Getenv("HOME")
+	if uid != os.Getuid() || h == "" {
+		if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.HomeDir != "" {
+			h = u.HomeDir
+		}
+	}
+	if h == "" {
+		return "", errors.New("no home directory: set HOME")
+	}
+	real, err := filepath.EvalSymlinks(h)
+	if err != nil {
+		return "", fmt.Errorf("home %s: %w", h, err)
+	}
+	return filepath.Clean(real), nil
+}
+
+// CredentialPaths are host paths that hold live credentials of the caller:
+// its runtime dir (agent sockets, keyrings) and forwarded agent sockets.
+func CredentialPaths(uid int) []string {
+	var out []string
+	for _, p := range []string{os.Getenv("XDG_RUNTIME_DIR"), fmt.Sprintf("/run/user/%d", uid), os.Getenv("SSH_AUTH_SOCK"), os.Getenv("GPG_AGENT_INFO")} {
+		if p == "" {
+			continue
+		}
+		p, _, _ = strings.Cut(p, ":")
+		if real, err := filepath.EvalSymlinks(p); err == nil && filepath.IsAbs(real) && real != "/" && real != "/tmp" {
+			out = append(out, real)
+		}
+	}
+	return out
+}
