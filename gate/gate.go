@@ -110,6 +110,16 @@ func Open(o Options) (*Gate, error) {
 	if g.unlock, err = g.lockState(); err != nil {
 		return nil, err
 	}
+	// Holding the lock, no other gate writes here: a ".tmp-*" file is a
+	// partial writeAtomic of a gate killed mid-write (its rename never
+	// happened, so nothing refers to it).
+	for _, d := range []string{"", claimsDir, decisionsDir, pendingDir, seenDir} {
+		if tmps, err := filepath.Glob(filepath.Join(g.statePath(d), ".tmp-*")); err == nil {
+			for _, t := range tmps {
+				os.Remove(t)
+			}
+		}
+	}
 	if g.repo, err = openRepo(dir, g.statePath("git-lock.intent")); err != nil {
 		g.unlock()
 		return nil, err
