@@ -133,6 +133,16 @@ func (l *Log) Append(kind string, data any) (Entry, error) {
 	return e, l.writeHead()
 }
 
+// Head names the last entry appended (or recovered) as "<seq>:<hash>", the
+// form the gate writes in a commit's Fedmem-Audit-Head trailer so the end of
+// the log is anchored outside the gate's state directory. An empty log's head
+// is "0:". Call it after the Append whose entry the commit must cover.
+func (l *Log) Head() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return fmt.Sprintf("%d:%s", l.last.Seq, l.last.Hash)
+}
+
 // Close closes the log file.
 func (l *Log) Close() error { return l.f.Close() }
 
