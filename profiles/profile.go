@@ -42,7 +42,17 @@ type Profile struct {
 	Writable []string `yaml:"writable,omitempty" json:"writable,omitempty"` // extra absolute paths, rw
 	Limits   Limits   `yaml:"limits,omitempty" json:"limits"`
 	Vault    Vault    `yaml:"vault,omitempty" json:"vault"`
+	// UnixSockets are host pathname unix sockets the agent may reach; every
+	// other socket under /run and /var/run is hidden (docs/profiles.md).
+	UnixSockets []string `yaml:"unix_sockets,omitempty" json:"unix_sockets,omitempty"`
+	// AcceptRisks names weakenings the profile accepts knowingly, e.g.
+	// keep-groups (see RiskKeepGroups).
+	AcceptRisks []string `yaml:"accept_risks,omitempty" json:"accept_risks,omitempty"`
 }
+
+// RiskKeepGroups, in accept_risks, lets an unprivileged caller's agent keep
+// the caller's supplementary groups where fedmem-run cannot drop them.
+const RiskKeepGroups = "keep-groups"
 
 // Vault says which part of the vault the agent sees.
 type Vault struct {
@@ -271,6 +281,8 @@ func merge(parent, child *Profile) *Profile {
 	out.Require = append(append([]string{}, parent.Require...), child.Require...)
 	out.Writable = append(append([]string{}, parent.Writable...), child.Writable...)
 	out.Allow = append(append([]string{}, parent.Allow...), child.Allow...)
+	out.UnixSockets = append(append([]string{}, parent.UnixSockets...), child.UnixSockets...)
+	out.AcceptRisks = append(append([]string{}, parent.AcceptRisks...), child.AcceptRisks...)
 	if len(child.Vault.Visible) > 0 {
 		// A child narrows or replaces the parent's view, never adds to it
 		// silently: its list is the view.
@@ -374,6 +386,16 @@ func (p *Profile) Validate() error {
 		}
 		if c == "90-inbox" || strings.HasPrefix(c, "90-inbox/") {
 			errs = append(errs, fmt.Errorf("vault.visible: %q: the session inbox is always visible, other sessions never", v))
+		}
+	}
+	for _, s := range p.UnixSockets {
+		if !path.IsAbs(s) || path.Clean(s) != s {
+			errs = append(errs, fmt.Errorf("unix_sockets: %q must be a clean absolute path", s))
+		}
+	}
+	for _, r := range p.AcceptRisks {
+		if r != RiskKeepGroups {
+			errs = append(errs, fmt.Errorf("accept_risks: %q is not a known risk (known: %s)", r, RiskKeepGroups))
 		}
 	}
 	for _, r := range p.Require {
