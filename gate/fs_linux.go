@@ -234,15 +234,9 @@ func fileKind(mode uint32) string {
 }
 
 // SessionRecord is what fedmem-run records about a session, in
-// 90-inbox/.sessions/<session>.json, where the agent cannot reach it.
-type SessionRecord struct {
-	Session     string   `json:"session"`
-	Profile     string   `json:"profile"`
-	ProfileHash string   `json:"profile_hash"`
-	UID         int      `json:"uid"`
-	Command     []string `json:"command"`
-	Started     string   `json:"started"`
-}
+// 90-inbox/.sessions/<session>.json, where the agent cannot reach it (one
+// definition, in package vault, shared with the launcher).
+type SessionRecord = vault.SessionRecord
 
 const maxSessionRecord = 1 << 20
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 
+	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
 )
 
@@ -17,15 +18,10 @@ var errUnsupported = errors.New("the gate needs Linux (openat2)")
 
 type inbox struct{}
 
-// SessionRecord is what fedmem-run records about a session.
-type SessionRecord struct {
-	Session     string   `json:"session"`
-	Profile     string   `json:"profile"`
-	ProfileHash string   `json:"profile_hash"`
-	UID         int      `json:"uid"`
-	Command     []string `json:"command"`
-	Started     string   `json:"started"`
-}
+// SessionRecord is what fedmem-run records about a session, in
+// 90-inbox/.sessions/<session>.json, where the agent cannot reach it (one
+// definition, in package vault, shared with the launcher).
+type SessionRecord = vault.SessionRecord
 
 func (g *Gate) openInbox() (*inbox, error)                        { return nil, errUnsupported }
 func (in *inbox) Close()                                          {}

@@ -1,0 +1,25 @@
+package vault
+
+import "path/filepath"
+
+// SessionRecord is the enforcer's record of one session: what fedmem-run
+// knows about it (profile, uid, command), stored in SessionsDir as
+// <session>.json where the agent cannot reach it. The gate takes a draft's
+// provenance from it, never from the draft. It is the one definition of the
+// record: the launcher writes it (embedded in its session report, whose
+// other fields the gate ignores) and the gate reads it. Fields are only ever
+// added.
+type SessionRecord struct {
+	Session     string   `json:"session"`
+	Profile     string   `json:"profile"`
+	ProfileHash string   `json:"profile_hash"`
+	UID         int      `json:"uid"`
+	Command     []string `json:"command"`
+	// Started is an RFC 3339 time in UTC (time.Time's JSON form).
+	Started string `json:"started"`
+}
+
+// SessionRecordPath is where the record of session lives in the vault.
+func SessionRecordPath(vaultDir, session string) string {
+	return filepath.Join(vaultDir, SessionsDir, session+".json")
+}
