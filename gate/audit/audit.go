@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -51,28 +53,48 @@ func (e Entry) hash() (string, error) {
 type Log struct {
 	mu   sync.Mutex
 	dir  string
+	d    *os.File // the verified state directory; files are opened relative to it
 	f    *os.File
 	last head
 	now  func() time.Time
 }
 
-// Open opens (or creates) the log in dir. A partial last line left by a crash
-// mid-write is cut off, and the head file is brought up to the last entry.
+// ErrCut is wrapped by Open's error when the log does not reach the head
+// recorded in audit.head: entries were removed from its end (or the head was
+// changed). Open refuses to continue such a log, so the cut stays visible
+// after a restart instead of being papered over by a rewritten head.
+var ErrCut = errors.New("audit log does not reach its recorded head")
+
+// Open opens (or creates) the log in dir. dir must be a directory, not a
+// symbolic link, owned by the caller and writable by nobody else; the log
+// and head files are opened relative to it without following links (a link
+// planted there would otherwise make the gate append to a file of the
+// planter's choosing). A partial last line left by a crash mid-write is cut
+// off. A log that ends before the head file's entry, or whose entry at that
+// sequence number has another hash, is refused with ErrCut; a log one or more
+// whole entries past the head (a crash between the append and the head
+// update) is accepted and the head brought up to its end.
 func Open(dir string) (*Log, error) {
-	path := filepath.Join(dir, File)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	d, err := openTrustedDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	l := &Log{dir: dir, f: f, now: time.Now}
+	f, err := openLogFile(d, File, true)
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("audit: %s: %w", filepath.Join(dir, File), err)
+	}
+	l := &Log{dir: dir, d: d, f: f, now: time.Now}
 	if err := l.recover(); err != nil {
 		f.Close()
+		d.Close()
 		return nil, err
 	}
 	return l, nil
 }
 
 func (l *Log) recover() error {
+	path := filepath.Join(l.dir, File)
 	b, err := io.ReadAll(io.NewSectionReader(l.f, 0, 1<<62))
 	if err != nil {
 		return fmt.Errorf("audit: read: %w", err)
@@ -83,25 +105,63 @@ func (l *Log) recover() error {
 		}
 		b = b[:n+1]
 	}
-	lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	var lines [][]byte
 	if len(b) > 0 {
+		lines = bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
 		var e Entry
 		if err := json.Unmarshal(lines[len(lines)-1], &e); err != nil {
-			return fmt.Errorf("audit: last entry unreadable (run `fedmem audit verify`): %w", err)
+			return fmt.Errorf("audit: %s:%d: last entry unreadable (run `fedmem audit verify`): %w", path, len(lines), err)
 		}
 		l.last = head{e.Seq, e.Hash}
+	}
+	recorded, ok, err := l.readHead()
+	if err != nil {
+		return err
+	}
+	headPath := filepath.Join(l.dir, HeadFile)
+	switch {
+	case !ok && len(lines) > 0:
+		return fmt.Errorf("audit: %s is missing but %s holds %d entries: cannot tell whether the log was cut; refusing to continue it (run `fedmem audit verify --vault DIR`): %w", headPath, path, len(lines), ErrCut)
+	case ok && recorded.Seq > 0:
+		if l.last.Seq < recorded.Seq {
+			return fmt.Errorf("audit: %s:%d: the log ends at seq %d but %s records seq %d: entries were removed from its end; refusing to continue it (run `fedmem audit verify --vault DIR`): %w",
+				path, len(lines), l.last.Seq, headPath, recorded.Seq, ErrCut)
+		}
+		// Entries are numbered from 1, one a line: seq N is line N.
+		var e Entry
+		if recorded.Seq > int64(len(lines)) || json.Unmarshal(lines[recorded.Seq-1], &e) != nil || e.Seq != recorded.Seq || e.Hash != recorded.Hash {
+			return fmt.Errorf("audit: %s:%d: the entry at seq %d is not the one %s records (hash %.12s): the log was rewritten; refusing to continue it (run `fedmem audit verify --vault DIR`): %w",
+				path, recorded.Seq, recorded.Seq, headPath, recorded.Hash, ErrCut)
+		}
 	}
 	return l.writeHead()
 }
 
+// readHead reads the head file; ok is false when there is none.
+func (l *Log) readHead() (head, bool, error) {
+	var h head
+	f, err := openLogFile(l.d, HeadFile, false)
+	if errors.Is(err, os.ErrNotExist) {
+		return h, false, nil
+	}
+	if err != nil {
+		return h, false, fmt.Errorf("audit: %s: %w", filepath.Join(l.dir, HeadFile), err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return h, false, fmt.Errorf("audit: %s: %w", filepath.Join(l.dir, HeadFile), err)
+	}
+	if err := json.Unmarshal(b, &h); err != nil {
+		return h, false, fmt.Errorf("audit: %s: unreadable (%v); refusing to guess where the log ends (run `fedmem audit verify --vault DIR`): %w", filepath.Join(l.dir, HeadFile), err, ErrCut)
+	}
+	return h, true, nil
+}
+
 func (l *Log) writeHead() error {
 	b, _ := json.Marshal(l.last)
-	tmp := filepath.Join(l.dir, HeadFile+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("audit: head: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(l.dir, HeadFile)); err != nil {
-		return fmt.Errorf("audit: head: %w", err)
+	if err := replaceFile(l.d, HeadFile, append(b, '\n')); err != nil {
+		return fmt.Errorf("audit: head %s: %w", filepath.Join(l.dir, HeadFile), err)
 	}
 	return nil
 }
@@ -144,24 +204,58 @@ func (l *Log) Head() string {
 }
 
 // Close closes the log file.
-func (l *Log) Close() error { return l.f.Close() }
+func (l *Log) Close() error {
+	err := l.f.Close()
+	l.d.Close()
+	return err
+}
 
 // Problem is one verification failure, at a 1-based line of the log.
 type Problem struct {
-	Line int
-	Msg  string
+	Line int    `json:"line"`
+	Msg  string `json:"msg"`
 }
 
 // ErrTampered is wrapped by Verify's error when the chain is broken.
 var ErrTampered = errors.New("audit log does not verify")
 
+// Anchor is a head recorded outside the state directory — the
+// Fedmem-Audit-Head trailer of a gate commit — that the chain must contain.
+type Anchor struct {
+	Head   string // "<seq>:<hash>", as (*Log).Head returns it
+	Source string // where it was recorded, e.g. "commit 1a2b3c4d5e6f"
+}
+
+// ParseHead splits a head written by (*Log).Head.
+func ParseHead(s string) (seq int64, hash string, err error) {
+	a, b, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok {
+		return 0, "", fmt.Errorf("audit head %q: want <seq>:<hash>", s)
+	}
+	seq, err = strconv.ParseInt(a, 10, 64)
+	if err != nil || seq < 0 || (seq > 0) != (len(b) == 64) {
+		return 0, "", fmt.Errorf("audit head %q: want <seq>:<sha256 hex>", s)
+	}
+	return seq, b, nil
+}
+
 // Verify checks the chain in dir. It returns the number of entries and every
 // problem found; err wraps ErrTampered when there is any problem.
 func Verify(dir string) (int64, []Problem, error) {
+	return VerifyAnchored(dir, nil)
+}
+
+// VerifyAnchored is Verify that also checks that every anchor's entry is in
+// the chain (same sequence number, same hash). An anchor past the log's end
+// means entries were cut from the end — with the head file rewritten to
+// match or not — and is reported at the line where the missing entry
+// belongs; an anchor whose entry has another hash means the log was
+// rewritten after the anchoring commit.
+func VerifyAnchored(dir string, anchors []Anchor) (int64, []Problem, error) {
 	path := filepath.Join(dir, File)
-	f, err := os.Open(path)
+	f, err := openForVerify(dir, File)
 	if err != nil {
-		return 0, nil, fmt.Errorf("audit: %w", err)
+		return 0, nil, fmt.Errorf("audit: %s: %w", path, err)
 	}
 	defer f.Close()
 	var probs []Problem
@@ -171,6 +265,12 @@ func Verify(dir string) (int64, []Problem, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	var prev head
+	// bySeq[i] is the hash and line of the entry with seq i+1, as found.
+	type at struct {
+		hash string
+		line int
+	}
+	var bySeq []at
 	n := 0
 	for sc.Scan() {
 		n++
@@ -187,12 +287,15 @@ func Verify(dir string) (int64, []Problem, error) {
 		} else if e.Prev != prev.Hash {
 			add(n, "entry seq %d does not chain to the entry before it", e.Seq)
 		}
+		if e.Seq == int64(len(bySeq))+1 {
+			bySeq = append(bySeq, at{e.Hash, n})
+		}
 		prev = head{e.Seq, e.Hash}
 	}
 	if err := sc.Err(); err != nil {
-		return prev.Seq, probs, fmt.Errorf("audit: read: %w", err)
+		return prev.Seq, probs, fmt.Errorf("audit: %s:%d: read: %w", path, n+1, err)
 	}
-	hb, err := os.ReadFile(filepath.Join(dir, HeadFile))
+	hb, err := readForVerify(dir, HeadFile)
 	if err != nil {
 		add(n, "head file missing (%v): cannot tell whether the log was truncated", err)
 	} else {
@@ -201,6 +304,18 @@ func Verify(dir string) (int64, []Problem, error) {
 			add(n, "head file unreadable: %v", err)
 		} else if h != prev {
 			add(n, "log ends at seq %d but the head file says seq %d: entries were removed from the end or the head was changed", prev.Seq, h.Seq)
+		}
+	}
+	for _, a := range anchors {
+		seq, hash, err := ParseHead(a.Head)
+		switch {
+		case err != nil:
+			add(n, "%s: unreadable Fedmem-Audit-Head: %v", a.Source, err)
+		case seq == 0:
+		case seq > int64(len(bySeq)):
+			add(n+1, "%s records audit head seq %d (%.12s) but the log ends at seq %d: entries were removed from its end after that commit", a.Source, seq, hash, len(bySeq))
+		case bySeq[seq-1].hash != hash:
+			add(bySeq[seq-1].line, "%s records audit head seq %d as %.12s but the log's entry seq %d is %.12s: the log was rewritten after that commit", a.Source, seq, hash, seq, bySeq[seq-1].hash)
 		}
 	}
 	if len(probs) > 0 {

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -123,5 +124,111 @@ func TestOpenCutsPartialLine(t *testing.T) {
 	l.Close()
 	if n, probs, err := Verify(dir); err != nil || n != 3 {
 		t.Fatalf("after recovery: n=%d %v %v", n, probs, err)
+	}
+}
+
+// A log cut short used to be "recovered" by Open, which rewrote the head
+// from the last remaining line: the cut was then invisible after a restart.
+func TestOpenRefusesCutLog(t *testing.T) {
+	dir := writeLog(t, 5)
+	put(t, dir, lines(t, dir)[:3])
+	_, err := Open(dir)
+	if !errors.Is(err, ErrCut) || !strings.Contains(err.Error(), "ends at seq 3") || !strings.Contains(err.Error(), "records seq 5") {
+		t.Fatalf("Open of a cut log = %v; want ErrCut naming both ends", err)
+	}
+	// Still refused on the next restart: Open did not rewrite the head.
+	if _, err := Open(dir); !errors.Is(err, ErrCut) {
+		t.Fatalf("second Open = %v; want ErrCut", err)
+	}
+	expectTamper(t, dir, "head file says seq 5")
+}
+
+func TestOpenRefusesRewrittenHeadEntry(t *testing.T) {
+	dir := writeLog(t, 3)
+	other := writeLog(t, 3) // same seqs, other times: other hashes
+	put(t, dir, lines(t, other))
+	if _, err := Open(dir); !errors.Is(err, ErrCut) || !strings.Contains(err.Error(), "seq 3 is not the one") {
+		t.Fatalf("Open = %v; want ErrCut (rewritten)", err)
+	}
+}
+
+func TestOpenRefusesMissingHead(t *testing.T) {
+	dir := writeLog(t, 2)
+	os.Remove(filepath.Join(dir, HeadFile))
+	if _, err := Open(dir); !errors.Is(err, ErrCut) || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("Open = %v; want ErrCut (head missing)", err)
+	}
+}
+
+// A crash after the entry was synced but before the head was replaced
+// leaves the log one entry past the head: that is not a cut.
+func TestOpenAcceptsLogPastHead(t *testing.T) {
+	dir := writeLog(t, 3)
+	hb, _ := os.ReadFile(filepath.Join(dir, HeadFile))
+	l, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Append("claim", 4)
+	l.Close()
+	os.WriteFile(filepath.Join(dir, HeadFile), hb, 0o600) // the old head
+	l, err = Open(dir)
+	if err != nil {
+		t.Fatalf("Open after a crash before the head update: %v", err)
+	}
+	if got := l.Head(); !strings.HasPrefix(got, "4:") {
+		t.Fatalf("head %q; want seq 4", got)
+	}
+	l.Close()
+}
+
+func TestOpenRefusesPlantedLinks(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(target, []byte("keep\n"), 0o600)
+	dir := t.TempDir()
+	if err := os.Symlink(target, filepath.Join(dir, File)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("Open through a planted log link = %v; want a refusal naming the link", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep\n" {
+		t.Fatalf("the link's target was written: %q", b)
+	}
+	// The directory itself a link.
+	real := writeLog(t, 1)
+	link := filepath.Join(t.TempDir(), "state")
+	os.Symlink(real, link)
+	if _, err := Open(link); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("Open of a linked dir = %v", err)
+	}
+	// A directory others may write.
+	os.Chmod(real, 0o773)
+	if _, err := Open(real); err == nil || !strings.Contains(err.Error(), "group or others may write") {
+		t.Fatalf("Open of a group-writable dir = %v", err)
+	}
+}
+
+func TestVerifyAnchored(t *testing.T) {
+	dir := writeLog(t, 5)
+	l, _ := Open(dir)
+	anchor := Anchor{Head: l.Head(), Source: "commit abc"}
+	l.Close()
+	if _, probs, err := VerifyAnchored(dir, []Anchor{anchor}); err != nil {
+		t.Fatalf("intact log: %v %v", err, probs)
+	}
+	// Cut the log and rewrite the head to match: only the anchor knows.
+	ls := lines(t, dir)
+	put(t, dir, ls[:3])
+	var e Entry
+	json.Unmarshal(ls[2], &e)
+	hb, _ := json.Marshal(head{e.Seq, e.Hash})
+	os.WriteFile(filepath.Join(dir, HeadFile), hb, 0o600)
+	if _, probs, err := Verify(dir); err != nil {
+		t.Fatalf("without the anchor the cut is invisible (as expected): %v %v", err, probs)
+	}
+	_, probs, err := VerifyAnchored(dir, []Anchor{anchor})
+	if !errors.Is(err, ErrTampered) || len(probs) != 1 || probs[0].Line != 4 || !strings.Contains(probs[0].Msg, "commit abc records audit head seq 5") {
+		t.Fatalf("VerifyAnchored = %v %+v", err, probs)
 	}
 }
