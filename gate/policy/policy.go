@@ -32,6 +32,9 @@ type Policy struct {
 	MaxDrafts     int // per session
 	GateName      string
 	GateEmail     string
+	// Verifiers are the approved verification processes, by name
+	// (verifiers.go).
+	Verifiers map[string]Verifier
 }
 
 // Default is the policy used when the vault has no policy file. It matches
@@ -162,6 +165,8 @@ func Parse(file string, b []byte) (*Policy, error) {
 					c.unknown(v, "limits", k2)
 				}
 			})
+		case "verifiers":
+			p.Verifiers = c.verifiers(v)
 		case "gate":
 			c.mapping(v, k, func(k2 string, v2 *yaml.Node) {
 				s := c.str(v2, "gate."+k2)

@@ -1,0 +1,578 @@
+package gate
+
+// Evidence: what the gate itself establishes about a draft, as OKF's write
+// path asks before a candidate becomes active ("durable, specific,
+// non-duplicative, and supported by the current system"). Nothing here
+// reads what the draft says about itself except to know what to check:
+//
+//   - sources: every vault path in `sources` must exist at HEAD as a file; it
+//     is fingerprinted with its Git blob id in the promoted note, so a later
+//     sweep can withhold the note when the source changes. URLs are recorded,
+//     never fetched. A draft without one resolving vault source has no
+//     evidence and waits for a human.
+//   - approved verification processes (verifier.go): the policy's
+//     verifiers for the type run under fedmem-run; exit 0 is evidence.
+//   - no conflict: a note in force (status absent or stable) in the target
+//     folder with the same title or subject, or at the target path, holds
+//     the draft — even from a trusted origin.
+//
+// Caches here are keyed by Git object ids (blob and tree hashes): an id
+// names its content forever, so the caches are shared by every gate in the
+// process and never go stale.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/validate"
+	"github.com/fedmem/fedmem/vault"
+	"github.com/fedmem/fedmem/vault/note"
+)
+
+// Evidence rules (finding rules the gate adds to a decision).
+const (
+	RuleSourcePath        = "source-path"        // error: a vault source path that can never resolve (.., absolute, .git, inbox)
+	RuleSourcesUnresolved = "sources-unresolved" // flag: a vault source is not a file at HEAD
+	RuleNoEvidence        = "no-evidence"        // flag: no vault source at all
+	RuleSourceClaim       = "source-fingerprint" // info: the draft's own fingerprint is replaced
+	RuleConflict          = "conflict"           // flag: clashes with a note in force
+	RuleVerifierPassed    = "verifier-passed"    // info: an approved verifier exited 0
+	RuleVerifierFailed    = "verifier-failed"    // flag: it exited non-zero or could not run
+	RuleVerifierTimeout   = "verifier-timeout"   // flag: it ran past its timeout
+)
+
+// FingerprintPrefix starts a source fingerprint: the Git blob id (SHA-1) of
+// the source file at the HEAD the gate decided against.
+const FingerprintPrefix = "git-blob:"
+
+// Evidence is what checkEvidence established for one draft.
+type Evidence struct {
+	Sources   []SourceProof `json:"sources,omitempty"`
+	Verifiers []VerifierRun `json:"verifiers,omitempty"`
+	// Head is the commit the sources were resolved against.
+	Head string `json:"head,omitempty"`
+}
+
+// SourceProof is one entry of the draft's `sources`, as the gate resolved it.
+type SourceProof struct {
+	Resource string `json:"resource"` // the vault path or URL as written
+	// Fingerprint is "git-blob:<sha1>" for a vault path that resolved, ""
+	// for a URL (recorded, not fetched) or a path that did not resolve.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	URL         bool   `json:"url,omitempty"`
+	Line        int    `json:"line"`
+}
+
+// VerifierRun is the outcome of one approved verifier.
+type VerifierRun struct {
+	Name     string `json:"name"`
+	Profile  string `json:"profile"`
+	Passed   bool   `json:"passed"`
+	ExitCode int    `json:"exit_code"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	// OutputSHA256 hashes everything the verifier wrote (stdout and
+	// stderr, with fedmem-run's own messages); Output keeps its start.
+	OutputSHA256 string `json:"output_sha256"`
+	Output       string `json:"output,omitempty"`
+	Error        string `json:"error,omitempty"`
+}
+
+// verifyFunc runs one verifier on a draft (verifier.go).
+type verifyFunc func(ctx context.Context, v policy.Verifier, draft []byte, sources []SourceProof) VerifierRun
+
+// evidenceInput is what checkEvidence looks at.
+type evidenceInput struct {
+	Res    validate.Result
+	Draft  []byte // the claimed bytes, handed to verifiers
+	Folder string // the target folder
+	Dest   string // the path the note would take ("" skips the path check)
+}
+
+// checkEvidence resolves the draft's sources at hv's commit, looks for a
+// conflicting note in force, and — when run is not nil and nothing so far
+// holds the draft — runs the policy's verifiers for its type. It returns
+// the evidence and findings to add to the decision; an error means a check
+// could not run (the draft must not be decided on).
+func checkEvidence(ctx context.Context, pol *policy.Policy, in evidenceInput, hv *headView, run verifyFunc) (Evidence, []note.Finding, error) {
+	ev := Evidence{Head: hv.commit.String()}
+	if in.Res.Note == nil {
+		return ev, nil, nil
+	}
+	proofs, out, err := resolveSources(in.Res, hv)
+	if err != nil {
+		return ev, nil, err
+	}
+	ev.Sources = proofs
+	cf, err := conflicts(in.Res, in.Folder, in.Dest, hv)
+	if err != nil {
+		return ev, nil, err
+	}
+	out = append(out, cf...)
+	if run == nil || note.HasFlags(out) || note.HasErrors(out) {
+		return ev, out, nil
+	}
+	for _, v := range pol.VerifiersFor(in.Res.Meta.Type) {
+		r := run(ctx, v, in.Draft, proofs)
+		ev.Verifiers = append(ev.Verifiers, r)
+		switch {
+		case r.Passed:
+			out = append(out, note.Finding{Rule: RuleVerifierPassed, Severity: note.Info,
+				Message: fmt.Sprintf("approved verifier %s passed under profile %s (exit 0, output sha256 %s)", v.Name, r.Profile, r.OutputSHA256)})
+		case r.TimedOut:
+			out = append(out, note.Finding{Rule: RuleVerifierTimeout, Severity: note.Flag,
+				Message: fmt.Sprintf("approved verifier %s ran past its timeout of %s and was killed (output sha256 %s): %s", v.Name, v.Timeout, r.OutputSHA256, r.summary())})
+		default:
+			out = append(out, note.Finding{Rule: RuleVerifierFailed, Severity: note.Flag,
+				Message: fmt.Sprintf("approved verifier %s failed (exit %d, output sha256 %s): %s", v.Name, r.ExitCode, r.OutputSHA256, r.summary())})
+		}
+	}
+	return ev, out, nil
+}
+
+func (r VerifierRun) summary() string {
+	s := r.Output
+	if r.Error != "" {
+		s = r.Error + "; " + s
+	}
+	if strings.TrimSpace(s) == "" {
+		return "no output"
+	}
+	return s
+}
+
+var schemeRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.\-]*:`)
+
+// sourcePathError says why a vault source path can never resolve, or "".
+// Sources are vault-relative ("20-domains/x.md"): no "..", no leading "/",
+// nothing hidden (.git), nothing in the inbox.
+func sourcePathError(p string) string {
+	switch {
+	case p == "":
+		return "is empty"
+	case strings.HasPrefix(p, "/"):
+		return "is absolute; write the path from the vault root, e.g. 20-domains/x.md"
+	case strings.Contains(p, "\\"):
+		return "contains a backslash; use '/'"
+	case strings.ContainsAny(p, "\x00\n\r"):
+		return "contains a control character"
+	}
+	for _, c := range strings.Split(p, "/") {
+		switch {
+		case c == "..":
+			return "contains '..'; sources are vault paths from the root"
+		case c == "." || c == "":
+			return "is not a clean path (empty or '.' component)"
+		case strings.HasPrefix(c, "."):
+			return fmt.Sprintf("points into a hidden path (%s)", c)
+		}
+	}
+	if p == vault.InboxDir || strings.HasPrefix(p, vault.InboxDir+"/") {
+		return "points into the agent inbox (drafts are not evidence)"
+	}
+	return ""
+}
+
+// resolveSources resolves every `sources` entry: URLs are recorded, vault
+// paths must be regular files at HEAD and are fingerprinted.
+func resolveSources(res validate.Result, hv *headView) ([]SourceProof, []note.Finding, error) {
+	var proofs []SourceProof
+	var out []note.Finding
+	for _, ref := range res.Meta.Sources {
+		p := SourceProof{Resource: ref.Value, Line: ref.Line}
+		if schemeRe.MatchString(ref.Value) {
+			p.URL = true
+			proofs = append(proofs, p)
+			continue
+		}
+		if why := sourcePathError(ref.Value); why != "" {
+			out = append(out, note.Finding{Rule: RuleSourcePath, Line: ref.Line, Severity: note.Error,
+				Message: fmt.Sprintf("source %q %s", clipText(ref.Value), why)})
+			proofs = append(proofs, p)
+			continue
+		}
+		e, err := hv.entry(ref.Value)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case e == nil:
+			out = append(out, note.Finding{Rule: RuleSourcesUnresolved, Line: ref.Line, Severity: note.Flag,
+				Message: fmt.Sprintf("source %s is not in the vault at HEAD %.12s", clipText(ref.Value), hv.commit)})
+		case e.Mode != filemode.Regular && e.Mode != filemode.Executable:
+			out = append(out, note.Finding{Rule: RuleSourcesUnresolved, Line: ref.Line, Severity: note.Flag,
+				Message: fmt.Sprintf("source %s is a %s at HEAD %.12s, not a file", clipText(ref.Value), modeName(e.Mode), hv.commit)})
+		default:
+			p.Fingerprint = FingerprintPrefix + e.Hash.String()
+		}
+		proofs = append(proofs, p)
+	}
+	resolved := 0
+	for _, p := range proofs {
+		if p.Fingerprint != "" {
+			resolved++
+		}
+	}
+	if resolved == 0 && !note.HasErrors(out) && !note.HasFlags(out) {
+		line := res.Note.KeyLine("sources")
+		msg := "the draft names no vault source (`sources:` with a path such as 20-domains/x.md that exists at HEAD); URLs alone are recorded, not evidence"
+		if len(res.Meta.Sources) == 0 {
+			msg = "the draft has no `sources`; a note promotes on its own only when a vault source supports it (e.g. `sources: [20-domains/x.md]`)"
+		}
+		out = append(out, note.Finding{Rule: RuleNoEvidence, Line: line, Severity: note.Flag, Message: msg})
+	}
+	if v := res.Note.Get("sources"); v != nil && v.Kind == yaml.SequenceNode {
+		for _, e := range v.Content {
+			if f := note.MapGet(e, "fingerprint"); f != nil {
+				out = append(out, note.Finding{Rule: RuleSourceClaim, Line: f.Line, Severity: note.Info,
+					Message: "a source `fingerprint` is computed by the gate; the draft's value is not used"})
+			}
+		}
+	}
+	return proofs, out, nil
+}
+
+func modeName(m filemode.FileMode) string {
+	switch m {
+	case filemode.Dir:
+		return "folder"
+	case filemode.Symlink:
+		return "symbolic link"
+	case filemode.Submodule:
+		return "submodule"
+	}
+	return "special entry"
+}
+
+func clipText(s string) string {
+	s = sanitizeLine(s)
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}
+
+// NormTitle is how titles and subjects are compared: Unicode NFKC, case
+// folded, runs of white space as one space, trimmed.
+func NormTitle(s string) string {
+	s = norm.NFKC.String(s)
+	s = cases.Fold().String(s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// conflicts finds notes in force that the draft would duplicate or
+// contradict: at its target path, or in its target folder with the same
+// title or `subject`. Notes the draft names in `supersedes` are left to the
+// supersession rule (a human decides those). Cost: the target folder's tree
+// at HEAD (one tree read) and, the first time each note blob is seen, its
+// frontmatter; a folder whose tree did not change since the last check
+// costs a map lookup.
+func conflicts(res validate.Result, folder, dest string, hv *headView) ([]note.Finding, error) {
+	skip := map[string]bool{}
+	for _, s := range res.Meta.Supersedes {
+		skip[path.Clean(strings.TrimPrefix(s.Value, "/"))] = true
+	}
+	var out []note.Finding
+	titleLine := res.Note.KeyLine("title")
+	if dest != "" && !skip[dest] {
+		e, err := hv.entry(dest)
+		if err != nil {
+			return nil, err
+		}
+		if e != nil && e.Mode.IsFile() {
+			f, err := hv.facts(e.Hash)
+			if err != nil {
+				return nil, err
+			}
+			if f.InForce {
+				out = append(out, note.Finding{Rule: RuleConflict, Line: titleLine, Severity: note.Flag,
+					Message: fmt.Sprintf("the target path %s holds a note in force; supersede it (`supersedes: [%s]`) or choose another title", dest, dest)})
+			}
+		}
+	}
+	idx, err := hv.folderIndex(folder)
+	if err != nil {
+		return nil, err
+	}
+	report := func(what, val string, line int, paths []string) {
+		for _, p := range paths {
+			if skip[p] || p == dest {
+				continue
+			}
+			out = append(out, note.Finding{Rule: RuleConflict, Line: line, Severity: note.Flag,
+				Message: fmt.Sprintf("a note in force has the same %s %q: %s; supersede it (`supersedes: [%s]`) or narrow this note", what, clipText(val), p, p)})
+			return // one finding per field is enough
+		}
+	}
+	if t := NormTitle(res.Meta.Title); t != "" {
+		report("title", res.Meta.Title, titleLine, idx.titles[t])
+	}
+	if v, ok := res.Note.Scalar("subject"); ok {
+		if s := NormTitle(v); s != "" {
+			report("subject", v, res.Note.KeyLine("subject"), idx.subjects[s])
+		}
+	}
+	return out, nil
+}
+
+// headView reads one commit's tree: entries by path, note facts by blob.
+type headView struct {
+	s      storage.Storer
+	commit plumbing.Hash
+	root   *object.Tree // nil for an unborn branch
+}
+
+func newHeadView(r *repo, head plumbing.Hash) (*headView, error) {
+	hv := &headView{s: r.s, commit: head}
+	if head.IsZero() {
+		return hv, nil
+	}
+	c, err := object.GetCommit(r.s, head)
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s: %w", head, err)
+	}
+	if hv.root, err = object.GetTree(r.s, c.TreeHash); err != nil {
+		return nil, fmt.Errorf("read tree of %s: %w", head, err)
+	}
+	return hv, nil
+}
+
+// entry returns the tree entry at p, or nil when nothing is there.
+func (hv *headView) entry(p string) (*object.TreeEntry, error) {
+	if hv.root == nil {
+		return nil, nil
+	}
+	e, err := hv.root.FindEntry(p)
+	if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrFileNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up %s at %s: %w", p, hv.commit, err)
+	}
+	return e, nil
+}
+
+// noteFacts is what the gate needs to know of a committed note.
+type noteFacts struct {
+	Parsed     bool
+	Status     string // "" when absent
+	InForce    bool   // status absent or stable
+	Type       string
+	Title      string // normalised (NormTitle)
+	Subject    string // normalised
+	StaleAfter time.Time
+	Withheld   bool
+	// Fingerprints are the fingerprinted vault sources, resource → blob id.
+	Fingerprints []sourceFingerprint
+}
+
+type sourceFingerprint struct {
+	Resource string
+	Blob     string // hex
+}
+
+// maxFactsBytes is how much of a note is read for its facts: frontmatter
+// is at most note.MaxFrontmatterBytes.
+const maxFactsBytes = note.MaxFrontmatterBytes + 1024
+
+// objCache holds facts by blob id and folder indexes by tree id. Bounded:
+// it is dropped whole when full (rebuilt on demand).
+var objCache = struct {
+	sync.Mutex
+	facts   map[plumbing.Hash]noteFacts
+	folders map[plumbing.Hash]*folderIndex
+}{facts: map[plumbing.Hash]noteFacts{}, folders: map[plumbing.Hash]*folderIndex{}}
+
+const (
+	maxCachedFacts   = 500_000
+	maxCachedFolders = 256
+)
+
+func (hv *headView) facts(blob plumbing.Hash) (noteFacts, error) {
+	objCache.Lock()
+	f, ok := objCache.facts[blob]
+	objCache.Unlock()
+	if ok {
+		return f, nil
+	}
+	b, err := readBlobPrefix(hv.s, blob, maxFactsBytes)
+	if err != nil {
+		return f, err
+	}
+	f = factsOf(b)
+	objCache.Lock()
+	if len(objCache.facts) >= maxCachedFacts {
+		objCache.facts = map[plumbing.Hash]noteFacts{}
+	}
+	objCache.facts[blob] = f
+	objCache.Unlock()
+	return f, nil
+}
+
+func readBlobPrefix(s storage.Storer, h plumbing.Hash, n int64) ([]byte, error) {
+	obj, err := s.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", h, err)
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	return io.ReadAll(io.LimitReader(rd, n))
+}
+
+// factsOf reads a note's frontmatter. A file without a usable frontmatter
+// has no status, so it is in force (OKF: absent means stable).
+func factsOf(b []byte) noteFacts {
+	f := noteFacts{InForce: true}
+	n, _ := note.Parse(b)
+	if n == nil {
+		return f
+	}
+	f.Parsed = true
+	if s, ok := n.Scalar("status"); ok {
+		f.Status = s
+		f.InForce = s == note.StatusStable
+	}
+	f.Type, _ = n.Scalar("type")
+	if t, ok := n.Scalar("title"); ok {
+		f.Title = NormTitle(t)
+	}
+	if t, ok := n.Scalar("subject"); ok {
+		f.Subject = NormTitle(t)
+	}
+	if s, ok := n.Scalar("stale_after"); ok {
+		if norm, ok := note.NormalizeTime(s); ok {
+			f.StaleAfter, _ = time.Parse(time.RFC3339Nano, norm)
+		}
+	}
+	f.Withheld = n.Get(WithheldKey) != nil
+	if v := n.Get("sources"); v != nil && v.Kind == yaml.SequenceNode {
+		for _, e := range v.Content {
+			r, fp := note.MapGet(e, "resource"), note.MapGet(e, "fingerprint")
+			if r == nil || fp == nil || r.Kind != yaml.ScalarNode || fp.Kind != yaml.ScalarNode {
+				continue
+			}
+			if hex, ok := strings.CutPrefix(fp.Value, FingerprintPrefix); ok && len(hex) == 40 {
+				f.Fingerprints = append(f.Fingerprints, sourceFingerprint{r.Value, hex})
+			}
+		}
+	}
+	return f
+}
+
+// folderIndex maps normalised titles and subjects of the notes in force in
+// one folder (direct children only) to their paths.
+type folderIndex struct {
+	titles   map[string][]string
+	subjects map[string][]string
+}
+
+func (hv *headView) folderIndex(folder string) (*folderIndex, error) {
+	empty := &folderIndex{}
+	if hv.root == nil {
+		return empty, nil
+	}
+	e, err := hv.entry(folder)
+	if err != nil || e == nil || e.Mode != filemode.Dir {
+		return empty, err
+	}
+	objCache.Lock()
+	idx, ok := objCache.folders[e.Hash]
+	objCache.Unlock()
+	if ok {
+		return idx, nil
+	}
+	t, err := object.GetTree(hv.s, e.Hash)
+	if err != nil {
+		return nil, fmt.Errorf("read folder %s: %w", folder, err)
+	}
+	idx = &folderIndex{titles: map[string][]string{}, subjects: map[string][]string{}}
+	for _, te := range t.Entries {
+		if !te.Mode.IsFile() || !strings.HasSuffix(te.Name, ".md") || te.Name == "index.md" || te.Name == "log.md" {
+			continue
+		}
+		f, err := hv.facts(te.Hash)
+		if err != nil {
+			return nil, err
+		}
+		if !f.InForce {
+			continue
+		}
+		p := folder + "/" + te.Name
+		if f.Title != "" {
+			idx.titles[f.Title] = append(idx.titles[f.Title], p)
+		}
+		if f.Subject != "" {
+			idx.subjects[f.Subject] = append(idx.subjects[f.Subject], p)
+		}
+	}
+	objCache.Lock()
+	if len(objCache.folders) >= maxCachedFolders {
+		objCache.folders = map[plumbing.Hash]*folderIndex{}
+	}
+	objCache.folders[e.Hash] = idx
+	objCache.Unlock()
+	return idx, nil
+}
+
+// stamp writes the evidence into a rendered note: each `sources` entry
+// becomes a mapping with `resource` and, for a vault path, the gate's
+// `fingerprint` (the draft's own fingerprint is dropped); each verifier that
+// passed adds `verified: {by: process:<name>, at}`. at is the time recorded
+// (the claim's first sight, so a re-render gives the same bytes).
+func (e Evidence) stamp(content []byte, at time.Time) ([]byte, error) {
+	n, fs := note.Parse(content)
+	if n == nil {
+		return nil, fmt.Errorf("stamp evidence: rendered note does not parse: %v", fs)
+	}
+	if src := n.Get("sources"); src != nil && src.Kind == yaml.SequenceNode && len(src.Content) == len(e.Sources) {
+		for i, ent := range src.Content {
+			p := e.Sources[i]
+			m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+			m.Content = append(m.Content, str("resource"), str(p.Resource))
+			if p.Fingerprint != "" {
+				m.Content = append(m.Content, str("fingerprint"), str(p.Fingerprint))
+			}
+			if ent.Kind == yaml.MappingNode {
+				for j := 0; j+1 < len(ent.Content); j += 2 {
+					if k := ent.Content[j].Value; k != "resource" && k != "fingerprint" {
+						m.Content = append(m.Content, ent.Content[j], ent.Content[j+1])
+					}
+				}
+			}
+			src.Content[i] = m
+		}
+		src.Style = 0 // block style: one entry per line
+	}
+	var passed []*yaml.Node
+	for _, v := range e.Verifiers {
+		if v.Passed {
+			passed = append(passed, keyed("by", "process:"+v.Name, "at", at.UTC().Format(time.RFC3339)))
+		}
+	}
+	if len(passed) > 0 {
+		if ver := n.Get("verified"); ver != nil && ver.Kind == yaml.SequenceNode {
+			ver.Content = append(ver.Content, passed...)
+		} else {
+			n.Front.Content = append(n.Front.Content, str("verified"), &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: passed})
+		}
+	}
+	return note.Render(n.Front, n.Body)
+}

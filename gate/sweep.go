@@ -1,0 +1,526 @@
+package gate
+
+// Withholding (OKF's fourth state). An active note — in force: status
+// absent or stable — is withheld when its `stale_after` has passed or when a
+// source it was fingerprinted against no longer has that blob id at HEAD.
+// OKF v0.2 has no `withheld` status, so a withheld note gets
+//
+//	status: draft            # OKF: not in force; readers skip it
+//	withheld:                # fedmem extension key, written by the gate
+//	  at: 2026-11-29T20:00:00Z
+//	  reason: stale | source-changed
+//	  detail: "source 20-domains/x.md changed (git-blob:… → git-blob:…)"
+//
+// one gate commit per note, with an audit entry. Reverify restores it
+// (status stable, `withheld` removed) when every fingerprinted source
+// matches HEAD again and the type's verifiers pass.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/vault"
+	"github.com/fedmem/fedmem/vault/note"
+)
+
+// WithheldKey is the extension key of a withheld note.
+const WithheldKey = "withheld"
+
+// Withhold reasons.
+const (
+	WithholdStale         = "stale"
+	WithholdSourceChanged = "source-changed"
+)
+
+// ErrNotWithheld is returned when reverify names a note that is not withheld.
+var ErrNotWithheld = errors.New("not a withheld note")
+
+// Withheld is one note a sweep withheld.
+type Withheld struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+	Detail string `json:"detail"`
+	Commit string `json:"commit"`
+}
+
+// SweepSummary is the result of one sweep. Fields are only ever added.
+type SweepSummary struct {
+	Checked  int        `json:"checked"` // notes in force looked at
+	Withheld []Withheld `json:"withheld"`
+	Errors   []string   `json:"errors,omitempty"`
+}
+
+// ReverifyResult says whether a withheld note was restored, or what fails.
+type ReverifyResult struct {
+	Path     string        `json:"path"`
+	Restored bool          `json:"restored"`
+	Commit   string        `json:"commit,omitempty"`
+	Failures []string      `json:"failures,omitempty"`
+	Verified []VerifierRun `json:"verifiers,omitempty"`
+}
+
+// sweepFolders are never swept: the contract (a human changes it), the
+// inbox and the archive are not memory in force.
+var sweepSkip = map[string]bool{"00-global": true, vault.InboxDir: true, "99-archive": true}
+
+// sweepIntent, in the state dir, names the paths a withhold/restore commit
+// is about to change; a gate killed between the ref update and the work
+// tree finishes the checkout on its next sweep.
+const sweepIntentFile = "sweep.intent"
+
+// Sweep withholds every active note that is past its `stale_after` or whose
+// fingerprinted sources changed at HEAD. Cost: a walk of HEAD's trees and,
+// once per note blob ever seen, its frontmatter (cached by blob id); one
+// commit (O(changed paths)) per note withheld.
+func (g *Gate) Sweep() (*SweepSummary, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.finishSweepIntent(); err != nil {
+		return nil, err
+	}
+	pol, err := g.Policy()
+	if err != nil {
+		return nil, err
+	}
+	_, head, err := g.repo.head()
+	if err != nil {
+		return nil, err
+	}
+	hv, err := newHeadView(g.repo, head)
+	if err != nil {
+		return nil, err
+	}
+	s := &SweepSummary{Withheld: []Withheld{}}
+	if hv.root == nil {
+		return s, nil
+	}
+	var notes []noteAt
+	if err := collectNotes(hv, hv.root, "", &notes); err != nil {
+		return nil, err
+	}
+	now := g.now().UTC()
+	for _, n := range notes {
+		f, err := hv.facts(n.blob)
+		if err != nil {
+			return nil, err
+		}
+		if !f.InForce || !f.Parsed {
+			continue
+		}
+		s.Checked++
+		reason, detail, err := staleness(hv, f, now)
+		if err != nil {
+			return nil, err
+		}
+		if reason == "" {
+			continue
+		}
+		w, err := g.withhold(pol, n.path, reason, detail, now)
+		if err != nil {
+			s.Errors = append(s.Errors, fmt.Sprintf("withhold %s: %v", n.path, err))
+			continue
+		}
+		s.Withheld = append(s.Withheld, *w)
+	}
+	return s, nil
+}
+
+type noteAt struct {
+	path string
+	blob plumbing.Hash
+}
+
+// collectNotes lists the .md files under t (but index.md, log.md, hidden
+// names and the skipped top-level folders).
+func collectNotes(hv *headView, t *object.Tree, dir string, out *[]noteAt) error {
+	for _, e := range t.Entries {
+		if strings.HasPrefix(e.Name, ".") {
+			continue
+		}
+		p := e.Name
+		if dir != "" {
+			p = dir + "/" + e.Name
+		}
+		switch {
+		case e.Mode == filemode.Dir:
+			if dir == "" && sweepSkip[e.Name] {
+				continue
+			}
+			sub, err := object.GetTree(hv.s, e.Hash)
+			if err != nil {
+				return fmt.Errorf("read tree %s: %w", p, err)
+			}
+			if err := collectNotes(hv, sub, p, out); err != nil {
+				return err
+			}
+		case e.Mode.IsFile() && e.Mode != filemode.Symlink && dir != "" && strings.HasSuffix(e.Name, ".md") && e.Name != "index.md" && e.Name != "log.md":
+			*out = append(*out, noteAt{p, e.Hash})
+		}
+	}
+	return nil
+}
+
+// staleness says why a note in force must be withheld ("" if it need not).
+func staleness(hv *headView, f noteFacts, now time.Time) (reason, detail string, err error) {
+	if !f.StaleAfter.IsZero() && now.After(f.StaleAfter) {
+		return WithholdStale, fmt.Sprintf("stale_after %s has passed", f.StaleAfter.UTC().Format(time.RFC3339)), nil
+	}
+	fails, err := sourceMismatches(hv, f)
+	if err != nil || len(fails) == 0 {
+		return "", "", err
+	}
+	return WithholdSourceChanged, strings.Join(fails, "; "), nil
+}
+
+// sourceMismatches lists each fingerprinted source that is not at HEAD
+// with the recorded blob id.
+func sourceMismatches(hv *headView, f noteFacts) ([]string, error) {
+	var out []string
+	for _, fp := range f.Fingerprints {
+		if sourcePathError(fp.Resource) != "" {
+			out = append(out, fmt.Sprintf("source %s is not a vault path", clipText(fp.Resource)))
+			continue
+		}
+		e, err := hv.entry(fp.Resource)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case e == nil:
+			out = append(out, fmt.Sprintf("source %s is gone at HEAD %.12s (was %s%.12s)", fp.Resource, hv.commit, FingerprintPrefix, fp.Blob))
+		case e.Hash.String() != fp.Blob:
+			out = append(out, fmt.Sprintf("source %s changed (%s%.12s, now %s%.12s at HEAD %.12s)", fp.Resource, FingerprintPrefix, fp.Blob, FingerprintPrefix, e.Hash, hv.commit))
+		}
+	}
+	return out, nil
+}
+
+// setKey sets key in mapping m (appended when absent).
+func setKey(m *yaml.Node, key string, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = v
+			return
+		}
+	}
+	m.Content = append(m.Content, str(key), v)
+}
+
+func dropKey(m *yaml.Node, key string) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content = append(m.Content[:i], m.Content[i+2:]...)
+			return
+		}
+	}
+}
+
+// withheldNote rewrites a note as withheld.
+func withheldNote(b []byte, at time.Time, reason, detail string) ([]byte, error) {
+	n, fs := note.Parse(b)
+	if n == nil {
+		return nil, fmt.Errorf("note does not parse: %v", fs)
+	}
+	setKey(n.Front, "status", str(note.StatusDraft))
+	setKey(n.Front, WithheldKey, keyed("at", at.UTC().Format(time.RFC3339), "reason", reason, "detail", detail))
+	return note.Render(n.Front, n.Body)
+}
+
+// restoredNote puts a withheld note back in force: status stable, no
+// `withheld`, a fresh stale_after when the old one has passed, and a
+// `verified` entry for who re-verified it.
+func restoredNote(b []byte, at time.Time, ttlDays int, by string) ([]byte, error) {
+	n, fs := note.Parse(b)
+	if n == nil {
+		return nil, fmt.Errorf("note does not parse: %v", fs)
+	}
+	dropKey(n.Front, WithheldKey)
+	setKey(n.Front, "status", str(note.StatusStable))
+	stale := true
+	if s, ok := n.Scalar("stale_after"); ok {
+		if norm, ok := note.NormalizeTime(s); ok {
+			if t, err := time.Parse(time.RFC3339Nano, norm); err == nil && t.After(at) {
+				stale = false
+			}
+		}
+	}
+	if stale {
+		setKey(n.Front, "stale_after", str(at.UTC().AddDate(0, 0, ttlDays).Format(time.RFC3339)))
+	}
+	entry := keyed("by", by, "at", at.UTC().Format(time.RFC3339))
+	if v := n.Get("verified"); v != nil && v.Kind == yaml.SequenceNode {
+		v.Content = append(v.Content, entry)
+	} else {
+		setKey(n.Front, "verified", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{entry}})
+	}
+	return note.Render(n.Front, n.Body)
+}
+
+type sweepIntent struct {
+	Parent string   `json:"parent"`
+	Paths  []string `json:"paths"`
+	Kind   string   `json:"kind"`
+	Note   string   `json:"note"`
+}
+
+// commitLifecycle commits one lifecycle change of a note (withhold or
+// restore) with the gate's commit machinery: the note, its folder's log.md
+// line, one commit, an audit entry, then the work tree and index.
+func (g *Gate) commitLifecycle(pol *policy.Policy, p string, content []byte, kind, logLine, msg string, audit map[string]string) (string, error) {
+	branch, head, err := g.repo.head()
+	if err != nil {
+		return "", err
+	}
+	cs := g.newChangeSet(head)
+	cs.set(p, content)
+	if err := cs.appendLine(path.Dir(p)+"/log.md", logHeader, logLine); err != nil {
+		return "", err
+	}
+	ch := cs.list()
+	in := sweepIntent{Parent: head.String(), Kind: kind, Note: p}
+	for _, c := range ch {
+		in.Paths = append(in.Paths, c.Path)
+	}
+	if err := writeJSON(g.statePath(sweepIntentFile), in); err != nil {
+		return "", err
+	}
+	h, err := g.repo.commitChanges(branch, head, ch, g.signature(pol), msg)
+	if err != nil {
+		os.Remove(g.statePath(sweepIntentFile))
+		return "", err
+	}
+	audit["commit"] = h.String()
+	if _, err := g.audit.Append(kind, audit); err != nil {
+		return "", err
+	}
+	if err := g.repo.checkout(ch); err != nil {
+		return "", err
+	}
+	g.log.Info(kind, "path", p, "commit", h.String())
+	return h.String(), os.Remove(g.statePath(sweepIntentFile))
+}
+
+// finishSweepIntent completes a withhold or restore a killed gate left
+// between its ref update and its work tree: the paths are checked out from
+// HEAD (a no-op when the commit never happened) and, when HEAD moved past
+// the recorded parent, the audit entry is written again (at least once).
+func (g *Gate) finishSweepIntent() error {
+	var in sweepIntent
+	err := readJSON(g.statePath(sweepIntentFile), &in)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, head, err := g.repo.head()
+	if err != nil {
+		return err
+	}
+	var ch []change
+	for _, p := range in.Paths {
+		if sourcePathError(p) != "" {
+			return fmt.Errorf("%s names %q, not a vault path", sweepIntentFile, p)
+		}
+		b, err := g.repo.fileAt(head, p)
+		if err != nil {
+			return err
+		}
+		if b != nil {
+			ch = append(ch, change{p, b})
+		}
+	}
+	if len(ch) > 0 {
+		if err := g.repo.checkout(ch); err != nil {
+			return err
+		}
+	}
+	if head.String() != in.Parent {
+		g.note(in.Kind, map[string]string{"path": in.Note, "commit": head.String(), "recovered": "true"})
+	}
+	return os.Remove(g.statePath(sweepIntentFile))
+}
+
+func (g *Gate) withhold(pol *policy.Policy, p, reason, detail string, now time.Time) (*Withheld, error) {
+	_, head, err := g.repo.head()
+	if err != nil {
+		return nil, err
+	}
+	old, err := g.repo.fileAt(head, p)
+	if err != nil || old == nil {
+		return nil, fmt.Errorf("read %s at HEAD: %v", p, err)
+	}
+	b, err := withheldNote(old, now, reason, detail)
+	if err != nil {
+		return nil, err
+	}
+	sp := sanitizeLine(p)
+	msg := fmt.Sprintf("fedmem: withhold %s (%s)\n\n%s\n\nFedmem-Withheld: %s\nFedmem-Reason: %s\n", sp, reason, sanitizeLine(detail), sp, reason)
+	logLine := fmt.Sprintf("- %s withheld [%s](%s): %s\n", now.Format(time.RFC3339), label(path.Base(p)), path.Base(p), label(reason+": "+detail))
+	c, err := g.commitLifecycle(pol, p, b, "withhold", logLine, msg, map[string]string{"path": p, "reason": reason, "detail": detail})
+	if err != nil {
+		return nil, err
+	}
+	return &Withheld{Path: p, Reason: reason, Detail: detail, Commit: c}, nil
+}
+
+// Reverify re-checks a withheld note, named by its vault path or by the id
+// of the decision that promoted it: every fingerprinted source must have its
+// recorded blob id at HEAD and every policy verifier for its type must pass
+// (run on the note as it stands). Then it is restored by a gate commit
+// (status stable, `withheld` dropped, a fresh stale_after if the old one
+// passed, `verified: {by: <by>}`); otherwise the result lists what fails.
+// reviewer is the human asking ("" when the gate user runs it directly: the
+// note then records process:fedmem-gate).
+func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
+	by := GateActor
+	if reviewer != "" {
+		if !validReviewer(reviewer) {
+			return nil, fmt.Errorf("reviewer name %q is not usable", reviewer)
+		}
+		by = "human:" + reviewer
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.finishSweepIntent(); err != nil {
+		return nil, err
+	}
+	p, err := g.notePath(ref)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := g.Policy()
+	if err != nil {
+		return nil, err
+	}
+	_, head, err := g.repo.head()
+	if err != nil {
+		return nil, err
+	}
+	hv, err := newHeadView(g.repo, head)
+	if err != nil {
+		return nil, err
+	}
+	e, err := hv.entry(p)
+	if err != nil {
+		return nil, err
+	}
+	if e == nil || !e.Mode.IsFile() {
+		return nil, fmt.Errorf("%s is not a note in the vault at HEAD", p)
+	}
+	f, err := hv.facts(e.Hash)
+	if err != nil {
+		return nil, err
+	}
+	if !f.Withheld {
+		return nil, fmt.Errorf("%s: %w (status %q)", p, ErrNotWithheld, f.Status)
+	}
+	res := &ReverifyResult{Path: p}
+	if res.Failures, err = sourceMismatches(hv, f); err != nil {
+		return nil, err
+	}
+	content, err := g.repo.fileAt(head, p)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Failures) == 0 {
+		vs := pol.VerifiersFor(f.Type)
+		if len(vs) > 0 {
+			run := newVerifierRunner(g.vaultDir)
+			srcs := make([]SourceProof, 0, len(f.Fingerprints))
+			for _, fp := range f.Fingerprints {
+				srcs = append(srcs, SourceProof{Resource: fp.Resource, Fingerprint: FingerprintPrefix + fp.Blob})
+			}
+			for _, v := range vs {
+				r := run.run(context.Background(), v, content, srcs)
+				res.Verified = append(res.Verified, r)
+				if !r.Passed {
+					res.Failures = append(res.Failures, fmt.Sprintf("verifier %s failed (exit %d, timed out %v): %s", v.Name, r.ExitCode, r.TimedOut, r.summary()))
+				}
+			}
+		}
+	}
+	if len(res.Failures) > 0 {
+		g.note("reverify-failed", map[string]any{"path": p, "by": by, "failures": res.Failures})
+		return res, nil
+	}
+	now := g.now().UTC()
+	b, err := restoredNote(content, now, pol.TTLDays(f.Type), by)
+	if err != nil {
+		return nil, err
+	}
+	sp := sanitizeLine(p)
+	msg := fmt.Sprintf("fedmem: restore %s (reverified by %s)\n\nEvery fingerprinted source matches HEAD %s.\n\nFedmem-Restored: %s\nFedmem-Verified-By: %s\n", sp, by, head, sp, by)
+	logLine := fmt.Sprintf("- %s restored [%s](%s), reverified by %s\n", now.Format(time.RFC3339), label(path.Base(p)), path.Base(p), label(by))
+	if res.Commit, err = g.commitLifecycle(pol, p, b, "restore", logLine, msg, map[string]string{"path": p, "by": by}); err != nil {
+		return nil, err
+	}
+	res.Restored = true
+	return res, nil
+}
+
+// notePath turns a reverify argument into a vault path: a decision id (the
+// path it promoted) or a vault path of a note.
+func (g *Gate) notePath(ref string) (string, error) {
+	if validClaimID(ref) {
+		if d, err := g.loadDecision(ref); err == nil && d != nil && d.Path != "" {
+			return d.Path, nil
+		}
+	}
+	p := strings.TrimPrefix(ref, "/")
+	if why := sourcePathError(p); why != "" || !strings.HasSuffix(p, ".md") {
+		if why == "" {
+			why = "is not a .md note"
+		}
+		return "", fmt.Errorf("%q is neither a decision id nor a note path: it %s", clipText(ref), why)
+	}
+	if top, _, _ := strings.Cut(p, "/"); sweepSkip[top] {
+		return "", fmt.Errorf("%s: notes in %s/ are never withheld", p, top)
+	}
+	return p, nil
+}
+
+// lastSweep rate-limits the sweep Run does from its backstop timer.
+var lastSweep sync.Map // *Gate → time.Time
+
+// SweepEvery is the least time between two sweeps from Run.
+var SweepEvery = time.Minute
+
+// sweepTick is Run's periodic sweep: at most once per SweepEvery, failures
+// logged (the next tick retries).
+func (g *Gate) sweepTick() {
+	now := time.Now()
+	if t, ok := lastSweep.Load(g); ok && now.Sub(t.(time.Time)) < SweepEvery {
+		return
+	}
+	lastSweep.Store(g, now)
+	s, err := g.Sweep()
+	if err != nil {
+		g.log.Error("sweep failed", "err", err)
+		return
+	}
+	for _, e := range s.Errors {
+		g.log.Error("sweep", "err", e)
+	}
+	if len(s.Withheld) > 0 {
+		paths := make([]string, 0, len(s.Withheld))
+		for _, w := range s.Withheld {
+			paths = append(paths, w.Path)
+		}
+		sort.Strings(paths)
+		g.log.Info("swept", "checked", s.Checked, "withheld", paths)
+	}
+}

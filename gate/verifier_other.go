@@ -1,0 +1,12 @@
+//go:build !linux
+
+package gate
+
+import (
+	"os"
+	"os/exec"
+)
+
+func killGroupOnCancel(*exec.Cmd) {}
+
+func ownedByMe(os.FileInfo) bool { return false }
