@@ -1,58 +1,305 @@
 package validate
 
 import (
+	"bytes"
 	"fmt"
 	"net/url"
 	"path"
 	"regexp"
+	"sort"
 	"strings"
+
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
+	"golang.org/x/net/html"
 
 	"github.com/fedmem/fedmem/vault/note"
 )
 
-var (
-	inlineLinkRe = regexp.MustCompile(`\]\(\s*<?([^)\s>]*)`)
-	autoLinkRe   = regexp.MustCompile(`<([A-Za-z][A-Za-z0-9+.\-]{1,31}:[^>\s]*)>`)
-	refDefRe     = regexp.MustCompile(`^\s{0,3}\[[^\]]+\]:\s*<?([^\s>]+)`)
-	htmlAttrRe   = regexp.MustCompile(`(?i)\b(?:href|src|action|formaction)\s*=\s*["']?([^"'\s>]+)`)
-	schemeRe     = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.\-]*):`)
-)
+var schemeRe = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.\-]*):`)
 
 // refusedSchemes run code or read local files when a viewer follows them.
 var refusedSchemes = map[string]bool{"javascript": true, "vbscript": true, "data": true, "file": true}
 
-// BodyLinks extracts link targets from Markdown (inline, autolinks,
-// reference definitions) and HTML attributes, with their draft lines.
-func BodyLinks(body []byte, firstLine int) []note.Ref {
-	var refs []note.Ref
-	for i, l := range strings.Split(string(body), "\n") {
-		for _, re := range []*regexp.Regexp{inlineLinkRe, autoLinkRe, refDefRe, htmlAttrRe} {
-			for _, m := range re.FindAllStringSubmatch(l, -1) {
-				refs = append(refs, note.Ref{Value: m[1], Line: firstLine + i})
-			}
+// mdParser is goldmark's CommonMark parser (no renderer: the gate only reads
+// the tree). A goldmark parser is safe for concurrent use; each Parse gets
+// its own context.
+var mdParser = parser.NewParser(
+	parser.WithBlockParsers(parser.DefaultBlockParsers()...),
+	parser.WithInlineParsers(parser.DefaultInlineParsers()...),
+	parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...),
+)
+
+// urlAttrs are HTML attributes whose value a browser loads or follows.
+var urlAttrs = map[string]bool{
+	"href": true, "src": true, "action": true, "formaction": true, "xlink:href": true,
+	"poster": true, "background": true, "cite": true, "longdesc": true, "data": true,
+	"codebase": true, "ping": true, "manifest": true, "icon": true, "lowsrc": true,
+	"dynsrc": true, "srcset": true, "imagesrcset": true, "archive": true, "classid": true,
+}
+
+// refusedElements run code, load other documents, change where relative
+// links point, or redirect the reader: none belongs in a note.
+var refusedElements = map[string]bool{
+	"script": true, "style": true, "iframe": true, "frame": true, "frameset": true,
+	"object": true, "embed": true, "applet": true, "base": true, "meta": true,
+	"link": true, "portal": true, "form": true, "noscript": true, "template": true,
+}
+
+// bodyScan is what one parse of a note's body yields: link targets to check
+// against the note's folder, and findings about raw HTML.
+type bodyScan struct {
+	refs     []note.Ref
+	findings []note.Finding
+}
+
+// lineIndex maps byte offsets of a body to draft lines.
+type lineIndex struct {
+	starts []int
+	first  int
+}
+
+func newLineIndex(b []byte, first int) lineIndex {
+	st := []int{0}
+	for i, c := range b {
+		if c == '\n' {
+			st = append(st, i+1)
 		}
 	}
-	return refs
+	return lineIndex{st, first}
+}
+
+func (li lineIndex) line(off int) int {
+	return li.first + sort.SearchInts(li.starts, off+1) - 1
+}
+
+// BodyLinks extracts link targets from Markdown (inline links and images,
+// reference links, autolinks) and from raw HTML attributes, with their
+// draft lines. Markdown is read by goldmark's CommonMark parser and HTML by
+// golang.org/x/net/html's tokenizer, so what is checked is what a renderer
+// would follow (multi-line links, reference definitions on the next line,
+// character references and backslash escapes decoded).
+func BodyLinks(body []byte, firstLine int) []note.Ref {
+	return scanBody(body, firstLine).refs
+}
+
+func scanBody(body []byte, firstLine int) bodyScan {
+	var bs bodyScan
+	if len(body) == 0 {
+		return bs
+	}
+	li := newLineIndex(body, firstLine)
+	pc := parser.NewContext()
+	doc := mdParser.Parse(text.NewReader(body), parser.WithContext(pc))
+	lim := newLimiter()
+	// Reference definitions, used or not (a renderer with other rules
+	// might still link them); goldmark keeps no position for them, so the
+	// line is where the label is defined.
+	for _, ref := range pc.References() {
+		line := li.first
+		if i := bytes.Index(bytes.ToLower(body), append(bytes.ToLower(ref.Label()), ']', ':')); i >= 0 {
+			line = li.line(i)
+		}
+		bs.refs = append(bs.refs, note.Ref{Value: decodeDest(ref.Destination()), Line: line})
+	}
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch x := n.(type) {
+		case *ast.Link:
+			bs.refs = append(bs.refs, note.Ref{Value: decodeDest(x.Destination), Line: nodeLine(x, body, li)})
+		case *ast.Image:
+			bs.refs = append(bs.refs, note.Ref{Value: decodeDest(x.Destination), Line: nodeLine(x, body, li)})
+		case *ast.AutoLink:
+			bs.refs = append(bs.refs, note.Ref{Value: html.UnescapeString(string(x.URL(body))), Line: autoLinkLine(x, body, li)})
+		case *ast.RawHTML:
+			if x.Segments.Len() > 0 {
+				start := x.Segments.At(0).Start
+				stop := x.Segments.At(x.Segments.Len() - 1).Stop
+				bs.scanHTML(body[start:stop], li.line(start), lim)
+			}
+		case *ast.HTMLBlock:
+			lines := x.Lines()
+			if lines.Len() > 0 {
+				start, stop := lines.At(0).Start, lines.At(lines.Len()-1).Stop
+				if x.HasClosure() {
+					stop = x.ClosureLine.Stop
+				}
+				bs.scanHTML(body[start:stop], li.line(start), lim)
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	return bs
+}
+
+// nodeLine is the line of the first text under an inline node, else of the
+// block that holds it.
+func nodeLine(n ast.Node, src []byte, li lineIndex) int {
+	found := -1
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if t, ok := c.(*ast.Text); ok && entering {
+			found = t.Segment.Start
+			return ast.WalkStop, nil
+		}
+		return ast.WalkContinue, nil
+	})
+	if found >= 0 {
+		return li.line(found)
+	}
+	for p := n.Parent(); p != nil; p = p.Parent() {
+		if p.Type() == ast.TypeBlock && p.Lines().Len() > 0 {
+			return li.line(p.Lines().At(0).Start)
+		}
+	}
+	return li.first
+}
+
+// autoLinkLine finds an autolink's label in the text of its block (goldmark
+// keeps no public position for it).
+func autoLinkLine(x *ast.AutoLink, src []byte, li lineIndex) int {
+	for p := x.Parent(); p != nil; p = p.Parent() {
+		if p.Type() == ast.TypeBlock && p.Lines().Len() > 0 {
+			start := p.Lines().At(0).Start
+			if i := bytes.Index(src[start:], x.Label(src)); i >= 0 {
+				return li.line(start + i)
+			}
+			return li.line(start)
+		}
+	}
+	return li.first
+}
+
+// decodeDest undoes what a Markdown renderer undoes in a link destination:
+// backslash escapes of ASCII punctuation and HTML character references.
+func decodeDest(b []byte) string {
+	return html.UnescapeString(unescapePunct(string(b)))
+}
+
+func unescapePunct(s string) string {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && isASCIIPunct(s[i+1]) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isASCIIPunct(c byte) bool {
+	return c >= '!' && c <= '/' || c >= ':' && c <= '@' || c >= '[' && c <= '`' || c >= '{' && c <= '~'
+}
+
+// scanHTML tokenizes raw HTML as a browser would (attribute values decoded)
+// and records link targets and refused constructs.
+func (bs *bodyScan) scanHTML(src []byte, line int, lim *limiter) {
+	z := html.NewTokenizer(bytes.NewReader(src))
+	z.SetMaxBuf(len(src) + 1)
+	add := func(rule string, sev note.Severity, format string, args ...any) {
+		bs.findings = lim.add(bs.findings, note.Finding{Rule: rule, Line: line, Severity: sev, Message: fmt.Sprintf(format, args...)})
+	}
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			return
+		}
+		raw := z.Raw()
+		tokLine := line
+		switch tt {
+		case html.CommentToken:
+			if c := strings.TrimSpace(string(z.Text())); c != "" {
+				add("html-comment", note.Flag, "an HTML comment is hidden when the note is rendered but read by agents; a human must review it")
+			}
+		case html.StartTagToken, html.SelfClosingTagToken:
+			name, hasAttr := z.TagName()
+			tag := string(name)
+			if refusedElements[tag] {
+				add("html", note.Error, "HTML element <%s> is not allowed in a note (it runs code, loads or redirects to another document, or hides content)", tag)
+			}
+			for hasAttr {
+				var k, v []byte
+				k, v, hasAttr = z.TagAttr()
+				key, val := string(k), string(v)
+				switch {
+				case strings.HasPrefix(key, "on"):
+					add("html", note.Error, "HTML event handler attribute %s= on <%s> is not allowed (it runs code)", clip(key), tag)
+				case key == "srcdoc":
+					add("html", note.Error, "HTML attribute srcdoc= on <%s> is not allowed (it embeds another document)", tag)
+				case key == "http-equiv":
+					add("html", note.Error, "HTML attribute http-equiv= is not allowed (refresh redirects the reader)")
+				case key == "style":
+					st := strings.ToLower(strings.Join(strings.Fields(val), ""))
+					if strings.Contains(st, "url(") || strings.Contains(st, "expression(") || strings.Contains(st, "@import") || strings.Contains(st, "javascript:") {
+						add("html", note.Error, "HTML style= on <%s> loads a resource or runs code; not allowed", tag)
+					} else if strings.Contains(st, "display:none") || strings.Contains(st, "visibility:hidden") || strings.Contains(st, "font-size:0") || strings.Contains(st, "opacity:0") {
+						add("hidden-text", note.Flag, "HTML style= on <%s> hides text from the rendered note; a human must review it", tag)
+					}
+				case key == "hidden":
+					add("hidden-text", note.Flag, "HTML hidden attribute on <%s> hides text from the rendered note; a human must review it", tag)
+				case urlAttrs[key]:
+					if key == "srcset" || key == "imagesrcset" {
+						for _, c := range strings.Split(val, ",") {
+							if f := strings.Fields(c); len(f) > 0 {
+								bs.refs = append(bs.refs, note.Ref{Value: f[0], Line: tokLine})
+							}
+						}
+					} else {
+						bs.refs = append(bs.refs, note.Ref{Value: val, Line: tokLine})
+					}
+				default:
+					if s := squeeze(val); refusedScheme(s) != "" {
+						bs.refs = append(bs.refs, note.Ref{Value: val, Line: tokLine})
+					}
+				}
+			}
+		}
+		line += bytes.Count(raw, []byte("\n"))
+	}
+}
+
+// squeeze drops what browsers drop inside a URL's scheme: ASCII whitespace
+// and control characters ("java\tscript:").
+func squeeze(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r <= 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func refusedScheme(squeezed string) string {
+	if m := schemeRe.FindStringSubmatch(squeezed); m != nil && refusedSchemes[strings.ToLower(m[1])] {
+		return strings.ToLower(m[1])
+	}
+	return ""
 }
 
 // Link checks one link target of a note that will live in directory dir
 // (vault-relative, slash-separated): refused schemes are errors; a relative
 // or vault-absolute path must stay inside the vault and out of hidden
-// folders and the inbox.
+// folders and the inbox. Character references are decoded once more here
+// (a value that still holds one after the parser decoded it is refused), so
+// a double-encoded scheme cannot slip through either.
 func Link(r note.Ref, dir, rule string) *note.Finding {
 	bad := func(format string, args ...any) *note.Finding {
 		return &note.Finding{Rule: rule, Line: r.Line, Severity: note.Error, Message: fmt.Sprintf(format, args...)}
 	}
-	// Browsers drop ASCII whitespace and controls inside a scheme
-	// ("java\tscript:"), so compare without them.
-	squeezed := strings.Map(func(r rune) rune {
-		if r <= 0x20 || r == 0x7f {
-			return -1
+	squeezed := squeeze(r.Value)
+	if strings.IndexByte(squeezed, '&') >= 0 {
+		dec := squeeze(html.UnescapeString(squeezed))
+		if dec != squeezed {
+			if s := refusedScheme(dec); s != "" {
+				return bad("link scheme %q is refused (javascript:, vbscript:, data: and file: links are never accepted)", s+":")
+			}
+			return bad("link %q uses HTML character references; write it plainly", clip(r.Value))
 		}
-		return r
-	}, r.Value)
-	if strings.Contains(squeezed, "&#") || strings.Contains(strings.ToLower(squeezed), "&colon") {
-		return bad("link %q uses HTML character references; write it plainly", clip(r.Value))
 	}
 	if m := schemeRe.FindStringSubmatch(squeezed); m != nil {
 		s := strings.ToLower(m[1])
@@ -61,10 +308,11 @@ func Link(r note.Ref, dir, rule string) *note.Finding {
 		}
 		return nil // http, https, mailto, …: outside the vault, nothing to resolve
 	}
-	if r.Value == "" || strings.HasPrefix(r.Value, "#") || strings.HasPrefix(r.Value, "//") {
+	v := strings.TrimSpace(r.Value)
+	if v == "" || strings.HasPrefix(v, "#") || strings.HasPrefix(v, "//") {
 		return nil
 	}
-	p := r.Value
+	p := v
 	if i := strings.IndexAny(p, "#?"); i >= 0 {
 		p = p[:i]
 	}

@@ -1,8 +1,8 @@
 package validate
 
 import (
-	"bytes"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -51,19 +51,35 @@ var allowMarker = []byte("gitleaks:allow")
 // means the scanner could not run; the caller must then treat the draft as
 // not scanned and must not promote it.
 func Secrets(b []byte) ([]note.Finding, error) {
+	return secretScan(nil, newLimiter(), string(b), nil, "secret", "")
+}
+
+// secretScan runs gitleaks over text. lineOf maps a 0-based line of text
+// to a draft line (nil: line i is draft line i+1). where says what was
+// scanned, for the message ("" for the draft itself).
+func secretScan(out []note.Finding, lim *limiter, text string, lineOf func(int) int, rule, where string) ([]note.Finding, error) {
 	d, err := detector()
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	scan := bytes.ReplaceAll(b, allowMarker, []byte("gitleaks-allow"))
+	scan := strings.ReplaceAll(text, string(allowMarker), "gitleaks-allow")
 	detMu.Lock()
-	found := d.Detect(detect.Fragment{Raw: string(scan)})
+	found := d.Detect(detect.Fragment{Raw: scan})
 	detMu.Unlock()
-	var out []note.Finding
-	lim := limiter{}
 	for _, f := range found {
-		out = lim.add(out, note.Finding{Rule: "secret", Line: f.StartLine + 1, Severity: note.Error,
-			Message: fmt.Sprintf("looks like a secret (gitleaks rule %s); remove it, secrets never enter the vault", f.RuleID)})
+		line := f.StartLine + 1
+		if lineOf != nil {
+			line = lineOf(f.StartLine)
+		}
+		out = lim.add(out, note.Finding{Rule: rule, Line: line, Severity: note.Error,
+			Message: fmt.Sprintf("looks like a secret%s (gitleaks rule %s); remove it, secrets never enter the vault", where, f.RuleID)})
 	}
 	return out, nil
+}
+
+// Name scans a draft's file name (as the agent wrote it) for secrets: the
+// name reaches receipts, the audit log and possibly a path or commit
+// message.
+func Name(name string) ([]note.Finding, error) {
+	return secretScan(nil, newLimiter(), name, func(int) int { return 0 }, "secret-name", " in the draft's file name")
 }

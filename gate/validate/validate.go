@@ -1,7 +1,13 @@
 package validate
 
 import (
+	"fmt"
+	"path"
 	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/net/html"
 
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -12,32 +18,141 @@ type Result struct {
 	Note     *note.Note
 	Meta     note.Meta
 	Findings []note.Finding
+	// body holds the link targets of the one Markdown parse of the body.
+	body *bodyScan
 }
 
-// Draft runs every byte-level check (encoding, characters, injection,
-// secrets) and the frontmatter/OKF checks. Secrets are scanned even when the
-// frontmatter is broken, so the audit log records that a secret was offered.
-// Links are checked separately (Links) once the gate knows where the note
-// would live. An error means a check could not run (the draft must not be
-// promoted).
+// Draft runs every content check on a draft's bytes: encoding and
+// characters, frontmatter and OKF shape, raw HTML, instructions aimed at
+// agents, and secrets. Each check sees the raw bytes AND the decoded text a
+// reader gets: YAML scalar values after escape processing ("\x67hp_…",
+// "\u202E", escaped line breaks), the Markdown body with backslash escapes
+// and HTML character references resolved, Markdown and HTML as their real
+// parsers read them. Secrets are scanned even when the frontmatter is
+// broken, so the audit log records that a secret was offered. Links are
+// checked separately (Links) once the gate knows where the note would live.
+// An error means a check could not run (the draft must not be promoted).
 func Draft(b []byte) (Result, error) {
+	r, err := scan(b)
+	Sort(r.Findings)
+	return r, err
+}
+
+func scan(b []byte) (Result, error) {
 	var r Result
-	r.Findings = append(r.Findings, Text(b)...)
-	r.Findings = append(r.Findings, Injection(b)...)
-	sec, err := Secrets(b)
-	if err != nil {
-		return r, err
+	lim := newLimiter()
+	r.Findings = textScan(r.Findings, lim, b, 1, false)
+	segs := make([]segment, 0, 32)
+	for i, l := range strings.Split(string(b), "\n") {
+		segs = append(segs, segment{l, i + 1})
 	}
-	r.Findings = append(r.Findings, sec...)
 	n, fs := note.Parse(b)
 	r.Findings = append(r.Findings, fs...)
-	if n != nil {
-		m, fs := note.Check(n)
-		r.Note, r.Meta = n, m
-		r.Findings = append(r.Findings, fs...)
+	var err error
+	if n == nil {
+		r.Findings = injectionScan(r.Findings, lim, segs)
+		r.Findings, err = secretScan(r.Findings, lim, string(b), nil, "secret", "")
+		return r, err
 	}
-	Sort(r.Findings)
-	return r, nil
+	m, fs := note.Check(n)
+	r.Note, r.Meta = n, m
+	r.Findings = append(r.Findings, fs...)
+
+	// Decoded views: what a YAML reader and a Markdown renderer get.
+	var dec decoded
+	dec.frontmatter(n.Front, "")
+	dec.body(n.Body, n.BodyLine)
+	for _, s := range dec.text {
+		r.Findings = textScan(r.Findings, lim, []byte(s.text), s.line, true)
+	}
+	segs = append(segs, dec.text...)
+
+	bs := scanBody(n.Body, n.BodyLine)
+	r.body = &bs
+	for _, f := range bs.findings {
+		r.Findings = lim.add(r.Findings, f)
+	}
+	r.Findings = injectionScan(r.Findings, lim, segs)
+	if r.Findings, err = secretScan(r.Findings, lim, string(b), nil, "secret", ""); err != nil {
+		return r, err
+	}
+	if len(dec.secretLines) > 0 {
+		lines := dec.secretLines
+		r.Findings, err = secretScan(r.Findings, lim, dec.secret.String(), func(i int) int {
+			if i < 0 || i >= len(lines) {
+				return 0
+			}
+			return lines[i]
+		}, "secret", "")
+	}
+	return r, err
+}
+
+// decoded collects the decoded views of a note that differ from its raw
+// bytes.
+type decoded struct {
+	text        []segment       // decoded strings, each on the draft line it comes from
+	secret      strings.Builder // "key: value" lines for gitleaks
+	secretLines []int           // draft line of each line of secret
+}
+
+func (d *decoded) addSecret(key, val string, line int) {
+	s := val
+	if key != "" {
+		s = key + ": " + val
+	}
+	for _, l := range strings.Split(s, "\n") {
+		d.secret.WriteString(l)
+		d.secret.WriteByte('\n')
+		d.secretLines = append(d.secretLines, line)
+	}
+}
+
+// frontmatter visits every scalar, keys included. Quoted scalars are the
+// ones whose value is not their source text: double quotes process escapes
+// ("\x67", "\u202E") and join lines at an escaped line break; single quotes
+// fold lines.
+func (d *decoded) frontmatter(n *yaml.Node, key string) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			d.frontmatter(k, "")
+			d.frontmatter(v, k.Value)
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			d.frontmatter(c, key)
+		}
+	case yaml.ScalarNode:
+		if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
+			return
+		}
+		d.text = append(d.text, segment{n.Value, n.Line})
+		d.addSecret(key, n.Value, n.Line)
+	}
+}
+
+// body adds the body lines that read differently once Markdown backslash
+// escapes and HTML character references are resolved ("ghp\_…",
+// "&#105;gnore"). A reference that decodes to a line break stays on its
+// line.
+func (d *decoded) body(b []byte, first int) {
+	if !strings.ContainsAny(string(b), "&\\") {
+		return
+	}
+	for i, l := range strings.Split(string(b), "\n") {
+		if !strings.ContainsAny(l, "&\\") {
+			continue
+		}
+		v := html.UnescapeString(unescapePunct(l))
+		if v == l {
+			continue
+		}
+		v = strings.NewReplacer("\n", " ", "\r", " ").Replace(v)
+		d.text = append(d.text, segment{v, first + i})
+		d.addSecret("", v, first+i)
+	}
 }
 
 // Links checks the links of a parsed note that will live in dir: body links,
@@ -47,8 +162,14 @@ func Links(r Result, dir string) []note.Finding {
 		return nil
 	}
 	var out []note.Finding
-	lim := limiter{}
-	for _, ref := range BodyLinks(r.Note.Body, r.Note.BodyLine) {
+	lim := newLimiter()
+	refs := []note.Ref(nil)
+	if r.body != nil {
+		refs = r.body.refs
+	} else {
+		refs = BodyLinks(r.Note.Body, r.Note.BodyLine)
+	}
+	for _, ref := range refs {
 		if f := Link(ref, dir, "link"); f != nil {
 			out = lim.add(out, *f)
 		}
@@ -68,6 +189,101 @@ func Links(r Result, dir string) []note.Finding {
 	}
 	Sort(out)
 	return out
+}
+
+// Committed checks what the gate is about to write to Git, after it has
+// rendered the note: the rendered bytes are parsed again with the gate's
+// own parser (they must parse, and no gate-owned key may sit at the top
+// level in another spelling than the gate's own), and every content check
+// of Draft runs on them, decoded values included; the target path and the
+// commit message are scanned for secrets and characters too. Findings about
+// the rendered note carry line 0 and name the rendered line in the message
+// (receipts cite draft lines). The caller must not commit when the result
+// has an Error; Flags describe what a reviewer has seen or must see.
+func Committed(rendered []byte, targetPath, commitMsg string) []note.Finding {
+	var out []note.Finding
+	lim := newLimiter()
+	r, err := scan(rendered)
+	if err != nil {
+		out = append(out, note.Finding{Rule: "scanner", Severity: note.Error,
+			Message: fmt.Sprintf("the secret scanner could not run on the rendered note: %v", err)})
+	}
+	fs := r.Findings
+	if r.Note == nil {
+		fs = append(fs, note.Finding{Rule: "render-reparse", Severity: note.Error,
+			Message: "the rendered note does not parse with the gate's own parser"})
+	} else {
+		for i := 0; i+1 < len(r.Note.Front.Content); i += 2 {
+			k := r.Note.Front.Content[i]
+			if note.IsGateOwned(k.Value) && k.Value != note.FoldKey(k.Value) {
+				fs = append(fs, note.Finding{Rule: "gate-owned-case", Line: k.Line, Severity: note.Error,
+					Message: fmt.Sprintf("gate-owned key %q at the top level in another spelling than the gate's own", clip(k.Value))})
+			}
+		}
+		fs = append(fs, Links(r, path.Dir(targetPath))...)
+	}
+	for _, f := range fs {
+		if f.Line > 0 {
+			f.Message = fmt.Sprintf("rendered note line %d: %s", f.Line, f.Message)
+			f.Line = 0
+		}
+		out = lim.add(out, f)
+	}
+	if bad := targetPathProblem(targetPath); bad != "" {
+		out = lim.add(out, note.Finding{Rule: "target-path", Severity: note.Error,
+			Message: fmt.Sprintf("target path %q %s", clip(targetPath), bad)})
+	}
+	out = textScan(out, lim, []byte(targetPath), 0, true)
+	out = textScan(out, lim, []byte(commitMsg), 0, true)
+	var err1, err2 error
+	out, err1 = secretScan(out, lim, targetPath, func(int) int { return 0 }, "secret-path", " in the target path")
+	out, err2 = secretScan(out, lim, commitMsg, func(int) int { return 0 }, "secret-commit-message", " in the commit message")
+	if err1 != nil || err2 != nil {
+		out = append(out, note.Finding{Rule: "scanner", Severity: note.Error,
+			Message: "the secret scanner could not run on the target path or commit message"})
+	}
+	Sort(out)
+	return out
+}
+
+// targetPathProblem says what is wrong with a vault path the gate would
+// write, or "".
+func targetPathProblem(p string) string {
+	switch {
+	case p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p:
+		return "is not a clean vault-relative path"
+	case !strings.HasSuffix(p, ".md"):
+		return "is not a Markdown note"
+	case p == "90-inbox" || strings.HasPrefix(p, "90-inbox/"):
+		return "is in the agent inbox"
+	}
+	for _, c := range strings.Split(p, "/") {
+		if c == ".." || strings.HasPrefix(c, ".") {
+			return "has a hidden or parent component"
+		}
+	}
+	return ""
+}
+
+// RefusedError is what a commit path returns when Committed found an Error
+// in what it was about to write: nothing was written, and the findings say
+// why (a caller records them as the draft's rejection reasons).
+type RefusedError struct {
+	Path     string
+	Findings []note.Finding
+}
+
+func (e *RefusedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "refused to commit %s:", e.Path)
+	for _, f := range e.Findings {
+		if f.Severity == note.Error {
+			b.WriteString(" ")
+			b.WriteString(f.String())
+			b.WriteString(";")
+		}
+	}
+	return strings.TrimSuffix(b.String(), ";")
 }
 
 // Sort orders findings by line, then rule, for stable receipts.

@@ -58,8 +58,8 @@ func TestInjection(t *testing.T) {
 		t.Fatalf("got %v", fs)
 	}
 	fs = Injection([]byte("ignore previous\ninstructions"))
-	if !has(fs, "prompt-injection", 0, note.Flag) {
-		t.Fatalf("across lines: got %v", fs)
+	if !has(fs, "prompt-injection", 1, note.Flag) {
+		t.Fatalf("across lines (reported where it starts): got %v", fs)
 	}
 	if fs := Injection([]byte("We ignore previous results when the cache is cold.")); len(fs) != 0 {
 		t.Fatalf("false positive: %v", fs)
@@ -94,9 +94,11 @@ func TestLink(t *testing.T) {
 }
 
 func TestBodyLinks(t *testing.T) {
-	body := "a [x](javascript:alert(1)) b\n<https://ok>\n[r]: ../../out\n<a href='data:x'>"
+	// "[r]: …" after a blank line is a reference definition (unused ones
+	// are checked too); inside a paragraph it would be plain text.
+	body := "a [x](javascript:alert(1)) b\n<https://ok>\n\n[r]: ../../out\n<a href='data:x'>"
 	refs := BodyLinks([]byte(body), 10)
-	want := map[string]int{"javascript:alert(1": 10, "https://ok": 11, "../../out": 12, "data:x": 13}
+	want := map[string]int{"javascript:alert(1)": 10, "https://ok": 11, "../../out": 13, "data:x": 14}
 	got := map[string]int{}
 	for _, r := range refs {
 		got[r.Value] = r.Line

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
 )
 
 // OKF v0.2 status values. Absent means Stable.
@@ -24,9 +26,50 @@ const (
 	RiskHigh             = "high"
 )
 
-// GateOwned are the keys whose draft values never count: the gate moves them
-// under `claimed:` and writes its own.
-var GateOwned = []string{"status", "verified", "generated", "stale_after"}
+// GateOwned are the keys whose draft values never count: everything a draft
+// says about its own trust (status, verification, authorship, confidence,
+// risk, review). The gate moves them under `claimed:` and writes its own.
+// They match in any letter case and after Unicode compatibility folding
+// (IsGateOwned): `Status:`, `VERIFIED:` and `ｓｔａｔｕｓ:` are the same claim.
+var GateOwned = []string{
+	"status", "verified", "generated", "stale_after", "confidence", "risk",
+	"superseded_by", "claimed", "reviewer", "reviewers", "reviewed_by",
+	"approved_by", "approved", "verified_by", "origin", "profile", "session",
+}
+
+var gateOwned = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range GateOwned {
+		m[k] = true
+	}
+	return m
+}()
+
+// FoldKey is the form two keys are compared in: Unicode compatibility
+// normalisation (NFKC: fullwidth and other look-alike forms become ASCII),
+// then full case folding (`ſ` and `K` (Kelvin) fold to `s` and `k`), then
+// lower case.
+func FoldKey(k string) string {
+	if isLowerASCII(k) {
+		return k
+	}
+	// A cases.Caser holds state and must not be shared between
+	// goroutines; keys that need folding are rare, so make one per call.
+	return strings.ToLower(cases.Fold().String(norm.NFKC.String(k)))
+}
+
+func isLowerASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || (c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// IsGateOwned reports whether key names a gate-owned key in any letter case
+// or Unicode compatibility form (see GateOwned).
+func IsGateOwned(key string) bool { return gateOwned[FoldKey(key)] }
 
 // Meta is what the gate reads from a valid frontmatter. Every value is the
 // author's text; nothing here is trusted provenance.
@@ -57,11 +100,21 @@ var (
 func Check(n *Note) (Meta, []Finding) {
 	var m Meta
 	var out []Finding
+	folded := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(n.Front.Content); i += 2 {
 		k := n.Front.Content[i]
 		if !keyRe.MatchString(k.Value) {
 			out = append(out, errf("okf-key", k.Line, "key %q: keys are ASCII letters, digits, '_' and '-' (at most 64)", k.Value))
 		}
+		// Two keys that differ only in letter case (`status` and `Status`)
+		// would be one key to a reader that folds case and two to one that
+		// does not; a draft does not get to choose which a reader sees.
+		f := FoldKey(k.Value)
+		if first, dup := folded[f]; dup {
+			out = append(out, errf("okf-key-case", k.Line, "key %q is key %q (line %d) in another letter case; write it once", k.Value, first.Value, first.Line))
+			continue
+		}
+		folded[f] = k
 	}
 	tv := n.Get("type")
 	switch {
