@@ -38,6 +38,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// SignKey is a private key file (OpenSSH or armored OpenPGP, no
+	// passphrase) the gate signs its commits with; "" leaves them unsigned.
+	SignKey string
 }
 
 // DefaultStateDir is a sibling of the vault, `.<name>.fedmem-gate`: on the
@@ -94,14 +97,9 @@ func Open(o Options) (*Gate, error) {
 	if vault.Within(g.state, dir) {
 		return nil, fmt.Errorf("state dir %s is inside the vault; sandboxes could read it", g.state)
 	}
-	for _, d := range []string{"", claimsDir, decisionsDir, pendingDir, seenDir} {
-		if err := os.MkdirAll(g.statePath(d), 0o700); err != nil {
-			return nil, fmt.Errorf("state dir: %w", err)
-		}
-	}
-	// 0711: reviewers may reach the review socket by its name; nothing
-	// can be listed, and every file inside is 0600 in 0700 folders.
-	if err := os.Chmod(g.state, 0o711); err != nil {
+	// Refuses a state dir the gate did not create (owner, mode, link);
+	// creates it only under a trusted parent (statedir_linux.go).
+	if err := prepareStateDir(g.state, g.uid, []string{claimsDir, decisionsDir, pendingDir, seenDir}); err != nil {
 		return nil, err
 	}
 	if same, err := sameFS(g.state, filepath.Join(dir, vault.InboxDir)); err != nil || !same {
@@ -123,6 +121,12 @@ func Open(o Options) (*Gate, error) {
 	if g.repo, err = openRepo(dir, g.statePath("git-lock.intent")); err != nil {
 		g.unlock()
 		return nil, err
+	}
+	if o.SignKey != "" {
+		if g.repo.signer, err = LoadSigner(o.SignKey); err != nil {
+			g.unlock()
+			return nil, err
+		}
 	}
 	if g.audit, err = audit.Open(g.state); err != nil {
 		g.unlock()

@@ -36,6 +36,8 @@ type repo struct {
 	// about to create; a gate killed while holding it removes it on restart
 	// (a lock left behind would block every later promotion).
 	intent string
+	// signer signs every commit the gate writes (nil: unsigned); see sign.go.
+	signer *Signer
 }
 
 // takeLock creates a Git lock file exclusively, recording the intent first.
@@ -272,6 +274,9 @@ func (g *repo) commitChanges(branch plumbing.ReferenceName, parent plumbing.Hash
 		}
 	}
 	com := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: root, ParentHashes: parents}
+	if err := g.signer.SignCommit(com); err != nil {
+		return plumbing.ZeroHash, err
+	}
 	obj := g.s.NewEncodedObject()
 	if err := com.Encode(obj); err != nil {
 		return plumbing.ZeroHash, err
