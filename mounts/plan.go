@@ -49,6 +49,9 @@ type Mount struct {
 	// Create asks the backend to create a missing Source (a directory if Dir,
 	// else an empty file) before binding; only for writable home paths.
 	Create bool `json:"create,omitempty"`
+	// Placeholder marks a Protected path that did not exist: the backend
+	// holds its name with a read-only placeholder (see Protected).
+	Placeholder bool `json:"placeholder,omitempty"`
 	// Why says in words why the mount is there.
 	Why string `json:"why"`
 }
@@ -162,6 +165,8 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 			pl.Warnings = append(pl.Warnings, fmt.Sprintf("writable %s contains the vault: the vault is re-bound read-only over it (Landlock cannot subtract it)", m.Target))
 		}
 	}
+	// Guarantee 6: what runs code later stays read-only in every writable path.
+	protectPersistence(pl, in, exists, writable)
 
 	add(Mount{Kind: BindRO, Source: in.Vault, Target: in.Vault, Dir: true, Why: "vault, read-only as a whole (.git included)"})
 	if len(p.Vault.Visible) > 0 {

@@ -28,7 +28,9 @@ func (e *VerifyError) Error() string {
 //   - every mount at or under the vault, except the session inbox, is read-only;
 //   - the mount that serves the vault root is read-only;
 //   - the inbox is served by a writable mount;
-//   - every masked path is served by a mount at exactly that path.
+//   - every masked path is served by a mount at exactly that path;
+//   - every path that runs code later (Protected) is served by a read-only
+//     mount at exactly that path, and every Pinned directory is a mount point.
 func Verify(pl *Plan, r io.Reader) error {
 	infos, err := mountinfo.GetMountsFromReader(r, nil)
 	if err != nil {
@@ -66,7 +68,7 @@ func Verify(pl *Plan, r io.Reader) error {
 			return &VerifyError{Path: pm.Target, Rule: "secret-masked", Detail: describe(m)}
 		}
 	}
-	return nil
+	return verifyPersistence(pl, infos)
 }
 
 // serving returns the mount that serves path: the last-listed mount (later

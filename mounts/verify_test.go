@@ -54,7 +54,7 @@ func TestVerify(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Verify(pl, strings.NewReader(tc.table))
+			err := Verify(pl, strings.NewReader(tc.table+persistTable(pl, tc.table)))
 			if tc.rule == "" {
 				if err != nil {
 					t.Fatalf("want pass, got %v", err)

@@ -64,7 +64,7 @@ func InitMain() {
 	if len(skipped) > 0 {
 		kept := cfg.Plan.Mounts[:0]
 		for _, m := range cfg.Plan.Mounts {
-			if m.Kind != mounts.Masked || !slices.Contains(skipped, m.Target) {
+			if (m.Kind != mounts.Masked && m.Kind != mounts.Protected) || !slices.Contains(skipped, m.Target) {
 				kept = append(kept, m)
 			}
 		}

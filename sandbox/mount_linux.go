@@ -129,6 +129,12 @@ func buildRoot(pl *mounts.Plan) (skipped []string, err error) {
 			if err != nil {
 				return nil, &MountError{Op: "move_mount", Source: m.Source, Target: m.Target, Err: err}
 			}
+		case mounts.Protected, mounts.Pinned:
+			if err := protectPath(m, t); errors.Is(err, errUnreachable) {
+				skipped = append(skipped, m.Target)
+			} else if err != nil {
+				return nil, err
+			}
 		case mounts.Masked:
 			if _, err := os.Lstat(t); errors.Is(err, os.ErrPermission) {
 				// The agent's uid cannot even reach the path (run_as into

@@ -137,6 +137,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		cfg.ProxyFd = 2 + len(cmd.ExtraFiles)
 		cfg.ProxyPort = ProxyPort
 	}
+	defer guardPlaceholders(spec)() // guarantee 6: placeholders leave no litter
 	cg, limitNotes, err := limitsSetup(spec, &cfg)
 	if err != nil {
 		return nil, err

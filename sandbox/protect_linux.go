@@ -1,0 +1,296 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/mounts"
+)
+
+// Guarantee 6: the paths that make tools run code later (git hooks and
+// config, rc files, agent and editor settings) are read-only wherever the
+// agent may write. Landlock cannot express this (its rules only grant, and a
+// grant on the workdir covers everything beneath it), so the enforcement is
+// the mount table: a read-only mount cannot be undone without mount(2),
+// which the agent has neither the capability nor the system call (seccomp)
+// to make, and a mount point cannot be unlinked, renamed or replaced from
+// inside its mount namespace (EBUSY).
+
+// Placeholder sources in the staging tmpfs; readable, so that a tool that
+// reads the name finds nothing to do rather than an error.
+const (
+	placeholderFile = "/tmp/.fedmem-placeholder"
+	placeholderJSON = "/tmp/.fedmem-placeholder.json"
+)
+
+// errUnreachable marks a placeholder the init cannot create because its
+// uid may not write the directory: the agent (same uid, no capability)
+// cannot create the name either.
+var errUnreachable = errors.New("the agent's uid cannot create it either")
+
+// protectPath realises one Protected or Pinned mount on the staged root
+// (target is the path under stageDir). It must run inside the new mount
+// namespace, before pivot_root. No path component is followed if it is a
+// symbolic link (openat2 RESOLVE_NO_SYMLINKS): a link the agent planted in
+// an earlier session must not redirect the bind.
+func protectPath(m mounts.Mount, target string) error {
+	fd, err := openNoLinks(target)
+	switch {
+	case err == nil:
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return &MountError{Op: "stat", Target: m.Target, Err: err}
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return &MountError{Op: "protect", Target: m.Target, Err: errors.New("is a symbolic link: fedmem cannot make it read-only; replace the link by the file it names")}
+		}
+		if m.Kind == mounts.Pinned {
+			return selfBind(fd, m.Target, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+		}
+		return selfBind(fd, m.Target, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	case errors.Is(err, unix.ENOENT) && m.Kind == mounts.Protected:
+		return placeholder(m, target)
+	case errors.Is(err, unix.ELOOP):
+		return &MountError{Op: "protect", Target: m.Target, Err: errors.New("a component is a symbolic link: fedmem cannot make it read-only; replace the link by what it names")}
+	default:
+		return &MountError{Op: "open", Target: m.Target, Err: err}
+	}
+}
+
+// openNoLinks opens p as an O_PATH descriptor without following any
+// symbolic link on the way (the final one included).
+func openNoLinks(p string) (int, error) {
+	return unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+}
+
+// selfBind clones the mount tree at fd (recursively: binds already beneath
+// it come along) with set attributes, and mounts it over fd.
+func selfBind(fd int, name string, set uint64) error {
+	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+	if err != nil {
+		return &MountError{Op: "open_tree", Target: name, Err: err}
+	}
+	defer unix.Close(tree)
+	attr := unix.MountAttr{Attr_set: set, Propagation: unix.MS_PRIVATE}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		return &MountError{Op: "mount_setattr", Target: name, Err: err}
+	}
+	if err := unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return &MountError{Op: "move_mount", Target: name, Err: err}
+	}
+	return nil
+}
+
+// placeholder creates an empty mode-0000 mount point for an absent name and
+// mounts a read-only placeholder over it: an empty read-only tmpfs for a
+// directory, a read-only bind of an empty file (or of "{}" for a .json
+// name) for a file. The mount point lives on the host (a mount needs one);
+// fedmem-run removes it after the session (removePlaceholders).
+func placeholder(m mounts.Mount, target string) error {
+	dir, name := filepath.Split(target)
+	pfd, err := openNoLinks(strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		return &MountError{Op: "open parent", Target: m.Target, Err: err}
+	}
+	defer unix.Close(pfd)
+	if m.Dir {
+		err = unix.Mkdirat(pfd, name, 0)
+	} else {
+		var f int
+		f, err = unix.Openat(pfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			unix.Close(f)
+		}
+	}
+	switch {
+	case err == nil, errors.Is(err, unix.EEXIST):
+		// EEXIST: made since the plan; protect what is there.
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		return &MountError{Op: "create placeholder", Target: m.Target, Err: errUnreachable}
+	default:
+		return &MountError{Op: "create placeholder", Target: m.Target, Err: err}
+	}
+	tfd, err := unix.Openat2(pfd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+	if err != nil {
+		return &MountError{Op: "open placeholder", Target: m.Target, Err: err}
+	}
+	defer unix.Close(tfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(tfd, &st); err != nil {
+		return &MountError{Op: "stat", Target: m.Target, Err: err}
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return &MountError{Op: "protect", Target: m.Target, Err: errors.New("is a symbolic link")}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return &MountError{Op: "protect", Target: m.Target, Err: errors.New("is neither a file nor a directory")}
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return emptyROTmpfs(tfd, m.Target)
+	}
+	src := placeholderFile
+	content := ""
+	if strings.HasSuffix(name, ".json") {
+		src, content = placeholderJSON, "{}\n"
+	}
+	if _, err := os.Lstat(src); errors.Is(err, os.ErrNotExist) {
+		if err := os.WriteFile(src, []byte(content), 0o444); err != nil {
+			return &MountError{Op: "create", Target: src, Err: err}
+		}
+	}
+	sfd, err := openNoLinks(src)
+	if err != nil {
+		return &MountError{Op: "open", Target: src, Err: err}
+	}
+	defer unix.Close(sfd)
+	tree, err := unix.OpenTree(sfd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return &MountError{Op: "open_tree", Target: src, Err: err}
+	}
+	defer unix.Close(tree)
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC, Propagation: unix.MS_PRIVATE}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		return &MountError{Op: "mount_setattr", Target: m.Target, Err: err}
+	}
+	if err := unix.MoveMount(tree, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return &MountError{Op: "move_mount", Source: src, Target: m.Target, Err: err}
+	}
+	return nil
+}
+
+// emptyROTmpfs mounts a new, empty, read-only tmpfs over fd.
+func emptyROTmpfs(fd int, name string) error {
+	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return &MountError{Op: "fsopen tmpfs", Target: name, Err: err}
+	}
+	defer unix.Close(fsfd)
+	for k, v := range map[string]string{"size": "4k", "nr_inodes": "1", "mode": "0555"} {
+		if err := unix.FsconfigSetString(fsfd, k, v); err != nil {
+			return &MountError{Op: "fsconfig " + k, Target: name, Err: err}
+		}
+	}
+	if err := unix.FsconfigCreate(fsfd); err != nil {
+		return &MountError{Op: "fsconfig create", Target: name, Err: err}
+	}
+	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	if err != nil {
+		return &MountError{Op: "fsmount", Target: name, Err: err}
+	}
+	defer unix.Close(mfd)
+	if err := unix.MoveMount(mfd, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return &MountError{Op: "move_mount", Target: name, Err: err}
+	}
+	return nil
+}
+
+// guardPlaceholders runs in fedmem-run, on the host, around the whole
+// session: it takes a shared flock(2) on the directory of every Protected
+// path and returns the function that, once the sandbox is gone, removes the
+// placeholder mount points (empty regular files or empty directories with
+// mode 0000, reached without following a link) in each directory that no
+// other session still holds. The lock matters: unlinking a name that is a
+// mount point in another mount namespace detaches that mount there
+// (Linux 3.18, "Lazily remove mounts on unlinked files and directories"),
+// so removing a placeholder under a concurrent session in the same workdir
+// would lift that session's protection. Anything else at a name — the user
+// made it meanwhile — is left alone. Leftovers of a fedmem-run killed before
+// its cleanup are protected as existing by the next session and removed at
+// its end.
+//
+// It also moves aside, after the session, every mounts.AfterSession name
+// that was absent before it and appeared (a planted .git/commondir), and
+// reports it as a "persistence" event.
+func guardPlaceholders(spec *Spec) (release func()) {
+	pl := spec.Plan
+	var watch []string
+	for _, p := range pl.QuarantineCandidates() {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			watch = append(watch, p)
+		}
+	}
+	locks := map[string]int{}
+	for _, m := range pl.Mounts {
+		dir := filepath.Dir(m.Target)
+		if _, ok := locks[dir]; ok || m.Kind != mounts.Protected {
+			continue
+		}
+		fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{
+			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err == nil && unix.Flock(fd, unix.LOCK_SH) != nil {
+			unix.Close(fd)
+			err = unix.EBADF
+		}
+		if err != nil {
+			fd = -1 // not ours to clean
+		}
+		locks[dir] = fd
+	}
+	return func() {
+		for _, p := range watch {
+			quarantine(spec, p)
+		}
+		for dir, fd := range locks {
+			if fd < 0 {
+				continue
+			}
+			if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
+				for _, m := range pl.Mounts {
+					if m.Kind == mounts.Protected && filepath.Dir(m.Target) == dir {
+						removePlaceholder(fd, filepath.Base(m.Target))
+					}
+				}
+			}
+			unix.Close(fd)
+		}
+	}
+}
+
+// removePlaceholder removes name in dirfd if it is a placeholder mount point
+// (mode 0000 and empty); rmdir itself refuses a directory that is not empty.
+func removePlaceholder(dirfd int, name string) {
+	var st unix.Stat_t
+	if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&0o7777 != 0 {
+		return
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		if st.Size == 0 {
+			_ = unix.Unlinkat(dirfd, name, 0)
+		}
+	case unix.S_IFDIR:
+		_ = unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+	}
+}
+
+// quarantine renames p, if it exists now, to p.fedmem-quarantined-SESSION
+// in the same directory (reached without following a link) and reports it.
+func quarantine(spec *Spec, p string) {
+	dir, name := filepath.Split(p)
+	pfd, err := openNoLinks(strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		return
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return
+	}
+	to := name + ".fedmem-quarantined-" + spec.Plan.Session
+	err = unix.Renameat2(pfd, name, pfd, to, unix.RENAME_NOREPLACE)
+	fields := map[string]any{"path": p, "moved_to": filepath.Join(dir, to)}
+	if err != nil {
+		fields["error"] = err.Error()
+	}
+	emit(spec, "persistence", fields)
+}
