@@ -41,14 +41,14 @@ func TestKillNineLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow")
 	}
-	v := newVault(t)
+	v := trustVault(t)
 	want := map[string]bool{}
 	add := func(sess string, i int) {
 		sd := session(t, v, sess)
 		var body string
 		switch i % 4 {
 		case 0, 1:
-			body = fmt.Sprintf("---\ntype: Fact\ntitle: Fact %s %d\nconfidence: verified\n---\nfact %d\n", sess, i, i)
+			body = fmt.Sprintf("---\ntype: Fact\ntitle: Fact %s %d\nsources: [10-projects/src.md]\n---\nfact %d\n", sess, i, i)
 		case 2:
 			body = fmt.Sprintf("---\ntype: Fact\ntitle: Guess %s %d\n---\nguess\n", sess, i)
 		case 3:

@@ -20,56 +20,176 @@ const GateActor = "process:fedmem-gate"
 // reviewFolders always need a human: the agent contract and decisions.
 var reviewFolders = []string{"00-global", "70-decisions"}
 
-// plan is what the gate will do with a validated draft.
-type plan struct {
-	State      string
-	Reasons    []note.Finding
-	Type       string
-	Risk       string
+// The gate is a typed pipeline: a claimed draft (bytes read once) is
+// validated, judged into a verdict (judge), promoted by the one promotion
+// path both auto-promotion and reviewer approval use (promoteDraft), and its
+// decision is recorded once with a receipt (finish / recordReview).
+
+// judgeInput is everything a verdict may depend on. Nothing in it comes from
+// the draft's claims about itself: origin is the session record fedmem-run
+// wrote (checked by originOf), rates are the gate's own counts.
+type judgeInput struct {
+	Policy *policy.Policy
+	Result validate.Result
+	// Head reads a path at the branch HEAD the verdict is taken against (nil:
+	// absent).
+	Head    func(string) ([]byte, error)
+	Session string
+	Origin  origin
+	// SessionAuto and DayAuto are auto-promotions already recorded for this
+	// session and this UTC day.
+	SessionAuto, DayAuto int
+	// Env gives evidence checks the repository at HEAD, the vault and the
+	// clock (evidence.go); nil skips them.
+	Env *evidenceEnv
+}
+
+// verdict is the gate's judgement of one validated draft.
+type verdict struct {
+	State   string
+	Reasons []note.Finding
+	Type    string
+	Risk    string
+	// Confidence is what the draft claimed (kept for display only).
 	Confidence string
 	Folder     string
+	// Auto is true when the draft promotes without a reviewer: valid, low
+	// risk, a trusted origin within its rates, and every evidence check held.
+	Auto bool
+	// Fields are gate-owned keys an evidence check adds to the promoted note
+	// (for example source fingerprints), as key, value node pairs rendered
+	// after the gate's own fields.
+	Fields []*yaml.Node
+	// Verified are `verified` entries evidence adds after the gate's own
+	// (an approved verifier that passed: process:<name>).
+	Verified []*yaml.Node
 }
+
+// evidenceCheck is one step of judgement that runs after the content,
+// supersession, risk and origin rules on a draft that is not rejected. It
+// may add reasons (a Flag holds the draft for review, an Error rejects it)
+// and fields the promoted note carries. Evidence checks (sources resolving
+// at HEAD, verifiers, conflicts with notes in force) register here from
+// their own files.
+type evidenceCheck func(in *judgeInput, v *verdict) error
+
+// evidenceChecks run in order; see evidenceCheck.
+var evidenceChecks []evidenceCheck
 
 func flag(rule string, line int, format string, args ...any) note.Finding {
 	return note.Finding{Rule: rule, Line: line, Severity: note.Flag, Message: fmt.Sprintf(format, args...)}
 }
 
-// decide classifies a validated draft. headFile reads a path at HEAD (nil:
-// absent). It is pure apart from those reads.
-func decide(pol *policy.Policy, res validate.Result, headFile func(string) ([]byte, error)) (plan, error) {
-	p := plan{Reasons: res.Findings}
+// claimedKeys are the trust-bearing keys a draft may write about itself: in
+// any letter case, the gate moves them under `claimed:` and never decides on
+// them (`risk` may only raise the policy's risk).
+var claimedKeys = map[string]bool{
+	"status": true, "verified": true, "generated": true, "stale_after": true,
+	"confidence": true, "risk": true, "superseded_by": true, "claimed": true,
+	"reviewer": true, "reviewers": true, "reviewed_by": true, "approved_by": true, "approved": true,
+	"verified_by": true, "origin": true, "profile": true, "session": true,
+}
+
+// advisoryKeys are OKF fields an author may fill in honestly (in lower
+// case): kept as claims, not held for them.
+var advisoryKeys = map[string]bool{"confidence": true, "risk": true}
+
+// knownKeys are keys the gate or readers act on; a variant in another letter
+// case (`Supersedes:`) could be taken for the real key by a reader, so it is
+// held for review.
+var knownKeys = map[string]bool{
+	"type": true, "title": true, "description": true, "tags": true, "sources": true,
+	"supersedes": true, "created": true, "updated": true, "last_modified": true,
+}
+
+// isClaimedKey reports whether a top-level key is a claim (any letter case).
+func isClaimedKey(k string) bool {
+	l := strings.ToLower(k)
+	if claimedKeys[l] {
+		return true
+	}
+	for _, o := range note.GateOwned {
+		if strings.EqualFold(o, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// claimedRisk is the highest `risk` the draft declares under any letter
+// case; "" if none is a risk level.
+func claimedRisk(n *note.Note) (string, int) {
+	risk, line := "", 0
+	for i := 0; i+1 < len(n.Front.Content); i += 2 {
+		k, v := n.Front.Content[i], n.Front.Content[i+1]
+		if !strings.EqualFold(k.Value, "risk") || v.Kind != yaml.ScalarNode {
+			continue
+		}
+		r := strings.ToLower(strings.TrimSpace(v.Value))
+		if r != note.RiskLow && r != note.RiskMedium && r != note.RiskHigh {
+			continue
+		}
+		if risk == "" {
+			risk, line = r, k.Line
+		} else if policy.MaxRisk(risk, r) != risk {
+			risk, line = r, k.Line
+		}
+	}
+	return risk, line
+}
+
+// judge decides what happens to a validated draft. It is pure apart from
+// the HEAD reads and the registered evidence checks.
+func judge(in *judgeInput) (verdict, error) {
+	pol, res := in.Policy, in.Result
+	v := verdict{Reasons: append([]note.Finding(nil), res.Findings...)}
 	if res.Note == nil || note.HasErrors(res.Findings) {
-		p.State = StateRejected
-		return p, nil
+		v.State = StateRejected
+		return v, nil
 	}
 	m := res.Meta
-	p.Type, p.Confidence = m.Type, m.Confidence
+	v.Type, v.Confidence = m.Type, m.Confidence
 	folder, listed := pol.Target(m.Type)
-	p.Folder = folder
+	v.Folder = folder
 	if !listed {
-		p.Reasons = append(p.Reasons, flag("policy-type", m.TypeLine, "type %q has no target folder in the policy; held for review (would land in %s)", m.Type, folder))
+		v.Reasons = append(v.Reasons, flag("policy-type", m.TypeLine, "type %q has no target folder in the policy; held for review (would land in %s)", m.Type, folder))
 	}
-	p.Reasons = append(p.Reasons, validate.Links(res, folder)...)
-	for _, k := range note.GateOwned {
-		if v := res.Note.Get(k); v != nil {
-			p.Reasons = append(p.Reasons, note.Finding{Rule: "gate-owned", Line: res.Note.KeyLine(k), Severity: note.Info,
-				Message: fmt.Sprintf("`%s` is set by the gate; the draft's value is kept only under `claimed:`", k)})
+	v.Reasons = append(v.Reasons, validate.Links(res, folder)...)
+	for i := 0; i+1 < len(res.Note.Front.Content); i += 2 {
+		k := res.Note.Front.Content[i]
+		switch {
+		case isClaimedKey(k.Value) && (advisoryKeys[k.Value]):
+			v.Reasons = append(v.Reasons, note.Finding{Rule: "gate-owned", Line: k.Line, Severity: note.Info,
+				Message: fmt.Sprintf("`%s` is the draft's claim about itself; it is kept only under `claimed:` and never decides anything", clip(k.Value))})
+		case isClaimedKey(k.Value):
+			// A draft that claims a status, a verifier, an author or a
+			// reviewer lies about its own authority: it is kept as a claim
+			// and a human sees it before it becomes memory.
+			v.Reasons = append(v.Reasons, flag("claims-authority", k.Line, "`%s` claims what only the gate or a reviewer records; it is kept only under `claimed:` and the draft waits for a reviewer", clip(k.Value)))
+		case knownKeys[strings.ToLower(k.Value)] && k.Value != strings.ToLower(k.Value):
+			v.Reasons = append(v.Reasons, flag("key-case", k.Line, "`%s` differs from `%s` only in letter case; a reader could take it for the real key", clip(k.Value), strings.ToLower(k.Value)))
 		}
 	}
-	if note.HasErrors(p.Reasons) {
-		p.State = StateRejected
-		validate.Sort(p.Reasons)
-		return p, nil
+	if note.HasErrors(v.Reasons) {
+		v.State = StateRejected
+		validate.Sort(v.Reasons)
+		return v, nil
 	}
-	// Supersession of a note in force needs a human.
+	// Supersession: of a note in force needs a human; of anything in a
+	// review folder (the agent contract, decisions) too.
 	for _, ref := range m.Supersedes {
 		target := path.Clean(strings.TrimPrefix(ref.Value, "/"))
-		b, err := headFile(target)
+		for _, f := range reviewFolders {
+			if target == f || strings.HasPrefix(target, f+"/") {
+				v.Reasons = append(v.Reasons, flag("review-folder", ref.Line, "`supersedes` names %s in %s/, which only a human may change", target, f))
+			}
+		}
+		b, err := in.Head(target)
 		if err != nil {
-			return p, err
+			return v, err
 		}
 		if b == nil {
-			p.Reasons = append(p.Reasons, flag("supersedes-missing", ref.Line, "`supersedes` names %s, which is not in the vault", target))
+			v.Reasons = append(v.Reasons, flag("supersedes-missing", ref.Line, "`supersedes` names %s, which is not in the vault", target))
 			continue
 		}
 		status := note.StatusStable
@@ -79,36 +199,103 @@ func decide(pol *policy.Policy, res validate.Result, headFile func(string) ([]by
 			}
 		}
 		if status != note.StatusDeprecated {
-			p.Reasons = append(p.Reasons, flag("supersedes-approved", ref.Line, "supersedes %s, which is in force (status %s); a human must approve", target, status))
+			v.Reasons = append(v.Reasons, flag("supersedes-approved", ref.Line, "supersedes %s, which is in force (status %s); a human must approve", target, status))
 		}
 	}
+	v.Reasons = append(v.Reasons, contractReferences(res.Note, m)...)
 	risk := pol.RiskFor(m.Type, folder)
-	if m.Risk != "" {
-		risk = policy.MaxRisk(risk, m.Risk) // a draft can raise its risk, never lower it
+	riskLine := 0
+	if r, l := claimedRisk(res.Note); r != "" && policy.MaxRisk(risk, r) != risk {
+		risk, riskLine = r, l // a draft can raise its risk, never lower it
 	}
-	if note.HasFlags(p.Reasons) {
+	if note.HasFlags(v.Reasons) {
 		risk = note.RiskHigh // detector findings
 	}
-	p.Risk = risk
+	v.Risk = risk
 	for _, f := range reviewFolders {
 		if folder == f || strings.HasPrefix(folder, f+"/") {
-			p.Reasons = append(p.Reasons, flag("review-folder", m.TypeLine, "notes in %s/ always need a human", f))
+			v.Reasons = append(v.Reasons, flag("review-folder", m.TypeLine, "notes in %s/ always need a human", f))
 		}
 	}
 	if risk != note.RiskLow {
-		p.Reasons = append(p.Reasons, note.Finding{Rule: "risk", Line: m.RiskLine, Severity: note.Flag,
-			Message: fmt.Sprintf("risk is %s (policy for type %s in %s, the draft's own `risk`, and the detectors); only low risk promotes automatically", risk, m.Type, folder)})
+		v.Reasons = append(v.Reasons, note.Finding{Rule: "risk", Line: riskLine, Severity: note.Flag,
+			Message: fmt.Sprintf("risk is %s (policy for type %s in %s, the draft's own `risk`, and the detectors); only low risk promotes without a reviewer", risk, m.Type, folder)})
 	}
-	if m.Confidence != note.ConfidenceVerified {
-		p.Reasons = append(p.Reasons, flag("confidence", 0, "confidence is %s; only `confidence: verified` promotes automatically", m.Confidence))
+	v.Reasons = append(v.Reasons, originReasons(in, m.Type)...)
+	for _, check := range evidenceChecks {
+		if err := check(in, &v); err != nil {
+			return v, err
+		}
 	}
-	validate.Sort(p.Reasons)
-	if note.HasFlags(p.Reasons) {
-		p.State = StatePending
-	} else {
-		p.State = StatePromoted
+	validate.Sort(v.Reasons)
+	switch {
+	case note.HasErrors(v.Reasons):
+		v.State = StateRejected
+	case note.HasFlags(v.Reasons):
+		v.State = StatePending
+	default:
+		v.State, v.Auto = StatePromoted, true
 	}
-	return p, nil
+	return v, nil
+}
+
+// originReasons holds a draft for review unless the policy trusts the
+// session's proven origin for this type and the rates allow another
+// auto-promotion. Line 0: these are about the session, not a line.
+func originReasons(in *judgeInput, typ string) []note.Finding {
+	ap := in.Policy.AutoPromote
+	o := in.Origin
+	switch {
+	case ap == nil:
+		return []note.Finding{flag("review-required", 0, "the policy has no `auto_promote`: every draft waits for a reviewer")}
+	case !o.Verified:
+		return []note.Finding{flag("origin-unverified", 0, "the session record is not proven to be fedmem-run's (%s); drafts of this session never promote on their own", o.Why)}
+	case !o.Trusted:
+		return []note.Finding{flag("origin-untrusted", 0, "%s", o.Why)}
+	case !ap.TypeAllowed(typ):
+		return []note.Finding{flag("auto-promote-type", 0, "auto_promote does not cover type %q (types: %s)", typ, strings.Join(ap.Types, ", "))}
+	case in.SessionAuto >= ap.MaxPerSession:
+		return []note.Finding{flag("auto-promote-rate", 0, "session %s already auto-promoted %d drafts (auto_promote.max_per_session)", in.Session, in.SessionAuto)}
+	case in.DayAuto >= ap.MaxPerDay:
+		return []note.Finding{flag("auto-promote-rate", 0, "%d drafts were already auto-promoted today, UTC (auto_promote.max_per_day)", in.DayAuto)}
+	}
+	return nil
+}
+
+// contractNames are the files of the agent contract (00-global/).
+var contractNames = []string{"00-global", "agent.md", "rules.md", "policy.yaml"}
+
+// contractReferences holds a draft that talks about the agent contract
+// (AGENT.md, RULES.md, the policy, anything in 00-global/): a note that says
+// a rule is void changes the contract without touching 00-global/, so a
+// human reads it first (rule review-folder, like a change in 00-global/).
+func contractReferences(n *note.Note, m note.Meta) []note.Finding {
+	check := func(text string, line int) *note.Finding {
+		l := strings.ToLower(text)
+		for _, c := range contractNames {
+			if strings.Contains(l, c) {
+				f := flag("review-folder", line, "the draft refers to %s, part of the agent contract in 00-global/; only a human may change what it says", c)
+				return &f
+			}
+		}
+		return nil
+	}
+	if f := check(m.Title, n.KeyLine("title")); f != nil {
+		return []note.Finding{*f}
+	}
+	for i, l := range strings.Split(string(n.Body), "\n") {
+		if f := check(l, n.BodyLine+i); f != nil {
+			return []note.Finding{*f}
+		}
+	}
+	return nil
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }
 
 func str(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
@@ -128,48 +315,49 @@ func keyed(pairs ...any) *yaml.Node {
 // provenance is what the gate knows about where a draft came from.
 type provenance struct {
 	Session string
-	Record  *SessionRecord // nil: unknown agent
+	Origin  origin
 }
 
 func (p provenance) actor() string {
-	if p.Record == nil || len(p.Record.Command) == 0 {
+	r := p.Origin.Record
+	if r == nil || !p.Origin.Verified || len(r.Command) == 0 {
 		return "agent:unknown"
 	}
-	return "agent:" + cleanSlug(path.Base(p.Record.Command[0]))
+	return "agent:" + cleanSlug(path.Base(r.Command[0]))
 }
 
 // render writes the promoted note: the draft's own keys in order, minus the
-// gate-owned ones (moved under `claimed:`), then the gate's fields. Every
-// time comes from the gate's first sight of the draft, so rendering the same
-// claim twice gives the same bytes (a restarted gate recognises its own
-// earlier commit instead of committing again).
-func render(n *note.Note, pol *policy.Policy, typ string, prov provenance, firstSeen time.Time, verifiedBy string) ([]byte, error) {
+// claims (gate-owned and trust-bearing keys in any letter case, moved under
+// `claimed:`), then the gate's fields, then evidence fields. Every time
+// comes from the gate's first sight of the draft. Provenance comes from the
+// session record only when it is proven to be the launcher's; otherwise the
+// note says `origin: unverified`.
+func render(n *note.Note, pol *policy.Policy, v verdict, prov provenance, firstSeen time.Time, verifiedBy string) ([]byte, error) {
 	front := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	claimed := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	owned := map[string]bool{}
-	for _, k := range note.GateOwned {
-		owned[k] = true
-	}
 	for i := 0; i+1 < len(n.Front.Content); i += 2 {
-		k, v := n.Front.Content[i], n.Front.Content[i+1]
-		if owned[k.Value] {
-			claimed.Content = append(claimed.Content, k, v)
+		k, val := n.Front.Content[i], n.Front.Content[i+1]
+		if isClaimedKey(k.Value) {
+			claimed.Content = append(claimed.Content, k, val)
 		} else {
-			front.Content = append(front.Content, k, v)
+			front.Content = append(front.Content, k, val)
 		}
 	}
 	at := firstSeen.UTC().Format(time.RFC3339)
 	gen := keyed("by", prov.actor(), "at", at, "session", prov.Session)
-	if r := prov.Record; r != nil {
-		gen.Content = append(gen.Content, keyed("profile", r.Profile, "profile_hash", r.ProfileHash, "uid", strconv.Itoa(r.UID), "started", r.Started).Content...)
+	if r := prov.Origin.Record; r != nil && prov.Origin.Verified {
+		gen.Content = append(gen.Content, keyed("origin", "verified", "profile", r.Profile, "profile_hash", r.ProfileHash, "uid", strconv.Itoa(r.UID), "started", r.Started).Content...)
+	} else {
+		gen.Content = append(gen.Content, keyed("origin", "unverified").Content...)
 	}
-	ttl := pol.TTLDays(typ)
+	ttl := pol.TTLDays(v.Type)
 	front.Content = append(front.Content,
 		str("status"), str(note.StatusStable),
 		str("generated"), gen,
-		str("verified"), &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{keyed("by", verifiedBy, "at", at)}},
+		str("verified"), &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: append([]*yaml.Node{keyed("by", verifiedBy, "at", at)}, v.Verified...)},
 		str("stale_after"), str(firstSeen.UTC().AddDate(0, 0, ttl).Format(time.RFC3339)),
 	)
+	front.Content = append(front.Content, v.Fields...)
 	if len(claimed.Content) > 0 {
 		front.Content = append(front.Content, str("claimed"), claimed)
 	}

@@ -7,14 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/fedmem/fedmem/gate/audit"
@@ -62,6 +60,9 @@ type Gate struct {
 	audit    *audit.Log
 	unlock   func()
 	uid      int
+	// rates counts auto-promotions (nil until a policy with auto_promote
+	// needs it).
+	rates *rates
 	// mu serialises passes and reviews (one writer of state and refs).
 	mu sync.Mutex
 }
@@ -99,7 +100,7 @@ func Open(o Options) (*Gate, error) {
 	}
 	// Refuses a state dir the gate did not create (owner, mode, link);
 	// creates it only under a trusted parent (statedir_linux.go).
-	if err := prepareStateDir(g.state, g.uid, []string{claimsDir, decisionsDir, pendingDir, seenDir}); err != nil {
+	if err := prepareStateDir(g.state, g.uid, []string{claimsDir, decisionsDir, pendingDir, seenDir, committingDir}); err != nil {
 		return nil, err
 	}
 	if same, err := sameFS(g.state, filepath.Join(dir, vault.InboxDir)); err != nil || !same {
@@ -111,7 +112,7 @@ func Open(o Options) (*Gate, error) {
 	// Holding the lock, no other gate writes here: a ".tmp-*" file is a
 	// partial writeAtomic of a gate killed mid-write (its rename never
 	// happened, so nothing refers to it).
-	for _, d := range []string{"", claimsDir, decisionsDir, pendingDir, seenDir} {
+	for _, d := range []string{"", claimsDir, decisionsDir, pendingDir, seenDir, committingDir} {
 		if tmps, err := filepath.Glob(filepath.Join(g.statePath(d), ".tmp-*")); err == nil {
 			for _, t := range tmps {
 				os.Remove(t)
@@ -326,92 +327,92 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string) (*Decision, err
 		}
 		return d, g.finish(in, c, d, nil)
 	}
-	res, err := validate.Draft(rr.Bytes)
+	res, err := validate.DraftNamed(c.Name, rr.Bytes)
 	if err != nil {
 		return nil, err
 	}
-	branch, head, err := g.repo.head()
+	v, o, err := g.judgeDraft(in, pol, c.Session, res)
 	if err != nil {
 		return nil, err
 	}
-	p, err := decide(pol, res, func(p string) ([]byte, error) { return g.repo.fileAt(head, p) })
-	if err != nil {
-		return nil, err
-	}
-	d.State, d.Reasons, d.Type, d.Risk, d.Confidence = p.State, p.Reasons, p.Type, p.Risk, p.Confidence
-	if p.State == StateRejected {
+	d.State, d.Reasons, d.Type, d.Risk, d.Confidence, d.Origin = v.State, v.Reasons, v.Type, v.Risk, v.Confidence, o.String()
+	switch v.State {
+	case StateRejected:
 		return d, g.finish(in, c, d, nil)
-	}
-	if p.State == StatePending {
-		d.Path = destPath(p.Folder, res.Meta.Title, c.Name, rr.Sum)
+	case StatePending:
+		d.Path = destPath(v.Folder, res.Meta.Title, c.Name, rr.Sum)
 		return d, g.finish(in, c, d, rr.Bytes)
 	}
-	prov := provenance{Session: c.Session, Record: g.sessionRecord(in, c.Session)}
-	content, err := render(res.Note, pol, p.Type, prov, c.FirstSeen, GateActor)
-	if err != nil {
+	d.AutoPromoted = true
+	if err := g.promoteDraft(pol, d, res, v, o, ""); err != nil {
+		var refused *validate.RefusedError
+		if !errors.As(err, &refused) {
+			return nil, err
+		}
+		// The commit-time scan (H3) refused what would be written.
+		d.State, d.AutoPromoted, d.Path = StateRejected, false, ""
+		d.Reasons = append(d.Reasons, refused.Findings...)
+		return d, g.finish(in, c, d, nil)
+	}
+	if err := g.finish(in, c, d, nil); err != nil {
 		return nil, err
 	}
-	if err := g.promote(pol, branch, head, d, p.Folder, res.Meta.Title, c.Name, content); err != nil {
-		return nil, err
-	}
-	return d, g.finish(in, c, d, nil)
+	g.countAuto(d)
+	return d, nil
 }
 
-// promote commits content at a fresh path (or recognises an earlier commit
-// of the same bytes) and updates the work tree and index.
-func (g *Gate) promote(pol *policy.Policy, branch plumbing.ReferenceName, head plumbing.Hash, d *Decision, folder, title, name string, content []byte) error {
-	base := strings.TrimSuffix(destPath(folder, title, name, d.SHA256), ".md")
-	var dest string
-	for i := 1; i <= 50 && dest == ""; i++ {
-		cand := base + ".md"
-		if i > 1 {
-			cand = fmt.Sprintf("%s-%d.md", base, i)
-		}
-		old, err := g.repo.fileAt(head, cand)
-		if err != nil {
-			return err
-		}
-		switch {
-		case old == nil:
-			dest = cand
-		case string(old) == string(content):
-			// Committed by an earlier run that crashed before recording:
-			// record it, and bring the work tree up to HEAD for the paths
-			// that commit wrote.
-			d.Path, d.Commit = cand, head.String()
-			ch := []change{{cand, content}}
-			for _, f := range []string{"log.md", "index.md"} {
-				p := path.Dir(cand) + "/" + f
-				if b, err := g.repo.fileAt(head, p); err == nil && b != nil {
-					ch = append(ch, change{p, b})
-				}
-			}
-			return g.repo.checkout(ch)
-		}
-	}
-	if dest == "" {
-		return fmt.Errorf("no free path for %s after 50 tries", base)
-	}
-	d.Path = dest
-	cs := g.newChangeSet(head)
-	cs.set(dest, content)
-	if err := cs.notePromoted(dest, title, d, g.now()); err != nil {
-		return err
-	}
-	ch := cs.list()
-	msg := fmt.Sprintf("fedmem: promote %s\n\nDraft %s from session %s, decided by the gate.\n\nFedmem-Session: %s\nFedmem-Draft-Sha256: %s\nFedmem-Decision: %s\n",
-		dest, sanitizeLine(d.Draft), d.Session, d.Session, d.SHA256, StatePromoted)
-	sig := g.signature(pol)
-	h, err := g.repo.commitChanges(branch, head, ch, sig, msg)
+// judgeDraft takes a validated draft to a verdict against the branch HEAD,
+// with the session's origin and the gate's own rate counts.
+func (g *Gate) judgeDraft(in *inbox, pol *policy.Policy, sess string, res validate.Result) (verdict, origin, error) {
+	_, head, err := g.repo.head()
 	if err != nil {
-		return err
+		return verdict{}, origin{}, err
 	}
-	d.Commit = h.String()
-	if _, err := g.audit.Append("commit", map[string]string{"id": d.ID, "commit": d.Commit, "path": dest, "sha256": d.SHA256}); err != nil {
-		return err
+	o := g.originOf(in, pol, sess)
+	ji := &judgeInput{Policy: pol, Result: res, Session: sess, Origin: o,
+		Head: func(p string) ([]byte, error) { return g.repo.fileAt(head, p) }, Env: g.evidenceEnv(head)}
+	if pol.AutoPromote != nil {
+		r, err := g.autoRates()
+		if err != nil {
+			return verdict{}, o, err
+		}
+		ji.SessionAuto, ji.DayAuto = r.session[sess], r.day[g.now().UTC().Format(time.DateOnly)]
 	}
-	g.log.Info("committed", "id", d.ID, "commit", d.Commit, "path", dest)
-	return g.repo.checkout(ch)
+	v, err := judge(ji)
+	return v, o, err
+}
+
+// rates counts auto-promotions per session and per UTC day, from the gate's
+// recorded decisions (loaded once, then kept up to date as it promotes).
+type rates struct {
+	session map[string]int
+	day     map[string]int
+}
+
+func (g *Gate) autoRates() (*rates, error) {
+	if g.rates != nil {
+		return g.rates, nil
+	}
+	all, err := g.Decisions()
+	if err != nil {
+		return nil, err
+	}
+	r := &rates{session: map[string]int{}, day: map[string]int{}}
+	for _, d := range all {
+		if d.AutoPromoted && d.State == StatePromoted && d.DuplicateOf == "" {
+			r.session[d.Session]++
+			r.day[d.Decided.UTC().Format(time.DateOnly)]++
+		}
+	}
+	g.rates = r
+	return r, nil
+}
+
+func (g *Gate) countAuto(d *Decision) {
+	if g.rates != nil {
+		g.rates.session[d.Session]++
+		g.rates.day[d.Decided.UTC().Format(time.DateOnly)]++
+	}
 }
 
 // note appends an audit entry whose loss must not stop the gate (the
@@ -476,6 +477,7 @@ func (g *Gate) finish(in *inbox, c Claim, d *Decision, pendingBytes []byte) erro
 		g.log.Warn("receipt not written", "id", d.ID, "err", err)
 		g.note("receipt-failed", map[string]string{"id": d.ID, "error": err.Error()})
 	}
+	os.Remove(g.statePath(committingDir, d.ID))
 	if err := os.RemoveAll(g.statePath(claimsDir, c.ID+".draft")); err != nil {
 		return err
 	}

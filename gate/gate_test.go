@@ -2,6 +2,7 @@ package gate
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,21 +36,64 @@ func gitCLI(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
-// session creates an inbox session dir with an enforcer record.
+// The profile the test session records name, pinned by trustVault's policy.
+const (
+	testProfile     = "gate-test"
+	testProfileHash = "abababababababababababababababababababababababababababababababab"
+)
+
+// session creates an inbox session dir with an enforcer record written the
+// way a proven record is: by root (when the test runs as root) or, as a
+// normal user, with the group trustVault names as the launcher group in a
+// .sessions folder closed to others.
 func session(t *testing.T, v, sess string) string {
 	t.Helper()
 	dir := filepath.Join(v, "90-inbox", sess)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	rec := SessionRecord{Session: sess, Profile: "claude", ProfileHash: "sha256:abc", UID: os.Geteuid(), Command: []string{"/usr/bin/claude", "--x"}, Started: "2026-11-29T20:00:00Z"}
+	rec := SessionRecord{Session: sess, Profile: testProfile, ProfileHash: testProfileHash, UID: os.Geteuid(), Command: []string{"/usr/bin/claude", "--x"}, Started: "2026-11-29T20:00:00Z"}
 	b, _ := json.Marshal(rec)
 	sd := filepath.Join(v, "90-inbox", ".sessions")
-	os.MkdirAll(sd, 0o1777)
+	os.MkdirAll(sd, 0o770)
+	os.Chmod(sd, 0o770)
 	if err := os.WriteFile(filepath.Join(sd, sess+".json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// trustPolicy is a policy whose auto_promote trusts the test sessions'
+// profile (pinned) for any type.
+func trustPolicy() string {
+	lg := ""
+	if os.Geteuid() != 0 {
+		lg = fmt.Sprintf("  launcher_group: \"%d\"\n", os.Getegid())
+	}
+	return "version: 1\nreviewers: [alice]\nauto_promote:\n  profiles: [\"" + testProfile + "@" + testProfileHash + "\"]\n  max_per_session: 1000\n  max_per_day: 100000\n" + lg
+}
+
+// setPolicy commits policy text as the vault's policy.
+func setPolicy(t *testing.T, v, text string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(v, "00-global", "policy.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitCLI(t, v, "add", "00-global/policy.yaml")
+	gitCLI(t, v, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "policy")
+}
+
+// trustVault is newVault with trustPolicy: the test sessions' drafts may
+// promote on their own.
+func trustVault(t *testing.T) string {
+	t.Helper()
+	v := newVault(t)
+	p := filepath.Join(v, "10-projects", "src.md")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte("---\ntype: Reference\ntitle: Source\n---\nThe system as it is.\n"), 0o644)
+	gitCLI(t, v, "add", "10-projects/src.md")
+	setPolicy(t, v, trustPolicy())
+	return v
 }
 
 func put(t *testing.T, dir, name, content string) {
@@ -134,7 +178,7 @@ generated:
   at: 2026-01-01
 stale_after: 2099-01-01
 sources:
-  - resource: ../10-projects/note.md
+  - resource: 10-projects/src.md
     last_modified: 2026-09-08
 ---
 
@@ -142,13 +186,21 @@ Use the provider event id as the key. See [the runbook](../40-workflows/retry.md
 `
 
 func TestPromoteForgedProvenanceKeptAsClaim(t *testing.T) {
-	v := newVault(t)
+	v := trustVault(t)
 	sd := session(t, v, "s-001")
 	put(t, sd, "fact.md", forged)
 	headBefore := strings.TrimSpace(gitCLI(t, v, "rev-parse", "HEAD"))
 	g := openGate(t, v)
 	s := once(t, g)
 	d := decisionFor(t, s, "fact.md")
+	if d.State != StatePending || !hasRule(d, "claims-authority") {
+		t.Fatalf("a draft claiming status/verified/generated must wait for a reviewer: %+v", d)
+	}
+	ad, err := g.Approve(d.ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = *ad
 	if d.State != StatePromoted || d.Path != "20-domains/webhook-retries-use-the-event-id.md" {
 		t.Fatalf("decision %+v", d)
 	}
@@ -160,7 +212,8 @@ func TestPromoteForgedProvenanceKeptAsClaim(t *testing.T) {
 		t.Errorf("identity %q", got)
 	}
 	trailers := gitCLI(t, v, "log", "-1", "--format=%(trailers)")
-	for _, want := range []string{"Fedmem-Session: s-001", "Fedmem-Draft-Sha256: " + d.SHA256, "Fedmem-Decision: promoted"} {
+	for _, want := range []string{"Fedmem-Draft: " + d.ID, "Fedmem-Session: s-001", "Fedmem-Draft-Sha256: " + d.SHA256, "Fedmem-Decision: promoted",
+		"Fedmem-Origin: trusted:" + testProfile, "Fedmem-Reviewer: alice", "Fedmem-Audit-Head: "} {
 		if !strings.Contains(trailers, want) {
 			t.Errorf("trailers %q lack %q", trailers, want)
 		}
@@ -169,7 +222,7 @@ func TestPromoteForgedProvenanceKeptAsClaim(t *testing.T) {
 		t.Errorf("commit touches %q; want the note and its folder's index.md and log.md", files)
 	}
 	logMD, _ := os.ReadFile(filepath.Join(v, "20-domains", "log.md"))
-	if !strings.Contains(string(logMD), "promoted [Webhook retries use the event id](webhook-retries-use-the-event-id.md) from session s-001 by the gate") {
+	if !strings.Contains(string(logMD), "promoted [Webhook retries use the event id](webhook-retries-use-the-event-id.md) from session s-001 by reviewer alice") {
 		t.Errorf("log.md:\n%s", logMD)
 	}
 	indexMD, _ := os.ReadFile(filepath.Join(v, "20-domains", "index.md"))
@@ -192,8 +245,8 @@ func TestPromoteForgedProvenanceKeptAsClaim(t *testing.T) {
 		t.Errorf("generated.by must come from the session record, got %v\n%s", gen, b)
 	}
 	ver := n.Get("verified")
-	if ver == nil || len(ver.Content) != 1 || note.MapGet(ver.Content[0], "by").Value != GateActor {
-		t.Errorf("verified must be the gate only:\n%s", b)
+	if ver == nil || len(ver.Content) != 1 || note.MapGet(ver.Content[0], "by").Value != "human:alice" {
+		t.Errorf("verified must be the reviewer only:\n%s", b)
 	}
 	if s, _ := n.Scalar("stale_after"); s != "2027-02-27T20:00:00Z" {
 		t.Errorf("stale_after %q; want first-seen + 90 days", s)
@@ -249,9 +302,9 @@ func TestRejectedResubmissionPointsAtEarlierDecision(t *testing.T) {
 }
 
 func TestSupersedingApprovedNoteIsPending(t *testing.T) {
-	v := newVault(t)
+	v := trustVault(t)
 	sd := session(t, v, "s-1")
-	put(t, sd, "old.md", "---\ntype: Fact\ntitle: Old rule\nconfidence: verified\n---\nold\n")
+	put(t, sd, "old.md", "---\ntype: Fact\ntitle: Old rule\nsources: [10-projects/src.md]\n---\nold\n")
 	g := openGate(t, v)
 	d1 := decisionFor(t, once(t, g), "old.md")
 	if d1.State != StatePromoted {
@@ -306,10 +359,10 @@ func vaultInit(dir string) (vaultrepo.Result, error) {
 func TestIndexVersionsStayClean(t *testing.T) {
 	for _, ver := range []string{"2", "3", "4"} {
 		t.Run("v"+ver, func(t *testing.T) {
-			v := newVault(t)
+			v := trustVault(t)
 			gitCLI(t, v, "update-index", "--index-version", ver)
 			gitCLI(t, v, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "tree cache") // writes a TREE extension
-			put(t, session(t, v, "ix"), "a.md", "---\ntype: Fact\ntitle: Index "+ver+"\nconfidence: verified\n---\nx\n")
+			put(t, session(t, v, "ix"), "a.md", "---\ntype: Fact\ntitle: Index "+ver+"\nsources: [10-projects/src.md]\n---\nx\n")
 			g := openGate(t, v)
 			d := decisionFor(t, once(t, g), "a.md")
 			if d.State != StatePromoted {

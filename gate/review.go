@@ -4,9 +4,7 @@ import (
 	"errors"
 
 	"fmt"
-	"github.com/go-git/go-git/v5/plumbing"
 	"os"
-	"path"
 	"strings"
 
 	"github.com/fedmem/fedmem/gate/validate"
@@ -52,11 +50,15 @@ func validReviewer(name string) bool {
 	return name != "" && len(name) <= 64 && cleanSlug(name) != "" && !strings.ContainsAny(name, " \t\r\n:<>/")
 }
 
-// Approve promotes a pending draft on a human's word: the note records
+// Approve promotes a pending draft on a human's word, through the same
+// promotion path as auto-promotion (promoteDraft): the note records
 // `verified: human:<reviewer>`, the commit a Fedmem-Reviewer trailer. The
-// draft is validated again (policy or scanner may have changed): a draft
-// that is now invalid cannot be approved. A superseded note in force gets
-// status deprecated and superseded_by in the same commit.
+// draft is validated and judged again (policy or scanner may have changed):
+// a draft that is now invalid cannot be approved; flags that held it are
+// what the reviewer looked at. A superseded note in force gets status
+// deprecated and superseded_by in the same commit. After a crash, an
+// approval of a draft already committed adopts that commit (keyed by the
+// draft id), whoever approves.
 func (g *Gate) Approve(id, reviewer string) (*Decision, error) {
 	if !validReviewer(reviewer) {
 		return nil, fmt.Errorf("reviewer name %q is not usable", reviewer)
@@ -71,76 +73,27 @@ func (g *Gate) Approve(id, reviewer string) (*Decision, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := validate.Draft(b)
+	res, err := validate.DraftNamed(d.Draft, b)
 	if err != nil {
 		return nil, err
-	}
-	branch, head, err := g.repo.head()
-	if err != nil {
-		return nil, err
-	}
-	p, err := decide(pol, res, func(p string) ([]byte, error) { return g.repo.fileAt(head, p) })
-	if err != nil {
-		return nil, err
-	}
-	if p.State == StateRejected {
-		return nil, fmt.Errorf("draft %s is no longer valid and cannot be approved: %v", id, p.Reasons)
 	}
 	in, err := g.openInbox()
 	if err != nil {
 		return nil, err
 	}
 	defer in.Close()
-	prov := provenance{Session: d.Session, Record: g.sessionRecord(in, d.Session)}
-	content, err := render(res.Note, pol, p.Type, prov, d.FirstSeen, "human:"+reviewer)
+	v, o, err := g.judgeDraft(in, pol, d.Session, res)
 	if err != nil {
 		return nil, err
 	}
-	dest, already, err := g.freePath(head, destPath(p.Folder, res.Meta.Title, d.Draft, d.SHA256), content)
-	if err != nil {
-		return nil, err
+	if v.State == StateRejected {
+		return nil, fmt.Errorf("draft %s is no longer valid and cannot be approved: %v", id, v.Reasons)
 	}
 	d.Reviewer = reviewer
-	if already {
-		// Committed by an approval that was interrupted before recording.
-		d.State, d.Path, d.Commit, d.Reviewed = StatePromoted, dest, head.String(), g.now().UTC()
-		if err := g.repo.checkout([]change{{dest, content}}); err != nil {
-			return nil, err
-		}
-		return d, g.recordReview(in, d)
-	}
-	cs := g.newChangeSet(head)
-	cs.set(dest, content)
-	if err := cs.notePromoted(dest, res.Meta.Title, d, g.now()); err != nil {
+	if err := g.promoteDraft(pol, d, res, v, o, reviewer); err != nil {
 		return nil, err
 	}
-	for _, ref := range res.Meta.Supersedes {
-		target := path.Clean(strings.TrimPrefix(ref.Value, "/"))
-		old, err := cs.get(target)
-		if err != nil || old == nil {
-			continue
-		}
-		if upd, ok := deprecate(old, dest); ok {
-			cs.set(target, upd)
-			if err := cs.noteSuperseded(target, dest, g.now()); err != nil {
-				return nil, err
-			}
-		}
-	}
-	changes := cs.list()
-	msg := fmt.Sprintf("fedmem: promote %s (approved by %s)\n\nDraft %s from session %s, approved by a reviewer.\n\nFedmem-Session: %s\nFedmem-Draft-Sha256: %s\nFedmem-Decision: %s\nFedmem-Reviewer: %s\n",
-		dest, reviewer, sanitizeLine(d.Draft), d.Session, d.Session, d.SHA256, StatePromoted, reviewer)
-	sig := g.signature(pol)
-	h, err := g.repo.commitChanges(branch, head, changes, sig, msg)
-	if err != nil {
-		return nil, err
-	}
-	if err := g.repo.checkout(changes); err != nil {
-		return nil, err
-	}
-	d.State, d.Path, d.Commit = StatePromoted, dest, h.String()
-	d.Reviewer, d.Reviewed = reviewer, g.now().UTC()
-	g.note("commit", map[string]string{"id": d.ID, "commit": d.Commit, "path": dest, "sha256": d.SHA256, "reviewer": reviewer})
+	d.State, d.Reviewed = StatePromoted, g.now().UTC()
 	return d, g.recordReview(in, d)
 }
 
@@ -213,30 +166,8 @@ func (g *Gate) recordReview(in *inbox, d *Decision) error {
 		g.note("receipt-failed", map[string]string{"id": d.ID, "error": err.Error()})
 	}
 	os.Remove(g.statePath(pendingDir, d.ID+".draft"))
+	os.Remove(g.statePath(committingDir, d.ID))
 	return nil
-}
-
-// freePath returns p, or p with -2, -3… if p is taken at head; already is
-// true when a candidate already holds exactly content.
-func (g *Gate) freePath(h plumbing.Hash, p string, content []byte) (string, bool, error) {
-	base := strings.TrimSuffix(p, ".md")
-	for i := 1; i <= 50; i++ {
-		cand := base + ".md"
-		if i > 1 {
-			cand = fmt.Sprintf("%s-%d.md", base, i)
-		}
-		old, err := g.repo.fileAt(h, cand)
-		if err != nil {
-			return "", false, err
-		}
-		if old == nil {
-			return cand, false, nil
-		}
-		if string(old) == string(content) {
-			return cand, true, nil
-		}
-	}
-	return "", false, fmt.Errorf("no free path for %s", p)
 }
 
 // deprecate marks a note superseded: status deprecated, superseded_by dest.

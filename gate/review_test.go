@@ -11,9 +11,9 @@ import (
 )
 
 func TestApproveSupersessionDeprecatesOldNoteInSameCommit(t *testing.T) {
-	v := newVault(t)
+	v := trustVault(t)
 	sd := session(t, v, "s-1")
-	put(t, sd, "old.md", "---\ntype: Fact\ntitle: Old rule\nconfidence: verified\n---\nold\n")
+	put(t, sd, "old.md", "---\ntype: Fact\ntitle: Old rule\nsources: [10-projects/src.md]\n---\nold\n")
 	g := openGate(t, v)
 	old := decisionFor(t, once(t, g), "old.md")
 	put(t, sd, "new.md", "---\ntype: Fact\ntitle: New rule\nconfidence: verified\nsupersedes: "+old.Path+"\n---\nnew\n")

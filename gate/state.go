@@ -76,6 +76,12 @@ type Decision struct {
 	Reviewer     string    `json:"reviewer,omitempty"`
 	ReviewReason string    `json:"review_reason,omitempty"`
 	Reviewed     time.Time `json:"reviewed,omitzero"`
+	// Origin is the session's origin as the gate proved it (unverified,
+	// verified:<profile>, trusted:<profile>); never the draft's claim.
+	Origin string `json:"origin,omitempty"`
+	// AutoPromoted is true when the gate promoted the draft without a
+	// reviewer (counted against auto_promote's rates).
+	AutoPromoted bool `json:"auto_promoted,omitempty"`
 }
 
 type seenRecord struct {

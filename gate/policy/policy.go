@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,10 +33,69 @@ type Policy struct {
 	MaxDrafts     int // per session
 	GateName      string
 	GateEmail     string
+	// AutoPromote, when set, lets drafts from trusted origins promote
+	// without a reviewer. Nil (what `fedmem init` writes): every valid draft
+	// waits for a reviewer.
+	AutoPromote *AutoPromote
 	// Verifiers are the approved verification processes, by name
 	// (verifiers.go).
 	Verifiers map[string]Verifier
 }
+
+// AutoPromote says which sessions' drafts may promote on their own. Origin is
+// read from the session record fedmem-run wrote, never from the draft, and
+// only a record the gate can prove is the launcher's counts (see
+// docs/gate.md, "Trust model").
+type AutoPromote struct {
+	// Profiles are trusted profile names. A built-in name is trusted only
+	// when the record's profile hash is the built-in's; any other name must
+	// be pinned as "name@<sha256 hex>" (the hash fedmem-run reports).
+	Profiles []string
+	// Types limits auto-promotion to these note types (case-insensitive);
+	// empty means any type.
+	Types []string
+	// MaxPerSession and MaxPerDay cap auto-promotions per session and per
+	// UTC day, counted by the gate from its own decisions.
+	MaxPerSession int
+	MaxPerDay     int
+	// LauncherGroup is the group (name or gid) that fedmem-run is installed
+	// setgid to and that owns 90-inbox/.sessions/. Without it only records
+	// written by root are trusted.
+	LauncherGroup string
+	// Line is where the block starts in the policy file.
+	Line int
+}
+
+// Auto-promotion defaults when the block omits a cap.
+const (
+	DefaultMaxPerSession = 20
+	DefaultMaxPerDay     = 200
+)
+
+// ProfilePin splits a trusted profile entry "name[@sha256]".
+func ProfilePin(entry string) (name, hash string) {
+	name, hash, _ = strings.Cut(entry, "@")
+	return name, hash
+}
+
+// TypeAllowed reports whether auto-promotion covers a note type.
+func (a *AutoPromote) TypeAllowed(typ string) bool {
+	if len(a.Types) == 0 {
+		return true
+	}
+	for _, t := range a.Types {
+		if strings.EqualFold(t, typ) {
+			return true
+		}
+	}
+	return false
+}
+
+// RiskFloor is the least risk of a type, whatever the policy's `risk.types`
+// says: these notes tell agents what to run or how to behave (agent
+// adapters, workflows, runbooks). Medium is not low, so they always wait for
+// a reviewer, even from a trusted origin.
+var RiskFloor = map[string]string{"Adapter": note.RiskMedium, "Workflow": note.RiskMedium, "Runbook": note.RiskMedium}
 
 // Default is the policy used when the vault has no policy file. It matches
 // the file `fedmem init` writes.
@@ -49,7 +109,8 @@ func Default() *Policy {
 		},
 		DefaultTarget: "20-domains",
 		RiskDefault:   note.RiskLow,
-		RiskTypes:     map[string]string{"Decision": note.RiskHigh, "Skill": note.RiskMedium},
+		RiskTypes: map[string]string{"Decision": note.RiskHigh, "Skill": note.RiskMedium,
+			"Adapter": note.RiskMedium, "Workflow": note.RiskMedium, "Runbook": note.RiskMedium},
 		RiskFolders:   map[string]string{"00-global": note.RiskHigh, "70-decisions": note.RiskHigh, "50-skills/published": note.RiskHigh},
 		TTLDefault:    90,
 		TTLTypes:      map[string]int{"Runbook": 30, "Decision": 365},
@@ -182,6 +243,8 @@ func Parse(file string, b []byte) (*Policy, error) {
 					c.unknown(v, "gate", k2)
 				}
 			})
+		case "auto_promote":
+			p.AutoPromote = c.autoPromote(v)
 		default:
 			c.unknown(root, "", k)
 		}
@@ -191,6 +254,53 @@ func Parse(file string, b []byte) (*Policy, error) {
 	}
 	return p, nil
 }
+
+func (c *checker) autoPromote(v *yaml.Node) *AutoPromote {
+	a := &AutoPromote{MaxPerSession: DefaultMaxPerSession, MaxPerDay: DefaultMaxPerDay, Line: v.Line}
+	c.mapping(v, "auto_promote", func(k string, v2 *yaml.Node) {
+		switch k {
+		case "profiles":
+			a.Profiles = c.strings(v2, "auto_promote.profiles")
+			for i, e := range a.Profiles {
+				name, hash := ProfilePin(e)
+				if !profileNameRe.MatchString(name) {
+					c.errf(v2.Content[i], "auto_promote.profiles: %q is not a profile name", name)
+				}
+				if strings.Contains(e, "@") && !sha256Re.MatchString(hash) {
+					c.errf(v2.Content[i], "auto_promote.profiles: %q: after @ comes the profile's sha256 (64 hex digits, as `fedmem-run --explain` shows)", e)
+				}
+			}
+			if len(a.Profiles) == 0 {
+				c.errf(v2, "auto_promote.profiles must name at least one profile (remove auto_promote to trust none)")
+			}
+		case "types":
+			a.Types = c.strings(v2, "auto_promote.types")
+		case "max_per_session":
+			a.MaxPerSession = c.int(v2, "auto_promote.max_per_session", 0, 1000000)
+		case "max_per_day":
+			a.MaxPerDay = c.int(v2, "auto_promote.max_per_day", 0, 100000000)
+		case "launcher_group":
+			a.LauncherGroup = c.str(v2, "auto_promote.launcher_group")
+			if !groupRe.MatchString(a.LauncherGroup) {
+				c.errf(v2, "auto_promote.launcher_group: %q is not a group name or gid", a.LauncherGroup)
+			} else if a.LauncherGroup == "0" || a.LauncherGroup == "root" {
+				c.errf(v2, "auto_promote.launcher_group must be a dedicated group, not root's")
+			}
+		default:
+			c.unknown(v, "auto_promote", k)
+		}
+	})
+	if v.Kind == yaml.MappingNode && note.MapGet(v, "profiles") == nil {
+		c.errf(v, "auto_promote needs `profiles` (the session profiles whose drafts may promote without a reviewer)")
+	}
+	return a
+}
+
+var (
+	profileNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	sha256Re      = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	groupRe       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,31}$|^[0-9]{1,10}$`)
+)
 
 type checker struct {
 	file string
@@ -335,6 +445,11 @@ func (p *Policy) Target(typ string) (string, bool) {
 func (p *Policy) RiskFor(typ, folder string) string {
 	r := p.RiskDefault
 	for t, v := range p.RiskTypes {
+		if strings.EqualFold(t, typ) {
+			r = MaxRisk(r, v)
+		}
+	}
+	for t, v := range RiskFloor {
 		if strings.EqualFold(t, typ) {
 			r = MaxRisk(r, v)
 		}

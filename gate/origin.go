@@ -1,0 +1,113 @@
+package gate
+
+import (
+	"fmt"
+	"os/user"
+	"strconv"
+	"sync"
+
+	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/profiles"
+)
+
+// origin is what the gate knows about the session a draft came from. It is
+// never taken from the draft: Record is the session record fedmem-run wrote
+// in 90-inbox/.sessions/, Verified says the gate proved that record is the
+// launcher's (see originOf), Trusted that the policy's auto_promote trusts
+// its profile.
+type origin struct {
+	Record   *SessionRecord
+	Verified bool
+	Trusted  bool
+	// Why explains the first check that failed ("" when Trusted).
+	Why string
+	// Profile is the auto_promote entry that matched.
+	Profile string
+}
+
+// String is the origin as a commit trailer and decision field show it.
+func (o origin) String() string {
+	switch {
+	case o.Record == nil || !o.Verified:
+		return "unverified"
+	case o.Trusted:
+		return "trusted:" + o.Record.Profile
+	default:
+		return "verified:" + o.Record.Profile
+	}
+}
+
+// launcherGID resolves the policy's launcher group (a name or a gid).
+func launcherGID(ap *policy.AutoPromote) (int, error) {
+	if ap == nil || ap.LauncherGroup == "" {
+		return -1, nil
+	}
+	if n, err := strconv.Atoi(ap.LauncherGroup); err == nil {
+		return n, nil
+	}
+	grp, err := user.LookupGroup(ap.LauncherGroup)
+	if err != nil {
+		return -1, fmt.Errorf("auto_promote.launcher_group %q: %w", ap.LauncherGroup, err)
+	}
+	return strconv.Atoi(grp.Gid)
+}
+
+var (
+	builtinHashMu sync.Mutex
+	builtinHashes = map[string]string{}
+)
+
+// builtinHash is the hash fedmem-run reports for a built-in profile ("" if
+// name is not built in). The gate imports the pure-data profiles package
+// only, never the sandbox.
+func builtinHash(name string) string {
+	builtinHashMu.Lock()
+	defer builtinHashMu.Unlock()
+	if h, ok := builtinHashes[name]; ok {
+		return h
+	}
+	h := ""
+	for _, b := range profiles.Builtins() {
+		if b == name {
+			if _, hh, err := profiles.Load(name); err == nil {
+				h = hh
+			}
+		}
+	}
+	builtinHashes[name] = h
+	return h
+}
+
+// trustProfile sets o.Trusted when the policy's auto_promote names the
+// record's profile: a built-in by name with the built-in's hash, any other
+// profile pinned as name@sha256.
+func trustProfile(o *origin, ap *policy.AutoPromote) {
+	if ap == nil || o.Record == nil || !o.Verified {
+		return
+	}
+	r := o.Record
+	for _, e := range ap.Profiles {
+		name, pin := policy.ProfilePin(e)
+		if name != r.Profile {
+			continue
+		}
+		switch want := builtinHash(name); {
+		case pin != "" && pin == r.ProfileHash:
+			o.Trusted, o.Profile = true, e
+			return
+		case pin != "":
+			o.Why = fmt.Sprintf("profile %s ran with hash %.12s…, not the pinned %.12s…", name, r.ProfileHash, pin)
+			return
+		case want != "" && want == r.ProfileHash:
+			o.Trusted, o.Profile = true, e
+			return
+		case want != "":
+			o.Why = fmt.Sprintf("profile %s ran with hash %.12s…, not the built-in's %.12s… (a local file named like a built-in, or another fedmem version)", name, r.ProfileHash, want)
+			return
+		default:
+			o.Why = fmt.Sprintf("profile %s is not built in; auto_promote must pin it as %s@<sha256>", name, name)
+			return
+		}
+	}
+	o.Why = fmt.Sprintf("auto_promote does not trust profile %q", r.Profile)
+}

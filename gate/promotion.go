@@ -1,0 +1,257 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/validate"
+)
+
+// committingDir holds one marker per draft whose promotion commit may be on
+// the branch without a recorded decision: committing/ID holds the commit the
+// promotion was built on. It is written (synced) before the branch moves and
+// removed once the decision is recorded, so after a kill -9 the gate looks
+// for the draft's commit (by its Fedmem-Draft trailer) only where one can be,
+// between HEAD and that parent.
+const committingDir = "committing"
+
+// Trailers every gate commit carries (git interpret-trailers format).
+const (
+	TrailerDraft     = "Fedmem-Draft"
+	TrailerSession   = "Fedmem-Session"
+	TrailerDecision  = "Fedmem-Decision"
+	TrailerSHA256    = "Fedmem-Draft-Sha256"
+	TrailerPath      = "Fedmem-Path"
+	TrailerOrigin    = "Fedmem-Origin"
+	TrailerReviewer  = "Fedmem-Reviewer"
+	TrailerAuditHead = "Fedmem-Audit-Head"
+)
+
+// maxRecoveryWalk bounds the walk from HEAD back to a marker's parent.
+const maxRecoveryWalk = 100000
+
+// promoteDraft is the one promotion path. Auto-promotion (reviewer "") and
+// a reviewer's approval both come here: render the note from the validated
+// draft and the verdict, find it a free path, write it with the index and
+// log lines (and deprecate what it supersedes), commit with the trailers,
+// publish with a compare-and-swap and check the files out. If an earlier
+// run committed this draft (same claim id) and was killed before recording
+// the decision, that commit is adopted instead of committing again, whoever
+// calls now.
+func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result, v verdict, o origin, reviewer string) error {
+	branch, head, err := g.repo.head()
+	if err != nil {
+		return err
+	}
+	if done, err := g.adoptEarlierCommit(head, d); err != nil || done {
+		return err
+	}
+	verifiedBy := GateActor
+	if reviewer != "" {
+		verifiedBy = "human:" + reviewer
+	}
+	content, err := render(res.Note, pol, v, provenance{Session: d.Session, Origin: o}, d.FirstSeen, verifiedBy)
+	if err != nil {
+		return err
+	}
+	dest, err := g.allocPath(head, destPath(v.Folder, res.Meta.Title, d.Draft, d.SHA256), d.ID, d.SHA256)
+	if err != nil {
+		return err
+	}
+	d.Path = dest
+	cs := g.newChangeSet(head)
+	cs.set(dest, content)
+	if err := cs.notePromoted(dest, res.Meta.Title, d, g.now()); err != nil {
+		return err
+	}
+	for _, ref := range res.Meta.Supersedes {
+		target := path.Clean(strings.TrimPrefix(ref.Value, "/"))
+		old, err := cs.get(target)
+		if err != nil || old == nil {
+			continue
+		}
+		if upd, ok := deprecate(old, dest); ok {
+			cs.set(target, upd)
+			if err := cs.noteSuperseded(target, dest, g.now()); err != nil {
+				return err
+			}
+		}
+	}
+	changes := cs.list()
+	msg := g.commitMessage(d, o, dest, reviewer)
+	// Scan what is committed (H3, issue 7): the rendered note is parsed
+	// again and every content check runs on it, its path and this message;
+	// an Error refuses the commit with a *validate.RefusedError.
+	if err := validate.CheckCommit(content, dest, msg); err != nil {
+		return err
+	}
+	if err := writeAtomic(g.statePath(committingDir, d.ID), []byte(head.String()), 0o600); err != nil {
+		return err
+	}
+	h, err := g.repo.commitChanges(branch, head, changes, g.signature(pol), msg)
+	if err != nil {
+		return err
+	}
+	d.State, d.Commit = StatePromoted, h.String()
+	data := map[string]string{"id": d.ID, "commit": d.Commit, "path": dest, "sha256": d.SHA256, "origin": o.String()}
+	if reviewer != "" {
+		data["reviewer"] = reviewer
+	}
+	if _, err := g.audit.Append("commit", data); err != nil {
+		return err
+	}
+	g.log.Info("committed", "id", d.ID, "commit", d.Commit, "path", dest, "reviewer", reviewer)
+	return g.repo.checkout(changes)
+}
+
+// commitMessage names the draft, session and decision in trailers. The
+// draft's file name is not in it (it is the agent's text); the id is.
+func (g *Gate) commitMessage(d *Decision, o origin, dest, reviewer string) string {
+	var b strings.Builder
+	if reviewer != "" {
+		fmt.Fprintf(&b, "fedmem: promote %s (approved by %s)\n\nDraft %s from session %s, approved by a reviewer.\n\n", dest, reviewer, d.ID, sanitizeLine(d.Session))
+	} else {
+		fmt.Fprintf(&b, "fedmem: promote %s\n\nDraft %s from session %s, promoted by the gate (trusted origin, evidence held).\n\n", dest, d.ID, sanitizeLine(d.Session))
+	}
+	tr := func(k, v string) { fmt.Fprintf(&b, "%s: %s\n", k, sanitizeLine(v)) }
+	tr(TrailerDraft, d.ID)
+	tr(TrailerSession, d.Session)
+	tr(TrailerSHA256, d.SHA256)
+	tr(TrailerDecision, StatePromoted)
+	tr(TrailerPath, dest)
+	tr(TrailerOrigin, o.String())
+	if reviewer != "" {
+		tr(TrailerReviewer, reviewer)
+	}
+	// The audit head at commit time anchors the log's end outside the
+	// gate's state (`fedmem audit verify` cross-checks it).
+	tr(TrailerAuditHead, g.audit.Head())
+	return b.String()
+}
+
+// trailer returns the value of the last "Key: value" trailer line in msg.
+func trailer(msg, key string) string {
+	val := ""
+	for _, l := range strings.Split(msg, "\n") {
+		if v, ok := strings.CutPrefix(l, key+": "); ok {
+			val = strings.TrimSpace(v)
+		}
+	}
+	return val
+}
+
+// adoptEarlierCommit finds this draft's commit when a marker says one may
+// exist (see committingDir). Found: the decision takes that commit (its
+// path, and its reviewer if it was an approval), and the files it changed
+// are brought to HEAD in the work tree and index. done reports whether the
+// draft is already promoted.
+func (g *Gate) adoptEarlierCommit(head plumbing.Hash, d *Decision) (done bool, err error) {
+	b, err := os.ReadFile(g.statePath(committingDir, d.ID))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	base := plumbing.NewHash(strings.TrimSpace(string(b)))
+	for c, i := head, 0; !c.IsZero() && c != base && i < maxRecoveryWalk; i++ {
+		com, err := object.GetCommit(g.repo.s, c)
+		if err != nil {
+			return false, fmt.Errorf("recovery walk: %w", err)
+		}
+		if trailer(com.Message, TrailerDraft) == d.ID {
+			d.State, d.Commit = StatePromoted, c.String()
+			d.Path = trailer(com.Message, TrailerPath)
+			if r := trailer(com.Message, TrailerReviewer); r != "" {
+				d.Reviewer = r
+			}
+			paths, err := g.changedPaths(com)
+			if err != nil {
+				return false, err
+			}
+			var ch []change
+			for _, p := range paths {
+				cur, err := g.repo.fileAt(head, p)
+				if err != nil {
+					return false, err
+				}
+				if cur != nil {
+					ch = append(ch, change{p, cur})
+				}
+			}
+			g.log.Info("adopted earlier commit", "id", d.ID, "commit", d.Commit)
+			return true, g.repo.checkout(ch)
+		}
+		if com.NumParents() == 0 {
+			break
+		}
+		c = com.ParentHashes[0]
+	}
+	return false, nil
+}
+
+// changedPaths lists the files a commit changed against its first parent.
+func (g *Gate) changedPaths(com *object.Commit) ([]string, error) {
+	to, err := com.Tree()
+	if err != nil {
+		return nil, err
+	}
+	from := &object.Tree{}
+	if com.NumParents() > 0 {
+		p, err := com.Parent(0)
+		if err != nil {
+			return nil, err
+		}
+		if from, err = p.Tree(); err != nil {
+			return nil, err
+		}
+	}
+	chs, err := object.DiffTree(from, to)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range chs {
+		if c.To.Name != "" {
+			out = append(out, c.To.Name)
+		}
+	}
+	return out, nil
+}
+
+// allocPath returns a path at head that no file holds: the title's slug,
+// then -2 … -5, then names made unique by the claim id and the content
+// hash. However many drafts share a title, the allocation ends in a path
+// (no draft is left without a decision because others squat its name).
+func (g *Gate) allocPath(head plumbing.Hash, want, id, sum string) (string, error) {
+	base := strings.TrimSuffix(want, ".md")
+	cands := []string{base + ".md"}
+	for i := 2; i <= 5; i++ {
+		cands = append(cands, fmt.Sprintf("%s-%d.md", base, i))
+	}
+	idSlug := cleanSlug(id)
+	if j := strings.LastIndexByte(id, '-'); j >= 0 {
+		cands = append(cands, base+"-"+cleanSlug(id[j+1:])+".md")
+	}
+	cands = append(cands, base+"-"+idSlug+".md")
+	if len(sum) >= 64 {
+		cands = append(cands, path.Dir(base)+"/note-"+sum[:64]+"-"+idSlug+".md")
+	}
+	for _, c := range cands {
+		old, err := g.repo.fileAt(head, c)
+		if err != nil {
+			return "", err
+		}
+		if old == nil {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("every candidate path for %s is taken, including ones named after claim %s (not a name an agent can predict): the vault holds files the gate did not write", want, id)
+}
