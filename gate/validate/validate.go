@@ -38,6 +38,19 @@ func Draft(b []byte) (Result, error) {
 	return r, err
 }
 
+// DraftNamed is Draft plus a secret scan of the draft's file name as the
+// agent wrote it (a draft named `ghp_<token>.md` offers a secret too).
+func DraftNamed(name string, b []byte) (Result, error) {
+	r, err := scan(b)
+	if err != nil {
+		return r, err
+	}
+	fs, err := Name(name)
+	r.Findings = append(r.Findings, fs...)
+	Sort(r.Findings)
+	return r, err
+}
+
 func scan(b []byte) (Result, error) {
 	var r Result
 	lim := newLimiter()
@@ -223,6 +236,9 @@ func Committed(rendered []byte, targetPath, commitMsg string) []note.Finding {
 		fs = append(fs, Links(r, path.Dir(targetPath))...)
 	}
 	for _, f := range fs {
+		if f.Rule == "gate-owned" {
+			continue // the gate writes `claimed:` itself
+		}
 		if f.Line > 0 {
 			f.Message = fmt.Sprintf("rendered note line %d: %s", f.Line, f.Message)
 			f.Line = 0
@@ -231,7 +247,7 @@ func Committed(rendered []byte, targetPath, commitMsg string) []note.Finding {
 	}
 	if bad := targetPathProblem(targetPath); bad != "" {
 		out = lim.add(out, note.Finding{Rule: "target-path", Severity: note.Error,
-			Message: fmt.Sprintf("target path %q %s", clip(targetPath), bad)})
+			Message: "the target path " + bad})
 	}
 	out = textScan(out, lim, []byte(targetPath), 0, true)
 	out = textScan(out, lim, []byte(commitMsg), 0, true)
@@ -244,6 +260,15 @@ func Committed(rendered []byte, targetPath, commitMsg string) []note.Finding {
 	}
 	Sort(out)
 	return out
+}
+
+// CheckCommit runs Committed and returns a *RefusedError when the commit
+// must not happen (any Error finding), nil otherwise.
+func CheckCommit(rendered []byte, targetPath, commitMsg string) error {
+	if fs := Committed(rendered, targetPath, commitMsg); note.HasErrors(fs) {
+		return &RefusedError{Path: targetPath, Findings: fs}
+	}
+	return nil
 }
 
 // targetPathProblem says what is wrong with a vault path the gate would
@@ -275,7 +300,13 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "refused to commit %s:", e.Path)
+	p := e.Path
+	for _, f := range e.Findings {
+		if f.Rule == "secret-path" {
+			p = "(the target path, which holds a secret)"
+		}
+	}
+	fmt.Fprintf(&b, "refused to commit %s:", p)
 	for _, f := range e.Findings {
 		if f.Severity == note.Error {
 			b.WriteString(" ")
