@@ -8,6 +8,7 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 
+	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -30,89 +31,6 @@ const (
 	Pinned Kind = "pinned"
 )
 
-// Persist is one name that makes a tool run code later, outside the sandbox.
-type Persist struct {
-	Path string // relative, slash-separated
-	Dir  bool
-	Why  string
-}
-
-// ProjectPersist are relative to the workdir and to every directory a
-// profile's `writable:` opens: repository hooks and config, and the project
-// configuration of shells, editors, MCP clients and agents.
-//
-// Not listed, on purpose: .gitattributes and .gitmodules. Attributes only
-// name filter, diff and merge drivers; the commands are defined in Git's
-// config (protected here, and the user's own ~/.gitconfig is read-only), so
-// an attribute cannot make Git run anything the user did not configure.
-// .gitmodules' `update = !cmd` is ignored by Git when it comes from that file
-// (CVE-2019-19604). Both are ordinary project content agents edit.
-var ProjectPersist = []Persist{
-	{".git/hooks", true, "git hooks run on the user's next commit, checkout, merge"},
-	{".git/config", false, "git config runs commands: core.hooksPath, core.fsmonitor, core.sshCommand, core.pager, alias.*, filter/diff drivers, include.path"},
-	{".git/info", true, "git info/attributes and info/sparse-checkout"},
-	{".git/config.worktree", false, "per-worktree git config"},
-	{".git/worktrees", true, "linked worktrees' commondir and config.worktree"},
-	{".git/modules", true, "submodules' hooks and config"},
-	{".husky", true, "husky's git hooks (core.hooksPath=.husky/_)"},
-	{".pre-commit-config.yaml", false, "pre-commit runs its local hooks' entry commands on the next commit"},
-	{"lefthook.yml", false, "lefthook runs its commands on git hooks"},
-	{".lefthook.yml", false, "lefthook runs its commands on git hooks"},
-	{".envrc", false, "direnv runs it on the user's next cd"},
-	{".mcp.json", false, "MCP servers are commands the next agent starts"},
-	{".vscode", true, "VS Code tasks, launch configurations and settings run commands"},
-	{".idea", true, "JetBrains run configurations and startup tasks"},
-	{".devcontainer", true, "dev container initializeCommand runs on the host"},
-	{".claude/settings.json", false, "Claude Code hooks and permissions"},
-	{".claude/settings.local.json", false, "Claude Code hooks and permissions"},
-	{".claude/commands", true, "Claude Code slash commands"},
-	{".claude/agents", true, "Claude Code subagents"},
-	{".claude/hooks", true, "Claude Code hook scripts"},
-	{".codex", true, "Codex project config (MCP servers, notify)"},
-}
-
-// AfterSession are relative to the same directories as ProjectPersist:
-// names that redirect a tool to code the agent controls but that no
-// placeholder can hold, because the tool refuses to work when the name
-// exists at all (Git dies on an empty or unreadable .git/commondir). The
-// backend records that they are absent before the session and, after it,
-// moves any that appeared aside (NAME.fedmem-quarantined-SESSION) and
-// reports it. A host process that runs git in the workdir *during* the
-// session can still be redirected: docs/threat-model.md says so.
-var AfterSession = []Persist{
-	{".git/commondir", false, "commondir redirects git to another repository's hooks and config"},
-}
-
-// HomePersist are relative to $HOME: shell startup files, Git's global
-// config, user services and autostart, and the agents' own settings and
-// hooks. They matter where the profile makes them writable (home.writable,
-// a writable home, or a workdir that is the home).
-var HomePersist = []Persist{
-	{".bashrc", false, "shell startup"},
-	{".bash_profile", false, "shell startup"},
-	{".bash_login", false, "shell startup"},
-	{".bash_logout", false, "shell logout"},
-	{".profile", false, "shell startup"},
-	{".zshrc", false, "shell startup"},
-	{".zprofile", false, "shell startup"},
-	{".zshenv", false, "shell startup"},
-	{".zlogin", false, "shell startup"},
-	{".zlogout", false, "shell logout"},
-	{".inputrc", false, "readline macros"},
-	{".config/fish/config.fish", false, "shell startup"},
-	{".gitconfig", false, "global git config runs commands"},
-	{".config/git/config", false, "global git config runs commands"},
-	{".config/autostart", true, "desktop autostart"},
-	{".config/systemd", true, "user services"},
-	{".config/environment.d", true, "session environment"},
-	{".claude/settings.json", false, "Claude Code hooks and permissions"},
-	{".claude/settings.local.json", false, "Claude Code hooks and permissions"},
-	{".claude/commands", true, "Claude Code slash commands"},
-	{".claude/agents", true, "Claude Code subagents"},
-	{".claude/hooks", true, "Claude Code hook scripts"},
-	{".codex/config.toml", false, "Codex config: MCP servers, notify command"},
-}
-
 // protectPersistence adds, after the writable binds, a Protected mount for
 // every persistence path that lies in a writable path, and a Pinned mount
 // for every existing directory between that writable path and it. It must
@@ -120,19 +38,19 @@ var HomePersist = []Persist{
 func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), writable []Mount) {
 	type cand struct {
 		path string
-		p    Persist
+		p    profiles.Persist
 	}
 	var cands []cand
 	var roots []string
 	for _, m := range writable {
 		roots = append(roots, m.Target)
 		if m.Dir && (m.Why == "workdir" || m.Why == "profile: writable") {
-			for _, p := range ProjectPersist {
+			for _, p := range profiles.ProjectPersist {
 				cands = append(cands, cand{filepath.Join(m.Target, p.Path), p})
 			}
 		}
 	}
-	for _, p := range HomePersist {
+	for _, p := range profiles.HomePersist {
 		cands = append(cands, cand{filepath.Join(in.Home, p.Path), p})
 	}
 	root := func(p string) string {
@@ -197,7 +115,7 @@ func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), wr
 	pl.Mounts = append(pl.Mounts, out...)
 }
 
-// QuarantineCandidates are the AfterSession paths of the plan: under the
+// QuarantineCandidates are the profiles.AfterSession paths of the plan: under the
 // workdir and every profile `writable:` directory, outside the vault.
 func (pl *Plan) QuarantineCandidates() []string {
 	var out []string
@@ -205,7 +123,7 @@ func (pl *Plan) QuarantineCandidates() []string {
 		if m.Kind != BindRW || !m.Dir || (m.Why != "workdir" && m.Why != "profile: writable") {
 			continue
 		}
-		for _, p := range AfterSession {
+		for _, p := range profiles.AfterSession {
 			t := filepath.Join(m.Target, p.Path)
 			if !vault.Within(t, pl.Vault) {
 				out = append(out, t)

@@ -102,6 +102,7 @@ func Check(p *Profile) (warnings []string, errs []error) {
 			warnings = append(warnings, fmt.Sprintf("network: host with env.pass %s: the agent can send these secrets anywhere; give it its own, narrowly scoped key, or use network: none", strings.Join(secret, ", ")))
 		}
 	}
+	warnings = append(warnings, persistenceWarnings(p)...)
 	if !contains(p.Require, "seccomp") {
 		warnings = append(warnings, "require does not list seccomp: on a kernel without seccomp the agent would run without a syscall filter instead of being refused")
 	}

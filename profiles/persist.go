@@ -1,0 +1,130 @@
+package profiles
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Persist is one name that makes a tool run code later, outside the sandbox.
+type Persist struct {
+	Path string // relative, slash-separated
+	Dir  bool
+	Why  string
+}
+
+// ProjectPersist are relative to the workdir and to every directory a
+// profile's `writable:` opens: repository hooks and config, and the project
+// configuration of shells, editors, MCP clients and agents.
+//
+// Not listed, on purpose: .gitattributes and .gitmodules. Attributes only
+// name filter, diff and merge drivers; the commands are defined in Git's
+// config (protected here, and the user's own ~/.gitconfig is read-only), so
+// an attribute cannot make Git run anything the user did not configure.
+// .gitmodules' `update = !cmd` is ignored by Git when it comes from that file
+// (CVE-2019-19604). Both are ordinary project content agents edit.
+var ProjectPersist = []Persist{
+	{".git/hooks", true, "git hooks run on the user's next commit, checkout, merge"},
+	{".git/config", false, "git config runs commands: core.hooksPath, core.fsmonitor, core.sshCommand, core.pager, alias.*, filter/diff drivers, include.path"},
+	{".git/info", true, "git info/attributes and info/sparse-checkout"},
+	{".git/config.worktree", false, "per-worktree git config"},
+	{".git/worktrees", true, "linked worktrees' commondir and config.worktree"},
+	{".git/modules", true, "submodules' hooks and config"},
+	{".husky", true, "husky's git hooks (core.hooksPath=.husky/_)"},
+	{".pre-commit-config.yaml", false, "pre-commit runs its local hooks' entry commands on the next commit"},
+	{"lefthook.yml", false, "lefthook runs its commands on git hooks"},
+	{".lefthook.yml", false, "lefthook runs its commands on git hooks"},
+	{".envrc", false, "direnv runs it on the user's next cd"},
+	{".mcp.json", false, "MCP servers are commands the next agent starts"},
+	{".vscode", true, "VS Code tasks, launch configurations and settings run commands"},
+	{".idea", true, "JetBrains run configurations and startup tasks"},
+	{".devcontainer", true, "dev container initializeCommand runs on the host"},
+	{".claude/settings.json", false, "Claude Code hooks and permissions"},
+	{".claude/settings.local.json", false, "Claude Code hooks and permissions"},
+	{".claude/commands", true, "Claude Code slash commands"},
+	{".claude/agents", true, "Claude Code subagents"},
+	{".claude/hooks", true, "Claude Code hook scripts"},
+	{".codex", true, "Codex project config (MCP servers, notify)"},
+}
+
+// AfterSession are relative to the same directories as ProjectPersist:
+// names that redirect a tool to code the agent controls but that no
+// placeholder can hold, because the tool refuses to work when the name
+// exists at all (Git dies on an empty or unreadable .git/commondir). The
+// backend records that they are absent before the session and, after it,
+// moves any that appeared aside (NAME.fedmem-quarantined-SESSION) and
+// reports it. A host process that runs git in the workdir *during* the
+// session can still be redirected: docs/threat-model.md says so.
+var AfterSession = []Persist{
+	{".git/commondir", false, "commondir redirects git to another repository's hooks and config"},
+}
+
+// HomePersist are relative to $HOME: shell startup files, Git's global
+// config, user services and autostart, and the agents' own settings and
+// hooks. They matter where the profile makes them writable (home.writable,
+// a writable home, or a workdir that is the home).
+var HomePersist = []Persist{
+	{".bashrc", false, "shell startup"},
+	{".bash_profile", false, "shell startup"},
+	{".bash_login", false, "shell startup"},
+	{".bash_logout", false, "shell logout"},
+	{".profile", false, "shell startup"},
+	{".zshrc", false, "shell startup"},
+	{".zprofile", false, "shell startup"},
+	{".zshenv", false, "shell startup"},
+	{".zlogin", false, "shell startup"},
+	{".zlogout", false, "shell logout"},
+	{".inputrc", false, "readline macros"},
+	{".config/fish/config.fish", false, "shell startup"},
+	{".gitconfig", false, "global git config runs commands"},
+	{".config/git/config", false, "global git config runs commands"},
+	{".config/autostart", true, "desktop autostart"},
+	{".config/systemd", true, "user services"},
+	{".config/environment.d", true, "session environment"},
+	{".claude/settings.json", false, "Claude Code hooks and permissions"},
+	{".claude/settings.local.json", false, "Claude Code hooks and permissions"},
+	{".claude/commands", true, "Claude Code slash commands"},
+	{".claude/agents", true, "Claude Code subagents"},
+	{".claude/hooks", true, "Claude Code hook scripts"},
+	{".codex/config.toml", false, "Codex config: MCP servers, notify command"},
+}
+
+// persistenceWarnings names the paths that run code later which a profile
+// opens for writing: fedmem keeps them read-only inside the sandbox anyway
+// (guarantee 6), so the agent cannot change them there, and the profile
+// should say what it means.
+func persistenceWarnings(p *Profile) []string {
+	var out []string
+	if p.Home.Mode == "hidden" {
+		return nil
+	}
+	for _, w := range p.Home.Writable {
+		c := path.Clean(w)
+		if contains(broadHome, c) {
+			continue // Check already calls it broad
+		}
+		var held []string
+		for _, h := range HomePersist {
+			if h.Path == c || strings.HasPrefix(h.Path, c+"/") {
+				held = append(held, "~/"+h.Path)
+			}
+		}
+		if len(held) > 0 {
+			out = append(out, fmt.Sprintf("home.writable %q holds %s, which make tools run code outside the sandbox: they stay read-only inside (guarantee 6)", w, strings.Join(held, ", ")))
+		}
+	}
+	for i, w := range p.Writable {
+		c := path.Clean(w)
+		for _, h := range HomePersist {
+			if c == "/"+h.Path || strings.HasSuffix(c, "/"+h.Path) {
+				out = append(out, fmt.Sprintf("writable[%d] %q is %s, which makes tools run code outside the sandbox: it stays read-only inside (guarantee 6)", i, w, h.Path))
+			}
+		}
+		for _, h := range ProjectPersist {
+			if strings.HasSuffix(c, "/"+h.Path) {
+				out = append(out, fmt.Sprintf("writable[%d] %q is a project's %s, which makes tools run code outside the sandbox: it stays read-only inside (guarantee 6)", i, w, h.Path))
+			}
+		}
+	}
+	return out
+}
