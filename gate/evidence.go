@@ -532,42 +532,53 @@ func (hv *headView) folderIndex(folder string) (*folderIndex, error) {
 	return idx, nil
 }
 
-// stamp writes the evidence into a rendered note: each `sources` entry
-// becomes a mapping with `resource` and, for a vault path, the gate's
-// `fingerprint` (the draft's own fingerprint is dropped); each verifier that
-// passed adds `verified: {by: process:<name>, at}`. at is the time recorded
-// (the claim's first sight, so a re-render gives the same bytes).
+// stampNote writes the evidence into a parsed note, in place: each
+// `sources` entry becomes a mapping with `resource` and, for a vault path
+// that resolved, the gate's `fingerprint` (a draft's own fingerprint is
+// dropped; its other keys, such as author, are kept).
+func (e Evidence) stampNote(n *note.Note) {
+	src := n.Get("sources")
+	if src == nil || src.Kind != yaml.SequenceNode || len(src.Content) != len(e.Sources) {
+		return
+	}
+	for i, ent := range src.Content {
+		p := e.Sources[i]
+		m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		m.Content = append(m.Content, str("resource"), str(p.Resource))
+		if p.Fingerprint != "" {
+			m.Content = append(m.Content, str("fingerprint"), str(p.Fingerprint))
+		}
+		if ent.Kind == yaml.MappingNode {
+			for j := 0; j+1 < len(ent.Content); j += 2 {
+				if k := ent.Content[j].Value; k != "resource" && k != "fingerprint" {
+					m.Content = append(m.Content, ent.Content[j], ent.Content[j+1])
+				}
+			}
+		}
+		src.Content[i] = m
+	}
+	src.Style = 0 // block style: one entry per line
+}
+
+// verifiedEntries are the `verified` entries for the verifiers that passed.
+func (e Evidence) verifiedEntries(at time.Time) []*yaml.Node {
+	var out []*yaml.Node
+	for _, v := range e.Verifiers {
+		if v.Passed {
+			out = append(out, keyed("by", "process:"+v.Name, "at", at.UTC().Format(time.RFC3339)))
+		}
+	}
+	return out
+}
+
+// stamp is stampNote and verifiedEntries applied to a rendered note.
 func (e Evidence) stamp(content []byte, at time.Time) ([]byte, error) {
 	n, fs := note.Parse(content)
 	if n == nil {
 		return nil, fmt.Errorf("stamp evidence: rendered note does not parse: %v", fs)
 	}
-	if src := n.Get("sources"); src != nil && src.Kind == yaml.SequenceNode && len(src.Content) == len(e.Sources) {
-		for i, ent := range src.Content {
-			p := e.Sources[i]
-			m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-			m.Content = append(m.Content, str("resource"), str(p.Resource))
-			if p.Fingerprint != "" {
-				m.Content = append(m.Content, str("fingerprint"), str(p.Fingerprint))
-			}
-			if ent.Kind == yaml.MappingNode {
-				for j := 0; j+1 < len(ent.Content); j += 2 {
-					if k := ent.Content[j].Value; k != "resource" && k != "fingerprint" {
-						m.Content = append(m.Content, ent.Content[j], ent.Content[j+1])
-					}
-				}
-			}
-			src.Content[i] = m
-		}
-		src.Style = 0 // block style: one entry per line
-	}
-	var passed []*yaml.Node
-	for _, v := range e.Verifiers {
-		if v.Passed {
-			passed = append(passed, keyed("by", "process:"+v.Name, "at", at.UTC().Format(time.RFC3339)))
-		}
-	}
-	if len(passed) > 0 {
+	e.stampNote(n)
+	if passed := e.verifiedEntries(at); len(passed) > 0 {
 		if ver := n.Get("verified"); ver != nil && ver.Kind == yaml.SequenceNode {
 			ver.Content = append(ver.Content, passed...)
 		} else {

@@ -203,10 +203,11 @@ type ReviewRequest struct {
 
 // ReviewResponse answers a ReviewRequest. Fields are only ever added.
 type ReviewResponse struct {
-	OK        bool       `json:"ok"`
-	Error     string     `json:"error,omitempty"`
-	Reviewer  string     `json:"reviewer,omitempty"`
-	Decisions []Decision `json:"decisions,omitempty"`
-	Decision  *Decision  `json:"decision,omitempty"`
-	Draft     string     `json:"draft,omitempty"`
+	OK        bool            `json:"ok"`
+	Error     string          `json:"error,omitempty"`
+	Reviewer  string          `json:"reviewer,omitempty"`
+	Decisions []Decision      `json:"decisions,omitempty"`
+	Decision  *Decision       `json:"decision,omitempty"`
+	Draft     string          `json:"draft,omitempty"`
+	Reverify  *ReverifyResult `json:"reverify,omitempty"` // op reverify (sweep.go)
 }

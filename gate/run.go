@@ -69,6 +69,7 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 			pass()
 		case <-tick.C:
 			pass()
+			g.sweepTick() // withhold stale notes (sweep.go), at most every SweepEvery
 		}
 	}
 }

@@ -150,6 +150,8 @@ func (g *Gate) handle(c *net.UnixConn) ReviewResponse {
 		r.Decision, err = g.Approve(req.ID, name)
 	case "reject":
 		r.Decision, err = g.RejectPending(req.ID, name, req.Reason)
+	case "reverify":
+		r.Reverify, err = g.Reverify(req.ID, name)
 	default:
 		err = fmt.Errorf("unknown op %q (list, show, approve, reject)", req.Op)
 	}

@@ -28,6 +28,7 @@ type gateOptions struct {
 	allowSameUser bool
 	interval      time.Duration
 	socket        string
+	signKey       string
 }
 
 func (o *gateOptions) flags(cmd *cobra.Command) {
@@ -35,6 +36,7 @@ func (o *gateOptions) flags(cmd *cobra.Command) {
 	f.StringVar(&o.vault, "vault", "", "the vault directory (required)")
 	f.StringVar(&o.state, "state", "", "the gate's private state directory (default: .<vault-name>.fedmem-gate next to the vault)")
 	f.BoolVar(&o.allowSameUser, "allow-same-user", false, "handle sessions run by the gate's own uid (single-user machines; weaker guarantees)")
+	f.StringVar(&o.signKey, "sign-key", "", "sign the gate's commits with this private key (OpenSSH or armored OpenPGP, no passphrase); `fedmem audit verify --pubkey` checks them")
 }
 
 func (o *gateOptions) open(stderr io.Writer) (*gate.Gate, error) {
@@ -45,6 +47,7 @@ func (o *gateOptions) open(stderr io.Writer) (*gate.Gate, error) {
 		Vault:         o.vault,
 		StateDir:      o.state,
 		AllowSameUser: o.allowSameUser,
+		SignKey:       o.signKey,
 		Logger:        slog.New(slog.NewJSONHandler(stderr, nil)),
 	})
 }
@@ -59,7 +62,7 @@ for human review, or rejects it with reasons. Agents read the outcome in
 90-inbox/<session>/.receipts/<draft>.json. See docs/gate.md.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newGateOnceCmd(), newGateRunCmd())
+	cmd.AddCommand(newGateOnceCmd(), newGateRunCmd(), newGateSweepCmd())
 	return cmd
 }
 

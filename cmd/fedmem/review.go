@@ -77,7 +77,7 @@ verified: human:<you> in the note and Fedmem-Reviewer: <you> in the commit.`,
 			return do(cmd, gate.ReviewRequest{Op: "reject", ID: a[0], Reason: o.reason})
 		}}
 	reject.Flags().StringVar(&o.reason, "reason", "", "why (recorded and shown to the agent)")
-	cmd.AddCommand(list, show, approve, reject)
+	cmd.AddCommand(list, show, approve, reject, newReviewReverifyCmd(&o))
 	return cmd
 }
 

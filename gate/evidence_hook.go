@@ -1,0 +1,66 @@
+package gate
+
+// The evidence step of judge (decide.go): registered in evidenceChecks, fed
+// by judgeInput.Env (set by judgeDraft).
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/fedmem/fedmem/vault/note"
+)
+
+// evidenceEnv is what the evidence step of judge needs from the gate: the
+// repository at the HEAD the verdict is taken against, the vault (for
+// verifiers) and the clock.
+type evidenceEnv struct {
+	repo  *repo
+	head  plumbing.Hash
+	vault string
+	now   func() time.Time
+}
+
+func (g *Gate) evidenceEnv(head plumbing.Hash) *evidenceEnv {
+	return &evidenceEnv{repo: g.repo, head: head, vault: g.vaultDir, now: g.now}
+}
+
+func init() { evidenceChecks = append(evidenceChecks, evidenceStep) }
+
+// evidenceStep is the evidence check of judge (decide.go): sources,
+// conflicts, and — only for a draft nothing else holds — the verifiers.
+// It rewrites the draft's `sources` in place with the fingerprints (render
+// then writes them) and adds a `verified` entry per verifier that passed.
+func evidenceStep(in *judgeInput, v *verdict) error {
+	env, res := in.Env, in.Result
+	if env == nil || res.Note == nil {
+		return nil
+	}
+	hv, err := newHeadView(env.repo, env.head)
+	if err != nil {
+		return err
+	}
+	dest := ""
+	if cleanSlug(res.Meta.Title) != "" {
+		dest = destPath(v.Folder, res.Meta.Title, "", "")
+	}
+	var run verifyFunc
+	if !note.HasFlags(v.Reasons) && !note.HasErrors(v.Reasons) && len(in.Policy.VerifiersFor(v.Type)) > 0 {
+		run = newVerifierRunner(env.vault).run
+	}
+	// Verifiers get the draft as the gate parsed it (the same keys and
+	// body, re-encoded), before any rewriting.
+	draft, err := note.Render(res.Note.Front, res.Note.Body)
+	if err != nil {
+		return err
+	}
+	ev, fs, err := checkEvidence(context.Background(), in.Policy, evidenceInput{Res: res, Draft: draft, Folder: v.Folder, Dest: dest}, hv, run)
+	if err != nil {
+		return err
+	}
+	v.Reasons = append(v.Reasons, fs...)
+	ev.stampNote(res.Note)
+	v.Verified = append(v.Verified, ev.verifiedEntries(env.now())...)
+	return nil
+}
