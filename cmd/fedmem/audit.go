@@ -16,41 +16,104 @@ func init() {
 }
 
 func newAuditCmd() *cobra.Command {
-	var vaultDir, state string
+	var vaultDir, state, pubKey string
 	var asJSON bool
 	verify := &cobra.Command{
 		Use:   "verify --vault DIR",
-		Short: "Check the gate's hash-chained audit log",
+		Short: "Check the gate's hash-chained audit log and its anchors in Git",
 		Long: `verify recomputes the hash chain of the gate's audit log and compares its
 end with the head file. It reports every entry that was changed, removed,
 inserted or reordered, and a log cut short.
+
+With --vault it also reads the vault's history: every gate commit records the
+audit head at commit time (trailer Fedmem-Audit-Head), and each must be in the
+chain — so a log cut short and its head file rewritten to match is still
+reported. With --pubkey (an OpenSSH public key or an armored OpenPGP public
+key) every gate commit's signature must verify; without it, unsigned gate
+commits are reported as a warning.
 
 Exit codes: 0 the log verifies; 1 it does not (or cannot be read); 2 bad usage.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir := state
-			if dir == "" {
-				if vaultDir == "" {
-					return usageErrorf("give --vault DIR or --state DIR")
-				}
-				abs, err := filepath.Abs(vaultDir)
-				if err != nil {
+			var abs string
+			if vaultDir != "" {
+				var err error
+				if abs, err = filepath.Abs(vaultDir); err != nil {
 					return err
 				}
 				if real, err := filepath.EvalSymlinks(abs); err == nil {
 					abs = real
 				}
+			}
+			if dir == "" {
+				if abs == "" {
+					return usageErrorf("give --vault DIR or --state DIR")
+				}
 				dir = gate.DefaultStateDir(abs)
 			}
-			n, probs, err := audit.Verify(dir)
+			if pubKey != "" && abs == "" {
+				return usageErrorf("--pubkey needs --vault DIR (signatures are on the vault's commits)")
+			}
+			var hist *gate.History
+			if abs != "" {
+				var ver *gate.Verifier
+				if pubKey != "" {
+					var err error
+					if ver, err = gate.LoadVerifier(pubKey); err != nil {
+						return err
+					}
+				}
+				var err error
+				if hist, err = gate.ReadHistory(abs, ver); err != nil {
+					return err
+				}
+			}
+			var anchors []audit.Anchor
+			if hist != nil {
+				anchors = hist.Anchors
+			}
+			n, probs, err := audit.VerifyAnchored(dir, anchors)
+			var warnings []string
+			if hist != nil && hist.GateCommits > 0 {
+				switch {
+				case hist.Checked && len(hist.Bad) > 0 && err == nil:
+					err = fmt.Errorf("%d gate commit(s) without a valid signature: %w", len(hist.Bad), gate.ErrSignature)
+				case !hist.Checked && hist.Unsigned > 0:
+					warnings = append(warnings, fmt.Sprintf("warning: %d of %d gate commits are unsigned (start the gate with --sign-key to sign them)", hist.Unsigned, hist.GateCommits))
+				case !hist.Checked:
+					warnings = append(warnings, "warning: gate commits are signed but no --pubkey was given: signatures not checked")
+				}
+			}
 			if asJSON {
-				_ = json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"entries": n, "problems": probs, "ok": err == nil})
+				out := map[string]any{"entries": n, "problems": probs, "ok": err == nil, "warnings": warnings}
+				if hist != nil {
+					out["history"] = hist
+					out["anchors"] = len(hist.Anchors)
+					out["unsigned"] = hist.Unsigned > 0
+				}
+				_ = json.NewEncoder(cmd.OutOrStdout()).Encode(out)
 			} else {
 				for _, p := range probs {
 					fmt.Fprintf(cmd.OutOrStdout(), "%s:%d: %s\n", filepath.Join(dir, audit.File), p.Line, p.Msg)
 				}
+				if hist != nil {
+					for _, b := range hist.Bad {
+						fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", abs, b)
+					}
+				}
+				for _, w := range warnings {
+					fmt.Fprintln(cmd.ErrOrStderr(), w)
+				}
 				if err == nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "ok: %d entries, chain intact\n", n)
+					msg := fmt.Sprintf("ok: %d entries, chain intact", n)
+					if hist != nil {
+						msg += fmt.Sprintf(", %d anchors in %d gate commits", len(hist.Anchors), hist.GateCommits)
+						if hist.Checked {
+							msg += ", signatures verified"
+						}
+					}
+					fmt.Fprintln(cmd.OutOrStdout(), msg)
 				}
 			}
 			return err
@@ -58,6 +121,7 @@ Exit codes: 0 the log verifies; 1 it does not (or cannot be read); 2 bad usage.`
 	}
 	verify.Flags().StringVar(&vaultDir, "vault", "", "the vault directory")
 	verify.Flags().StringVar(&state, "state", "", "the gate's state directory, if not the default")
+	verify.Flags().StringVar(&pubKey, "pubkey", "", "public key the gate's commits must be signed with (OpenSSH or armored OpenPGP)")
 	verify.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd := &cobra.Command{Use: "audit", Short: "Inspect the gate's audit log", Args: cobra.NoArgs}
 	cmd.AddCommand(verify)

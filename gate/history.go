@@ -1,0 +1,101 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/vault"
+)
+
+// auditHeadTrailer is the trailer in which a gate commit records the audit
+// log's head at commit time ((*audit.Log).Head), anchoring the log's end
+// outside the gate's state directory.
+const auditHeadTrailer = "Fedmem-Audit-Head"
+
+// History is what `fedmem audit verify` learns from the vault's Git history:
+// the audit heads gate commits anchored, and the state of their signatures.
+// Fields are only ever added.
+type History struct {
+	// GateCommits counts commits carrying Fedmem-* trailers.
+	GateCommits int `json:"gate_commits"`
+	// Anchors are the Fedmem-Audit-Head values found, newest first.
+	Anchors []audit.Anchor `json:"-"`
+	// Signed and Unsigned count gate commits with and without a signature.
+	Signed   int `json:"signed"`
+	Unsigned int `json:"unsigned"`
+	// Checked is true when signatures were checked against a public key;
+	// Bad lists the gate commits whose signature is missing or wrong then.
+	Checked bool     `json:"signatures_checked"`
+	Bad     []string `json:"bad_signatures,omitempty"`
+}
+
+// ReadHistory walks every commit reachable from the vault's HEAD. With a
+// verifier, every gate commit must carry a signature that verifies with its
+// key; without one, signatures are only counted.
+func ReadHistory(vaultDir string, v *Verifier) (*History, error) {
+	dir, err := vault.Resolve(vaultDir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open vault repository %s: %w", dir, err)
+	}
+	h := &History{Checked: v != nil}
+	it, err := r.Log(&git.LogOptions{Order: git.LogOrderCommitterTime})
+	if err != nil {
+		return nil, fmt.Errorf("%s: history: %w", dir, err)
+	}
+	err = it.ForEach(func(c *object.Commit) error {
+		if !isGateCommit(c.Message) {
+			return nil
+		}
+		h.GateCommits++
+		short := c.Hash.String()[:12]
+		if head := trailerValue(c.Message, auditHeadTrailer); head != "" {
+			h.Anchors = append(h.Anchors, audit.Anchor{Head: head, Source: "commit " + short})
+		}
+		if c.PGPSignature == "" {
+			h.Unsigned++
+		} else {
+			h.Signed++
+		}
+		if v != nil {
+			if err := v.VerifyCommit(c); err != nil {
+				h.Bad = append(h.Bad, fmt.Sprintf("commit %s: %v", short, err))
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, storer.ErrStop) {
+		return nil, fmt.Errorf("%s: history: %w", dir, err)
+	}
+	return h, nil
+}
+
+// isGateCommit: the gate's commits carry Fedmem-* trailers; humans' do not.
+func isGateCommit(msg string) bool {
+	for _, l := range strings.Split(msg, "\n") {
+		if strings.HasPrefix(l, "Fedmem-") && strings.Contains(l, ": ") {
+			return true
+		}
+	}
+	return false
+}
+
+// trailerValue is the value of the last "key: value" line in msg.
+func trailerValue(msg, key string) string {
+	v := ""
+	for _, l := range strings.Split(msg, "\n") {
+		if rest, ok := strings.CutPrefix(l, key+": "); ok {
+			v = strings.TrimSpace(rest)
+		}
+	}
+	return v
+}
