@@ -119,6 +119,7 @@ func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, error) {
 	}
 	defer unix.Close(cfd)
 	var out []Claim
+	var errs []error
 	for _, n := range names {
 		if ignoredName(n) {
 			continue
@@ -126,26 +127,148 @@ func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, error) {
 		if len(out) >= max {
 			break
 		}
+		// Look before taking: an entry the gate cannot read or move is left
+		// where it is, with a receipt that says how to fix it, and never
+		// stops the claim of the rest of the session.
+		var st unix.Stat_t
+		if err := unix.Fstatat(sfd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("session %s: stat %q: %w", sess, n, err))
+			}
+			continue
+		}
+		if hold := g.unclaimable(sfd, n, &st); hold != nil {
+			g.holdEntry(in, sess, n, &st, hold)
+			continue
+		}
 		c := Claim{ID: newClaimID(g.now()), Session: sess, Name: n, NameRaw: []byte(n), FirstSeen: g.now().UTC()}
 		meta := g.statePath(claimsDir, c.ID+".json")
 		if err := writeJSON(meta, c); err != nil {
-			return out, err
+			return out, errors.Join(append(errs, err)...)
 		}
 		// renameat2(RENAME_NOREPLACE) moves the entry itself — a symlink,
-		// FIFO or directory is moved, never followed.
+		// FIFO or socket is moved, never followed.
 		err := unix.Renameat2(sfd, n, cfd, c.ID+".draft", unix.RENAME_NOREPLACE)
 		if err != nil {
 			os.Remove(meta)
 			if errors.Is(err, unix.ENOENT) {
 				continue // gone since listing
 			}
-			return out, fmt.Errorf("session %s: move %q out of the inbox: %w (the gate needs write access to session directories)", sess, n, err)
+			errs = append(errs, fmt.Errorf("session %s: move %q out of the inbox: %w (the gate needs write access to session directories)", sess, n, err))
+			continue
 		}
 		_ = unix.Fsync(cfd)
 		_ = unix.Fsync(sfd)
+		_ = os.Remove(g.statePath(heldDir, fmt.Sprintf("%x.json", sha256.Sum256([]byte(sess+"/"+n)))))
 		out = append(out, c)
 	}
-	return out, nil
+	return out, errors.Join(errs...)
+}
+
+// Receipt state and rules for inbox entries the gate leaves in place.
+const (
+	// StateUnclaimed is a receipt's state for an entry the gate saw but did
+	// not take: no decision was made and nothing was deleted.
+	StateUnclaimed = "unclaimed"
+	heldDir        = "held"
+)
+
+// unclaimable returns why the entry n (stat st) must stay in the inbox, or
+// nil when it can be claimed. A directory cannot be moved out of a session
+// directory the gate does not own (rename(2) needs write access to the
+// directory itself to update its ".."), and a regular file the gate cannot
+// read (mkstemp creates 0600 files) would be rejected unread: both stay,
+// with a receipt, and a readable file is claimed on a later pass.
+func (g *Gate) unclaimable(sfd int, n string, st *unix.Stat_t) *note.Finding {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return &note.Finding{Rule: "claim-not-regular", Severity: note.Error, Message: fmt.Sprintf(
+			"%q is a directory; only regular files are drafts. It was left in place and nothing was deleted; move its files up into the session folder (and remove the directory) to submit them", n)}
+	case unix.S_IFREG:
+		fd, err := openat2(sfd, n, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+		if err == nil {
+			unix.Close(fd)
+			return nil
+		}
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+			return &note.Finding{Rule: "claim-unreadable", Severity: note.Error, Message: fmt.Sprintf(
+				"the gate (uid %d) may not read %q (mode %04o, owner uid %d, group %d): drafts must be readable by the gate's group. Run `chmod g+r %s` (mode 0640); it was left in place, nothing was deleted, and it is claimed as soon as it is readable",
+				g.uid, n, st.Mode&0o7777, st.Uid, st.Gid, shellQuote(n))}
+		}
+	}
+	return nil
+}
+
+// heldMark is what the gate remembers about an entry it left in place, so
+// that it writes the receipt (and the audit entry) once, not every pass.
+type heldMark struct {
+	Ino   uint64 `json:"ino"`
+	Mode  uint32 `json:"mode"`
+	Ctime int64  `json:"ctime_ns"`
+	Rule  string `json:"rule"`
+}
+
+// holdEntry leaves n in the session and writes its receipt, once per change
+// of the entry (inode, mode, ctime).
+func (g *Gate) holdEntry(in *inbox, sess, n string, st *unix.Stat_t, why *note.Finding) {
+	mark := heldMark{Ino: st.Ino, Mode: st.Mode, Ctime: st.Ctim.Nano(), Rule: why.Rule}
+	if err := os.Mkdir(g.statePath(heldDir), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		g.log.Warn("held entries dir", "err", err)
+	}
+	key := g.statePath(heldDir, fmt.Sprintf("%x.json", sha256.Sum256([]byte(sess+"/"+n))))
+	var old heldMark
+	if readJSON(key, &old) == nil && old == mark {
+		return
+	}
+	r := Receipt{Draft: n, State: StateUnclaimed, Reasons: []note.Finding{*why}, Decided: g.now().UTC()}
+	b, _ := json.MarshalIndent(r, "", "  ")
+	if err := g.writeReceipt(in, sess, n, append(b, '\n')); err != nil {
+		g.log.Warn("receipt not written", "session", sess, "name", n, "err", err)
+		return
+	}
+	g.note("unclaimed", map[string]string{"session": sess, "name": n, "rule": why.Rule})
+	g.log.Info("left in the inbox", "session", sess, "name", n, "rule", why.Rule)
+	_ = writeJSON(key, mark)
+}
+
+// shellQuote quotes a file name for a command line in a receipt.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// returnClaim moves claims/ID.draft back to its session under its name (or
+// "unreadable-ID-name" when that is taken) and drops the claim record: no
+// decision was made on bytes the gate never read.
+func (g *Gate) returnClaim(cfd int, id string) error {
+	var c Claim
+	if err := readJSON(g.statePath(claimsDir, id+".json"), &c); err != nil {
+		return err
+	}
+	in, err := g.openInbox()
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	sfd, err := openDir(in.fd, c.Session)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", c.Session, err)
+	}
+	defer unix.Close(sfd)
+	name := c.rawName()
+	err = unix.Renameat2(cfd, id+".draft", sfd, name, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EEXIST) {
+		name = "unreadable-" + id + "-" + name
+		if len(name) > 255 {
+			name = "unreadable-" + id + ".md"
+		}
+		err = unix.Renameat2(cfd, id+".draft", sfd, name, unix.RENAME_NOREPLACE)
+	}
+	if err != nil {
+		return fmt.Errorf("return unreadable draft %s to session %s: %w", id, c.Session, err)
+	}
+	_ = unix.Fsync(sfd)
+	g.note("returned", map[string]string{"id": id, "session": c.Session, "name": name})
+	return os.Remove(g.statePath(claimsDir, id+".json"))
 }
 
 // readResult is what reading a claimed entry produced.
@@ -178,7 +301,12 @@ func (g *Gate) readClaim(id string, max int64) (readResult, error) {
 	case errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EOPNOTSUPP):
 		return rejectClaim("claim-not-regular", "the draft is a socket or device, not a regular file"), nil
 	case errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM):
-		return rejectClaim("claim-unreadable", "the gate may not read the draft (permission denied)"), nil
+		// Readable when claimed, unreadable now: never decide (or delete)
+		// bytes nobody read; give the file back to its session.
+		if err := g.returnClaim(cfd, id); err != nil {
+			return readResult{}, err
+		}
+		return readResult{}, errReturned
 	case err != nil:
 		return readResult{}, fmt.Errorf("open claim %s: %w", id, err)
 	}

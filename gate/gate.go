@@ -229,6 +229,9 @@ func (g *Gate) Once() (*Summary, error) {
 				retry = append(retry, id)
 				continue
 			}
+			if errors.Is(err, errReturned) {
+				continue // back in the inbox, unread; its receipt says why
+			}
 			if err != nil {
 				s.Errors = append(s.Errors, fmt.Sprintf("claim %s: %v", id, err))
 				continue

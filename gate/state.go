@@ -84,6 +84,10 @@ type Decision struct {
 	AutoPromoted bool `json:"auto_promoted,omitempty"`
 }
 
+// errReturned: a claimed draft became unreadable (its owner changed its mode
+// through a descriptor it kept) and was moved back into the inbox, unread.
+var errReturned = errors.New("draft unreadable; returned to the inbox")
+
 type seenRecord struct {
 	ID    string `json:"id"`
 	State string `json:"state"`
