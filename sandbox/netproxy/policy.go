@@ -33,9 +33,28 @@ func ParseRule(s string) (Rule, error) {
 	return Rule{Host: host, Port: p}, nil
 }
 
-// Policy decides where a connection may go.
+// Mode is what a Policy lets through.
+type Mode int
+
+const (
+	// Allowlist: only the host:port pairs of Rules.
+	Allowlist Mode = iota
+	// Public: any host and port whose address is public unicast (Forbidden
+	// says "") and not one of the host's own addresses.
+	Public
+)
+
+// Policy decides where a connection may go. Both modes take one path: the
+// name is resolved here, every candidate address is checked, and the
+// address checked is the one returned for the dial (never a second
+// resolution, which a rebinding DNS server could answer differently).
 type Policy struct {
+	Mode  Mode
 	Rules []Rule
+	// Self are the host's own addresses (HostAddrs), refused through a
+	// name in both modes and through a literal in Public mode: a service
+	// bound to 0.0.0.0 is reachable on them as on loopback.
+	Self []netip.Addr
 	// Resolver resolves names (nil: net.DefaultResolver).
 	Resolver interface {
 		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
@@ -43,25 +62,41 @@ type Policy struct {
 }
 
 // ErrDenied is wrapped by every refusal.
-var ErrDenied = errors.New("denied by the network allowlist")
+var ErrDenied = errors.New("denied by the network policy")
 
-// Resolve checks host:port against the rules and returns the address to
-// dial. An IP-literal rule allows exactly that address, whatever its range;
-// a name is resolved here and only public addresses are used.
+// Resolve checks host:port against the policy and returns the address to
+// dial. Allowlist: an IP-literal rule allows exactly that address, whatever
+// its range; a name is resolved here and only public addresses are used.
+// Public: any name or literal, but only a public address that is not the
+// host's own.
 func (p *Policy) Resolve(ctx context.Context, host string, port int) (netip.AddrPort, error) {
 	h := strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
-	var rule *Rule
-	for i := range p.Rules {
-		if p.Rules[i].Port == port && p.Rules[i].Host == h {
-			rule = &p.Rules[i]
-			break
+	if port < 1 || port > 65535 {
+		return netip.AddrPort{}, fmt.Errorf("%w: port %d", ErrDenied, port)
+	}
+	if p.Mode == Allowlist {
+		var rule *Rule
+		for i := range p.Rules {
+			if p.Rules[i].Port == port && p.Rules[i].Host == h {
+				rule = &p.Rules[i]
+				break
+			}
 		}
+		if rule == nil {
+			return netip.AddrPort{}, fmt.Errorf("%w: %s:%d is not in the profile's allow list", ErrDenied, h, port)
+		}
+		if a, err := netip.ParseAddr(h); err == nil {
+			return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
+		}
+	} else if a, err := netip.ParseAddr(h); err == nil {
+		a = a.Unmap()
+		if why := p.forbidden(a); why != "" {
+			return netip.AddrPort{}, fmt.Errorf("%w: %s is %s (network: public reaches public addresses only)", ErrDenied, a, why)
+		}
+		return netip.AddrPortFrom(a, uint16(port)), nil
 	}
-	if rule == nil {
-		return netip.AddrPort{}, fmt.Errorf("%w: %s:%d is not in the profile's allow list", ErrDenied, h, port)
-	}
-	if a, err := netip.ParseAddr(h); err == nil {
-		return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
+	if h == "" || strings.ContainsAny(h, "/*@ %") {
+		return netip.AddrPort{}, fmt.Errorf("%w: bad host %q", ErrDenied, h)
 	}
 	r := p.Resolver
 	if r == nil {
@@ -74,13 +109,53 @@ func (p *Policy) Resolve(ctx context.Context, host string, port int) (netip.Addr
 	var forbidden []string
 	for _, a := range addrs {
 		a = a.Unmap()
-		if why := Forbidden(a); why != "" {
+		if why := p.forbidden(a); why != "" {
 			forbidden = append(forbidden, a.String()+" ("+why+")")
 			continue
 		}
 		return netip.AddrPortFrom(a, uint16(port)), nil
 	}
-	return netip.AddrPort{}, fmt.Errorf("%w: %s resolves only to forbidden addresses: %s (name the address itself in the profile to allow it)", ErrDenied, h, strings.Join(forbidden, ", "))
+	hint := "name the address itself in the profile's allow list to allow it"
+	if p.Mode == Public {
+		hint = "network: public reaches public addresses only"
+	}
+	return netip.AddrPort{}, fmt.Errorf("%w: %s resolves only to forbidden addresses: %s (%s)", ErrDenied, h, strings.Join(forbidden, ", "), hint)
+}
+
+// forbidden is Forbidden plus the host's own addresses.
+func (p *Policy) forbidden(a netip.Addr) string {
+	if why := Forbidden(a); why != "" {
+		return why
+	}
+	for _, s := range p.Self {
+		if s.Unmap() == a {
+			return "this host's own address"
+		}
+	}
+	return ""
+}
+
+// HostAddrs lists the addresses of this host's interfaces (run it outside
+// the sandbox, in the host's network namespace).
+func HostAddrs() ([]netip.Addr, error) {
+	ifas, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("list the host's addresses: %w", err)
+	}
+	var out []netip.Addr
+	for _, ifa := range ifas {
+		var ip net.IP
+		switch v := ifa.(type) {
+		case *net.IPNet:
+			ip = v.IP
+		case *net.IPAddr:
+			ip = v.IP
+		}
+		if a, ok := netip.AddrFromSlice(ip); ok {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out, nil
 }
 
 var metadata = []netip.Prefix{

@@ -34,7 +34,10 @@ type Proxy struct {
 	OnDecision func(Decision)
 	// DialTimeout bounds each upstream dial (default 15s).
 	DialTimeout time.Duration
-	wg          sync.WaitGroup
+	// Dial dials the address the policy checked (nil: a net.Dialer). Only
+	// tests set it.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	wg   sync.WaitGroup
 }
 
 // request is the head of one proxy request.
@@ -73,8 +76,12 @@ func (p *Proxy) Serve(c net.Conn) {
 		reply(c, 403, err.Error())
 		return
 	}
-	var d net.Dialer
-	up, err := d.DialContext(ctx, "tcp", ap.String())
+	dial := p.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	up, err := dial(ctx, "tcp", ap.String())
 	if err != nil {
 		p.decide(Decision{Method: req.method, Host: host, Port: port, Addr: ap.String(), Reason: "dial: " + err.Error()})
 		reply(c, 502, err.Error())
