@@ -1,13 +1,17 @@
 package gate
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"path"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/fedmem/fedmem/gate/validate"
 )
@@ -25,11 +29,41 @@ func (g *Gate) newChangeSet(head plumbing.Hash) *changeSet {
 	return &changeSet{g: g, head: head, files: map[string][]byte{}}
 }
 
+// get returns the whole file (never a prefix: a cut read written back
+// loses lines), or nil when it is absent.
 func (cs *changeSet) get(p string) ([]byte, error) {
 	if b, ok := cs.files[p]; ok {
 		return b, nil
 	}
-	return cs.g.repo.fileAt(cs.head, p)
+	return cs.g.repo.wholeFileAt(cs.head, p)
+}
+
+// wholeFileAt is fileAt without a size limit.
+func (g *repo) wholeFileAt(c plumbing.Hash, p string) ([]byte, error) {
+	if c.IsZero() {
+		return nil, nil
+	}
+	com, err := object.GetCommit(g.s, c)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := object.GetTree(g.s, com.TreeHash)
+	if err != nil {
+		return nil, err
+	}
+	f, err := tree.File(p)
+	if errors.Is(err, object.ErrFileNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rd, err := f.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	return io.ReadAll(rd)
 }
 
 func (cs *changeSet) set(p string, b []byte) {
@@ -109,6 +143,18 @@ func (cs *changeSet) noteSuperseded(old, by string, when time.Time) error {
 		when.UTC().Format(time.RFC3339), path.Base(old), path.Base(old), by))
 }
 
+// pageCap bounds a folder's log.md and index.md. Past it, the page's
+// content moves whole to the next archive page (log/000001.md, …) and the
+// page starts again with a link to it: every line is kept, and a promotion
+// reads and writes at most one page, whatever the folder's history.
+const pageCap = 256 << 10
+
+// olderPrefix starts the line that links a page to its previous archive.
+const olderPrefix = "Older entries: "
+
+// appendLine adds line to the page p (a folder's log.md or index.md),
+// rolling the page into its archive folder first when it would pass
+// pageCap. Other paths are appended to as they are.
 func (cs *changeSet) appendLine(p, header, line string) error {
 	b, err := cs.get(p)
 	if err != nil {
@@ -120,6 +166,65 @@ func (cs *changeSet) appendLine(p, header, line string) error {
 	if len(b) > 0 && b[len(b)-1] != '\n' {
 		b = append(b, '\n')
 	}
+	kind := strings.TrimSuffix(path.Base(p), ".md")
+	if (kind == "log" || kind == "index") && len(b)+len(line) > pageCap && len(b) > len(header) {
+		n, err := cs.nextArchive(path.Dir(p), kind, b)
+		if err != nil {
+			return err
+		}
+		name := fmt.Sprintf("%s/%06d.md", kind, n)
+		cs.set(path.Dir(p)+"/"+name, relink(b, kind))
+		b = []byte(header + olderPrefix + "[" + name + "](" + name + ")\n\n")
+	}
 	cs.set(p, append(append([]byte{}, b...), line...))
 	return nil
+}
+
+// nextArchive is the number after the archive the page links to (1 for a
+// page that links to none), skipping numbers already taken.
+func (cs *changeSet) nextArchive(dir, kind string, page []byte) (int, error) {
+	n := 1
+	head := page
+	if len(head) > 4096 {
+		head = head[:4096]
+	}
+	for _, l := range strings.Split(string(head), "\n") {
+		var k int
+		if rest, ok := strings.CutPrefix(l, olderPrefix+"["+kind+"/"); ok {
+			if _, err := fmt.Sscanf(rest, "%06d.md]", &k); err == nil && k >= n {
+				n = k + 1
+			}
+		}
+	}
+	for ; n < 1<<30; n++ {
+		b, err := cs.get(fmt.Sprintf("%s/%s/%06d.md", dir, kind, n))
+		if err != nil {
+			return 0, err
+		}
+		if b == nil {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("%s/%s: no free archive number", dir, kind)
+}
+
+// mdLink matches a Markdown link target the gate wrote: [text](target).
+var mdLink = regexp.MustCompile(`\]\(([^()\s]*)\)`)
+
+// relink rewrites a page's relative links for its new place one folder
+// down: a note "x.md" becomes "../x.md", an archive "log/000002.md" becomes
+// "000002.md"; absolute paths and URLs are kept.
+func relink(b []byte, kind string) []byte {
+	return mdLink.ReplaceAllFunc(b, func(m []byte) []byte {
+		target := string(m[2 : len(m)-1])
+		switch {
+		case strings.HasPrefix(target, kind+"/"):
+			target = strings.TrimPrefix(target, kind+"/")
+		case target == "" || strings.Contains(target, ":") || strings.HasPrefix(target, "/") || strings.HasPrefix(target, "#"):
+			return m
+		default:
+			target = "../" + target
+		}
+		return []byte("](" + target + ")")
+	})
 }
