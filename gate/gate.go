@@ -314,6 +314,24 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string) (*Decision, err
 		return d, g.finish(in, c, d, nil)
 	}
 	d.SHA256 = rr.Sum
+	// A commit of this very claim may already be on the branch (a gate
+	// killed after publishing it, before recording the decision). It is
+	// found by the draft id before anything is judged again: the verdict
+	// against a HEAD that holds the note itself would differ.
+	if _, head, err := g.repo.head(); err != nil {
+		return nil, err
+	} else if done, err := g.adoptEarlierCommit(head, d); err != nil {
+		return nil, err
+	} else if done {
+		d.AutoPromoted = d.Reviewer == ""
+		if err := g.finish(in, c, d, nil); err != nil {
+			return nil, err
+		}
+		if d.AutoPromoted {
+			g.countAuto(d)
+		}
+		return d, nil
+	}
 	if prior, err := g.loadSeen(rr.Sum); err != nil {
 		return nil, err
 	} else if prior != nil && prior.ID != id {

@@ -169,9 +169,8 @@ func (g *Gate) adoptEarlierCommit(head plumbing.Hash, d *Decision) (done bool, e
 		if trailer(com.Message, TrailerDraft) == d.ID {
 			d.State, d.Commit = StatePromoted, c.String()
 			d.Path = trailer(com.Message, TrailerPath)
-			if r := trailer(com.Message, TrailerReviewer); r != "" {
-				d.Reviewer = r
-			}
+			d.Origin = trailer(com.Message, TrailerOrigin)
+			d.Reviewer = trailer(com.Message, TrailerReviewer)
 			paths, err := g.changedPaths(com)
 			if err != nil {
 				return false, err

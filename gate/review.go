@@ -82,6 +82,17 @@ func (g *Gate) Approve(id, reviewer string) (*Decision, error) {
 		return nil, err
 	}
 	defer in.Close()
+	d.Reviewer = reviewer
+	// Already committed by an approval (or pass) killed before recording
+	// it: adopt that commit, whoever approves now (keyed by draft id).
+	if _, head, err := g.repo.head(); err != nil {
+		return nil, err
+	} else if done, err := g.adoptEarlierCommit(head, d); err != nil {
+		return nil, err
+	} else if done {
+		d.Reviewed = g.now().UTC()
+		return d, g.recordReview(in, d)
+	}
 	v, o, err := g.judgeDraft(in, pol, d.Session, res)
 	if err != nil {
 		return nil, err

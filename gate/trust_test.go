@@ -189,3 +189,85 @@ func TestSameTitleNeverSquatsAPath(t *testing.T) {
 	}
 	checkRepo(t, v)
 }
+
+// Rates are the gate's own counts per session, kept across restarts.
+func TestAutoPromoteRatePerSession(t *testing.T) {
+	v := newVault(t)
+	putSources(t, v)
+	setPolicy(t, v, strings.Replace(trustPolicy(), "max_per_session: 1000", "max_per_session: 2", 1))
+	sd := session(t, v, "rate")
+	for i := 0; i < 4; i++ {
+		put(t, sd, fmt.Sprintf("o%d.md", i), ordinaryNote(i))
+	}
+	g := openGate(t, v)
+	s := once(t, g)
+	if s.Promoted != 2 || s.Pending != 2 {
+		t.Fatalf("promoted %d, pending %d; want 2 and 2", s.Promoted, s.Pending)
+	}
+	for _, d := range s.Decisions {
+		if d.State == StatePending && !hasRule(d, "auto-promote-rate") {
+			t.Errorf("%s held for %v, want auto-promote-rate", d.Draft, d.Reasons)
+		}
+	}
+	g.Close()
+	put(t, sd, "o4.md", ordinaryNote(4))
+	g2 := openGate(t, v)
+	d := decisionFor(t, once(t, g2), "o4.md")
+	if d.State != StatePending || !hasRule(d, "auto-promote-rate") {
+		t.Fatalf("after a restart the session's count must hold: %+v", d)
+	}
+	// Another session has its own budget.
+	put(t, session(t, v, "rate-2"), "o5.md", ordinaryNote(5))
+	if d := decisionFor(t, once(t, g2), "o5.md"); d.State != StatePromoted {
+		t.Fatalf("fresh session: %+v", d)
+	}
+}
+
+// A gate killed between publishing an approval's commit and recording the
+// decision: after a restart, a different reviewer's approval of the same
+// draft adopts the commit (keyed by the Fedmem-Draft trailer) instead of
+// promoting the draft a second time.
+func TestApprovalAfterCrashIsKeyedByDraftID(t *testing.T) {
+	v := trustVault(t)
+	sd := session(t, v, "crash")
+	put(t, sd, "h.md", "---\ntype: Fact\ntitle: Held fact\nrisk: high\nsources: [10-projects/src.md]\n---\nbody\n")
+	g := openGate(t, v)
+	p := decisionFor(t, once(t, g), "h.md")
+	if p.State != StatePending {
+		t.Fatalf("%+v", p)
+	}
+	decPath := filepath.Join(g.StateDir(), decisionsDir, p.ID+".json")
+	pendPath := filepath.Join(g.StateDir(), pendingDir, p.ID+".draft")
+	decBefore, _ := os.ReadFile(decPath)
+	pendBefore, _ := os.ReadFile(pendPath)
+	parent := strings.TrimSpace(gitCLI(t, v, "rev-parse", "HEAD"))
+	d, err := g.Approve(p.ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := strings.TrimSpace(gitCLI(t, v, "rev-parse", "HEAD"))
+	if head != d.Commit {
+		t.Fatalf("HEAD %s, decision commit %s", head, d.Commit)
+	}
+	g.Close()
+	// The state as a kill -9 right after the branch moved leaves it: the
+	// decision still pending, the bytes kept, the marker written.
+	os.WriteFile(decPath, decBefore, 0o600)
+	os.WriteFile(pendPath, pendBefore, 0o600)
+	os.WriteFile(filepath.Join(g.StateDir(), committingDir, p.ID), []byte(parent), 0o600)
+	g2 := openGate(t, v)
+	d2, err := g2.Approve(p.ID, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now := strings.TrimSpace(gitCLI(t, v, "rev-parse", "HEAD")); now != head {
+		t.Fatalf("second approval made commit %s on top of %s", now, head)
+	}
+	if d2.Commit != head || d2.Path != d.Path || d2.Reviewer != "alice" {
+		t.Fatalf("adopted decision %+v; want commit %s, path %s, reviewer alice (from the trailer)", d2, head, d.Path)
+	}
+	if n := strings.Count(gitCLI(t, v, "log", "--format=%(trailers:key=Fedmem-Draft,valueonly)"), p.ID); n != 1 {
+		t.Fatalf("draft %s has %d commits", p.ID, n)
+	}
+	checkRepo(t, v)
+}

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -16,8 +17,11 @@ import (
 )
 
 const (
-	gateUID  = 64000
-	agentUID = 64001
+	gateUID     = 64000
+	agentUID    = 64001
+	forgerUID   = 64002
+	forgerGroupGID   = 64005 // the agents' group (host users may be in it)
+	testLauncherGID = 64010 // fedmem-run's setgid group (no user is in it)
 )
 
 // TestHelperGateAsUser is not a test: TestGateAsSeparateUser runs it as the
@@ -67,13 +71,52 @@ func TestGateAsSeparateUser(t *testing.T) {
 	os.Chmod(sd, 0o770)
 	os.Chown(sd, agentUID, gateUID)
 	draft := filepath.Join(sd, "a.md")
-	os.WriteFile(draft, []byte("---\ntype: Fact\ntitle: From another uid\nconfidence: verified\n---\nx\n"), 0o644)
+	os.WriteFile(draft, []byte("---\ntype: Fact\ntitle: From another uid\nsources: [00-global/AGENT.md]\n---\nx\n"), 0o644)
 	os.Chown(draft, agentUID, agentUID)
-	rec, _ := json.Marshal(SessionRecord{Session: "u-1", Profile: "claude", UID: agentUID, Command: []string{"claude"}})
-	recPath := filepath.Join(v, "90-inbox", ".sessions", "u-1.json")
-	os.MkdirAll(filepath.Dir(recPath), 0o1777)
-	os.WriteFile(recPath, rec, 0o644)
-	os.Chown(recPath, agentUID, agentUID)
+	// The install's session provenance: .sessions belongs to the gate, group
+	// testLauncherGID, closed to others; the policy names the launcher group and
+	// trusts the session's (pinned) profile.
+	sessions := filepath.Join(v, "90-inbox", ".sessions")
+	os.MkdirAll(sessions, 0o770)
+	os.Chown(sessions, gateUID, testLauncherGID)
+	os.Chmod(sessions, 0o3770)
+	pol := fmt.Sprintf("version: 1\nreviewers: [alice]\nauto_promote:\n  profiles: [\"ci-docs@%s\"]\n  launcher_group: \"%d\"\n", testProfileHash, testLauncherGID)
+	os.WriteFile(filepath.Join(v, "00-global", "policy.yaml"), []byte(pol), 0o644)
+	gitCLI(t, v, "-c", "safe.directory=*", "add", "00-global/policy.yaml")
+	gitCLI(t, v, "-c", "safe.directory=*", "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "policy")
+	testutil.ChownTree(filepath.Join(v, ".git"), gateUID, gateUID)
+	os.Chown(filepath.Join(v, "00-global", "policy.yaml"), gateUID, gateUID)
+	// The legitimate record: written by a process of the agent's uid holding
+	// the launcher group as its egid, as the setgid fedmem-run does.
+	writeRec := func(uid, gid int, groups []uint32, sess string) ([]byte, error) {
+		rec, _ := json.Marshal(SessionRecord{Session: sess, Profile: "ci-docs", ProfileHash: testProfileHash, UID: uid, Command: []string{"claude"}})
+		c := asUser(uid, gid, "/bin/sh", "-c", `umask 022; cat > "$1"`, "sh", filepath.Join(sessions, sess+".json"))
+		c.SysProcAttr.Credential.Groups = groups
+		c.Stdin = strings.NewReader(string(rec))
+		return c.CombinedOutput()
+	}
+	if out, err := writeRec(agentUID, testLauncherGID, nil, "u-1"); err != nil {
+		t.Fatalf("launcher-group record: %v %s", err, out)
+	}
+	// The forger: a host user in the agents' group, no fedmem-run. Its
+	// session folder and drafts are easy; its record cannot be made where
+	// the gate looks (EACCES), and one planted for it there (as a world-
+	// writable legacy .sessions would allow) has the wrong group.
+	fsd := filepath.Join(v, "90-inbox", "u-2")
+	os.Mkdir(fsd, 0o770)
+	os.Chmod(fsd, 0o770)
+	os.Chown(fsd, forgerUID, gateUID)
+	fd := filepath.Join(fsd, "f.md")
+	os.WriteFile(fd, []byte("---\ntype: Fact\ntitle: From a forged session\nsources: [00-global/AGENT.md]\n---\ny\n"), 0o644)
+	os.Chown(fd, forgerUID, forgerGroupGID)
+	wout, err := writeRec(forgerUID, forgerGroupGID, []uint32{forgerGroupGID}, "u-2")
+	if err == nil || !strings.Contains(string(wout), "ermission denied") {
+		t.Fatalf("a host user wrote a session record: %v %s", err, wout)
+	}
+	rec2, _ := json.Marshal(SessionRecord{Session: "u-2", Profile: "ci-docs", ProfileHash: testProfileHash, UID: forgerUID, Command: []string{"claude"}})
+	planted := filepath.Join(sessions, "u-2.json")
+	os.WriteFile(planted, rec2, 0o644)
+	os.Chown(planted, forgerUID, forgerGroupGID)
 
 	// Root is not the gate user: refused.
 	if _, err := Open(Options{Vault: v, StateDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "gate user") {
@@ -98,12 +141,30 @@ func TestGateAsSeparateUser(t *testing.T) {
 	if err := json.Unmarshal(o[:strings.LastIndexByte(string(o), '}')+1], &s); err != nil {
 		t.Fatalf("%v\n%s", err, o)
 	}
-	if s.Promoted != 1 || !s.Handled() || len(s.Warnings) != 0 {
+	if s.Promoted != 1 || s.Pending != 1 || !s.Handled() || len(s.Warnings) != 0 {
 		t.Fatalf("summary %+v", s)
 	}
-	d := s.Decisions[0]
+	var d Decision
+	for _, x := range s.Decisions {
+		switch x.Session {
+		case "u-1":
+			d = x
+		case "u-2":
+			if x.State != StatePending || !hasRule(x, "origin-unverified") || x.Origin != "unverified" {
+				t.Errorf("forged session: %+v", x)
+			}
+			for _, r := range x.Reasons {
+				if r.Rule == "origin-unverified" && !strings.Contains(r.Message, "not the launcher group") {
+					t.Errorf("forged session refused for another reason: %s", r.Message)
+				}
+			}
+		}
+	}
+	if d.State != StatePromoted || d.Origin != "trusted:ci-docs" {
+		t.Fatalf("launcher-group session: %+v", d)
+	}
 	nb, err := os.ReadFile(filepath.Join(v, d.Path))
-	if err != nil || !strings.Contains(string(nb), "uid: \"64001\"") || !strings.Contains(string(nb), "by: agent:claude") {
+	if err != nil || !strings.Contains(string(nb), "uid: \"64001\"") || !strings.Contains(string(nb), "by: agent:claude") || !strings.Contains(string(nb), "origin: verified") {
 		t.Fatalf("provenance from the session record:\n%s %v", nb, err)
 	}
 	var st syscall.Stat_t
