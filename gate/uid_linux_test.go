@@ -17,10 +17,10 @@ import (
 )
 
 const (
-	gateUID     = 64000
-	agentUID    = 64001
-	forgerUID   = 64002
-	forgerGroupGID   = 64005 // the agents' group (host users may be in it)
+	gateUID         = 64000
+	agentUID        = 64001
+	forgerUID       = 64002
+	forgerGroupGID  = 64005 // the agents' group (host users may be in it)
 	testLauncherGID = 64010 // fedmem-run's setgid group (no user is in it)
 )
 
