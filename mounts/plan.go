@@ -52,6 +52,9 @@ type Mount struct {
 	// Placeholder marks a Protected path that did not exist: the backend
 	// holds its name with a read-only placeholder (see Protected).
 	Placeholder bool `json:"placeholder,omitempty"`
+	// Size caps a tmpfs (Tmpfs; for Dev, its /dev/shm) in bytes; 0: the
+	// kernel's default (half of RAM).
+	Size int64 `json:"size,omitempty"`
 	// Why says in words why the mount is there.
 	Why string `json:"why"`
 }
@@ -73,6 +76,11 @@ type Plan struct {
 	Visible []string `json:"visible,omitempty"`
 	// Warnings name every setting that weakens the sandbox.
 	Warnings []string `json:"warnings,omitempty"`
+	// CgroupOptional names the limits ("memory", "pids") the profile's
+	// limits.cgroup_optional covers: without a session cgroup the backend
+	// runs without them (pids: RLIMIT_NPROC where it holds) and says so,
+	// instead of refusing.
+	CgroupOptional []string `json:"cgroup_optional,omitempty"`
 }
 
 // Input is what Build needs besides the profile. Paths must be absolute and
@@ -120,10 +128,16 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		Network: p.Network,
 	}
 	add := func(m Mount) { pl.Mounts = append(pl.Mounts, m) }
+	if p.Limits.OptionalMemory && p.Limits.Memory > 0 {
+		pl.CgroupOptional = append(pl.CgroupOptional, "memory")
+	}
+	if p.Limits.OptionalPids && p.Limits.Pids > 0 {
+		pl.CgroupOptional = append(pl.CgroupOptional, "pids")
+	}
 	add(Mount{Kind: RootRO, Source: "/", Target: "/", Dir: true, Why: "host filesystem, read-only"})
-	add(Mount{Kind: Dev, Target: "/dev", Dir: true, Why: "minimal devices"})
+	add(Mount{Kind: Dev, Target: "/dev", Dir: true, Why: "minimal devices", Size: int64(p.Limits.TmpBytes)})
 	add(Mount{Kind: Proc, Target: "/proc", Dir: true, Why: "processes of the sandbox only"})
-	add(Mount{Kind: Tmpfs, Target: "/tmp", Dir: true, Why: "private /tmp"})
+	add(Mount{Kind: Tmpfs, Target: "/tmp", Dir: true, Why: "private /tmp", Size: int64(p.Limits.TmpBytes)})
 	pl.Writable = append(pl.Writable, "/tmp", "/dev/shm")
 
 	if p.Home.Mode == "hidden" && !vault.Within(in.Vault, in.Home) {

@@ -27,3 +27,43 @@ func TestPersistenceWarnings(t *testing.T) {
 		t.Errorf("warning for a harmless path:\n%s", all)
 	}
 }
+
+// TestBuiltinLimits: every built-in agent profile bounds pids, memory and
+// /tmp; cgroup_optional covers the inherited defaults only.
+func TestBuiltinLimits(t *testing.T) {
+	for _, name := range []string{"default", "claude", "codex", "aider", "strict", "ci"} {
+		p, _, err := Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := p.Limits
+		if l.Pids == 0 || l.Memory == 0 || l.TmpBytes == 0 {
+			t.Errorf("%s: limits %+v, want pids, memory and tmp_bytes", name, l)
+		}
+		if name != "ci" && (!l.OptionalMemory || !l.OptionalPids) {
+			t.Errorf("%s: the default limits should be cgroup_optional: %+v", name, l)
+		}
+	}
+	parent, _, err := Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		body           string
+		memOpt, pidOpt bool
+	}{
+		{"name: a\n", true, true},
+		{"name: a\nlimits:\n  memory: 64MiB\n", false, true},
+		{"name: a\nlimits:\n  pids: 32\n", true, false},
+		{"name: a\nlimits:\n  pids: 32\n  cgroup_optional: true\n", true, true},
+	} {
+		child, err := Parse("test", []byte(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := merge(parent, child)
+		if m.Limits.OptionalMemory != c.memOpt || m.Limits.OptionalPids != c.pidOpt {
+			t.Errorf("%q over default: optional memory %v pids %v, want %v %v", c.body, m.Limits.OptionalMemory, m.Limits.OptionalPids, c.memOpt, c.pidOpt)
+		}
+	}
+}

@@ -73,7 +73,26 @@ type Limits struct {
 	// InboxBytes caps the total size of what the session writes to its
 	// inbox; fedmem-run ends the session when it is passed.
 	InboxBytes Size `yaml:"inbox_bytes,omitempty" json:"inbox_bytes,omitempty"`
+	// TmpBytes caps each of the sandbox's private /tmp and /dev/shm (tmpfs
+	// size=, in memory): a write past it fails with ENOSPC. Default
+	// DefaultTmpBytes.
+	TmpBytes Size `yaml:"tmp_bytes,omitempty" json:"tmp_bytes,omitempty"`
+	// CgroupOptional: where fedmem-run cannot make a session cgroup (an
+	// unprivileged caller, no cgroup v1 hierarchy), run without the memory
+	// limit and with pids as RLIMIT_NPROC (or none for a uid-0 agent), and
+	// say so in the report, instead of refusing. The built-in profiles set
+	// it for their default limits; a profile that sets memory or pids
+	// itself must say cgroup_optional: true again to keep it.
+	CgroupOptional bool `yaml:"cgroup_optional,omitempty" json:"cgroup_optional,omitempty"`
+	// OptionalMemory and OptionalPids say which limits cgroup_optional
+	// covers after extends: those of the profile that said it, and those
+	// inherited with it — never a limit a child sets without saying it.
+	OptionalMemory bool `yaml:"-" json:"-"`
+	OptionalPids   bool `yaml:"-" json:"-"`
 }
+
+// DefaultTmpBytes is limits.tmp_bytes when a profile says nothing.
+const DefaultTmpBytes Size = 1 << 30
 
 // Duration is a time.Duration written as "90s", "30m", "2h".
 type Duration time.Duration
@@ -245,6 +264,7 @@ func Parse(src string, data []byte) (*Profile, error) {
 	if err := dec.Decode(&extra); err == nil {
 		return nil, fmt.Errorf("%s:%d: a profile is one YAML document", src, extra.Line)
 	}
+	p.Limits.OptionalMemory, p.Limits.OptionalPids = p.Limits.CgroupOptional, p.Limits.CgroupOptional
 	return &p, nil
 }
 
@@ -306,6 +326,15 @@ func merge(parent, child *Profile) *Profile {
 	if child.Limits.OpenFiles != 0 {
 		out.Limits.OpenFiles = child.Limits.OpenFiles
 	}
+	if child.Limits.TmpBytes != 0 {
+		out.Limits.TmpBytes = child.Limits.TmpBytes
+	}
+	// A limit the child sets itself is enforced strictly unless the child
+	// says cgroup_optional itself: an inherited one covers only inherited
+	// limits.
+	out.Limits.CgroupOptional = parent.Limits.CgroupOptional || child.Limits.CgroupOptional
+	out.Limits.OptionalMemory = child.Limits.CgroupOptional || (child.Limits.Memory == 0 && parent.Limits.OptionalMemory)
+	out.Limits.OptionalPids = child.Limits.CgroupOptional || (child.Limits.Pids == 0 && parent.Limits.OptionalPids)
 	return &out
 }
 
@@ -318,6 +347,9 @@ func (p *Profile) setDefaults() {
 	}
 	if p.TTY == "" {
 		p.TTY = "auto"
+	}
+	if p.Limits.TmpBytes == 0 {
+		p.Limits.TmpBytes = DefaultTmpBytes
 	}
 }
 
@@ -364,6 +396,9 @@ func (p *Profile) Validate() error {
 	}
 	if p.Limits.Pids != 0 && p.Limits.Pids < 2 {
 		errs = append(errs, fmt.Errorf("limits.pids: %d is below 2 (the agent and one child)", p.Limits.Pids))
+	}
+	if p.Limits.TmpBytes != 0 && p.Limits.TmpBytes < 1<<20 {
+		errs = append(errs, fmt.Errorf("limits.tmp_bytes: %d is below 1MiB", p.Limits.TmpBytes))
 	}
 	if p.Limits.OpenFiles != 0 && p.Limits.OpenFiles < 16 {
 		errs = append(errs, fmt.Errorf("limits.open_files: %d is below 16", p.Limits.OpenFiles))

@@ -99,7 +99,7 @@ func buildRoot(pl *mounts.Plan) (skipped []string, err error) {
 		case mounts.RootRO:
 			// done above
 		case mounts.Dev:
-			if err := buildDev(t); err != nil {
+			if err := buildDev(t, m.Size); err != nil {
 				return nil, err
 			}
 		case mounts.Proc:
@@ -110,7 +110,7 @@ func buildRoot(pl *mounts.Plan) (skipped []string, err error) {
 			if err := ensureTarget(t, true); err != nil {
 				return nil, err
 			}
-			if err := unix.Mount("tmpfs", t, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+			if err := unix.Mount("tmpfs", t, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, withSize("mode=1777", m.Size)); err != nil {
 				return nil, &MountError{Op: "mount tmpfs", Target: m.Target, Err: err}
 			}
 		case mounts.Hidden:
@@ -241,7 +241,7 @@ func bindFile(src, t string, ro bool) error {
 
 // buildDev mounts a minimal /dev: a few safe character devices bound from
 // the host, a private devpts instance, /dev/shm and the usual symlinks.
-func buildDev(t string) error {
+func buildDev(t string, shmSize int64) error {
 	if err := unix.Mount("tmpfs", t, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
 		return &MountError{Op: "mount tmpfs", Target: "/dev", Err: err}
 	}
@@ -261,7 +261,7 @@ func buildDev(t string) error {
 	if err := os.Mkdir(shm, 0o1777); err != nil {
 		return &MountError{Op: "mkdir", Target: "/dev/shm", Err: err}
 	}
-	if err := unix.Mount("tmpfs", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+	if err := unix.Mount("tmpfs", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, withSize("mode=1777", shmSize)); err != nil {
 		return &MountError{Op: "mount tmpfs", Target: "/dev/shm", Err: err}
 	}
 	for name, target := range map[string]string{

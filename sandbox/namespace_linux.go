@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -180,10 +179,12 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		placed <- true
 	}
 	var timedOut, inboxFull atomic.Bool
+	var inboxReason atomic.Value // string: why the inbox watcher ended the session
 	if spec.Limits.InboxBytes > 0 {
 		stop := make(chan struct{})
 		defer close(stop)
-		go watchInbox(spec.Plan.Inbox, spec.Limits.InboxBytes, stop, func() {
+		go watchInboxCap(spec.Plan.Inbox, spec.Limits.InboxBytes, stop, func(reason string) {
+			inboxReason.Store(reason)
 			inboxFull.Store(true)
 			_ = cmd.Process.Kill()
 		})
@@ -279,6 +280,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	}
 	if inboxFull.Load() {
 		res.LimitsHit = append(res.LimitsHit, "inbox_bytes")
+		res.Layers.Notes = append(res.Layers.Notes, fmt.Sprintf("inbox_bytes: %v", inboxReason.Load()))
 		if res.ExitCode < 0 {
 			res.ExitCode, res.Signal = 128+int(unix.SIGKILL), int(unix.SIGKILL)
 		}
@@ -311,42 +313,6 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 func emit(spec *Spec, name string, fields map[string]any) {
 	if spec.Event != nil {
 		spec.Event(name, fields)
-	}
-}
-
-// watchInbox sums the apparent size of the files in the session's inbox
-// every 250 ms (without following links, bounded in entries) and calls
-// over once the total passes max.
-func watchInbox(inbox string, max int64, stop <-chan struct{}, over func()) {
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		var total int64
-		n := 0
-		_ = filepath.WalkDir(inbox, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			if n++; n > 100000 {
-				total = max + 1 // a flood of entries is a flood
-				return filepath.SkipAll
-			}
-			if d.Type().IsRegular() {
-				if fi, err := d.Info(); err == nil {
-					total += fi.Size()
-				}
-			}
-			return nil
-		})
-		if total > max {
-			over()
-			return
-		}
 	}
 }
 
@@ -414,6 +380,7 @@ func limitsSetup(spec *Spec, cfg *initConfig) (*sessionCgroup, []string, error) 
 		cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_NOFILE, Max: uint64(l.OpenFiles)})
 		notes = append(notes, fmt.Sprintf("open_files=%d (RLIMIT_NOFILE)", l.OpenFiles))
 	}
+	notes = append(notes, tmpNotes(spec.Plan)...)
 	if l.Pids == 0 && l.Memory == 0 {
 		return nil, notes, nil
 	}
@@ -428,11 +395,20 @@ func limitsSetup(spec *Spec, cfg *initConfig) (*sessionCgroup, []string, error) 
 		return cg, notes, nil
 	}
 	if l.Memory > 0 {
-		return nil, nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: "limits.memory needs a cgroup fedmem-run can create, and: " + err.Error() + " (run as root, or drop limits.memory)"}
+		if !slices.Contains(spec.Plan.CgroupOptional, "memory") {
+			return nil, nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: "limits.memory needs a cgroup fedmem-run can create, and: " + err.Error() + " (run as root, drop limits.memory, or accept it with limits.cgroup_optional)"}
+		}
+		notes = append(notes, fmt.Sprintf("memory=%d NOT ENFORCED: no session cgroup (%v); the profile's limits.cgroup_optional allows it", l.Memory, err))
+	}
+	if l.Pids == 0 {
+		return nil, notes, nil
 	}
 	if spec.UID == 0 {
 		// The kernel exempts uid 0 of the initial user namespace from
 		// RLIMIT_NPROC, and the sandbox's uid 0 maps to it.
+		if slices.Contains(spec.Plan.CgroupOptional, "pids") {
+			return nil, append(notes, fmt.Sprintf("pids=%d NOT ENFORCED: an agent running as uid 0 needs a cgroup, and: %v; the profile's limits.cgroup_optional allows it", l.Pids, err)), nil
+		}
 		return nil, nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: "limits.pids for an agent running as uid 0 needs a cgroup, and: " + err.Error()}
 	}
 	cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_NPROC, Max: uint64(l.Pids)})

@@ -52,6 +52,11 @@ func protectPath(m mounts.Mount, target string) error {
 		if m.Kind == mounts.Pinned {
 			return selfBind(fd, m.Target, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
 		}
+		if isPlaceholder(&st) {
+			// Made by fedmem-run for this session (or left by a killed
+			// one): cover it like a name that was absent.
+			return cover(fd, m.Target, st.Mode&unix.S_IFMT == unix.S_IFDIR)
+		}
 		return selfBind(fd, m.Target, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
 	case errors.Is(err, unix.ENOENT) && m.Kind == mounts.Protected:
 		return placeholder(m, target)
@@ -133,9 +138,32 @@ func placeholder(m mounts.Mount, target string) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return &MountError{Op: "protect", Target: m.Target, Err: errors.New("is neither a file nor a directory")}
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		return emptyROTmpfs(tfd, m.Target)
+	return cover(tfd, m.Target, st.Mode&unix.S_IFMT == unix.S_IFDIR)
+}
+
+// isPlaceholder reports whether st is a placeholder mount point: mode 0000
+// and empty (a regular file of size 0, or a directory).
+func isPlaceholder(st *unix.Stat_t) bool {
+	if st.Mode&0o7777 != 0 {
+		return false
 	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return st.Size == 0
+	case unix.S_IFDIR:
+		return true // rmdir refuses a non-empty one when it is removed
+	}
+	return false
+}
+
+// cover mounts the read-only placeholder over the mount point at tfd: an
+// empty read-only tmpfs for a directory, a read-only bind of an empty file
+// (of "{}" for a .json name) for a file.
+func cover(tfd int, target string, dir bool) error {
+	if dir {
+		return emptyROTmpfs(tfd, target)
+	}
+	name := filepath.Base(target)
 	src := placeholderFile
 	content := ""
 	if strings.HasSuffix(name, ".json") {
@@ -158,10 +186,10 @@ func placeholder(m mounts.Mount, target string) error {
 	defer unix.Close(tree)
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC, Propagation: unix.MS_PRIVATE}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
-		return &MountError{Op: "mount_setattr", Target: m.Target, Err: err}
+		return &MountError{Op: "mount_setattr", Target: target, Err: err}
 	}
 	if err := unix.MoveMount(tree, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-		return &MountError{Op: "move_mount", Source: src, Target: m.Target, Err: err}
+		return &MountError{Op: "move_mount", Source: src, Target: target, Err: err}
 	}
 	return nil
 }
@@ -216,6 +244,13 @@ func guardPlaceholders(spec *Spec) (release func()) {
 		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
 			watch = append(watch, p)
 		}
+	}
+	// The mount points of absent names are made here, on the host, as the
+	// caller: the sandbox's init may run as another uid that an idmapped
+	// workdir does not map (EOVERFLOW), and what it cannot create it
+	// cannot protect.
+	for _, m := range pl.Placeholders() {
+		makePlaceholder(m)
 	}
 	locks := map[string]int{}
 	for _, m := range pl.Mounts {
@@ -293,4 +328,24 @@ func quarantine(spec *Spec, p string) {
 		fields["error"] = err.Error()
 	}
 	emit(spec, "persistence", fields)
+}
+
+// makePlaceholder creates the empty mode-0000 mount point of an absent
+// Protected name, relative to its parent reached without following a link.
+// Failures are left to the init, which fails closed on what it cannot
+// protect.
+func makePlaceholder(m mounts.Mount) {
+	dir, name := filepath.Split(m.Target)
+	pfd, err := openNoLinks(strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		return
+	}
+	defer unix.Close(pfd)
+	if m.Dir {
+		_ = unix.Mkdirat(pfd, name, 0)
+		return
+	}
+	if f, err := unix.Openat(pfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+		unix.Close(f)
+	}
 }

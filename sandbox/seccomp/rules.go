@@ -17,6 +17,9 @@ const (
 	// ENOSYS: "function not implemented" — makes libcs fall back to an
 	// older system call that the filter can inspect (clone3 → clone).
 	ENOSYS Errno = 38
+	// EOPNOTSUPP: "operation not supported" — what a file system without
+	// the feature answers; glibc's posix_fallocate then writes zeros.
+	EOPNOTSUPP Errno = 95
 )
 
 func (e Errno) String() string {
@@ -25,6 +28,8 @@ func (e Errno) String() string {
 		return "EPERM"
 	case ENOSYS:
 		return "ENOSYS"
+	case EOPNOTSUPP:
+		return "EOPNOTSUPP"
 	}
 	return fmt.Sprintf("errno(%d)", uint16(e))
 }
@@ -291,6 +296,16 @@ var Rules = []Rule{
 		Why: "ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC and MMAP_PAGE_ZERO switch off ASLR and NX or map page " +
 			"zero for every program the agent execs, helping kernel NULL-dereference exploits " +
 			"(CVE-2009-1895, CVE-2009-2692).",
+	},
+	{
+		Name:     "fallocate",
+		Syscalls: []string{"fallocate"},
+		Errno:    EOPNOTSUPP,
+		Why: "fallocate reserves disk blocks at once, and with FALLOC_FL_KEEP_SIZE beyond the file's size: " +
+			"RLIMIT_FSIZE does not apply and nothing reads as written, so a single call can fill the host's disk " +
+			"under limits.file_size and faster than limits.inbox_bytes' watcher can look (300 MiB passed a 1 MiB cap). " +
+			"EOPNOTSUPP is what a file system without it answers; glibc's posix_fallocate then writes zeros, " +
+			"which both limits see.",
 	},
 	{
 		Name:     "nfsservctl",

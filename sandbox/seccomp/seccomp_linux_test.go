@@ -205,6 +205,7 @@ func attempts() []attempt {
 		attempt{name: "personality-addr-no-randomize", run: raw("personality", 0x0040000), want: syscall.EPERM},
 		attempt{name: "personality-read-implies-exec", run: raw("personality", 0x0400000), want: syscall.EPERM},
 		attempt{name: "nfsservctl", run: raw("nfsservctl", 0, 0, 0), want: syscall.EPERM},
+		attempt{name: "fallocate", run: raw("fallocate", badFD, 1 /* FALLOC_FL_KEEP_SIZE */, 0, 1<<20), want: syscall.EOPNOTSUPP},
 
 		// Terminal injection: on /dev/null the unfiltered kernel says
 		// ENOTTY; the filter must refuse every spelling of the cmd.

@@ -19,6 +19,7 @@ var nativeTable = &archTable{
 		"clone":             unix.SYS_CLONE,
 		"clone3":            unix.SYS_CLONE3,
 		"delete_module":     unix.SYS_DELETE_MODULE,
+		"fallocate":         unix.SYS_FALLOCATE,
 		"finit_module":      unix.SYS_FINIT_MODULE,
 		"init_module":       unix.SYS_INIT_MODULE,
 		"io_uring_enter":    unix.SYS_IO_URING_ENTER,

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -184,4 +186,147 @@ func TestLimitInboxBytes(t *testing.T) {
 	if len(ents) < 2 || len(ents) > 200 {
 		t.Fatalf("%d drafts left in the inbox, want the few written before the limit", len(ents))
 	}
+}
+
+// notes returns the report's layers.notes and layers.limits as one text.
+func notes(r *run) string {
+	layers, _ := r.report["layers"].(map[string]any)
+	return fmt.Sprint(layers["notes"], layers["limits"])
+}
+
+// TestLimitInboxFallocate: space reserved beyond the file's size
+// (fallocate --keep-size) has no apparent size and escapes RLIMIT_FSIZE;
+// 300 MiB under a 1 MiB cap was the breach. fallocate(2) is refused in the
+// sandbox (EOPNOTSUPP), and glibc's posix_fallocate fallback writes, which
+// both limits see: the session ends on inbox_bytes. Sizes are bounded
+// (at most 64 files of 900 KiB) so a failure cannot fill the host's disk.
+func TestLimitInboxFallocate(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	prof := limitsProfile(t, e, "  inbox_bytes: 1MiB\n  file_size: 1MiB\n  wall_time: 60s\n")
+	script := `
+import os, subprocess, sys, time
+inbox = os.environ["FEDMEM_INBOX"]
+open(inbox + "/big.md", "w").close()
+r = subprocess.run(["fallocate", "--keep-size", "-l", "300M", inbox + "/big.md"], capture_output=True, text=True)
+print("keep-size exit=%d %s" % (r.returncode, r.stderr.strip()), flush=True)
+for i in range(64):
+    fd = os.open("%s/d%d.md" % (inbox, i), os.O_CREAT | os.O_WRONLY, 0o644)
+    os.posix_fallocate(fd, 0, 900 << 10)
+    os.close(fd)
+    print("allocated", i, flush=True)
+time.sleep(60)
+`
+	r := e.run(t, []string{"--profile", prof}, "python3", "-c", script)
+	out := string(r.stdout)
+	if !strings.Contains(out, "keep-size exit=1") || !strings.Contains(out, "unsupported") {
+		t.Errorf("fallocate --keep-size was not refused with EOPNOTSUPP:\n%s", out)
+	}
+	if r.code != 137 || !slices.Contains(hits(r), "inbox_bytes") || !strings.Contains(notes(r), "over the cap") {
+		t.Fatalf("exit %d limits_hit %v notes %s; want 137, inbox_bytes and the reason\n%s%s", r.code, hits(r), notes(r), out, r.stderr)
+	}
+	if used := duBytes(t, filepath.Join(e.vault.Dir, "90-inbox", r.session)); used > 64<<20 {
+		t.Fatalf("inbox holds %d bytes on disk after the session", used)
+	}
+}
+
+// TestLimitInboxUnreadableDir: an inbox subdirectory the watcher cannot
+// list (mode 0300) hid 95 MB from it. Now an entry the watcher cannot
+// inspect ends the session (unprivileged caller: the watcher runs as the
+// agent's uid), and a root watcher, which can read it, counts what is in
+// it (root caller). Either way: exit 137, inbox_bytes, the reason.
+func TestLimitInboxUnreadableDir(t *testing.T) {
+	for _, c := range []struct {
+		l      layout
+		files  int // of 500 000 bytes, in the hidden directory
+		reason string
+	}{
+		{layout{name: "beside/root"}, 8, "over the cap"},
+		// Under the cap: only the directory's unreadability ends it.
+		{layout{name: "own-vault/user", user: true, agentOwned: true}, 1, "cannot inspect inbox entry hide"},
+	} {
+		t.Run(c.l.name, func(t *testing.T) {
+			e := setup(t, c.l)
+			prof := limitsProfile(t, e, "  inbox_bytes: 1MiB\n  file_size: 1MiB\n  wall_time: 60s\n")
+			os.Chmod(prof, 0o644)
+			r := e.run(t, []string{"--profile", prof}, "sh", "-c",
+				`mkdir "$FEDMEM_INBOX/hide" && i=0; while [ $i -lt `+strconv.Itoa(c.files)+` ]; do head -c 500000 /dev/zero > "$FEDMEM_INBOX/hide/f$i"; i=$((i+1)); done; chmod 0300 "$FEDMEM_INBOX/hide"; echo hidden; sleep 60`)
+			if r.code != 137 || !slices.Contains(hits(r), "inbox_bytes") || !strings.Contains(notes(r), c.reason) {
+				t.Fatalf("exit %d limits_hit %v notes %s; want 137, inbox_bytes and %q\n%s%s", r.code, hits(r), notes(r), c.reason, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+// TestLimitInboxSymlinks: symlinks with long targets take a block each
+// and no apparent file size; 2000 of them pass a 1 MiB cap.
+func TestLimitInboxSymlinks(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	prof := limitsProfile(t, e, "  inbox_bytes: 1MiB\n  wall_time: 60s\n")
+	script := `
+import os, time
+inbox = os.environ["FEDMEM_INBOX"]
+target = "/" + "x" * 4000
+for i in range(2000):
+    os.symlink(target, "%s/l%d" % (inbox, i))
+print("linked", flush=True)
+time.sleep(60)
+`
+	r := e.run(t, []string{"--profile", prof}, "python3", "-c", script)
+	if r.code != 137 || !slices.Contains(hits(r), "inbox_bytes") || !strings.Contains(notes(r), "over the cap") {
+		t.Fatalf("exit %d limits_hit %v notes %s; want 137, inbox_bytes and the reason\n%s%s", r.code, hits(r), notes(r), r.stdout, r.stderr)
+	}
+}
+
+// TestLimitTmpBytes: /tmp and /dev/shm are tmpfs capped at
+// limits.tmp_bytes: a flood stops with ENOSPC at the cap (in memory, never
+// on the host's disk), and the report says how the limit is held.
+func TestLimitTmpBytes(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	prof := limitsProfile(t, e, "  tmp_bytes: 8MiB\n  wall_time: 60s\n")
+	script := `
+import errno, os
+for d in ["/tmp", "/dev/shm"]:
+    n = 0
+    try:
+        with open(d + "/flood", "wb") as f:
+            for _ in range(64):
+                f.write(b"\0" * (1 << 20))
+                f.flush()
+                n += 1
+        print(d, "wrote", n, "MiB", flush=True)
+    except OSError as e:
+        print(d, "stopped", errno.errorcode[e.errno], "after", n, "MiB", flush=True)
+`
+	r := e.run(t, []string{"--profile", prof}, "python3", "-c", script)
+	out := string(r.stdout)
+	for _, d := range []string{"/tmp", "/dev/shm"} {
+		var n int
+		i := strings.Index(out, d+" stopped ENOSPC after ")
+		if i < 0 {
+			t.Errorf("%s flood not stopped by ENOSPC:\n%s%s", d, out, r.stderr)
+			continue
+		}
+		fmt.Sscanf(out[i+len(d+" stopped ENOSPC after "):], "%d", &n)
+		if n > 8 {
+			t.Errorf("%s: %d MiB written under an 8 MiB cap", d, n)
+		}
+	}
+	if !strings.Contains(notes(r), "tmp_bytes=8388608") {
+		t.Errorf("report does not say how tmp_bytes is held: %s", notes(r))
+	}
+}
+
+// duBytes is the allocated size of a tree (du), the test's own count.
+func duBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var total int64
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				total += st.Blocks * 512
+			}
+		}
+		return nil
+	})
+	return total
 }
