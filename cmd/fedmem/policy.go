@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -40,7 +41,7 @@ Exit codes: 0 valid; 1 invalid or unreadable; 2 bad usage.`,
 			if err != nil {
 				return err
 			}
-			_, err = policy.Parse(file, b)
+			pol, err := policy.Parse(file, b)
 			if err != nil {
 				var joined interface{ Unwrap() []error }
 				if errors.As(err, &joined) {
@@ -51,6 +52,9 @@ Exit codes: 0 valid; 1 invalid or unreadable; 2 bad usage.`,
 					fmt.Fprintln(cmd.OutOrStdout(), err)
 				}
 				return &exitError{Code: exitFailure, Err: fmt.Errorf("%s: policy is invalid", file), Silent: true}
+			}
+			for _, w := range pol.Warnings(profiles.Builtins()) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: warning: %s\n", file, w)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok\n", file)
 			return nil

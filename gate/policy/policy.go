@@ -72,6 +72,27 @@ const (
 	DefaultMaxPerDay     = 200
 )
 
+// Warnings names settings that parse but will not do what they seem to:
+// auto_promote without a launcher group (only root-written session records
+// are proven), and trusted profiles that are neither built in (builtins)
+// nor pinned (they never match).
+func (p *Policy) Warnings(builtins []string) []string {
+	a := p.AutoPromote
+	if a == nil {
+		return nil
+	}
+	var out []string
+	if a.LauncherGroup == "" {
+		out = append(out, fmt.Sprintf("auto_promote (line %d) has no launcher_group: only session records written by root are proven, so sessions started by other users never auto-promote (see docs/gate.md, \"Trust model\")", a.Line))
+	}
+	for _, e := range a.Profiles {
+		if name, pin := ProfilePin(e); pin == "" && !slices.Contains(builtins, name) {
+			out = append(out, fmt.Sprintf("auto_promote.profiles: %q is not a built-in profile and has no @sha256 pin: it never matches a session (pin it as %s@<hash from fedmem-run --explain>)", name, name))
+		}
+	}
+	return out
+}
+
 // ProfilePin splits a trusted profile entry "name[@sha256]".
 func ProfilePin(entry string) (name, hash string) {
 	name, hash, _ = strings.Cut(entry, "@")

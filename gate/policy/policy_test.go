@@ -47,6 +47,13 @@ func TestParseErrorsNameLine(t *testing.T) {
 		{"alias", "reviewers: &r [a]\nx: *r\n", "p.yaml:1: anchors and aliases"},
 		{"size", "limits:\n  max_draft_bytes: 999999999\n", "p.yaml:2: limits.max_draft_bytes must be"},
 		{"syntax", "a: [\n", "p.yaml:1: yaml:"},
+		{"auto no profiles", "auto_promote:\n  types: [Fact]\n", "p.yaml:2: auto_promote needs `profiles`"},
+		{"auto empty profiles", "auto_promote:\n  profiles: []\n", "p.yaml:2: auto_promote.profiles must name at least one profile"},
+		{"auto bad pin", "auto_promote:\n  profiles: [ci-docs@abc]\n", "p.yaml:2: auto_promote.profiles: \"ci-docs@abc\": after @ comes the profile's sha256"},
+		{"auto bad name", "auto_promote:\n  profiles: [\"../x\"]\n", "p.yaml:2: auto_promote.profiles: \"../x\" is not a profile name"},
+		{"auto rate", "auto_promote:\n  profiles: [ci]\n  max_per_day: -1\n", "p.yaml:3: auto_promote.max_per_day must be a whole number"},
+		{"auto root group", "auto_promote:\n  profiles: [ci]\n  launcher_group: root\n", "p.yaml:3: auto_promote.launcher_group must be a dedicated group"},
+		{"auto unknown", "auto_promote:\n  profiles: [ci]\n  trust_everyone: true\n", "p.yaml:3: unknown key \"auto_promote.trust_everyone\""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -81,5 +88,47 @@ func TestRiskAndTargets(t *testing.T) {
 	}
 	if p.TTLDays("runbook") != 30 || p.TTLDays("Fact") != 90 {
 		t.Errorf("ttl")
+	}
+}
+
+// Without auto_promote (the init template), nothing promotes on its own; the
+// block parses with its defaults; Adapter, Workflow and Runbook never fall
+// below medium whatever risk.types says.
+func TestAutoPromoteAndRiskFloor(t *testing.T) {
+	if Default().AutoPromote != nil {
+		t.Fatal("the default policy must not auto-promote")
+	}
+	p, err := Parse("p.yaml", []byte("risk:\n  types: {Adapter: low, Workflow: low}\nauto_promote:\n  profiles: [ci, \"ci-docs@"+strings.Repeat("ab", 32)+"\"]\n  types: [Fact, Reference]\n  launcher_group: fedmem-launch\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := p.AutoPromote
+	if a == nil || len(a.Profiles) != 2 || a.MaxPerSession != DefaultMaxPerSession || a.MaxPerDay != DefaultMaxPerDay || a.LauncherGroup != "fedmem-launch" || a.Line != 4 {
+		t.Fatalf("auto_promote %+v", a)
+	}
+	if !a.TypeAllowed("fact") || a.TypeAllowed("Adapter") {
+		t.Errorf("types %v", a.Types)
+	}
+	if n, h := ProfilePin(a.Profiles[1]); n != "ci-docs" || len(h) != 64 {
+		t.Errorf("pin %q %q", n, h)
+	}
+	for _, typ := range []string{"Adapter", "workflow", "Runbook"} {
+		if r := p.RiskFor(typ, "20-domains"); r != "medium" {
+			t.Errorf("RiskFor(%s) = %s; want at least medium", typ, r)
+		}
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	p, err := Parse("p.yaml", []byte("auto_promote:\n  profiles: [ci, ci-docs]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(p.Warnings([]string{"ci"}), "\n")
+	if !strings.Contains(w, "no launcher_group") || !strings.Contains(w, `"ci-docs" is not a built-in`) || strings.Contains(w, `"ci" is not`) {
+		t.Fatalf("warnings:\n%s", w)
+	}
+	if len(Default().Warnings(nil)) != 0 {
+		t.Fatal("default policy warns")
 	}
 }
