@@ -61,11 +61,14 @@ func Check(p *Profile) (warnings []string, errs []error) {
 		}
 		switch {
 		case len(inside) > 0:
-			errs = append(errs, fmt.Errorf("writable[%d] %q lies inside the system directory %s: writes would change the host; make writable only a project or cache directory", i, w, inside[0]))
+			errs = append(errs, &RuleError{Field: "writable", Value: w, Rule: "writable-system-dir",
+				Msg: fmt.Sprintf("writable[%d] %q lies inside the system directory %s: writes would change the host; make writable only a project or cache directory", i, w, inside[0])})
 		case slices.Contains(broadDirs, c):
-			errs = append(errs, fmt.Errorf("writable[%d] %q is the whole of %s: writable paths must be specific", i, w, c))
+			errs = append(errs, &RuleError{Field: "writable", Value: w, Rule: "writable-broad-dir",
+				Msg: fmt.Sprintf("writable[%d] %q is the whole of %s: writable paths must be specific", i, w, c)})
 		case len(contained) > 0:
-			errs = append(errs, fmt.Errorf("writable[%d] %q contains the system directories %s: writable paths must be specific", i, w, strings.Join(contained, ", ")))
+			errs = append(errs, &RuleError{Field: "writable", Value: w, Rule: "writable-contains-system-dir",
+				Msg: fmt.Sprintf("writable[%d] %q contains the system directories %s: writable paths must be specific", i, w, strings.Join(contained, ", "))})
 		}
 		if strings.HasPrefix(c, "/home/") && strings.Count(c, "/") == 2 {
 			warnings = append(warnings, fmt.Sprintf("writable[%d] %q is a whole home directory: the agent can persist code there (shell startup files); secrets stay masked", i, w))
@@ -92,6 +95,9 @@ func Check(p *Profile) (warnings []string, errs []error) {
 		}
 	}
 	if p.Network == NetworkHost {
+		warnings = append(warnings, "network: host shares the host's network: the agent reaches every service on the host's loopback (databases, Docker or Kubernetes APIs) and the cloud metadata endpoint (169.254.169.254); use network: public (any public address, through fedmem-run's proxy)")
+	}
+	if p.Network == NetworkHost || p.Network == NetworkPublic {
 		var secret []string
 		for _, e := range p.Env.Pass {
 			if SecretLooking(e) {
@@ -99,7 +105,7 @@ func Check(p *Profile) (warnings []string, errs []error) {
 			}
 		}
 		if len(secret) > 0 {
-			warnings = append(warnings, fmt.Sprintf("network: host with env.pass %s: the agent can send these secrets anywhere; give it its own, narrowly scoped key, or use network: none", strings.Join(secret, ", ")))
+			warnings = append(warnings, fmt.Sprintf("network: %s with env.pass %s: the agent can send these secrets anywhere; give it its own, narrowly scoped key, or use network: allowlist or none", p.Network, strings.Join(secret, ", ")))
 		}
 	}
 	warnings = append(warnings, persistenceWarnings(p)...)

@@ -24,7 +24,7 @@ func TestCheckFixtures(t *testing.T) {
 		{file: "writable_home.yaml", errs: []string{`"/home" is the whole of /home`}},
 		{file: "home_writable_secret.yaml", loadErr: `home.writable ".ssh/" overlaps the secret path ~/.ssh`},
 		{file: "unknown_key.yaml", loadErr: `testdata/unknown_key.yaml`},
-		{file: "host_secret_env.yaml", warns: []string{`network: host with env.pass DEPLOY_TOKEN, DB_PASSWORD, AWS_*`}},
+		{file: "host_secret_env.yaml", warns: []string{`network: host shares the host's network`, `network: host with env.pass DEPLOY_TOKEN, DB_PASSWORD, AWS_*`}},
 		{file: "broad_home.yaml", warns: []string{`home.writable ".local/bin/" is broad`, `home.writable ".bashrc" is broad`}},
 		{file: "require_no_seccomp.yaml", warns: []string{`require does not list seccomp`}},
 	} {
@@ -82,7 +82,8 @@ func errStrings(errs []error) []string {
 }
 
 // TestCheckBuiltins: every built-in passes Check; the agents' profiles warn
-// about their API keys on the host network, the neutral ones do not.
+// about their API keys on the public network, the neutral ones do not; no
+// built-in uses the host network.
 func TestCheckBuiltins(t *testing.T) {
 	wantSecretWarn := map[string]bool{"claude": true, "codex": true, "aider": true}
 	for _, n := range Builtins() {
@@ -94,7 +95,10 @@ func TestCheckBuiltins(t *testing.T) {
 		if len(errs) > 0 {
 			t.Errorf("%s: %v", n, errs)
 		}
-		got := strings.Contains(strings.Join(warns, "\n"), "network: host with env.pass")
+		if p.Network == NetworkHost || strings.Contains(strings.Join(warns, "\n"), "network: host") {
+			t.Errorf("%s: network: host in a built-in (warnings %q)", n, warns)
+		}
+		got := strings.Contains(strings.Join(warns, "\n"), "network: public with env.pass")
 		if got != wantSecretWarn[n] {
 			t.Errorf("%s: secret-env warning %v, want %v (warnings %q)", n, got, wantSecretWarn[n], warns)
 		}

@@ -21,10 +21,29 @@ import (
 
 // Network modes.
 const (
-	NetworkHost      = "host"
-	NetworkNone      = "none"
+	// NetworkHost shares the host's network namespace: the agent reaches
+	// every service on the host's loopback and the cloud metadata endpoint.
+	// Only by name in a profile; `fedmem profile check` warns about it.
+	NetworkHost = "host"
+	// NetworkNone: the sandbox's own network namespace, loopback only.
+	NetworkNone = "none"
+	// NetworkAllowlist: the sandbox's own network namespace; out only
+	// through fedmem-run's proxy, to the allow list's host:port pairs.
 	NetworkAllowlist = "allowlist"
+	// NetworkPublic: the sandbox's own network namespace; out only through
+	// fedmem-run's proxy, to any public address (never loopback, private,
+	// link-local, metadata, multicast or the host's own addresses). The
+	// default.
+	NetworkPublic = "public"
 )
+
+// OwnNetNS reports whether a network mode gives the sandbox its own network
+// namespace (every mode but host).
+func OwnNetNS(mode string) bool { return mode != NetworkHost }
+
+// Proxied reports whether a network mode reaches out through fedmem-run's
+// proxy (allowlist and public).
+func Proxied(mode string) bool { return mode == NetworkAllowlist || mode == NetworkPublic }
 
 // Profile is one agent profile after `extends:` has been resolved.
 type Profile struct {
@@ -111,7 +130,9 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
 // MarshalJSON writes the duration as text ("2h0m0s"), as in YAML.
-func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + time.Duration(d).String() + `"`), nil }
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Duration(d).String() + `"`), nil
+}
 
 // Size is a byte count written as bytes or with a KiB/MiB/GiB (or KB/MB/GB,
 // K/M/G) suffix.
@@ -340,7 +361,7 @@ func merge(parent, child *Profile) *Profile {
 
 func (p *Profile) setDefaults() {
 	if p.Network == "" {
-		p.Network = NetworkHost
+		p.Network = NetworkPublic
 	}
 	if p.Home.Mode == "" {
 		p.Home.Mode = "ro"
@@ -357,13 +378,13 @@ func (p *Profile) setDefaults() {
 func (p *Profile) Validate() error {
 	var errs []error
 	switch p.Network {
-	case NetworkHost, NetworkNone:
+	case NetworkHost, NetworkNone, NetworkPublic:
 	case NetworkAllowlist:
 		if len(p.Allow) == 0 {
 			errs = append(errs, fmt.Errorf("network: allowlist needs at least one allow entry (host:port)"))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("network: %q is not host, none or allowlist", p.Network))
+		errs = append(errs, fmt.Errorf("network: %q is not none, allowlist, public or host", p.Network))
 	}
 	switch p.Home.Mode {
 	case "ro", "hidden":

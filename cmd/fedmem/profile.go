@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,10 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/fedmem/fedmem/mounts"
-	"github.com/fedmem/fedmem/mounts/host"
 	"github.com/fedmem/fedmem/profiles"
-	"github.com/fedmem/fedmem/vault"
+	"github.com/fedmem/fedmem/profiles/resolve"
 )
 
 func init() {
@@ -131,17 +130,19 @@ name settings that weaken the sandbox and go to stderr (exit 0).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			res := checkResult{Profile: args[0], Errors: []string{}, Warnings: []string{}}
-			p, _, err := profiles.Load(args[0])
-			if err != nil {
-				res.Errors = append(res.Errors, splitJoined(err)...) // names file and line
-			} else {
-				warns, errs := profiles.Check(p)
-				res.Warnings = append(res.Warnings, warns...)
-				for _, e := range errs {
+			// The launcher refuses exactly what this calls an error: both
+			// run profiles.LoadChecked.
+			_, _, warns, err := profiles.LoadChecked(args[0])
+			res.Warnings = append(res.Warnings, warns...)
+			var ce *profiles.CheckError
+			if errors.As(err, &ce) {
+				for _, e := range ce.Errs {
 					for _, m := range splitJoined(e) {
 						res.Errors = append(res.Errors, "profile "+args[0]+": "+m)
 					}
 				}
+			} else if err != nil {
+				res.Errors = append(res.Errors, splitJoined(err)...) // names file and line
 			}
 			res.Valid = len(res.Errors) == 0
 			if asJSON {
@@ -205,38 +206,19 @@ default the current directory), with $HOME as the home directory. Without a
 vault it uses the placeholder ` + placeholderVault + ` and says so. The
 session id is the placeholder ` + explainSession + `: fedmem-run picks a new one
 per run. Masks of secrets absent on this host are left out, as fedmem-run
-does. For the sandbox layers as well, run "fedmem-run --explain".`,
+does. The plan is the caller's (a profile's run_as is not applied). It is
+computed by the same code as fedmem-run's (package profiles/resolve); for
+the sandbox layers as well, run "fedmem-run --explain".`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, hash, err := profiles.Load(args[0])
+			s, err := resolve.Resolve(resolve.Options{
+				Profile: args[0], Vault: vaultFlag, Placeholder: placeholderVault,
+				Workdir: workdir, Session: explainSession, Caller: true,
+			})
 			if err != nil {
 				return err
 			}
-			pl, placeholder, err := explainPlan(p, vaultFlag, workdir)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSONOut(cmd.OutOrStdout(), map[string]any{
-					"profile": p.Name, "profile_hash": hash, "placeholder_vault": placeholder, "plan": pl,
-				})
-			}
-			w := cmd.OutOrStdout()
-			if placeholder {
-				fmt.Fprintf(w, "note: no --vault given; %s stands for the vault\n", placeholderVault)
-			}
-			fmt.Fprintf(w, "profile %s (sha256 %s)\nvault   %s\ninbox   %s\nworkdir %s\nhome    %s\nnetwork %s\n\n", p.Name, hash[:12], pl.Vault, pl.Inbox, pl.Workdir, pl.Home, pl.Network)
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "KIND\tTARGET\tSOURCE\tWHY")
-			for _, m := range pl.Mounts {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Kind, m.Target, m.Source, m.Why)
-			}
-			tw.Flush()
-			fmt.Fprintf(w, "\nwritable: %s\n", strings.Join(pl.Writable, ", "))
-			for _, warn := range pl.Warnings {
-				fmt.Fprintf(w, "warning: %s\n", warn)
-			}
-			return nil
+			return resolve.Explain(cmd.OutOrStdout(), s, resolve.ExplainOptions{JSON: asJSON})
 		},
 	}
 	f := cmd.Flags()
@@ -244,42 +226,6 @@ does. For the sandbox layers as well, run "fedmem-run --explain".`,
 	f.StringVar(&workdir, "workdir", "", "working directory (default: the current directory)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-// explainPlan recomputes the mounts.Input that fedmem-run builds (vault via
-// vault.Resolve, home from $HOME, existence via Lstat) and returns the plan.
-// It takes the host facts from mounts/host, as fedmem-run does (credential
-// sockets included); it does not look up run_as users' homes: the plan is
-// the caller's.
-func explainPlan(p *profiles.Profile, vaultFlag, workdir string) (*mounts.Plan, bool, error) {
-	placeholder := vaultFlag == ""
-	vaultDir := placeholderVault
-	if !placeholder {
-		var err error
-		if vaultDir, err = vault.Resolve(vaultFlag); err != nil {
-			return nil, false, err
-		}
-	}
-	if workdir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, false, err
-		}
-		workdir = wd
-	}
-	wd, err := host.RealDir(workdir)
-	if err != nil {
-		return nil, false, fmt.Errorf("workdir: %w", err)
-	}
-	home, err := host.Home(os.Getuid())
-	if err != nil {
-		return nil, false, err
-	}
-	pl, err := mounts.Build(p, mounts.Input{
-		Vault: vaultDir, Session: explainSession, Workdir: wd, Home: home,
-		Exists: host.Exists, ExtraMasks: host.CredentialPaths(os.Getuid()),
-	})
-	return pl, placeholder, err
 }
 
 func writeJSONOut(w io.Writer, v any) error {

@@ -87,10 +87,10 @@ func TestProfileCheck(t *testing.T) {
 		stderr string
 	}{
 		{file: "valid.yaml"},
-		{file: "writable_etc_inside.yaml", code: 1, errs: []string{`writable[0] "/etc/cron.d" lies inside the system directory /etc`}},
+		{file: "writable_etc_inside.yaml", code: 1, errs: []string{`writable_etc_inside.yaml:3: writable[0] "/etc/cron.d" lies inside the system directory /etc`}},
 		{file: "unknown_key.yaml", code: 1, errs: []string{`unknown_key.yaml: line 5: field writeable not found`}},
 		{file: "home_writable_secret.yaml", code: 1, errs: []string{`home.writable ".ssh/" overlaps the secret path ~/.ssh`}},
-		{file: "host_secret_env.yaml", warns: []string{"network: host with env.pass DEPLOY_TOKEN, DB_PASSWORD, AWS_*"}},
+		{file: "host_secret_env.yaml", warns: []string{"network: host shares the host's network", "network: host with env.pass DEPLOY_TOKEN, DB_PASSWORD, AWS_*"}},
 	} {
 		code, out, errOut := runBin(t, bin, "profile", "check", "--json", filepath.Join(td, tc.file))
 		var res checkResult
@@ -114,7 +114,7 @@ func TestProfileCheck(t *testing.T) {
 	}
 	// Human output: warnings on stderr, exit 0; errors on stderr, exit 1.
 	code, out, errOut := runBin(t, bin, "profile", "check", filepath.Join(td, "host_secret_env.yaml"))
-	if code != 0 || !strings.Contains(out, "ok (1 warnings)") || !strings.Contains(errOut, "fedmem: warning: network: host with env.pass") {
+	if code != 0 || !strings.Contains(out, "ok (2 warnings)") || !strings.Contains(errOut, "fedmem: warning: network: host with env.pass") {
 		t.Errorf("check host_secret_env: code %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	code, _, errOut = runBin(t, bin, "profile", "check", filepath.Join(td, "writable_root.yaml"))
@@ -154,7 +154,7 @@ func TestProfileExplain(t *testing.T) {
 		return res.Placeholder, res.Plan
 	}
 	ph, pl := explain("claude", "--vault", v)
-	if ph || pl.Vault != v || pl.Workdir != wd || pl.Home != home || pl.Network != "host" {
+	if ph || pl.Vault != v || pl.Workdir != wd || pl.Home != home || pl.Network != "public" {
 		t.Errorf("plan header: placeholder %v, %+v", ph, pl)
 	}
 	want := map[string]mounts.Kind{

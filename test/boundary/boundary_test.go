@@ -158,6 +158,30 @@ func TestAdminImportBoundary(t *testing.T) {
 	}
 }
 
+// TestResolveIsShared: fedmem-run, its --explain and `fedmem profile
+// explain` take one path — profiles/resolve — and that package stays free of
+// the sandbox backends so that cmd/fedmem (the gate's process) may link it;
+// the launcher's lifecycle (sandbox/launch) is linked by fedmem-run only.
+func TestResolveIsShared(t *testing.T) {
+	root := moduleRoot(t)
+	resolveDeps := goListDeps(t, root, "./profiles/resolve")
+	if !contains(resolveDeps, module+"/profiles/resolve") {
+		t.Fatalf("go list -deps ./profiles/resolve did not list the package itself")
+	}
+	if bad := violations(resolveDeps, append(append([]string{}, gateForbidden...), launcherForbidden...)); len(bad) > 0 {
+		t.Errorf("profiles/resolve (linked by cmd/fedmem and fedmem-run) links:\n  %s", strings.Join(bad, "\n  "))
+	}
+	for _, c := range []struct{ cmd, want string }{
+		{"./cmd/fedmem", module + "/profiles/resolve"},
+		{"./cmd/fedmem-run", module + "/profiles/resolve"},
+		{"./cmd/fedmem-run", module + "/sandbox/launch"},
+	} {
+		if !contains(goListDeps(t, root, c.cmd), c.want) {
+			t.Errorf("%s does not link %s: explain and run must share one resolution", c.cmd, c.want)
+		}
+	}
+}
+
 // TestLauncherBinary checks the built bin/fedmem-run (when FEDMEM_BIN names
 // the build directory, as `make test` does): pure Go (CGO_ENABLED=0, which
 // AllThreadsSyscall needs) and none of the forbidden modules in its build

@@ -1,0 +1,103 @@
+package resolve
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fedmem/fedmem/profiles"
+)
+
+// ExplainOptions shape Explain's output.
+type ExplainOptions struct {
+	JSON bool
+	// Layers describe the sandbox's layers (sandbox.DescribeLayers), when
+	// the caller links the sandbox; nil leaves them out.
+	Layers []string
+}
+
+// Explain prints a resolved session: the profile, the vault, the plan's
+// mounts, what is writable, the network, limits and warnings — the same
+// text and JSON for `fedmem-run --explain` and `fedmem profile explain`.
+// JSON keys are only ever added.
+func Explain(w io.Writer, s *Session, o ExplainOptions) error {
+	p, pl := s.Profile, s.Plan
+	if o.JSON {
+		out := map[string]any{
+			"profile": p.Name, "profile_hash": s.ProfileHash, "placeholder_vault": s.Placeholder,
+			"plan": pl, "allow": p.Allow, "limits": p.Limits, "network": p.Network,
+			"uid": s.UID, "gid": s.GID, "warnings": s.Warnings,
+		}
+		if o.Layers != nil {
+			out["layers"] = o.Layers
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if s.Placeholder {
+		fmt.Fprintf(w, "note: no --vault given; %s stands for the vault\n", s.Vault)
+	}
+	fmt.Fprintf(w, "profile %s (sha256 %s)\nvault   %s\ninbox   %s\nworkdir %s\nhome    %s\nuid     %d:%d\nnetwork %s\n",
+		p.Name, s.ProfileHash[:12], pl.Vault, pl.Inbox, pl.Workdir, pl.Home, s.UID, s.GID, networkWords(p))
+	if len(p.Allow) > 0 {
+		fmt.Fprintf(w, "allow   %s (through fedmem-run's proxy)\n", strings.Join(p.Allow, ", "))
+	}
+	if len(pl.Visible) > 0 {
+		fmt.Fprintf(w, "visible %s (nothing else of the vault exists inside)\n", strings.Join(pl.Visible, ", "))
+	}
+	if lim := limitWords(p.Limits); lim != "" {
+		fmt.Fprintf(w, "limits  %s\n", lim)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tTARGET\tSOURCE\tWHY")
+	for _, m := range pl.Mounts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Kind, m.Target, m.Source, m.Why)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nwritable: %s\n", strings.Join(pl.Writable, ", "))
+	if o.Layers != nil {
+		fmt.Fprintln(w, "\nlayers:")
+		for _, l := range o.Layers {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
+	for _, warn := range s.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	return nil
+}
+
+func networkWords(p *profiles.Profile) string {
+	switch p.Network {
+	case profiles.NetworkPublic:
+		return "public (own network namespace; any public address through fedmem-run's proxy; loopback, private, link-local, metadata and this host's addresses refused)"
+	case profiles.NetworkAllowlist:
+		return "allowlist (own network namespace; only the allow list, through fedmem-run's proxy)"
+	case profiles.NetworkNone:
+		return "none (own network namespace, loopback only)"
+	case profiles.NetworkHost:
+		return "host (the host's network: its loopback services and the cloud metadata endpoint are reachable)"
+	}
+	return p.Network
+}
+
+func limitWords(l profiles.Limits) string {
+	var lim []string
+	if l.WallTime > 0 {
+		lim = append(lim, "wall_time="+time.Duration(l.WallTime).String())
+	}
+	for _, x := range []struct {
+		k string
+		v int64
+	}{{"pids", int64(l.Pids)}, {"memory", int64(l.Memory)}, {"file_size", int64(l.FileSize)}, {"open_files", int64(l.OpenFiles)}, {"inbox_bytes", int64(l.InboxBytes)}} {
+		if x.v > 0 {
+			lim = append(lim, fmt.Sprintf("%s=%d", x.k, x.v))
+		}
+	}
+	return strings.Join(lim, " ")
+}

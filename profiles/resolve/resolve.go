@@ -1,0 +1,215 @@
+package resolve
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/mounts/host"
+	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/vault"
+)
+
+// Options is what the caller asks for. The zero value of each field means
+// "the default": see each field.
+type Options struct {
+	// Vault is the vault directory. Empty: an error, unless Placeholder is
+	// set (explain without a vault).
+	Vault string
+	// Placeholder stands for the vault when Vault is empty.
+	Placeholder string
+	// Profile is a built-in name or a YAML file. Empty: the built-in named
+	// after Argv[0] if there is one, else "default".
+	Profile string
+	// Workdir is the agent's working directory. Empty: the current one.
+	Workdir string
+	// Argv is the agent's command (may be empty for explain).
+	Argv []string
+	// Timeout and Network come from the command line and may only tighten
+	// the profile (limits.wall_time, network).
+	Timeout time.Duration
+	Network string
+	// Session is the session id. Empty: a fresh one.
+	Session string
+	// Caller plans for the calling user even when the profile names
+	// run_as (`fedmem profile explain` shows the caller's plan).
+	Caller bool
+}
+
+// Session is one resolved session.
+type Session struct {
+	ID          string
+	Profile     *profiles.Profile
+	ProfileHash string
+	// Warnings are the profile's warnings (profiles.Check) and the plan's.
+	Warnings []string
+	Vault    string
+	// Placeholder: Vault is Options.Placeholder, not a real vault.
+	Placeholder bool
+	Workdir     string
+	Home        string
+	UID, GID    int
+	Plan        *mounts.Plan
+}
+
+// ProfileName is the profile used for argv when none is named: the built-in
+// named after the command, else "default".
+func ProfileName(named string, argv []string) string {
+	if named != "" {
+		return named
+	}
+	if len(argv) > 0 {
+		base := filepath.Base(argv[0])
+		for _, b := range profiles.Builtins() {
+			if b == base {
+				return b
+			}
+		}
+	}
+	return "default"
+}
+
+// Resolve loads and checks the profile, applies the tightening flags and
+// computes the plan. A profile that `fedmem profile check` calls invalid is
+// refused here too, with the same messages (file, line, rule).
+func Resolve(o Options) (*Session, error) {
+	name := ProfileName(o.Profile, o.Argv)
+	prof, hash, warns, err := profiles.LoadChecked(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := Tighten(prof, o.Timeout, o.Network); err != nil {
+		return nil, err
+	}
+	s := &Session{Profile: prof, ProfileHash: hash, Warnings: warns}
+	switch {
+	case o.Vault != "":
+		if s.Vault, err = vault.Resolve(o.Vault); err != nil {
+			return nil, err
+		}
+	case o.Placeholder != "":
+		s.Vault, s.Placeholder = o.Placeholder, true
+	default:
+		return nil, errors.New("no vault: pass --vault DIR or set FEDMEM_VAULT")
+	}
+	wd := o.Workdir
+	if wd == "" {
+		if wd, err = os.Getwd(); err != nil {
+			return nil, err
+		}
+	}
+	if s.Workdir, err = host.RealDir(wd); err != nil {
+		return nil, fmt.Errorf("workdir: %w", err)
+	}
+	if o.Caller {
+		s.UID, s.GID = os.Getuid(), os.Getgid()
+	} else if s.UID, s.GID, err = RunAs(prof.RunAs); err != nil {
+		return nil, err
+	}
+	if s.Home, err = host.Home(s.UID); err != nil {
+		return nil, err
+	}
+	s.ID = o.Session
+	if s.ID == "" {
+		if s.ID, err = NewSessionID(); err != nil {
+			return nil, err
+		}
+	}
+	s.Plan, err = mounts.Build(prof, mounts.Input{
+		Vault: s.Vault, Session: s.ID, Workdir: s.Workdir, Home: s.Home,
+		Exists:     host.Exists,
+		ExtraMasks: host.CredentialPaths(s.UID),
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Warnings = append(s.Warnings, s.Plan.Warnings...)
+	return s, nil
+}
+
+// networkRank orders network modes from the tightest; a flag may only move
+// down this list.
+var networkRank = map[string]int{
+	profiles.NetworkNone:      0,
+	profiles.NetworkAllowlist: 1,
+	profiles.NetworkPublic:    2,
+	profiles.NetworkHost:      3,
+}
+
+// Tighten applies the command-line flags that may only tighten a profile,
+// and refuses any value that would loosen it (a security team's profile is
+// not undone from the command line).
+func Tighten(p *profiles.Profile, timeout time.Duration, network string) error {
+	if timeout < 0 {
+		return errors.New("--timeout must be positive")
+	}
+	if timeout > 0 {
+		if p.Limits.WallTime != 0 && timeout > time.Duration(p.Limits.WallTime) {
+			return fmt.Errorf("--timeout %v would loosen profile %s (limits.wall_time %v): refused", timeout, p.Name, time.Duration(p.Limits.WallTime))
+		}
+		p.Limits.WallTime = profiles.Duration(timeout)
+	}
+	if network != "" {
+		want, ok := networkRank[network]
+		if !ok {
+			return fmt.Errorf("--network %q: want none, allowlist, public or host", network)
+		}
+		if want > networkRank[p.Network] {
+			return fmt.Errorf("--network %s would loosen profile %s (network: %s): refused", network, p.Name, p.Network)
+		}
+		if network == profiles.NetworkAllowlist && len(p.Allow) == 0 {
+			return fmt.Errorf("--network allowlist: profile %s has no allow list (nothing would be reachable; use --network none)", p.Name)
+		}
+		p.Network = network
+	}
+	return nil
+}
+
+// RunAs resolves a profile's run_as ("" = the caller; NAME, UID or
+// UID:GID) to host ids.
+func RunAs(spec string) (int, int, error) {
+	uid, gid := os.Getuid(), os.Getgid()
+	if spec == "" {
+		return uid, gid, nil
+	}
+	u, g, hasG := strings.Cut(spec, ":")
+	if n, err := strconv.Atoi(u); err == nil {
+		uid = n
+		gid = n
+	} else {
+		pw, err := user.Lookup(u)
+		if err != nil {
+			return 0, 0, fmt.Errorf("run_as %q: %w", spec, err)
+		}
+		uid, _ = strconv.Atoi(pw.Uid)
+		gid, _ = strconv.Atoi(pw.Gid)
+	}
+	if hasG {
+		n, err := strconv.Atoi(g)
+		if err != nil {
+			return 0, 0, fmt.Errorf("run_as %q: gid must be numeric", spec)
+		}
+		gid = n
+	}
+	if uid != os.Getuid() && os.Geteuid() != 0 {
+		return 0, 0, fmt.Errorf("run_as %q: only root can run an agent as another user", spec)
+	}
+	return uid, gid, nil
+}
+
+// NewSessionID returns a fresh session id: UTC time and 32 random bits.
+func NewSessionID() (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,179 @@
+package launch
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/vault"
+)
+
+// checkInboxReachable refuses, with a message that says what to do, a
+// vault whose inbox the agent's uid cannot enter. Root would pass any
+// access check out here, but not inside the sandbox's user namespace, where
+// it holds no capability over the gate's files.
+func checkInboxReachable(vaultDir string, uid, gid int) error {
+	dir := filepath.Join(vaultDir, vault.InboxDir)
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return fmt.Errorf("inbox %s: %w", dir, err)
+	}
+	groups, _ := unix.Getgroups()
+	if uid != os.Getuid() {
+		groups = nil // run_as: only the target's primary group counts
+	}
+	member := int(st.Gid) == gid || slices.Contains(groups, int(st.Gid))
+	ok := (int(st.Uid) == uid && st.Mode&0o300 == 0o300) ||
+		(int(st.Uid) != uid && member && st.Mode&0o030 == 0o030) ||
+		(int(st.Uid) != uid && !member && st.Mode&0o003 == 0o003)
+	if !ok {
+		return fmt.Errorf("inbox %s (owner %d, group %d, mode %04o): uid %d cannot create its session directory there; agents of this vault must be in group %d (see `fedmem init --agent-group`; root too, or use a profile with run_as)",
+			dir, st.Uid, st.Gid, st.Mode&0o7777, uid, st.Gid)
+	}
+	return nil
+}
+
+// createInbox makes the session's inbox directory, owned by the agent's uid,
+// mode 2770: its group is the inbox's (90-inbox is setgid when the vault has
+// an agent group), so a gate user in that group can move drafts out and
+// write receipts; nobody else on the host can look in.
+func createInbox(vaultDir, inbox string, uid int) error {
+	if err := os.Mkdir(inbox, 0o700); err != nil {
+		return fmt.Errorf("create session inbox %s: %w (can this user write %s/%s? see `fedmem init --agent-group`)", inbox, err, vaultDir, vault.InboxDir)
+	}
+	if os.Geteuid() == 0 && uid != os.Geteuid() {
+		// Keep the group the directory inherited; give it to the agent.
+		if err := os.Lchown(inbox, uid, -1); err != nil {
+			return fmt.Errorf("chown %s: %w", inbox, err)
+		}
+	}
+	if err := unix.Chmod(inbox, 0o2770); err != nil {
+		return fmt.Errorf("chmod %s: %w", inbox, err)
+	}
+	return nil
+}
+
+// createOwned creates a missing writable home path the profile names (a
+// directory when dir), owned by uid:gid.
+func createOwned(p string, dir bool, uid, gid int) error {
+	if _, err := os.Lstat(p); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	if dir {
+		if err := os.Mkdir(p, 0o700); err != nil {
+			return err
+		}
+	} else {
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		f.Close()
+	}
+	if os.Geteuid() == 0 {
+		return os.Lchown(p, uid, gid)
+	}
+	return nil
+}
+
+// writeSessionRecord stores the enforcer's facts about the session where the
+// agent cannot reach them (the sandbox hides every entry of the inbox but
+// the session's own directory); the gate takes provenance from it. The
+// sessions directory is shared (sticky, like /tmp), so the record is
+// written without following a link: a fresh O_EXCL|O_NOFOLLOW file under a
+// random name in the opened directory, renamed over the final name
+// (renameat replaces a planted link, never follows it).
+func writeSessionRecord(vaultDir string, rep *Report, stderr io.Writer) {
+	dir := filepath.Join(vaultDir, vault.SessionsDir)
+	if _, err := os.Lstat(dir); err != nil {
+		if err := os.Mkdir(dir, 0o1777); err != nil && !errors.Is(err, fs.ErrExist) {
+			fmt.Fprintf(stderr, "fedmem-run: warning: no session record (%v); the gate will treat the drafts as from an unknown agent\n", err)
+			return
+		}
+		// Sticky like /tmp: a user cannot replace another's record. (The
+		// raw mode: os.Chmod would drop the 01000 bit.)
+		_ = unix.Chmod(dir, 0o1777)
+	}
+	if err := writeRecord(dir, rep.Session+".json", rep); err != nil {
+		fmt.Fprintf(stderr, "fedmem-run: warning: session record: %v\n", err)
+	}
+}
+
+func writeRecord(dir, name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", dir, err)
+	}
+	defer unix.Close(dfd)
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return err
+	}
+	tmp := ".tmp-" + hex.EncodeToString(rnd[:])
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return fmt.Errorf("create %s/%s: %w", dir, tmp, err)
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	_, werr := f.Write(append(b, '\n'))
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = unix.Renameat(dfd, tmp, dfd, name)
+	}
+	if werr != nil {
+		_ = unix.Unlinkat(dfd, tmp, 0)
+		return fmt.Errorf("write %s/%s: %w", dir, name, werr)
+	}
+	return nil
+}
+
+// listInbox lists what the agent left in its inbox, without following links
+// and bounded in count.
+func listInbox(inbox string) ([]InboxFile, bool) {
+	const max = 10000
+	var out []InboxFile
+	truncated := false
+	_ = filepath.WalkDir(inbox, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == inbox {
+			return nil
+		}
+		if len(out) >= max {
+			truncated = true
+			return filepath.SkipAll
+		}
+		rel, _ := filepath.Rel(inbox, p)
+		f := InboxFile{Path: rel, Type: "file"}
+		if info, err := d.Info(); err == nil {
+			f.Size = info.Size()
+			switch m := info.Mode(); {
+			case m.IsDir():
+				f.Type = "dir"
+			case m&fs.ModeSymlink != 0:
+				f.Type = "symlink"
+			case !m.IsRegular():
+				f.Type = "special"
+			}
+		}
+		out = append(out, f)
+		return nil
+	})
+	return out, truncated
+}

@@ -1,0 +1,236 @@
+package launch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/profiles/resolve"
+	"github.com/fedmem/fedmem/sandbox"
+	"github.com/fedmem/fedmem/sandbox/netproxy"
+	"github.com/fedmem/fedmem/vault"
+)
+
+// Resolved is one session ready to run: the pure resolution (profile, plan,
+// identity) and the sandbox.Spec built from it. Spec's stdio, Event and
+// Proxy are filled in by Run.
+type Resolved struct {
+	*resolve.Session
+	Spec *sandbox.Spec
+}
+
+// Resolve computes the session without changing anything on the host.
+func Resolve(o *Options) (*Resolved, error) {
+	if len(o.Argv) == 0 && !o.Explain {
+		return nil, errors.New("no command given (usage: fedmem-run [flags] [--] CMD [ARGS…])")
+	}
+	s, err := resolve.Resolve(o.resolveOptions())
+	if err != nil {
+		return nil, err
+	}
+	environ := o.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	p := s.Profile
+	spec := &sandbox.Spec{
+		Plan: s.Plan, Argv: o.Argv, Env: Env(p, s.Plan, s.Home, environ), Dir: s.Workdir,
+		UID: s.UID, GID: s.GID,
+		Hostname:        "fedmem",
+		RequireLandlock: slices.Contains(p.Require, "landlock"),
+		RequireSeccomp:  slices.Contains(p.Require, "seccomp"),
+		Limits: sandbox.Limits{
+			WallTime:   time.Duration(p.Limits.WallTime),
+			Pids:       p.Limits.Pids,
+			Memory:     int64(p.Limits.Memory),
+			FileSize:   int64(p.Limits.FileSize),
+			OpenFiles:  p.Limits.OpenFiles,
+			InboxBytes: int64(p.Limits.InboxBytes),
+		},
+	}
+	return &Resolved{Session: s, Spec: spec}, nil
+}
+
+// Explain prints what Run would build: the plan and the sandbox's layers.
+func Explain(w io.Writer, r *Resolved, asJSON bool) error {
+	return resolve.Explain(w, r.Session, resolve.ExplainOptions{JSON: asJSON, Layers: sandbox.DescribeLayers(r.Plan)})
+}
+
+// policy is the network policy of a proxied profile.
+func policy(p *profiles.Profile) (*netproxy.Policy, error) {
+	self, err := netproxy.HostAddrs()
+	if err != nil {
+		return nil, err
+	}
+	pol := &netproxy.Policy{Mode: netproxy.Public, Self: self}
+	if p.Network == profiles.NetworkAllowlist {
+		pol.Mode = netproxy.Allowlist
+		for _, a := range p.Allow {
+			r, err := netproxy.ParseRule(a)
+			if err != nil {
+				return nil, fmt.Errorf("profile %s: %w", p.Name, err)
+			}
+			pol.Rules = append(pol.Rules, r)
+		}
+	}
+	return pol, nil
+}
+
+// Run runs one session and returns fedmem-run's exit code: the agent's, or
+// 124/125/126/127/128+n (sandbox.Exit*). A non-nil error is a fedmem
+// failure, already reflected in the code.
+func Run(ctx context.Context, o *Options) (int, error) {
+	stderr := o.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	r, err := Resolve(o)
+	if err != nil {
+		return sandbox.ExitFedmemError, err
+	}
+	if o.Explain {
+		out := o.Stdout
+		if out == nil {
+			out = io.Discard
+		}
+		if err := Explain(out, r, o.ExplainJSON); err != nil {
+			return sandbox.ExitFedmemError, err
+		}
+		return 0, nil
+	}
+	// Output files first: before anything the agent runs, and before this
+	// session creates anything.
+	var reportF *os.File
+	if o.Report != "" {
+		if reportF, err = openOutput("--report", o.Report, false); err != nil {
+			return sandbox.ExitFedmemError, err
+		}
+		defer reportF.Close()
+	}
+	ev := &events{session: r.ID}
+	if o.Events != "" {
+		if ev.f, err = openOutput("--events", o.Events, true); err != nil {
+			return sandbox.ExitFedmemError, err
+		}
+	}
+	defer ev.close()
+	code, err := run(ctx, o, r, ev, reportF, stderr)
+	if err != nil && code == 0 {
+		code = sandbox.ExitCodeOf(err)
+	}
+	return code, err
+}
+
+func run(ctx context.Context, o *Options, r *Resolved, ev *events, reportF *os.File, stderr io.Writer) (int, error) {
+	created, err := ensureGateState(r.Session)
+	if err != nil {
+		return sandbox.ExitFedmemError, err
+	}
+	if created {
+		// Plan again, same session: the state directory now exists and
+		// is masked.
+		o2 := *o
+		o2.Session = r.ID
+		if r, err = Resolve(&o2); err != nil {
+			return sandbox.ExitFedmemError, err
+		}
+	}
+	s, spec, prof := r.Session, r.Spec, r.Profile
+	for _, w := range s.Warnings {
+		fmt.Fprintf(stderr, "fedmem-run: warning: %s\n", w)
+	}
+	// Writable home paths the profile names must exist to be bound.
+	for _, m := range s.Plan.Mounts {
+		if m.Create {
+			if err := createOwned(m.Source, m.Dir, s.UID, s.GID); err != nil {
+				return sandbox.ExitFedmemError, fmt.Errorf("profile %s: create %s: %w", prof.Name, m.Source, err)
+			}
+		}
+	}
+	started := time.Now()
+	rep := &Report{
+		SessionRecord: vault.SessionRecord{
+			Session: s.ID, Profile: prof.Name, ProfileHash: s.ProfileHash, UID: s.UID,
+			Command: o.Argv, Started: started.UTC().Format(time.RFC3339Nano),
+		},
+		Vault: s.Vault, Inbox: s.Plan.Inbox, Workdir: s.Workdir, Network: prof.Network, Warnings: s.Warnings,
+	}
+	rep.VaultHeadStart, _ = vault.ReadHead(s.Vault)
+	if err := checkInboxReachable(s.Vault, s.UID, s.GID); err != nil {
+		return sandbox.ExitFedmemError, err
+	}
+	if err := createInbox(s.Vault, s.Plan.Inbox, s.UID); err != nil {
+		return sandbox.ExitFedmemError, err
+	}
+	writeSessionRecord(s.Vault, rep, stderr)
+
+	stdinF, _ := o.Stdin.(*os.File)
+	stdoutF, _ := o.Stdout.(*os.File)
+	spec.TTY = prof.TTY == "auto" && isTerminal(stdinF) && isTerminal(stdoutF)
+	std, err := attachStdio(o.Stdin, o.Stdout, o.Stderr, spec.TTY)
+	if err != nil {
+		return sandbox.ExitFedmemError, err
+	}
+	defer std.release()
+	spec.Stdin, spec.Stdout, spec.Stderr = std.in, std.out, std.err
+	spec.Event = ev.emit
+	if profiles.Proxied(prof.Network) {
+		pol, err := policy(prof)
+		if err != nil {
+			return sandbox.ExitFedmemError, err
+		}
+		spec.Proxy = &netproxy.Proxy{Policy: pol, OnDecision: func(d netproxy.Decision) {
+			ev.emit("network", map[string]any{"method": d.Method, "host": d.Host, "port": d.Port, "allowed": d.Allowed, "addr": d.Addr, "reason": d.Reason})
+			if !d.Allowed {
+				fmt.Fprintf(stderr, "fedmem-run: network: refused %s %s:%d: %s\n", d.Method, d.Host, d.Port, d.Reason)
+			}
+		}}
+	}
+	ev.emit("start", map[string]any{"profile": prof.Name, "profile_hash": s.ProfileHash, "vault": s.Vault, "inbox": s.Plan.Inbox,
+		"workdir": s.Workdir, "command": o.Argv, "uid": s.UID, "network": prof.Network, "warnings": s.Warnings})
+	backend := o.Backend
+	if backend == nil {
+		backend = sandbox.Namespace{}
+	}
+	res, runErr := backend.Run(ctx, spec)
+	rep.DurationMS = time.Since(started).Milliseconds()
+	rep.VaultHeadEnd, _ = vault.ReadHead(s.Vault)
+	rep.InboxFiles, rep.InboxTruncated = listInbox(s.Plan.Inbox)
+	code := 0
+	if res != nil {
+		rep.Layers = &res.Layers
+		rep.ExitCode, rep.Signal = res.ExitCode, res.Signal
+		rep.LimitsHit = res.LimitsHit
+		code = res.ExitCode
+		for _, l := range res.LimitsHit {
+			fmt.Fprintf(stderr, "fedmem-run: limit hit: %s\n", l)
+		}
+	}
+	if runErr != nil {
+		code = sandbox.ExitCodeOf(runErr)
+		rep.ExitCode = code
+		var se *sandbox.Error
+		if errors.As(runErr, &se) {
+			rep.Error = se
+		}
+	}
+	writeSessionRecord(s.Vault, rep, stderr)
+	ev.emit("exit", map[string]any{"exit_code": rep.ExitCode, "signal": rep.Signal, "duration_ms": rep.DurationMS,
+		"vault_head_end": rep.VaultHeadEnd, "inbox_files": len(rep.InboxFiles), "error": rep.Error})
+	if reportF != nil {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err == nil {
+			err = rewrite(reportF, append(b, '\n'))
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "fedmem-run: report: %v\n", err)
+		}
+	}
+	return code, runErr
+}

@@ -1,0 +1,45 @@
+package launch
+
+import (
+	"io"
+	"time"
+
+	"github.com/fedmem/fedmem/profiles/resolve"
+	"github.com/fedmem/fedmem/sandbox"
+)
+
+// Options is one fedmem-run invocation as data.
+type Options struct {
+	// Vault, Profile, Workdir, Argv, Timeout and Network: see
+	// resolve.Options.
+	Vault, Profile, Workdir string
+	Argv                    []string
+	Timeout                 time.Duration
+	Network                 string
+	// Report, when set, receives the JSON session report; Events, when
+	// set, the session's events as JSON lines (appended).
+	Report, Events string
+	// Explain prints the plan and layers instead of running (JSON with
+	// ExplainJSON).
+	Explain, ExplainJSON bool
+	// Stdin, Stdout and Stderr are the agent's stdio. *os.File values that
+	// are not terminals are handed to the agent as they are; terminals
+	// (outside PTY mode) and other readers/writers are relayed through
+	// pipes. nil: /dev/null for Stdin, io.Discard for the others.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Environ is the caller's environment the allow list picks from (nil:
+	// os.Environ()).
+	Environ []string
+	// Backend runs the sandbox (nil: sandbox.Namespace).
+	Backend sandbox.Backend
+	// Session fixes the session id (tests); empty: a fresh one.
+	Session string
+}
+
+func (o *Options) resolveOptions() resolve.Options {
+	return resolve.Options{
+		Vault: o.Vault, Profile: o.Profile, Workdir: o.Workdir, Argv: o.Argv,
+		Timeout: o.Timeout, Network: o.Network, Session: o.Session,
+	}
+}
