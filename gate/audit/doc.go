@@ -3,8 +3,10 @@
 // holding the last sequence number and hash.
 //
 // It promises: Verify detects an entry that was changed, removed, inserted or
-// reordered, and a log truncated behind the head file's back. It does not
-// stop someone who can write the gate's state directory from rewriting the
-// whole chain and the head together; that directory belongs to the gate user
-// alone, and commits in the vault carry the draft hashes independently.
+// reordered, and a log truncated behind the head file's back; Open refuses
+// to continue a log that does not reach its head (ErrCut). Someone who can
+// write the gate's state directory can rewrite the chain and the head
+// together; VerifyAnchored catches that against heads recorded outside it
+// (the Fedmem-Audit-Head trailer of gate commits). Files are opened relative
+// to the verified directory, never through a link.
 package audit
