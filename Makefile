@@ -7,7 +7,7 @@ BIN := bin
 export CGO_ENABLED := 0
 GOFLAGS_BUILD := -trimpath
 
-.PHONY: help build test test-root lint bench demo clean
+.PHONY: help build test test-root lint bench demo clean install
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -29,6 +29,22 @@ bench: build ## fedmem-run vs bubblewrap, start-up vs vault size, promotion vs g
 
 demo: build ## run the demo: a hostile agent against a fresh demo vault (DEMOFLAGS=--keep)
 	$(BIN)/fedmem demo $(DEMOFLAGS)
+
+PREFIX ?= /usr/local
+# FEDMEM_LAUNCHER_GROUP=G installs fedmem-run setgid G: only it can write
+# session records in a vault made with `fedmem init --launcher-group G`, so
+# the gate can trust a session's origin (docs/gate.md, "Trust model"). G must
+# be a dedicated group with no members.
+install: build ## install bin/ into $(PREFIX)/bin (FEDMEM_LAUNCHER_GROUP=G: fedmem-run setgid G)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN)/fedmem $(DESTDIR)$(PREFIX)/bin/fedmem
+	install -m 0755 $(BIN)/fedmem-run $(DESTDIR)$(PREFIX)/bin/fedmem-run
+	@if [ -n "$(FEDMEM_LAUNCHER_GROUP)" ]; then \
+		getent group "$(FEDMEM_LAUNCHER_GROUP)" >/dev/null || { echo "group $(FEDMEM_LAUNCHER_GROUP) does not exist (groupadd --system $(FEDMEM_LAUNCHER_GROUP))"; exit 1; }; \
+		chgrp "$(FEDMEM_LAUNCHER_GROUP)" $(DESTDIR)$(PREFIX)/bin/fedmem-run && \
+		chmod 2755 $(DESTDIR)$(PREFIX)/bin/fedmem-run && \
+		echo "fedmem-run installed setgid $(FEDMEM_LAUNCHER_GROUP); run: fedmem init --launcher-group $(FEDMEM_LAUNCHER_GROUP) VAULT"; \
+	fi
 
 clean: ## remove build output
 	rm -rf $(BIN)

@@ -19,10 +19,11 @@ func init() {
 }
 
 type initOptions struct {
-	gateUser   string
-	agentGroup string
-	reviewers  []string
-	json       bool
+	gateUser      string
+	agentGroup    string
+	launcherGroup string
+	reviewers     []string
+	json          bool
 }
 
 func newInitCmd() *cobra.Command {
@@ -40,6 +41,10 @@ Every path is owned by the gate user (default: you). Files are 0644, folders
 0755, nothing in .git is writable by group or others. 90-inbox/ and
 90-inbox/.sessions/ are mode 01777 (anyone may create a session folder, nobody
 may remove or rename another's), or 03770 with --agent-group (only that group).
+With --launcher-group G, 90-inbox/.sessions/ is the gate's, group G, mode
+03770 and closed to others: only fedmem-run installed setgid G (make install
+FEDMEM_LAUNCHER_GROUP=G) can write session records, which is what lets the
+gate trust a session's origin for auto_promote (docs/gate.md, "Trust model").
 Giving the vault to another user (--gate-user) needs root.
 
 On an existing vault, init re-checks and repairs folders, owners and modes,
@@ -50,6 +55,7 @@ Exit codes: 0 done (or nothing to do), 1 failed or refused (DIR not empty and
 not a vault; an inbox entry not owned by the gate), 2 bad usage.`,
 		Example: `  fedmem init ~/vault
   sudo fedmem init --gate-user fedmem-gate --agent-group agents /srv/vault
+  sudo fedmem init --gate-user fedmem-gate --agent-group agents --launcher-group fedmem-launch /srv/vault
   sudo fedmem init --gate-user 64000 --json /srv/vault`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -64,6 +70,7 @@ not a vault; an inbox entry not owned by the gate), 2 bad usage.`,
 	f := cmd.Flags()
 	f.StringVar(&o.gateUser, "gate-user", "", "owner of the vault: a user NAME, or a numeric UID (needs no passwd entry; its gid is the same number)")
 	f.StringVar(&o.agentGroup, "agent-group", "", "group NAME or GID allowed to create sessions in 90-inbox/ (mode 03770); default: everyone (mode 01777)")
+	f.StringVar(&o.launcherGroup, "launcher-group", "", "group NAME or GID fedmem-run is installed setgid to; owns 90-inbox/.sessions/ (mode 03770) so session records are provably the launcher's")
 	f.StringSliceVar(&o.reviewers, "reviewer", nil, "reviewer written into a new policy.yaml (repeatable; default: $SUDO_USER, else you)")
 	f.BoolVar(&o.json, "json", false, "print the result as JSON")
 	return cmd
@@ -84,6 +91,16 @@ func runInit(dir string, o initOptions, stdout, stderr io.Writer) error {
 			return usageErrorf("--agent-group: %w", err)
 		}
 		opts.AgentGroup = &g
+	}
+	if o.launcherGroup != "" {
+		g, err := vault.ResolveGroup(o.launcherGroup)
+		if err != nil {
+			return usageErrorf("--launcher-group: %w", err)
+		}
+		if g.GID == 0 {
+			return usageErrorf("--launcher-group must be a dedicated group, not root's")
+		}
+		opts.LauncherGroup = &g
 	}
 	opts.Reviewers = o.reviewers
 	if len(opts.Reviewers) == 0 {
@@ -144,6 +161,13 @@ func printInit(w io.Writer, r repo.Result) {
 	}
 	fmt.Fprintf(w, "  gate user  %s\n", gate)
 	fmt.Fprintf(w, "  inbox      %s/ %s\n", vault.InboxDir, inbox)
+	if r.LauncherGroup != nil {
+		g := fmt.Sprint(r.LauncherGroup.GID)
+		if r.LauncherGroup.Name != "" {
+			g = r.LauncherGroup.Name + " (gid " + g + ")"
+		}
+		fmt.Fprintf(w, "  sessions   %s/ group %s, mode 03770: only the setgid launcher writes session records\n", vault.SessionsDir, g)
+	}
 	if r.Commit != "" && r.Created {
 		fmt.Fprintf(w, "  commit     %s by %s <%s> (%d files)\n", abbrev(r.Commit), repo.GateName, repo.GateEmail, len(r.Committed))
 	} else if r.Commit != "" {

@@ -260,6 +260,23 @@ func currentOwnership(root string) (vault.Owner, *vault.Group, error) {
 	return owner, &g, nil
 }
 
+// currentLauncherGroup recognises an existing launcher install: a
+// .sessions folder closed to others whose group is not the inbox's.
+func currentLauncherGroup(root string) *vault.Group {
+	var in, st unix.Stat_t
+	if unix.Lstat(filepath.Join(root, vault.InboxDir), &in) != nil || unix.Lstat(filepath.Join(root, vault.SessionsDir), &st) != nil {
+		return nil
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Mode&0o007 != 0 || st.Gid == in.Gid {
+		return nil
+	}
+	g := vault.Group{GID: int(st.Gid)}
+	if rg, err := vault.ResolveGroup(fmt.Sprint(st.Gid)); err == nil {
+		g.Name = rg.Name
+	}
+	return &g
+}
+
 // differs reports whether the managed file rel no longer hashes to blob. It
 // reads through O_NOFOLLOW: file() has already checked it is a regular file.
 func (w *writer) differs(rel string, blob plumbing.Hash) (bool, error) {

@@ -43,6 +43,13 @@ const (
 	// members of the group enter; setgid keeps the group on new session
 	// folders; sticky as above.
 	InboxModeGroup = os.ModeSetgid | os.ModeSticky | 0o770
+	// SessionsModeLauncher applies to 90-inbox/.sessions/ when a launcher
+	// group is given: owned by the gate, group = the launcher group that
+	// fedmem-run is installed setgid to, nothing for others. Only a process
+	// holding that group (the launcher, before it drops it) can create a
+	// record, and a record's owner cannot reach it afterwards to rewrite it
+	// (see docs/gate.md, "Trust model").
+	SessionsModeLauncher = os.ModeSetgid | os.ModeSticky | 0o770
 )
 
 // GitKeep is the placeholder file that makes Git track an otherwise empty folder.
@@ -65,6 +72,12 @@ type InitOptions struct {
 	// AgentGroup, when set, is the group of 90-inbox/ (mode 03770): only its
 	// members may create sessions. Nil means mode 01777.
 	AgentGroup *vault.Group
+	// LauncherGroup, when set, is the group of 90-inbox/.sessions/ (mode
+	// 03770, gate-owned): the group fedmem-run is installed setgid to, so
+	// that session records are provably the launcher's. Nil keeps the
+	// sessions folder like the inbox (records are then proven only when
+	// root wrote them).
+	LauncherGroup *vault.Group
 	// Reviewers go into a newly written policy.yaml. Empty means the gate
 	// user's name (or uid).
 	Reviewers []string
@@ -87,9 +100,11 @@ type Result struct {
 	Committed  []string     `json:"committed,omitempty"`
 	Gate       vault.Owner  `json:"gate"`
 	AgentGroup *vault.Group `json:"agent_group,omitempty"`
-	InboxMode  string       `json:"inbox_mode"` // octal, e.g. "01777"
-	Actions    []Action     `json:"actions"`
-	Warnings   []string     `json:"warnings,omitempty"`
+	// LauncherGroup owns 90-inbox/.sessions/ when the install has one.
+	LauncherGroup *vault.Group `json:"launcher_group,omitempty"`
+	InboxMode     string       `json:"inbox_mode"` // octal, e.g. "01777"
+	Actions       []Action     `json:"actions"`
+	Warnings      []string     `json:"warnings,omitempty"`
 }
 
 // RefusedError explains why Init would not touch a directory.
@@ -195,7 +210,11 @@ func Init(dir string, opts InitOptions) (Result, error) {
 			inboxMode = InboxModeGroup
 			res.InboxMode = octal(inboxMode)
 		}
+		if opts.LauncherGroup == nil {
+			opts.LauncherGroup = currentLauncherGroup(abs)
+		}
 	}
+	res.LauncherGroup = opts.LauncherGroup
 
 	w := &writer{root: abs, gate: gate, res: &res}
 
@@ -227,7 +246,11 @@ func Init(dir string, opts InitOptions) (Result, error) {
 	if opts.AgentGroup != nil {
 		sessGID = opts.AgentGroup.GID
 	}
-	if err := w.dir(vault.SessionsDir, inboxMode, sessGID, true); err != nil {
+	sessMode := inboxMode
+	if opts.LauncherGroup != nil {
+		sessGID, sessMode = opts.LauncherGroup.GID, SessionsModeLauncher
+	}
+	if err := w.dir(vault.SessionsDir, sessMode, sessGID, true); err != nil {
 		return res, err
 	}
 
