@@ -41,41 +41,160 @@ var InjectionPhrases = []string{
 }
 
 // pattern is one instruction aimed at agents, matched on normalised text.
+// The expression runs only where one of its trigger words occurs, anchored
+// there (back == 0) or in a small window around it (back > 0): Go's regexp
+// has no lazy DFA, so running a dozen expressions over a whole 256 KiB
+// draft costs about a second on hostile text; the triggered runs stop
+// within a few bytes where nothing matches.
 type pattern struct {
 	rule, what string
 	re         *regexp.Regexp
+	triggers   []string
+	back       int
 }
+
+// window bounds how far one triggered match may reach.
+const window = 300
 
 // Compiled once: validate runs for every draft and must stay fast.
 var patterns = func() []pattern {
-	p := func(rule, what, expr string) pattern { return pattern{rule, what, regexp.MustCompile(expr)} }
-	const shells = `(?:(?:ba|z|k|c|tc|da|fi|a)?sh|python[23]?|perl|ruby|node|php|iex|invoke-expression|powershell|pwsh)`
+	p := func(rule, what, triggers string, back int, expr string) pattern {
+		if back == 0 {
+			expr = `^(?:` + expr + `)`
+		}
+		return pattern{rule, what, regexp.MustCompile(expr), strings.Split(triggers, ","), back}
+	}
 	return []pattern{
-		p("prompt-injection", "overrides earlier instructions",
+		p("prompt-injection", "overrides earlier instructions", "ignore,disregard,forget,override,bypass", 0,
 			`\b(?:ignore|disregard|forget|override|bypass)\s+(?:(?:all|any|the|your|every|of|my)\s+)*(?:previous|prior|above|earlier|preceding|former|system|original|existing|your|these|those|safety)\s+(?:instructions?|prompts?|rules|directions|guidelines|messages|context|commands|constraints|policies)\b`),
-		p("prompt-injection", "overrides the system prompt", `\b(?:disregard|ignore|override|replace)\s+(?:the\s+|your\s+)?system\s+prompt\b`),
-		p("prompt-injection", "asks for the system prompt", `\b(?:reveal|print|show|leak|repeat)\s+(?:me\s+)?(?:your|the)\s+(?:system\s+prompt|hidden\s+instructions|initial\s+instructions)\b`),
-		p("prompt-injection", "switches the agent's mode", `\byou\s+are\s+now\s+(?:in\s+)?(?:developer|dan|jailbreak|god|unrestricted)\s+mode\b`),
-		p("agent-instruction", "pipes a download into a shell",
-			`\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod)\b[^|]{0,400}\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S*\s+)*)?`+shells+`\b`),
-		p("agent-instruction", "runs a download in a shell",
+		p("prompt-injection", "overrides the system prompt", "disregard,ignore,override,replace", 0,
+			`\b(?:disregard|ignore|override|replace)\s+(?:the\s+|your\s+)?system\s+prompt\b`),
+		p("prompt-injection", "asks for the system prompt", "reveal,print,show,leak,repeat", 0,
+			`\b(?:reveal|print|show|leak|repeat)\s+(?:me\s+)?(?:your|the)\s+(?:system\s+prompt|hidden\s+instructions|initial\s+instructions)\b`),
+		p("prompt-injection", "switches the agent's mode", "you", 0,
+			`\byou\s+are\s+now\s+(?:in\s+)?(?:developer|dan|jailbreak|god|unrestricted)\s+mode\b`),
+		p("agent-instruction", "runs a download in a shell", "curl,wget", 40,
 			`\b(?:(?:ba|z|k|da)?sh|source|\.)\s+(?:-c\s+)?["']?\s*(?:\$\(|<\s*\(|`+"`"+`)\s*(?:curl|wget)\b`),
-		p("agent-instruction", "runs a download in PowerShell",
+		p("agent-instruction", "runs a download in PowerShell", "iex,invoke-expression", 0,
 			`\b(?:iex|invoke-expression)\b\s*\(?\s*(?:\(\s*)?(?:iwr|irm|invoke-webrequest|invoke-restmethod|new-object\s+(?:system\.)?net\.webclient|\(?\s*new-object)`),
-		p("agent-instruction", "runs a download in PowerShell", `\.downloadstring\s*\(`),
-		p("agent-instruction", "skips tests or hooks",
+		p("agent-instruction", "runs a download in PowerShell", "downloadstring", 0, `downloadstring\s*\(`),
+		p("agent-instruction", "skips tests or hooks", "skip,bypass,disable,omit,do not,don't,dont,never,--no-verify", 0,
 			`\b(?:skip|skipping|bypass|disable|omit)\s+(?:(?:all|the|any|running|of)\s+)*(?:unit\s+|integration\s+|e2e\s+|ci\s+)?(?:tests|checks|ci|pre-commit\s+hooks|hooks)\b|\b(?:do\s+not|don't|dont|never)\s+run\s+(?:the\s+|any\s+)?tests\b|--no-verify\b`),
-		p("agent-instruction", "pushes to a protected branch",
+		p("agent-instruction", "pushes to a protected branch", "push,commit", 0,
 			`\bpush(?:es|ing)?\s+(?:(?:it|this|that|changes|the\s+fix|everything|your\s+changes)\s+)?(?:directly\s+|straight\s+)?(?:to|into|onto)\s+(?:origin\s+|the\s+)?(?:main|master|prod|production|release)\b|\bcommit\s+(?:directly|straight)\s+to\s+(?:main|master)\b`),
-		p("agent-instruction", "disables branch protection",
+		p("agent-instruction", "disables branch protection", "disable,remove,turn,bypass,delete,circumvent,drop,lift,branch", 0,
 			`\b(?:disable|remove|turn\s+off|bypass|delete|circumvent|drop|lift)\s+(?:the\s+|all\s+)?branch[- ]protections?\b|\bbranch[- ]protections?\s+(?:off|disabled)\b`),
-		p("agent-instruction", "force-pushes", `\bforce[- ]?push|\bpush\s+(?:\S+\s+){0,3}?(?:--force|-f)\b`),
-		p("agent-instruction", "declares rules void",
-			`\b(?:rules?|policy|policies|agent\.md|rules\.md|guidelines?|contract|guardrails?|instructions|restrictions)\b[^.;!?]{0,80}?\b(?:void|no\s+longer\s+(?:apply|applies|valid|in\s+force|binding|matter)|(?:does|do)\s+not\s+apply|suspended|revoked|waived|lifted|rescinded)\b`),
-		p("agent-instruction", "disables safety checks",
+		p("agent-instruction", "force-pushes", "force,push", 0, `\bforce[- ]?push|\bpush\s+(?:\S+\s+){0,3}?(?:--force|-f)\b`),
+		p("agent-instruction", "disables safety checks", "disable,turn,bypass,circumvent,--dangerously", 0,
 			`\b(?:disable|turn\s+off|bypass|circumvent)\s+(?:the\s+)?(?:sandbox|fedmem|seccomp|landlock|security\s+checks?|code\s+review|reviews?|the\s+gate)\b|--dangerously-skip-permissions\b`),
 	}
 }()
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80
+}
+
+// find returns the offsets of at most n matches.
+func (p pattern) find(text string, n int) []int {
+	var pos []int
+	for _, t := range p.triggers {
+		for off := 0; ; {
+			i := strings.Index(text[off:], t)
+			if i < 0 {
+				break
+			}
+			pos = append(pos, off+i)
+			off += i + len(t)
+		}
+	}
+	sort.Ints(pos)
+	var out []int
+	covered := -1
+	for _, at := range pos {
+		if at < covered {
+			continue
+		}
+		if p.back == 0 {
+			if at > 0 && isWordByte(text[at-1]) && isWordByte(text[at]) {
+				continue // inside a word: no \b here
+			}
+			if m := p.re.FindStringIndex(text[at:min(len(text), at+window)]); m != nil {
+				out, covered = append(out, at), at+m[1]
+			}
+		} else {
+			// The one windowed pattern needs "$(", "<(" or a backquote
+			// right before the download command.
+			if !strings.ContainsAny(text[max(0, at-4):at], "(`") {
+				continue
+			}
+			lo, hi := max(0, at-p.back), min(len(text), at+p.back)
+			if m := p.re.FindStringIndex(text[lo:hi]); m != nil {
+				out, covered = append(out, lo+m[0]), lo+m[1]
+			}
+		}
+		if len(out) >= n {
+			break
+		}
+	}
+	return out
+}
+
+// near is an instruction made of two parts: a match of b that starts
+// within max bytes after a match of a, with no stop byte in between. Go's
+// regexp has no lazy DFA, so "a[^|]{0,400}b" as one expression costs
+// O(len × 400) on hostile text (seconds on a 1 MiB draft of "curl curl
+// …"); matching a and b once each and pairing them is linear.
+type near struct {
+	rule, what string
+	a, b       *regexp.Regexp
+	max        int
+	stops      string
+}
+
+var nearPatterns = func() []near {
+	const shells = `(?:(?:ba|z|k|c|tc|da|fi|a)?sh|python[23]?|perl|ruby|node|php|iex|invoke-expression|powershell|pwsh)`
+	return []near{
+		{"agent-instruction", "pipes a download into a shell",
+			regexp.MustCompile(`\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod)\b`),
+			regexp.MustCompile(`\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S*\s+)*)?` + shells + `\b`),
+			400, "|"},
+		{"agent-instruction", "declares rules void",
+			regexp.MustCompile(`\b(?:rules?|policy|policies|agent\.md|rules\.md|guidelines?|contract|guardrails?|instructions|restrictions)\b`),
+			regexp.MustCompile(`\b(?:void|no\s+longer\s+(?:apply|applies|valid|in\s+force|binding|matter)|(?:does|do)\s+not\s+apply|suspended|revoked|waived|lifted|rescinded)\b`),
+			80, ".;!?"},
+	}
+}()
+
+// find returns the offsets where a matches that b completes, at most n.
+func (p near) find(text string, n int) []int {
+	bs := p.b.FindAllStringIndex(text, -1)
+	if len(bs) == 0 {
+		return nil
+	}
+	var out []int
+	bi := 0
+	for _, a := range p.a.FindAllStringIndex(text, -1) {
+		for bi < len(bs) && bs[bi][0] < a[1] {
+			bi++
+		}
+		if bi == len(bs) {
+			break
+		}
+		start := bs[bi][0]
+		if start-a[1] > p.max {
+			continue
+		}
+		gap := text[a[1]:start]
+		if strings.ContainsAny(gap, p.stops) {
+			continue
+		}
+		out = append(out, a[0])
+		if len(out) >= n {
+			break
+		}
+	}
+	return out
+}
 
 // lettersOnlyPhrases catch spacing and punctuation tricks ("i g n o r e",
 // "ig-nore", "**ignore** previous"): the phrase's letters in a row.
@@ -188,8 +307,13 @@ func injectionScan(out []note.Finding, lim *limiter, segs []segment) []note.Find
 		}
 	}
 	for _, p := range patterns {
-		for _, m := range p.re.FindAllStringIndex(text, maxPerRule) {
-			found(p.rule, lineAt(starts, m[0]), p.what)
+		for _, off := range p.find(text, maxPerRule) {
+			found(p.rule, lineAt(starts, off), p.what)
+		}
+	}
+	for _, p := range nearPatterns {
+		for _, off := range p.find(text, maxPerRule) {
+			found(p.rule, lineAt(starts, off), p.what)
 		}
 	}
 	for _, p := range lettersOnlyPhrases {

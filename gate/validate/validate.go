@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"sort"
@@ -72,7 +73,7 @@ func scan(b []byte) (Result, error) {
 	r.Findings = append(r.Findings, fs...)
 
 	// Decoded views: what a YAML reader and a Markdown renderer get.
-	var dec decoded
+	dec := decoded{raw: b}
 	dec.frontmatter(n.Front, "")
 	dec.body(n.Body, n.BodyLine)
 	for _, s := range dec.text {
@@ -104,6 +105,7 @@ func scan(b []byte) (Result, error) {
 // decoded collects the decoded views of a note that differ from its raw
 // bytes.
 type decoded struct {
+	raw         []byte          // the draft: a value found verbatim in it was scanned already
 	text        []segment       // decoded strings, each on the draft line it comes from
 	secret      strings.Builder // "key: value" lines for gitleaks
 	secretLines []int           // draft line of each line of secret
@@ -138,7 +140,7 @@ func (d *decoded) frontmatter(n *yaml.Node, key string) {
 			d.frontmatter(c, key)
 		}
 	case yaml.ScalarNode:
-		if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
+		if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 || bytes.Contains(d.raw, []byte(n.Value)) {
 			return
 		}
 		d.text = append(d.text, segment{n.Value, n.Line})
