@@ -74,7 +74,13 @@ attempt("git commondir", write(".git/commondir", "/tmp/evil\n"))
 // attempt fails with the expected errno, the host files are unchanged, no
 // placeholder is left behind, and git commit/branch/gc still work inside.
 func TestPersistenceReadOnly(t *testing.T) {
-	e := setup(t, layout{name: "beside/root"})
+	for _, l := range []layout{{name: "beside/root"}, {name: "own-vault/user", user: true, agentOwned: true}} {
+		t.Run(l.name, func(t *testing.T) { testPersistence(t, l) })
+	}
+}
+
+func testPersistence(t *testing.T, l layout) {
+	e := setup(t, l)
 	repo := e.workdir
 	gitRun := func(args ...string) string {
 		t.Helper()
@@ -91,6 +97,14 @@ func TestPersistenceReadOnly(t *testing.T) {
 	claudeDir := filepath.Join(e.home, ".claude")
 	os.MkdirAll(claudeDir, 0o755)
 	os.WriteFile(filepath.Join(claudeDir, "settings.json"), []byte(`{"theme":"dark"}`+"\n"), 0o644)
+	if l.user {
+		// The unprivileged caller owns its workdir repository and home.
+		for _, d := range []string{repo, e.home} {
+			if err := testutil.ChownTree(d, agentUID, agentUID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 
 	watched := []string{
 		filepath.Join(repo, ".git", "config"), filepath.Join(repo, ".git", "hooks"), filepath.Join(repo, ".git", "info"),
