@@ -120,14 +120,34 @@ func Run(ctx context.Context, o *Options) (int, error) {
 		}
 	}
 	defer ev.close()
-	code, err := run(ctx, o, r, ev, reportF, stderr)
+	rep := &Report{
+		SessionRecord: vault.SessionRecord{Session: r.ID, Profile: r.Profile.Name, ProfileHash: r.ProfileHash, UID: r.UID, Command: o.Argv},
+		Vault:         r.Vault, Inbox: r.Plan.Inbox, Workdir: r.Workdir, Network: r.Profile.Network, Warnings: r.Warnings,
+	}
+	code, err := run(ctx, o, r, ev, rep, stderr)
 	if err != nil && code == 0 {
 		code = sandbox.ExitCodeOf(err)
+	}
+	if err != nil && rep.Error == nil {
+		// Refused before the agent ran: the report says why.
+		rep.ExitCode = code
+		rep.Error = &sandbox.Error{Code: code, Stage: "launch", Msg: err.Error()}
+	}
+	if reportF != nil {
+		b, merr := json.MarshalIndent(rep, "", "  ")
+		if merr == nil {
+			merr = rewrite(reportF, append(b, '\n'))
+		}
+		if merr != nil {
+			fmt.Fprintf(stderr, "fedmem-run: report: %v\n", merr)
+		}
 	}
 	return code, err
 }
 
-func run(ctx context.Context, o *Options, r *Resolved, ev *events, reportF *os.File, stderr io.Writer) (int, error) {
+// run does the session's work after Run has opened the output files; rep
+// is filled in as it goes.
+func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, stderr io.Writer) (int, error) {
 	created, err := ensureGateState(r.Session)
 	if err != nil {
 		return sandbox.ExitFedmemError, err
@@ -154,13 +174,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, reportF *os.F
 		}
 	}
 	started := time.Now()
-	rep := &Report{
-		SessionRecord: vault.SessionRecord{
-			Session: s.ID, Profile: prof.Name, ProfileHash: s.ProfileHash, UID: s.UID,
-			Command: o.Argv, Started: started.UTC().Format(time.RFC3339Nano),
-		},
-		Vault: s.Vault, Inbox: s.Plan.Inbox, Workdir: s.Workdir, Network: prof.Network, Warnings: s.Warnings,
-	}
+	rep.Started = started.UTC().Format(time.RFC3339Nano)
 	rep.VaultHeadStart, _ = vault.ReadHead(s.Vault)
 	if err := checkInboxReachable(s.Vault, s.UID, s.GID); err != nil {
 		return sandbox.ExitFedmemError, err
@@ -223,14 +237,5 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, reportF *os.F
 	writeSessionRecord(s.Vault, rep, stderr)
 	ev.emit("exit", map[string]any{"exit_code": rep.ExitCode, "signal": rep.Signal, "duration_ms": rep.DurationMS,
 		"vault_head_end": rep.VaultHeadEnd, "inbox_files": len(rep.InboxFiles), "error": rep.Error})
-	if reportF != nil {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err == nil {
-			err = rewrite(reportF, append(b, '\n'))
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "fedmem-run: report: %v\n", err)
-		}
-	}
 	return code, runErr
 }
