@@ -161,10 +161,18 @@ func runDemo(ctx context.Context, o demoOptions, withGate bool, w io.Writer) err
 	if twoUsers {
 		initOpts.Gate = &vault.Owner{UID: demoGateUID, GID: demoGateUID}
 		initOpts.AgentGroup = &vault.Group{GID: demoAgentGID}
+	} else {
+		// Same-user mode: the launcher group is your own group, so the
+		// session record is "proven" only against other users; it shows
+		// the mechanism, not its strength (docs/gate.md, "Trust model").
+		initOpts.LauncherGroup = &vault.Group{GID: os.Getegid()}
 	}
 	res, err := repo.Init(v, initOpts)
 	if err != nil {
 		return fmt.Errorf("fedmem init %s: %w", v, err)
+	}
+	if err := demoTrustPolicy(v, twoUsers); err != nil {
+		return fmt.Errorf("demo policy: %w", err)
 	}
 	other := filepath.Join(v, vault.InboxDir, demoOtherSession)
 	if err := os.Mkdir(other, 0o700); err != nil {
@@ -203,6 +211,7 @@ func runDemo(ctx context.Context, o demoOptions, withGate bool, w io.Writer) err
 	if twoUsers {
 		fmt.Fprintf(w, "  inbox    %s/ group %d, mode %s: agents (here root, with that group) create sessions; the gate (uid %d, also a member) claims drafts\n", vault.InboxDir, demoAgentGID, res.InboxMode, demoGateUID)
 	}
+	fmt.Fprintf(w, "  policy   auto_promote trusts sessions of the built-in profile %q for type Fact; everything else waits for a reviewer\n", demoTrustedProfile)
 	fmt.Fprintf(w, "  workdir  %s\n", work)
 	fmt.Fprintf(w, "  home     %s (a demo home with a fake ~/.ssh key and ~/.aws credentials)\n", home)
 	fmt.Fprintf(w, "  running  %s --vault %s --workdir %s --report %s -- /bin/sh -c <demo agent script>\n\n", runBin, v, work, report)
@@ -552,6 +561,40 @@ func gateAsUser(ctx context.Context, self, base, v string) (*gate.Summary, error
 	// Exit status 1 means something was left undecided: the summary's
 	// errors say what, and demoGate reports them.
 	return &s, nil
+}
+
+// demoTrustedProfile is the profile fedmem-run picks for the demo agent;
+// the demo policy trusts it (by its built-in hash).
+const demoTrustedProfile = "default"
+
+// demoTrustPolicy commits a policy that lets the demo's session promote an
+// ordinary Fact on its own (a trusted profile, evidence that resolves), so
+// the demo shows both a promotion from a trusted origin and drafts held for
+// a reviewer. The commit is made as the gate user.
+func demoTrustPolicy(v string, twoUsers bool) error {
+	pol := "version: 1\nreviewers: [\"" + defaultReviewers()[0] + "\"]\nauto_promote:\n  profiles: [" + demoTrustedProfile + "]\n  types: [Fact]\n  max_per_session: 5\n"
+	if !twoUsers {
+		pol += fmt.Sprintf("  launcher_group: \"%d\"\n", os.Getegid())
+	}
+	p := filepath.Join(v, filepath.FromSlash(vault.PolicyFile))
+	if err := os.WriteFile(p, []byte(pol), 0o644); err != nil {
+		return err
+	}
+	args := [][]string{{"add", vault.PolicyFile}, {"-c", "user.name=" + repo.GateName, "-c", "user.email=" + repo.GateEmail, "commit", "-q", "-m", "demo policy: trust the default profile for Facts"}}
+	for _, a := range args {
+		cmd := exec.Command("git", append([]string{"-c", "safe.directory=*", "-C", v}, a...)...)
+		cmd.Env = append(withoutEnv(os.Environ(), "HOME"), "HOME="+v, "GIT_CONFIG_NOSYSTEM=1")
+		if twoUsers {
+			if err := os.Chown(p, demoGateUID, demoGateUID); err != nil {
+				return err
+			}
+			cmd.SysProcAttr = gateCredential(demoGateUID, demoGateUID, demoAgentGID)
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %v: %v: %s", a, err, out)
+		}
+	}
+	return nil
 }
 
 func lastLines(s string, n int) string {

@@ -89,7 +89,7 @@ title: fedmem-run keeps the vault read-only
 confidence: verified
 risk: low
 sources:
-  - resource: docs/threat-model.md
+  - resource: 00-global/AGENT.md
 ---
 
 Inside `fedmem-run`, every path of the vault outside `$FEDMEM_INBOX` is
