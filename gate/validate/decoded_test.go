@@ -213,3 +213,25 @@ func TestCommitted(t *testing.T) {
 		})
 	}
 }
+
+// Shapes that make CommonMark parsing superlinear are refused, with the
+// rule and the body's first line, instead of costing the gate seconds.
+func TestMarkdownComplexityBounded(t *testing.T) {
+	for name, body := range map[string]string{
+		"brackets": strings.Repeat("[a](", maxBrackets+1),
+		"emphasis": strings.Repeat("*a _", maxDelimiters/2+1),
+		"quotes":   strings.Repeat("> ", maxQuoteDepth+1) + "x\n",
+	} {
+		r, err := Draft([]byte("---\ntype: Fact\n---\n" + body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !has(r.Findings, "markdown-complexity", 4, note.Error) {
+			t.Errorf("%s: got %v", name, r.Findings)
+		}
+	}
+	r, _ := Draft([]byte("---\ntype: Fact\n---\n" + strings.Repeat("> ", maxQuoteDepth) + "x\n" + strings.Repeat("[a](b.md) ", 100)))
+	if has(r.Findings, "markdown-complexity", -1, note.Error) {
+		t.Errorf("within limits refused: %v", r.Findings)
+	}
+}

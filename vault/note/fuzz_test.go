@@ -16,6 +16,9 @@ func FuzzFrontmatter(f *testing.F) {
 		"---\n---\n",
 		"---\n{\n---\n",
 		"\ufeff---\ntype: Fact\n---\n",
+		"---\ntype: Fact\nStatus: stable\nstatus: draft\nVerified: [{by: human:alice}]\n---\n",
+		"---\ntype: Fact\n\uff53\uff54\uff41\uff54\uff55\uff53: stable\n\u017ftatus: x\n---\n",
+		"---\ntype: Fact\ntitle: \"\\x67hp_x\\u202E\\\n  y\"\n---\n",
 	} {
 		f.Add([]byte(s))
 	}

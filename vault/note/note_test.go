@@ -112,3 +112,23 @@ func TestCheckNormalisesDates(t *testing.T) {
 		t.Errorf("meta %+v", m)
 	}
 }
+
+func TestGateOwnedAnyCase(t *testing.T) {
+	for _, k := range []string{"status", "Status", "STATUS", "Verified", "GENERATED", "Stale_After", "Confidence", "RISK", "Claimed", "\uff53\uff54\uff41\uff54\uff55\uff53", "\u017ftatus"} {
+		if !IsGateOwned(k) {
+			t.Errorf("%q not gate-owned", k)
+		}
+	}
+	for _, k := range []string{"type", "title", "statuses", "sources"} {
+		if IsGateOwned(k) {
+			t.Errorf("%q gate-owned", k)
+		}
+	}
+	n, fs := Parse([]byte("---\ntype: Fact\nstatus: draft\nStatus: stable\n---\n"))
+	if n == nil {
+		t.Fatal(fs)
+	}
+	if _, fs := Check(n); !HasErrors(fs) || fs[len(fs)-1].Rule != "okf-key-case" || fs[len(fs)-1].Line != 4 {
+		t.Fatalf("keys equal under case folding: %v", fs)
+	}
+}
