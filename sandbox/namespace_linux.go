@@ -180,6 +180,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	}
 	var timedOut, inboxFull atomic.Bool
 	var inboxReason atomic.Value // string: why the inbox watcher ended the session
+	var tmpFull tmpCap           // /tmp or /dev/shm full: limits.tmp_bytes
 	if spec.Limits.InboxBytes > 0 {
 		stop := make(chan struct{})
 		defer close(stop)
@@ -242,6 +243,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 				if m.Layers != nil {
 					res.Layers = host(*m.Layers)
 					emit(spec, "started", map[string]any{"layers": res.Layers})
+					tmpFull.start(spec.Plan, cmd.Process.Pid, func() { _ = cmd.Process.Kill() })
 				}
 			case "error":
 				runErr = m.Err
@@ -285,6 +287,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			res.ExitCode, res.Signal = 128+int(unix.SIGKILL), int(unix.SIGKILL)
 		}
 	}
+	tmpFull.finish(res)
 	for _, l := range res.LimitsHit {
 		emit(spec, "limit", map[string]any{"limit": l})
 	}

@@ -279,40 +279,44 @@ time.sleep(60)
 
 // TestLimitTmpBytes: /tmp and /dev/shm are tmpfs capped at
 // limits.tmp_bytes: a flood stops with ENOSPC at the cap (in memory, never
-// on the host's disk), and the report says how the limit is held.
+// on the host's disk), fedmem-run ends the session and reports tmp_bytes
+// with the full directory. Without the cap the flood runs to 64 MiB.
 func TestLimitTmpBytes(t *testing.T) {
-	e := setup(t, layout{name: "beside/root"})
-	prof := limitsProfile(t, e, "  tmp_bytes: 8MiB\n  wall_time: 60s\n")
-	script := `
-import errno, os
-for d in ["/tmp", "/dev/shm"]:
-    n = 0
-    try:
-        with open(d + "/flood", "wb") as f:
-            for _ in range(64):
-                f.write(b"\0" * (1 << 20))
-                f.flush()
-                n += 1
-        print(d, "wrote", n, "MiB", flush=True)
-    except OSError as e:
-        print(d, "stopped", errno.errorcode[e.errno], "after", n, "MiB", flush=True)
-`
-	r := e.run(t, []string{"--profile", prof}, "python3", "-c", script)
-	out := string(r.stdout)
-	for _, d := range []string{"/tmp", "/dev/shm"} {
-		var n int
-		i := strings.Index(out, d+" stopped ENOSPC after ")
-		if i < 0 {
-			t.Errorf("%s flood not stopped by ENOSPC:\n%s%s", d, out, r.stderr)
-			continue
-		}
-		fmt.Sscanf(out[i+len(d+" stopped ENOSPC after "):], "%d", &n)
-		if n > 8 {
-			t.Errorf("%s: %d MiB written under an 8 MiB cap", d, n)
-		}
+	for _, l := range []layout{{name: "beside/root"}, {name: "own-vault/user", user: true, agentOwned: true}} {
+		t.Run(l.name, func(t *testing.T) { testLimitTmpBytes(t, l) })
 	}
-	if !strings.Contains(notes(r), "tmp_bytes=8388608") {
-		t.Errorf("report does not say how tmp_bytes is held: %s", notes(r))
+}
+
+func testLimitTmpBytes(t *testing.T, l layout) {
+	e := setup(t, l)
+	prof := limitsProfile(t, e, "  tmp_bytes: 8MiB\n  wall_time: 60s\n")
+	os.Chmod(prof, 0o644)
+	for _, d := range []string{"/tmp", "/dev/shm"} {
+		script := `
+import errno, sys, time
+d, n = sys.argv[1], 0
+try:
+    with open(d + "/flood", "wb") as f:
+        for _ in range(64):
+            f.write(b"\0" * (1 << 20))
+            f.flush()
+            n += 1
+    print(d, "wrote", n, "MiB", flush=True)
+except OSError as e:
+    print(d, "stopped", errno.errorcode[e.errno], "after", n, "MiB", flush=True)
+time.sleep(60)
+`
+		r := e.run(t, []string{"--profile", prof}, "python3", "-c", script, d)
+		out := string(r.stdout)
+		if !strings.Contains(out, d+" stopped ENOSPC after ") {
+			t.Errorf("%s flood not stopped by ENOSPC:\n%s%s", d, out, r.stderr)
+		}
+		if r.code != 137 || !slices.Contains(hits(r), "tmp_bytes") || !strings.Contains(notes(r), "tmp_bytes: "+d+" is full") {
+			t.Errorf("%s: exit %d limits_hit %v notes %s; want 137, tmp_bytes and the reason\n%s", d, r.code, hits(r), notes(r), r.stderr)
+		}
+		if !strings.Contains(notes(r), "tmp_bytes=8388608") {
+			t.Errorf("report does not say how tmp_bytes is held: %s", notes(r))
+		}
 	}
 }
 
