@@ -143,7 +143,8 @@ func TestLooseningFlagsRefused(t *testing.T) {
 		{[]string{"--profile", none, "--network", "host"}, "--network host would loosen profile offline"},
 		{[]string{"--profile", none, "--network", "allowlist"}, "--network allowlist would loosen"},
 		{[]string{"--profile", prof, "--timeout", "1h"}, "--timeout 1h0m0s would loosen profile limits"},
-		{[]string{"--network", "wifi"}, "want none, allowlist or host"},
+		{[]string{"--network", "wifi"}, "want none, allowlist, public or host"},
+		{[]string{"--network", "host"}, "--network host would loosen profile default (network: public)"},
 	} {
 		r := e.run(t, c.args, "/bin/true")
 		if r.code != 125 || !strings.Contains(string(r.stderr), c.want) {
@@ -151,8 +152,10 @@ func TestLooseningFlagsRefused(t *testing.T) {
 		}
 	}
 	// Tightening is accepted, and takes effect.
-	// (A server on the host's loopback: reachable with the default
-	// profile's host network, not from a sandbox of its own.)
+	// (A server on the host's loopback: reachable with a profile that
+	// names network: host, not from a sandbox of its own.)
+	hostNet := filepath.Join(e.outDir, "hostnet.yaml")
+	os.WriteFile(hostNet, []byte("name: hostnet\nextends: default\nnetwork: host\n"), 0o644)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -160,12 +163,14 @@ func TestLooseningFlagsRefused(t *testing.T) {
 	defer ln.Close()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	probe := "import socket\ntry:\n socket.create_connection(('127.0.0.1', " + port + "), timeout=3); print('REACHED')\nexcept OSError as e: print('BLOCKED', e)"
-	if r := e.run(t, nil, "python3", "-c", probe); !strings.Contains(string(r.stdout), "REACHED") {
-		t.Fatalf("control: the default profile does not reach the host's loopback: %s%s", r.stdout, r.stderr)
+	if r := e.run(t, []string{"--profile", hostNet}, "python3", "-c", probe); !strings.Contains(string(r.stdout), "REACHED") {
+		t.Fatalf("control: a network: host profile does not reach the host's loopback: %s%s", r.stdout, r.stderr)
 	}
-	r := e.run(t, []string{"--network", "none"}, "python3", "-c", probe)
-	if r.code != 0 || !strings.Contains(string(r.stdout), "BLOCKED") {
-		t.Errorf("--network none on the default profile: exit %d %s%s", r.code, r.stdout, r.stderr)
+	for _, n := range []string{"none", "public"} {
+		r := e.run(t, []string{"--profile", hostNet, "--network", n}, "python3", "-c", probe)
+		if r.code != 0 || !strings.Contains(string(r.stdout), "BLOCKED") {
+			t.Errorf("--network %s on a network: host profile: exit %d %s%s", n, r.code, r.stdout, r.stderr)
+		}
 	}
 	if r := e.run(t, []string{"--profile", prof, "--timeout", "1s"}, "sleep", "60"); r.code != 124 {
 		t.Errorf("--timeout shorter than the profile's: exit %d, want 124", r.code)
