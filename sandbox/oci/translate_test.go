@@ -1,0 +1,138 @@
+package oci
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/profiles"
+)
+
+func base(ms ...mounts.Mount) Input {
+	return Input{
+		Plan:   &mounts.Plan{Vault: "/v", Inbox: "/v/90-inbox/s", Network: profiles.NetworkNone, Mounts: append([]mounts.Mount{{Kind: mounts.RootRO, Source: "/", Target: "/", Dir: true}}, ms...)},
+		Rootfs: "/run/x/rootfs", Args: []string{"/init"}, UID: 0, GID: 0,
+		UIDMap: []specs.LinuxIDMapping{{ContainerID: 0, HostID: 0, Size: 1}},
+		GIDMap: []specs.LinuxIDMapping{{ContainerID: 0, HostID: 0, Size: 1}},
+	}
+}
+
+func TestTranslateMounts(t *testing.T) {
+	tests := []struct {
+		name   string
+		in     []mounts.Mount
+		mounts []specs.Mount
+		masked []string
+		ro     []string
+	}{
+		{"root only", nil, nil, nil, nil},
+		{"vault ro then inbox rw, in plan order",
+			[]mounts.Mount{
+				{Kind: mounts.BindRO, Source: "/v", Target: "/v", Dir: true},
+				{Kind: mounts.Hidden, Target: "/v/90-inbox", Dir: true},
+				{Kind: mounts.BindRW, Source: "/v/90-inbox/s", Target: "/v/90-inbox/s", Dir: true},
+			},
+			[]specs.Mount{
+				{Destination: "/v", Type: "bind", Source: "/v", Options: []string{"rbind", "ro", "rro", "nosuid", "nodev"}},
+				{Destination: "/v/90-inbox", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=755", "size=64k", "ro"}},
+				{Destination: "/v/90-inbox/s", Type: "bind", Source: "/v/90-inbox/s", Options: []string{"rbind", "rw", "nosuid", "nodev"}},
+			}, nil, nil},
+		{"procfs knobs and masks go to the runtime's lists",
+			[]mounts.Mount{
+				{Kind: mounts.Proc, Target: "/proc", Dir: true},
+				{Kind: mounts.ReadOnly, Source: "/proc/sys", Target: "/proc/sys", Dir: true},
+				{Kind: mounts.Masked, Target: "/proc/kcore"},
+				{Kind: mounts.Masked, Target: "/sys/firmware", Dir: true},
+			},
+			[]specs.Mount{
+				{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev", "hidepid=invisible"}},
+				{Destination: "/sys/firmware", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=000", "size=4k", "ro"}},
+			}, []string{"/proc/kcore"}, []string{"/proc/sys"}},
+		{"secrets and placeholders",
+			[]mounts.Mount{
+				{Kind: mounts.Masked, Target: "/h/.netrc"},
+				{Kind: mounts.Protected, Source: "/w/.git/hooks", Target: "/w/.git/hooks", Dir: true},
+				{Kind: mounts.Protected, Target: "/w/.mcp.json", Placeholder: true},
+				{Kind: mounts.Pinned, Source: "/w/.git", Target: "/w/.git", Dir: true},
+				{Kind: mounts.Tmpfs, Target: "/tmp", Dir: true, Size: 1 << 20},
+			},
+			[]specs.Mount{
+				{Destination: "/h/.netrc", Type: "bind", Source: "/dev/null", Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}},
+				{Destination: "/w/.git/hooks", Type: "bind", Source: "/w/.git/hooks", Options: []string{"rbind", "ro", "rro", "nosuid", "nodev"}},
+				{Destination: "/w/.mcp.json", Type: "bind", Source: "/dev/null", Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}},
+				{Destination: "/w/.git", Type: "bind", Source: "/w/.git", Options: []string{"rbind", "rw", "nosuid", "nodev"}},
+				{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777", "size=1048576"}},
+			}, nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Translate(base(tc.in...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.mounts, s.Mounts); d != "" {
+				t.Errorf("mounts (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.masked, s.Linux.MaskedPaths); d != "" {
+				t.Errorf("maskedPaths (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.ro, s.Linux.ReadonlyPaths); d != "" {
+				t.Errorf("readonlyPaths (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestTranslateProcess(t *testing.T) {
+	in := base()
+	in.InitCaps = []string{"CAP_SETUID"}
+	in.Pids, in.Memory = 64, 1<<20
+	in.Hostname = "fedmem"
+	in.Plan.Network = profiles.NetworkHost
+	s, err := Translate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps := []string{"CAP_SETUID"}
+	pids, mem := int64(64), int64(1<<20)
+	want := &specs.Spec{
+		Version:  specs.Version,
+		Hostname: "fedmem",
+		Root:     &specs.Root{Path: "/run/x/rootfs", Readonly: true},
+		Process: &specs.Process{
+			User: specs.User{AdditionalGids: []uint32{}}, Args: []string{"/init"}, Env: []string{}, Cwd: "/",
+			NoNewPrivileges: true, Rlimits: []specs.POSIXRlimit{},
+			Capabilities: &specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps, Inheritable: []string{}, Ambient: []string{}},
+		},
+		Linux: &specs.Linux{
+			UIDMappings: in.UIDMap, GIDMappings: in.GIDMap,
+			Namespaces:        []specs.LinuxNamespace{{Type: "user"}, {Type: "mount"}, {Type: "pid"}, {Type: "ipc"}, {Type: "uts"}, {Type: "cgroup"}},
+			Resources:         &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &pids}, Memory: &specs.LinuxMemory{Limit: &mem, Swap: &mem}},
+			RootfsPropagation: "rslave",
+		},
+	}
+	if d := cmp.Diff(want, s); d != "" {
+		t.Errorf("spec (-want +got):\n%s", d)
+	}
+	in.Plan.Network = profiles.NetworkNone
+	s, _ = Translate(in)
+	if n := s.Linux.Namespaces[len(s.Linux.Namespaces)-1]; n.Type != specs.NetworkNamespace {
+		t.Errorf("network none: last namespace %q, want network", n.Type)
+	}
+}
+
+func TestTranslateRefuses(t *testing.T) {
+	for name, in := range map[string]Input{
+		"unknown kind":   base(mounts.Mount{Kind: "weird", Target: "/x"}),
+		"root elsewhere": base(mounts.Mount{Kind: mounts.RootRO, Target: "/x"}),
+		"no mappings":    func() Input { i := base(); i.UIDMap = nil; return i }(),
+		"no args":        func() Input { i := base(); i.Args = nil; return i }(),
+	} {
+		if _, err := Translate(in); !errors.Is(err, ErrTranslate) {
+			t.Errorf("%s: err %v, want ErrTranslate", name, err)
+		}
+	}
+}
