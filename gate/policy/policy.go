@@ -40,6 +40,9 @@ type Policy struct {
 	// Verifiers are the approved verification processes, by name
 	// (verifiers.go).
 	Verifiers map[string]Verifier
+	// Remote, when set, is the Git remote the gate synchronises the vault
+	// with (remote.go; gate/sync.go).
+	Remote *Remote
 }
 
 // AutoPromote says which sessions' drafts may promote on their own. Origin is
@@ -266,6 +269,8 @@ func Parse(file string, b []byte) (*Policy, error) {
 			})
 		case "auto_promote":
 			p.AutoPromote = c.autoPromote(v)
+		case "remote":
+			p.Remote = c.remote(v)
 		default:
 			c.unknown(root, "", k)
 		}
