@@ -74,6 +74,9 @@ type Plan struct {
 	// Visible, when set, are the only vault folders the sandbox shows
 	// (vault-relative); .git and everything else of the vault is absent.
 	Visible []string `json:"visible,omitempty"`
+	// AcceptRisks are the profile's accept_risks, for the backend (e.g.
+	// keep-groups: an unprivileged caller's agent keeps its groups).
+	AcceptRisks []string `json:"accept_risks,omitempty"`
 	// Warnings name every setting that weakens the sandbox.
 	Warnings []string `json:"warnings,omitempty"`
 	// CgroupOptional names the limits ("memory", "pids") the profile's
@@ -97,6 +100,12 @@ type Input struct {
 	// the caller's runtime dir and forwarded agent sockets (SSH_AUTH_SOCK,
 	// GPG agent), which would hand the agent the user's credentials.
 	ExtraMasks []string
+	// ResolvConf is where /etc/resolv.conf really is (symlinks resolved);
+	// its directory stays visible when it lies under a hidden /run.
+	ResolvConf string
+	// RealPath resolves symlinks of a host path (nil: paths are taken as
+	// they are); a /var/run that is a link to /run is not hidden twice.
+	RealPath func(p string) string
 }
 
 // ErrPlan marks an invalid plan input.
@@ -138,6 +147,8 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	add(Mount{Kind: Dev, Target: "/dev", Dir: true, Why: "minimal devices", Size: int64(p.Limits.TmpBytes)})
 	add(Mount{Kind: Proc, Target: "/proc", Dir: true, Why: "processes of the sandbox only"})
 	add(Mount{Kind: Tmpfs, Target: "/tmp", Dir: true, Why: "private /tmp", Size: int64(p.Limits.TmpBytes)})
+	// Guarantee 5: procfs knobs read-only, kernel state masked, /run hidden.
+	addHostAuthority(pl, p, in, exists)
 	pl.Writable = append(pl.Writable, "/tmp", "/dev/shm")
 
 	if p.Home.Mode == "hidden" && !vault.Within(in.Vault, in.Home) {

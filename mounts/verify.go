@@ -68,6 +68,9 @@ func Verify(pl *Plan, r io.Reader) error {
 			return &VerifyError{Path: pm.Target, Rule: "secret-masked", Detail: describe(m)}
 		}
 	}
+	if err := verifyHostAuthority(pl, infos); err != nil {
+		return err
+	}
 	return verifyPersistence(pl, infos)
 }
 

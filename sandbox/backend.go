@@ -26,8 +26,20 @@ type Spec struct {
 	// Dir is the working directory inside the sandbox.
 	Dir string
 	// UID and GID the agent runs as (host ids; the user namespace maps them
-	// one to one).
+	// one to one). Under a root caller they are never 0: a Spec with UID 0
+	// gets the agent ChooseAgent picks (SUDO_UID, fedmem-agent, 65533).
 	UID, GID int
+	// IdentitySource says what chose UID ("run_as", "agent-user", "sudo",
+	// ChooseAgent's sources); reported in Layers.Identity.
+	IdentitySource string
+	// OwnerUID and OwnerGID own the writable binds on disk (the caller; the
+	// invoking user under sudo). With OwnerSet and a root caller, a
+	// writable bind owned by OwnerUID is idmapped OwnerUID→UID, so what
+	// the agent creates stays the owner's. Unset: the caller's ids.
+	OwnerUID, OwnerGID int
+	OwnerSet           bool
+	// AcceptRisks are the profile's accept_risks (profiles.RiskKeepGroups).
+	AcceptRisks []string
 	// TTY gives the agent a private pseudo-terminal relayed to Stdin/Stdout.
 	TTY             bool
 	Stdin           *os.File
@@ -71,7 +83,9 @@ type Layers struct {
 	// Limits says how each limit is enforced, e.g. "pids=512 (cgroup v1)".
 	Limits []string `json:"limits,omitempty"`
 	PTY    bool     `json:"pty"`
-	Notes  []string `json:"notes,omitempty"`
+	// Identity is who the agent is on the host (guarantee 5).
+	Identity *Identity `json:"identity,omitempty"`
+	Notes    []string  `json:"notes,omitempty"`
 }
 
 // Result is the outcome of Run.

@@ -60,10 +60,13 @@ func dropBoundingSet() error {
 }
 
 // dropCapabilities empties the capability sets of every thread (ambient,
-// inheritable, permitted, effective) and locks the securebits so that uid 0
+// inheritable, permitted, effective) but keep (a mask of permitted and
+// effective capabilities the forker still needs to make the agent another
+// uid: CAP_SETUID, CAP_SETGID), and locks the securebits so that uid 0
 // regains nothing at execve. The other threads keep a bounding set they
-// can never use: they hold no capability and never exec.
-func dropCapabilities() error {
+// can never use; the agent's execve as a non-root uid, with no file
+// capability and an empty bounding set, leaves it no capability at all.
+func dropCapabilities(keep uint64) error {
 	const secbits = 1<<0 | 1<<1 | // SECBIT_NOROOT, _LOCKED
 		1<<2 | 1<<3 | // SECBIT_NO_SETUID_FIXUP, _LOCKED
 		1<<5 | // SECBIT_KEEP_CAPS_LOCKED (KEEP_CAPS off)
@@ -76,6 +79,8 @@ func dropCapabilities() error {
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
+	data[0].Permitted, data[0].Effective = uint32(keep), uint32(keep)
+	data[1].Permitted, data[1].Effective = uint32(keep>>32), uint32(keep>>32)
 	if err := allThreads(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); err != nil {
 		return fmt.Errorf("capset(0): %w", err)
 	}

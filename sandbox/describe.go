@@ -14,13 +14,19 @@ func DescribeLayers(pl *mounts.Plan) []string {
 		ns += ", net (loopback only)"
 	case profiles.NetworkAllowlist:
 		ns += ", net (loopback only; out through fedmem-run's allowlist proxy at 127.0.0.1:3128)"
-	default:
+	case profiles.NetworkPublic:
+		ns += ", net (loopback only; out through fedmem-run's proxy at 127.0.0.1:3128 to public addresses only)"
+	case profiles.NetworkHost:
 		ns += " (host network)"
+	default:
+		ns += ", net (loopback only)"
 	}
 	return append([]string{
 		ns,
 		"mounts: verified against /proc/self/mountinfo before exec (fail closed)",
 		"capabilities: none in any set (bounding, ambient, inheritable, permitted, effective); securebits locked",
 		"no_new_privs: set",
+		describeIdentity(),
+		"host authority: /proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus, /proc/fs read-only; runc's masked paths masked; /proc with hidepid=invisible; /run an empty read-only directory but name resolution and the profile's unix_sockets",
 	}, describeFilters(pl)...)
 }

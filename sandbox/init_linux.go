@@ -29,12 +29,15 @@ import (
 // thread of itself, then forks the agent — which inherits all of them — and
 // reaps until the agent exits.
 func InitMain() {
+	if len(os.Args) > 1 && os.Args[1] == usernsHoldArg {
+		holdMain()
+	}
 	// The agent is forked from this thread, which alone gets the empty
 	// bounding set (see dropCapabilities): stay on it.
 	runtime.LockOSThread()
 	sync := os.NewFile(initSyncFd, "sync")
 	fail := func(code int, stage string, err error) {
-		_ = json.NewEncoder(sync).Encode(initMessage{Type: "error", Err: &Error{Code: code, Stage: stage, Msg: err.Error()}})
+		_ = json.NewEncoder(sync).Encode(initMessage{Type: msgError, Err: &Error{Code: code, Stage: stage, Msg: err.Error()}})
 		os.Exit(code)
 	}
 	var cfg initConfig
@@ -57,7 +60,7 @@ func InitMain() {
 		fail(ExitFedmemError, "prctl", err)
 	}
 	layers := Layers{Caps: "none"}
-	skipped, err := buildRoot(cfg.Plan)
+	skipped, err := buildRoot(cfg.Plan, cfg.Idmapped)
 	if err != nil {
 		fail(ExitFedmemError, "mounts", err)
 	}
@@ -77,7 +80,7 @@ func InitMain() {
 		fail(ExitFedmemError, "verify", err)
 	}
 	if cfg.TTY {
-		if err := makeSandboxPTY(); err != nil {
+		if err := makeSandboxPTY(&cfg); err != nil {
 			fail(ExitFedmemError, "pty", err)
 		}
 	}
@@ -85,7 +88,7 @@ func InitMain() {
 	if cfg.Hostname != "" {
 		_ = unix.Sethostname([]byte(cfg.Hostname))
 	}
-	if cfg.Plan.Network == profiles.NetworkNone || cfg.Plan.Network == profiles.NetworkAllowlist {
+	if profiles.OwnNetNS(cfg.Plan.Network) {
 		if err := loopbackUp(); err != nil {
 			fail(ExitFedmemError, "network", err)
 		}
@@ -117,6 +120,17 @@ func InitMain() {
 	// fork so that none is lost.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGCONT, unix.SIGWINCH)
+	// Every other signal is caught and dropped: a pid namespace's init gets
+	// from inside only the signals it handles, and the Go runtime's default
+	// handling of some (SIGQUIT, SIGABRT, SIGSYS…) is to dump its stacks
+	// and die — an agent of the same uid must not end the session's pid 1
+	// that way. The forwarded ones above only ever reach the agent itself.
+	swallow := make(chan os.Signal, 64)
+	signal.Notify(swallow)
+	go func() {
+		for range swallow {
+		}
+	}()
 
 	// The agent is forked from a dedicated thread (the main thread stays
 	// locked to this goroutine, so the forker runs elsewhere). That thread
@@ -133,7 +147,16 @@ func InitMain() {
 			fail(ExitFedmemError, "limits", fmt.Errorf("setrlimit(%d, %d): %w", r.Resource, r.Max, err))
 		}
 	}
-	if err := dropCapabilities(); err != nil {
+	var keep uint64
+	if cfg.AgentSwitch {
+		// The forker's child becomes the agent's uid between fork and
+		// exec; execve of a non-root uid leaves it no capability.
+		keep = 1<<unix.CAP_SETUID | 1<<unix.CAP_SETGID
+		if cfg.AgentUID == 0 || cfg.AgentGID == 0 {
+			fail(ExitFedmemError, "identity", errors.New("refusing to run the agent as uid or gid 0"))
+		}
+	}
+	if err := dropCapabilities(keep); err != nil {
 		fail(ExitFedmemError, "capabilities", err)
 	}
 	if err := applySeccomp(&cfg, &layers); err != nil {
@@ -152,7 +175,7 @@ func InitMain() {
 	if res.scoped {
 		layers.Notes = append(layers.Notes, "agent in a nested Landlock domain: cannot signal pid 1")
 	}
-	_ = json.NewEncoder(sync).Encode(initMessage{Type: "started", Layers: &layers})
+	_ = json.NewEncoder(sync).Encode(initMessage{Type: msgStarted, Layers: &layers})
 
 	var stopped atomic.Bool
 	go func() {
@@ -188,14 +211,14 @@ func InitMain() {
 		case ws.Stopped():
 			stopped.Store(true)
 			if cfg.TTY {
-				_ = json.NewEncoder(sync).Encode(initMessage{Type: "stopped", Signal: int(ws.StopSignal())})
+				_ = json.NewEncoder(sync).Encode(initMessage{Type: msgStopped, Signal: int(ws.StopSignal())})
 			}
 		case ws.Exited():
-			_ = json.NewEncoder(sync).Encode(initMessage{Type: "exit", Code: ws.ExitStatus()})
+			_ = json.NewEncoder(sync).Encode(initMessage{Type: msgExit, Code: ws.ExitStatus()})
 			os.Exit(ws.ExitStatus())
 		case ws.Signaled():
 			n := int(ws.Signal())
-			_ = json.NewEncoder(sync).Encode(initMessage{Type: "exit", Code: 128 + n, Signal: n})
+			_ = json.NewEncoder(sync).Encode(initMessage{Type: msgExit, Code: 128 + n, Signal: n})
 			os.Exit(128 + n)
 		}
 	}
@@ -241,6 +264,10 @@ func startForker(cfg *initConfig) *forker {
 			Env:   cfg.Env,
 			Files: []uintptr{0, 1, 2},
 			Sys:   &syscall.SysProcAttr{},
+		}
+		if cfg.AgentSwitch {
+			// setgroups([]), setgid, setuid in the child, before exec.
+			attr.Sys.Credential = &syscall.Credential{Uid: uint32(cfg.AgentUID), Gid: uint32(cfg.AgentGID), Groups: []uint32{}}
 		}
 		if cfg.TTY {
 			// This init is the session leader of the private pty; the

@@ -38,7 +38,10 @@ const stageDir = "/tmp/.fedmem-root" // inside the sandbox's private /tmp tmpfs
 // It returns the targets of masks it skipped because this uid cannot reach
 // them at all (EACCES on the path): the agent, same uid and no capability,
 // cannot either. The caller drops them from the plan before verifying.
-func buildRoot(pl *mounts.Plan) (skipped []string, err error) {
+//
+// idmapped maps a mount's index to the fd of an idmapped clone of its
+// source the parent made (identity_linux.go); it is attached as it is.
+func buildRoot(pl *mounts.Plan, idmapped map[int]int) (skipped []string, err error) {
 	// Nothing we do may propagate back to the host.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return nil, &MountError{Op: "make-rprivate", Target: "/", Err: err}
@@ -62,6 +65,10 @@ func buildRoot(pl *mounts.Plan) (skipped []string, err error) {
 	}()
 	for i, m := range pl.Mounts {
 		if m.Kind != mounts.BindRO && m.Kind != mounts.BindRW {
+			continue
+		}
+		if fd, ok := idmapped[i]; ok && m.Kind == mounts.BindRW {
+			srcFds[i] = fd
 			continue
 		}
 		set := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
@@ -103,8 +110,22 @@ func buildRoot(pl *mounts.Plan) (skipped []string, err error) {
 				return nil, err
 			}
 		case mounts.Proc:
-			if err := unix.Mount("proc", t, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			// hidepid=invisible: /proc/<pid> of a process the agent may not
+			// ptrace-read does not exist for it — the sandbox's pid 1 is not
+			// dumpable (and runs as another uid for a root caller), so the
+			// agent cannot even see fedmem's own process (guarantee 5).
+			if err := unix.Mount("proc", t, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "hidepid=invisible"); err != nil {
 				return nil, &MountError{Op: "mount proc", Target: m.Target, Err: err}
+			}
+		case mounts.ReadOnly:
+			// The knob itself, re-bound read-only: EROFS for every writer,
+			// with or without Landlock (runc's readonlyPaths).
+			if err := unix.Mount(t, t, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+				return nil, &MountError{Op: "bind", Source: m.Target, Target: m.Target, Err: err}
+			}
+			attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC}
+			if err := unix.MountSetattr(unix.AT_FDCWD, t, unix.AT_RECURSIVE, &attr); err != nil {
+				return nil, &MountError{Op: "remount read-only", Target: m.Target, Err: err}
 			}
 		case mounts.Tmpfs:
 			if err := ensureTarget(t, true); err != nil {

@@ -30,6 +30,12 @@ func (Namespace) Name() string { return "namespace" }
 // sandbox's pid 1 in new namespaces, sends it the config, relays the
 // terminal or signals, and returns the agent's exit status.
 func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
+	s := *spec // planIdentity may settle UID/GID: never the caller's copy
+	spec = &s
+	idp, err := planIdentity(spec)
+	if err != nil {
+		return nil, err
+	}
 	cfg := initConfig{
 		Plan: spec.Plan, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, TTY: spec.TTY,
 		Hostname: spec.Hostname, RequireLandlock: spec.RequireLandlock, RequireSeccomp: spec.RequireSeccomp,
@@ -57,7 +63,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
 	ns := []string{"user", "mount", "pid", "ipc", "uts", "cgroup"}
-	if spec.Plan.Network == profiles.NetworkNone || spec.Plan.Network == profiles.NetworkAllowlist {
+	if profiles.OwnNetNS(spec.Plan.Network) { // every mode but host: fail closed
 		flags |= unix.CLONE_NEWNET
 		ns = append(ns, "net")
 	}
@@ -68,9 +74,9 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		ExtraFiles: []*os.File{cfgR, syncW},
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:                 flags,
-			UidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.UID, HostID: spec.UID, Size: 1}},
-			GidMappings:                []syscall.SysProcIDMap{{ContainerID: spec.GID, HostID: spec.GID, Size: 1}},
-			GidMappingsEnableSetgroups: false,
+			UidMappings:                idp.uidMaps,
+			GidMappings:                idp.gidMaps,
+			GidMappingsEnableSetgroups: idp.enableSetgroups,
 			Pdeathsig:                  unix.SIGKILL,
 			// The init keeps its uid (paths and owners agree inside and
 			// out), so execve would clear the namespace's capabilities
@@ -80,11 +86,11 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN},
 		},
 	}
-	if os.Geteuid() != spec.UID || os.Getegid() != spec.GID {
-		// run_as: root starts the sandbox for another uid. The init becomes
-		// that uid inside its user namespace and keeps the namespace's
-		// capabilities (its ids never were 0 there), drops them before exec.
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), NoSetGroups: true}
+	if idp.cred != nil {
+		// A root caller: the init is uid 0 of its namespace (host 0, no
+		// group) and its forker makes the agent spec.UID:GID at fork.
+		cmd.SysProcAttr.Credential = idp.cred
+		cfg.AgentSwitch, cfg.AgentUID, cfg.AgentGID = true, spec.UID, spec.GID
 	}
 
 	var relay *ptyRelay
@@ -117,9 +123,9 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	}
 
 	var proxyCtl *os.File
-	if spec.Plan.Network == profiles.NetworkAllowlist {
+	if profiles.Proxied(spec.Plan.Network) {
 		if spec.Proxy == nil {
-			return nil, &Error{Code: ExitFedmemError, Stage: "network", Msg: "network: allowlist without a proxy"}
+			return nil, &Error{Code: ExitFedmemError, Stage: "network", Msg: "network: " + spec.Plan.Network + " without a proxy"}
 		}
 		// The sandbox's pid 1 hands each connection made to its loopback
 		// proxy port over this socket (SCM_RIGHTS); no address or path
@@ -137,6 +143,13 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		cfg.ProxyPort = ProxyPort
 	}
 	defer guardPlaceholders(spec)() // guarantee 6: placeholders leave no litter
+	if idp.cred != nil {
+		closeIdmapped, err := idmapBinds(spec, &cfg, &idp.id, cmd)
+		defer closeIdmapped()
+		if err != nil {
+			return nil, err
+		}
+	}
 	cg, limitNotes, err := limitsSetup(spec, &cfg)
 	if err != nil {
 		return nil, err
@@ -226,6 +239,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	// What the parent knows of the layers; the init reports the rest.
 	host := func(l Layers) Layers {
 		l.Backend, l.Namespaces, l.PTY, l.Limits = "namespace", ns, relay != nil, limitNotes
+		l.Identity = &idp.id
 		return l
 	}
 	res := &Result{ExitCode: -1, Layers: host(Layers{})}
@@ -239,20 +253,20 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 				break
 			}
 			switch m.Type {
-			case "started":
+			case msgStarted:
 				if m.Layers != nil {
 					res.Layers = host(*m.Layers)
 					emit(spec, "started", map[string]any{"layers": res.Layers})
 					tmpFull.start(spec.Plan, cmd.Process.Pid, func() { _ = cmd.Process.Kill() })
 				}
-			case "error":
+			case msgError:
 				runErr = m.Err
-			case "stopped":
+			case msgStopped:
 				emit(spec, "stopped", map[string]any{"signal": m.Signal})
 				if relay != nil {
 					relay.Suspend(cmd.Process)
 				}
-			case "exit":
+			case msgExit:
 				res.ExitCode, res.Signal = m.Code, m.Signal
 			}
 		case m := <-masters:

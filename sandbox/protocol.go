@@ -32,7 +32,20 @@ type initConfig struct {
 	// connections to; the init listens on 127.0.0.1:ProxyPort.
 	ProxyFd   int `json:"proxy_fd,omitempty"`
 	ProxyPort int `json:"proxy_port,omitempty"`
+	// AgentUID and AgentGID, when AgentSwitch, are what the agent becomes
+	// at fork (the init keeps another uid: a root caller's agent can
+	// signal, prlimit, renice or trace nothing of it). Groups are emptied.
+	AgentSwitch bool `json:"agent_switch,omitempty"`
+	AgentUID    int  `json:"agent_uid,omitempty"`
+	AgentGID    int  `json:"agent_gid,omitempty"`
+	// Idmapped maps a plan mount's index to the fd of a detached,
+	// idmapped clone of its source that the parent (host root) made.
+	Idmapped map[int]int `json:"idmapped,omitempty"`
 }
+
+// usernsHoldArg, as argv[1] of the init, makes it a placeholder that only
+// holds a user namespace (for idmapped mounts) until its stdin closes.
+const usernsHoldArg = "userns-hold"
 
 // rlimit is one resource limit the init sets before forking the agent.
 type rlimit struct {
@@ -40,9 +53,21 @@ type rlimit struct {
 	Max      uint64 `json:"max"`
 }
 
+// msgType names an initMessage: the whole vocabulary of the init's sync
+// pipe, typed so that a misspelt message is a compile error (runc's
+// libcontainer/sync.go does the same).
+type msgType string
+
+const (
+	msgStarted msgType = "started" // every layer is in place; Layers set
+	msgError   msgType = "error"   // the init failed; Err set, nothing ran
+	msgStopped msgType = "stopped" // the agent was suspended; Signal set
+	msgExit    msgType = "exit"    // the agent ended; Code (and Signal) set
+)
+
 // initMessage is one line the init writes on initSyncFd.
 type initMessage struct {
-	Type   string  `json:"type"` // "started", "error", "stopped", "exit"
+	Type   msgType `json:"type"`
 	Layers *Layers `json:"layers,omitempty"`
 	Err    *Error  `json:"error,omitempty"`
 	Code   int     `json:"code,omitempty"`

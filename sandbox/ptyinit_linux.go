@@ -13,7 +13,7 @@ const initPTYFd = 5 // unix socket to send the pty master back on (TTY mode)
 // makes its slave this session leader's controlling terminal and stdio, and
 // sends the master to the parent. It must run after pivot_root, before any
 // layer is applied, in the init (a session leader without a terminal).
-func makeSandboxPTY() error {
+func makeSandboxPTY(cfg *initConfig) error {
 	sock := os.NewFile(initPTYFd, "pty-child")
 	defer sock.Close()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
@@ -31,6 +31,12 @@ func makeSandboxPTY() error {
 		return fmt.Errorf("TIOCGPTPEER: %w", errno)
 	}
 	slave := int(r)
+	if cfg.AgentSwitch {
+		// The agent's own terminal: it may reopen it by name (ttyname).
+		if err := unix.Fchown(slave, cfg.AgentUID, cfg.AgentGID); err != nil {
+			return fmt.Errorf("chown pty: %w", err)
+		}
+	}
 	if err := unix.IoctlSetInt(slave, unix.TIOCSCTTY, 0); err != nil {
 		return fmt.Errorf("TIOCSCTTY: %w", err)
 	}

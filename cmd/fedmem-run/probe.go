@@ -68,6 +68,27 @@ type Probe struct {
 	// ("" none seen); ContainerHints says what gave it away.
 	Container      string   `json:"container"`
 	ContainerHints []string `json:"container_hints"`
+	// Agent is who this caller's agent runs as (guarantee 5): for root the
+	// uid sandbox.ChooseAgent picks without run_as or --agent-user.
+	Agent AgentFacts `json:"agent"`
+}
+
+// AgentFacts: the agent's host identity for this caller.
+type AgentFacts struct {
+	UID    int    `json:"uid"`
+	GID    int    `json:"gid"`
+	Source string `json:"source"`
+	Error  string `json:"error,omitempty"`
+	// ExtraGroups are the caller's supplementary groups besides its primary
+	// gid: dropped for root; kept for an unprivileged caller, whose runs
+	// are then refused unless the profile says accept_risks: [keep-groups].
+	ExtraGroups []int `json:"extra_groups"`
+	// Newgidmap is the path of newgidmap, "" when not installed.
+	Newgidmap string `json:"newgidmap"`
+	// Idmap: the working directory's filesystem can be idmapped (root).
+	Idmap      bool   `json:"idmap"`
+	IdmapDir   string `json:"idmap_dir,omitempty"`
+	IdmapError string `json:"idmap_error,omitempty"`
 }
 
 // Cgroup describes the cgroup hierarchy (for the pids and memory limits).
@@ -117,5 +138,7 @@ func probeMain(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "seccomp              %v (mode %d) %s\n", p.Seccomp, p.SeccompMode, p.SeccompError)
 	fmt.Fprintf(stdout, "cgroup               %s %s controllers=%v writable=%v %s\n", p.Cgroup.Version, p.Cgroup.Path, p.Cgroup.Controllers, p.Cgroup.Writable, p.Cgroup.Detail)
 	fmt.Fprintf(stdout, "container            %q %v\n", p.Container, p.ContainerHints)
+	fmt.Fprintf(stdout, "agent                uid %d gid %d (%s) %s extra_groups=%v newgidmap=%q\n", p.Agent.UID, p.Agent.GID, p.Agent.Source, p.Agent.Error, p.Agent.ExtraGroups, p.Agent.Newgidmap)
+	fmt.Fprintf(stdout, "idmap                %v %s %s\n", p.Agent.Idmap, p.Agent.IdmapDir, p.Agent.IdmapError)
 	return 0
 }

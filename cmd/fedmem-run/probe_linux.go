@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fedmem/fedmem/sandbox"
 	"github.com/fedmem/fedmem/sandbox/landlock"
 )
 
@@ -53,7 +55,45 @@ func runProbe() *Probe {
 	p.Seccomp, p.SeccompMode, p.SeccompError = probeSeccomp()
 	p.Cgroup = probeCgroup()
 	p.Container, p.ContainerHints = probeContainer()
+	p.Agent = probeAgent()
 	return p
+}
+
+// probeAgent says who this caller's agent would be and whether its
+// writable binds keep their owner (guarantee 5).
+func probeAgent() AgentFacts {
+	a := AgentFacts{ExtraGroups: []int{}}
+	uid, gid, src, err := sandbox.ChooseAgent(os.Getuid(), os.Getgid(), sandbox.AgentChoice{SudoUID: os.Getenv("SUDO_UID"), SudoGID: os.Getenv("SUDO_GID")}, func(name string) (int, int, error) {
+		u, err := user.Lookup(name)
+		if err != nil {
+			return 0, 0, err
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		return uid, gid, nil
+	})
+	a.UID, a.GID, a.Source = uid, gid, src
+	if err != nil {
+		a.Error = err.Error()
+	}
+	groups, _ := unix.Getgroups()
+	for _, g := range groups {
+		if g != os.Getegid() {
+			a.ExtraGroups = append(a.ExtraGroups, g)
+		}
+	}
+	a.Newgidmap, _ = exec.LookPath("newgidmap")
+	if os.Geteuid() == 0 {
+		if wd, err := os.Getwd(); err == nil {
+			a.IdmapDir = wd
+			if err := sandbox.ProbeIdmap(wd); err != nil {
+				a.IdmapError = err.Error()
+			} else {
+				a.Idmap = true
+			}
+		}
+	}
+	return a
 }
 
 // tryUserns starts a child of this binary in a new user namespace (a real

@@ -64,6 +64,17 @@ type probeFacts struct {
 	} `json:"cgroup"`
 	Container      string   `json:"container"`
 	ContainerHints []string `json:"container_hints"`
+	Agent          struct {
+		UID         int    `json:"uid"`
+		GID         int    `json:"gid"`
+		Source      string `json:"source"`
+		Error       string `json:"error"`
+		ExtraGroups []int  `json:"extra_groups"`
+		Newgidmap   string `json:"newgidmap"`
+		Idmap       bool   `json:"idmap"`
+		IdmapDir    string `json:"idmap_dir"`
+		IdmapError  string `json:"idmap_error"`
+	} `json:"agent"`
 }
 
 func newDoctorCmd() *cobra.Command {
@@ -210,10 +221,39 @@ func kernelChecks(f *probeFacts) []doctorCheck {
 	default:
 		out = append(out, doctorCheck{Name: "cgroup", Status: statusWarn, Detail: cg + ", not usable: pids limits fall back to rlimits and memory limits are refused; " + f.Cgroup.Detail, Fix: "run under a delegated cgroup v2 (systemd-run --user --scope -p Delegate=yes …) or as root"})
 	}
+	out = append(out, identityChecks(f)...)
 	if f.Container != "" {
 		out = append(out, doctorCheck{Name: "container", Status: statusOK, Detail: "inside a " + f.Container + " container (" + strings.Join(f.ContainerHints, "; ") + "): the checks above are this container's view"})
 	} else {
 		out = append(out, doctorCheck{Name: "container", Status: statusOK, Detail: "not inside a container"})
+	}
+	return out
+}
+
+// identityChecks explain guarantee 5 for this caller: who the agent is on
+// the host, whether its supplementary groups go, and whether writable
+// binds keep their owner (docs/threat-model.md, "Host authority").
+func identityChecks(f *probeFacts) []doctorCheck {
+	a := f.Agent
+	var out []doctorCheck
+	switch {
+	case a.Error != "":
+		out = append(out, doctorCheck{Name: "agent_identity", Status: statusFail, Detail: a.Error, Fix: "name an unprivileged agent user: fedmem-run --agent-user USER, a profile's run_as, or useradd --system fedmem-agent"})
+	case f.UID == 0:
+		out = append(out, doctorCheck{Name: "agent_identity", Status: statusOK, Detail: fmt.Sprintf("a root caller's agent runs as host uid %d gid %d (%s), never uid 0; root's supplementary groups are dropped (setgroups) and fedmem's pid 1 keeps another uid, out of the agent's reach", a.UID, a.GID, a.Source)})
+		if a.Idmap {
+			out = append(out, doctorCheck{Name: "idmap", Status: statusOK, Detail: fmt.Sprintf("%s can be idmapped: files the agent writes in a root-owned workdir stay root's on disk", a.IdmapDir)})
+		} else {
+			out = append(out, doctorCheck{Name: "idmap", Status: statusWarn, Detail: fmt.Sprintf("%s cannot be idmapped (%s): there the agent (uid %d) cannot write files its caller owns", a.IdmapDir, a.IdmapError, a.UID), Fix: "use Linux ≥ 5.12 and a filesystem that supports idmapped mounts (ext4, xfs, btrfs, tmpfs ≥ 6.3, overlayfs ≥ 5.19), or run the agent as the workdir's owner (sudo, --agent-user)"})
+		}
+	case len(a.ExtraGroups) == 0:
+		out = append(out, doctorCheck{Name: "agent_identity", Status: statusOK, Detail: fmt.Sprintf("the agent runs as the caller, uid %d, with no supplementary group", f.UID)})
+	default:
+		detail := fmt.Sprintf("the caller holds supplementary groups %v: an unprivileged caller cannot drop them inside its own user namespace (the kernel denies setgroups there), so fedmem-run refuses to run its agents unless a profile says accept_risks: [keep-groups]; the vault's agent group is exempt (it reaches nothing inside)", a.ExtraGroups)
+		if a.Newgidmap != "" {
+			detail += "; newgidmap is installed at " + a.Newgidmap + " but fedmem-run does not use it yet"
+		}
+		out = append(out, doctorCheck{Name: "agent_identity", Status: statusWarn, Detail: detail, Fix: "run agents as a user without those groups, start fedmem-run as root (sudo: the agent runs as you, without groups), or accept the risk by name in the profile"})
 	}
 	return out
 }

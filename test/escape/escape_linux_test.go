@@ -309,7 +309,7 @@ func TestHostileAgent(t *testing.T) {
 			}
 			if x, ok := after[filepath.Join(own, "x.md")]; !ok {
 				t.Errorf("[%s] the draft x.md is not in %s on the host", l.name, own)
-			} else if want := launcherUID(l); x.UID != uint32(want) {
+			} else if want := agentUIDOf(l, r); x.UID != uint32(want) {
 				t.Errorf("[%s] the draft is owned by uid %d on the host, want the agent's uid %d", l.name, x.UID, want)
 			}
 			if n := accepted.Load(); n > 0 {
@@ -350,6 +350,20 @@ func TestHostileAgent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// agentUIDOf is the host uid the agent ran as: never 0 (guarantee 5), so
+// for a root caller the one the report's layers.identity names.
+func agentUIDOf(l layout, r *run) int {
+	if id, ok := r.report["layers"].(map[string]any)["identity"].(map[string]any); ok {
+		if uid, ok := id["uid"].(float64); ok && uid != 0 {
+			return int(uid)
+		}
+	}
+	if l.user {
+		return agentUID
+	}
+	return -1 // no identity reported: a root caller's agent must not be 0
 }
 
 func launcherUID(l layout) int {

@@ -45,7 +45,7 @@ var (
 	crossMount  = set("EROFS", "EACCES", "EPERM", "EXDEV")
 	removeDir   = set("EROFS", "EACCES", "EPERM", "EBUSY")
 	syscallOff  = set("EPERM", "ENOSYS")
-	procDenied  = set("EACCES", "EPERM", "EROFS")
+	procDenied  = set("EACCES", "EPERM", "EROFS", "ENOENT") // ENOENT: /proc/1 invisible (hidepid, guarantee 5)
 	hidden      = set("ENOENT", "EACCES")
 	safeCheck   = set("")
 	noSecret    = set("", "ENOENT", "EACCES", "EPERM")
@@ -103,7 +103,7 @@ var expected = map[string]map[string]bool{
 	"unshare-newuser":  set("EPERM", "ENOSYS", "ENOSPC", "EUSERS"),
 	"unshare-newns":    syscallOff,
 	"clone3-reachable": set("ENOSYS", "EPERM"),
-	"setns":            set("EPERM", "EACCES", "ENOSYS"),
+	"setns":            set("EPERM", "EACCES", "ENOSYS", "ENOENT"), // ENOENT: /proc/1 invisible
 	// other processes
 	"ptrace-attach": set("EPERM", "EACCES", "ENOSYS"), "process_vm_readv": syscallOff,
 	"process_vm_writev": syscallOff, "proc-mem-open-rdwr": procDenied,

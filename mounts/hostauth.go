@@ -1,0 +1,125 @@
+package mounts
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/fedmem/fedmem/profiles"
+)
+
+// ReadOnly re-binds Target onto itself read-only: the kernel knobs of
+// procfs (/proc/sys, /proc/sysrq-trigger…) stay readable and refuse writes
+// with EROFS, whatever the agent's uid and whether or not Landlock exists.
+const ReadOnly Kind = "ro-self"
+
+// ProcReadOnly are the procfs paths runc makes read-only (its default
+// readonlyPaths): writing them is host authority (sysctls, SysRq, IRQ
+// affinity, bus and filesystem knobs).
+var ProcReadOnly = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+
+// ProcMasked are the paths runc masks (its default maskedPaths): kernel
+// memory, keys, timers and scheduler internals that leak host state.
+var ProcMasked = []string{
+	"/proc/acpi", "/proc/asound", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+	"/proc/latency_stats", "/proc/sched_debug", "/proc/scsi", "/proc/timer_list",
+	"/proc/timer_stats", "/sys/devices/virtual/powercap", "/sys/firmware",
+}
+
+// RunDirs are where host daemons put their pathname unix sockets (docker,
+// systemd, D-Bus, containerd…). Each that exists as a real directory is an
+// empty read-only directory inside the sandbox.
+var RunDirs = []string{"/run", "/var/run"}
+
+// ResolverDirs are the directories under /run that name resolution reads
+// (resolv.conf targets); they are bound back read-only under a hidden /run.
+var ResolverDirs = []string{"/run/systemd/resolve", "/run/resolvconf", "/run/NetworkManager"}
+
+// addHostAuthority adds the mounts of guarantee 5 that do not depend on
+// the profile's paths: procfs knobs read-only, procfs leaks masked, /run
+// hidden but for name resolution and the profile's unix_sockets. Call it
+// right after the Proc and Tmpfs mounts.
+func addHostAuthority(pl *Plan, p *profiles.Profile, in Input, exists func(string) (bool, bool)) {
+	pl.AcceptRisks = append([]string{}, p.AcceptRisks...)
+	for _, r := range p.AcceptRisks {
+		pl.Warnings = append(pl.Warnings, "accept_risks: "+r+" (the profile accepts a weaker sandbox by name)")
+	}
+	for _, t := range ProcReadOnly {
+		if ok, isDir := exists(t); ok {
+			pl.Mounts = append(pl.Mounts, Mount{Kind: ReadOnly, Source: t, Target: t, Dir: isDir, Why: "kernel knob, read-only (runc readonlyPaths)"})
+		}
+	}
+	for _, t := range ProcMasked {
+		if ok, isDir := exists(t); ok {
+			pl.Mounts = append(pl.Mounts, Mount{Kind: Masked, Target: t, Dir: isDir, Why: "kernel state, masked (runc maskedPaths)"})
+		}
+	}
+	var hidden []string
+	for _, d := range RunDirs {
+		ok, isDir := exists(d)
+		if !ok || !isDir {
+			continue
+		}
+		if d != "/run" && (in.RealPath == nil || in.RealPath(d) != d) {
+			// A link to another (hidden) one, /var/run -> /run, or unknown:
+			// a mount point must not be a link.
+			continue
+		}
+		hidden = append(hidden, d)
+		pl.Mounts = append(pl.Mounts, Mount{Kind: Hidden, Target: d, Dir: true, Why: "host daemons' unix sockets hidden (profile: unix_sockets binds some back)"})
+	}
+	under := func(t string) bool {
+		return slices.ContainsFunc(hidden, func(h string) bool { return t == h || strings.HasPrefix(t, h+"/") })
+	}
+	keep := append([]string{}, ResolverDirs...)
+	if in.ResolvConf != "" {
+		keep = append(keep, filepath.Dir(in.ResolvConf))
+	}
+	seen := map[string]bool{}
+	for _, t := range keep {
+		t = filepath.Clean(t)
+		if seen[t] || !under(t) {
+			continue
+		}
+		seen[t] = true
+		if ok, isDir := exists(t); ok {
+			pl.Mounts = append(pl.Mounts, Mount{Kind: BindRO, Source: t, Target: t, Dir: isDir, Why: "name resolution"})
+		}
+	}
+	for _, s := range p.UnixSockets {
+		s = filepath.Clean(s)
+		ok, isDir := exists(s)
+		if !ok || isDir {
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("unix_sockets %s: no such socket on this host, not bound", s))
+			continue
+		}
+		if !under(s) {
+			continue // not hidden: the agent's uid and groups decide (DAC)
+		}
+		pl.Mounts = append(pl.Mounts, Mount{Kind: BindRO, Source: s, Target: s, Why: "profile: unix_sockets"})
+	}
+}
+
+// verifyHostAuthority checks the live mount table for the mounts
+// addHostAuthority planned (fail closed): each ReadOnly and Hidden path is
+// served by a read-only mount at exactly that path.
+func verifyHostAuthority(pl *Plan, infos []*mountinfo.Info) error {
+	for _, pm := range pl.Mounts {
+		rule := ""
+		switch pm.Kind {
+		case ReadOnly:
+			rule = "kernel-knob-readonly"
+		case Hidden:
+			rule = "hidden-readonly"
+		default:
+			continue
+		}
+		if m := serving(infos, pm.Target); m == nil || m.Mountpoint != pm.Target || !readOnly(m) {
+			return &VerifyError{Path: pm.Target, Rule: rule, Detail: describe(m)}
+		}
+	}
+	return nil
+}

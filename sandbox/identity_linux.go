@@ -1,0 +1,264 @@
+package sandbox
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/profiles"
+)
+
+// idPlan is how one run realises the agent's identity (guarantee 5).
+type idPlan struct {
+	id              Identity
+	uidMaps         []syscall.SysProcIDMap
+	gidMaps         []syscall.SysProcIDMap
+	enableSetgroups bool
+	cred            *syscall.Credential
+}
+
+// planIdentity decides who the init and the agent are, and fixes spec's
+// UID/GID when a root caller asked for uid 0 (a launcher that predates
+// ChooseAgent): the agent never holds host uid 0, nor root's groups.
+//
+// Root caller: the init is uid 0 inside, mapped to host 0 (it must open
+// the caller's paths to build the root), with no supplementary group
+// (setgroups([]) inside its user namespace, which root may allow); the
+// agent is UID:GID, also mapped, and the init's forker switches to it at
+// fork. The two uids differ, so the agent can neither signal, prlimit,
+// renice, set the affinity or I/O priority of, nor ptrace the init.
+//
+// Unprivileged caller: one uid, the caller's, is all the kernel lets it
+// map; its supplementary groups stay in its credentials (setgroups is
+// denied in such a namespace, CVE-2014-8989). The run is refused when the
+// caller holds a group other than its primary one and the vault's agent
+// group, unless the profile accepts profiles.RiskKeepGroups.
+func planIdentity(spec *Spec) (*idPlan, error) {
+	euid, egid := os.Geteuid(), os.Getegid()
+	p := &idPlan{}
+	if euid == 0 {
+		if spec.UID == 0 || spec.GID == 0 {
+			uid, gid, src, err := ChooseAgent(0, 0, AgentChoice{SudoUID: os.Getenv("SUDO_UID"), SudoGID: os.Getenv("SUDO_GID")}, lookupUser)
+			if err != nil {
+				return nil, &Error{Code: ExitFedmemError, Stage: "identity", Msg: err.Error()}
+			}
+			if err := adoptInbox(spec.Plan.Inbox, uid); err != nil {
+				return nil, err
+			}
+			spec.UID, spec.GID, spec.IdentitySource = uid, gid, src
+		}
+		if spec.IdentitySource == "" {
+			spec.IdentitySource = "run_as"
+		}
+		p.id = Identity{UID: spec.UID, GID: spec.GID, Source: spec.IdentitySource, Groups: []int{}, GroupsHow: "setgroups([]) by root before the agent starts", InitUID: 0}
+		p.uidMaps = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: spec.UID, HostID: spec.UID, Size: 1}}
+		p.gidMaps = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: spec.GID, HostID: spec.GID, Size: 1}}
+		// Written by root: setgroups may stay allowed, so the init drops
+		// root's groups inside (Go calls setgroups(0) for Groups: []). The
+		// agent holds no CAP_SETGID to use it.
+		p.enableSetgroups = true
+		p.cred = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+		return p, nil
+	}
+	if spec.UID != euid {
+		return nil, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("only root can run an agent as another user (uid %d asked, caller %d)", spec.UID, euid)}
+	}
+	src := spec.IdentitySource
+	if src == "" {
+		src = "caller"
+	}
+	p.id = Identity{UID: euid, GID: egid, Source: src, InitUID: euid}
+	p.uidMaps = []syscall.SysProcIDMap{{ContainerID: euid, HostID: euid, Size: 1}}
+	p.gidMaps = []syscall.SysProcIDMap{{ContainerID: egid, HostID: egid, Size: 1}}
+	groups, err := unix.Getgroups()
+	if err != nil {
+		return nil, &Error{Code: ExitFedmemError, Stage: "identity", Msg: "getgroups: " + err.Error()}
+	}
+	var inboxGid = -1
+	var st unix.Stat_t
+	if spec.Plan != nil && unix.Stat(filepath.Dir(spec.Plan.Inbox), &st) == nil {
+		inboxGid = int(st.Gid)
+	}
+	var extra []int
+	for _, g := range groups {
+		if g != egid && g != inboxGid {
+			extra = append(extra, g)
+		}
+	}
+	p.id.Groups = append([]int{}, groups...)
+	switch {
+	case len(groups) == 0 || (len(groups) == 1 && groups[0] == egid):
+		p.id.Groups, p.id.GroupsHow = []int{}, "none held"
+	case len(extra) == 0:
+		p.id.GroupsHow = fmt.Sprintf("kept: only the vault's agent group %d, which reaches nothing inside (other sessions are hidden)", inboxGid)
+	case slices.Contains(spec.AcceptRisks, profiles.RiskKeepGroups) || (spec.Plan != nil && slices.Contains(spec.Plan.AcceptRisks, profiles.RiskKeepGroups)):
+		p.id.GroupsHow = "kept (profile accept_risks: keep-groups)"
+	default:
+		return nil, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf(
+			"uid %d holds supplementary groups %v that an unprivileged caller's agent would keep (the kernel denies setgroups in a user namespace without newgidmap): run as a user without them, start fedmem-run as root (it drops them), or accept the risk by name in the profile (accept_risks: [keep-groups]); `fedmem doctor` explains", euid, extra)}
+	}
+	return p, nil
+}
+
+// adoptInbox gives the session inbox, which the launcher just made for
+// uid 0, to the agent's uid (without following a link).
+func adoptInbox(inbox string, uid int) error {
+	if inbox == "" {
+		return nil
+	}
+	if err := os.Lchown(inbox, uid, -1); err != nil && !os.IsNotExist(err) {
+		return &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("chown %s: %v", inbox, err)}
+	}
+	return nil
+}
+
+// idmapBinds, for a root caller whose agent is not the owner, makes a
+// detached, idmapped clone (owner→agent) of every writable bind whose
+// source the owner owns, and hands its fd to the init (cfg.Idmapped). It
+// must run in the host's user namespace: only CAP_SYS_ADMIN there may
+// idmap a host filesystem's mount. A filesystem that cannot be idmapped is
+// bound as it is, and the identity says so.
+func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (closeAll func(), err error) {
+	var files []*os.File
+	closeAll = func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	owner, ownerG := spec.OwnerUID, spec.OwnerGID
+	if !spec.OwnerSet {
+		owner, ownerG = os.Getuid(), os.Getgid()
+	}
+	id.Writable = map[string]string{}
+	var userns *os.File
+	defer func() {
+		if userns != nil {
+			userns.Close()
+		}
+	}()
+	for i, m := range spec.Plan.Mounts {
+		if m.Kind != mounts.BindRW {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(m.Source, &st); err != nil {
+			continue // the init reports a missing source
+		}
+		if int(st.Uid) != owner || owner == spec.UID {
+			id.Writable[m.Target] = "same owner (uid " + strconv.Itoa(int(st.Uid)) + ")"
+			continue
+		}
+		if userns == nil {
+			if userns, err = holdUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
+				return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: "user namespace for idmapped mounts: " + err.Error()}
+			}
+		}
+		fd, err := unix.OpenTree(unix.AT_FDCWD, m.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
+		}
+		attr := unix.MountAttr{
+			Attr_set:    unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
+			Attr_clr:    unix.MOUNT_ATTR_RDONLY,
+			Propagation: unix.MS_PRIVATE,
+			Userns_fd:   uint64(userns.Fd()),
+		}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+			unix.Close(fd)
+			id.Writable[m.Target] = fmt.Sprintf("not idmapped (%v): files keep their owner, uid %d may not write them", err, owner)
+			continue
+		}
+		f := os.NewFile(uintptr(fd), "idmapped")
+		files = append(files, f)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+		if cfg.Idmapped == nil {
+			cfg.Idmapped = map[int]int{}
+		}
+		cfg.Idmapped[i] = 2 + len(cmd.ExtraFiles)
+		id.Writable[m.Target] = fmt.Sprintf("idmapped %d→%d", owner, spec.UID)
+	}
+	return closeAll, nil
+}
+
+// holdUserns returns a user namespace mapping uid from→to and gid
+// gfrom→gto, held by a short-lived child of this binary.
+//
+// A second line maps to→0 (and gto→0), so what fedmem's pid 1 (host uid
+// and gid 0) creates on such a mount — the mount points of guarantee 6's
+// placeholders — has an owner on disk (the agent's ids) instead of failing
+// with EOVERFLOW; the agent sees those as root's.
+func holdUserns(from, to, gfrom, gto int) (*os.File, error) {
+	uids := []syscall.SysProcIDMap{{ContainerID: from, HostID: to, Size: 1}}
+	if to != 0 && to != from {
+		uids = append(uids, syscall.SysProcIDMap{ContainerID: to, HostID: 0, Size: 1})
+	}
+	gids := []syscall.SysProcIDMap{{ContainerID: gfrom, HostID: gto, Size: 1}}
+	if gto != 0 && gto != gfrom {
+		gids = append(gids, syscall.SysProcIDMap{ContainerID: gto, HostID: 0, Size: 1})
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	defer w.Close()
+	cmd := &exec.Cmd{
+		Path:  "/proc/self/exe",
+		Args:  []string{InitArg0, usernsHoldArg},
+		Env:   initEnv(),
+		Stdin: r,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:  unix.CLONE_NEWUSER,
+			UidMappings: uids,
+			GidMappings: gids,
+			Pdeathsig:   unix.SIGKILL,
+		},
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid))
+	w.Close()
+	_ = cmd.Wait()
+	return f, err
+}
+
+// holdMain is the init run as usernsHoldArg: it holds its user namespace
+// until stdin closes.
+func holdMain() {
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
+}
+
+// ProbeIdmap reports whether a mount of dir can be idmapped on this
+// machine, as a run of a root caller does for its writable binds (for
+// `fedmem-run --probe` and `fedmem doctor`). Only root can: nil otherwise
+// means nothing.
+func ProbeIdmap(dir string) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("only root idmaps mounts (an unprivileged caller's agent is the caller: nothing to map)")
+	}
+	userns, err := holdUserns(0, DefaultAgentID, 0, DefaultAgentID)
+	if err != nil {
+		return fmt.Errorf("user namespace: %w", err)
+	}
+	defer userns.Close()
+	fd, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("open_tree %s: %w", dir, err)
+	}
+	defer unix.Close(fd)
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(userns.Fd())}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		return fmt.Errorf("mount_setattr(MOUNT_ATTR_IDMAP) on %s: %w", dir, err)
+	}
+	return nil
+}
