@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"sync"
 
 	"golang.org/x/term"
 )
@@ -48,12 +50,15 @@ func attachStdio(in io.Reader, out, errw io.Writer, keepTerminals bool) (s *stdi
 		s.in = r
 		s.closers = append(s.closers, func() { r.Close() })
 	}
+	// One writer behind both (a CombinedOutput-style buffer) gets one lock:
+	// two relays must not write into it at once.
+	sw := map[io.Writer]*syncWriter{}
 	for _, x := range []struct {
 		name string
 		w    io.Writer
 		dst  **os.File
 	}{{"stdout", out, &s.out}, {"stderr", errw, &s.err}} {
-		w := x.w
+		var w io.Writer = x.w
 		if w == nil {
 			w = io.Discard
 		}
@@ -64,6 +69,16 @@ func attachStdio(in io.Reader, out, errw io.Writer, keepTerminals bool) (s *stdi
 		r, pw, err := os.Pipe()
 		if err != nil {
 			return s, fmt.Errorf("%s: cannot make a pipe to relay it (refusing to hand the agent the terminal): %w", x.name, err)
+		}
+		if _, isFile := w.(*os.File); !isFile {
+			if !reflect.TypeOf(w).Comparable() {
+				w = &syncWriter{w: w} // not a map key; cannot be shared anyway
+			} else {
+				if sw[w] == nil {
+					sw[w] = &syncWriter{w: w}
+				}
+				w = sw[w]
+			}
 		}
 		done := make(chan struct{})
 		go func() { _, _ = io.Copy(w, r); close(done) }()
@@ -81,4 +96,16 @@ func (s *stdio) release() {
 		c()
 	}
 	s.closers = nil
+}
+
+// syncWriter serialises the writes of the relays that share one writer.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
