@@ -48,7 +48,9 @@ func TestGateOnceCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatalf("--json: %v\n%s", err, out)
 	}
-	if s.Promoted != 1 || s.Rejected != 1 || !strings.Contains(errOut, "same-user mode") {
+	// The default policy trusts no origin: the valid draft waits for a
+	// reviewer (review-required), the invalid one is rejected.
+	if s.Promoted != 0 || s.Pending != 1 || s.Rejected != 1 || !strings.Contains(errOut, "same-user mode") {
 		t.Fatalf("summary %+v\nstderr %s", s, errOut)
 	}
 	// Human output names file, line and rule.
@@ -69,7 +71,7 @@ func TestGateOnceCommand(t *testing.T) {
 	abs, _ := filepath.EvalSymlinks(v)
 	logPath := filepath.Join(gate.DefaultStateDir(abs), audit.File)
 	b, _ := os.ReadFile(logPath)
-	os.WriteFile(logPath, []byte(strings.Replace(string(b), `"promoted"`, `"rejected"`, 1)), 0o600)
+	os.WriteFile(logPath, []byte(strings.Replace(string(b), `"pending"`, `"promoted"`, 1)), 0o600)
 	code, out, _ = runFedmem("audit", "verify", "--vault", v)
 	if code != 1 || !strings.Contains(out, "audit.jsonl:") || !strings.Contains(out, "was changed") {
 		t.Fatalf("tampered log: code %d\n%s", code, out)
@@ -201,6 +203,14 @@ func TestEndToEndSandboxDraftsAndReceipts(t *testing.T) {
 	if _, err := repo.Init(v, repo.InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The vault trusts sessions of the built-in profile fedmem-run picks
+	// here (their records are root's: proven).
+	os.WriteFile(filepath.Join(v, "00-global", "policy.yaml"), []byte("version: 1\nreviewers: [root]\nauto_promote:\n  profiles: [default]\n"), 0o644)
+	for _, a := range [][]string{{"add", "00-global/policy.yaml"}, {"-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "policy"}} {
+		if out, err := exec.Command("git", append([]string{"-C", v}, a...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", a, err, out)
+		}
+	}
 	g, err := gate.Open(gate.Options{Vault: v, AllowSameUser: true})
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +222,7 @@ func TestEndToEndSandboxDraftsAndReceipts(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	script := `set -e
-printf -- '---\ntype: Fact\ntitle: From the sandbox\nconfidence: verified\n---\nhello\n' > "$FEDMEM_INBOX/n.md.tmp"
+printf -- '---\ntype: Fact\ntitle: From the sandbox\nsources: [00-global/AGENT.md]\n---\nhello\n' > "$FEDMEM_INBOX/n.md.tmp"
 mv "$FEDMEM_INBOX/n.md.tmp" "$FEDMEM_INBOX/n.md"
 printf 'no frontmatter\n' > "$FEDMEM_INBOX/bad.md"
 i=0
@@ -221,7 +231,7 @@ while [ ! -f "$FEDMEM_INBOX/.receipts/n.md.json" ] || [ ! -f "$FEDMEM_INBOX/.rec
 done
 echo "RECEIPT-N $(tr -d '\n ' < "$FEDMEM_INBOX/.receipts/n.md.json")"
 echo "RECEIPT-BAD $(tr -d '\n ' < "$FEDMEM_INBOX/.receipts/bad.md.json")"
-echo '{"state":"promoted"}' > "$FEDMEM_INBOX/.receipts/bad.md.json"
+echo '{"state":"promoted"}' > "$FEDMEM_INBOX/.receipts/bad.md.json" || echo "FORGE-REFUSED"
 `
 	cmd := exec.Command(bins.FedmemRun, "--vault", v, "--workdir", base, "--", "/bin/sh", "-c", script)
 	out, err := cmd.CombinedOutput()
