@@ -152,8 +152,12 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 		if err := unix.Lstat(m.Source, &st); err != nil {
 			continue // the init reports a missing source
 		}
-		if int(st.Uid) != owner || owner == spec.UID {
-			id.Writable[m.Target] = "same owner (uid " + strconv.Itoa(int(st.Uid)) + ")"
+		switch {
+		case int(st.Uid) == spec.UID:
+			id.Writable[m.Target] = "same owner (the agent, uid " + strconv.Itoa(spec.UID) + ")"
+			continue
+		case int(st.Uid) != owner || owner == spec.UID:
+			id.Writable[m.Target] = fmt.Sprintf("not idmapped: owned by uid %d, neither the caller (%d) nor the agent (%d); only its mode lets the agent write", st.Uid, owner, spec.UID)
 			continue
 		}
 		if userns == nil {

@@ -257,3 +257,51 @@ func TestHostAuthorityUserGroups(t *testing.T) {
 	// renice of pid 1 are possible for this caller (docs/threat-model.md).
 	t.Logf("same-uid signals to pid 1's threads: %s", got["SIGABRT_TIDS"])
 }
+
+// TestHostAuthorityListedSocket: /run is hidden, not merely guarded by
+// DAC — a world-writable socket in /run is absent (ENOENT) unless the
+// profile lists it in unix_sockets, and then it answers.
+func TestHostAuthorityListedSocket(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	var b [4]byte
+	rand.Read(b[:])
+	listed := "/run/fedmem-escape-listed-" + hex.EncodeToString(b[:]) + ".sock"
+	other := "/run/fedmem-escape-other-" + hex.EncodeToString(b[:]) + ".sock"
+	for _, p := range []string{listed, other} {
+		ln, err := net.Listen("unix", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close(); os.Remove(p) })
+		must(t, os.Chmod(p, 0o666))
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte("HOST-SOCKET\n"))
+				c.Close()
+			}
+		}()
+	}
+	prof := filepath.Join(e.outDir, "sock.yaml")
+	must(t, os.WriteFile(prof, []byte("name: sock\nextends: default\nunix_sockets: ["+listed+"]\n"), 0o644))
+	const probe = `
+import errno, socket, sys
+for name, p in (("LISTED", sys.argv[1]), ("OTHER", sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(p); print(name, s.recv(64).decode().strip())
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, str(e.errno)))
+`
+	r := e.run(t, []string{"--profile", prof}, "python3", "-c", probe, listed, other)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	got := parseProbe(r.stdout)
+	if got["LISTED"] != "HOST-SOCKET" || got["OTHER"] != "ENOENT" {
+		t.Fatalf("listed socket: %q (want HOST-SOCKET), unlisted world-writable socket in /run: %q (want ENOENT)\n%s", got["LISTED"], got["OTHER"], r.stdout)
+	}
+}
