@@ -104,6 +104,23 @@ func Run(ctx context.Context, o *Options) (int, error) {
 		}
 		return 0, nil
 	}
+	rep := &Report{
+		SessionRecord: vault.SessionRecord{Session: r.ID, Profile: r.Profile.Name, ProfileHash: r.ProfileHash, UID: r.UID, Command: o.Argv},
+		Vault:         r.Vault, Inbox: r.Plan.Inbox, Workdir: r.Workdir, Network: r.Profile.Network, Warnings: r.Warnings,
+	}
+	rep.Started = time.Now().UTC().Format(time.RFC3339Nano)
+	// The session record before anything else, while a setgid launcher
+	// still holds its group: in a launcher install only that group may
+	// create records in 90-inbox/.sessions/, which is how the gate knows a
+	// record is fedmem-run's (docs/gate.md, "Trust model"). Then the group
+	// is dropped (real, effective and saved gid), before any output file,
+	// folder or process is made. After the drop the record cannot be
+	// rewritten: the end of the session goes to the report only.
+	writeSessionRecord(r.Vault, rep, stderr)
+	dropped, err := vault.DropLauncherGroup()
+	if err != nil {
+		return sandbox.ExitFedmemError, err
+	}
 	// Output files first: before anything the agent runs, and before this
 	// session creates anything.
 	var reportF *os.File
@@ -120,11 +137,7 @@ func Run(ctx context.Context, o *Options) (int, error) {
 		}
 	}
 	defer ev.close()
-	rep := &Report{
-		SessionRecord: vault.SessionRecord{Session: r.ID, Profile: r.Profile.Name, ProfileHash: r.ProfileHash, UID: r.UID, Command: o.Argv},
-		Vault:         r.Vault, Inbox: r.Plan.Inbox, Workdir: r.Workdir, Network: r.Profile.Network, Warnings: r.Warnings,
-	}
-	code, err := run(ctx, o, r, ev, rep, stderr)
+	code, err := run(ctx, o, r, ev, rep, stderr, !dropped)
 	if err != nil && code == 0 {
 		code = sandbox.ExitCodeOf(err)
 	}
@@ -147,7 +160,7 @@ func Run(ctx context.Context, o *Options) (int, error) {
 
 // run does the session's work after Run has opened the output files; rep
 // is filled in as it goes.
-func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, stderr io.Writer) (int, error) {
+func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, stderr io.Writer, rewriteRecord bool) (int, error) {
 	created, err := ensureGateState(r.Session)
 	if err != nil {
 		return sandbox.ExitFedmemError, err
@@ -174,7 +187,6 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		}
 	}
 	started := time.Now()
-	rep.Started = started.UTC().Format(time.RFC3339Nano)
 	rep.VaultHeadStart, _ = vault.ReadHead(s.Vault)
 	if err := checkInboxReachable(s.Vault, s.UID, s.GID); err != nil {
 		return sandbox.ExitFedmemError, err
@@ -182,7 +194,6 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	if err := createInbox(s.Vault, s.Plan.Inbox, s.UID); err != nil {
 		return sandbox.ExitFedmemError, err
 	}
-	writeSessionRecord(s.Vault, rep, stderr)
 
 	stdinF, _ := o.Stdin.(*os.File)
 	stdoutF, _ := o.Stdout.(*os.File)
@@ -234,7 +245,9 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 			rep.Error = se
 		}
 	}
-	writeSessionRecord(s.Vault, rep, stderr)
+	if rewriteRecord {
+		writeSessionRecord(s.Vault, rep, stderr)
+	}
 	ev.emit("exit", map[string]any{"exit_code": rep.ExitCode, "signal": rep.Signal, "duration_ms": rep.DurationMS,
 		"vault_head_end": rep.VaultHeadEnd, "inbox_files": len(rep.InboxFiles), "error": rep.Error})
 	return code, runErr
