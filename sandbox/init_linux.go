@@ -60,7 +60,7 @@ func InitMain() {
 		fail(ExitFedmemError, "prctl", err)
 	}
 	layers := Layers{Caps: "none"}
-	skipped, err := buildRoot(cfg.Plan, cfg.Idmapped)
+	skipped, err := buildRootFor(&cfg) // ociinit_linux.go: or check the container runtime's
 	if err != nil {
 		fail(ExitFedmemError, "mounts", err)
 	}

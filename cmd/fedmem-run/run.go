@@ -44,6 +44,10 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	f.StringVar(&o.Network, "network", "", "none, allowlist, public or host: may only tighten the profile's network")
 	f.StringVar(&o.Events, "events", "", "append the session's events (start, layers, network, limits hit, exit) to FILE as JSON lines")
 	f.DurationVar(&o.Timeout, "timeout", 0, "kill the whole sandbox after this long (exit 124); may only shorten the profile's limits.wall_time")
+	var bk sandbox.BackendOptions
+	backend := f.String("backend", "", "namespace (default), runc or containerd: what builds the sandbox (sandbox.NewBackend)")
+	f.StringVar(&bk.ContainerdAddress, "containerd-address", "", "containerd socket (default $CONTAINERD_ADDRESS, else /run/containerd/containerd.sock)")
+	f.StringVar(&bk.Image, "image", "", "with --backend containerd: run in this image of the local content store instead of the host's / read-only")
 	if err := f.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(stdout, "Usage: %s\n\nFlags (one or two dashes):\n", usage)
@@ -56,6 +60,14 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		return sandbox.ExitFedmemError
 	}
 	o.Argv = f.Args()
+	if *backend != "" || bk.Image != "" {
+		b, err := sandbox.NewBackend(*backend, bk)
+		if err != nil {
+			fmt.Fprintf(stderr, "fedmem-run: %v\n", err)
+			return sandbox.ExitFedmemError
+		}
+		o.Backend = b
+	}
 	code, err := launch.Run(context.Background(), &o)
 	if err != nil {
 		fmt.Fprintf(stderr, "fedmem-run: %v\n", err)

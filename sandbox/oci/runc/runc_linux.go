@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/sandbox/oci"
+	"github.com/fedmem/fedmem/sandbox/oci/rootfs"
 
 	// nsexec: the C half of container creation (setns/clone before the
 	// Go runtime starts in "fedmem-runc init").
@@ -192,30 +193,12 @@ func run(state, bundle, id string, nfds, control int) (int, error) {
 	return ws.ExitStatus(), nil
 }
 
-// makeRoot mounts at dir a detached, recursive copy of the host's / made
-// read-only, nosuid and nodev in one step (mount_setattr AT_RECURSIVE): no
-// sub-mount is ever attached writable, which runc's root.readonly (a remount
-// of the top mount only) would not give. The helper runs in a mount
-// namespace of its own (fedmem-run starts it with CLONE_NEWNS), made a
-// slave first, so nothing here reaches the host's.
+// makeRoot makes the root in the helper's own mount namespace
+// (fedmem-run starts it with CLONE_NEWNS), made a slave first, so nothing
+// here reaches the host's and the clone dies with the helper.
 func makeRoot(dir string) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("make / rslave (is fedmem-runc in its own mount namespace?): %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	fd, err := unix.OpenTree(unix.AT_FDCWD, "/", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-	if err != nil {
-		return fmt.Errorf("open_tree /: %w", err)
-	}
-	defer unix.Close(fd)
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Propagation: unix.MS_PRIVATE}
-	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-		return fmt.Errorf("mount_setattr /: %w", err)
-	}
-	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, dir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return fmt.Errorf("move_mount / to %s: %w", dir, err)
-	}
-	return nil
+	return rootfs.CloneHostRoot(dir)
 }

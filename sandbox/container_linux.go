@@ -1,0 +1,386 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/sandbox/oci"
+	"github.com/fedmem/fedmem/sandbox/seccomp"
+)
+
+// ociInitArg, as argv[1] of the init, says a container runtime built the
+// root from the sandbox/oci translation of the plan: the init skips
+// buildRoot, checks what the runtime made (checkOCIRoot) and verifies it
+// against the plan like any root, then applies the same layers.
+const ociInitArg = "oci"
+
+// initCaps are what fedmem's init holds inside the container, in its own
+// user namespace, until it drops every one before forking the agent (as
+// in the namespace backend): chown of the private pty, the agent's uid and
+// gid, the bounding set drop, loopback up.
+var initCaps = []string{"CAP_CHOWN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_NET_ADMIN"}
+
+// containerRuntime is what differs between the container backends: the
+// helper that runs the bundle.
+type containerRuntime struct {
+	name string
+	// command returns the helper's command line for a bundle; nfds
+	// descriptors from 3 on go to the container's process, control is the
+	// helper's descriptor number of the kill/cleanup pipe.
+	command func(bundle, id string, nfds, control int) *exec.Cmd
+	// rootfs is root.path; image says it is an image's root.
+	rootfs string
+	image  bool
+	// fdSocket: the runtime cannot hand descriptors to the container's
+	// process (containerd); the helper relays them over a socket in the
+	// bundle's fds directory, bound at ociFdDir (see receiveInitFds).
+	fdSocket bool
+	notes    []string
+}
+
+// helperPath finds a helper binary beside the running executable, then in
+// PATH.
+func helperPath(explicit, name string) (string, error) {
+	if explicit != "" {
+		return explicit, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), name)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return exec.LookPath(name)
+}
+
+// runContainer runs spec through a container runtime helper: the plan is
+// translated once (sandbox/oci), written as a bundle, and the helper runs
+// it with fedmem's own init as the container's process. The init speaks
+// the same protocol as in the namespace backend (config, sync, pty and
+// proxy descriptors), so everything from here on is the same run.
+func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir string) (*Result, error) {
+	if os.Geteuid() != 0 {
+		return nil, &Error{Code: ExitFedmemError, Stage: "backend", Msg: "the " + rt.name + " backend needs root (use --backend namespace for rootless sessions)"}
+	}
+	s := *spec
+	spec = &s
+	idp, err := planIdentity(spec)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: "own executable: " + err.Error()}
+	}
+	cfg := initConfig{
+		Plan: spec.Plan, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, TTY: spec.TTY,
+		RequireLandlock: spec.RequireLandlock, RequireSeccomp: spec.RequireSeccomp,
+	}
+	if idp.cred != nil {
+		cfg.AgentSwitch, cfg.AgentUID, cfg.AgentGID = true, spec.UID, spec.GID
+	}
+	var notes []string
+	l := spec.Limits
+	if l.FileSize > 0 {
+		cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_FSIZE, Max: uint64(l.FileSize)})
+		notes = append(notes, fmt.Sprintf("file_size=%d (RLIMIT_FSIZE)", l.FileSize))
+	}
+	if l.OpenFiles > 0 {
+		cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_NOFILE, Max: uint64(l.OpenFiles)})
+		notes = append(notes, fmt.Sprintf("open_files=%d (RLIMIT_NOFILE)", l.OpenFiles))
+	}
+	if l.Pids > 0 {
+		notes = append(notes, fmt.Sprintf("pids=%d (OCI linux.resources.pids: %s's cgroup)", l.Pids, rt.name))
+	}
+	if l.Memory > 0 {
+		notes = append(notes, fmt.Sprintf("memory=%d (OCI linux.resources.memory: %s's cgroup)", l.Memory, rt.name))
+	}
+	if l.WallTime > 0 {
+		notes = append(notes, "wall_time="+l.WallTime.String()+" (fedmem-run kills the container)")
+	}
+	if l.InboxBytes > 0 {
+		notes = append(notes, fmt.Sprintf("inbox_bytes=%d (fedmem-run watches the inbox and kills the container)", l.InboxBytes))
+	}
+	sc, err := seccomp.OCI(runtime.GOARCH)
+	if err != nil {
+		return nil, &Error{Code: ExitFedmemError, Stage: "seccomp", Msg: err.Error()}
+	}
+	toOCI := func(m []syscall.SysProcIDMap) []specs.LinuxIDMapping {
+		var out []specs.LinuxIDMapping
+		for _, x := range m {
+			out = append(out, specs.LinuxIDMapping{ContainerID: uint32(x.ContainerID), HostID: uint32(x.HostID), Size: uint32(x.Size)})
+		}
+		return out
+	}
+	id := "fedmem-" + spec.Plan.Session + "-" + randHex(4)
+	bundle := filepath.Join(stateDir, "bundles", id)
+	initArgs := []string{InitArg0, ociInitArg}
+	if rt.fdSocket {
+		initArgs = append(initArgs, ociFdSocketArg)
+	}
+	ocispec, err := oci.Translate(oci.Input{
+		Plan: spec.Plan, Rootfs: rt.rootfs, Image: rt.image,
+		Args: initArgs, Env: append(initEnv(), "PATH="+oci.InitDir), Cwd: "/",
+		Hostname: spec.Hostname, UID: 0, GID: 0,
+		UIDMap: toOCI(idp.uidMaps), GIDMap: toOCI(idp.gidMaps),
+		InitCaps: initCaps, Pids: int64(l.Pids), Memory: l.Memory, Seccomp: sc,
+		Annotations: map[string]string{"fedmem.session": spec.Plan.Session},
+	})
+	if err != nil {
+		return nil, &Error{Code: ExitFedmemError, Stage: "spec", Msg: err.Error()}
+	}
+	// fedmem-run's own executable, read-only, under the name the init
+	// dispatches on (the runtime execs Args[0] found in PATH).
+	ocispec.Mounts = append(ocispec.Mounts, specs.Mount{Destination: filepath.Join(oci.InitDir, InitArg0), Type: "bind", Source: exe, Options: []string{"bind", "ro", "nosuid", "nodev"}})
+	if err := os.MkdirAll(bundle, 0o700); err != nil {
+		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+	}
+	if rt.fdSocket {
+		fdDir := filepath.Join(bundle, "fds")
+		if err := os.Mkdir(fdDir, 0o700); err != nil {
+			return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+		}
+		ocispec.Mounts = append(ocispec.Mounts, specs.Mount{Destination: ociFdDir, Type: "bind", Source: fdDir, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
+	}
+	defer os.RemoveAll(bundle)
+	raw, err := json.MarshalIndent(ocispec, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(bundle, "config.json"), raw, 0o600)
+	}
+	if err != nil {
+		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+	}
+
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+	}
+	defer cfgR.Close()
+	defer cfgW.Close()
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
+		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+	}
+	defer syncR.Close()
+	defer syncW.Close()
+	extra := []*os.File{cfgR, syncW}
+
+	var relay *ptyRelay
+	var ptySock *os.File
+	stdin, stdout, stderr := spec.Stdin, spec.Stdout, spec.Stderr
+	if spec.TTY {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return nil, &Error{Code: ExitFedmemError, Stage: "pty", Msg: err.Error()}
+		}
+		ptySock = os.NewFile(uintptr(fds[0]), "pty-parent")
+		child := os.NewFile(uintptr(fds[1]), "pty-child")
+		defer ptySock.Close()
+		defer child.Close()
+		extra = append(extra, child)
+		relay = newPTYRelay(spec.Stdin, spec.Stdout)
+		defer relay.Close()
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, &Error{Code: ExitFedmemError, Stage: "pty", Msg: err.Error()}
+		}
+		defer null.Close()
+		stdin, stdout, stderr = null, null, null
+	}
+	var proxyCtl *os.File
+	if spec.Plan.Network == "allowlist" || spec.Plan.Network == "public" {
+		if spec.Proxy == nil {
+			return nil, &Error{Code: ExitFedmemError, Stage: "network", Msg: "network: " + spec.Plan.Network + " without a proxy"}
+		}
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return nil, &Error{Code: ExitFedmemError, Stage: "network", Msg: err.Error()}
+		}
+		proxyCtl = os.NewFile(uintptr(fds[0]), "proxy-parent")
+		child := os.NewFile(uintptr(fds[1]), "proxy-child")
+		defer proxyCtl.Close()
+		defer child.Close()
+		extra = append(extra, child)
+		cfg.ProxyFd = 2 + len(extra)
+		cfg.ProxyPort = ProxyPort
+	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+	}
+	defer ctlR.Close()
+	defer ctlW.Close()
+	nfds := len(extra)
+	cmd := rt.command(bundle, id, nfds, 3+nfds)
+	cmd.ExtraFiles = append(extra, ctlR)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	if spec.TTY {
+		cmd.SysProcAttr.Setsid = true
+	}
+	defer guardPlaceholders(spec)()
+
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
+	defer signal.Stop(sigs)
+
+	go func() {
+		_ = json.NewEncoder(cfgW).Encode(&cfg)
+		cfgW.Close()
+	}()
+	if err := cmd.Start(); err != nil {
+		return nil, &Error{Code: ExitFedmemError, Stage: "start", Msg: fmt.Sprintf("%s helper: %v", rt.name, err)}
+	}
+	kill := func() { _, _ = ctlW.Write([]byte{'k'}) }
+	var timedOut, inboxFull atomic.Bool
+	var inboxReason atomic.Value
+	if l.InboxBytes > 0 {
+		stop := make(chan struct{})
+		defer close(stop)
+		go watchInboxCap(spec.Plan.Inbox, l.InboxBytes, stop, func(reason string) {
+			inboxReason.Store(reason)
+			inboxFull.Store(true)
+			kill()
+		})
+	}
+	if l.WallTime > 0 {
+		t := time.AfterFunc(l.WallTime, func() {
+			timedOut.Store(true)
+			kill()
+		})
+		defer t.Stop()
+	}
+	syncW.Close()
+	for _, f := range cmd.ExtraFiles[2:] {
+		f.Close()
+	}
+	if proxyCtl != nil {
+		go serveProxy(proxyCtl, spec)
+	}
+	msgs := make(chan initMessage, 4)
+	go func() {
+		defer close(msgs)
+		sc := bufio.NewScanner(syncR)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var m initMessage
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				msgs <- m
+			}
+		}
+	}()
+	masters := make(chan *os.File, 1)
+	if relay != nil {
+		go func() { masters <- recvFd(ptySock) }()
+	}
+	ns := []string{"user", "mount", "pid", "ipc", "uts", "cgroup"}
+	if oci.NewNetNS(spec.Plan.Network) {
+		ns = append(ns, "net")
+	}
+	host := func(x Layers) Layers {
+		x.Backend, x.Namespaces, x.PTY, x.Limits = rt.name, ns, relay != nil, notes
+		x.Identity = &idp.id
+		x.Notes = append(x.Notes, rt.notes...)
+		return x
+	}
+	res := &Result{ExitCode: -1, Layers: host(Layers{})}
+	var runErr error
+	done := ctx.Done()
+	for msgs != nil {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				msgs = nil
+				break
+			}
+			switch m.Type {
+			case msgStarted:
+				if m.Layers != nil {
+					res.Layers = host(*m.Layers)
+					emit(spec, "started", map[string]any{"layers": res.Layers})
+				}
+			case msgError:
+				runErr = m.Err
+			case msgStopped:
+				emit(spec, "stopped", map[string]any{"signal": m.Signal})
+				if relay != nil {
+					relay.Suspend(cmd.Process)
+				}
+			case msgExit:
+				res.ExitCode, res.Signal = m.Code, m.Signal
+			}
+		case m := <-masters:
+			if m != nil {
+				relay.Start(m, cmd.Process)
+			}
+		case s := <-sigs:
+			_ = cmd.Process.Signal(s)
+		case <-done:
+			kill()
+			done = nil
+		}
+	}
+	werr := cmd.Wait()
+	if relay != nil && relay.master != nil {
+		relay.Finish()
+	}
+	if (res.Signal == int(unix.SIGXFSZ) || res.ExitCode == 128+int(unix.SIGXFSZ)) && l.FileSize > 0 {
+		res.LimitsHit = append(res.LimitsHit, "file_size")
+	}
+	if timedOut.Load() {
+		res.LimitsHit = append(res.LimitsHit, "wall_time")
+	}
+	if inboxFull.Load() {
+		res.LimitsHit = append(res.LimitsHit, "inbox_bytes")
+		res.Layers.Notes = append(res.Layers.Notes, fmt.Sprintf("inbox_bytes: %v", inboxReason.Load()))
+		if res.ExitCode < 0 {
+			res.ExitCode, res.Signal = 128+int(unix.SIGKILL), int(unix.SIGKILL)
+		}
+	}
+	for _, x := range res.LimitsHit {
+		emit(spec, "limit", map[string]any{"limit": x})
+	}
+	if timedOut.Load() {
+		res.ExitCode, res.Signal = ExitTimedOut, int(unix.SIGKILL)
+		return res, nil
+	}
+	if runErr != nil {
+		return res, runErr
+	}
+	if res.ExitCode < 0 {
+		// The init said nothing: the helper's status tells (128+n when
+		// the container's process was killed by signal n).
+		var ee *exec.ExitError
+		if errors.As(werr, &ee) && ee.ExitCode() > 128 && ee.ExitCode() != ExitFedmemError {
+			res.ExitCode, res.Signal = ee.ExitCode(), ee.ExitCode()-128
+			return res, nil
+		}
+		return res, &Error{Code: ExitFedmemError, Stage: "init", Msg: fmt.Sprintf("%s: the container's init ended without a status: %v", rt.name, werr)}
+	}
+	return res, nil
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

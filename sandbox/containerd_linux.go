@@ -1,0 +1,69 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+)
+
+// Containerd is the containerd backend: the same OCI spec, run by a real
+// containerd daemon through its Go client in the cmd/fedmem-containerd
+// helper (the client pulls in gRPC and net/http, which fedmem-run must not
+// link; test/boundary), which fedmem-run execs like fedmem-runc.
+type Containerd struct {
+	// Address is containerd's socket ("": $CONTAINERD_ADDRESS, else
+	// /run/containerd/containerd.sock).
+	Address string
+	// Image runs the agent in this image of the local content store
+	// (namespace fedmem) instead of the host's / read-only.
+	Image string
+	// Helper is fedmem-containerd's path; "": beside fedmem-run, then PATH.
+	Helper string
+	// State holds the bundles handed to the helper; "":
+	// /run/fedmem/containerd.
+	State string
+}
+
+// Name implements Backend.
+func (Containerd) Name() string { return "containerd" }
+
+// ContainerdNamespace is the containerd namespace fedmem's containers,
+// tasks, snapshots and images live in.
+const ContainerdNamespace = "fedmem"
+
+// Run implements Backend.
+func (c Containerd) Run(ctx context.Context, spec *Spec) (*Result, error) {
+	helper, err := helperPath(c.Helper, "fedmem-containerd")
+	if err != nil {
+		return nil, &Error{Code: ExitFedmemError, Stage: "backend", Msg: "containerd backend: fedmem-containerd not found beside fedmem-run nor in PATH: " + err.Error()}
+	}
+	addr := c.Address
+	if addr == "" {
+		addr = os.Getenv("CONTAINERD_ADDRESS")
+	}
+	if addr == "" {
+		addr = "/run/containerd/containerd.sock"
+	}
+	state := c.State
+	if state == "" {
+		state = "/run/fedmem/containerd"
+	}
+	rt := containerRuntime{
+		name:     "containerd",
+		fdSocket: true,
+		rootfs:   "rootfs",
+		image:    c.Image != "",
+		command: func(bundle, id string, nfds, control int) *exec.Cmd {
+			args := []string{"run", "--address", addr, "--namespace", ContainerdNamespace, "--bundle", bundle, "--id", id,
+				"--fds", strconv.Itoa(nfds), "--control", strconv.Itoa(control)}
+			if c.Image != "" {
+				args = append(args, "--image", c.Image)
+			}
+			cmd := exec.Command(helper, args...)
+			cmd.Env = []string{"GOMAXPROCS=2"}
+			return cmd
+		},
+	}
+	return runContainer(ctx, spec, rt, state)
+}

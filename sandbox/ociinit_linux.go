@@ -1,0 +1,130 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/mounts"
+)
+
+// buildRootFor builds the plan's root, or, in a container (argv[1] is
+// ociInitArg), checks the one the runtime built from the same plan.
+func buildRootFor(cfg *initConfig) ([]string, error) {
+	if len(os.Args) > 1 && os.Args[1] == ociInitArg {
+		return nil, checkOCIRoot(cfg.Plan)
+	}
+	return buildRoot(cfg.Plan, cfg.Idmapped)
+}
+
+// checkOCIRoot checks the masks the runtime could not make read-only and
+// takes them out of the plan that mounts.Verify then checks (everything
+// else of the plan is verified there, unchanged). runc forbids mount
+// targets under /proc and masks those files with a bind of the null device
+// (its maskedPaths), writable; a mask is accepted when a mount sits at
+// exactly that path and the path is the null device (1:3): reads are
+// empty, writes vanish, nothing of the masked file is reachable.
+func checkOCIRoot(pl *mounts.Plan) error {
+	infos, err := mountinfo.GetMounts(nil)
+	if err != nil {
+		return err
+	}
+	kept := pl.Mounts[:0]
+	for _, m := range pl.Mounts {
+		if m.Kind != mounts.Masked || m.Dir || !strings.HasPrefix(m.Target, "/proc/") {
+			kept = append(kept, m)
+			continue
+		}
+		if !slices.ContainsFunc(infos, func(i *mountinfo.Info) bool { return i.Mountpoint == m.Target }) {
+			return &mounts.VerifyError{Path: m.Target, Rule: "secret-masked", Detail: "no mount at exactly this path"}
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(m.Target, &st); err != nil {
+			return &mounts.VerifyError{Path: m.Target, Rule: "secret-masked", Detail: err.Error()}
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFCHR || unix.Major(st.Rdev) != 1 || unix.Minor(st.Rdev) != 3 {
+			return &mounts.VerifyError{Path: m.Target, Rule: "secret-masked", Detail: fmt.Sprintf("masked by a mount that is not the null device (mode %#o, rdev %d:%d)", st.Mode, unix.Major(st.Rdev), unix.Minor(st.Rdev))}
+		}
+	}
+	pl.Mounts = kept
+	return nil
+}
+
+// ociFdSocketArg, after ociInitArg, says the runtime cannot hand
+// descriptors to the container's process (containerd gives a task only its
+// stdio): the init receives them first, over the unix socket the helper
+// listens on in ociFdDir, and puts them at 3, 4… where the protocol
+// expects them.
+const ociFdSocketArg = "fds-socket"
+
+// ociFdDir is where the helper's descriptor socket appears inside (bound
+// read-only: connect needs no write access to the mount). The helper
+// unlinks the socket as soon as the init has its descriptors, before the
+// agent exists.
+const ociFdDir = "/dev/.fedmem/fds"
+
+// OCIFdSocket is the socket's name in ociFdDir (and in the bundle's fds
+// directory the helper binds there).
+const OCIFdSocket = "s"
+
+func init() {
+	// Runs before main in fedmem-run: only for the container's init.
+	if len(os.Args) > 2 && os.Args[0] == InitArg0 && os.Args[1] == ociInitArg && os.Args[2] == ociFdSocketArg {
+		if err := receiveInitFds(); err != nil {
+			fmt.Fprintln(os.Stderr, "fedmem-sandbox-init: descriptors:", err)
+			os.Exit(ExitFedmemError)
+		}
+	}
+}
+
+func receiveInitFds() error {
+	s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	// s itself may sit at 3: closed before the descriptors move there.
+	defer func() {
+		if s >= 0 {
+			unix.Close(s)
+		}
+	}()
+	if err := unix.Connect(s, &unix.SockaddrUnix{Name: ociFdDir + "/" + OCIFdSocket}); err != nil {
+		return err
+	}
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(8*4))
+	_, oobn, _, _, err := unix.Recvmsg(s, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return fmt.Errorf("no descriptors received (%v)", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil {
+		return err
+	}
+	unix.Close(s)
+	s = -1
+	// Received fds land at the lowest free numbers, which may be the very
+	// targets: move them all above first, then into place.
+	high := make([]int, len(fds))
+	for i, fd := range fds {
+		if high[i], err = unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 100); err != nil {
+			return err
+		}
+		unix.Close(fd)
+	}
+	for i, fd := range high {
+		if err := unix.Dup3(fd, 3+i, 0); err != nil {
+			return err
+		}
+		unix.Close(fd)
+	}
+	return nil
+}

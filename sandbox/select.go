@@ -1,0 +1,35 @@
+package sandbox
+
+import "fmt"
+
+// Backend names, for --backend and a profile's backend:.
+const (
+	BackendNamespace  = "namespace"
+	BackendRunc       = "runc"
+	BackendContainerd = "containerd"
+)
+
+// BackendOptions are the container backends' settings.
+type BackendOptions struct {
+	// ContainerdAddress is containerd's socket ("": $CONTAINERD_ADDRESS,
+	// else /run/containerd/containerd.sock).
+	ContainerdAddress string
+	// Image, with containerd, is the image the agent runs in instead of
+	// the host's / read-only (from the local content store).
+	Image string
+}
+
+// NewBackend returns the backend called name ("" is the namespace
+// backend).
+func NewBackend(name string, o BackendOptions) (Backend, error) {
+	if o.Image != "" && name != BackendContainerd {
+		return nil, &Error{Code: ExitFedmemError, Stage: "backend", Msg: fmt.Sprintf("--image needs --backend containerd (backend %q)", name)}
+	}
+	switch name {
+	case "", BackendNamespace:
+		return Namespace{}, nil
+	case BackendRunc, BackendContainerd:
+		return containerBackend(name, o)
+	}
+	return nil, &Error{Code: ExitFedmemError, Stage: "backend", Msg: fmt.Sprintf("unknown backend %q (namespace, runc or containerd)", name)}
+}

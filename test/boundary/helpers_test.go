@@ -1,0 +1,45 @@
+package boundary
+
+import (
+	"strings"
+	"testing"
+)
+
+// helperForbidden: the runtime helpers run on the untrusted side like
+// fedmem-run: no gate, no Git, no secret scanner.
+var helperForbidden = []string{
+	"github.com/go-git/",
+	"github.com/zricethezav/gitleaks",
+	module + "/gate",
+	module + "/vault/repo",
+}
+
+// TestContainerHelpersBoundary: the container backends' runtimes live in
+// helpers fedmem-run execs — libcontainer (cgo) in fedmem-runc, the
+// containerd client (gRPC, net/http) in fedmem-containerd — while
+// fedmem-run links only the translation (sandbox/oci), never a helper's
+// package; each helper links its runtime and nothing of the trusted side.
+func TestContainerHelpersBoundary(t *testing.T) {
+	root := moduleRoot(t)
+	run := goListDeps(t, root, "./cmd/fedmem-run")
+	if !contains(run, module+"/sandbox/oci") {
+		t.Errorf("cmd/fedmem-run does not link sandbox/oci: the container backends must share its one translation")
+	}
+	for _, p := range []string{module + "/sandbox/oci/runc", module + "/sandbox/oci/ctrd", "google.golang.org/grpc"} {
+		if containsPrefix(run, p) {
+			t.Errorf("cmd/fedmem-run links %s: it belongs in a helper binary", p)
+		}
+	}
+	for _, h := range []struct{ cmd, must string }{
+		{"./cmd/fedmem-runc", "github.com/opencontainers/runc/libcontainer"},
+		{"./cmd/fedmem-containerd", "github.com/containerd/containerd/v2/client"},
+	} {
+		deps := goListDeps(t, root, h.cmd)
+		if !contains(deps, h.must) {
+			t.Errorf("%s does not link %s (got %d packages): the positive control failed", h.cmd, h.must, len(deps))
+		}
+		if bad := violations(deps, helperForbidden); len(bad) > 0 {
+			t.Errorf("%s links trusted-side packages:\n  %s", h.cmd, strings.Join(bad, "\n  "))
+		}
+	}
+}
