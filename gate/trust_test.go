@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -270,4 +271,42 @@ func TestApprovalAfterCrashIsKeyedByDraftID(t *testing.T) {
 		t.Fatalf("draft %s has %d commits", p.ID, n)
 	}
 	checkRepo(t, v)
+}
+
+// A proven record is trusted only for what auto_promote names: a built-in
+// profile only with the built-in's hash, anything else only pinned.
+func TestOriginTrustNeedsTheProfilesHash(t *testing.T) {
+	ci := builtinHash("ci")
+	if ci == "" {
+		t.Fatal("no hash for the built-in ci profile")
+	}
+	cases := []struct {
+		name, profile, hash, policy, want string
+	}{
+		{"built-in with its hash", "ci", ci, "[ci]", ""},
+		{"built-in name, other hash (a local file called ci)", "ci", testProfileHash, "[ci]", "origin-untrusted"},
+		{"unpinned non-built-in", "ci-docs", testProfileHash, "[ci-docs]", "origin-untrusted"},
+		{"pinned, other hash", "ci-docs", strings.Repeat("cd", 32), "[\"ci-docs@" + testProfileHash + "\"]", "origin-untrusted"},
+		{"profile not listed", "claude", testProfileHash, "[ci]", "origin-untrusted"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := newVault(t)
+			putSources(t, v)
+			pol := strings.Replace(trustPolicy(), "[\""+testProfile+"@"+testProfileHash+"\"]", c.policy, 1)
+			setPolicy(t, v, pol)
+			sd := session(t, v, "o-1")
+			rec := SessionRecord{Session: "o-1", Profile: c.profile, ProfileHash: c.hash, UID: os.Geteuid(), Command: []string{"agent"}}
+			b, _ := json.Marshal(rec)
+			os.WriteFile(filepath.Join(v, "90-inbox", ".sessions", "o-1.json"), b, 0o644)
+			put(t, sd, "o.md", ordinaryNote(1))
+			d := decisionFor(t, once(t, openGate(t, v)), "o.md")
+			switch {
+			case c.want == "" && d.State != StatePromoted:
+				t.Fatalf("want promoted: %+v", d)
+			case c.want != "" && (d.State != StatePending || !hasRule(d, c.want)):
+				t.Fatalf("want pending with %s: %+v", c.want, d)
+			}
+		})
+	}
 }

@@ -114,11 +114,11 @@ func printReview(w io.Writer, op string, r *gate.ReviewResponse, asJSON bool) {
 			fmt.Fprintln(w, "nothing held for review")
 		}
 		for _, d := range r.Decisions {
-			fmt.Fprintf(w, "%s  %s/%q  %s  risk %s\n", d.ID, d.Session, d.Draft, d.Path, d.Risk)
+			fmt.Fprintf(w, "%s  %s/%q  %s  risk %s  origin %s\n", d.ID, d.Session, d.Draft, d.Path, d.Risk, orUnknown(d.Origin))
 		}
 	case "show":
 		d := r.Decision
-		fmt.Fprintf(w, "id:      %s\nstate:   %s\nsession: %s\ndraft:   %q\nsha256:  %s\npath:    %s\nrisk:    %s\n", d.ID, d.State, d.Session, d.Draft, d.SHA256, d.Path, d.Risk)
+		fmt.Fprintf(w, "id:      %s\nstate:   %s\nsession: %s\norigin:  %s\ndraft:   %q\nsha256:  %s\npath:    %s\nrisk:    %s\n", d.ID, d.State, d.Session, orUnknown(d.Origin), d.Draft, d.SHA256, d.Path, d.Risk)
 		for _, f := range d.Reasons {
 			fmt.Fprintf(w, "  %s\n", f.String())
 		}
@@ -133,4 +133,13 @@ func printReview(w io.Writer, op string, r *gate.ReviewResponse, asJSON bool) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// orUnknown shows the gate's proven origin of a session (decisions recorded
+// before origins were, say "unknown").
+func orUnknown(o string) string {
+	if o == "" {
+		return "unknown"
+	}
+	return o
 }
