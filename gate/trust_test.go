@@ -37,14 +37,22 @@ func putSources(t *testing.T, v string) {
 	gitCLI(t, v, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "sources")
 }
 
-func putHostileAndOrdinary(t *testing.T, sd string) {
+// putHostileAndOrdinary writes the hostile fixtures and the ordinary notes.
+// With sourced, every hostile draft also cites a source that resolves at
+// HEAD (as an attacker who knows the evidence rule would), so evidence
+// alone cannot be what holds it.
+func putHostileAndOrdinary(t *testing.T, sd string, sourced bool) {
 	t.Helper()
 	for _, f := range hostileFixtures {
 		b, err := os.ReadFile(filepath.Join("testdata/corpus", f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		put(t, sd, f, string(b))
+		text := string(b)
+		if sourced {
+			text = strings.Replace(text, "---\n", "---\nsources: [10-projects/svc-9/design.md]\n", 1)
+		}
+		put(t, sd, f, text)
 	}
 	for i := 0; i < 10; i++ {
 		put(t, sd, fmt.Sprintf("ordinary-%d.md", i), ordinaryNote(i))
@@ -55,15 +63,16 @@ func putHostileAndOrdinary(t *testing.T, sd string) {
 // policy that trusts the session's proven profile, no hostile draft
 // promotes and at least 8 of 10 ordinary sourced notes do.
 func TestTrustAcceptance(t *testing.T) {
-	for _, trusted := range []bool{false, true} {
-		t.Run(fmt.Sprintf("trusted=%v", trusted), func(t *testing.T) {
+	for _, c := range []struct{ trusted, sourced bool }{{false, false}, {true, false}, {true, true}} {
+		trusted := c.trusted
+		t.Run(fmt.Sprintf("trusted=%v,hostile-sourced=%v", c.trusted, c.sourced), func(t *testing.T) {
 			v := newVault(t)
 			putSources(t, v)
 			if trusted {
 				setPolicy(t, v, trustPolicy())
 			}
 			sd := session(t, v, "accept")
-			putHostileAndOrdinary(t, sd)
+			putHostileAndOrdinary(t, sd, c.sourced)
 			g := openGate(t, v)
 			s := once(t, g)
 			if !s.Handled() {
@@ -90,6 +99,13 @@ func TestTrustAcceptance(t *testing.T) {
 				if d.State == StatePromoted {
 					t.Errorf("%s promoted: %+v", f, d)
 				}
+				var rules []string
+				for _, r := range d.Reasons {
+					if r.Severity != "info" {
+						rules = append(rules, r.Rule)
+					}
+				}
+				t.Logf("%-34s %-8s %s", f, d.State, strings.Join(rules, " "))
 			}
 			if !trusted {
 				if s.Promoted != 0 {
