@@ -29,7 +29,8 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 		out := map[string]any{
 			"profile": p.Name, "profile_hash": s.ProfileHash, "placeholder_vault": s.Placeholder,
 			"plan": pl, "allow": p.Allow, "limits": p.Limits, "network": p.Network,
-			"uid": s.UID, "gid": s.GID, "warnings": s.Warnings,
+			"uid": s.UID, "gid": s.GID, "identity_source": s.IdentitySource,
+			"owner_uid": s.OwnerUID, "owner_gid": s.OwnerGID, "warnings": s.Warnings,
 		}
 		if o.Layers != nil {
 			out["layers"] = o.Layers
@@ -41,8 +42,11 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 	if s.Placeholder {
 		fmt.Fprintf(w, "note: no --vault given; %s stands for the vault\n", s.Vault)
 	}
-	fmt.Fprintf(w, "profile %s (sha256 %s)\nvault   %s\ninbox   %s\nworkdir %s\nhome    %s\nuid     %d:%d\nnetwork %s\n",
-		p.Name, s.ProfileHash[:12], pl.Vault, pl.Inbox, pl.Workdir, pl.Home, s.UID, s.GID, networkWords(p))
+	fmt.Fprintf(w, "profile %s (sha256 %s)\nvault   %s\ninbox   %s\nworkdir %s\nhome    %s\nagent   uid %d gid %d (%s)\nnetwork %s\n",
+		p.Name, s.ProfileHash[:12], pl.Vault, pl.Inbox, pl.Workdir, pl.Home, s.UID, s.GID, s.IdentitySource, networkWords(p))
+	if s.OwnerUID != s.UID {
+		fmt.Fprintf(w, "owner   uid %d: writable binds it owns are idmapped %d→%d where the filesystem allows (the report's layers.identity says how each went)\n", s.OwnerUID, s.OwnerUID, s.UID)
+	}
 	if len(p.Allow) > 0 {
 		fmt.Fprintf(w, "allow   %s (through fedmem-run's proxy)\n", strings.Join(p.Allow, ", "))
 	}

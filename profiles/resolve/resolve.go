@@ -42,6 +42,12 @@ type Options struct {
 	// Caller plans for the calling user even when the profile names
 	// run_as (`fedmem profile explain` shows the caller's plan).
 	Caller bool
+	// AgentUser is fedmem-run --agent-user (root callers only).
+	AgentUser string
+	// Identity picks the agent's host uid and gid from the profile's
+	// run_as and AgentUser (sandbox.ChooseAgent: never uid 0 for a root
+	// caller). nil: run_as or the caller (RunAs).
+	Identity func(runAs, agentUser string) (uid, gid int, source string, err error)
 }
 
 // Session is one resolved session.
@@ -56,8 +62,15 @@ type Session struct {
 	Placeholder bool
 	Workdir     string
 	Home        string
-	UID, GID    int
-	Plan        *mounts.Plan
+	// UID and GID are the agent's host ids; IdentitySource says what chose
+	// them (run_as, agent-user, sudo, fedmem-agent, default, caller).
+	UID, GID       int
+	IdentitySource string
+	// OwnerUID and OwnerGID own the writable paths on disk: the caller (the
+	// invoking user under sudo), or the named user for run_as and
+	// --agent-user. Writable binds owned by them are idmapped to the agent.
+	OwnerUID, OwnerGID int
+	Plan               *mounts.Plan
 }
 
 // ProfileName is the profile used for argv when none is named: the built-in
@@ -109,12 +122,27 @@ func Resolve(o Options) (*Session, error) {
 	if s.Workdir, err = host.RealDir(wd); err != nil {
 		return nil, fmt.Errorf("workdir: %w", err)
 	}
-	if o.Caller {
-		s.UID, s.GID = os.Getuid(), os.Getgid()
-	} else if s.UID, s.GID, err = RunAs(prof.RunAs); err != nil {
-		return nil, err
+	switch {
+	case o.Caller:
+		s.UID, s.GID, s.IdentitySource = os.Getuid(), os.Getgid(), "caller"
+	case o.Identity != nil:
+		if s.UID, s.GID, s.IdentitySource, err = o.Identity(prof.RunAs, o.AgentUser); err != nil {
+			return nil, err
+		}
+	default:
+		if o.AgentUser != "" {
+			return nil, errors.New("--agent-user: no identity chooser")
+		}
+		if s.UID, s.GID, err = RunAs(prof.RunAs); err != nil {
+			return nil, err
+		}
+		s.IdentitySource = "caller"
+		if prof.RunAs != "" {
+			s.IdentitySource = "run_as"
+		}
 	}
-	if s.Home, err = host.Home(s.UID); err != nil {
+	s.OwnerUID, s.OwnerGID = Owner(s.UID, s.GID, s.IdentitySource)
+	if s.Home, err = host.Home(s.OwnerUID); err != nil {
 		return nil, err
 	}
 	s.ID = o.Session
@@ -123,16 +151,44 @@ func Resolve(o Options) (*Session, error) {
 			return nil, err
 		}
 	}
+	resolvConf, _ := filepath.EvalSymlinks("/etc/resolv.conf")
 	s.Plan, err = mounts.Build(prof, mounts.Input{
 		Vault: s.Vault, Session: s.ID, Workdir: s.Workdir, Home: s.Home,
 		Exists:     host.Exists,
-		ExtraMasks: host.CredentialPaths(s.UID),
+		ExtraMasks: host.CredentialPaths(s.OwnerUID),
+		RealPath: func(p string) string {
+			if r, err := filepath.EvalSymlinks(p); err == nil {
+				return r
+			}
+			return p
+		},
+		ResolvConf: resolvConf,
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.Warnings = append(s.Warnings, s.Plan.Warnings...)
 	return s, nil
+}
+
+// Owner is who owns the agent's writable paths on disk, for an agent
+// uid:gid chosen by source: the named user for run_as and --agent-user,
+// the invoking user for sudo (SUDO_UID/SUDO_GID), else the caller — root
+// for a root caller's fedmem-agent or default uid, whose writable binds
+// are then idmapped to the agent.
+func Owner(uid, gid int, source string) (int, int) {
+	switch source {
+	case "run_as", "agent-user":
+		return uid, gid
+	case "sudo":
+		if u, err := strconv.Atoi(os.Getenv("SUDO_UID")); err == nil && u == uid {
+			if g, err := strconv.Atoi(os.Getenv("SUDO_GID")); err == nil {
+				return u, g
+			}
+			return uid, gid
+		}
+	}
+	return os.Getuid(), os.Getgid()
 }
 
 // networkRank orders network modes from the tightest; a flag may only move

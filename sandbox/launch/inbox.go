@@ -29,12 +29,18 @@ func checkInboxReachable(vaultDir string, uid, gid int) error {
 	}
 	groups, _ := unix.Getgroups()
 	if uid != os.Getuid() {
-		groups = nil // run_as: only the target's primary group counts
+		groups = nil // another agent uid: only its primary group counts
 	}
 	member := int(st.Gid) == gid || slices.Contains(groups, int(st.Gid))
-	ok := (int(st.Uid) == uid && st.Mode&0o300 == 0o300) ||
-		(int(st.Uid) != uid && member && st.Mode&0o030 == 0o030) ||
-		(int(st.Uid) != uid && !member && st.Mode&0o003 == 0o003)
+	// The agent must reach its session directory through 90-inbox
+	// (search); it must create it too, unless root creates it for it.
+	need := uint32(0o3)
+	if os.Geteuid() == 0 {
+		need = 0o1
+	}
+	ok := (int(st.Uid) == uid && st.Mode>>6&need == need) ||
+		(int(st.Uid) != uid && member && st.Mode>>3&need == need) ||
+		(int(st.Uid) != uid && !member && st.Mode&need == need)
 	if !ok {
 		return fmt.Errorf("inbox %s (owner %d, group %d, mode %04o): uid %d cannot create its session directory there; agents of this vault must be in group %d (see `fedmem init --agent-group`; root too, or use a profile with run_as)",
 			dir, st.Uid, st.Gid, st.Mode&0o7777, uid, st.Gid)

@@ -41,7 +41,9 @@ func Resolve(o *Options) (*Resolved, error) {
 	p := s.Profile
 	spec := &sandbox.Spec{
 		Plan: s.Plan, Argv: o.Argv, Env: Env(p, s.Plan, s.Home, environ), Dir: s.Workdir,
-		UID: s.UID, GID: s.GID,
+		UID: s.UID, GID: s.GID, IdentitySource: s.IdentitySource,
+		OwnerUID: s.OwnerUID, OwnerGID: s.OwnerGID, OwnerSet: true,
+		AcceptRisks:     p.AcceptRisks,
 		Hostname:        "fedmem",
 		RequireLandlock: slices.Contains(p.Require, "landlock"),
 		RequireSeccomp:  slices.Contains(p.Require, "seccomp"),
@@ -181,7 +183,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	// Writable home paths the profile names must exist to be bound.
 	for _, m := range s.Plan.Mounts {
 		if m.Create {
-			if err := createOwned(m.Source, m.Dir, s.UID, s.GID); err != nil {
+			if err := createOwned(m.Source, m.Dir, s.OwnerUID, s.OwnerGID); err != nil {
 				return sandbox.ExitFedmemError, fmt.Errorf("profile %s: create %s: %w", prof.Name, m.Source, err)
 			}
 		}
@@ -230,6 +232,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	code := 0
 	if res != nil {
 		rep.Layers = &res.Layers
+		rep.Identity = res.Layers.Identity
 		rep.ExitCode, rep.Signal = res.ExitCode, res.Signal
 		rep.LimitsHit = res.LimitsHit
 		code = res.ExitCode

@@ -188,7 +188,7 @@ func TestRunLifecycle(t *testing.T) {
 	if err != nil || json.Unmarshal(b, &rec) != nil {
 		t.Fatalf("session record: %v %s", err, b)
 	}
-	if rec.Session != r.Session || rec.Profile != "default" || rec.ProfileHash != r.ProfileHash || rec.UID != os.Getuid() || rec.Started != r.Started || !slices.Equal(rec.Command, []string{"agent", "--x"}) {
+	if rec.Session != r.Session || rec.Profile != "default" || rec.ProfileHash != r.ProfileHash || rec.UID != s.UID || (os.Getuid() == 0 && (s.UID == 0 || s.GID == 0)) || rec.Started != r.Started || !slices.Equal(rec.Command, []string{"agent", "--x"}) {
 		t.Errorf("record %+v, report %+v", rec, r.SessionRecord)
 	}
 	ev, _ := os.ReadFile(evs)

@@ -1,7 +1,11 @@
 package launch
 
 import (
+	"fmt"
 	"io"
+	"os"
+	"os/user"
+	"strconv"
 	"time"
 
 	"github.com/fedmem/fedmem/profiles/resolve"
@@ -16,6 +20,9 @@ type Options struct {
 	Argv                    []string
 	Timeout                 time.Duration
 	Network                 string
+	// AgentUser names the agent's host user for a root caller
+	// (--agent-user USER|UID[:GID]); never uid 0.
+	AgentUser string
 	// Report, when set, receives the JSON session report; Events, when
 	// set, the session's events as JSON lines (appended).
 	Report, Events string
@@ -41,5 +48,32 @@ func (o *Options) resolveOptions() resolve.Options {
 	return resolve.Options{
 		Vault: o.Vault, Profile: o.Profile, Workdir: o.Workdir, Argv: o.Argv,
 		Timeout: o.Timeout, Network: o.Network, Session: o.Session,
+		AgentUser: o.AgentUser, Identity: chooseAgent,
 	}
+}
+
+// chooseAgent is sandbox.ChooseAgent for this process: a root caller's
+// agent is never uid 0 (run_as, --agent-user, SUDO_UID, fedmem-agent, else
+// sandbox.DefaultAgentID).
+func chooseAgent(runAs, agentUser string) (int, int, string, error) {
+	return sandbox.ChooseAgent(os.Getuid(), os.Getgid(), sandbox.AgentChoice{
+		RunAs: runAs, AgentUser: agentUser, SudoUID: os.Getenv("SUDO_UID"), SudoGID: os.Getenv("SUDO_GID"),
+	}, lookupUser)
+}
+
+// lookupUser resolves a user name to its uid and primary gid.
+func lookupUser(name string) (int, int, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return 0, 0, err
+	}
+	uid, err := strconv.Atoi(u.Uid)
+	if err != nil {
+		return 0, 0, fmt.Errorf("user %s: uid %q", name, u.Uid)
+	}
+	gid, err := strconv.Atoi(u.Gid)
+	if err != nil {
+		return 0, 0, fmt.Errorf("user %s: gid %q", name, u.Gid)
+	}
+	return uid, gid, nil
 }

@@ -24,7 +24,9 @@ type Report struct {
 	Error          *sandbox.Error  `json:"error,omitempty"`
 	Layers         *sandbox.Layers `json:"layers"`
 	Network        string          `json:"network"`
-	Warnings       []string        `json:"warnings,omitempty"`
+	// Identity is who the agent was on the host (layers.identity).
+	Identity *sandbox.Identity `json:"identity,omitempty"`
+	Warnings []string          `json:"warnings,omitempty"`
 }
 
 // InboxFile is one entry the agent left in its inbox.
