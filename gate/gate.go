@@ -177,6 +177,7 @@ const SameUserWarning = "same-user mode: the agent's uid is the gate's uid, so o
 func (g *Gate) Once() (*Summary, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.syncAfterPass() // push, fast-forward or replay with the policy's remote (sync.go)
 	pol, err := g.Policy()
 	if err != nil {
 		return nil, err
