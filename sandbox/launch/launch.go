@@ -127,14 +127,14 @@ func Run(ctx context.Context, o *Options) (int, error) {
 	// session creates anything.
 	var reportF *os.File
 	if o.Report != "" {
-		if reportF, err = openOutput("--report", o.Report, false); err != nil {
+		if reportF, err = openOutput("--report", o.Report, false, r.Plan.Writable); err != nil {
 			return sandbox.ExitFedmemError, err
 		}
 		defer reportF.Close()
 	}
 	ev := &events{session: r.ID}
 	if o.Events != "" {
-		if ev.f, err = openOutput("--events", o.Events, true); err != nil {
+		if ev.f, err = openOutput("--events", o.Events, true, r.Plan.Writable); err != nil {
 			return sandbox.ExitFedmemError, err
 		}
 	}
@@ -187,6 +187,10 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 				return sandbox.ExitFedmemError, fmt.Errorf("profile %s: create %s: %w", prof.Name, m.Source, err)
 			}
 		}
+	}
+	// Per-profile state: its store and mount points, seeded copies.
+	if err := prepareState(s.Plan, s.Home, s.OwnerUID, s.OwnerGID); err != nil {
+		return sandbox.ExitFedmemError, fmt.Errorf("profile %s: %w", prof.Name, err)
 	}
 	started := time.Now()
 	rep.VaultHeadStart, _ = vault.ReadHead(s.Vault)

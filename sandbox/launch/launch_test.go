@@ -85,7 +85,7 @@ func TestOpenOutputRefusesPlanted(t *testing.T) {
 	os.Mkdir(sub, 0o755)
 	for path, why := range map[string]string{link: "symbolic link", fifo: "not a regular file", hard: "2 hard links", sub: "is a directory"} {
 		for _, app := range []bool{false, true} {
-			f, err := openOutput("--report", path, app)
+			f, err := openOutput("--report", path, app, []string{dir})
 			if err == nil {
 				f.Close()
 				t.Errorf("%s (append %v): opened", path, app)
@@ -96,11 +96,30 @@ func TestOpenOutputRefusesPlanted(t *testing.T) {
 			}
 		}
 	}
+	// A directory of the path replaced by a link, inside the writable
+	// area: refused; the same link outside it (the caller's own layout)
+	// is followed.
+	elsewhere := t.TempDir()
+	os.Symlink(elsewhere, filepath.Join(dir, "out"))
+	if f, err := openOutput("--report", filepath.Join(dir, "out", "r.json"), false, []string{dir}); err == nil || !strings.Contains(err.Error(), "is a symbolic link in a path the agent can write") {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("a linked directory under the writable area: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "r.json")); err == nil {
+		t.Errorf("created through the planted directory link")
+	}
+	f, err := openOutput("--report", filepath.Join(dir, "out", "r.json"), false, []string{"/nowhere"})
+	if err != nil {
+		t.Fatalf("a link outside the writable area: %v", err)
+	}
+	f.Close()
 	if b, _ := os.ReadFile(canary); string(b) != "precious\n" {
 		t.Fatalf("canary changed: %q", b)
 	}
 	fresh := filepath.Join(dir, "fresh.json")
-	f, err := openOutput("--report", fresh, false)
+	f, err = openOutput("--report", fresh, false, []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +133,7 @@ func TestOpenOutputRefusesPlanted(t *testing.T) {
 	if b, _ := os.ReadFile(fresh); string(b) != "short\n" {
 		t.Errorf("rewrite: %q", b)
 	}
-	f, err = openOutput("--report", fresh, false)
+	f, err = openOutput("--report", fresh, false, []string{dir})
 	if err != nil {
 		t.Fatalf("an existing regular file of the caller: %v", err)
 	}

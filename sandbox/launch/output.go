@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/vault"
 )
 
 // openOutput opens a file fedmem-run writes for the caller (--report,
@@ -19,7 +22,13 @@ import (
 // device or hard link planted at the path by an earlier agent in its
 // workdir is refused, never followed (guarantee 5: fedmem never acts on a
 // path the agent controls).
-func openOutput(flag, path string, appendMode bool) (*os.File, error) {
+//
+// agentWritable are the host paths an agent may write (the plan's writable
+// paths: an earlier session with the same flags had them too). Below one
+// of them no directory of the path is followed if it is a link either —
+// an agent could have replaced `out/` by a link to /etc — while links
+// above them (a user's ~/proj → /work/proj) are followed as usual.
+func openOutput(flag, path string, appendMode bool, agentWritable []string) (*os.File, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
@@ -28,9 +37,9 @@ func openOutput(flag, path string, appendMode bool) (*os.File, error) {
 	if base == "" || base == "." || base == ".." {
 		return nil, fmt.Errorf("%s %s: not a file name", flag, path)
 	}
-	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dfd, err := openDirGuarded(filepath.Clean(dir), agentWritable)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: open directory %s: %w", flag, path, dir, err)
+		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	defer unix.Close(dfd)
 	mode := unix.O_WRONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NOCTTY
@@ -86,4 +95,50 @@ func rewrite(f *os.File, b []byte) error {
 		return err
 	}
 	return nil
+}
+
+// openDirGuarded opens dir one component at a time from /, following links
+// only while the directory reached so far lies outside agentWritable (by
+// its real path, read back from the descriptor).
+func openDirGuarded(dir string, agentWritable []string) (int, error) {
+	fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	real := "/"
+	for _, comp := range strings.Split(strings.Trim(dir, "/"), "/") {
+		if comp == "" {
+			continue
+		}
+		flags := unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC
+		guarded := false
+		for _, w := range agentWritable {
+			if vault.Within(real, w) {
+				guarded = true
+				break
+			}
+		}
+		if guarded {
+			flags |= unix.O_NOFOLLOW
+		}
+		nfd, err := unix.Openat(fd, comp, flags, 0)
+		unix.Close(fd)
+		next := filepath.Join(real, comp)
+		if err != nil {
+			if guarded && (errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR)) {
+				var st unix.Stat_t
+				if unix.Lstat(next, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+					return -1, fmt.Errorf("directory %s is a symbolic link in a path the agent can write (%s): refused, never followed", next, real)
+				}
+			}
+			return -1, fmt.Errorf("open directory %s: %w", next, err)
+		}
+		fd = nfd
+		if r, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd)); err == nil && filepath.IsAbs(r) {
+			real = r
+		} else {
+			real = next
+		}
+	}
+	return fd, nil
 }

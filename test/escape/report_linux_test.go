@@ -23,8 +23,8 @@ import (
 // descriptor only.
 //
 // Session 1 (the agent) plants links at session.json, events.jsonl and
-// session.json.tmp pointing at the canary; session 2 runs with the same
-// flags: it refuses with a message naming the flag, the path and the reason,
+// session.json.tmp pointing at the canary, and reports/ pointing at the
+// canary's directory; session 2 runs with the same flags: it refuses with a message naming the flag, the path and the reason,
 // and the canary is untouched. Session 3 names only a path whose .tmp
 // sibling is planted: the report is written, the canary untouched. Session 4
 // swaps the report for a link while it runs: the canary is untouched.
@@ -39,7 +39,10 @@ func TestReportLinksPlanted(t *testing.T) {
 			}
 			rep := filepath.Join(e.workdir, "session.json")
 			evs := filepath.Join(e.workdir, "events.jsonl")
-			plant := "ln -s " + canary + " " + rep + " && ln -s " + canary + " " + evs + " && ln -s " + canary + " " + rep + ".tmp && ls -l " + e.workdir
+			// reports/ → the directory holding the canary: --report
+			// reports/.bashrc would name the canary itself, a regular file
+			// of the caller.
+			plant := "ln -s " + canary + " " + rep + " && ln -s " + canary + " " + evs + " && ln -s " + canary + " " + rep + ".tmp && ln -s " + filepath.Dir(canary) + " " + e.workdir + "/reports && ls -l " + e.workdir
 			r := e.run(t, nil, "sh", "-c", plant)
 			if r.code != 0 {
 				t.Fatalf("session 1 (planting) exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -64,6 +67,11 @@ func TestReportLinksPlanted(t *testing.T) {
 			code, stderr = second([]string{"--events", evs}, "true")
 			if code != 125 || !strings.Contains(stderr, "--events "+evs+": is a symbolic link: refused") {
 				t.Errorf("session 2 (events): exit %d, stderr %q", code, stderr)
+			}
+			viaDir := filepath.Join(e.workdir, "reports", filepath.Base(canary))
+			code, stderr = second([]string{"--report", viaDir}, "true")
+			if code != 125 || !strings.Contains(stderr, "directory "+filepath.Join(e.workdir, "reports")+" is a symbolic link in a path the agent can write") {
+				t.Errorf("session 2 (linked directory): exit %d, stderr %q", code, stderr)
 			}
 			code, stderr = second([]string{"--report", rep + ".x"}, "true")
 			if code != 0 {
