@@ -304,5 +304,6 @@ func vaultChecks(dir string) []doctorCheck {
 	} else {
 		out = append(out, doctorCheck{Name: "gate_state", Status: statusWarn, Detail: "no gate state directory " + state + ": the gate has not been set up for this vault", Fix: "fedmem init " + v + ", then run the gate (fedmem gate run --vault " + v + ")"})
 	}
+	out = append(out, syncCheck(v)...) // remote sync state (gate_status.go)
 	return out
 }

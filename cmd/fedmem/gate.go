@@ -62,7 +62,7 @@ for human review, or rejects it with reasons. Agents read the outcome in
 90-inbox/<session>/.receipts/<draft>.json. See docs/gate.md.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newGateOnceCmd(), newGateRunCmd(), newGateSweepCmd())
+	cmd.AddCommand(newGateOnceCmd(), newGateRunCmd(), newGateSweepCmd(), newGateStatusCmd())
 	return cmd
 }
 
