@@ -1,0 +1,71 @@
+package resolve
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fedmem/fedmem/profiles"
+)
+
+// TestTightenOnlyTightens: every flag value is ranked against every
+// network mode; a value looser than the profile's is refused naming both,
+// a tighter or equal one is applied.
+func TestTightenOnlyTightens(t *testing.T) {
+	order := []string{profiles.NetworkNone, profiles.NetworkAllowlist, profiles.NetworkPublic, profiles.NetworkHost}
+	for pi, have := range order {
+		for fi, flag := range order {
+			p := &profiles.Profile{Name: "p", Network: have, Allow: []string{"a.example:443"}}
+			err := Tighten(p, 0, flag)
+			switch {
+			case fi > pi:
+				if err == nil || !strings.Contains(err.Error(), "--network "+flag+" would loosen profile p (network: "+have+")") {
+					t.Errorf("%s on %s: %v, want a refusal", flag, have, err)
+				}
+			case err != nil || p.Network != flag:
+				t.Errorf("%s on %s: %v, network %s", flag, have, err, p.Network)
+			}
+		}
+	}
+	p := &profiles.Profile{Name: "p", Network: profiles.NetworkPublic}
+	if err := Tighten(p, 0, profiles.NetworkAllowlist); err == nil || !strings.Contains(err.Error(), "no allow list") {
+		t.Errorf("allowlist without an allow list: %v", err)
+	}
+	if err := Tighten(p, 0, "wifi"); err == nil {
+		t.Error("--network wifi accepted")
+	}
+	p = &profiles.Profile{Name: "p", Limits: profiles.Limits{WallTime: profiles.Duration(time.Minute)}}
+	if err := Tighten(p, time.Hour, ""); err == nil {
+		t.Error("--timeout 1h on wall_time 1m accepted")
+	}
+	if err := Tighten(p, time.Second, ""); err != nil || time.Duration(p.Limits.WallTime) != time.Second {
+		t.Errorf("--timeout 1s: %v %v", err, p.Limits.WallTime)
+	}
+}
+
+// TestResolveExplainPlaceholder: without a vault, the placeholder stands
+// for it; the caller's plan is computed and nothing is created.
+func TestResolveExplainPlaceholder(t *testing.T) {
+	wd := t.TempDir()
+	s, err := Resolve(Options{Profile: "strict", Placeholder: "/path/to/vault", Workdir: wd, Session: "SESSION", Caller: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Placeholder || s.Plan.Network != profiles.NetworkNone || s.UID != os.Getuid() || s.IdentitySource != "caller" {
+		t.Errorf("session %+v", s)
+	}
+	if _, err := os.Stat(filepath.Join("/path/to/vault")); err == nil {
+		t.Skip("a real /path/to/vault exists here")
+	}
+	if _, err := Resolve(Options{Profile: "strict", Workdir: wd}); err == nil || !strings.Contains(err.Error(), "no vault") {
+		t.Errorf("no vault: %v", err)
+	}
+	if n := ProfileName("", []string{"/usr/bin/claude", "-p"}); n != "claude" {
+		t.Errorf("ProfileName(claude) = %s", n)
+	}
+	if n := ProfileName("", []string{"bash"}); n != "default" {
+		t.Errorf("ProfileName(bash) = %s", n)
+	}
+}
