@@ -5,9 +5,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -23,6 +25,54 @@ type idPlan struct {
 	gidMaps         []syscall.SysProcIDMap
 	enableSetgroups bool
 	cred            *syscall.Credential
+	// newgidmap, when set, writes the gid map of an unprivileged caller's
+	// init (its own gid and one subordinate gid), which leaves setgroups
+	// allowed so that the init drops the caller's groups.
+	newgidmap string
+	subgid    int
+}
+
+// mapGids runs newgidmap for the init's pid: the caller's gid to itself
+// and one subordinate gid (from /etc/subgid) to another inside id.
+func (p *idPlan) mapGids(pid int) error {
+	inside := 0
+	if p.id.GID == 0 {
+		inside = 1
+	}
+	out, err := exec.Command(p.newgidmap, strconv.Itoa(pid), strconv.Itoa(p.id.GID), strconv.Itoa(p.id.GID), "1", strconv.Itoa(inside), strconv.Itoa(p.subgid), "1").CombinedOutput()
+	if err != nil {
+		return &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("newgidmap: %v: %s", err, strings.TrimSpace(string(out)))}
+	}
+	return nil
+}
+
+// HasSubgid reports whether /etc/subgid gives uid a subordinate gid (for
+// `fedmem-run --probe`).
+func HasSubgid(uid int) bool { _, ok := subgidStart(uid); return ok }
+
+// subgidStart returns the first subordinate gid /etc/subgid gives the
+// user (by name or uid).
+func subgidStart(uid int) (int, bool) {
+	b, err := os.ReadFile("/etc/subgid")
+	if err != nil {
+		return 0, false
+	}
+	name := ""
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		name = u.Username
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(strings.TrimSpace(line), ":")
+		if len(f) != 3 || (f[0] != name && f[0] != strconv.Itoa(uid)) {
+			continue
+		}
+		start, err1 := strconv.Atoi(f[1])
+		n, err2 := strconv.Atoi(f[2])
+		if err1 == nil && err2 == nil && n > 0 {
+			return start, true
+		}
+	}
+	return 0, false
 }
 
 // planIdentity decides who the init and the agent are, and fixes spec's
@@ -97,6 +147,10 @@ func planIdentity(spec *Spec) (*idPlan, error) {
 	switch {
 	case len(groups) == 0 || (len(groups) == 1 && groups[0] == egid):
 		p.id.Groups, p.id.GroupsHow = []int{}, "none held"
+	case len(extra) > 0 && newgidmapFor(p, euid):
+		p.gidMaps = nil // newgidmap writes it: see Namespace.Run
+		p.id.Groups = []int{}
+		p.id.GroupsHow = fmt.Sprintf("setgroups([]) by the init, allowed by newgidmap (%s; subordinate gid %d)", p.newgidmap, p.subgid)
 	case len(extra) == 0:
 		p.id.GroupsHow = fmt.Sprintf("kept: only the vault's agent group %d, which reaches nothing inside (other sessions are hidden)", inboxGid)
 	case slices.Contains(spec.AcceptRisks, profiles.RiskKeepGroups) || (spec.Plan != nil && slices.Contains(spec.Plan.AcceptRisks, profiles.RiskKeepGroups)):
@@ -106,6 +160,21 @@ func planIdentity(spec *Spec) (*idPlan, error) {
 			"uid %d holds supplementary groups %v that an unprivileged caller's agent would keep (the kernel denies setgroups in a user namespace without newgidmap): run as a user without them, start fedmem-run as root (it drops them), or accept the risk by name in the profile (accept_risks: [keep-groups]); `fedmem doctor` explains", euid, extra)}
 	}
 	return p, nil
+}
+
+// newgidmapFor sets p up for newgidmap when it is installed and the
+// caller has a subordinate gid.
+func newgidmapFor(p *idPlan, uid int) bool {
+	ng, err := exec.LookPath("newgidmap")
+	if err != nil {
+		return false
+	}
+	start, ok := subgidStart(uid)
+	if !ok {
+		return false
+	}
+	p.newgidmap, p.subgid = ng, start
+	return true
 }
 
 // adoptInbox gives the session inbox, which the launcher just made for

@@ -46,6 +46,15 @@ func InitMain() {
 		fail(ExitFedmemError, "config", err)
 	}
 	cfgFile.Close()
+	if cfg.DropGroups {
+		// Process-wide (Go applies it to every thread).
+		if err := syscall.Setgroups(nil); err != nil {
+			fail(ExitFedmemError, "identity", fmt.Errorf("setgroups([]): %w", err))
+		}
+		if gs, err := unix.Getgroups(); err != nil || len(gs) != 0 {
+			fail(ExitFedmemError, "identity", fmt.Errorf("supplementary groups still held after setgroups([]): %v %v", gs, err))
+		}
+	}
 	if cfg.Plan == nil || len(cfg.Argv) == 0 {
 		fail(ExitFedmemError, "config", errors.New("empty plan or command"))
 	}

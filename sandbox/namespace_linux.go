@@ -86,6 +86,12 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN},
 		},
 	}
+	if idp.newgidmap != "" {
+		// The gid map comes from newgidmap once the init exists; the init
+		// needs CAP_SETGID to drop the caller's groups (setgroups([])).
+		cmd.SysProcAttr.AmbientCaps = append(cmd.SysProcAttr.AmbientCaps, unix.CAP_SETGID)
+		cfg.DropGroups = true
+	}
 	if idp.cred != nil {
 		// A root caller: the init is uid 0 of its namespace (host 0, no
 		// group) and its forker makes the agent spec.UID:GID at fork.
@@ -170,8 +176,13 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	// With a session cgroup the init must be in it before it reads its
 	// config, hence before it can start anything.
 	placed := make(chan bool, 1) // sent once, and only with a cgroup
+	mapped := make(chan bool, 1) // sent once, and only with newgidmap
 	go func() {
-		if cg == nil || <-placed {
+		ok := cg == nil || <-placed
+		if ok && idp.newgidmap != "" {
+			ok = <-mapped
+		}
+		if ok {
 			_ = json.NewEncoder(cfgW).Encode(&cfg)
 		}
 		cfgW.Close()
@@ -180,7 +191,22 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		if cg != nil {
 			placed <- false
 		}
+		mapped <- false
 		return nil, &Error{Code: ExitFedmemError, Stage: "start", Msg: startHint(err)}
+	}
+	if idp.newgidmap != "" {
+		// Before the init reads its config (it waits for it): no step of
+		// the sandbox runs with the caller's groups still usable.
+		if err := idp.mapGids(cmd.Process.Pid); err != nil {
+			mapped <- false
+			if cg != nil {
+				placed <- false
+			}
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return nil, err
+		}
+		mapped <- true
 	}
 	if cg != nil {
 		if err := cg.add(cmd.Process.Pid); err != nil {

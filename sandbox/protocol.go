@@ -36,8 +36,12 @@ type initConfig struct {
 	// at fork (the init keeps another uid: a root caller's agent can
 	// signal, prlimit, renice or trace nothing of it). Groups are emptied.
 	AgentSwitch bool `json:"agent_switch,omitempty"`
-	AgentUID    int  `json:"agent_uid,omitempty"`
-	AgentGID    int  `json:"agent_gid,omitempty"`
+	// DropGroups: the init empties its supplementary groups first thing
+	// (an unprivileged caller whose gid map newgidmap wrote, which leaves
+	// setgroups allowed).
+	DropGroups bool `json:"drop_groups,omitempty"`
+	AgentUID   int  `json:"agent_uid,omitempty"`
+	AgentGID   int  `json:"agent_gid,omitempty"`
 	// Idmapped maps a plan mount's index to the fd of a detached,
 	// idmapped clone of its source that the parent (host root) made.
 	Idmapped map[int]int `json:"idmapped,omitempty"`

@@ -83,8 +83,11 @@ type AgentFacts struct {
 	// gid: dropped for root; kept for an unprivileged caller, whose runs
 	// are then refused unless the profile says accept_risks: [keep-groups].
 	ExtraGroups []int `json:"extra_groups"`
-	// Newgidmap is the path of newgidmap, "" when not installed.
+	// Newgidmap is the path of newgidmap, "" when not installed; Subgid:
+	// /etc/subgid gives the caller a subordinate gid. Both: the caller's
+	// groups are dropped (newgidmap leaves setgroups allowed).
 	Newgidmap string `json:"newgidmap"`
+	Subgid    bool   `json:"subgid"`
 	// Idmap: the working directory's filesystem can be idmapped (root).
 	Idmap      bool   `json:"idmap"`
 	IdmapDir   string `json:"idmap_dir,omitempty"`

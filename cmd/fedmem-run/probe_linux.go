@@ -83,6 +83,7 @@ func probeAgent() AgentFacts {
 		}
 	}
 	a.Newgidmap, _ = exec.LookPath("newgidmap")
+	a.Subgid = sandbox.HasSubgid(os.Getuid())
 	if os.Geteuid() == 0 {
 		if wd, err := os.Getwd(); err == nil {
 			a.IdmapDir = wd

@@ -71,6 +71,7 @@ type probeFacts struct {
 		Error       string `json:"error"`
 		ExtraGroups []int  `json:"extra_groups"`
 		Newgidmap   string `json:"newgidmap"`
+		Subgid      bool   `json:"subgid"`
 		Idmap       bool   `json:"idmap"`
 		IdmapDir    string `json:"idmap_dir"`
 		IdmapError  string `json:"idmap_error"`
@@ -248,12 +249,16 @@ func identityChecks(f *probeFacts) []doctorCheck {
 		}
 	case len(a.ExtraGroups) == 0:
 		out = append(out, doctorCheck{Name: "agent_identity", Status: statusOK, Detail: fmt.Sprintf("the agent runs as the caller, uid %d, with no supplementary group", f.UID)})
+	case a.Newgidmap != "" && a.Subgid:
+		out = append(out, doctorCheck{Name: "agent_identity", Status: statusOK, Detail: fmt.Sprintf("the agent runs as the caller, uid %d; its supplementary groups %v are dropped (newgidmap writes the gid map with a subordinate gid, so the sandbox's pid 1 may setgroups([]))", f.UID, a.ExtraGroups)})
 	default:
-		detail := fmt.Sprintf("the caller holds supplementary groups %v: an unprivileged caller cannot drop them inside its own user namespace (the kernel denies setgroups there), so fedmem-run refuses to run its agents unless a profile says accept_risks: [keep-groups]; the vault's agent group is exempt (it reaches nothing inside)", a.ExtraGroups)
-		if a.Newgidmap != "" {
-			detail += "; newgidmap is installed at " + a.Newgidmap + " but fedmem-run does not use it yet"
+		detail := fmt.Sprintf("the caller holds supplementary groups %v: an unprivileged caller cannot drop them inside its own user namespace (the kernel denies setgroups there) without newgidmap and a subordinate gid, so fedmem-run refuses to run its agents unless a profile says accept_risks: [keep-groups]; the vault's agent group is exempt (it reaches nothing inside)", a.ExtraGroups)
+		if a.Newgidmap == "" {
+			detail += "; newgidmap is not installed"
+		} else {
+			detail += "; newgidmap is installed but /etc/subgid gives this user no range"
 		}
-		out = append(out, doctorCheck{Name: "agent_identity", Status: statusWarn, Detail: detail, Fix: "run agents as a user without those groups, start fedmem-run as root (sudo: the agent runs as you, without groups), or accept the risk by name in the profile"})
+		out = append(out, doctorCheck{Name: "agent_identity", Status: statusWarn, Detail: detail, Fix: "install newgidmap (Debian/Ubuntu: uidmap) and give the user a range (usermod --add-subgids START-END USER), run agents as a user without those groups, start fedmem-run as root, or accept the risk by name in the profile"})
 	}
 	return out
 }

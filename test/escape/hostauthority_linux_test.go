@@ -7,12 +7,15 @@ import (
 	"encoding/hex"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fedmem/fedmem/test/testutil"
 )
 
 // Guarantee 5 (DESIGN.md): the agent holds nothing of its caller's host
@@ -303,5 +306,80 @@ for name, p in (("LISTED", sys.argv[1]), ("OTHER", sys.argv[2])):
 	got := parseProbe(r.stdout)
 	if got["LISTED"] != "HOST-SOCKET" || got["OTHER"] != "ENOENT" {
 		t.Fatalf("listed socket: %q (want HOST-SOCKET), unlisted world-writable socket in /run: %q (want ENOENT)\n%s", got["LISTED"], got["OTHER"], r.stdout)
+	}
+}
+
+// TestHostAuthorityUserGroupsNewgidmap: an unprivileged caller (made with
+// useradd, with a subordinate gid range) in a group that owns a file and a
+// socket. Where newgidmap is installed, fedmem-run has it write the init's
+// gid map, which leaves setgroups allowed, and the init drops the groups:
+// the run goes ahead and the group's file and socket refuse the agent.
+func TestHostAuthorityUserGroupsNewgidmap(t *testing.T) {
+	testutil.RequireRoot(t)
+	if _, err := exec.LookPath("newgidmap"); err != nil {
+		// .ci/run installs uidmap; elsewhere this is the environment's gap.
+		if os.Getenv("FEDMEM_REQUIRE_ROOT") == "1" {
+			t.Fatalf("newgidmap not installed (Debian: uidmap) and FEDMEM_REQUIRE_ROOT=1")
+		}
+		t.Skip("newgidmap not installed (Debian package uidmap)")
+	}
+	requireUserNS(t)
+	const name, uid, group = "fedmem-escape-u", 64004, 64054
+	ensure := func(check []string, create ...[]string) {
+		if exec.Command(check[0], check[1:]...).Run() == nil {
+			return
+		}
+		for _, c := range create {
+			if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+				t.Fatalf("%v: %v: %s", c, err, out)
+			}
+		}
+		t.Cleanup(func() {
+			for i := len(create) - 1; i >= 0; i-- {
+				c := create[i]
+				switch c[0] {
+				case "useradd":
+					exec.Command("userdel", name).Run()
+				case "groupadd":
+					exec.Command("groupdel", c[len(c)-1]).Run()
+				}
+			}
+		})
+	}
+	ensure([]string{"getent", "group", "fedmem-escape-g"}, []string{"groupadd", "-g", strconv.Itoa(group), "fedmem-escape-g"})
+	ensure([]string{"getent", "passwd", name},
+		[]string{"groupadd", "-g", strconv.Itoa(uid), name},
+		[]string{"useradd", "-u", strconv.Itoa(uid), "-g", strconv.Itoa(uid), "-M", "-d", "/nonexistent", "-s", "/usr/sbin/nologin", name},
+		[]string{"usermod", "--add-subgids", "310000-310009", name})
+	e := setup(t, layout{name: "beside/root"})
+	for _, d := range []string{e.workdir, e.outDir} {
+		must(t, os.Chown(d, uid, uid))
+	}
+	fx := hostFixtures(t, e.base, group)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	report := filepath.Join(e.outDir, "report.json")
+	cmd := exec.CommandContext(ctx, "setpriv", append([]string{"--reuid", strconv.Itoa(uid), "--regid", strconv.Itoa(uid), "--groups=" + strconv.Itoa(group), "--inh-caps=-all", "--",
+		e.bins.FedmemRun, "--vault", e.vault.Dir, "--workdir", e.workdir, "--report", report, "--", "python3", "-c", authorityProbe}, fx...)...)
+	cmd.Dir = e.workdir
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + e.home, "LANG=C"}
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if code := exitCode(cmd.Run()); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, so.Bytes(), se.Bytes())
+	}
+	got := parseProbe(so.Bytes())
+	t.Logf("probe:\n%s", so.Bytes())
+	for k, w := range map[string]string{"READ_GROUP_FILE": "EACCES", "CONNECT_GROUP_SOCKET": "EACCES", "READ_ROOT_FILE": "EACCES",
+		"CONNECT_RUN_SOCKET": "ENOENT", "WRITE_CORE_PATTERN": "EROFS", "PID1_VISIBLE": "NO", "END": "",
+		"UID": strconv.Itoa(uid) + " GID " + strconv.Itoa(uid) + " GROUPS NONE"} {
+		if got[k] != w {
+			t.Errorf("%s: got %q, want %q", k, got[k], w)
+		}
+	}
+	b, err := os.ReadFile(report)
+	must(t, err)
+	if !bytes.Contains(b, []byte("newgidmap")) {
+		t.Errorf("the report's identity does not say the groups went through newgidmap:\n%s", b)
 	}
 }
