@@ -1,0 +1,36 @@
+package gate
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://bob:hunter2@git.example.com/v.git?t=x": "https://git.example.com/v.git",
+		"ssh://git@host/v.git":                          "ssh://host/v.git",
+		"git@github.com:team/v.git":                     "github.com:team/v.git",
+		"file:///srv/v.git":                             "file:///srv/v.git",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+	raw := "https://bob:hunter2@git.example.com/v.git"
+	msg := redactErr(errors.New("push to "+raw+" failed; also http://u:p@other/x"), raw)
+	if strings.Contains(msg, "hunter2") || strings.Contains(msg, "u:p@") {
+		t.Errorf("redactErr kept a secret: %s", msg)
+	}
+}
+
+func TestSyncPathError(t *testing.T) {
+	for p, bad := range map[string]bool{
+		"20-domains/x.md": false, "90-inbox/.gitkeep": false, ".gitignore": false,
+		"90-inbox/sess/x.md": true, ".git/config": true, "a/.GIT/x": true, "a/../b": true, "/abs": true, "a//b": true,
+	} {
+		if got := syncPathError(p) != ""; got != bad {
+			t.Errorf("syncPathError(%q) refused=%v, want %v", p, got, bad)
+		}
+	}
+}
