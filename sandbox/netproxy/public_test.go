@@ -85,9 +85,10 @@ func TestPublicRefusesNonPublic(t *testing.T) {
 		}
 	}
 	for host, why := range targets {
+		hp := net.JoinHostPort(strings.Trim(host, "[]"), port)
 		for _, head := range []string{
-			"CONNECT " + net.JoinHostPort(strings.Trim(host, "[]"), port) + " HTTP/1.1\r\nHost: x\r\n\r\n",
-			"GET http://" + net.JoinHostPort(strings.Trim(host, "[]"), port) + "/x HTTP/1.1\r\nHost: x\r\n\r\n",
+			"CONNECT " + hp + " HTTP/1.1\r\nHost: " + hp + "\r\n\r\n",
+			"GET http://" + hp + "/x HTTP/1.1\r\nHost: " + hp + "\r\n\r\n",
 		} {
 			code, body := ask(t, p, head)
 			if code != 403 || !strings.Contains(body, why) {
@@ -134,7 +135,7 @@ func TestPublicAllowsPublic(t *testing.T) {
 			return d.DialContext(ctx, network, "127.0.0.1:"+port)
 		},
 	}
-	code, body := ask(t, p, "GET http://public.example:"+port+"/hello HTTP/1.1\r\nHost: public.example\r\n\r\n")
+	code, body := ask(t, p, "GET http://public.example:"+port+"/hello HTTP/1.1\r\nHost: public.example:"+port+"\r\n\r\n")
 	if code != 200 || body != "loopback service /hello" {
 		t.Fatalf("plain HTTP: %d %q", code, body)
 	}
@@ -160,7 +161,7 @@ func TestPublicAllowsPublic(t *testing.T) {
 // resolves to the host's own address is refused.
 func TestAllowlistRefusesSelf(t *testing.T) {
 	self := netip.MustParseAddr("198.51.100.20")
-	p := &Policy{Rules: []Rule{{"me.example", 443}}, Self: []netip.Addr{self},
+	p := &Policy{Rules: []Rule{{Host: "me.example", Port: 443}}, Self: []netip.Addr{self},
 		Resolver: fakeResolver{"me.example": {self}}}
 	if _, err := p.Resolve(context.Background(), "me.example", 443); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "this host's own address") {
 		t.Fatalf("self through a name: %v", err)
