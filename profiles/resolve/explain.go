@@ -44,6 +44,9 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 	}
 	fmt.Fprintf(w, "profile %s (sha256 %s)\nvault   %s\ninbox   %s\nworkdir %s\nhome    %s\nagent   uid %d gid %d (%s)\nnetwork %s\n",
 		p.Name, s.ProfileHash[:12], pl.Vault, pl.Inbox, pl.Workdir, pl.Home, s.UID, s.GID, s.IdentitySource, networkWords(p))
+	if s.IdentitySource == "caller (plan only)" && s.UID == 0 {
+		fmt.Fprintln(w, "note: the plan is the caller's; fedmem-run never runs an agent as uid 0 (run_as, --agent-user, sudo user, fedmem-agent or 65533: see `fedmem-run --explain`)")
+	}
 	if s.OwnerUID != s.UID {
 		fmt.Fprintf(w, "owner   uid %d: writable binds it owns are idmapped %d→%d where the filesystem allows (the report's layers.identity says how each went)\n", s.OwnerUID, s.OwnerUID, s.UID)
 	}

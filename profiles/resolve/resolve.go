@@ -124,7 +124,7 @@ func Resolve(o Options) (*Session, error) {
 	}
 	switch {
 	case o.Caller:
-		s.UID, s.GID, s.IdentitySource = os.Getuid(), os.Getgid(), "caller"
+		s.UID, s.GID, s.IdentitySource = os.Getuid(), os.Getgid(), "caller (plan only)"
 	case o.Identity != nil:
 		if s.UID, s.GID, s.IdentitySource, err = o.Identity(prof.RunAs, o.AgentUser); err != nil {
 			return nil, err

@@ -53,7 +53,7 @@ func TestResolveExplainPlaceholder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.Placeholder || s.Plan.Network != profiles.NetworkNone || s.UID != os.Getuid() || s.IdentitySource != "caller" {
+	if !s.Placeholder || s.Plan.Network != profiles.NetworkNone || s.UID != os.Getuid() || s.IdentitySource != "caller (plan only)" {
 		t.Errorf("session %+v", s)
 	}
 	if _, err := os.Stat(filepath.Join("/path/to/vault")); err == nil {
