@@ -11,27 +11,30 @@ import (
 	"github.com/fedmem/fedmem/sandbox/netproxy"
 )
 
-// startProxyRelay listens on 127.0.0.1:port inside the sandbox's network
-// namespace and hands every accepted connection to fedmem-run's allowlist
-// proxy: a fresh socket pair per connection, one end sent over ctlFd
-// (SCM_RIGHTS), the bytes spliced between the agent's connection and the
-// other end. It runs in the init, before any layer is applied (the listener
-// exists before Landlock and seccomp, which keep it working).
+// startProxyRelay listens on 127.0.0.1:port (HTTP) and 127.0.0.1:SocksPort
+// (SOCKS5) inside the sandbox's network namespace and hands every accepted
+// connection to fedmem-run's proxy, which tells the two protocols apart by
+// their first byte: a fresh socket pair per connection, one end sent over
+// ctlFd (SCM_RIGHTS), the bytes spliced between the agent's connection and
+// the other end. It runs in the init, before any layer is applied (the
+// listeners exist before Landlock and seccomp, which keep them working).
 func startProxyRelay(ctlFd, port int) error {
 	ctl := os.NewFile(uintptr(ctlFd), "proxy-ctl")
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return fmt.Errorf("proxy relay: %w", err)
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go relayOne(ctl, c)
+	for _, p := range []int{port, SocksPort} {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			return fmt.Errorf("proxy relay: %w", err)
 		}
-	}()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go relayOne(ctl, c)
+			}
+		}()
+	}
 	return nil
 }
 

@@ -32,12 +32,18 @@ func addrs(s ...string) []netip.Addr {
 }
 
 func TestParseRule(t *testing.T) {
-	for _, ok := range []string{"api.anthropic.com:443", "127.0.0.1:8080", "[::1]:80", "Example.COM.:443"} {
-		if _, err := ParseRule(ok); err != nil {
-			t.Errorf("%s: %v", ok, err)
+	for in, want := range map[string]string{
+		"api.anthropic.com:443": "api.anthropic.com:443", "127.0.0.1:8080": "127.0.0.1:8080", "[::1]:80": "[::1]:80",
+		"Example.COM.:443": "example.com:443", "api.anthropic.com": "api.anthropic.com", "*.example.com:443": "*.example.com:443",
+		"*.Example.com": "*.example.com", "[2001:db8::1]": "[2001:db8::1]", "192.0.2.7": "192.0.2.7", "[::ffff:10.0.0.1]:22": "10.0.0.1:22",
+	} {
+		r, err := ParseRule(in)
+		if err != nil || r.String() != want {
+			t.Errorf("%s: %v %v, want %s", in, r, err, want)
 		}
 	}
-	for _, bad := range []string{"api.anthropic.com", "host:0", "host:70000", "*.example.com:443", ":443", "a b:1"} {
+	for _, bad := range []string{"host:0", "host:70000", ":443", "a b:1", "*", "*:443", "*.com", "*.com:443", "a.*.com", "**.example.com",
+		"*.192.0.2.1", "2001:db8::1", "host:", "exa mple.com", "user@host:22", "host/path:80", "[fe80::1%eth0]:80", "-:"} {
 		if _, err := ParseRule(bad); err == nil {
 			t.Errorf("%s: accepted", bad)
 		}
@@ -46,7 +52,7 @@ func TestParseRule(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	p := &Policy{
-		Rules: []Rule{{"api.example.com", 443}, {"sneaky.example.com", 443}, {"meta.example.com", 80}, {"127.0.0.1", 8080}, {"mixed.example.com", 443}},
+		Rules: []Rule{{Host: "api.example.com", Port: 443}, {Host: "sneaky.example.com", Port: 443}, {Host: "meta.example.com", Port: 80}, {Host: "127.0.0.1", Port: 8080}, {Host: "mixed.example.com", Port: 443}},
 		Resolver: fakeResolver{
 			"api.example.com":    addrs("93.184.216.34"),
 			"sneaky.example.com": addrs("127.0.0.1", "10.0.0.5"),
@@ -125,7 +131,7 @@ func TestProxyConnectAndHTTP(t *testing.T) {
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(up.URL, "http://"))
 	pn, _ := strconv.Atoi(port)
 	var got []Decision
-	p := &Proxy{Policy: &Policy{Rules: []Rule{{"127.0.0.1", pn}}}, OnDecision: func(d Decision) { got = append(got, d) }}
+	p := &Proxy{Policy: &Policy{Rules: []Rule{{Host: "127.0.0.1", Port: pn}}}, OnDecision: func(d Decision) { got = append(got, d) }}
 
 	// CONNECT, then HTTP through the tunnel.
 	c := serve(t, p)

@@ -6,32 +6,19 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
+
+	"github.com/fedmem/fedmem/profiles"
 )
 
-// Rule allows one host (a DNS name or an IP literal) on one port.
-type Rule struct {
-	Host string
-	Port int
-}
+// Rule is one allow-list entry: a name, a *.domain wildcard or an IP
+// literal, on one port or (Port 0) any port. The grammar is the profile's
+// (profiles.AllowEntry).
+type Rule = profiles.AllowEntry
 
-// ParseRule reads "host:port" ("[v6]:port" for IPv6 literals).
-func ParseRule(s string) (Rule, error) {
-	host, port, err := net.SplitHostPort(strings.TrimSpace(s))
-	if err != nil {
-		return Rule{}, fmt.Errorf("allow %q: want host:port: %w", s, err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p < 1 || p > 65535 {
-		return Rule{}, fmt.Errorf("allow %q: port must be 1-65535", s)
-	}
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	if host == "" || strings.ContainsAny(host, "/*@ ") {
-		return Rule{}, fmt.Errorf("allow %q: bad host", s)
-	}
-	return Rule{Host: host, Port: p}, nil
-}
+// ParseRule reads one allow-list entry: host, host:port, *.domain,
+// *.domain:port, an IP literal ("[v6]" or "[v6]:port" for IPv6).
+func ParseRule(s string) (Rule, error) { return profiles.ParseAllow(s) }
 
 // Mode is what a Policy lets through.
 type Mode int
@@ -70,33 +57,54 @@ var ErrDenied = errors.New("denied by the network policy")
 // Public: any name or literal, but only a public address that is not the
 // host's own.
 func (p *Policy) Resolve(ctx context.Context, host string, port int) (netip.AddrPort, error) {
+	c, err := p.Candidates(ctx, host, port)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	return c[0], nil
+}
+
+// Candidates is Resolve's every permitted address, in the resolver's order:
+// the proxy dials them in turn (an IPv6 address first on a host without an
+// IPv6 route must not fail a name that also has an IPv4 one), each one
+// checked, none resolved again.
+func (p *Policy) Candidates(ctx context.Context, host string, port int) ([]netip.AddrPort, error) {
+	one := func(ap netip.AddrPort, err error) ([]netip.AddrPort, error) {
+		if err != nil {
+			return nil, err
+		}
+		return []netip.AddrPort{ap}, nil
+	}
 	h := strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if a, err := netip.ParseAddr(h); err == nil && a.Zone() == "" {
+		h = a.Unmap().String() // a rule names 127.0.0.1, not ::ffff:127.0.0.1
+	}
 	if port < 1 || port > 65535 {
-		return netip.AddrPort{}, fmt.Errorf("%w: port %d", ErrDenied, port)
+		return one(netip.AddrPort{}, fmt.Errorf("%w: port %d", ErrDenied, port))
 	}
 	if p.Mode == Allowlist {
 		var rule *Rule
 		for i := range p.Rules {
-			if p.Rules[i].Port == port && p.Rules[i].Host == h {
+			if p.Rules[i].Matches(h, port) {
 				rule = &p.Rules[i]
 				break
 			}
 		}
 		if rule == nil {
-			return netip.AddrPort{}, fmt.Errorf("%w: %s:%d is not in the profile's allow list", ErrDenied, h, port)
+			return one(netip.AddrPort{}, fmt.Errorf("%w: %s:%d is not in the profile's allow list", ErrDenied, h, port))
 		}
 		if a, err := netip.ParseAddr(h); err == nil {
-			return netip.AddrPortFrom(a.Unmap(), uint16(port)), nil
+			return one(netip.AddrPortFrom(a.Unmap(), uint16(port)), nil)
 		}
 	} else if a, err := netip.ParseAddr(h); err == nil {
 		a = a.Unmap()
 		if why := p.forbidden(a); why != "" {
-			return netip.AddrPort{}, fmt.Errorf("%w: %s is %s (network: public reaches public addresses only)", ErrDenied, a, why)
+			return one(netip.AddrPort{}, fmt.Errorf("%w: %s is %s (network: public reaches public addresses only)", ErrDenied, a, why))
 		}
-		return netip.AddrPortFrom(a, uint16(port)), nil
+		return one(netip.AddrPortFrom(a, uint16(port)), nil)
 	}
 	if h == "" || strings.ContainsAny(h, "/*@ %") {
-		return netip.AddrPort{}, fmt.Errorf("%w: bad host %q", ErrDenied, h)
+		return one(netip.AddrPort{}, fmt.Errorf("%w: bad host %q", ErrDenied, h))
 	}
 	r := p.Resolver
 	if r == nil {
@@ -104,22 +112,26 @@ func (p *Policy) Resolve(ctx context.Context, host string, port int) (netip.Addr
 	}
 	addrs, err := r.LookupNetIP(ctx, "ip", h)
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("resolve %s: %w", h, err)
+		return nil, fmt.Errorf("resolve %s: %w", h, err)
 	}
 	var forbidden []string
+	var ok []netip.AddrPort
 	for _, a := range addrs {
 		a = a.Unmap()
 		if why := p.forbidden(a); why != "" {
 			forbidden = append(forbidden, a.String()+" ("+why+")")
 			continue
 		}
-		return netip.AddrPortFrom(a, uint16(port)), nil
+		ok = append(ok, netip.AddrPortFrom(a, uint16(port)))
+	}
+	if len(ok) > 0 {
+		return ok, nil
 	}
 	hint := "name the address itself in the profile's allow list to allow it"
 	if p.Mode == Public {
 		hint = "network: public reaches public addresses only"
 	}
-	return netip.AddrPort{}, fmt.Errorf("%w: %s resolves only to forbidden addresses: %s (%s)", ErrDenied, h, strings.Join(forbidden, ", "), hint)
+	return nil, fmt.Errorf("%w: %s resolves only to forbidden addresses: %s (%s)", ErrDenied, h, strings.Join(forbidden, ", "), hint)
 }
 
 // forbidden is Forbidden plus the host's own addresses.

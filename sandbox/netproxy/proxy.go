@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/textproto"
 	"net/url"
 	"strconv"
@@ -48,13 +49,25 @@ type request struct {
 
 const maxHead = 64 << 10
 
-// Serve handles one client connection and closes it.
+// Serve handles one client connection and closes it. The first byte
+// tells the protocol apart: 5 is a SOCKS5 greeting (RFC 1928), anything
+// else an HTTP/1.x proxy request (CONNECT or an absolute http:// URL).
+// Both take the same path: the policy resolves and checks the target once
+// and the proxy dials the address it checked (see connect).
 func (p *Proxy) Serve(c net.Conn) {
 	p.wg.Add(1)
 	defer p.wg.Done()
 	defer c.Close()
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	br := bufio.NewReaderSize(io.LimitReader(c, maxHead), 4096)
+	first, err := br.Peek(1)
+	if err != nil {
+		return
+	}
+	if first[0] == socksVersion {
+		p.serveSOCKS(c, br)
+		return
+	}
 	req, err := readHead(br)
 	if err != nil {
 		p.decide(Decision{Reason: "bad request: " + err.Error()})
@@ -68,27 +81,19 @@ func (p *Proxy) Serve(c net.Conn) {
 		reply(c, 400, err.Error())
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.dialTimeout())
-	defer cancel()
-	ap, err := p.Policy.Resolve(ctx, host, port)
-	if err != nil {
-		p.decide(Decision{Method: req.method, Host: host, Port: port, Reason: err.Error()})
-		reply(c, 403, err.Error())
-		return
+	var check func() error
+	if req.method != "CONNECT" {
+		// Plain HTTP: the upstream server routes on the Host header, so
+		// a Host that names another host than the one the policy checked
+		// would reach that one past the allow list (domain fronting).
+		check = func() error { return sameHost(req.header, host, port) }
 	}
-	dial := p.Dial
-	if dial == nil {
-		var d net.Dialer
-		dial = d.DialContext
-	}
-	up, err := dial(ctx, "tcp", ap.String())
+	up, code, err := p.connect(req.method, host, port, check)
 	if err != nil {
-		p.decide(Decision{Method: req.method, Host: host, Port: port, Addr: ap.String(), Reason: "dial: " + err.Error()})
-		reply(c, 502, err.Error())
+		reply(c, code, err.Error())
 		return
 	}
 	defer up.Close()
-	p.decide(Decision{Method: req.method, Host: host, Port: port, Allowed: true, Addr: ap.String()})
 	var head strings.Builder
 	if req.method == "CONNECT" {
 		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
@@ -99,6 +104,9 @@ func (p *Proxy) Serve(c net.Conn) {
 		// follows (a body) and the response, byte for byte; the
 		// connection is not reused.
 		fmt.Fprintf(&head, "%s %s %s\r\n", req.method, path, req.proto)
+		if len(req.header.Values("Host")) == 0 {
+			fmt.Fprintf(&head, "Host: %s\r\n", hostHeader(host, port))
+		}
 		for k, vs := range req.header {
 			switch k {
 			case "Proxy-Connection", "Proxy-Authorization", "Connection", "Keep-Alive":
@@ -121,6 +129,100 @@ func (p *Proxy) Serve(c net.Conn) {
 		}
 	}
 	Splice(c, up)
+}
+
+// connect is the one path of every protocol: the policy checks host:port
+// and returns the address to dial (resolved once, here), the proxy dials
+// exactly that address, and the decision is reported. On failure it
+// returns the HTTP status that fits (403 refused, 502 unreachable).
+//
+// check, when not nil, runs after the policy allowed the target and before
+// the dial; its error refuses the request (403).
+func (p *Proxy) connect(method, host string, port int, check func() error) (net.Conn, int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.dialTimeout())
+	defer cancel()
+	cands, err := p.Policy.Candidates(ctx, host, port)
+	if err == nil && check != nil {
+		err = check()
+	}
+	if err != nil {
+		p.decide(Decision{Method: method, Host: host, Port: port, Reason: err.Error()})
+		return nil, 403, err
+	}
+	dial := p.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	// Every candidate was checked by the policy; each gets its share of
+	// what is left of the timeout (an unroutable IPv6 address first must
+	// not use it all).
+	var errs []string
+	for i, ap := range cands {
+		actx, acancel := ctx, context.CancelFunc(func() {})
+		if dl, ok := ctx.Deadline(); ok {
+			actx, acancel = context.WithTimeout(ctx, time.Until(dl)/time.Duration(len(cands)-i))
+		}
+		up, err := dial(actx, "tcp", ap.String())
+		acancel()
+		if err == nil {
+			p.decide(Decision{Method: method, Host: host, Port: port, Allowed: true, Addr: ap.String()})
+			return up, 0, nil
+		}
+		errs = append(errs, err.Error())
+	}
+	err = fmt.Errorf("dial: %s", strings.Join(errs, "; "))
+	p.decide(Decision{Method: method, Host: host, Port: port, Addr: cands[0].String(), Reason: err.Error()})
+	return nil, 502, err
+}
+
+// sameHost refuses a plain-HTTP request whose Host header names another
+// host (or another explicit port) than its request line (the one the policy checks), or that
+// carries more than one Host header. No Host header is fine: the proxy
+// adds the checked one.
+func sameHost(h textproto.MIMEHeader, host string, port int) error {
+	vs := h.Values("Host")
+	if len(vs) == 0 {
+		return nil
+	}
+	if len(vs) > 1 {
+		return fmt.Errorf("%w: %d Host headers", ErrDenied, len(vs))
+	}
+	v := strings.TrimSpace(vs[0])
+	hh, hp := v, port
+	if h2, p2, err := net.SplitHostPort(v); err == nil {
+		n, err := strconv.Atoi(p2)
+		if err != nil {
+			return fmt.Errorf("%w: Host header %q has a bad port", ErrDenied, v)
+		}
+		hh, hp = h2, n
+	}
+	// A Host without a port is taken as the request line's port: the
+	// server at the checked address is the one that answers either way;
+	// what must not differ is the name it routes on.
+	if normHost(hh) != normHost(host) || hp != port {
+		return fmt.Errorf("%w: Host header %q names another host than the request's %s (domain fronting past the allow list is refused)", ErrDenied, v, hostHeader(host, port))
+	}
+	return nil
+}
+
+func normHost(h string) string {
+	h = strings.ToLower(strings.TrimSuffix(strings.Trim(h, "[]"), "."))
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.Unmap().String()
+	}
+	return h
+}
+
+// hostHeader is host:port as a Host header writes it (no :80).
+func hostHeader(host string, port int) string {
+	if port == 80 {
+		if strings.Contains(host, ":") {
+			return "[" + host + "]"
+		}
+		return host
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
 // readHead reads the request line and headers.
