@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -20,8 +19,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/sandbox/oci"
-	"github.com/fedmem/fedmem/sandbox/seccomp"
 )
 
 // ociInitArg, as argv[1] of the init, says a container runtime built the
@@ -32,9 +31,11 @@ const ociInitArg = "oci"
 
 // initCaps are what fedmem's init holds inside the container, in its own
 // user namespace, until it drops every one before forking the agent (as
-// in the namespace backend): chown of the private pty, the agent's uid and
-// gid, the bounding set drop, loopback up.
-var initCaps = []string{"CAP_CHOWN", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_NET_ADMIN"}
+// in the namespace backend, whose init holds all of them there): chown of
+// the private pty, reading the idmapped writable paths for Landlock, the
+// agent's uid and gid, the bounding set drop, loopback up, and the
+// procfs mask fix-up (finishOCIRoot).
+var initCaps = []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_NET_ADMIN", "CAP_SYS_ADMIN"}
 
 // containerRuntime is what differs between the container backends: the
 // helper that runs the bundle.
@@ -117,10 +118,12 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	if l.InboxBytes > 0 {
 		notes = append(notes, fmt.Sprintf("inbox_bytes=%d (fedmem-run watches the inbox and kills the container)", l.InboxBytes))
 	}
-	sc, err := seccomp.OCI(runtime.GOARCH)
-	if err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: "seccomp", Msg: err.Error()}
-	}
+	// The seccomp filter is fedmem's init's to install, right before it
+	// forks the agent, exactly as in the namespace backend: the runtime's
+	// copy (seccomp.OCI, same rules) would be in force from the init's
+	// first instruction and forbid the mask fix-up (finishOCIRoot). The
+	// agent gets the same filter either way; the test suites check it.
+	var sc *specs.LinuxSeccomp
 	toOCI := func(m []syscall.SysProcIDMap) []specs.LinuxIDMapping {
 		var out []specs.LinuxIDMapping
 		for _, x := range m {
@@ -128,6 +131,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		}
 		return out
 	}
+	idmapped := ociIDMapped(spec, &idp.id)
 	id := "fedmem-" + spec.Plan.Session + "-" + randHex(4)
 	bundle := filepath.Join(stateDir, "bundles", id)
 	initArgs := []string{InitArg0, ociInitArg}
@@ -141,6 +145,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		UIDMap: toOCI(idp.uidMaps), GIDMap: toOCI(idp.gidMaps),
 		InitCaps: initCaps, Pids: int64(l.Pids), Memory: l.Memory, Seccomp: sc,
 		Annotations: map[string]string{"fedmem.session": spec.Plan.Session},
+		IDMapped:    idmapped,
 	})
 	if err != nil {
 		return nil, &Error{Code: ExitFedmemError, Stage: "spec", Msg: err.Error()}
@@ -377,6 +382,47 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		return res, &Error{Code: ExitFedmemError, Stage: "init", Msg: fmt.Sprintf("%s: the container's init ended without a status: %v", rt.name, werr)}
 	}
 	return res, nil
+}
+
+// ociIDMapped decides, as idmapBinds does for the namespace backend, which
+// writable binds a root caller's agent gets idmapped: those whose source
+// the owner owns, owner→agent and agent→owner, so what the agent creates
+// stays the owner's and the owner's files are the agent's to write.
+func ociIDMapped(spec *Spec, id *Identity) map[string]oci.IDMap {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	owner, ownerG := spec.OwnerUID, spec.OwnerGID
+	if !spec.OwnerSet {
+		owner, ownerG = os.Getuid(), os.Getgid()
+	}
+	if owner == spec.UID {
+		return nil
+	}
+	out := map[string]oci.IDMap{}
+	if id.Writable == nil {
+		id.Writable = map[string]string{}
+	}
+	for _, m := range spec.Plan.Mounts {
+		// The pinned and protected paths inside a writable bind are binds
+		// of their own here (the runtime binds host paths), so each needs
+		// the same mapping as the tree it stands in.
+		if m.Kind != mounts.BindRW && m.Kind != mounts.Pinned && (m.Kind != mounts.Protected || m.Placeholder) {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(m.Source, &st); err != nil || int(st.Uid) != owner {
+			continue
+		}
+		out[m.Target] = oci.IDMap{
+			UID: []specs.LinuxIDMapping{{ContainerID: uint32(owner), HostID: uint32(spec.UID), Size: 1}, {ContainerID: uint32(spec.UID), HostID: uint32(owner), Size: 1}},
+			GID: []specs.LinuxIDMapping{{ContainerID: uint32(ownerG), HostID: uint32(spec.GID), Size: 1}, {ContainerID: uint32(spec.GID), HostID: uint32(ownerG), Size: 1}},
+		}
+		if m.Kind == mounts.BindRW {
+			id.Writable[m.Target] = fmt.Sprintf("idmapped %d→%d", owner, spec.UID) // as idmapBinds says it
+		}
+	}
+	return out
 }
 
 func randHex(n int) string {

@@ -13,44 +13,47 @@ import (
 )
 
 // buildRootFor builds the plan's root, or, in a container (argv[1] is
-// ociInitArg), checks the one the runtime built from the same plan.
+// ociInitArg), finishes the one the runtime built from the same plan.
 func buildRootFor(cfg *initConfig) ([]string, error) {
 	if len(os.Args) > 1 && os.Args[1] == ociInitArg {
-		return nil, checkOCIRoot(cfg.Plan)
+		return nil, finishOCIRoot(cfg.Plan)
 	}
 	return buildRoot(cfg.Plan, cfg.Idmapped)
 }
 
-// checkOCIRoot checks the masks the runtime could not make read-only and
-// takes them out of the plan that mounts.Verify then checks (everything
-// else of the plan is verified there, unchanged). runc forbids mount
-// targets under /proc and masks those files with a bind of the null device
-// (its maskedPaths), writable; a mask is accepted when a mount sits at
-// exactly that path and the path is the null device (1:3): reads are
-// empty, writes vanish, nothing of the masked file is reachable.
-func checkOCIRoot(pl *mounts.Plan) error {
+// finishOCIRoot makes the procfs file masks what the plan asks. runc
+// forbids mount targets under /proc and masks those files with a bind of
+// the null device (its maskedPaths), writable and readable (empty); the
+// namespace backend's mask refuses to open (EACCES). Each such bind is
+// remounted read-only and nodev here: opening the device then fails with
+// EACCES, and mounts.Verify checks it like any mask, unchanged. It runs as
+// the init, with CAP_SYS_ADMIN of the container's user namespace, before
+// any layer; a mask that is not a mount at exactly its path is left as it
+// is for Verify to refuse.
+func finishOCIRoot(pl *mounts.Plan) error {
 	infos, err := mountinfo.GetMounts(nil)
 	if err != nil {
 		return err
 	}
-	kept := pl.Mounts[:0]
 	for _, m := range pl.Mounts {
 		if m.Kind != mounts.Masked || m.Dir || !strings.HasPrefix(m.Target, "/proc/") {
-			kept = append(kept, m)
 			continue
 		}
 		if !slices.ContainsFunc(infos, func(i *mountinfo.Info) bool { return i.Mountpoint == m.Target }) {
-			return &mounts.VerifyError{Path: m.Target, Rule: "secret-masked", Detail: "no mount at exactly this path"}
+			continue
 		}
 		var st unix.Stat_t
 		if err := unix.Stat(m.Target, &st); err != nil {
-			return &mounts.VerifyError{Path: m.Target, Rule: "secret-masked", Detail: err.Error()}
+			return &MountError{Op: "stat mask", Target: m.Target, Err: err}
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFCHR || unix.Major(st.Rdev) != 1 || unix.Minor(st.Rdev) != 3 {
-			return &mounts.VerifyError{Path: m.Target, Rule: "secret-masked", Detail: fmt.Sprintf("masked by a mount that is not the null device (mode %#o, rdev %d:%d)", st.Mode, unix.Major(st.Rdev), unix.Minor(st.Rdev))}
+			continue // not runc's null-device mask: Verify judges it
+		}
+		flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+		if err := unix.Mount("", m.Target, "", flags, ""); err != nil {
+			return &MountError{Op: "remount mask read-only, nodev", Target: m.Target, Err: err}
 		}
 	}
-	pl.Mounts = kept
 	return nil
 }
 

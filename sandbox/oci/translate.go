@@ -52,6 +52,16 @@ type Input struct {
 	Seccomp *specs.LinuxSeccomp
 	// Annotations are copied as they are.
 	Annotations map[string]string
+	// IDMapped are writable binds (by target) mounted idmapped: what the
+	// agent creates there stays its owner's on disk (the namespace
+	// backend's idmapBinds, as OCI idmapped mounts).
+	IDMapped map[string]IDMap
+}
+
+// IDMap is one idmapped mount's mappings, as the kernel's user namespace
+// maps of the mount (on-disk id → id seen through the mount).
+type IDMap struct {
+	UID, GID []specs.LinuxIDMapping
 }
 
 // Translate builds the OCI runtime spec for in.
@@ -118,6 +128,11 @@ func Translate(in Input) (*specs.Spec, error) {
 		if err := addMount(s, m, in.Image); err != nil {
 			return nil, err
 		}
+		if idm, ok := in.IDMapped[m.Target]; ok && (m.Kind == mounts.BindRW || m.Kind == mounts.Pinned || (m.Kind == mounts.Protected && !m.Placeholder)) {
+			mt := &s.Mounts[len(s.Mounts)-1]
+			mt.UIDMappings, mt.GIDMappings = idm.UID, idm.GID
+			mt.Options = append(mt.Options, "idmap")
+		}
 	}
 	return s, nil
 }
@@ -167,15 +182,15 @@ func addMount(s *specs.Spec, m mounts.Mount, image bool) error {
 			s.Linux.ReadonlyPaths = append(s.Linux.ReadonlyPaths, m.Target)
 			break
 		}
-		add(specs.Mount{Destination: m.Target, Type: "bind", Source: m.Source, Options: append(roBind, "noexec")})
+		add(specs.Mount{Destination: m.Target, Type: "bind", Source: m.Source, Options: append(append([]string{}, roBind...), "noexec")})
 	case mounts.BindRO, mounts.Protected:
 		if m.Placeholder {
 			addMask(s, m)
 			break
 		}
-		add(specs.Mount{Destination: m.Target, Type: "bind", Source: m.Source, Options: roBind})
+		add(specs.Mount{Destination: m.Target, Type: "bind", Source: m.Source, Options: append([]string{}, roBind...)})
 	case mounts.BindRW, mounts.Pinned:
-		add(specs.Mount{Destination: m.Target, Type: "bind", Source: m.Source, Options: rwBind})
+		add(specs.Mount{Destination: m.Target, Type: "bind", Source: m.Source, Options: append([]string{}, rwBind...)})
 	case mounts.Masked:
 		if underProc(m.Target) {
 			s.Linux.MaskedPaths = append(s.Linux.MaskedPaths, m.Target)

@@ -136,3 +136,26 @@ func TestTranslateRefuses(t *testing.T) {
 		}
 	}
 }
+
+func TestTranslateIDMapped(t *testing.T) {
+	in := base(
+		mounts.Mount{Kind: mounts.BindRW, Source: "/w", Target: "/w", Dir: true},
+		mounts.Mount{Kind: mounts.Protected, Target: "/w/.envrc", Placeholder: true},
+		mounts.Mount{Kind: mounts.BindRO, Source: "/v", Target: "/v", Dir: true},
+	)
+	m := IDMap{UID: []specs.LinuxIDMapping{{ContainerID: 0, HostID: 65533, Size: 1}}, GID: []specs.LinuxIDMapping{{ContainerID: 0, HostID: 65533, Size: 1}}}
+	in.IDMapped = map[string]IDMap{"/w": m, "/w/.envrc": m, "/v": m}
+	s, err := Translate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []specs.Mount{
+		{Destination: "/w", Type: "bind", Source: "/w", Options: []string{"rbind", "rw", "nosuid", "nodev", "idmap"}, UIDMappings: m.UID, GIDMappings: m.GID},
+		// a placeholder and a read-only vault are never idmapped
+		{Destination: "/w/.envrc", Type: "bind", Source: "/dev/null", Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}},
+		{Destination: "/v", Type: "bind", Source: "/v", Options: []string{"rbind", "ro", "rro", "nosuid", "nodev"}},
+	}
+	if d := cmp.Diff(want, s.Mounts); d != "" {
+		t.Errorf("mounts (-want +got):\n%s", d)
+	}
+}

@@ -166,6 +166,9 @@ func (e *env) command(ctx context.Context, report string, extra []string, argv .
 		args = append(args, "--report", report)
 	}
 	args = append(args, extra...)
+	if !e.l.user {
+		args = append(args, testutil.BackendArgs()...) // the matrix: FEDMEM_BACKEND; container backends need root
+	}
 	args = append(append(args, "--"), argv...)
 	name := e.bins.FedmemRun
 	if e.l.user {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/fedmem/fedmem/test/testutil"
 )
 
 // TestEventsStream: --events appends one JSON line per event — start, the
@@ -48,7 +50,7 @@ func TestEventsStream(t *testing.T) {
 		}
 	}
 	layers, _ := byName["started"]["layers"].(map[string]any)
-	if layers["seccomp"] != true || layers["mounts_verified"] != true || layers["backend"] != "namespace" {
+	if layers["seccomp"] != true || layers["mounts_verified"] != true || layers["backend"] != testutil.Backend() {
 		t.Errorf("started event layers: %v", layers)
 	}
 	if byName["limit"]["limit"] != "wall_time" || byName["exit"]["exit_code"] != float64(124) {
