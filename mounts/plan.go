@@ -49,6 +49,12 @@ type Mount struct {
 	// Create asks the backend to create a missing Source (a directory if Dir,
 	// else an empty file) before binding; only for writable home paths.
 	Create bool `json:"create,omitempty"`
+	// Seed, for a per-profile state file (profiles.State.Seed), is the
+	// user's own file the launcher copies to Source when it is newer.
+	Seed string `json:"seed,omitempty"`
+	// State marks a profile state bind (profiles.State): the launcher
+	// creates a missing Source and Target itself, without following links.
+	State bool `json:"state,omitempty"`
 	// Placeholder marks a Protected path that did not exist: the backend
 	// holds its name with a read-only placeholder (see Protected).
 	Placeholder bool `json:"placeholder,omitempty"`
@@ -171,6 +177,10 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 			writable = append(writable, Mount{Kind: BindRW, Source: t, Target: t, Dir: dir, Create: true, Why: "profile: home.writable"})
 		}
 	}
+	// Per-profile persistent state (caches, an agent's state file).
+	sm, sw := stateMounts(p, in, exists)
+	writable = append(writable, sm...)
+	pl.Warnings = append(pl.Warnings, sw...)
 	for _, w := range p.Writable {
 		t := filepath.Clean(w)
 		if vault.Within(t, in.Vault) {

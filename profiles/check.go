@@ -108,6 +108,7 @@ func Check(p *Profile) (warnings []string, errs []error) {
 			warnings = append(warnings, fmt.Sprintf("network: %s with env.pass %s: the agent can send these secrets anywhere; give it its own, narrowly scoped key, or use network: allowlist or none", p.Network, strings.Join(secret, ", ")))
 		}
 	}
+	errs = append(errs, stateErrors(p)...)
 	warnings = append(warnings, persistenceWarnings(p)...)
 	if !contains(p.Require, "seccomp") {
 		warnings = append(warnings, "require does not list seccomp: on a kernel without seccomp the agent would run without a syscall filter instead of being refused")

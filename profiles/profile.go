@@ -67,6 +67,9 @@ type Profile struct {
 	// AcceptRisks names weakenings the profile accepts knowingly, e.g.
 	// keep-groups (see RiskKeepGroups).
 	AcceptRisks []string `yaml:"accept_risks,omitempty" json:"accept_risks,omitempty"`
+	// State lists persistent, writable paths under $HOME (caches, module
+	// stores, an agent's state file): see State.
+	State []State `yaml:"state,omitempty" json:"state,omitempty"`
 }
 
 // RiskKeepGroups, in accept_risks, lets an unprivileged caller's agent keep
@@ -321,6 +324,7 @@ func merge(parent, child *Profile) *Profile {
 	}
 	out.Require = append(append([]string{}, parent.Require...), child.Require...)
 	out.Writable = append(append([]string{}, parent.Writable...), child.Writable...)
+	out.State = mergeState(parent.State, child.State)
 	out.Allow = append(append([]string{}, parent.Allow...), child.Allow...)
 	out.UnixSockets = append(append([]string{}, parent.UnixSockets...), child.UnixSockets...)
 	out.AcceptRisks = append(append([]string{}, parent.AcceptRisks...), child.AcceptRisks...)

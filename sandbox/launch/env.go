@@ -79,6 +79,7 @@ func Env(p *profiles.Profile, pl *mounts.Plan, home string, environ []string) []
 		env = append(env, "HTTP_PROXY="+proxy, "HTTPS_PROXY="+proxy, "http_proxy="+proxy, "https_proxy="+proxy,
 			"ALL_PROXY="+proxy, "all_proxy="+proxy)
 	}
+	env = agentEnv(pl, env)
 	if !hasKey(env, "PATH") {
 		env = append(env, "PATH=/usr/local/bin:/usr/bin:/bin")
 	}

@@ -1,0 +1,215 @@
+package agents
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// ToolCall is one tool use the scripted model asks for.
+type ToolCall struct {
+	Name  string
+	Input map[string]any
+}
+
+// ToolResult is what the agent sent back for one tool use.
+type ToolResult struct {
+	ID      string
+	IsError bool
+	Content string
+}
+
+// Step computes the next tool call from the results so far (a later step
+// may use what an earlier command printed, e.g. $FEDMEM_INBOX).
+type Step func(prev []ToolResult) ToolCall
+
+// Model is a scripted model behind an Anthropic-Messages-API-compatible
+// endpoint (POST /v1/messages, streaming SSE as Claude Code reads it, or
+// plain JSON). The main conversation (a request that offers tools) gets
+// Script[n] where n is the number of tool results the conversation holds
+// so far; past the script it ends the turn with the text Done. Side
+// requests (no tools: titles, summaries) get a short text.
+type Model struct {
+	Script []Step
+	Done   string
+
+	mu      sync.Mutex
+	results []ToolResult
+	turns   int
+	ln      net.Listener
+	srv     *http.Server
+}
+
+// Start listens on 127.0.0.1 and serves until Close.
+func (m *Model) Start() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	m.ln = ln
+	m.srv = &http.Server{Handler: http.HandlerFunc(m.serve)}
+	go m.srv.Serve(ln)
+	return ln.Addr().String(), nil
+}
+
+// Close stops the server.
+func (m *Model) Close() { m.srv.Close() }
+
+// Results are the tool results the agent sent, in order, deduplicated by
+// tool-use id.
+func (m *Model) Results() []ToolResult {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]ToolResult{}, m.results...)
+}
+
+// Turns is the number of main-conversation requests answered.
+func (m *Model) Turns() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.turns
+}
+
+type request struct {
+	Stream   bool                    `json:"stream"`
+	Tools    []struct{ Name string } `json:"tools"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
+type block struct {
+	Type      string          `json:"type"`
+	ToolUseID string          `json:"tool_use_id"`
+	IsError   bool            `json:"is_error"`
+	Content   json.RawMessage `json:"content"`
+}
+
+func text(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type, Text string
+	}
+	if json.Unmarshal(raw, &parts) == nil {
+		var b strings.Builder
+		for _, p := range parts {
+			b.WriteString(p.Text)
+		}
+		return b.String()
+	}
+	return string(raw)
+}
+
+func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/messages") || strings.HasSuffix(r.URL.Path, "count_tokens") {
+		if strings.HasSuffix(r.URL.Path, "count_tokens") {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"input_tokens":100}`)
+			return
+		}
+		http.NotFound(w, r)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	var req request
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	main := false
+	for _, t := range req.Tools {
+		if t.Name == "Bash" || t.Name == "Write" {
+			main = true
+		}
+	}
+	n := 0
+	if main {
+		m.mu.Lock()
+		seen := map[string]bool{}
+		for _, r := range m.results {
+			seen[r.ID] = true
+		}
+		for _, msg := range req.Messages {
+			var blocks []block
+			if msg.Role != "user" || json.Unmarshal(msg.Content, &blocks) != nil {
+				continue
+			}
+			for _, b := range blocks {
+				if b.Type != "tool_result" {
+					continue
+				}
+				n++
+				if !seen[b.ToolUseID] {
+					seen[b.ToolUseID] = true
+					m.results = append(m.results, ToolResult{ID: b.ToolUseID, IsError: b.IsError, Content: text(b.Content)})
+				}
+			}
+		}
+		m.turns++
+		m.mu.Unlock()
+	}
+	var content []map[string]any
+	stop := "end_turn"
+	switch {
+	case main && n < len(m.Script):
+		c := m.Script[n](m.Results())
+		content = []map[string]any{{"type": "tool_use", "id": fmt.Sprintf("toolu_%02d", n+1), "name": c.Name, "input": c.Input}}
+		stop = "tool_use"
+	case main:
+		content = []map[string]any{{"type": "text", "text": m.Done}}
+	default:
+		content = []map[string]any{{"type": "text", "text": "ok"}}
+	}
+	if !req.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"id": "msg_scripted", "type": "message", "role": "assistant", "model": "scripted",
+			"content": content, "stop_reason": stop, "stop_sequence": nil,
+			"usage": map[string]int{"input_tokens": 10, "output_tokens": 10},
+		})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	fl, _ := w.(http.Flusher)
+	ev := func(name string, v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	ev("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": "msg_scripted", "type": "message", "role": "assistant", "model": "scripted", "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": 10, "output_tokens": 1}}})
+	for i, c := range content {
+		if c["type"] == "tool_use" {
+			ev("content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "tool_use", "id": c["id"], "name": c["name"], "input": map[string]any{}}})
+			in, _ := json.Marshal(c["input"])
+			ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
+				"delta": map[string]any{"type": "input_json_delta", "partial_json": string(in)}})
+		} else {
+			ev("content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "text", "text": ""}})
+			ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
+				"delta": map[string]any{"type": "text_delta", "text": c["text"]}})
+		}
+		ev("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+	}
+	ev("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
+		"usage": map[string]int{"output_tokens": 10}})
+	ev("message_stop", map[string]any{"type": "message_stop"})
+}
