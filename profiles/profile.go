@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path"
 	"sort"
@@ -51,7 +50,8 @@ type Profile struct {
 	Description string `yaml:"description,omitempty" json:"description,omitempty"`
 	Extends     string `yaml:"extends,omitempty" json:"extends,omitempty"`
 	Network     string `yaml:"network,omitempty" json:"network"`
-	// Allow lists host:port pairs reachable with network: allowlist.
+	// Allow lists what network: allowlist reaches: host, host:port,
+	// *.domain[:port] or an IP literal (see AllowEntry).
 	Allow    []string `yaml:"allow,omitempty" json:"allow,omitempty"`
 	Home     Home     `yaml:"home,omitempty" json:"home"`
 	Env      Env      `yaml:"env,omitempty" json:"env"`
@@ -432,10 +432,8 @@ func (p *Profile) Validate() error {
 		errs = append(errs, fmt.Errorf("allow: only meaningful with network: allowlist (network is %s)", p.Network))
 	}
 	for _, a := range p.Allow {
-		h, port, err := net.SplitHostPort(a)
-		n, perr := strconv.Atoi(port)
-		if err != nil || h == "" || perr != nil || n < 1 || n > 65535 || strings.ContainsAny(h, "/*@ ") {
-			errs = append(errs, fmt.Errorf("allow: %q is not host:port (an exact DNS name or IP address, and a port)", a))
+		if _, err := ParseAllow(a); err != nil {
+			errs = append(errs, fmt.Errorf("allow: %w", err))
 		}
 	}
 	for _, v := range p.Vault.Visible {

@@ -13,9 +13,9 @@ func DescribeLayers(pl *mounts.Plan) []string {
 	case profiles.NetworkNone:
 		ns += ", net (loopback only)"
 	case profiles.NetworkAllowlist:
-		ns += ", net (loopback only; out through fedmem-run's allowlist proxy at 127.0.0.1:3128)"
+		ns += ", net (loopback only; out through fedmem-run's allowlist proxy at 127.0.0.1:3128 (HTTP) and 127.0.0.1:1080 (SOCKS5))"
 	case profiles.NetworkPublic:
-		ns += ", net (loopback only; out through fedmem-run's proxy at 127.0.0.1:3128 to public addresses only)"
+		ns += ", net (loopback only; out through fedmem-run's proxy at 127.0.0.1:3128 (HTTP) and 127.0.0.1:1080 (SOCKS5) to public addresses only)"
 	case profiles.NetworkHost:
 		ns += " (host network)"
 	default:

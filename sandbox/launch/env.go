@@ -74,10 +74,13 @@ func Env(p *profiles.Profile, pl *mounts.Plan, home string, environ []string) []
 	env = append(env, "HOME="+home, "FEDMEM_VAULT="+pl.Vault, "FEDMEM_INBOX="+pl.Inbox, "FEDMEM_SESSION="+pl.Session)
 	if proxied {
 		// The only way out: fedmem-run's proxy, relayed by the sandbox's
-		// pid 1 on its own loopback.
+		// pid 1 on its own loopback. HTTP(S) clients use the HTTP proxy; ALL_PROXY (curl, git's
+		// libcurl for other schemes, SOCKS-aware tools) names the same
+		// proxy's SOCKS5 port, socks5h: the proxy resolves names.
 		proxy := fmt.Sprintf("http://127.0.0.1:%d", sandbox.ProxyPort)
+		socks := fmt.Sprintf("socks5h://127.0.0.1:%d", sandbox.SocksPort)
 		env = append(env, "HTTP_PROXY="+proxy, "HTTPS_PROXY="+proxy, "http_proxy="+proxy, "https_proxy="+proxy,
-			"ALL_PROXY="+proxy, "all_proxy="+proxy)
+			"ALL_PROXY="+socks, "all_proxy="+socks)
 	}
 	env = agentEnv(pl, env)
 	if !hasKey(env, "PATH") {
