@@ -217,6 +217,9 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 		if m.Kind != mounts.BindRW {
 			continue
 		}
+		if i == homeIdmapIndex {
+			continue
+		}
 		var st unix.Stat_t
 		if err := unix.Lstat(m.Source, &st); err != nil {
 			continue // the init reports a missing source
@@ -258,8 +261,42 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 		cfg.Idmapped[i] = 2 + len(cmd.ExtraFiles)
 		id.Writable[m.Target] = fmt.Sprintf("idmapped %d→%d", owner, spec.UID)
 	}
+	// The home of a root caller: the agent (another uid) could not even
+	// traverse a 0700 home to reach the profile's writable paths in it.
+	var st unix.Stat_t
+	if h := spec.Plan.Home; h != "" && h != "/" && unix.Lstat(h, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == owner && owner != spec.UID && st.Mode&0o001 == 0 {
+		if userns == nil {
+			if userns, err = holdUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
+				return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: "user namespace for idmapped mounts: " + err.Error()}
+			}
+		}
+		if fd, err := unix.OpenTree(unix.AT_FDCWD, h, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE); err == nil {
+			attr := unix.MountAttr{
+				Attr_set:    unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
+				Propagation: unix.MS_PRIVATE,
+				Userns_fd:   uint64(userns.Fd()),
+			}
+			if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+				unix.Close(fd)
+				id.Writable[h+" (home, read-only)"] = fmt.Sprintf("not idmapped (%v): the agent cannot traverse it", err)
+			} else {
+				f := os.NewFile(uintptr(fd), "idmapped-home")
+				files = append(files, f)
+				cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+				if cfg.Idmapped == nil {
+					cfg.Idmapped = map[int]int{}
+				}
+				cfg.Idmapped[homeIdmapIndex] = 2 + len(cmd.ExtraFiles)
+				id.Writable[h+" (home, read-only)"] = fmt.Sprintf("idmapped %d→%d", owner, spec.UID)
+			}
+		}
+	}
 	return closeAll, nil
 }
+
+// homeIdmapIndex is the key of cfg.Idmapped for the caller's home (not a
+// plan mount: it is attached right over the read-only root).
+const homeIdmapIndex = -1
 
 // holdUserns returns a user namespace mapping uid from→to and gid
 // gfrom→gto, held by a short-lived child of this binary.

@@ -99,6 +99,15 @@ func buildRoot(pl *mounts.Plan, idmapped map[int]int) (skipped []string, err err
 	if err := unix.MoveMount(rootFd, "", unix.AT_FDCWD, stageDir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 		return nil, &MountError{Op: "move_mount", Source: "/", Target: stageDir, Err: err}
 	}
+	if fd, ok := idmapped[homeIdmapIndex]; ok {
+		// A root caller's home (0700 root on most hosts), idmapped and
+		// read-only, under every later mount: the agent reaches its
+		// profile's writable paths there and reads what the caller could,
+		// secrets masked as always.
+		if err := unix.MoveMount(fd, "", unix.AT_FDCWD, filepath.Join(stageDir, pl.Home), unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return nil, &MountError{Op: "move_mount", Source: pl.Home, Target: pl.Home, Err: err}
+		}
+	}
 	var seal []string // hidden tmpfs mounts, made read-only once populated
 	for i, m := range pl.Mounts {
 		t := filepath.Join(stageDir, m.Target)
