@@ -383,3 +383,45 @@ func TestHostAuthorityUserGroupsNewgidmap(t *testing.T) {
 		t.Errorf("the report's identity does not say the groups went through newgidmap:\n%s", b)
 	}
 }
+
+// TestHostAuthorityRootHome0700: root's home is 0700 on most hosts; the
+// agent (another uid) still reaches its profile's writable paths there,
+// through the home attached idmapped and read-only: it writes its state
+// (owned by root on disk), reads the caller's files, cannot change them,
+// and the secrets stay masked.
+func TestHostAuthorityRootHome0700(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	must(t, os.Chmod(e.home, 0o700))
+	prof := filepath.Join(e.outDir, "state.yaml")
+	must(t, os.WriteFile(prof, []byte("name: state\nextends: default\nhome:\n  writable: [.agentstate/]\n"), 0o644))
+	const probe = `
+import errno, os
+h = os.environ["HOME"]
+def res(f):
+    try:
+        f(); return "OK"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+def wr(p):
+    with open(p, "w") as f: f.write("x")
+print("WRITE_STATE", res(lambda: wr(h + "/.agentstate/f")))
+print("READ_BASHRC", res(lambda: open(h + "/.bashrc").read()))
+print("WRITE_BASHRC", res(lambda: wr(h + "/.bashrc")))
+print("READ_SSH", res(lambda: open(h + "/.ssh/id_rsa").read()))
+`
+	r := e.run(t, []string{"--profile", prof}, "python3", "-c", probe)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	got := parseProbe(r.stdout)
+	for k, w := range map[string]string{"WRITE_STATE": "OK", "READ_BASHRC": "OK", "WRITE_BASHRC": "EROFS", "READ_SSH": "EACCES"} {
+		if got[k] != w {
+			t.Errorf("%s: got %q, want %q", k, got[k], w)
+		}
+	}
+	var st syscall.Stat_t
+	must(t, syscall.Stat(filepath.Join(e.home, ".agentstate", "f"), &st))
+	if st.Uid != 0 {
+		t.Errorf("state file owned by host uid %d, want 0 (idmapped)", st.Uid)
+	}
+}
