@@ -12,9 +12,12 @@ GOFLAGS_BUILD := -trimpath
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-build: ## build bin/fedmem and bin/fedmem-run
+build: ## build bin/fedmem, bin/fedmem-run and the container backends' helpers
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/fedmem-run ./cmd/fedmem-run
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/fedmem ./cmd/fedmem
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/fedmem-containerd ./cmd/fedmem-containerd
+	@# libcontainer's nsexec is C: the runc backend's helper alone needs cgo.
+	CGO_ENABLED=1 $(GO) build $(GOFLAGS_BUILD) -o $(BIN)/fedmem-runc ./cmd/fedmem-runc
 
 test: build ## run every test (root-only suites too when run as root)
 	$(GO) vet ./...

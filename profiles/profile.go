@@ -50,6 +50,9 @@ type Profile struct {
 	Description string `yaml:"description,omitempty" json:"description,omitempty"`
 	Extends     string `yaml:"extends,omitempty" json:"extends,omitempty"`
 	Network     string `yaml:"network,omitempty" json:"network"`
+	// Backend builds the sandbox: namespace (the default), runc or
+	// containerd (sandbox.NewBackend); fedmem-run --backend overrides it.
+	Backend string `yaml:"backend,omitempty" json:"backend,omitempty"`
 	// Allow lists what network: allowlist reaches: host, host:port,
 	// *.domain[:port] or an IP literal (see AllowEntry).
 	Allow    []string `yaml:"allow,omitempty" json:"allow,omitempty"`
@@ -303,6 +306,9 @@ func merge(parent, child *Profile) *Profile {
 	if child.Network != "" {
 		out.Network = child.Network
 	}
+	if child.Backend != "" {
+		out.Backend = child.Backend
+	}
 	if child.Home.Mode != "" {
 		out.Home.Mode = child.Home.Mode
 	}
@@ -389,6 +395,11 @@ func (p *Profile) Validate() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("network: %q is not none, allowlist, public or host", p.Network))
+	}
+	switch p.Backend {
+	case "", "namespace", "runc", "containerd":
+	default:
+		errs = append(errs, fmt.Errorf("backend: %q is not namespace, runc or containerd", p.Backend))
 	}
 	switch p.Home.Mode {
 	case "ro", "hidden":

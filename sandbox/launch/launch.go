@@ -223,7 +223,10 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		"workdir": s.Workdir, "command": o.Argv, "uid": s.UID, "network": prof.Network, "warnings": s.Warnings})
 	backend := o.Backend
 	if backend == nil {
-		backend = sandbox.Namespace{}
+		// The profile's backend: (namespace unless it names runc or containerd).
+		if backend, err = sandbox.NewBackend(prof.Backend, sandbox.BackendOptions{}); err != nil {
+			return sandbox.ExitFedmemError, err
+		}
 	}
 	res, runErr := backend.Run(ctx, spec)
 	rep.DurationMS = time.Since(started).Milliseconds()

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux || !cgo
 
 package runc
 
@@ -7,8 +7,8 @@ import (
 	"os"
 )
 
-// Main reports that the runc backend needs Linux.
+// Main reports that the runc backend needs Linux and cgo.
 func Main(args []string) int {
-	fmt.Fprintln(os.Stderr, "fedmem-runc: the runc backend needs Linux")
+	fmt.Fprintln(os.Stderr, "fedmem-runc: the runc backend needs Linux and cgo (libcontainer's nsexec): build with CGO_ENABLED=1")
 	return 125
 }
