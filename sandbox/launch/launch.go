@@ -188,6 +188,10 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 			}
 		}
 	}
+	// Per-profile state: its store and mount points, seeded copies.
+	if err := prepareState(s.Plan, s.Home, s.OwnerUID, s.OwnerGID); err != nil {
+		return sandbox.ExitFedmemError, fmt.Errorf("profile %s: %w", prof.Name, err)
+	}
 	started := time.Now()
 	rep.VaultHeadStart, _ = vault.ReadHead(s.Vault)
 	if err := checkInboxReachable(s.Vault, s.UID, s.GID); err != nil {
