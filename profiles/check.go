@@ -109,6 +109,7 @@ func Check(p *Profile) (warnings []string, errs []error) {
 		}
 	}
 	errs = append(errs, stateErrors(p)...)
+	errs = append(errs, commandArgsErrors(p)...)
 	warnings = append(warnings, persistenceWarnings(p)...)
 	if !contains(p.Require, "seccomp") {
 		warnings = append(warnings, "require does not list seccomp: on a kernel without seccomp the agent would run without a syscall filter instead of being refused")

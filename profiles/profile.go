@@ -73,6 +73,9 @@ type Profile struct {
 	// State lists persistent, writable paths under $HOME (caches, module
 	// stores, an agent's state file): see State.
 	State []State `yaml:"state,omitempty" json:"state,omitempty"`
+	// CommandArgs are arguments inserted after a named command (see
+	// CommandArgs).
+	CommandArgs CommandArgs `yaml:"command_args,omitempty" json:"command_args,omitempty"`
 }
 
 // RiskKeepGroups, in accept_risks, lets an unprivileged caller's agent keep
@@ -331,6 +334,7 @@ func merge(parent, child *Profile) *Profile {
 	out.Require = append(append([]string{}, parent.Require...), child.Require...)
 	out.Writable = append(append([]string{}, parent.Writable...), child.Writable...)
 	out.State = mergeState(parent.State, child.State)
+	out.CommandArgs = mergeCommandArgs(parent.CommandArgs, child.CommandArgs)
 	out.Allow = append(append([]string{}, parent.Allow...), child.Allow...)
 	out.UnixSockets = append(append([]string{}, parent.UnixSockets...), child.UnixSockets...)
 	out.AcceptRisks = append(append([]string{}, parent.AcceptRisks...), child.AcceptRisks...)

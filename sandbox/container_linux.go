@@ -330,6 +330,10 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 				if relay != nil {
 					relay.Suspend(cmd.Process)
 				}
+			case msgDenied:
+				if m.Denial != nil {
+					emit(spec, "denied", m.Denial.Fields())
+				}
 			case msgExit:
 				res.ExitCode, res.Signal = m.Code, m.Signal
 			}

@@ -168,7 +168,7 @@ func InitMain() {
 	if err := dropCapabilities(keep); err != nil {
 		fail(ExitFedmemError, "capabilities", err)
 	}
-	if err := applySeccomp(&cfg, &layers); err != nil {
+	if err := applySeccompReporting(&cfg, &layers, sync); err != nil {
 		fail(ExitFedmemError, "seccomp", err)
 	}
 	fk.goAhead <- struct{}{}

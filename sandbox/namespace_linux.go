@@ -292,6 +292,10 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 				if relay != nil {
 					relay.Suspend(cmd.Process)
 				}
+			case msgDenied:
+				if m.Denial != nil {
+					emit(spec, "denied", m.Denial.Fields())
+				}
 			case msgExit:
 				res.ExitCode, res.Signal = m.Code, m.Signal
 			}

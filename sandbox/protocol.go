@@ -76,4 +76,5 @@ type initMessage struct {
 	Err    *Error  `json:"error,omitempty"`
 	Code   int     `json:"code,omitempty"`
 	Signal int     `json:"signal,omitempty"`
+	Denial *Denied `json:"denial,omitempty"` // msgDenied (denials.go)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -138,6 +139,8 @@ func runDoctor(vaultFlag string) *doctorReport {
 			for _, c := range kernelChecks(facts) {
 				add(c)
 			}
+			add(doctorCheck{Name: "nested_sandbox", Status: statusOK, Detail: profiles.NestedSandboxes,
+				Fix: "let fedmem be the agent's sandbox: the codex profile runs codex -c sandbox_mode=\"danger-full-access\" (docs/profiles.md); leave Claude Code's sandbox setting off"})
 		}
 	}
 	if vaultFlag != "" {

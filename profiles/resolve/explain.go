@@ -32,6 +32,7 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 			"uid": s.UID, "gid": s.GID, "identity_source": s.IdentitySource,
 			"owner_uid": s.OwnerUID, "owner_gid": s.OwnerGID, "warnings": s.Warnings,
 		}
+		out["nested_sandbox"] = profiles.NestedSandboxNote(p, s.Argv0)
 		if o.Layers != nil {
 			out["layers"] = o.Layers
 		}
@@ -67,6 +68,7 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nwritable: %s\n", strings.Join(pl.Writable, ", "))
+	fmt.Fprintf(w, "nested: %s\n", profiles.NestedSandboxNote(p, s.Argv0))
 	if o.Layers != nil {
 		fmt.Fprintln(w, "\nlayers:")
 		for _, l := range o.Layers {

@@ -71,6 +71,8 @@ type Session struct {
 	// --agent-user. Writable binds owned by them are idmapped to the agent.
 	OwnerUID, OwnerGID int
 	Plan               *mounts.Plan
+	// Argv0 is the agent's command ("" for explain without one).
+	Argv0 string
 }
 
 // ProfileName is the profile used for argv when none is named: the built-in
@@ -103,6 +105,9 @@ func Resolve(o Options) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{Profile: prof, ProfileHash: hash, Warnings: warns}
+	if len(o.Argv) > 0 {
+		s.Argv0 = o.Argv[0]
+	}
 	switch {
 	case o.Vault != "":
 		if s.Vault, err = vault.Resolve(o.Vault); err != nil {
@@ -163,6 +168,7 @@ func Resolve(o Options) (*Session, error) {
 			return p
 		},
 		ResolvConf: resolvConf,
+		ReadFile:   host.ReadConfig,
 	})
 	if err != nil {
 		return nil, err

@@ -15,10 +15,26 @@ type events struct {
 	mu      sync.Mutex
 	f       *os.File
 	session string
+	denials Denials
+}
+
+// Denials counts the session's "denied" events for the report.
+type Denials struct {
+	Total     int            `json:"total"`
+	ByKind    map[string]int `json:"by_kind"`
+	BySyscall map[string]int `json:"by_syscall,omitempty"`
+	// Truncated: more were refused than the sandbox reported one by one.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 func (e *events) emit(name string, fields map[string]any) {
-	if e == nil || e.f == nil {
+	if e == nil {
+		return
+	}
+	if name == "denied" {
+		e.count(fields)
+	}
+	if e.f == nil {
 		return
 	}
 	m := map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "session": e.session, "event": name}
@@ -38,4 +54,40 @@ func (e *events) close() {
 	if e != nil && e.f != nil {
 		e.f.Close()
 	}
+}
+
+func (e *events) count(fields map[string]any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d := &e.denials
+	if t, _ := fields["truncated"].(bool); t {
+		d.Truncated = true
+		return
+	}
+	kind, _ := fields["kind"].(string)
+	if d.ByKind == nil {
+		d.ByKind = map[string]int{}
+	}
+	d.Total++
+	d.ByKind[kind]++
+	if sc, _ := fields["syscall"].(string); sc != "" {
+		if d.BySyscall == nil {
+			d.BySyscall = map[string]int{}
+		}
+		d.BySyscall[sc]++
+	}
+}
+
+// counted is the report's denials, nil when there were none.
+func (e *events) counted() *Denials {
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.denials.Total == 0 && !e.denials.Truncated {
+		return nil
+	}
+	d := e.denials
+	return &d
 }

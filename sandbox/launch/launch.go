@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -40,7 +41,7 @@ func Resolve(o *Options) (*Resolved, error) {
 	}
 	p := s.Profile
 	spec := &sandbox.Spec{
-		Plan: s.Plan, Argv: o.Argv, Env: Env(p, s.Plan, s.Home, environ), Dir: s.Workdir,
+		Plan: s.Plan, Argv: p.CommandArgs.Apply(o.Argv), Env: Env(p, s.Plan, s.Home, environ), Dir: s.Workdir,
 		UID: s.UID, GID: s.GID, IdentitySource: s.IdentitySource,
 		OwnerUID: s.OwnerUID, OwnerGID: s.OwnerGID, OwnerSet: true,
 		AcceptRisks:     p.AcceptRisks,
@@ -61,7 +62,21 @@ func Resolve(o *Options) (*Resolved, error) {
 
 // Explain prints what Run would build: the plan and the sandbox's layers.
 func Explain(w io.Writer, r *Resolved, asJSON bool) error {
-	return resolve.Explain(w, r.Session, resolve.ExplainOptions{JSON: asJSON, Layers: sandbox.DescribeLayers(r.Plan)})
+	layers := append(sandbox.DescribeLayers(r.Plan), explainInbox(r))
+	return resolve.Explain(w, r.Session, resolve.ExplainOptions{JSON: asJSON, Layers: layers})
+}
+
+// explainInbox runs the check a launch runs first (checkInboxReachable:
+// the inbox's owner, group and mode against the agent's uid and gid) and
+// says whether it would refuse the run.
+func explainInbox(r *Resolved) string {
+	if r.Placeholder {
+		return "inbox check: skipped (no vault)"
+	}
+	if err := checkInboxReachable(r.Vault, r.UID, r.GID); err != nil {
+		return "inbox check: a run would be REFUSED: " + err.Error()
+	}
+	return fmt.Sprintf("inbox check: ok (uid %d, gid %d can reach %s)", r.UID, r.GID, filepath.Join(r.Vault, vault.InboxDir))
 }
 
 // policy is the network policy of a proxied profile.
@@ -254,6 +269,10 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		if errors.As(runErr, &se) {
 			rep.Error = se
 		}
+	}
+	rep.Denials = ev.counted()
+	if rep.Denials != nil {
+		fmt.Fprintf(stderr, "fedmem-run: %d operation(s) refused by the sandbox (see --events and the report's denials)\n", rep.Denials.Total)
 	}
 	if rewriteRecord {
 		writeSessionRecord(s.Vault, rep, stderr)

@@ -27,6 +27,9 @@ type Report struct {
 	// Identity is who the agent was on the host (layers.identity).
 	Identity *sandbox.Identity `json:"identity,omitempty"`
 	Warnings []string          `json:"warnings,omitempty"`
+	// Denials counts what the sandbox refused and reported ("denied"
+	// events: docs/events.md).
+	Denials *Denials `json:"denials,omitempty"`
 }
 
 // InboxFile is one entry the agent left in its inbox.

@@ -9,3 +9,9 @@ var ErrNoNewPrivs = errors.New("seccomp: no_new_privs is not set on the calling 
 
 // Apply is only implemented on Linux.
 func Apply() error { return errors.New("seccomp: only supported on Linux") }
+
+// ErrNoListener: no seccomp user notification (not Linux).
+var ErrNoListener = errors.New("seccomp: no user-notification listener on this platform")
+
+// ApplyNotify is only implemented on Linux.
+func ApplyNotify() (int, error) { return -1, ErrNoListener }

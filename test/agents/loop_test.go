@@ -137,9 +137,6 @@ func need(t *testing.T, tool string) string {
 		}
 		t.Skipf("%s not installed", tool)
 	}
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		p = r
-	}
 	return p
 }
 

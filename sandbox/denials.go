@@ -1,0 +1,49 @@
+package sandbox
+
+// msgDenied: the kernel refused something the agent asked for; Denial set.
+const msgDenied msgType = "denied"
+
+// Denied is one refusal the sandbox observed, as it reaches --events (the
+// "denied" event) and the session report's counts. Kind is "syscall" for
+// now (see docs/events.md for what is and is not observed).
+type Denied struct {
+	Kind    string   `json:"kind"`
+	Syscall string   `json:"syscall,omitempty"`
+	Rule    string   `json:"rule,omitempty"`
+	Errno   string   `json:"errno,omitempty"`
+	Args    []uint64 `json:"args,omitempty"`
+	Pid     int      `json:"pid,omitempty"` // in the sandbox's pid namespace
+	Hint    string   `json:"hint,omitempty"`
+	// Truncated: the init stopped reporting individual denials here (a
+	// flood); later ones are refused the same way but not reported.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// Fields is the event's fields.
+func (d *Denied) Fields() map[string]any {
+	m := map[string]any{"kind": d.Kind, "hint": d.Hint}
+	if d.Syscall != "" {
+		m["syscall"], m["rule"], m["errno"], m["args"], m["pid"] = d.Syscall, d.Rule, d.Errno, d.Args, d.Pid
+	}
+	if d.Truncated {
+		m["truncated"] = true
+	}
+	return m
+}
+
+// denialHint says how to live with a refused system call. No profile
+// setting lifts a seccomp rule (the deny-list is the same for every
+// profile: docs/seccomp.md), so the hint names what a profile can do
+// instead.
+func denialHint(rule string) string {
+	switch rule {
+	case "unshare-namespaces", "clone-namespaces", "setns":
+		return "no profile allows new namespaces: a nested sandbox (bwrap, Codex's own) cannot start inside fedmem; " +
+			"turn the agent's own sandbox off (Codex: --sandbox danger-full-access) and let fedmem be the sandbox (docs/seccomp.md)"
+	case "mount":
+		return "no profile allows mounts: give the agent the paths it needs with writable:, state: or home.mode in its profile (docs/profiles.md)"
+	case "":
+		return "refused by the seccomp deny-list (docs/seccomp.md)"
+	}
+	return "refused by seccomp rule " + rule + " for every profile (docs/seccomp.md); it cannot be allowed in a profile: run this step outside fedmem"
+}
