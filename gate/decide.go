@@ -35,7 +35,10 @@ type judgeInput struct {
 	// absent).
 	Head    func(string) ([]byte, error)
 	Session string
-	Origin  origin
+	// Name is the draft's file name in the inbox ("" when unknown): the
+	// note's path falls back to it when the draft has no title.
+	Name   string
+	Origin origin
 	// SessionAuto and DayAuto are auto-promotions already recorded for this
 	// session and this UTC day.
 	SessionAuto, DayAuto int
@@ -202,7 +205,7 @@ func judge(in *judgeInput) (verdict, error) {
 			v.Reasons = append(v.Reasons, flag("supersedes-approved", ref.Line, "supersedes %s, which is in force (status %s); a human must approve", target, status))
 		}
 	}
-	v.Reasons = append(v.Reasons, contractReferences(res.Note, m)...)
+	v.Reasons = append(v.Reasons, contractReferences(res)...)
 	risk := pol.RiskFor(m.Type, folder)
 	riskLine := 0
 	if r, l := claimedRisk(res.Note); r != "" && policy.MaxRisk(risk, r) != risk {
@@ -269,26 +272,18 @@ var contractNames = []string{"00-global", "agent.md", "rules.md", "policy.yaml"}
 // (AGENT.md, RULES.md, the policy, anything in 00-global/): a note that says
 // a rule is void changes the contract without touching 00-global/, so a
 // human reads it first (rule review-folder, like a change in 00-global/).
-func contractReferences(n *note.Note, m note.Meta) []note.Finding {
-	check := func(text string, line int) *note.Finding {
-		l := strings.ToLower(text)
-		for _, c := range contractNames {
-			if strings.Contains(l, c) {
-				f := flag("review-folder", line, "the draft refers to %s, part of the agent contract in 00-global/; only a human may change what it says", c)
-				return &f
-			}
-		}
+// Every string of the note counts, decoded and normalised as a reader gets
+// it (validate.Mentions: escapes, character references, fullwidth forms),
+// except the paths a draft cites as its sources or supersedes, which other
+// rules check.
+func contractReferences(res validate.Result) []note.Finding {
+	c, line := validate.Mentions(res, contractNames, func(p string) bool {
+		return p == "sources/-" || p == "sources/-/resource" || p == "supersedes" || p == "supersedes/-"
+	})
+	if c == "" {
 		return nil
 	}
-	if f := check(m.Title, n.KeyLine("title")); f != nil {
-		return []note.Finding{*f}
-	}
-	for i, l := range strings.Split(string(n.Body), "\n") {
-		if f := check(l, n.BodyLine+i); f != nil {
-			return []note.Finding{*f}
-		}
-	}
-	return nil
+	return []note.Finding{flag("review-folder", line, "the draft refers to %s, part of the agent contract in 00-global/; only a human may change what it says", c)}
 }
 
 func clip(s string) string {

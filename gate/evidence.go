@@ -51,6 +51,7 @@ const (
 	RuleSourcesUnresolved = "sources-unresolved" // flag: a vault source is not a file at HEAD
 	RuleNoEvidence        = "no-evidence"        // flag: no vault source at all
 	RuleSourceClaim       = "source-fingerprint" // info: the draft's own fingerprint is replaced
+	RuleSourceGateMade    = "source-unreviewed"  // info: a source the gate promoted on its own is not evidence
 	RuleConflict          = "conflict"           // flag: clashes with a note in force
 	RuleVerifierPassed    = "verifier-passed"    // info: an approved verifier exited 0
 	RuleVerifierFailed    = "verifier-failed"    // flag: it exited non-zero or could not run
@@ -193,6 +194,7 @@ func sourcePathError(p string) string {
 func resolveSources(res validate.Result, hv *headView) ([]SourceProof, []note.Finding, error) {
 	var proofs []SourceProof
 	var out []note.Finding
+	gateMade := 0
 	for _, ref := range res.Meta.Sources {
 		p := SourceProof{Resource: ref.Value, Line: ref.Line}
 		if schemeRe.MatchString(ref.Value) {
@@ -219,18 +221,36 @@ func resolveSources(res validate.Result, hv *headView) ([]SourceProof, []note.Fi
 				Message: fmt.Sprintf("source %s is a %s at HEAD %.12s, not a file", clipText(ref.Value), modeName(e.Mode), hv.commit)})
 		default:
 			p.Fingerprint = FingerprintPrefix + e.Hash.String()
+			// A note the gate promoted without a human (its only
+			// verifiers are processes) is an agent's word: citing it
+			// would let a session bootstrap its own evidence. It is
+			// recorded and fingerprinted but does not count.
+			if strings.HasSuffix(ref.Value, ".md") {
+				f, err := hv.facts(e.Hash)
+				if err != nil {
+					return nil, nil, err
+				}
+				if f.GateMade {
+					gateMade++
+					out = append(out, note.Finding{Rule: RuleSourceGateMade, Line: ref.Line, Severity: note.Info,
+						Message: fmt.Sprintf("source %s was promoted by the gate without a reviewer; it counts as evidence once a human approved or reverified it", clipText(ref.Value))})
+				}
+			}
 		}
 		proofs = append(proofs, p)
 	}
-	resolved := 0
+	resolved := -gateMade
 	for _, p := range proofs {
 		if p.Fingerprint != "" {
 			resolved++
 		}
 	}
-	if resolved == 0 && !note.HasErrors(out) && !note.HasFlags(out) {
+	if resolved <= 0 && !note.HasErrors(out) && !note.HasFlags(out) {
 		line := res.Note.KeyLine("sources")
 		msg := "the draft names no vault source (`sources:` with a path such as 20-domains/x.md that exists at HEAD); URLs alone are recorded, not evidence"
+		if gateMade > 0 {
+			msg = "the draft's only vault sources are notes the gate promoted without a reviewer, which are not evidence (see source-unreviewed)"
+		}
 		if len(res.Meta.Sources) == 0 {
 			msg = "the draft has no `sources`; a note promotes on its own only when a vault source supports it (e.g. `sources: [20-domains/x.md]`)"
 		}
@@ -319,12 +339,16 @@ func conflicts(res validate.Result, folder, dest string, hv *headView) ([]note.F
 			return // one finding per field is enough
 		}
 	}
+	// A title and a subject name the same thing: each of the draft's is
+	// compared with both of every note in force (a draft with no title
+	// and `subject: Deploy region` contradicts the note titled so).
+	both := func(k string) []string { return append(append([]string(nil), idx.titles[k]...), idx.subjects[k]...) }
 	if t := NormTitle(res.Meta.Title); t != "" {
-		report("title", res.Meta.Title, titleLine, idx.titles[t])
+		report("title", res.Meta.Title, titleLine, both(t))
 	}
 	if v, ok := res.Note.Scalar("subject"); ok {
 		if s := NormTitle(v); s != "" {
-			report("subject", v, res.Note.KeyLine("subject"), idx.subjects[s])
+			report("subject", v, res.Note.KeyLine("subject"), both(s))
 		}
 	}
 	return out, nil
@@ -377,6 +401,11 @@ type noteFacts struct {
 	Subject    string // normalised
 	StaleAfter time.Time
 	Withheld   bool
+	// GateMade: every `verified` entry names a process (the gate or an
+	// approved verifier) and none a human: the gate promoted the note on
+	// its own. A draft cannot plant `verified` (it is moved under
+	// `claimed:`), so only the gate writes it.
+	GateMade bool
 	// Fingerprints are the fingerprinted vault sources, resource → blob id.
 	Fingerprints []sourceFingerprint
 }
@@ -463,6 +492,15 @@ func factsOf(b []byte) noteFacts {
 		}
 	}
 	f.Withheld = n.Get(WithheldKey) != nil
+	if v := n.Get("verified"); v != nil && v.Kind == yaml.SequenceNode && len(v.Content) > 0 {
+		f.GateMade = true
+		for _, e := range v.Content {
+			by := note.MapGet(e, "by")
+			if by == nil || by.Kind != yaml.ScalarNode || !strings.HasPrefix(by.Value, "process:") {
+				f.GateMade = false
+			}
+		}
+	}
 	if v := n.Get("sources"); v != nil && v.Kind == yaml.SequenceNode {
 		for _, e := range v.Content {
 			r, fp := note.MapGet(e, "resource"), note.MapGet(e, "fingerprint")
@@ -549,10 +587,24 @@ func (e Evidence) stampNote(n *note.Note) {
 			m.Content = append(m.Content, str("fingerprint"), str(p.Fingerprint))
 		}
 		if ent.Kind == yaml.MappingNode {
+			// Keys are compared folded (FoldKey): `FINGERPRINT:` or
+			// `Resource:` beside the gate's own would be read as the
+			// real key by a reader that ignores case; such keys and any
+			// other gate-owned key go under the entry's `claimed:`.
+			claimed := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 			for j := 0; j+1 < len(ent.Content); j += 2 {
-				if k := ent.Content[j].Value; k != "resource" && k != "fingerprint" {
+				k := ent.Content[j].Value
+				switch fk := note.FoldKey(k); {
+				case k == "resource" || k == "fingerprint":
+					// replaced by the gate's own
+				case fk == "resource" || note.IsGateOwned(k):
+					claimed.Content = append(claimed.Content, ent.Content[j], ent.Content[j+1])
+				default:
 					m.Content = append(m.Content, ent.Content[j], ent.Content[j+1])
 				}
+			}
+			if len(claimed.Content) > 0 {
+				m.Content = append(m.Content, str("claimed"), claimed)
 			}
 		}
 		src.Content[i] = m

@@ -5,6 +5,8 @@ package gate
 
 import (
 	"context"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -41,9 +43,12 @@ func evidenceStep(in *judgeInput, v *verdict) error {
 	if err != nil {
 		return err
 	}
+	// The path the note would take: from the title, else from the draft's
+	// file name (destPath's own fallback), so a draft without a title is
+	// checked against the note at its path too.
 	dest := ""
-	if cleanSlug(res.Meta.Title) != "" {
-		dest = destPath(v.Folder, res.Meta.Title, "", "")
+	if cleanSlug(res.Meta.Title) != "" || cleanSlug(strings.TrimSuffix(in.Name, path.Ext(in.Name))) != "" {
+		dest = destPath(v.Folder, res.Meta.Title, in.Name, "")
 	}
 	var run verifyFunc
 	if !note.HasFlags(v.Reasons) && !note.HasErrors(v.Reasons) && len(in.Policy.VerifiersFor(v.Type)) > 0 {

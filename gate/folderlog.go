@@ -92,7 +92,10 @@ func label(s string) string {
 			return ' '
 		}
 		if _, bad := validate.Invisible(r); bad {
-			return -1
+			// A space, never nothing: dropping a selector or zero-width
+			// character would join what it split ("AKIAZ4\uFE0FXYQW…"
+			// becomes a whole key in log.md and index.md).
+			return ' '
 		}
 		return r
 	}, s)

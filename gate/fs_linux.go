@@ -141,7 +141,8 @@ func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, error) {
 			g.holdEntry(in, sess, n, &st, hold)
 			continue
 		}
-		c := Claim{ID: newClaimID(g.now()), Session: sess, Name: n, NameRaw: []byte(n), FirstSeen: g.now().UTC()}
+		c := Claim{ID: newClaimID(g.now()), Session: sess, Name: n, NameRaw: []byte(n), FirstSeen: g.now().UTC(),
+			Stat: &DraftOwner{UID: int(st.Uid), Mode: st.Mode & 0o7777, Ino: st.Ino, Ctime: time.Unix(st.Ctim.Unix()).UTC()}}
 		meta := g.statePath(claimsDir, c.ID+".json")
 		if err := writeJSON(meta, c); err != nil {
 			return out, errors.Join(append(errs, err)...)
@@ -277,6 +278,9 @@ type readResult struct {
 	Sum    string
 	Reject *note.Finding // the entry is not an acceptable draft
 	Retry  bool          // the file changed while read: try again later
+	// Owner is the inode the bytes were read from, as fstat(2) saw it
+	// around the read (set with Bytes).
+	Owner *DraftOwner
 }
 
 func rejectClaim(rule, format string, args ...any) readResult {
@@ -340,7 +344,8 @@ func (g *Gate) readClaim(id string, max int64) (readResult, error) {
 		return readResult{Retry: true}, nil
 	}
 	sum := sha256.Sum256(b)
-	return readResult{Bytes: b, Sum: fmt.Sprintf("%x", sum)}, nil
+	own := &DraftOwner{UID: int(st.Uid), Mode: st.Mode & 0o7777, Ino: st.Ino}
+	return readResult{Bytes: b, Sum: fmt.Sprintf("%x", sum), Owner: own}, nil
 }
 
 func fileKind(mode uint32) string {

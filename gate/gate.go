@@ -314,7 +314,13 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string) (*Decision, err
 		d.State, d.Reasons = StateRejected, []note.Finding{*rr.Reject}
 		return d, g.finish(in, c, d, nil)
 	}
-	d.SHA256 = rr.Sum
+	d.SHA256, d.Owner = rr.Sum, rr.Owner
+	// The change time that counts is the one in the session folder, before
+	// the gate's rename (which sets it): the claim's, when it is the same
+	// inode the gate read.
+	if d.Owner != nil && c.Stat != nil && c.Stat.Ino == d.Owner.Ino {
+		d.Owner.Ctime = c.Stat.Ctime
+	}
 	// A commit of this very claim may already be on the branch (a gate
 	// killed after publishing it, before recording the decision). It is
 	// found by the draft id before anything is judged again: the verdict
@@ -353,7 +359,7 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string) (*Decision, err
 	if err != nil {
 		return nil, err
 	}
-	v, o, err := g.judgeDraft(in, pol, c.Session, res)
+	v, o, err := g.judgeOwned(in, pol, c.Session, c.Name, res, d.Owner)
 	if err != nil {
 		return nil, err
 	}
@@ -384,14 +390,27 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string) (*Decision, err
 }
 
 // judgeDraft takes a validated draft to a verdict against the branch HEAD,
-// with the session's origin and the gate's own rate counts.
+// with the session's origin and the gate's own rate counts. It does not know
+// who wrote the draft's file: the session's origin is taken as is (used
+// where only the rules a draft trips matter); decisions use judgeOwned.
 func (g *Gate) judgeDraft(in *inbox, pol *policy.Policy, sess string, res validate.Result) (verdict, origin, error) {
+	return g.judgeOrigin(in, pol, sess, "", res, g.originOf(in, pol, sess))
+}
+
+// judgeOwned is judgeDraft for a draft whose file owner the gate recorded
+// when it read it: the session's origin counts for the draft only when the
+// session wrote it (origin.forDraft).
+// name is the draft's file name in the inbox.
+func (g *Gate) judgeOwned(in *inbox, pol *policy.Policy, sess, name string, res validate.Result, own *DraftOwner) (verdict, origin, error) {
+	return g.judgeOrigin(in, pol, sess, name, res, g.originOf(in, pol, sess).forDraft(own))
+}
+
+func (g *Gate) judgeOrigin(in *inbox, pol *policy.Policy, sess, name string, res validate.Result, o origin) (verdict, origin, error) {
 	_, head, err := g.repo.head()
 	if err != nil {
 		return verdict{}, origin{}, err
 	}
-	o := g.originOf(in, pol, sess)
-	ji := &judgeInput{Policy: pol, Result: res, Session: sess, Origin: o,
+	ji := &judgeInput{Policy: pol, Result: res, Session: sess, Name: name, Origin: o,
 		Head: func(p string) ([]byte, error) { return g.repo.fileAt(head, p) }, Env: g.evidenceEnv(head)}
 	if pol.AutoPromote != nil {
 		r, err := g.autoRates()

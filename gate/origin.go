@@ -5,6 +5,7 @@ import (
 	"os/user"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/profiles"
@@ -110,4 +111,57 @@ func trustProfile(o *origin, ap *policy.AutoPromote) {
 		}
 	}
 	o.Why = fmt.Sprintf("auto_promote does not trust profile %q", r.Profile)
+}
+
+// DraftOwner is what fstat(2) said about the inode a draft's bytes were
+// read from: the owner, the permission bits and the inode change time.
+type DraftOwner struct {
+	UID  int    `json:"uid"`
+	Mode uint32 `json:"mode"`
+	Ino  uint64 `json:"ino,omitempty"`
+	// Ctime is the inode's change time while it was still in the session
+	// folder (the claim's stat: the gate's own rename would move it);
+	// zero when unknown.
+	Ctime time.Time `json:"ctime,omitzero"`
+}
+
+// forDraft narrows a session's proven origin to one of its drafts. The
+// session record proves who ran the session, not who wrote a file in its
+// folder: the folder is 2770 in the agents' group, so any host user in
+// that group can drop a file there, and can rewrite a group-writable one.
+// A draft is the session's only when its inode belongs to the record's uid,
+// is writable by nobody else (no group or other write bit), and was last
+// changed (ctime, which utimensat cannot set) before the session's
+// recorded end, when the launcher recorded one. Otherwise the draft's
+// origin is unverified and it waits for a reviewer.
+func (o origin) forDraft(own *DraftOwner) origin {
+	if !o.Verified || o.Record == nil {
+		return o
+	}
+	fail := func(format string, args ...any) origin {
+		o.Verified, o.Trusted, o.Profile = false, false, ""
+		o.Why = fmt.Sprintf(format, args...)
+		return o
+	}
+	r := o.Record
+	switch {
+	case own == nil:
+		return fail("the owner of the draft's file was not recorded when it was read")
+	case own.UID != r.UID:
+		return fail("the draft's file belongs to uid %d, not to the session's uid %d: someone other than the session wrote it", own.UID, r.UID)
+	case own.Mode&0o022 != 0:
+		return fail("the draft's file is writable by its group or others (mode %04o): anyone in that group could have written it; write drafts with mode 0644 or 0640 (umask 022)", own.Mode)
+	}
+	if r.Ended != "" {
+		end, err := time.Parse(time.RFC3339Nano, r.Ended)
+		switch {
+		case err != nil:
+			return fail("the session record's end %q is not an RFC 3339 time", clip(r.Ended))
+		case own.Ctime.IsZero():
+			return fail("the draft's file changed between the gate's look and its claim, so its change time in the session folder is unknown")
+		case own.Ctime.After(end):
+			return fail("the draft's file was last changed at %s, after the session ended at %s", own.Ctime.Format(time.RFC3339Nano), r.Ended)
+		}
+	}
+	return o
 }

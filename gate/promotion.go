@@ -89,7 +89,20 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 	// Scan what is committed (H3, issue 7): the rendered note is parsed
 	// again and every content check runs on it, its path and this message;
 	// an Error refuses the commit with a *validate.RefusedError.
-	if err := validate.CheckCommit(content, dest, msg); err != nil {
+	// The other files of the changeset (log.md, index.md, a superseded
+	// note) are scanned on what they add to HEAD's.
+	var others []validate.Blob
+	for _, c := range changes {
+		if c.Path == dest {
+			continue
+		}
+		old, err := g.repo.wholeFileAt(head, c.Path)
+		if err != nil {
+			return err
+		}
+		others = append(others, validate.Blob{Path: c.Path, Old: old, New: c.Content})
+	}
+	if err := validate.CheckCommit(content, dest, msg, others...); err != nil {
 		return err
 	}
 	if err := writeAtomic(g.statePath(committingDir, d.ID), []byte(head.String()), 0o600); err != nil {

@@ -23,12 +23,76 @@ func (g *Gate) Pending() ([]Decision, error) {
 		return nil, err
 	}
 	var out []Decision
+	byID := map[string]*Decision{}
+	for i := range all {
+		byID[all[i].ID] = &all[i]
+	}
+	var orphans []*Decision
 	for _, d := range all {
-		if d.State == StatePending && d.DuplicateOf == "" {
+		switch {
+		case d.State == StatePending && d.DuplicateOf == "":
 			out = append(out, d)
+		case d.State == StatePending:
+			// A duplicate whose original was decided by a review that a
+			// crash cut before it settled the duplicates: settle it now.
+			if o := byID[d.DuplicateOf]; o == nil || o.State != StatePending {
+				orphans = append(orphans, o)
+			}
+		}
+	}
+	if len(orphans) > 0 {
+		if in, err := g.openInbox(); err == nil {
+			for _, o := range orphans {
+				if o != nil {
+					if err := g.settleDuplicates(in, o, all); err != nil {
+						g.log.Warn("duplicates not settled", "id", o.ID, "err", err)
+					}
+				}
+			}
+			in.Close()
 		}
 	}
 	return out, nil
+}
+
+// settleDuplicates gives each draft recorded as a duplicate of orig (the
+// same bytes from another session, kept pending while orig waited) the
+// decision a reviewer gave orig: promoted at orig's path and commit, or
+// rejected with the reviewer's reason. Each is recorded with its own audit
+// entry and receipt, so no duplicate stays pending once orig is decided.
+// all is every recorded decision (nil: loaded here).
+func (g *Gate) settleDuplicates(in *inbox, orig *Decision, all []Decision) error {
+	if orig.State == StatePending || orig.DuplicateOf != "" {
+		return nil
+	}
+	if all == nil {
+		var err error
+		if all, err = g.Decisions(); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for _, d := range all {
+		if d.State != StatePending || d.DuplicateOf != orig.ID {
+			continue
+		}
+		d.State, d.Path, d.Commit = orig.State, orig.Path, orig.Commit
+		d.Reviewer, d.Reviewed, d.ReviewReason = orig.Reviewer, orig.Reviewed, orig.ReviewReason
+		if d.Reviewed.IsZero() {
+			d.Reviewed = g.now().UTC()
+		}
+		f := note.Finding{Rule: "duplicate", Severity: note.Info,
+			Message: fmt.Sprintf("identical content (decision %s) was %s by %s", orig.ID, orig.State, orig.Reviewer)}
+		if orig.State == StateRejected {
+			f.Severity = note.Error
+			f.Message += ": " + orig.ReviewReason
+		}
+		d.Reasons = append(d.Reasons, f)
+		if err := g.recordReview(in, &d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Show returns a decision and, for a pending one, the draft bytes.
@@ -93,7 +157,7 @@ func (g *Gate) Approve(id, reviewer string) (*Decision, error) {
 		d.Reviewed = g.now().UTC()
 		return d, g.recordReview(in, d)
 	}
-	v, o, err := g.judgeDraft(in, pol, d.Session, res)
+	v, o, err := g.judgeOwned(in, pol, d.Session, d.Draft, res, d.Owner)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +225,7 @@ func (g *Gate) recordReview(in *inbox, d *Decision) error {
 	if err := writeJSON(g.statePath(decisionsDir, d.ID+".json"), d); err != nil {
 		return err
 	}
-	if d.SHA256 != "" {
+	if d.SHA256 != "" && d.DuplicateOf == "" {
 		if err := writeJSON(g.statePath(seenDir, d.SHA256+".json"), seenRecord{d.ID, d.State}); err != nil {
 			return err
 		}
@@ -178,7 +242,8 @@ func (g *Gate) recordReview(in *inbox, d *Decision) error {
 	}
 	os.Remove(g.statePath(pendingDir, d.ID+".draft"))
 	os.Remove(g.statePath(committingDir, d.ID))
-	return nil
+	// Drafts held as duplicates of this one get the same decision.
+	return g.settleDuplicates(in, d, nil)
 }
 
 // deprecate marks a note superseded: status deprecated, superseded_by dest.

@@ -45,6 +45,9 @@ type Claim struct {
 	Name      string    `json:"name"`
 	NameRaw   []byte    `json:"name_raw,omitempty"`
 	FirstSeen time.Time `json:"first_seen"`
+	// Stat is the entry as lstat(2) saw it in the session folder, before
+	// the gate moved it (nil in claims made by older gates).
+	Stat *DraftOwner `json:"stat,omitempty"`
 }
 
 // rawName is the entry's exact name in the inbox.
@@ -82,6 +85,10 @@ type Decision struct {
 	// AutoPromoted is true when the gate promoted the draft without a
 	// reviewer (counted against auto_promote's rates).
 	AutoPromoted bool `json:"auto_promoted,omitempty"`
+	// Owner is the owner and mode of the inode the gate read the draft
+	// from (fstat at the read): a draft counts as the session's only when
+	// its owner is the session record's uid (origin.forDraft).
+	Owner *DraftOwner `json:"draft_owner,omitempty"`
 }
 
 // errReturned: a claimed draft became unreadable (its owner changed its mode

@@ -166,11 +166,32 @@ func collectNotes(hv *headView, t *object.Tree, dir string, out *[]noteAt) error
 			if err := collectNotes(hv, sub, p, out); err != nil {
 				return err
 			}
-		case e.Mode.IsFile() && e.Mode != filemode.Symlink && dir != "" && strings.HasSuffix(e.Name, ".md") && e.Name != "index.md" && e.Name != "log.md":
+		case e.Mode.IsFile() && e.Mode != filemode.Symlink && dir != "" && strings.HasSuffix(e.Name, ".md") && e.Name != "index.md" && e.Name != "log.md" && !isArchivePage(p):
 			*out = append(*out, noteAt{p, e.Hash})
 		}
 	}
 	return nil
+}
+
+// isArchivePage reports whether p is an archive page the gate wrote when a
+// folder's log.md or index.md filled up (<folder>/log/000001.md,
+// <folder>/index/000002.md; folderlog.go appendLine): gate pages, not notes.
+func isArchivePage(p string) bool {
+	dir, name := path.Split(p)
+	kind := path.Base(strings.TrimSuffix(dir, "/"))
+	if (kind != "log" && kind != "index") || strings.Count(dir, "/") < 2 {
+		return false
+	}
+	num, ok := strings.CutSuffix(name, ".md")
+	if !ok || len(num) != 6 {
+		return false
+	}
+	for _, c := range num {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // staleness says why a note in force must be withheld ("" if it need not).

@@ -17,6 +17,10 @@ type SessionRecord struct {
 	Command     []string `json:"command"`
 	// Started is an RFC 3339 time in UTC (time.Time's JSON form).
 	Started string `json:"started"`
+	// Ended is an RFC 3339 time in UTC, written by the launcher when the
+	// session ends (empty while it runs, or when the launcher could not
+	// write it). The gate does not trust a draft changed after it.
+	Ended string `json:"ended,omitempty"`
 }
 
 // SessionRecordPath is where the record of session lives in the vault.

@@ -121,6 +121,12 @@ func (a *AutoPromote) TypeAllowed(typ string) bool {
 // a reviewer, even from a trusted origin.
 var RiskFloor = map[string]string{"Adapter": note.RiskMedium, "Workflow": note.RiskMedium, "Runbook": note.RiskMedium}
 
+// RiskFolderFloor is the least risk of a folder, whatever the type and the
+// policy's `risk.folders` say: these folders hold what agents are told to
+// run and how to behave (workflows, context packs loaded into agents,
+// agent adapters), so a note of any type there waits for a reviewer.
+var RiskFolderFloor = map[string]string{"40-workflows": note.RiskMedium, "60-context-packs": note.RiskMedium, "80-agent-adapters": note.RiskMedium}
+
 // Default is the policy used when the vault has no policy file. It matches
 // the file `fedmem init` writes.
 func Default() *Policy {
@@ -135,7 +141,8 @@ func Default() *Policy {
 		RiskDefault:   note.RiskLow,
 		RiskTypes: map[string]string{"Decision": note.RiskHigh, "Skill": note.RiskMedium,
 			"Adapter": note.RiskMedium, "Workflow": note.RiskMedium, "Runbook": note.RiskMedium},
-		RiskFolders:   map[string]string{"00-global": note.RiskHigh, "70-decisions": note.RiskHigh, "50-skills/published": note.RiskHigh},
+		RiskFolders: map[string]string{"00-global": note.RiskHigh, "70-decisions": note.RiskHigh, "50-skills/published": note.RiskHigh,
+			"40-workflows": note.RiskMedium, "60-context-packs": note.RiskMedium, "80-agent-adapters": note.RiskMedium},
 		TTLDefault:    90,
 		TTLTypes:      map[string]int{"Runbook": 30, "Decision": 365},
 		MaxDraftBytes: 256 << 10,
@@ -480,9 +487,11 @@ func (p *Policy) RiskFor(typ, folder string) string {
 			r = MaxRisk(r, v)
 		}
 	}
-	for f, v := range p.RiskFolders {
-		if folder == f || strings.HasPrefix(folder, f+"/") {
-			r = MaxRisk(r, v)
+	for _, m := range []map[string]string{p.RiskFolders, RiskFolderFloor} {
+		for f, v := range m {
+			if folder == f || strings.HasPrefix(folder, f+"/") {
+				r = MaxRisk(r, v)
+			}
 		}
 	}
 	return r

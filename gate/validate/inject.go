@@ -51,6 +51,9 @@ type pattern struct {
 	re         *regexp.Regexp
 	triggers   []string
 	back       int
+	// pre, for a windowed pattern, is a set of bytes one of which must
+	// occur in the four bytes before the trigger ("" for any).
+	pre string
 }
 
 // window bounds how far one triggered match may reach.
@@ -62,8 +65,9 @@ var patterns = func() []pattern {
 		if back == 0 {
 			expr = `^(?:` + expr + `)`
 		}
-		return pattern{rule, what, regexp.MustCompile(expr), strings.Split(triggers, ","), back}
+		return pattern{rule: rule, what: what, re: regexp.MustCompile(expr), triggers: strings.Split(triggers, ","), back: back}
 	}
+	windowed := func(q pattern, pre string) pattern { q.pre = pre; return q }
 	return []pattern{
 		p("prompt-injection", "overrides earlier instructions", "ignore,disregard,forget,override,bypass", 0,
 			`\b(?:ignore|disregard|forget|override|bypass)\s+(?:(?:all|any|the|your|every|of|my)\s+)*(?:previous|prior|above|earlier|preceding|former|system|original|existing|your|these|those|safety)\s+(?:instructions?|prompts?|rules|directions|guidelines|messages|context|commands|constraints|policies)\b`),
@@ -73,8 +77,16 @@ var patterns = func() []pattern {
 			`\b(?:reveal|print|show|leak|repeat)\s+(?:me\s+)?(?:your|the)\s+(?:system\s+prompt|hidden\s+instructions|initial\s+instructions)\b`),
 		p("prompt-injection", "switches the agent's mode", "you", 0,
 			`\byou\s+are\s+now\s+(?:in\s+)?(?:developer|dan|jailbreak|god|unrestricted)\s+mode\b`),
-		p("agent-instruction", "runs a download in a shell", "curl,wget", 40,
-			`\b(?:(?:ba|z|k|da)?sh|source|\.)\s+(?:-c\s+)?["']?\s*(?:\$\(|<\s*\(|`+"`"+`)\s*(?:curl|wget)\b`),
+		windowed(p("agent-instruction", "runs a download in a shell", "curl,wget", 40,
+			`\b(?:(?:ba|z|k|da)?sh|source|\.)\s+(?:-c\s+)?["']?\s*(?:\$\(|<\s*\(|`+"`"+`)\s*(?:curl|wget)\b`), "(`"),
+		// An agent's API endpoint, proxy or key set by the note: traffic
+		// and credentials go where the note's author says.
+		windowed(p("agent-instruction", "sets an API endpoint, proxy or key in the environment", "_base_url,_api_base,_api_url,_endpoint,_proxy,_api_key,_auth_token", 64,
+			`\b[a-z0-9_]*(?:_base_url|_api_base|_api_url|_endpoint|_proxy|_api_key|_auth_token)\s*(?:=|\s+to\s+\S)`), ""),
+		// A package index or registry override: the next install runs the
+		// note author's code.
+		p("agent-instruction", "overrides a package index or registry", "--extra-index-url,--index-url,--trusted-host,--registry,--index,npm,yarn,pnpm,registry,goproxy,gonosumdb,gosumdb,goinsecure,gonoproxy,gonosum,pip_,uv_,node_tls_reject_unauthorized,--insecure", 0,
+			`--extra-index-url\b|--index-url\b|--trusted-host\b|--registry\b|--index\s*=?\s*https?:|(?:npm|yarn|pnpm)\s+config\s+set\s+(?:\S*registry|strict-ssl)|registry\s*=\s*https?:|goproxy\s*=|gonosumdb\s*=|gosumdb\s*=\s*off|goinsecure\s*=|gonoproxy\s*=|(?:pip|uv)_(?:extra_)?index_url\s*=|node_tls_reject_unauthorized\s*=\s*0|--insecure\b`),
 		p("agent-instruction", "runs a download in PowerShell", "iex,invoke-expression", 0,
 			`\b(?:iex|invoke-expression)\b\s*\(?\s*(?:\(\s*)?(?:iwr|irm|invoke-webrequest|invoke-restmethod|new-object\s+(?:system\.)?net\.webclient|\(?\s*new-object)`),
 		p("agent-instruction", "runs a download in PowerShell", "downloadstring", 0, `downloadstring\s*\(`),
@@ -122,9 +134,9 @@ func (p pattern) find(text string, n int) []int {
 				out, covered = append(out, at), at+m[1]
 			}
 		} else {
-			// The one windowed pattern needs "$(", "<(" or a backquote
-			// right before the download command.
-			if !strings.ContainsAny(text[max(0, at-4):at], "(`") {
+			// A windowed pattern may need one of pre right before its
+			// trigger ("$(", "<(" or a backquote before a download).
+			if p.pre != "" && !strings.ContainsAny(text[max(0, at-4):at], p.pre) {
 				continue
 			}
 			lo, hi := max(0, at-p.back), min(len(text), at+p.back)
@@ -158,9 +170,15 @@ var nearPatterns = func() []near {
 			regexp.MustCompile(`\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod)\b`),
 			regexp.MustCompile(`\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S*\s+)*)?` + shells + `\b`),
 			400, "|"},
+		// Download, then run what was downloaded: `curl -o x.sh … && sh
+		// x.sh`, `wget …; chmod +x x; ./x`.
+		{"agent-instruction", "downloads a file and runs it",
+			regexp.MustCompile(`\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod)\b`),
+			regexp.MustCompile(`(?:&&|;|\|\||\bthen\b|\b(?:run|execute|exec)\b)\s*(?:sudo\s+(?:-\S+\s+)*)?(?:` + shells + `\s|chmod\s|\./|source\s|\.\s+/)`),
+			400, ""},
 		{"agent-instruction", "declares rules void",
 			regexp.MustCompile(`\b(?:rules?|policy|policies|agent\.md|rules\.md|guidelines?|contract|guardrails?|instructions|restrictions)\b`),
-			regexp.MustCompile(`\b(?:void|no\s+longer\s+(?:apply|applies|valid|in\s+force|binding|matter)|(?:does|do)\s+not\s+apply|suspended|revoked|waived|lifted|rescinded)\b`),
+			regexp.MustCompile(`\b(?:void|no\s+longer\s+(?:apply|applies|valid|in\s+force|binding|matter|needed|required)|(?:does|do)\s+not\s+apply|suspended|revoked|waived|lifted|rescinded|obsolete|repealed|abolished|overridden|cancell?ed|defunct)\b`),
 			80, ".;!?"},
 	}
 }()

@@ -148,12 +148,19 @@ const (
 	maxBrackets   = 2000
 	maxDelimiters = 10000
 	maxQuoteDepth = 32
+	// maxLinkScan bounds linkScanCost: about 40 ms of goldmark on 2 cores.
+	// An ordinary note costs the length of its link targets (a 256 KiB
+	// note with 3000 links: about 150 KB).
+	maxLinkScan = 4 << 20
 )
 
 // tooComplex says why a body exceeds the limits above, or "".
 func tooComplex(b []byte) string {
 	if n := bytes.Count(b, []byte("[")); n > maxBrackets {
 		return fmt.Sprintf("the body has %d '[' (the limit is %d)", n, maxBrackets)
+	}
+	if n := linkScanCost(b); n > maxLinkScan {
+		return fmt.Sprintf("its links make a Markdown parser read %d bytes (the limit is %d): '[' … '](' with a link target that never ends", n, maxLinkScan)
 	}
 	if n := bytes.Count(b, []byte("*")) + bytes.Count(b, []byte("_")) + bytes.Count(b, []byte("~")); n > maxDelimiters {
 		return fmt.Sprintf("the body has %d emphasis delimiters (the limit is %d)", n, maxDelimiters)
@@ -392,4 +399,92 @@ func clip(s string) string {
 		return s[:80] + "…"
 	}
 	return s
+}
+
+// linkScanCost estimates, in linear time, how many bytes a CommonMark parser
+// reads trying link targets. Each "](" that has an opening '[' before it
+// makes the parser read a destination (up to whitespace; "<…" up to '>' or a
+// line break) and, after whitespace, a title ('"', '\” or '(' up to its
+// closer), and when that fails the opener is dropped: 1999 '[' and then
+// "a](" repeated to 250 KiB make goldmark read the rest of the body once per
+// opener, seconds per draft, while 2000 '[' in ordinary links cost
+// milliseconds. Each attempt is charged from its "](" to where its
+// destination and title end (or the body ends): an upper bound of what the
+// parser reads for it, summed.
+func linkScanCost(b []byte) int {
+	var attempts []int // offset just after "](", for each attempt
+	openers := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '[':
+			openers++
+		case ']':
+			if openers > 0 {
+				openers--
+				if i+1 < len(b) && b[i+1] == '(' {
+					attempts = append(attempts, i+2)
+				}
+			}
+		}
+	}
+	if len(attempts) == 0 {
+		return 0
+	}
+	// Sorted positions of each byte that can end a destination or title.
+	var ws, nl, gt, dq, sq, rp []int
+	for i, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			ws = append(ws, i)
+			if c == '\n' {
+				nl = append(nl, i)
+			}
+		case '>':
+			gt = append(gt, i)
+		case '"':
+			dq = append(dq, i)
+		case '\'':
+			sq = append(sq, i)
+		case ')':
+			rp = append(rp, i)
+		}
+	}
+	next := func(pos []int, from int) int {
+		if k := sort.SearchInts(pos, from); k < len(pos) {
+			return pos[k]
+		}
+		return len(b)
+	}
+	total := 0
+	for _, a := range attempts {
+		// Destination: skip leading whitespace, then up to its end.
+		d := a
+		for d < len(b) && (b[d] == ' ' || b[d] == '\t' || b[d] == '\n') {
+			d++
+		}
+		end := next(ws, d)
+		if d < len(b) && b[d] == '<' {
+			end = min(next(gt, d), next(nl, d))
+		}
+		// Title: after whitespace, up to its closer.
+		t := end
+		for t < len(b) && (b[t] == ' ' || b[t] == '\t' || b[t] == '\n') {
+			t++
+		}
+		if t < len(b) {
+			switch b[t] {
+			case '"':
+				end = next(dq, t+1)
+			case '\'':
+				end = next(sq, t+1)
+			case '(':
+				end = next(rp, t+1)
+			}
+		}
+		total += end - a
+		if total > 1<<40 {
+			break
+		}
+	}
+	return total
 }

@@ -84,11 +84,16 @@ func invisible(r rune) (string, bool) {
 func Invisible(r rune) (string, bool) { return invisible(r) }
 
 // allowedInContext accepts the few invisible characters ordinary text needs:
-// one emoji or text presentation selector (U+FE0E/U+FE0F) after a symbol or
-// digit, one ideographic variation selector after a Han character, and a
+// one emoji or text presentation selector (U+FE0E/U+FE0F) after a non-ASCII
+// symbol or in a keycap sequence (digit, '#' or '*', selector, U+20E3), one ideographic variation selector after a Han character, and a
 // zero-width joiner between emoji (family and profession sequences).
 func allowedInContext(prev, r, next rune) bool {
 	switch {
+	case (r == 0xFE0E || r == 0xFE0F) && prev < 0x80:
+		// After ASCII only in a keycap sequence ("1\uFE0F\u20E3"): a
+		// selector between two digits splits a token for a secret scanner
+		// ("AKIAZ4\uFE0FXYQW…") while rendering as nothing.
+		return prev != 0 && next == 0x20E3 && (prev >= '0' && prev <= '9' || prev == '#' || prev == '*')
 	case r == 0xFE0E || r == 0xFE0F:
 		return prev != 0 && !isVS(prev) && !unicode.IsLetter(prev) && !unicode.IsSpace(prev) && !unicode.IsControl(prev)
 	case r >= 0xE0100 && r <= 0xE01EF:

@@ -54,6 +54,14 @@ func DraftNamed(name string, b []byte) (Result, error) {
 
 func scan(b []byte) (Result, error) {
 	var r Result
+	if n := encodedBytes(b); n > maxEncodedBytes {
+		// gitleaks decodes and rescans such runs (about a second per
+		// 256 KiB of base64 on 2 cores); a note is text for people and
+		// agents to read, so the draft is refused before any scan.
+		r.Findings = []note.Finding{{Rule: "encoded-content", Line: 1, Severity: note.Error, Message: fmt.Sprintf(
+			"the draft holds %d bytes of encoded data (runs of %d or more base64 or hex characters; the limit is %d): a note is text, keep blobs out of the vault", n, minEncodedRun, maxEncodedBytes)}}
+		return r, nil
+	}
 	lim := newLimiter()
 	r.Findings = textScan(r.Findings, lim, b, 1, false)
 	segs := make([]segment, 0, 32)
@@ -215,7 +223,13 @@ func Links(r Result, dir string) []note.Finding {
 // the rendered note carry line 0 and name the rendered line in the message
 // (receipts cite draft lines). The caller must not commit when the result
 // has an Error; Flags describe what a reviewer has seen or must see.
-func Committed(rendered []byte, targetPath, commitMsg string) []note.Finding {
+//
+// others are the other files the same commit writes (the folder's log.md and
+// index.md, a superseded note): the lines each adds to what HEAD had are
+// scanned for secrets and characters, so a secret assembled by the gate's
+// own writing (a label, a link) is refused too. Only added lines: cost
+// follows the change, not the size of log.md.
+func Committed(rendered []byte, targetPath, commitMsg string, others ...Blob) []note.Finding {
 	var out []note.Finding
 	lim := newLimiter()
 	r, err := scan(rendered)
@@ -260,14 +274,53 @@ func Committed(rendered []byte, targetPath, commitMsg string) []note.Finding {
 		out = append(out, note.Finding{Rule: "scanner", Severity: note.Error,
 			Message: "the secret scanner could not run on the target path or commit message"})
 	}
+	for _, b := range others {
+		added := addedLines(b.Old, b.New)
+		if added == "" {
+			continue
+		}
+		where := " in " + b.Path + " as this commit writes it"
+		out = textScan(out, lim, []byte(added), 0, true)
+		var err error
+		if out, err = secretScan(out, lim, added, func(int) int { return 0 }, "secret-commit-file", where); err != nil {
+			out = append(out, note.Finding{Rule: "scanner", Severity: note.Error,
+				Message: fmt.Sprintf("the secret scanner could not run on %s: %v", b.Path, err)})
+		}
+	}
 	Sort(out)
 	return out
 }
 
+// Blob is a file a commit writes besides the note: its content at HEAD (nil
+// when new) and as the commit writes it.
+type Blob struct {
+	Path     string
+	Old, New []byte
+}
+
+// addedLines is the text of the lines of nw that old does not have (as a
+// multiset), in order.
+func addedLines(old, nw []byte) string {
+	have := map[string]int{}
+	for _, l := range strings.Split(string(old), "\n") {
+		have[l]++
+	}
+	var b strings.Builder
+	for _, l := range strings.Split(string(nw), "\n") {
+		if have[l] > 0 {
+			have[l]--
+			continue
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
 // CheckCommit runs Committed and returns a *RefusedError when the commit
 // must not happen (any Error finding), nil otherwise.
-func CheckCommit(rendered []byte, targetPath, commitMsg string) error {
-	if fs := Committed(rendered, targetPath, commitMsg); note.HasErrors(fs) {
+func CheckCommit(rendered []byte, targetPath, commitMsg string, others ...Blob) error {
+	if fs := Committed(rendered, targetPath, commitMsg, others...); note.HasErrors(fs) {
 		return &RefusedError{Path: targetPath, Findings: fs}
 	}
 	return nil
@@ -327,4 +380,107 @@ func Sort(fs []note.Finding) {
 		}
 		return fs[i].Rule < fs[j].Rule
 	})
+}
+
+// Mentions returns the first of needles (lower-case ASCII) that the note
+// names, and the draft line where it does, or ("", 0). It reads what a
+// reader of the note gets, not only the raw bytes: every frontmatter key
+// and scalar value (YAML escapes decoded) except the values at the paths
+// skip reports (keys folded and joined with "/", "-" for a sequence item:
+// "sources/-", "sources/-/resource"), and each body line as written and
+// with Markdown backslash escapes and HTML character references resolved;
+// each normalised (NFKC, invisible characters dropped, lower case) and also
+// letters and digits only, so `RULES\.md`, `R&#85;LES.md`, `ＲＵＬＥＳ.md`
+// and `**RULES**.md` all name rules.md.
+func Mentions(r Result, needles []string, skip func(path string) bool) (string, int) {
+	if r.Note == nil {
+		return "", 0
+	}
+	letters := make([]string, len(needles))
+	for i, n := range needles {
+		letters[i] = lettersOnly(n)
+	}
+	match := func(text string) string {
+		t := normalize(text)
+		lt := lettersOnly(t)
+		for i, n := range needles {
+			if strings.Contains(t, n) || len(letters[i]) >= 6 && strings.Contains(lt, letters[i]) {
+				return n
+			}
+		}
+		return ""
+	}
+	var found string
+	var line int
+	var walk func(n *yaml.Node, path string) bool
+	walk = func(n *yaml.Node, path string) bool {
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				p := note.FoldKey(k.Value)
+				if path != "" {
+					p = path + "/" + p
+				}
+				if walk(k, "") || walk(n.Content[i+1], p) {
+					return true
+				}
+			}
+		case yaml.SequenceNode:
+			for _, c := range n.Content {
+				if walk(c, path+"/-") {
+					return true
+				}
+			}
+		case yaml.ScalarNode:
+			if path != "" && skip != nil && skip(path) {
+				return false
+			}
+			if m := match(n.Value); m != "" {
+				found, line = m, n.Line
+				return true
+			}
+		}
+		return false
+	}
+	if walk(r.Note.Front, "") {
+		return found, line
+	}
+	for i, l := range strings.Split(string(r.Note.Body), "\n") {
+		if m := match(l); m != "" {
+			return m, r.Note.BodyLine + i
+		}
+		if strings.ContainsAny(l, "&\\") {
+			if m := match(html.UnescapeString(unescapePunct(l))); m != "" {
+				return m, r.Note.BodyLine + i
+			}
+		}
+	}
+	return "", 0
+}
+
+// Encoded data in a draft: runs of at least minEncodedRun characters of the
+// base64 (standard and URL-safe) or hex alphabets, summed. Hashes, keys and
+// identifiers are shorter than a run or few; a pasted blob is not.
+const (
+	minEncodedRun   = 40
+	maxEncodedBytes = 64 << 10
+)
+
+func encodedBytes(b []byte) int {
+	total, run := 0, 0
+	for _, c := range b {
+		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=' || c == '-' || c == '_' {
+			run++
+			continue
+		}
+		if run >= minEncodedRun {
+			total += run
+		}
+		run = 0
+	}
+	if run >= minEncodedRun {
+		total += run
+	}
+	return total
 }

@@ -35,6 +35,8 @@ var GateOwned = []string{
 	"status", "verified", "generated", "stale_after", "confidence", "risk",
 	"superseded_by", "claimed", "reviewer", "reviewers", "reviewed_by",
 	"approved_by", "approved", "verified_by", "origin", "profile", "session",
+	// Written by the gate: sweep's `withheld`, a source's `fingerprint`.
+	"withheld", "fingerprint",
 }
 
 var gateOwned = func() map[string]bool {
