@@ -275,6 +275,9 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		fmt.Fprintf(stderr, "fedmem-run: %d operation(s) refused by the sandbox (see --events and the report's denials)\n", rep.Denials.Total)
 	}
 	if rewriteRecord {
+		// The end, for the gate: a draft changed in the session folder
+		// after it is not the session's (gate/origin.go forDraft).
+		rep.Ended = time.Now().UTC().Format(time.RFC3339Nano)
 		writeSessionRecord(s.Vault, rep, stderr)
 	}
 	ev.emit("exit", map[string]any{"exit_code": rep.ExitCode, "signal": rep.Signal, "duration_ms": rep.DurationMS,

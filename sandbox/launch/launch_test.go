@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/profiles"
@@ -209,6 +210,12 @@ func TestRunLifecycle(t *testing.T) {
 	}
 	if rec.Session != r.Session || rec.Profile != "default" || rec.ProfileHash != r.ProfileHash || rec.UID != s.UID || (os.Getuid() == 0 && (s.UID == 0 || s.GID == 0)) || rec.Started != r.Started || !slices.Equal(rec.Command, []string{"agent", "--x"}) {
 		t.Errorf("record %+v, report %+v", rec, r.SessionRecord)
+	}
+	// Not setgid here: the record is rewritten at exit with its end.
+	if st, err1 := time.Parse(time.RFC3339Nano, rec.Started); err1 != nil {
+		t.Errorf("record started %q: %v", rec.Started, err1)
+	} else if end, err2 := time.Parse(time.RFC3339Nano, rec.Ended); err2 != nil || end.Before(st) {
+		t.Errorf("record ended %q (started %q): %v", rec.Ended, rec.Started, err2)
 	}
 	ev, _ := os.ReadFile(evs)
 	for _, want := range []string{`"event":"start"`, `"event":"started"`, `"event":"exit"`, `"network":"public"`} {
