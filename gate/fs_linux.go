@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -158,8 +159,13 @@ func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, error) {
 			errs = append(errs, fmt.Errorf("session %s: move %q out of the inbox: %w (the gate needs write access to session directories)", sess, n, err))
 			continue
 		}
-		_ = unix.Fsync(cfd)
-		_ = unix.Fsync(sfd)
+		if lz := lazyFor(g.state); lz != nil {
+			lz.addDir(g.statePath(claimsDir)) // synced at the pass's barrier
+			lz.addDir(filepath.Join(g.vaultDir, vault.InboxDir, sess))
+		} else {
+			_ = unix.Fsync(cfd)
+			_ = unix.Fsync(sfd)
+		}
 		_ = os.Remove(g.statePath(heldDir, fmt.Sprintf("%x.json", sha256.Sum256([]byte(sess+"/"+n)))))
 		out = append(out, c)
 	}

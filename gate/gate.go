@@ -65,6 +65,8 @@ type Gate struct {
 	rates *rates
 	// mu serialises passes and reviews (one writer of state and refs).
 	mu sync.Mutex
+	// pass is the open group of a pass (groupcommit.go); nil outside Once.
+	pass *pass
 }
 
 // Open checks the vault and the caller, prepares the state directory and
@@ -178,6 +180,11 @@ func (g *Gate) Once() (*Summary, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	defer g.syncAfterPass() // push, fast-forward or replay with the policy's remote (sync.go)
+	// Group commit (groupcommit.go): the pass's writes are synced and its
+	// promotions published in groups; endPass (deferred here for the error
+	// returns) flushes the last group before the sync.
+	g.beginPass()
+	defer g.endPass()
 	pol, err := g.Policy()
 	if err != nil {
 		return nil, err
@@ -222,9 +229,16 @@ func (g *Gate) Once() (*Summary, error) {
 	if err != nil {
 		return s, err
 	}
+	var decs []*Decision
 	for attempt := 0; ; attempt++ {
 		var retry []string
 		for _, id := range ids {
+			if g.passDue() {
+				if err := g.flushPass(); err != nil {
+					s.Errors = append(s.Errors, err.Error())
+				}
+			}
+			g.passCounted()
 			d, err := g.process(in, pol, id)
 			if errors.Is(err, errRetry) {
 				retry = append(retry, id)
@@ -237,15 +251,7 @@ func (g *Gate) Once() (*Summary, error) {
 				s.Errors = append(s.Errors, fmt.Sprintf("claim %s: %v", id, err))
 				continue
 			}
-			s.Decisions = append(s.Decisions, *d)
-			switch d.State {
-			case StatePromoted:
-				s.Promoted++
-			case StatePending:
-				s.Pending++
-			case StateRejected:
-				s.Rejected++
-			}
+			decs = append(decs, d)
 		}
 		if len(retry) == 0 || attempt >= 2 {
 			s.Deferred = len(retry)
@@ -253,6 +259,26 @@ func (g *Gate) Once() (*Summary, error) {
 		}
 		ids = retry
 		time.Sleep(50 * time.Millisecond)
+	}
+	if err := g.endPass(); err != nil {
+		s.Errors = append(s.Errors, err.Error())
+	}
+	for _, d := range decs {
+		if d.Decided.IsZero() {
+			// Its group was not published: still claimed, decided by the
+			// next pass.
+			s.Errors = append(s.Errors, fmt.Sprintf("claim %s: not decided in this pass (its group commit failed)", d.ID))
+			continue
+		}
+		s.Decisions = append(s.Decisions, *d)
+		switch d.State {
+		case StatePromoted:
+			s.Promoted++
+		case StatePending:
+			s.Pending++
+		case StateRejected:
+			s.Rejected++
+		}
 	}
 	return s, nil
 }
@@ -338,6 +364,13 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string) (*Decision, err
 			g.countAuto(d)
 		}
 		return d, nil
+	}
+	if g.pendingSum(rr.Sum) {
+		// The same content is promoted in the open group: publish it first,
+		// so this draft is found as its duplicate.
+		if err := g.flushPass(); err != nil {
+			return nil, err
+		}
 	}
 	if prior, err := g.loadSeen(rr.Sum); err != nil {
 		return nil, err
@@ -452,7 +485,11 @@ func (g *Gate) autoRates() (*rates, error) {
 func (g *Gate) countAuto(d *Decision) {
 	if g.rates != nil {
 		g.rates.session[d.Session]++
-		g.rates.day[d.Decided.UTC().Format(time.DateOnly)]++
+		day := d.Decided
+		if day.IsZero() {
+			day = g.now() // decided in an open group (recorded at its flush)
+		}
+		g.rates.day[day.UTC().Format(time.DateOnly)]++
 	}
 }
 
@@ -487,6 +524,9 @@ func sanitizeLine(s string) string {
 // crash at any point can resume: decision, seen index, pending copy, audit,
 // receipt, then removal of the claim.
 func (g *Gate) finish(in *inbox, c Claim, d *Decision, pendingBytes []byte) error {
+	if g.deferFinish(in, c, d) {
+		return nil // its commit is in the open group: recorded once published
+	}
 	if d.Decided.IsZero() {
 		d.Decided = g.now().UTC()
 		if pendingBytes != nil {
@@ -514,15 +554,21 @@ func (g *Gate) finish(in *inbox, c Claim, d *Decision, pendingBytes []byte) erro
 		}
 		g.log.Info("decided", "id", d.ID, "state", d.State, "path", d.Path)
 	}
-	if err := g.writeReceipt(in, c.Session, c.rawName(), receiptJSON(d)); err != nil {
-		g.log.Warn("receipt not written", "id", d.ID, "err", err)
-		g.note("receipt-failed", map[string]string{"id": d.ID, "error": err.Error()})
+	cleanup := func() error {
+		if err := g.writeReceipt(in, c.Session, c.rawName(), receiptJSON(d)); err != nil {
+			g.log.Warn("receipt not written", "id", d.ID, "err", err)
+			g.note("receipt-failed", map[string]string{"id": d.ID, "error": err.Error()})
+		}
+		os.Remove(g.statePath(committingDir, d.ID))
+		if err := os.RemoveAll(g.statePath(claimsDir, c.ID+".draft")); err != nil {
+			return err
+		}
+		return os.Remove(g.statePath(claimsDir, c.ID+".json"))
 	}
-	os.Remove(g.statePath(committingDir, d.ID))
-	if err := os.RemoveAll(g.statePath(claimsDir, c.ID+".draft")); err != nil {
-		return err
+	if g.deferCleanup(cleanup) {
+		return nil // after the group's barrier: the decision is durable first
 	}
-	return os.Remove(g.statePath(claimsDir, c.ID+".json"))
+	return cleanup()
 }
 
 // Receipt is what an agent reads in .receipts/<draft>.json. The gate never

@@ -38,6 +38,10 @@ type repo struct {
 	intent string
 	// signer signs every commit the gate writes (nil: unsigned); see sign.go.
 	signer *Signer
+	// batch, while a pass groups its commits (groupcommit.go): s is then an
+	// overlay over real holding the group's objects in memory.
+	batch *commitBatch
+	real  storage.Storer
 }
 
 // takeLock creates a Git lock file exclusively, recording the intent first.
@@ -82,6 +86,9 @@ func openRepo(dir, intent string) (*repo, error) {
 
 // head returns the branch HEAD names and its commit (zero hash if unborn).
 func (g *repo) head() (plumbing.ReferenceName, plumbing.Hash, error) {
+	if g.batch != nil {
+		return g.batch.branch, g.batch.tip, nil
+	}
 	ref, err := g.s.Reference(plumbing.HEAD)
 	if err != nil {
 		return "", plumbing.ZeroHash, fmt.Errorf("read HEAD: %w", err)
@@ -296,6 +303,16 @@ func (g *repo) commitChanges(branch plumbing.ReferenceName, parent plumbing.Hash
 // fsync, rename. Unlike an in-place rewrite, a crash leaves either the old or
 // the new value, and a concurrent `git` command is excluded by the same lock.
 func (g *repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash) error {
+	if b := g.batch; b != nil && branch == b.branch {
+		// In a group: the branch moves in memory; publishBatch moves it
+		// on disk once for the group.
+		if old != b.tip {
+			return fmt.Errorf("%s is at %s in this group, expected %s: %w", branch, b.tip, old, ErrConcurrentUpdate)
+		}
+		b.tip = new
+		b.commits[new] = true
+		return nil
+	}
 	refPath := filepath.Join(g.gitDir, filepath.FromSlash(branch.String()))
 	if err := os.MkdirAll(filepath.Dir(refPath), 0o755); err != nil {
 		return err
@@ -342,6 +359,10 @@ func (g *repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash) err
 // and updates their index entries only, so `git status` stays clean without
 // scanning the work tree. The index is rewritten under index.lock.
 func (g *repo) checkout(changes []change) error {
+	if g.batch != nil {
+		g.addBatchFiles(changes) // written once for the group (publishBatch)
+		return nil
+	}
 	for _, ch := range changes {
 		full := filepath.Join(g.dir, filepath.FromSlash(ch.Path))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {

@@ -105,7 +105,7 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 	if err := validate.CheckCommit(content, dest, msg, others...); err != nil {
 		return err
 	}
-	if err := writeAtomic(g.statePath(committingDir, d.ID), []byte(head.String()), 0o600); err != nil {
+	if err := writeAtomic(g.statePath(committingDir, d.ID), []byte(g.repo.markerBase(head).String()), 0o600); err != nil {
 		return err
 	}
 	h, err := g.repo.commitChanges(branch, head, changes, g.signature(pol), msg)

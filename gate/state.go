@@ -145,8 +145,13 @@ func writeAtomicVia(tmpDir, path string, b []byte, mode os.FileMode) error {
 	if err := f.Chmod(mode); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return err
+	// In a pass's group mode the fsyncs are taken together at its next
+	// barrier (groupcommit.go).
+	lazy := lazyFor(path)
+	if lazy == nil {
+		if err := f.Sync(); err != nil {
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
@@ -155,6 +160,10 @@ func writeAtomicVia(tmpDir, path string, b []byte, mode os.FileMode) error {
 		return err
 	}
 	ok = true
+	if lazy != nil {
+		lazy.add(path)
+		return nil
+	}
 	return syncDir(dir)
 }
 

@@ -56,7 +56,9 @@ type Log struct {
 	d    *os.File // the verified state directory; files are opened relative to it
 	f    *os.File
 	last head
-	now  func() time.Time
+	// deferSync and unsynced: see SetDeferSync.
+	deferSync, unsynced bool
+	now                 func() time.Time
 }
 
 // ErrCut is wrapped by Open's error when the log does not reach the head
@@ -186,11 +188,44 @@ func (l *Log) Append(kind string, data any) (Entry, error) {
 	if _, err := l.f.Write(append(line, '\n')); err != nil {
 		return Entry{}, fmt.Errorf("audit: append: %w", err)
 	}
+	l.last = head{e.Seq, e.Hash}
+	if l.deferSync {
+		// Group mode: Sync makes the entries durable and moves the head
+		// (a log past its head is accepted on Open; never one short of it).
+		l.unsynced = true
+		return e, nil
+	}
 	if err := l.f.Sync(); err != nil {
 		return Entry{}, fmt.Errorf("audit: sync: %w", err)
 	}
-	l.last = head{e.Seq, e.Hash}
 	return e, l.writeHead()
+}
+
+// SetDeferSync switches group mode on or off: while on, Append writes its
+// entry without fsync and leaves the head file behind; Sync catches up.
+// Switching it off syncs.
+func (l *Log) SetDeferSync(on bool) error {
+	l.mu.Lock()
+	l.deferSync = on
+	l.mu.Unlock()
+	if !on {
+		return l.Sync()
+	}
+	return nil
+}
+
+// Sync makes every entry appended so far durable and records the head.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.unsynced {
+		return nil
+	}
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("audit: sync: %w", err)
+	}
+	l.unsynced = false
+	return l.writeHead()
 }
 
 // Head names the last entry appended (or recovered) as "<seq>:<hash>", the

@@ -79,6 +79,8 @@ type Result struct {
 	Series     []*Series         `json:"series"`
 	Ratios     []Ratio           `json:"ratios"`
 	Throughput []Throughput      `json:"gate_throughput,omitempty"`
+	Latency    []Latency         `json:"gate_latency,omitempty"`
+	Targets    []Target          `json:"targets"`
 	Layers     json.RawMessage   `json:"fedmem_run_layers,omitempty"`
 	Skipped    []string          `json:"not_measured,omitempty"`
 }
@@ -92,8 +94,8 @@ func main() {
 	flag.StringVar(&o.cache, "cache", "", "directory for generated vaults (default <module>/.cache/bench)")
 	flag.StringVar(&o.bin, "bin", os.Getenv("FEDMEM_BIN"), "directory holding fedmem-run and fedmem (default $FEDMEM_BIN, else ./bin)")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the result as JSON on stdout")
-	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, size, promote or throughput")
-	flag.IntVar(&o.throughputDrafts, "throughput-drafts", 200, "drafts in the gate throughput pass")
+	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, size, promote, throughput or latency")
+	flag.IntVar(&o.throughputDrafts, "throughput-drafts", 500, "drafts in each gate throughput pass")
 	flag.IntVar(&o.promoteRuns, "promote-n", 20, "timed promotions per vault size (alternating with git add && git commit)")
 	flag.StringVar(&o.promoteSizes, "promote-sizes", "1000,10000,100000", "vault sizes (notes) for the promotion bench")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the bench process (the gate runs in it) to FILE")
@@ -177,13 +179,16 @@ func run(o options, stdout, log io.Writer) error {
 		}
 	}
 	if o.only == "" || o.only == "throughput" {
-		if err := benchThroughput(o, res, small, log); err != nil {
+		if err := benchThroughput(o, res, runBin, small, log); err != nil {
 			return err
 		}
 	}
-	// NOT MEASURED: several gates or a gate under a continuous stream of
-	// drafts (`fedmem gate run`); no figure is printed until it is measured.
-	res.Skipped = append(res.Skipped, "draft→commit latency under a continuous stream (`fedmem gate run`); gate validation alone: `go test -run ^$ -bench . ./gate/validate`")
+	if o.only == "" || o.only == "latency" {
+		if err := benchLatency(o, res, runBin, small, log); err != nil {
+			return err
+		}
+	}
+	res.Targets = targets(res)
 
 	res.Host["loadavg_end"] = loadavg()
 	if o.jsonOut {
@@ -417,6 +422,8 @@ func printTable(w io.Writer, res *Result) {
 		fmt.Fprintf(w, "%-34s %9.3f× %9s  %s\n", r.Name, r.Value, target, verdict)
 	}
 	printThroughput(w, res)
+	printLatency(w, res)
+	printTargets(w, res)
 	if len(res.Skipped) > 0 {
 		fmt.Fprintln(w, "\nnot measured (no figure is invented for these):")
 		for _, s := range res.Skipped {

@@ -1,0 +1,482 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage"
+)
+
+// Group commit (issue 9). A pass (Once) decides many drafts; done one at a
+// time, each promotion cost about seven loose objects, a ref move, an index
+// rewrite and some twenty fsyncs. Inside a pass the gate now works in
+// groups:
+//
+//   - state files, receipts' bookkeeping, audit entries and work-tree files
+//     are written without their own fsync; the paths are remembered and
+//     fsynced together (in parallel, which the filesystem's journal turns
+//     into few commits) at a barrier;
+//   - promotions are committed in memory, one commit per draft chained on
+//     the previous one (the committing/ID marker of each is written first,
+//     naming the branch's on-disk tip as the base of the recovery walk);
+//   - at a flush: barrier (markers and claims durable), one packfile with
+//     every object of the group (fsynced), one compare-and-swap of the
+//     branch (fsynced), one work-tree and index update, then the promoted
+//     drafts' decisions, a second barrier, and only then the receipts and
+//     the removal of claims and markers.
+//
+// A gate killed anywhere in a flush loses nothing and decides nothing
+// twice: before the ref moves, the drafts are still claimed and undecided
+// and the pack is unreferenced (re-promoted on restart); after it moves,
+// each draft's commit is found by its Fedmem-Draft trailer between HEAD and
+// the marker's base (adoptEarlierCommit). A claim is only removed after its
+// decision is durable.
+
+// groupFault is a test hook called at named points of a flush (a test's
+// helper process kills itself there); it does nothing in the binary.
+var groupFault = func(point string) {}
+
+// Flush a group after this many drafts, or when its oldest undecided draft
+// has waited this long, whichever comes first (latency under a burst).
+const (
+	groupMaxDrafts = 128
+	groupMaxWait   = 250 * time.Millisecond
+)
+
+// syncer remembers files and directories written without fsync.
+type syncer struct {
+	mu    sync.Mutex
+	files map[string]bool
+	dirs  map[string]bool
+}
+
+func newSyncer() *syncer { return &syncer{files: map[string]bool{}, dirs: map[string]bool{}} }
+
+func (s *syncer) add(file string) {
+	s.mu.Lock()
+	s.files[file] = true
+	s.dirs[filepath.Dir(file)] = true
+	s.mu.Unlock()
+}
+
+func (s *syncer) addDir(dir string) {
+	s.mu.Lock()
+	s.dirs[dir] = true
+	s.mu.Unlock()
+}
+
+// flush fsyncs every remembered file, then every directory, in parallel.
+// A file removed since it was written is skipped (its removal is what the
+// directory's fsync makes durable).
+func (s *syncer) flush() error {
+	s.mu.Lock()
+	files, dirs := s.files, s.dirs
+	s.files, s.dirs = map[string]bool{}, map[string]bool{}
+	s.mu.Unlock()
+	for _, set := range []map[string]bool{files, dirs} {
+		if err := fsyncAll(set); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func fsyncAll(set map[string]bool) error {
+	if len(set) == 0 {
+		return nil
+	}
+	ch := make(chan string)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	workers := min(32, len(set))
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range ch {
+				f, err := os.Open(p)
+				if errors.Is(err, os.ErrNotExist) {
+					continue
+				}
+				if err == nil {
+					err = f.Sync()
+					f.Close()
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("fsync %s: %w", p, err))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for p := range set {
+		ch <- p
+	}
+	close(ch)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// lazyRoots maps a directory to the syncer that takes over the fsyncs of
+// writeAtomic below it (the gate's state and the vault's work tree during
+// a pass). Keyed by directory, so gates of other vaults in the same process
+// are not affected.
+var lazyRoots = struct {
+	sync.RWMutex
+	m map[string]*syncer
+}{m: map[string]*syncer{}}
+
+// lazyFor returns the syncer for path, or nil when path must be synced
+// as it is written.
+func lazyFor(path string) *syncer {
+	lazyRoots.RLock()
+	defer lazyRoots.RUnlock()
+	if len(lazyRoots.m) == 0 {
+		return nil
+	}
+	for root, s := range lazyRoots.m {
+		if path == root || strings.HasPrefix(path, root+string(filepath.Separator)) {
+			return s
+		}
+	}
+	return nil
+}
+
+// pass is the state of one group (see the top of this file).
+type pass struct {
+	sy    *syncer
+	roots []string
+	// deferred record the decisions of promoted drafts, after the branch
+	// moved; cleanups write receipts and drop claims, after a barrier.
+	deferred []func() error
+	cleanups []func() error
+	// sums are the content hashes promoted in the open group (a duplicate
+	// of one flushes the group first, so it finds the decision).
+	sums    map[string]bool
+	drafts  int
+	opened  time.Time
+	decided map[*Decision]bool
+}
+
+// beginPass starts group mode for a pass. Only Once uses it; reviews and
+// sweeps keep writing (and syncing) as they go.
+func (g *Gate) beginPass() {
+	p := &pass{sy: newSyncer(), sums: map[string]bool{}, decided: map[*Decision]bool{}}
+	p.roots = []string{g.state, g.vaultDir}
+	lazyRoots.Lock()
+	for _, r := range p.roots {
+		lazyRoots.m[r] = p.sy
+	}
+	lazyRoots.Unlock()
+	g.audit.SetDeferSync(true)
+	g.pass = p
+	g.repo.beginBatch()
+}
+
+// endPass flushes what is left and leaves group mode.
+func (g *Gate) endPass() error {
+	if g.pass == nil {
+		return nil
+	}
+	err := g.flushPass()
+	p := g.pass
+	g.pass = nil
+	g.repo.abortBatch()
+	lazyRoots.Lock()
+	for _, r := range p.roots {
+		if lazyRoots.m[r] == p.sy {
+			delete(lazyRoots.m, r)
+		}
+	}
+	lazyRoots.Unlock()
+	g.audit.SetDeferSync(false)
+	return errors.Join(err, g.barrier(p))
+}
+
+// passDue reports whether the open group should be flushed now.
+func (g *Gate) passDue() bool {
+	p := g.pass
+	return p != nil && p.drafts > 0 && (p.drafts >= groupMaxDrafts || time.Since(p.opened) >= groupMaxWait)
+}
+
+// passCounted notes one more draft handled in the open group.
+func (g *Gate) passCounted() {
+	if p := g.pass; p != nil {
+		if p.drafts == 0 {
+			p.opened = time.Now()
+		}
+		p.drafts++
+	}
+}
+
+// pendingSum reports whether content with this hash is promoted in the
+// open group and not yet recorded.
+func (g *Gate) pendingSum(sum string) bool { return g.pass != nil && g.pass.sums[sum] }
+
+func (g *Gate) barrier(p *pass) error {
+	if err := g.audit.Sync(); err != nil {
+		return err
+	}
+	return p.sy.flush()
+}
+
+// deferFinish queues finish for a draft whose promotion commit is in the
+// open group; it reports whether it did.
+func (g *Gate) deferFinish(in *inbox, c Claim, d *Decision) bool {
+	p := g.pass
+	if p == nil || d.State != StatePromoted || !d.Decided.IsZero() || !g.repo.inBatch(d.Commit) {
+		return false
+	}
+	p.sums[d.SHA256] = true
+	p.deferred = append(p.deferred, func() error {
+		if err := g.finish(in, c, d, nil); err != nil {
+			return err
+		}
+		p.decided[d] = true
+		return nil
+	})
+	return true
+}
+
+// deferCleanup queues the end of finish (receipt, removal of the claim and
+// marker) until the decision is durable; it reports whether it did.
+func (g *Gate) deferCleanup(f func() error) bool {
+	if g.pass == nil {
+		return false
+	}
+	g.pass.cleanups = append(g.pass.cleanups, f)
+	return true
+}
+
+// flushPass publishes the open group: barrier, pack, ref, work tree and
+// index, decisions, barrier, cleanups.
+func (g *Gate) flushPass() error {
+	p := g.pass
+	if p == nil {
+		return nil
+	}
+	p.drafts = 0
+	if err := g.barrier(p); err != nil {
+		return err
+	}
+	groupFault("intents")
+	published, err := g.repo.publishBatch()
+	if err != nil {
+		// Nothing was decided for the group's promotions: their claims
+		// stay, the next pass promotes them again (or adopts a commit).
+		p.deferred, p.sums = nil, map[string]bool{}
+		cerr := g.runCleanups(p)
+		return errors.Join(fmt.Errorf("group commit: %w", err), cerr)
+	}
+	if published {
+		groupFault("published")
+	}
+	var errs []error
+	for _, f := range p.deferred {
+		if err := f(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	p.deferred, p.sums = nil, map[string]bool{}
+	groupFault("recorded")
+	if err := g.barrier(p); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	if err := g.runCleanups(p); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// runCleanups runs the queued ends of finish in parallel: they touch
+// different files (a receipt, a claim, a marker per draft), and unlinks
+// wait on the filesystem's journal more than on the CPU.
+func (g *Gate) runCleanups(p *pass) error {
+	fs := p.cleanups
+	p.cleanups = nil
+	ch := make(chan func() error)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for i := 0; i < min(16, len(fs)); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range ch {
+				if err := f(); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, f := range fs {
+		ch <- f
+	}
+	close(ch)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// commitBatch is a group of commits written in memory on top of base.
+type commitBatch struct {
+	branch    plumbing.ReferenceName
+	base, tip plumbing.Hash
+	objs      map[plumbing.Hash]plumbing.EncodedObject
+	order     []plumbing.Hash
+	commits   map[plumbing.Hash]bool
+	files     map[string][]byte
+	fileOrder []string
+}
+
+// overlay is the repository's storer with the group's objects in front.
+type overlay struct {
+	storage.Storer
+	b *commitBatch
+}
+
+func (o overlay) SetEncodedObject(obj plumbing.EncodedObject) (plumbing.Hash, error) {
+	h := obj.Hash()
+	if _, ok := o.b.objs[h]; !ok {
+		o.b.objs[h] = obj
+		o.b.order = append(o.b.order, h)
+	}
+	return h, nil
+}
+
+func (o overlay) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if obj, ok := o.b.objs[h]; ok && (t == plumbing.AnyObject || obj.Type() == t) {
+		return obj, nil
+	}
+	return o.Storer.EncodedObject(t, h)
+}
+
+func (o overlay) HasEncodedObject(h plumbing.Hash) error {
+	if _, ok := o.b.objs[h]; ok {
+		return nil
+	}
+	return o.Storer.HasEncodedObject(h)
+}
+
+func (o overlay) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	if obj, ok := o.b.objs[h]; ok {
+		return obj.Size(), nil
+	}
+	return o.Storer.EncodedObjectSize(h)
+}
+
+// beginBatch starts writing commits in memory; without a branch to commit
+// to (detached HEAD) it leaves the repository as it is.
+func (g *repo) beginBatch() {
+	if g.batch != nil {
+		return
+	}
+	branch, head, err := g.head()
+	if err != nil {
+		return
+	}
+	if _, ok := g.s.(storer.PackfileWriter); !ok {
+		return
+	}
+	g.batch = &commitBatch{branch: branch, base: head, tip: head, objs: map[plumbing.Hash]plumbing.EncodedObject{},
+		commits: map[plumbing.Hash]bool{}, files: map[string][]byte{}}
+	g.real = g.s
+	g.s = overlay{Storer: g.real, b: g.batch}
+}
+
+// abortBatch leaves batch mode, dropping anything unpublished.
+func (g *repo) abortBatch() {
+	if g.batch == nil {
+		return
+	}
+	g.batch = nil
+	g.s = g.real
+}
+
+// inBatch reports whether commit h is in the open, unpublished group.
+func (g *repo) inBatch(h string) bool {
+	return g.batch != nil && h != "" && g.batch.commits[plumbing.NewHash(h)]
+}
+
+// markerBase is the commit a committing/ marker names: the on-disk tip of
+// the branch (the walk from HEAD after a crash stops there).
+func (g *repo) markerBase(head plumbing.Hash) plumbing.Hash {
+	if g.batch != nil {
+		return g.batch.base
+	}
+	return head
+}
+
+// publishBatch writes the group's objects as one pack, moves the branch
+// from the group's base to its tip, checks the files out, and starts a new
+// group at the tip. It reports whether the branch moved.
+func (g *repo) publishBatch() (bool, error) {
+	b := g.batch
+	if b == nil || (len(b.commits) == 0 && len(b.files) == 0) {
+		return false, nil
+	}
+	g.batch, g.s = nil, g.real
+	defer g.beginBatch()
+	moved := false
+	if len(b.commits) > 0 {
+		if err := g.writePack(b); err != nil {
+			return false, err
+		}
+		groupFault("packed")
+		if err := g.casRef(b.branch, b.base, b.tip); err != nil {
+			return false, err
+		}
+		moved = true
+	}
+	var ch []change
+	for _, p := range b.fileOrder {
+		ch = append(ch, change{p, b.files[p]})
+	}
+	return moved, g.checkout(ch)
+}
+
+// writePack writes the group's objects into one packfile (no deltas: the
+// objects are small and new), then fsyncs it, its index and the pack
+// directory.
+func (g *repo) writePack(b *commitBatch) error {
+	pw, err := g.s.(storer.PackfileWriter).PackfileWriter()
+	if err != nil {
+		return err
+	}
+	sum, err := packfile.NewEncoder(pw, overlay{Storer: g.s, b: b}, false).Encode(b.order, 0)
+	if cerr := pw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	dir := filepath.Join(g.gitDir, "objects", "pack")
+	set := map[string]bool{}
+	for _, ext := range []string{".pack", ".idx"} {
+		set[filepath.Join(dir, "pack-"+sum.String()+ext)] = true
+	}
+	if err := fsyncAll(set); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func (g *repo) addBatchFiles(changes []change) {
+	for _, c := range changes {
+		if _, ok := g.batch.files[c.Path]; !ok {
+			g.batch.fileOrder = append(g.batch.fileOrder, c.Path)
+		}
+		g.batch.files[c.Path] = c.Content
+	}
+}

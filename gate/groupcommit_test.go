@@ -1,0 +1,156 @@
+package gate
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/fedmem/fedmem/gate/audit"
+)
+
+// TestHelperGroupProcess is not a test: TestGroupCommitKillNine runs the
+// test binary with it to get a gate that SIGKILLs itself at a point of a
+// group commit (groupFault).
+func TestHelperGroupProcess(t *testing.T) {
+	v := os.Getenv("FEDMEM_GROUP_HELPER_VAULT")
+	if v == "" {
+		t.Skip("helper process for TestGroupCommitKillNine")
+	}
+	point := os.Getenv("FEDMEM_GROUP_HELPER_FAULT")
+	groupFault = func(p string) {
+		if p == point {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+	}
+	g, err := Open(Options{Vault: v, AllowSameUser: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(3)
+	}
+	g.Once()
+	os.Exit(0)
+}
+
+// TestGroupCommitKillNine kills the gate (SIGKILL, its own process) at each
+// point of a group commit — markers and claims synced, pack written, branch
+// moved, decisions recorded — then lets a fresh gate finish: every draft is
+// decided exactly once, every promoted draft has exactly one commit, the
+// repository passes `git fsck --strict` and is clean, the audit log
+// verifies, and the inbox holds only receipts.
+func TestGroupCommitKillNine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	for _, point := range []string{"intents", "packed", "published", "recorded"} {
+		t.Run(point, func(t *testing.T) {
+			v := trustVault(t)
+			want := map[string]bool{}
+			for _, sess := range []string{"g-1", "g-2"} {
+				sd := session(t, v, sess)
+				for i := 0; i < 6; i++ {
+					var body string
+					switch i % 3 {
+					case 0, 1:
+						body = fmt.Sprintf("---\ntype: Fact\ntitle: Fact %s %d\nsources: [10-projects/src.md]\n---\nfact %d\n", sess, i, i)
+					case 2:
+						body = fmt.Sprintf("---\ntype: Fact\ntitle: Guess %s %d\n---\nguess\n", sess, i)
+					}
+					name := fmt.Sprintf("d%02d.md", i)
+					put(t, sd, name, body)
+					want[sess+"/"+name] = true
+				}
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperGroupProcess$")
+			cmd.Env = append(os.Environ(), "FEDMEM_GROUP_HELPER_VAULT="+v, "FEDMEM_GROUP_HELPER_FAULT="+point)
+			out, err := cmd.CombinedOutput()
+			ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if err == nil || !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+				t.Fatalf("helper was not killed at %s: %v\n%s", point, err, out)
+			}
+			for i := 0; i < 2; i++ {
+				g, err := Open(Options{Vault: v, AllowSameUser: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := g.Once()
+				g.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(s.Errors) > 0 {
+					t.Fatalf("pass %d after the kill: %v", i, s.Errors)
+				}
+			}
+			checkExactlyOnce(t, v, want)
+		})
+	}
+}
+
+// checkExactlyOnce is the end state every crash test wants (see
+// TestKillNineLoop).
+func checkExactlyOnce(t *testing.T, v string, want map[string]bool) {
+	t.Helper()
+	state := DefaultStateDir(v)
+	if left, _ := os.ReadDir(filepath.Join(state, claimsDir)); len(left) != 0 {
+		t.Errorf("claims left after a clean run: %v", left)
+	}
+	if left, _ := os.ReadDir(filepath.Join(state, committingDir)); len(left) != 0 {
+		t.Errorf("committing markers left after a clean run: %v", left)
+	}
+	decs, err := (&Gate{state: state}).Decisions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	promoted := map[string]bool{}
+	for _, d := range decs {
+		seen[d.Session+"/"+d.Draft]++
+		if d.State == StatePromoted && d.DuplicateOf == "" {
+			promoted[d.SHA256] = true
+		}
+	}
+	for k := range want {
+		if seen[k] != 1 {
+			t.Errorf("%s has %d decisions; want exactly 1", k, seen[k])
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("%d decided drafts, %d submitted", len(seen), len(want))
+	}
+	if len(promoted) == 0 {
+		t.Errorf("nothing was promoted: the group commit was not exercised")
+	}
+	log := gitCLI(t, v, "log", "--format=%(trailers:key=Fedmem-Draft-Sha256,valueonly)")
+	commits := map[string]int{}
+	for _, l := range strings.Fields(log) {
+		commits[l]++
+	}
+	for sum, n := range commits {
+		if n != 1 {
+			t.Errorf("draft %s committed %d times", sum[:12], n)
+		}
+		if !promoted[sum] {
+			t.Errorf("commit for %s has no promoted decision", sum[:12])
+		}
+	}
+	if len(commits) != len(promoted) {
+		t.Errorf("%d promotion commits for %d promoted drafts", len(commits), len(promoted))
+	}
+	checkRepo(t, v)
+	if _, probs, err := audit.Verify(state); err != nil {
+		t.Errorf("audit after the kill: %v %v", err, probs)
+	}
+	for k := range want {
+		sess, name, _ := strings.Cut(k, "/")
+		if _, err := os.Stat(filepath.Join(v, "90-inbox", sess, name)); err == nil {
+			t.Errorf("%s left in the inbox", k)
+		}
+		if _, err := os.Stat(filepath.Join(v, "90-inbox", sess, ".receipts", name+".json")); err != nil {
+			t.Errorf("%s has no receipt: %v", k, err)
+		}
+	}
+}
