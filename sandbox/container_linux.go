@@ -146,6 +146,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		InitCaps: initCaps, Pids: int64(l.Pids), Memory: l.Memory, Seccomp: sc,
 		Annotations: map[string]string{"fedmem.session": spec.Plan.Session},
 		IDMapped:    idmapped,
+		Placeholder: filepath.Join(bundle, "placeholder"), PlaceholderJSON: filepath.Join(bundle, "placeholder.json"),
 	})
 	if err != nil {
 		return nil, &Error{Code: ExitFedmemError, Stage: "spec", Msg: err.Error()}
@@ -155,6 +156,12 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	ocispec.Mounts = append(ocispec.Mounts, specs.Mount{Destination: filepath.Join(oci.InitDir, InitArg0), Type: "bind", Source: exe, Options: []string{"bind", "ro", "nosuid", "nodev"}})
 	if err := os.MkdirAll(bundle, 0o700); err != nil {
 		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+	}
+	// What an absent protected file reads as inside (placeholders).
+	for name, body := range map[string]string{"placeholder": "", "placeholder.json": "{}"} {
+		if err := os.WriteFile(filepath.Join(bundle, name), []byte(body), 0o444); err != nil {
+			return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+		}
 	}
 	if rt.fdSocket {
 		fdDir := filepath.Join(bundle, "fds")

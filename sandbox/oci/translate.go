@@ -52,6 +52,11 @@ type Input struct {
 	Seccomp *specs.LinuxSeccomp
 	// Annotations are copied as they are.
 	Annotations map[string]string
+	// Placeholder and PlaceholderJSON are host paths of an empty and a
+	// "{}" read-only file: what an absent protected file reads as (as in
+	// the namespace backend; a program that reads its optional config
+	// sees none). "": the null device, unusable (nodev).
+	Placeholder, PlaceholderJSON string
 	// IDMapped are writable binds (by target) mounted idmapped: what the
 	// agent creates there stays its owner's on disk (the namespace
 	// backend's idmapBinds, as OCI idmapped mounts).
@@ -125,7 +130,7 @@ func Translate(in Input) (*specs.Spec, error) {
 		}
 	}
 	for _, m := range pl.Mounts {
-		if err := addMount(s, m, in.Image); err != nil {
+		if err := addMount(s, m, in); err != nil {
 			return nil, err
 		}
 		if idm, ok := in.IDMapped[m.Target]; ok && (m.Kind == mounts.BindRW || m.Kind == mounts.Pinned || (m.Kind == mounts.Protected && !m.Placeholder)) {
@@ -153,7 +158,7 @@ var (
 // readonlyPaths, which it applies inside the container's own procfs.
 func underProc(p string) bool { return strings.HasPrefix(p, "/proc/") }
 
-func addMount(s *specs.Spec, m mounts.Mount, image bool) error {
+func addMount(s *specs.Spec, m mounts.Mount, in Input) error {
 	add := func(mt specs.Mount) { s.Mounts = append(s.Mounts, mt) }
 	switch m.Kind {
 	case mounts.RootRO:
@@ -185,7 +190,21 @@ func addMount(s *specs.Spec, m mounts.Mount, image bool) error {
 		add(specs.Mount{Destination: m.Target, Type: "bind", Source: m.Source, Options: append(append([]string{}, roBind...), "noexec")})
 	case mounts.BindRO, mounts.Protected:
 		if m.Placeholder {
-			addMask(s, m)
+			src := in.Placeholder
+			if strings.HasSuffix(m.Target, ".json") {
+				src = in.PlaceholderJSON
+			}
+			if m.Dir {
+				// Empty and readable (a tool lists it and finds nothing),
+				// as the namespace backend's: unlike a secret's mask.
+				add(specs.Mount{Destination: m.Target, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=555", "size=4k", "nr_inodes=1", "ro"}})
+				break
+			}
+			if src == "" {
+				addMask(s, m)
+				break
+			}
+			add(specs.Mount{Destination: m.Target, Type: "bind", Source: src, Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}})
 			break
 		}
 		add(specs.Mount{Destination: m.Target, Type: "bind", Source: m.Source, Options: append([]string{}, roBind...)})

@@ -137,6 +137,28 @@ func TestTranslateRefuses(t *testing.T) {
 	}
 }
 
+func TestTranslatePlaceholders(t *testing.T) {
+	in := base(
+		mounts.Mount{Kind: mounts.Protected, Target: "/w/.envrc", Placeholder: true},
+		mounts.Mount{Kind: mounts.Protected, Target: "/w/.mcp.json", Placeholder: true},
+		mounts.Mount{Kind: mounts.Protected, Target: "/w/.vscode", Placeholder: true, Dir: true},
+	)
+	in.Placeholder, in.PlaceholderJSON = "/b/empty", "/b/empty.json"
+	s, err := Translate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []string{"bind", "ro", "nosuid", "nodev", "noexec"}
+	want := []specs.Mount{
+		{Destination: "/w/.envrc", Type: "bind", Source: "/b/empty", Options: opts},
+		{Destination: "/w/.mcp.json", Type: "bind", Source: "/b/empty.json", Options: opts},
+		{Destination: "/w/.vscode", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=555", "size=4k", "nr_inodes=1", "ro"}},
+	}
+	if d := cmp.Diff(want, s.Mounts); d != "" {
+		t.Errorf("mounts (-want +got):\n%s", d)
+	}
+}
+
 func TestTranslateIDMapped(t *testing.T) {
 	in := base(
 		mounts.Mount{Kind: mounts.BindRW, Source: "/w", Target: "/w", Dir: true},

@@ -66,7 +66,7 @@ func runClient(t *testing.T, client, want string, homeCheck func(t *testing.T, h
 	report := filepath.Join(base, "report.json")
 	session := "fedmem-client-" + client
 	exec.Command("tmux", "kill-session", "-t", session).Run()
-	shell := "cd " + work + " && HOME=" + home + " " + bins.FedmemRun + " --vault " + v.Dir + " --report " + report +
+	shell := "cd " + work + " && HOME=" + home + " " + bins.FedmemRun + " " + strings.Join(testutil.BackendArgs(), " ") + " --vault " + v.Dir + " --report " + report +
 		" -- " + client + "; echo FEDMEM-EXIT=$?; sleep 600"
 	if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40", shell).CombinedOutput(); err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, out)
