@@ -3,6 +3,7 @@ package validate
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -161,7 +162,14 @@ type near struct {
 	a, b       *regexp.Regexp
 	max        int
 	stops      string
+	// needs are literals one of which the text must hold for a to match
+	// (nil: always run): a cheap filter before two regexp scans of a
+	// 256 KiB draft.
+	needs []string
 }
+
+// downloaders are the literals the download patterns' first part needs.
+var downloaders = []string{"curl", "wget", "fetch", "iwr", "irm", "invoke-"}
 
 var nearPatterns = func() []near {
 	const shells = `(?:(?:ba|z|k|c|tc|da|fi|a)?sh|python[23]?|perl|ruby|node|php|iex|invoke-expression|powershell|pwsh)`
@@ -169,22 +177,25 @@ var nearPatterns = func() []near {
 		{"agent-instruction", "pipes a download into a shell",
 			regexp.MustCompile(`\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod)\b`),
 			regexp.MustCompile(`\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S*\s+)*)?` + shells + `\b`),
-			400, "|"},
+			400, "|", downloaders},
 		// Download, then run what was downloaded: `curl -o x.sh … && sh
 		// x.sh`, `wget …; chmod +x x; ./x`.
 		{"agent-instruction", "downloads a file and runs it",
 			regexp.MustCompile(`\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod)\b`),
 			regexp.MustCompile(`(?:&&|;|\|\||\bthen\b|\b(?:run|execute|exec)\b)\s*(?:sudo\s+(?:-\S+\s+)*)?(?:` + shells + `\s|chmod\s|\./|source\s|\.\s+/)`),
-			400, ""},
+			400, "", downloaders},
 		{"agent-instruction", "declares rules void",
 			regexp.MustCompile(`\b(?:rules?|policy|policies|agent\.md|rules\.md|guidelines?|contract|guardrails?|instructions|restrictions)\b`),
 			regexp.MustCompile(`\b(?:void|no\s+longer\s+(?:apply|applies|valid|in\s+force|binding|matter|needed|required)|(?:does|do)\s+not\s+apply|suspended|revoked|waived|lifted|rescinded|obsolete|repealed|abolished|overridden|cancell?ed|defunct)\b`),
-			80, ".;!?"},
+			80, ".;!?", []string{"rule", "polic", "agent.md", "guideline", "contract", "guardrail", "instruction", "restriction"}},
 	}
 }()
 
 // find returns the offsets where a matches that b completes, at most n.
 func (p near) find(text string, n int) []int {
+	if p.needs != nil && !slices.ContainsFunc(p.needs, func(w string) bool { return strings.Contains(text, w) }) {
+		return nil
+	}
 	bs := p.b.FindAllStringIndex(text, -1)
 	if len(bs) == 0 {
 		return nil
