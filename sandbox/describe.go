@@ -26,6 +26,7 @@ func DescribeLayers(pl *mounts.Plan) []string {
 		"mounts: verified against /proc/self/mountinfo before exec (fail closed)",
 		"capabilities: none in any set (bounding, ambient, inheritable, permitted, effective); securebits locked",
 		"no_new_privs: set",
+		"denials: system calls the seccomp filter refuses are reported as denied events (--events) and counted in the report (Linux 5.7+: a user-notification listener in pid 1; older kernels: refused, not reported); refused file writes are not reported",
 		describeIdentity(),
 		"host authority: /proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus, /proc/fs read-only; runc's masked paths masked; /proc with hidepid=invisible; /run an empty read-only directory but name resolution and the profile's unix_sockets",
 	}, describeFilters(pl)...)
