@@ -49,6 +49,8 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	backend := f.String("backend", "", "namespace (default), runc or containerd: what builds the sandbox (sandbox.NewBackend)")
 	f.StringVar(&bk.ContainerdAddress, "containerd-address", "", "containerd socket (default $CONTAINERD_ADDRESS, else /run/containerd/containerd.sock)")
 	f.StringVar(&bk.Image, "image", "", "with --backend containerd: run in this image of the local content store instead of the host's / read-only")
+	showVersion := f.Bool("version", false, "print fedmem-run's version and exit")
+	completion := f.String("completion", "", "print a shell completion script (bash, zsh or fish) and exit")
 	if err := f.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(stdout, "Usage: %s\n\nFlags (one or two dashes):\n", usage)
@@ -59,6 +61,13 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		// flag printed what was wrong.
 		fmt.Fprintln(stderr, "usage: fedmem-run [flags] [--] CMD [ARGS…] (fedmem-run --help lists the flags)")
 		return sandbox.ExitFedmemError
+	}
+	if *showVersion {
+		fmt.Fprintf(stdout, "fedmem-run %s\n", buildVersion())
+		return 0
+	}
+	if *completion != "" {
+		return printCompletion(stdout, stderr, *completion)
 	}
 	o.Argv = f.Args()
 	if *backend != "" || bk.Image != "" {

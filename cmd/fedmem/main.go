@@ -127,7 +127,8 @@ func newRootCmd(started *bool) *cobra.Command {
 		},
 	}
 	root.SetVersionTemplate("fedmem {{.Version}}\n")
-	root.CompletionOptions.DisableDefaultCmd = true
+	// `fedmem completion bash|zsh|fish|powershell` (make install writes them).
+	root.CompletionOptions.DisableDefaultCmd = false
 	for _, f := range subcommands {
 		root.AddCommand(f())
 	}
