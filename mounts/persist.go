@@ -1,6 +1,7 @@
 package mounts
 
 import (
+	"fmt"
 	"path"
 	"path/filepath"
 	"sort"
@@ -35,10 +36,11 @@ const (
 // every persistence path that lies in a writable path, and a Pinned mount
 // for every existing directory between that writable path and it. It must
 // be called before the vault and the masks are added: they stay on top.
-func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), writable []Mount) {
+func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), writable []Mount, extra []configured) {
 	type cand struct {
 		path string
 		p    profiles.Persist
+		conf bool // named by the user's configuration (configuredRunLater)
 	}
 	var cands []cand
 	var roots []string
@@ -46,12 +48,15 @@ func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), wr
 		roots = append(roots, m.Target)
 		if m.Dir && (m.Why == "workdir" || m.Why == "profile: writable") {
 			for _, p := range profiles.ProjectPersist {
-				cands = append(cands, cand{filepath.Join(m.Target, p.Path), p})
+				cands = append(cands, cand{filepath.Join(m.Target, p.Path), p, false})
 			}
 		}
 	}
 	for _, p := range profiles.HomePersist {
-		cands = append(cands, cand{filepath.Join(in.Home, p.Path), p})
+		cands = append(cands, cand{filepath.Join(in.Home, p.Path), p, false})
+	}
+	for _, c := range extra {
+		cands = append(cands, cand{c.path, c.p, true})
 	}
 	root := func(p string) string {
 		best := ""
@@ -70,6 +75,13 @@ func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), wr
 			continue // read-only already; the vault stays the vault's
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(c.path, r), "/")
+		if rel == "" && c.conf {
+			// The user's configuration names a whole writable path as
+			// code (core.hooksPath = the workdir): holding it read-only
+			// would end the session's purpose; say so instead.
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s is a writable path and %s: the agent can change what runs there later", c.path, c.p.Why))
+			continue
+		}
 		if rel == "" {
 			// A writable bind of exactly this path (a profile opened
 			// ~/.bashrc): protection wins.

@@ -112,6 +112,10 @@ type Input struct {
 	// RealPath resolves symlinks of a host path (nil: paths are taken as
 	// they are); a /var/run that is a link to /run is not hidden twice.
 	RealPath func(p string) string
+	// ReadFile reads a configuration file of the user's tools (Git config,
+	// Claude Code settings); (nil, nil) or an error when it is absent. Build
+	// holds what they name as code read-only (guarantee 6). nil: not read.
+	ReadFile func(p string) ([]byte, error)
 }
 
 // ErrPlan marks an invalid plan input.
@@ -200,8 +204,14 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 			pl.Warnings = append(pl.Warnings, fmt.Sprintf("writable %s contains the vault: the vault is re-bound read-only over it (Landlock cannot subtract it)", m.Target))
 		}
 	}
-	// Guarantee 6: what runs code later stays read-only in every writable path.
-	protectPersistence(pl, in, exists, writable)
+	// Guarantee 6: what runs code later stays read-only in every writable
+	// path, with what the user's own configuration names as code.
+	extra, cw, err := configuredRunLater(in, exists)
+	if err != nil {
+		return nil, err
+	}
+	pl.Warnings = append(pl.Warnings, cw...)
+	protectPersistence(pl, in, exists, writable, extra)
 
 	add(Mount{Kind: BindRO, Source: in.Vault, Target: in.Vault, Dir: true, Why: "vault, read-only as a whole (.git included)"})
 	if len(p.Vault.Visible) > 0 {
@@ -239,14 +249,13 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		}
 	}
 	if p.Home.Mode != "hidden" {
-		masks := append(append([]string{}, profiles.DefaultMasks...), p.Home.Mask...)
-		for _, m := range masks {
-			t := filepath.Join(in.Home, path.Clean(m))
+		for _, m := range profiles.HomeMasks(p) {
+			t := filepath.Join(in.Home, path.Clean(m.Path))
 			ok, isDir := exists(t)
 			if !ok {
 				continue
 			}
-			add(Mount{Kind: Masked, Target: t, Dir: isDir, Why: "secret"})
+			add(Mount{Kind: Masked, Target: t, Dir: isDir, Why: m.Why})
 		}
 	}
 	return pl, nil

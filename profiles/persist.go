@@ -44,6 +44,7 @@ var ProjectPersist = []Persist{
 	{".claude/commands", true, "Claude Code slash commands"},
 	{".claude/agents", true, "Claude Code subagents"},
 	{".claude/hooks", true, "Claude Code hook scripts"},
+	{".claude/skills", true, "Claude Code project skills: instructions and scripts the next claude runs"},
 	{".codex", true, "Codex project config (MCP servers, notify)"},
 }
 
@@ -86,6 +87,10 @@ var HomePersist = []Persist{
 	{".claude/commands", true, "Claude Code slash commands"},
 	{".claude/agents", true, "Claude Code subagents"},
 	{".claude/hooks", true, "Claude Code hook scripts"},
+	{".claude/plugins", true, "Claude Code plugins: their hooks, commands, agents and MCP servers run in the user's next claude"},
+	{".claude/skills", true, "Claude Code skills: instructions and scripts the user's next claude follows and runs"},
+	{".local/share/claude", true, "Claude Code's native install: versions/<v> is the binary ~/.local/bin/claude links to"},
+	{".local/bin", true, "the user's own commands, first on PATH"},
 	{".codex/config.toml", false, "Codex config: MCP servers, notify command"},
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -239,6 +240,9 @@ func emptyROTmpfs(fd int, name string) error {
 // reports it as a "persistence" event.
 func guardPlaceholders(spec *Spec) (release func()) {
 	pl := spec.Plan
+	// Filesystem timestamps are coarse (a jiffy): 100 ms of slack makes a
+	// repository made right at the start count as new.
+	start := time.Now().Add(-100 * time.Millisecond)
 	var watch []string
 	for _, p := range pl.QuarantineCandidates() {
 		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
@@ -288,6 +292,7 @@ func guardPlaceholders(spec *Spec) (release func()) {
 			}
 			unix.Close(fd)
 		}
+		sweepNestedRepos(spec, start)
 	}
 }
 

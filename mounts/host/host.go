@@ -8,11 +8,13 @@ package host
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // RealDir returns the absolute, symlink-free path of a directory.
@@ -78,4 +80,38 @@ func CredentialPaths(uid int) []string {
 		}
 	}
 	return out
+}
+
+// maxConfig bounds one configuration file ReadConfig reads.
+const maxConfig = 16 << 20
+
+// ReadConfig reads a configuration file of the user's tools for the plan
+// (mounts.Input ReadFile): (nil, nil) when it is absent. It opens without
+// blocking (a FIFO planted where a config is expected never hangs the
+// launcher), reads regular files only and at most 16 MiB: a larger or
+// unreadable file is an error, never taken as empty.
+func ReadConfig(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxConfig {
+		return nil, fmt.Errorf("%s is larger than %d bytes", p, maxConfig)
+	}
+	return data, nil
 }

@@ -1,0 +1,223 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/vault"
+)
+
+// Bounds of the after-session walk for nested repositories.
+const (
+	nestedMaxEntries = 500000
+	nestedMaxDepth   = 64
+)
+
+// nestedRoots are the writable directories an agent may leave a repository
+// in that the user's tools open later: the workdir, profile `writable:`
+// directories and home.writable directories (not the session inbox, which
+// the gate reads as data, and not state stores, which only fedmem binds).
+func nestedRoots(pl *mounts.Plan) []string {
+	var out []string
+	for _, m := range pl.Mounts {
+		if m.Kind != mounts.BindRW || !m.Dir || m.State || m.Target == pl.Inbox || vault.Within(m.Target, pl.Vault) {
+			continue
+		}
+		switch m.Why {
+		case "workdir", "profile: writable", "profile: home.writable":
+			out = append(out, m.Target)
+		}
+	}
+	return out
+}
+
+// sweepNestedRepos runs after the sandbox is gone (guarantee 6). Git
+// discovers a repository in any directory: a `.git` the agent made in a
+// subdirectory (or a bare layout: HEAD, objects/, refs/) with
+// core.fsmonitor or hooks runs its code on the user's next `git status`
+// there, or on an editor's scan of the workspace. No kernel mechanism
+// refuses the creation of a name (Landlock grants by hierarchy, not by
+// name), so fedmem-run walks the writable roots and moves aside, as
+// NAME.fedmem-quarantined-SESSION, every `.git` born during the session
+// (statx birth time, or ctime where the filesystem has no birth time),
+// every existing `.git` whose config, commondir or hooks changed during it,
+// and the HEAD of every bare layout born during it — each reported as a
+// "persistence" event. The walk never follows a link (every directory is
+// opened O_NOFOLLOW relative to its parent's descriptor, renames are
+// relative to it too), stays on the root's filesystem and skips the
+// mounts the plan protects. Past nestedMaxEntries entries or
+// nestedMaxDepth levels it stops and reports the root as unchecked
+// ("persistence" event with an error): what it did not see it cannot vouch
+// for.
+func sweepNestedRepos(spec *Spec, start time.Time) {
+	pl := spec.Plan
+	skip := map[string]bool{}
+	for _, m := range pl.Mounts {
+		if m.Kind == mounts.Protected || m.Kind == mounts.Pinned {
+			skip[m.Target] = true
+		}
+	}
+	for _, root := range nestedRoots(pl) {
+		fd, err := openNoLinks(root)
+		if err != nil {
+			continue
+		}
+		dfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstat(dfd, &st) != nil {
+			unix.Close(dfd)
+			continue
+		}
+		w := &nestedWalk{spec: spec, start: start, dev: st.Dev, skip: skip}
+		if err := w.dir(dfd, root, 0); err != nil {
+			emit(spec, "persistence", map[string]any{"path": root, "error": err.Error() + ": repositories beyond were not checked"})
+		}
+	}
+}
+
+type nestedWalk struct {
+	spec    *Spec
+	start   time.Time
+	dev     uint64
+	skip    map[string]bool
+	entries int
+}
+
+var errNestedBound = errors.New("walk bound reached")
+
+// bornDuring reports whether name in dfd was created (or, where the
+// filesystem keeps no birth time, changed) during the session.
+func (w *nestedWalk) bornDuring(dfd int, name string) bool {
+	var sx unix.Statx_t
+	if unix.Statx(dfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME|unix.STATX_CTIME, &sx) != nil {
+		return false
+	}
+	ts := sx.Ctime
+	if sx.Mask&unix.STATX_BTIME != 0 {
+		ts = sx.Btime
+	}
+	return !time.Unix(ts.Sec, int64(ts.Nsec)).Before(w.start)
+}
+
+func (w *nestedWalk) changedDuring(dfd int, name string) bool {
+	var sx unix.Statx_t
+	if unix.Statx(dfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_CTIME, &sx) != nil {
+		return false
+	}
+	return !time.Unix(sx.Ctime.Sec, int64(sx.Ctime.Nsec)).Before(w.start)
+}
+
+// gitDirTouched reports whether the existing git directory .git in dfd had
+// its config, commondir, hooks directory or a hook changed in the session.
+func (w *nestedWalk) gitDirTouched(dfd int) bool {
+	gfd, err := unix.Openat(dfd, ".git", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(gfd)
+	for _, n := range []string{"config", "config.worktree", "commondir", "hooks"} {
+		if w.changedDuring(gfd, n) {
+			return true
+		}
+	}
+	hfd, err := unix.Openat(gfd, "hooks", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(hfd)
+	names, _ := readNames(hfd)
+	for _, n := range names {
+		if w.changedDuring(hfd, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *nestedWalk) quarantine(dfd int, dir, name, why string) {
+	to := name + ".fedmem-quarantined-" + w.spec.Plan.Session
+	err := unix.Renameat2(dfd, name, dfd, to, unix.RENAME_NOREPLACE)
+	fields := map[string]any{"path": filepath.Join(dir, name), "moved_to": filepath.Join(dir, to), "why": why}
+	if err != nil {
+		fields["error"] = err.Error()
+	}
+	emit(w.spec, "persistence", fields)
+}
+
+// dir walks the directory open at dfd (path p) and closes dfd.
+func (w *nestedWalk) dir(dfd int, p string, depth int) error {
+	defer unix.Close(dfd)
+	if depth > nestedMaxDepth {
+		return fmt.Errorf("%w: deeper than %d levels at %s", errNestedBound, nestedMaxDepth, p)
+	}
+	names, err := readNames(dfd)
+	if err != nil {
+		return nil // unreadable: git, as the user, may read it; reported below if bounds hit
+	}
+	has := map[string]uint32{}
+	for _, n := range names {
+		if w.entries++; w.entries > nestedMaxEntries {
+			return fmt.Errorf("%w: more than %d entries", errNestedBound, nestedMaxEntries)
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(dfd, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			has[n] = st.Mode & unix.S_IFMT
+		}
+	}
+	if _, ok := has[".git"]; ok && !w.skip[filepath.Join(p, ".git")] {
+		switch {
+		case w.bornDuring(dfd, ".git"):
+			w.quarantine(dfd, p, ".git", "a repository made during the session: its config and hooks are the agent's")
+		case has[".git"] == unix.S_IFDIR && w.gitDirTouched(dfd):
+			w.quarantine(dfd, p, ".git", "a repository whose config, commondir or hooks changed during the session")
+		}
+	}
+	if has["objects"] == unix.S_IFDIR && has["refs"] == unix.S_IFDIR && has["HEAD"] != 0 && !w.skip[p] {
+		if w.bornDuring(dfd, "HEAD") || w.changedDuring(dfd, "config") || w.changedDuring(dfd, "hooks") {
+			w.quarantine(dfd, p, "HEAD", "a bare repository layout made or reconfigured during the session")
+		}
+		return nil // a git directory: nothing to find inside
+	}
+	for _, n := range names {
+		if has[n] != unix.S_IFDIR || n == ".git" || w.skip[filepath.Join(p, n)] {
+			continue
+		}
+		cfd, err := unix.Openat(dfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstat(cfd, &st) != nil || st.Dev != w.dev {
+			unix.Close(cfd)
+			continue
+		}
+		if err := w.dir(cfd, filepath.Join(p, n), depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readNames(fd int) ([]string, error) {
+	var out []string
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			return out, err
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		_, _, out = unix.ParseDirent(buf[:n], -1, out)
+	}
+}
