@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -144,6 +145,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		Hostname: spec.Hostname, UID: 0, GID: 0,
 		UIDMap: toOCI(idp.uidMaps), GIDMap: toOCI(idp.gidMaps),
 		InitCaps: initCaps, Pids: int64(l.Pids), Memory: l.Memory, Seccomp: sc,
+		CgroupsPath: "/fedmem/" + id,
 		Annotations: map[string]string{"fedmem.session": spec.Plan.Session},
 		IDMapped:    idmapped,
 		Placeholder: filepath.Join(bundle, "placeholder"), PlaceholderJSON: filepath.Join(bundle, "placeholder.json"),
@@ -358,6 +360,10 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	werr := cmd.Wait()
 	if relay != nil && relay.master != nil {
 		relay.Finish()
+	}
+	// The helper read the container's cgroup before it went.
+	if b, err := os.ReadFile(filepath.Join(bundle, "limits_hit")); err == nil {
+		res.LimitsHit = append(res.LimitsHit, strings.Fields(string(b))...)
 	}
 	if (res.Signal == int(unix.SIGXFSZ) || res.ExitCode == 128+int(unix.SIGXFSZ)) && l.FileSize > 0 {
 		res.LimitsHit = append(res.LimitsHit, "file_size")

@@ -21,6 +21,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/fedmem/fedmem/sandbox/oci/cglimits"
 	"github.com/fedmem/fedmem/sandbox/oci/rootfs"
 )
 
@@ -261,6 +262,11 @@ func run(ctx context.Context, c *containerd.Client, o runOpts) (int, error) {
 		return exitSetup, fmt.Errorf("start task: %w", err)
 	}
 	st := <-exitCh
+	// Before the task's deletion removes the cgroup: which limits the
+	// kernel enforced.
+	if spec.Linux != nil && spec.Linux.CgroupsPath != "" {
+		_ = cglimits.Write(o.bundle, cglimits.Hits(spec.Linux.CgroupsPath))
+	}
 	code, _, err := st.Result()
 	if err != nil {
 		return exitSetup, err

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/sandbox/oci"
+	"github.com/fedmem/fedmem/sandbox/oci/cglimits"
 	"github.com/fedmem/fedmem/sandbox/oci/rootfs"
 
 	// nsexec: the C half of container creation (setns/clone before the
@@ -187,6 +188,10 @@ func run(state, bundle, id string, nfds, control int) (int, error) {
 	ps, err := p.Wait()
 	if ps == nil {
 		return exitSetup, fmt.Errorf("wait: %w", err)
+	}
+	// Before Destroy removes the cgroup: which limits the kernel enforced.
+	if spec.Linux != nil && spec.Linux.CgroupsPath != "" {
+		_ = cglimits.Write(bundle, cglimits.Hits(spec.Linux.CgroupsPath))
 	}
 	ws, _ := ps.Sys().(syscall.WaitStatus)
 	if ws.Signaled() {
