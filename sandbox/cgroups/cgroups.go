@@ -1,0 +1,592 @@
+package cgroups
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Controllers are the cgroup controllers fedmem's limits use.
+var Controllers = []string{"memory", "pids", "cpu"}
+
+// CPUPeriod is the period (µs) of the cpu bandwidth limit: cpu.max (v2)
+// and cpu.cfs_period_us (v1).
+const CPUPeriod = 100000
+
+// Host is where the cgroup filesystems are and who asks.
+type Host struct {
+	// Root is the cgroup filesystem root, normally /sys/fs/cgroup.
+	Root string
+	// Self is the text of /proc/self/cgroup.
+	Self string
+	// Euid is the caller's effective uid: 0 creates sub-cgroups itself,
+	// anyone else needs a delegated systemd user scope on v2.
+	Euid int
+	// Getenv and LookPath find the systemd user manager
+	// ($XDG_RUNTIME_DIR/bus) and systemd-run.
+	Getenv   func(string) string
+	LookPath func(string) (string, error)
+	// mkdirHook stands in for mkdir(2) on cgroupfs in the unit tests,
+	// where a directory of files must grow the kernel's interface files.
+	mkdirHook func(string) error
+}
+
+func (h Host) mkdir(dir string) error {
+	if h.mkdirHook != nil {
+		return h.mkdirHook(dir)
+	}
+	return os.Mkdir(dir, 0o755)
+}
+
+// System is this machine's Host.
+func System() Host {
+	b, _ := os.ReadFile("/proc/self/cgroup")
+	return Host{Root: "/sys/fs/cgroup", Self: string(b), Euid: os.Geteuid(), Getenv: os.Getenv, LookPath: exec.LookPath}
+}
+
+// Status is what the probe says of one controller.
+type Status struct {
+	Controller string `json:"controller"`
+	// Hierarchy is "v2", "v1" or "none".
+	Hierarchy string `json:"hierarchy"`
+	// Enforce: fedmem-run can enforce this controller's limit here.
+	Enforce bool `json:"enforce"`
+	// Via says how (Enforce) or Why not.
+	Via string `json:"via,omitempty"`
+	Why string `json:"why,omitempty"`
+}
+
+// V2Root is the cgroup v2 mount: Root on a unified host, Root/unified on
+// a hybrid one, "" when there is none.
+func (h Host) V2Root() string {
+	for _, d := range []string{h.Root, filepath.Join(h.Root, "unified")} {
+		if isFile(filepath.Join(d, "cgroup.controllers")) {
+			return d
+		}
+	}
+	return ""
+}
+
+// V1Dir is the v1 hierarchy of ctrl ("" when there is none).
+func (h Host) V1Dir(ctrl string) string {
+	if h.V2Root() == h.Root {
+		return ""
+	}
+	names := []string{ctrl}
+	if ctrl == "cpu" {
+		names = append(names, "cpu,cpuacct", "cpuacct,cpu")
+	}
+	for _, n := range names {
+		d := filepath.Join(h.Root, n)
+		if isFile(filepath.Join(d, "cgroup.procs")) {
+			return d
+		}
+	}
+	return ""
+}
+
+// Version is "v2", "hybrid", "v1" or "none".
+func (h Host) Version() string {
+	v2 := h.V2Root()
+	switch {
+	case v2 == h.Root:
+		return "v2"
+	case v2 != "":
+		return "hybrid"
+	}
+	for _, c := range append(slices.Clone(Controllers), "memory", "devices", "freezer") {
+		if h.V1Dir(c) != "" {
+			return "v1"
+		}
+	}
+	return "none"
+}
+
+// v2Controllers: the controllers the v2 root offers (on a hybrid host
+// normally none: v1 holds them).
+func (h Host) v2Controllers() []string {
+	v2 := h.V2Root()
+	if v2 == "" {
+		return nil
+	}
+	b, _ := os.ReadFile(filepath.Join(v2, "cgroup.controllers"))
+	return strings.Fields(string(b))
+}
+
+// Hierarchy is where ctrl is: "v2", "v1" or "none".
+func (h Host) Hierarchy(ctrl string) string {
+	if slices.Contains(h.v2Controllers(), ctrl) {
+		return "v2"
+	}
+	if h.V1Dir(ctrl) != "" {
+		return "v1"
+	}
+	return "none"
+}
+
+// OwnV2 is the caller's cgroup v2 path ("0::/path" in /proc/self/cgroup).
+func (h Host) OwnV2() string {
+	for _, l := range strings.Split(h.Self, "\n") {
+		if p, ok := strings.CutPrefix(l, "0::"); ok {
+			return p
+		}
+	}
+	return ""
+}
+
+// userManager is the cgroup of the caller's systemd user manager, which
+// a user scope is made under.
+func (h Host) userManager() string {
+	return filepath.Join(h.V2Root(), "user.slice", fmt.Sprintf("user-%d.slice", h.Euid), fmt.Sprintf("user@%d.service", h.Euid))
+}
+
+// scopeProblem says why no delegated systemd user scope can be had ("" when one can).
+func (h Host) scopeProblem() string {
+	rt := ""
+	if h.Getenv != nil {
+		rt = h.Getenv("XDG_RUNTIME_DIR")
+	}
+	if rt == "" {
+		return "XDG_RUNTIME_DIR is not set (no systemd user session)"
+	}
+	if _, err := os.Stat(filepath.Join(rt, "bus")); err != nil {
+		return fmt.Sprintf("no systemd user bus at %s/bus", rt)
+	}
+	if h.LookPath == nil {
+		return "systemd-run not found"
+	}
+	if _, err := h.LookPath("systemd-run"); err != nil {
+		return "systemd-run not found in PATH"
+	}
+	return ""
+}
+
+// Probe says, per controller, where it is and whether fedmem-run could
+// enforce a limit with it for this caller.
+func (h Host) Probe() []Status {
+	var out []Status
+	for _, c := range Controllers {
+		s := Status{Controller: c, Hierarchy: h.Hierarchy(c)}
+		switch s.Hierarchy {
+		case "none":
+			s.Why = fmt.Sprintf("no cgroup hierarchy has the %s controller (v2 root %q offers %q)", c, h.V2Root(), strings.Join(h.v2Controllers(), " "))
+		case "v1":
+			d := h.V1Dir(c)
+			if h.Euid == 0 || unix.Access(d, unix.W_OK) == nil {
+				s.Enforce, s.Via = true, "cgroup v1 "+d+"/fedmem-<session>"
+			} else {
+				s.Why = fmt.Sprintf("cgroup v1 %s is not writable by uid %d (run as root)", d, h.Euid)
+			}
+		case "v2":
+			if h.Euid == 0 {
+				s.Enforce, s.Via = true, "cgroup v2 "+filepath.Join(h.V2Root(), "fedmem.slice")+"/<session>, entered with CLONE_INTO_CGROUP"
+				break
+			}
+			if p := h.scopeProblem(); p != "" {
+				s.Why = "an unprivileged caller needs a delegated systemd user scope and: " + p
+				break
+			}
+			b, err := os.ReadFile(filepath.Join(h.userManager(), "cgroup.controllers"))
+			if err != nil {
+				s.Why = fmt.Sprintf("systemd user manager's cgroup unreadable: %v", err)
+			} else if !slices.Contains(strings.Fields(string(b)), c) {
+				s.Why = fmt.Sprintf("systemd does not delegate %s to user@%d.service (it has %q; set Delegate= in user@.service)", c, h.Euid, strings.TrimSpace(string(b)))
+			} else {
+				s.Enforce, s.Via = true, "cgroup v2 delegated systemd user scope (systemd-run --user --scope -p Delegate=yes), entered with CLONE_INTO_CGROUP"
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Limits are the limits a session cgroup enforces; zero means none.
+type Limits struct {
+	Memory int64
+	Pids   int
+	// CPU is in cores (1.5: one and a half CPUs of time per period).
+	CPU float64
+}
+
+func (l Limits) want() []string {
+	var w []string
+	if l.Memory > 0 {
+		w = append(w, "memory")
+	}
+	if l.Pids > 0 {
+		w = append(w, "pids")
+	}
+	if l.CPU > 0 {
+		w = append(w, "cpu")
+	}
+	return w
+}
+
+// Session is a session's cgroups.
+type Session struct {
+	v1     map[string]string // controller → v1 directory
+	v2     string            // the session's v2 directory ("" none)
+	v2Ctl  []string          // controllers it limits
+	fd     *os.File          // v2 directory, for CLONE_INTO_CGROUP
+	made   []string          // directories to remove, deepest last
+	holder *exec.Cmd         // systemd-run --user --scope keeping the scope
+	leaf   string            // the holder's cgroup in the scope
+	notes  []string
+}
+
+// ControllerError is a controller fedmem could not set up.
+type ControllerError struct {
+	Controller string
+	Err        error
+}
+
+func (e *ControllerError) Error() string { return e.Controller + ": " + e.Err.Error() }
+func (e *ControllerError) Unwrap() error { return e.Err }
+
+// New creates the cgroups for the limits that are set (nil, nil when none
+// is). A controller that cannot be set up fails the whole call with a
+// *ControllerError naming it; the caller decides whether that limit may go
+// unenforced and calls again without it.
+func (h Host) New(session string, l Limits) (*Session, error) {
+	want := l.want()
+	if len(want) == 0 {
+		return nil, nil
+	}
+	s := &Session{v1: map[string]string{}}
+	var v2 []string
+	for _, c := range want {
+		switch h.Hierarchy(c) {
+		case "v2":
+			v2 = append(v2, c)
+		case "v1":
+			if err := s.newV1(h, h.V1Dir(c), session, c, l); err != nil {
+				s.Remove()
+				return nil, &ControllerError{c, err}
+			}
+		default:
+			s.Remove()
+			return nil, &ControllerError{c, fmt.Errorf("no cgroup v1 %s hierarchy and no cgroup v2 %s controller under %s", c, c, h.Root)}
+		}
+	}
+	if len(v2) > 0 {
+		if err := s.newV2(h, session, v2, l); err != nil {
+			s.Remove()
+			return nil, &ControllerError{v2[0], err}
+		}
+	}
+	return s, nil
+}
+
+func (s *Session) newV1(h Host, base, session, c string, l Limits) error {
+	dir := filepath.Join(base, "fedmem-"+session)
+	if err := h.mkdir(dir); err != nil {
+		return fmt.Errorf("create cgroup %s: %w", dir, err)
+	}
+	s.v1[c] = dir
+	s.made = append(s.made, dir)
+	var files [][2]string
+	switch c {
+	case "pids":
+		files = [][2]string{{"pids.max", strconv.Itoa(l.Pids)}}
+		s.notes = append(s.notes, fmt.Sprintf("pids=%d (cgroup v1 pids.max)", l.Pids))
+	case "memory":
+		m := strconv.FormatInt(l.Memory, 10)
+		files = [][2]string{{"memory.limit_in_bytes", m}, {"memory.memsw.limit_in_bytes", m}}
+		s.notes = append(s.notes, fmt.Sprintf("memory=%d (cgroup v1 memory.limit_in_bytes)", l.Memory))
+	case "cpu":
+		files = [][2]string{{"cpu.cfs_period_us", strconv.Itoa(CPUPeriod)}, {"cpu.cfs_quota_us", strconv.FormatInt(cpuQuota(l.CPU), 10)}}
+		s.notes = append(s.notes, fmt.Sprintf("cpu=%g (cgroup v1 cpu.cfs_quota_us)", l.CPU))
+	}
+	for _, f := range files {
+		err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0o644)
+		if err != nil && !(f[0] == "memory.memsw.limit_in_bytes" && errors.Is(err, os.ErrNotExist)) {
+			return fmt.Errorf("set %s/%s: %w", dir, f[0], err)
+		}
+	}
+	return nil
+}
+
+func cpuQuota(cores float64) int64 {
+	q := int64(cores*CPUPeriod + 0.5)
+	if q < 1000 { // the kernel's minimum quota is 1ms
+		q = 1000
+	}
+	return q
+}
+
+// enable turns the controllers on in dir's cgroup.subtree_control (those
+// already on are left alone).
+func enable(dir string, ctls []string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	if err != nil {
+		return fmt.Errorf("read %s/cgroup.subtree_control: %w", dir, err)
+	}
+	var on []string
+	for _, w := range strings.Fields(string(b)) {
+		on = append(on, strings.TrimPrefix(w, "+")) // a test tree keeps the "+c" written
+	}
+	for _, c := range ctls {
+		if slices.Contains(on, c) {
+			continue
+		}
+		if err := appendFile(filepath.Join(dir, "cgroup.subtree_control"), "+"+c); err != nil {
+			hint := ""
+			if errors.Is(err, unix.EBUSY) {
+				hint = " (the cgroup holds processes: cgroup v2 allows controllers only in cgroups without processes of their own)"
+			}
+			return fmt.Errorf("enable %s in %s/cgroup.subtree_control: %w%s", c, dir, err, hint)
+		}
+	}
+	return nil
+}
+
+// appendFile writes one value the way echo >> does: a real cgroup file
+// takes each write as a command; a test file keeps them all.
+func appendFile(name, v string) error {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(v + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// newV2 makes the session's v2 cgroup: as root under <v2root>/fedmem.slice,
+// otherwise in a delegated systemd user scope.
+func (s *Session) newV2(h Host, session string, ctls []string, l Limits) error {
+	v2 := h.V2Root()
+	var parent string
+	how := "fedmem.slice"
+	if h.Euid == 0 {
+		// The root cgroup is exempt from the no-internal-processes rule;
+		// fedmem.slice holds no process, so both can delegate controllers.
+		if err := enable(v2, ctls); err != nil {
+			return err
+		}
+		parent = filepath.Join(v2, "fedmem.slice")
+		if err := h.mkdir(parent); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("create cgroup %s: %w", parent, err)
+		}
+	} else {
+		if p := h.scopeProblem(); p != "" {
+			return fmt.Errorf("cgroup v2 limits for an unprivileged caller need a delegated systemd user scope, and: %s", p)
+		}
+		scope, err := s.startScope(h, session)
+		if err != nil {
+			return err
+		}
+		parent, how = scope, "systemd user scope "+filepath.Base(scope)
+	}
+	if err := enable(parent, ctls); err != nil {
+		return err
+	}
+	dir := filepath.Join(parent, "fedmem-"+session)
+	if err := h.mkdir(dir); err != nil {
+		return fmt.Errorf("create cgroup %s: %w", dir, err)
+	}
+	s.made = append(s.made, dir)
+	s.v2, s.v2Ctl = dir, ctls
+	for _, c := range ctls {
+		var files [][2]string
+		switch c {
+		case "memory":
+			m := strconv.FormatInt(l.Memory, 10)
+			files = [][2]string{{"memory.max", m}, {"memory.swap.max", "0"}}
+			s.notes = append(s.notes, fmt.Sprintf("memory=%d (cgroup v2 memory.max, memory.swap.max=0, %s)", l.Memory, how))
+		case "pids":
+			files = [][2]string{{"pids.max", strconv.Itoa(l.Pids)}}
+			s.notes = append(s.notes, fmt.Sprintf("pids=%d (cgroup v2 pids.max, %s)", l.Pids, how))
+		case "cpu":
+			files = [][2]string{{"cpu.max", fmt.Sprintf("%d %d", cpuQuota(l.CPU), CPUPeriod)}}
+			s.notes = append(s.notes, fmt.Sprintf("cpu=%g (cgroup v2 cpu.max, %s)", l.CPU, how))
+		}
+		for _, f := range files {
+			err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0o644)
+			// No swap accounting (swapaccount=0, no swap): nothing to cap.
+			if err != nil && !(f[0] == "memory.swap.max" && errors.Is(err, os.ErrNotExist)) {
+				return fmt.Errorf("set %s/%s: %w", dir, f[0], err)
+			}
+		}
+	}
+	fd, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open cgroup %s: %w", dir, err)
+	}
+	s.fd = fd
+	return nil
+}
+
+// startScope asks the user's systemd for a delegated scope, kept alive by
+// a holder process that is moved into its own leaf so that the scope may
+// delegate controllers (no internal processes).
+func (s *Session) startScope(h Host, session string) (string, error) {
+	run, _ := h.LookPath("systemd-run")
+	cmd := exec.Command(run, "--user", "--scope", "--quiet", "--collect", "-p", "Delegate=yes",
+		"--unit", "fedmem-"+session, "--", "/bin/sh", "-c", "echo ready; exec sleep 2147483647")
+	cmd.SysProcAttr = &unix.SysProcAttr{Pdeathsig: unix.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("systemd-run --user --scope: %w", err)
+	}
+	s.holder = cmd
+	// The shell runs (and prints) only once systemd has made the scope.
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		s.holder = nil
+		return "", fmt.Errorf("systemd-run --user --scope -p Delegate=yes failed: %s", strings.TrimSpace(stderr.String()))
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", cmd.Process.Pid))
+	if err != nil {
+		return "", err
+	}
+	path := Host{Self: string(b)}.OwnV2()
+	if !strings.HasSuffix(path, ".scope") {
+		return "", fmt.Errorf("systemd-run put its command in %q, not a scope", path)
+	}
+	scope := filepath.Join(h.V2Root(), path)
+	leaf := filepath.Join(scope, "holder")
+	if err := os.Mkdir(leaf, 0o755); err != nil {
+		return "", fmt.Errorf("create cgroup %s: %w (the scope is not delegated to uid %d)", leaf, err, h.Euid)
+	}
+	s.made, s.leaf = append(s.made, leaf), leaf
+	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		return "", fmt.Errorf("move the scope's holder into %s: %w", leaf, err)
+	}
+	return scope, nil
+}
+
+// FD is the v2 cgroup directory for SysProcAttr.CgroupFD (nil: no v2 cgroup).
+func (s *Session) FD() *os.File {
+	if s == nil {
+		return nil
+	}
+	return s.fd
+}
+
+// NeedsAdd: the init must be moved into v1 cgroups after it starts.
+func (s *Session) NeedsAdd() bool { return s != nil && len(s.v1) > 0 }
+
+// Add moves a process into every v1 session cgroup (v2 is entered at clone).
+func (s *Session) Add(pid int) error {
+	for _, dir := range s.v1 {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			return fmt.Errorf("join cgroup %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// Notes say how each limit is enforced, for the report's layers.limits.
+func (s *Session) Notes() []string { return s.notes }
+
+// Hits names the limits the kernel enforced during the session: pids when
+// a fork was refused, memory when the OOM killer ran (v2 memory.events
+// oom_kill; v1 failcnt or oom_control oom_kill).
+func (s *Session) Hits() []string {
+	var out []string
+	hitPids := false
+	if dir, ok := s.v1["pids"]; ok && counter(filepath.Join(dir, "pids.events"), "max") > 0 {
+		hitPids = true
+	}
+	if s.v2 != "" && slices.Contains(s.v2Ctl, "pids") && counter(filepath.Join(s.v2, "pids.events"), "max") > 0 {
+		hitPids = true
+	}
+	if hitPids {
+		out = append(out, "pids")
+	}
+	hitMem := false
+	if dir, ok := s.v1["memory"]; ok {
+		for _, f := range []string{"memory.failcnt", "memory.memsw.failcnt"} {
+			if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil && strings.TrimSpace(string(b)) != "0" && strings.TrimSpace(string(b)) != "" {
+				hitMem = true
+			}
+		}
+		if counter(filepath.Join(dir, "memory.oom_control"), "oom_kill") > 0 {
+			hitMem = true
+		}
+	}
+	if s.v2 != "" && slices.Contains(s.v2Ctl, "memory") && counter(filepath.Join(s.v2, "memory.events"), "oom_kill") > 0 {
+		hitMem = true
+	}
+	if hitMem {
+		out = append(out, "memory")
+	}
+	return out
+}
+
+// counter reads "key N" from a flat-keyed cgroup file (0 when absent).
+func counter(file, key string) int64 {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == key {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// Remove deletes the session's cgroups (empty once the sandbox's pid
+// namespace is gone) and ends the scope's holder, which lets systemd
+// collect the scope. fedmem.slice stays: other sessions may be using it.
+func (s *Session) Remove() {
+	if s == nil {
+		return
+	}
+	if s.fd != nil {
+		s.fd.Close()
+		s.fd = nil
+	}
+	for i := len(s.made) - 1; i >= 0; i-- {
+		dir := s.made[i]
+		if dir == s.leaf {
+			s.stopHolder()
+		}
+		for try := 0; try < 50; try++ {
+			err := unix.Rmdir(dir)
+			if err == nil || errors.Is(err, unix.ENOENT) || !errors.Is(err, unix.EBUSY) {
+				break
+			}
+			// The last exiting processes may still be leaving.
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	s.made = nil
+	s.stopHolder()
+}
+
+func (s *Session) stopHolder() {
+	if s.holder != nil {
+		_ = s.holder.Process.Kill()
+		_ = s.holder.Wait()
+		s.holder = nil
+	}
+}
+
+func isFile(name string) bool {
+	fi, err := os.Stat(name)
+	return err == nil && fi.Mode().IsRegular()
+}
