@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fedmem/fedmem/test/testutil"
 )
 
 // tmux drives a real terminal: a tmux server on a private socket, one
@@ -70,7 +72,13 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // launch is the shell command that starts fedmem-run in the layout.
 func (e *env) launch(argv ...string) string {
 	parts := []string{"cd", shellQuote(e.workdir), "&&", "env", "-i", "PATH=/usr/bin:/bin", "HOME=" + shellQuote(e.home), "TERM=xterm",
-		shellQuote(e.bins.FedmemRun), "--vault", shellQuote(e.vault.Dir), "--workdir", shellQuote(e.workdir), "--"}
+		shellQuote(e.bins.FedmemRun), "--vault", shellQuote(e.vault.Dir), "--workdir", shellQuote(e.workdir)}
+	if !e.l.user {
+		for _, a := range testutil.BackendArgs() { // FEDMEM_BACKEND's matrix
+			parts = append(parts, shellQuote(a))
+		}
+	}
+	parts = append(parts, "--")
 	for _, a := range argv {
 		parts = append(parts, shellQuote(a))
 	}
