@@ -5,9 +5,11 @@ BIN := bin
 # fedmem-run must be pure Go: it applies no_new_privs, capability drops and
 # Landlock to every thread with syscall.AllThreadsSyscall, which cgo disables.
 export CGO_ENABLED := 0
-GOFLAGS_BUILD := -trimpath
+# fedmem --version and fedmem-run --version print VERSION (git describe).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+GOFLAGS_BUILD := -trimpath -ldflags "-X main.version=$(VERSION)"
 
-.PHONY: help build test test-root lint bench demo clean install
+.PHONY: help build test test-root lint bench demo clean install check-install
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -34,6 +36,10 @@ demo: build ## run the demo: a hostile agent against a fresh demo vault (DEMOFLA
 	$(BIN)/fedmem demo $(DEMOFLAGS)
 
 PREFIX ?= /usr/local
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+LIBDIR ?= $(PREFIX)/lib
+UNITDIR ?= $(LIBDIR)/systemd/system
 # FEDMEM_LAUNCHER_GROUP=G installs fedmem-run setgid G: only it can write
 # session records in a vault made with `fedmem init --launcher-group G`, so
 # the gate can trust a session's origin (docs/gate.md, "Trust model"). G must
@@ -48,6 +54,41 @@ install: build ## install bin/ into $(PREFIX)/bin (FEDMEM_LAUNCHER_GROUP=G: fedm
 		chmod 2755 $(DESTDIR)$(PREFIX)/bin/fedmem-run && \
 		echo "fedmem-run installed setgid $(FEDMEM_LAUNCHER_GROUP); run: fedmem init --launcher-group $(FEDMEM_LAUNCHER_GROUP) VAULT"; \
 	fi
+	@# Man pages, completions, the built-in profiles (for reading; fedmem-run
+	@# embeds them), the gate's systemd unit with sysusers/tmpfiles, and the
+	@# AppArmor profile (docs/install.md says how to enable each).
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)/bash-completion/completions \
+		$(DESTDIR)$(DATADIR)/zsh/site-functions $(DESTDIR)$(DATADIR)/fish/vendor_completions.d \
+		$(DESTDIR)$(DATADIR)/fedmem/profiles $(DESTDIR)$(DATADIR)/fedmem/apparmor \
+		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(LIBDIR)/sysusers.d $(DESTDIR)$(LIBDIR)/tmpfiles.d
+	install -m 0644 packaging/man/fedmem.1 packaging/man/fedmem-run.1 $(DESTDIR)$(MANDIR)/man1/
+	$(BIN)/fedmem-run --completion bash > $(DESTDIR)$(DATADIR)/bash-completion/completions/fedmem-run
+	$(BIN)/fedmem-run --completion zsh > $(DESTDIR)$(DATADIR)/zsh/site-functions/_fedmem-run
+	$(BIN)/fedmem-run --completion fish > $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/fedmem-run.fish
+	$(BIN)/fedmem completion bash > $(DESTDIR)$(DATADIR)/bash-completion/completions/fedmem
+	$(BIN)/fedmem completion zsh > $(DESTDIR)$(DATADIR)/zsh/site-functions/_fedmem
+	$(BIN)/fedmem completion fish > $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/fedmem.fish
+	install -m 0644 profiles/builtin/*.yaml $(DESTDIR)$(DATADIR)/fedmem/profiles/
+	sed 's|/usr/local/bin/fedmem-run|$(PREFIX)/bin/fedmem-run|g' packaging/apparmor/usr.local.bin.fedmem-run > $(DESTDIR)$(DATADIR)/fedmem/apparmor/fedmem-run
+	sed 's|/usr/local/bin/fedmem|$(PREFIX)/bin/fedmem|g' packaging/systemd/fedmem-gate@.service > $(DESTDIR)$(UNITDIR)/fedmem-gate@.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/fedmem-gate@.service $(DESTDIR)$(DATADIR)/fedmem/apparmor/fedmem-run
+	install -m 0644 packaging/systemd/fedmem.sysusers $(DESTDIR)$(LIBDIR)/sysusers.d/fedmem.conf
+	install -m 0644 packaging/systemd/fedmem.tmpfiles $(DESTDIR)$(LIBDIR)/tmpfiles.d/fedmem.conf
+
+check-install: ## make install into a scratch DESTDIR and check it (systemd-analyze verify, man, completions)
+	rm -rf $(CURDIR)/.install-check
+	$(MAKE) install DESTDIR=$(CURDIR)/.install-check
+	test -x $(CURDIR)/.install-check$(PREFIX)/bin/fedmem-run
+	$(CURDIR)/.install-check$(PREFIX)/bin/fedmem-run --version
+	$(CURDIR)/.install-check$(PREFIX)/bin/fedmem --version
+	bash -n $(CURDIR)/.install-check$(DATADIR)/bash-completion/completions/fedmem-run
+	bash -n $(CURDIR)/.install-check$(DATADIR)/bash-completion/completions/fedmem
+	@if command -v systemd-analyze >/dev/null; then \
+		sed 's|$(PREFIX)/bin/fedmem|$(CURDIR)/.install-check$(PREFIX)/bin/fedmem|' $(CURDIR)/.install-check$(UNITDIR)/fedmem-gate@.service > $(CURDIR)/.install-check/fedmem-gate@.service && \
+		systemd-analyze verify '$(CURDIR)/.install-check/fedmem-gate@srv-vault.service' && echo "systemd-analyze verify: ok"; \
+	else echo "systemd-analyze not installed: unit not verified"; fi
+	CGO_ENABLED=0 GOOS=darwin $(GO) build -o /dev/null ./cmd/fedmem && echo "darwin build: ok" || echo "darwin build: FAILS (docs/install.md)"
+	rm -rf $(CURDIR)/.install-check
 
 clean: ## remove build output
 	rm -rf $(BIN)

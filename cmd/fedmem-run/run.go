@@ -36,7 +36,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	f.SetOutput(stderr)
 	f.Usage = func() {} // help goes to stdout, a usage error to stderr: see below
 	f.StringVar(&o.Vault, "vault", os.Getenv("FEDMEM_VAULT"), "vault directory (default $FEDMEM_VAULT)")
-	f.StringVar(&o.Profile, "profile", "", "profile name or YAML file (default: the built-in named after CMD, else \"default\")")
+	f.StringVar(&o.Profile, "profile", os.Getenv("FEDMEM_PROFILE"), "profile name or YAML file (default $FEDMEM_PROFILE, else the built-in named after CMD, else \"default\")")
 	f.StringVar(&o.Workdir, "workdir", "", "working directory, writable unless inside the vault (default: current directory)")
 	f.StringVar(&o.Report, "report", "", "write a JSON session report to FILE (opened before the agent starts; never through a link)")
 	f.BoolVar(&o.Explain, "explain", false, "print the mount plan and layers, then exit")
