@@ -85,7 +85,7 @@ type Plan struct {
 	AcceptRisks []string `json:"accept_risks,omitempty"`
 	// Warnings name every setting that weakens the sandbox.
 	Warnings []string `json:"warnings,omitempty"`
-	// CgroupOptional names the limits ("memory", "pids") the profile's
+	// CgroupOptional names the limits ("memory", "pids", "cpu") the profile's
 	// limits.cgroup_optional covers: without a session cgroup the backend
 	// runs without them (pids: RLIMIT_NPROC where it holds) and says so,
 	// instead of refusing.
@@ -152,6 +152,9 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	}
 	if p.Limits.OptionalPids && p.Limits.Pids > 0 {
 		pl.CgroupOptional = append(pl.CgroupOptional, "pids")
+	}
+	if p.Limits.OptionalCPU && p.Limits.CPU > 0 {
+		pl.CgroupOptional = append(pl.CgroupOptional, "cpu")
 	}
 	add(Mount{Kind: RootRO, Source: "/", Target: "/", Dir: true, Why: "host filesystem, read-only"})
 	add(Mount{Kind: Dev, Target: "/dev", Dir: true, Why: "minimal devices", Size: int64(p.Limits.TmpBytes)})

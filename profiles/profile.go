@@ -93,11 +93,14 @@ type Vault struct {
 
 // Limits are hard limits of a session. Zero means none.
 type Limits struct {
-	WallTime  Duration `yaml:"wall_time,omitempty" json:"wall_time,omitempty"`
-	Pids      int      `yaml:"pids,omitempty" json:"pids,omitempty"`
-	FileSize  Size     `yaml:"file_size,omitempty" json:"file_size,omitempty"`
-	Memory    Size     `yaml:"memory,omitempty" json:"memory,omitempty"`
-	OpenFiles int      `yaml:"open_files,omitempty" json:"open_files,omitempty"`
+	WallTime Duration `yaml:"wall_time,omitempty" json:"wall_time,omitempty"`
+	Pids     int      `yaml:"pids,omitempty" json:"pids,omitempty"`
+	FileSize Size     `yaml:"file_size,omitempty" json:"file_size,omitempty"`
+	Memory   Size     `yaml:"memory,omitempty" json:"memory,omitempty"`
+	// CPU is cores of CPU time for the whole sandbox ("1.5"), enforced by
+	// the cgroup cpu controller (cpu.max, or v1 cfs quota).
+	CPU       float64 `yaml:"cpu,omitempty" json:"cpu,omitempty"`
+	OpenFiles int     `yaml:"open_files,omitempty" json:"open_files,omitempty"`
 	// InboxBytes caps the total size of what the session writes to its
 	// inbox; fedmem-run ends the session when it is passed.
 	InboxBytes Size `yaml:"inbox_bytes,omitempty" json:"inbox_bytes,omitempty"`
@@ -117,6 +120,7 @@ type Limits struct {
 	// inherited with it — never a limit a child sets without saying it.
 	OptionalMemory bool `yaml:"-" json:"-"`
 	OptionalPids   bool `yaml:"-" json:"-"`
+	OptionalCPU    bool `yaml:"-" json:"-"`
 }
 
 // DefaultTmpBytes is limits.tmp_bytes when a profile says nothing.
@@ -288,13 +292,14 @@ func Parse(src string, data []byte) (*Profile, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty profile", src)
 		}
-		return nil, fmt.Errorf("%s: %w", src, err)
+		return nil, friendlyYAMLError(src, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, fmt.Errorf("%s:%d: a profile is one YAML document", src, extra.Line)
 	}
 	p.Limits.OptionalMemory, p.Limits.OptionalPids = p.Limits.CgroupOptional, p.Limits.CgroupOptional
+	p.Limits.OptionalCPU = p.Limits.CgroupOptional
 	return &p, nil
 }
 
@@ -358,6 +363,9 @@ func merge(parent, child *Profile) *Profile {
 	if child.Limits.Memory != 0 {
 		out.Limits.Memory = child.Limits.Memory
 	}
+	if child.Limits.CPU != 0 {
+		out.Limits.CPU = child.Limits.CPU
+	}
 	if child.Limits.OpenFiles != 0 {
 		out.Limits.OpenFiles = child.Limits.OpenFiles
 	}
@@ -370,6 +378,7 @@ func merge(parent, child *Profile) *Profile {
 	out.Limits.CgroupOptional = parent.Limits.CgroupOptional || child.Limits.CgroupOptional
 	out.Limits.OptionalMemory = child.Limits.CgroupOptional || (child.Limits.Memory == 0 && parent.Limits.OptionalMemory)
 	out.Limits.OptionalPids = child.Limits.CgroupOptional || (child.Limits.Pids == 0 && parent.Limits.OptionalPids)
+	out.Limits.OptionalCPU = child.Limits.CgroupOptional || (child.Limits.CPU == 0 && parent.Limits.OptionalCPU)
 	return &out
 }
 
@@ -436,6 +445,9 @@ func (p *Profile) Validate() error {
 	}
 	if p.Limits.Pids != 0 && p.Limits.Pids < 2 {
 		errs = append(errs, fmt.Errorf("limits.pids: %d is below 2 (the agent and one child)", p.Limits.Pids))
+	}
+	if p.Limits.CPU < 0 || p.Limits.CPU > 4096 || (p.Limits.CPU > 0 && p.Limits.CPU < 0.01) {
+		errs = append(errs, fmt.Errorf("limits.cpu: %g is not a number of cores between 0.01 and 4096", p.Limits.CPU))
 	}
 	if p.Limits.TmpBytes != 0 && p.Limits.TmpBytes < 1<<20 {
 		errs = append(errs, fmt.Errorf("limits.tmp_bytes: %d is below 1MiB", p.Limits.TmpBytes))

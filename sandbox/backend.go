@@ -59,9 +59,11 @@ type Spec struct {
 
 // Limits are the session's hard limits; zero means none.
 type Limits struct {
-	WallTime  time.Duration
-	Pids      int
-	Memory    int64
+	WallTime time.Duration
+	Pids     int
+	Memory   int64
+	// CPU is cores of CPU time (cgroup cpu.max); 0: none.
+	CPU       float64
 	FileSize  int64
 	OpenFiles int
 	// InboxBytes: the session is killed once its inbox holds more.

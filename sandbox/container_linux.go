@@ -144,7 +144,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		Args: initArgs, Env: append(initEnv(), "PATH="+oci.InitDir), Cwd: "/",
 		Hostname: spec.Hostname, UID: 0, GID: 0,
 		UIDMap: toOCI(idp.uidMaps), GIDMap: toOCI(idp.gidMaps),
-		InitCaps: initCaps, Pids: int64(l.Pids), Memory: l.Memory, Seccomp: sc,
+		InitCaps: initCaps, Pids: int64(l.Pids), Memory: l.Memory, CPU: l.CPU, Seccomp: sc,
 		CgroupsPath: "/fedmem/" + id,
 		Annotations: map[string]string{"fedmem.session": spec.Plan.Session},
 		IDMapped:    idmapped,

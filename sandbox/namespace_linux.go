@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/sandbox/cgroups"
 )
 
 // Namespace is the rootless backend: Linux namespaces through x/sys/unix.
@@ -161,7 +162,12 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		return nil, err
 	}
 	if cg != nil {
-		defer cg.remove()
+		defer cg.Remove()
+	}
+	if fd := cg.FD(); fd != nil {
+		// clone3(CLONE_INTO_CGROUP): the init is born in the session's
+		// v2 cgroup and never runs a single instruction outside its limits.
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(fd.Fd())
 	}
 
 	// Forward termination signals to pid 1, which forwards them to the agent.
@@ -173,12 +179,12 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	// config larger than the pipe buffer just completes once it reads).
 	// Should the init die first, the write fails with EPIPE and the init's
 	// own error, or its exit status, tells why.
-	// With a session cgroup the init must be in it before it reads its
-	// config, hence before it can start anything.
-	placed := make(chan bool, 1) // sent once, and only with a cgroup
+	// With a session v1 cgroup the init must be in it before it reads its
+	// config, hence before it can start anything (v2 is entered at clone).
+	placed := make(chan bool, 1) // sent once, and only with a v1 cgroup
 	mapped := make(chan bool, 1) // sent once, and only with newgidmap
 	go func() {
-		ok := cg == nil || <-placed
+		ok := !cg.NeedsAdd() || <-placed
 		if ok && idp.newgidmap != "" {
 			ok = <-mapped
 		}
@@ -188,7 +194,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		cfgW.Close()
 	}()
 	if err := cmd.Start(); err != nil {
-		if cg != nil {
+		if cg.NeedsAdd() {
 			placed <- false
 		}
 		mapped <- false
@@ -199,7 +205,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		// the sandbox runs with the caller's groups still usable.
 		if err := idp.mapGids(cmd.Process.Pid); err != nil {
 			mapped <- false
-			if cg != nil {
+			if cg.NeedsAdd() {
 				placed <- false
 			}
 			_ = cmd.Process.Kill()
@@ -208,8 +214,8 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		}
 		mapped <- true
 	}
-	if cg != nil {
-		if err := cg.add(cmd.Process.Pid); err != nil {
+	if cg.NeedsAdd() {
+		if err := cg.Add(cmd.Process.Pid); err != nil {
 			placed <- false
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
@@ -315,7 +321,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		relay.Finish()
 	}
 	if cg != nil {
-		res.LimitsHit = append(res.LimitsHit, cg.hits()...)
+		res.LimitsHit = append(res.LimitsHit, cg.Hits()...)
 	}
 	// Killed by SIGXFSZ, or a shell reporting that of its child.
 	if (res.Signal == int(unix.SIGXFSZ) || res.ExitCode == 128+int(unix.SIGXFSZ)) && spec.Limits.FileSize > 0 {
@@ -407,10 +413,11 @@ func recvFd(sock *os.File) *os.File {
 func initEnv() []string { return []string{"GOMAXPROCS=1"} }
 
 // limitsSetup decides how each limit of the spec is enforced: a session
-// cgroup for pids and memory where one can be made, else rlimits the init
+// cgroup (v2 or v1, package cgroups) for pids, memory and cpu where one can
+// be made, else rlimits the init
 // sets before forking the agent (pids), else a refusal — never a silently
 // weaker sandbox.
-func limitsSetup(spec *Spec, cfg *initConfig) (*sessionCgroup, []string, error) {
+func limitsSetup(spec *Spec, cfg *initConfig) (*cgroups.Session, []string, error) {
 	l := spec.Limits
 	var notes []string
 	if l.WallTime > 0 {
@@ -428,38 +435,53 @@ func limitsSetup(spec *Spec, cfg *initConfig) (*sessionCgroup, []string, error) 
 		notes = append(notes, fmt.Sprintf("open_files=%d (RLIMIT_NOFILE)", l.OpenFiles))
 	}
 	notes = append(notes, tmpNotes(spec.Plan)...)
-	if l.Pids == 0 && l.Memory == 0 {
-		return nil, notes, nil
-	}
-	cg, err := newSessionCgroup(spec.Plan.Session, l.Pids, l.Memory)
-	if err == nil {
-		if l.Pids > 0 {
-			notes = append(notes, fmt.Sprintf("pids=%d (cgroup v1 pids.max)", l.Pids))
+	want := cgroups.Limits{Memory: l.Memory, Pids: l.Pids, CPU: l.CPU}
+	host := cgroups.System()
+	// Each controller that cannot be set up is refused, or left out (and
+	// said so) where the profile's cgroup_optional covers it, or for pids
+	// replaced by RLIMIT_NPROC; then the rest is tried again.
+	for {
+		cg, err := host.New(spec.Plan.Session, want)
+		if err == nil {
+			if cg != nil {
+				notes = append(notes, cg.Notes()...)
+			}
+			return cg, notes, nil
 		}
-		if l.Memory > 0 {
-			notes = append(notes, fmt.Sprintf("memory=%d (cgroup v1 memory.limit_in_bytes)", l.Memory))
+		ctrl := "memory"
+		var ce *cgroups.ControllerError
+		if errors.As(err, &ce) {
+			ctrl = ce.Controller
 		}
-		return cg, notes, nil
-	}
-	if l.Memory > 0 {
-		if !slices.Contains(spec.Plan.CgroupOptional, "memory") {
-			return nil, nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: "limits.memory needs a cgroup fedmem-run can create, and: " + err.Error() + " (run as root, drop limits.memory, or accept it with limits.cgroup_optional)"}
+		optional := slices.Contains(spec.Plan.CgroupOptional, ctrl)
+		switch ctrl {
+		case "memory":
+			if !optional {
+				return nil, nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: "limits.memory needs a cgroup fedmem-run can create, and: " + err.Error() + " (run as root, drop limits.memory, or accept it with limits.cgroup_optional)"}
+			}
+			notes = append(notes, fmt.Sprintf("memory=%d NOT ENFORCED: no session cgroup (%v); the profile's limits.cgroup_optional allows it", l.Memory, err))
+			want.Memory = 0
+		case "cpu":
+			if !optional {
+				return nil, nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: "limits.cpu needs a cgroup fedmem-run can create, and: " + err.Error() + " (run as root, drop limits.cpu, or accept it with limits.cgroup_optional)"}
+			}
+			notes = append(notes, fmt.Sprintf("cpu=%g NOT ENFORCED: no session cgroup (%v); the profile's limits.cgroup_optional allows it", l.CPU, err))
+			want.CPU = 0
+		default: // pids
+			want.Pids = 0
+			if spec.UID == 0 {
+				// The kernel exempts uid 0 of the initial user namespace from
+				// RLIMIT_NPROC, and the sandbox's uid 0 maps to it.
+				if !optional {
+					return nil, nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: "limits.pids for an agent running as uid 0 needs a cgroup, and: " + err.Error()}
+				}
+				notes = append(notes, fmt.Sprintf("pids=%d NOT ENFORCED: an agent running as uid 0 needs a cgroup, and: %v; the profile's limits.cgroup_optional allows it", l.Pids, err))
+				break
+			}
+			cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_NPROC, Max: uint64(l.Pids)})
+			notes = append(notes, fmt.Sprintf("pids=%d (RLIMIT_NPROC in the sandbox's user namespace; no cgroup: %v)", l.Pids, err))
 		}
-		notes = append(notes, fmt.Sprintf("memory=%d NOT ENFORCED: no session cgroup (%v); the profile's limits.cgroup_optional allows it", l.Memory, err))
 	}
-	if l.Pids == 0 {
-		return nil, notes, nil
-	}
-	if spec.UID == 0 {
-		// The kernel exempts uid 0 of the initial user namespace from
-		// RLIMIT_NPROC, and the sandbox's uid 0 maps to it.
-		if slices.Contains(spec.Plan.CgroupOptional, "pids") {
-			return nil, append(notes, fmt.Sprintf("pids=%d NOT ENFORCED: an agent running as uid 0 needs a cgroup, and: %v; the profile's limits.cgroup_optional allows it", l.Pids, err)), nil
-		}
-		return nil, nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: "limits.pids for an agent running as uid 0 needs a cgroup, and: " + err.Error()}
-	}
-	cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_NPROC, Max: uint64(l.Pids)})
-	return nil, append(notes, fmt.Sprintf("pids=%d (RLIMIT_NPROC in the sandbox's user namespace; no cgroup: %v)", l.Pids, err)), nil
 }
 
 func startHint(err error) string {

@@ -52,6 +52,7 @@ func Resolve(o *Options) (*Resolved, error) {
 			WallTime:   time.Duration(p.Limits.WallTime),
 			Pids:       p.Limits.Pids,
 			Memory:     int64(p.Limits.Memory),
+			CPU:        p.Limits.CPU,
 			FileSize:   int64(p.Limits.FileSize),
 			OpenFiles:  p.Limits.OpenFiles,
 			InboxBytes: int64(p.Limits.InboxBytes),
@@ -204,8 +205,13 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		}
 	}
 	// Per-profile state: its store and mount points, seeded copies.
-	if err := prepareState(s.Plan, s.Home, s.OwnerUID, s.OwnerGID); err != nil {
+	stateWarnings, err := prepareState(s.Plan, s.Home, s.OwnerUID, s.OwnerGID)
+	if err != nil {
 		return sandbox.ExitFedmemError, fmt.Errorf("profile %s: %w", prof.Name, err)
+	}
+	for _, w := range stateWarnings {
+		fmt.Fprintf(stderr, "fedmem-run: warning: %s\n", w)
+		rep.Warnings = append(rep.Warnings, w)
 	}
 	started := time.Now()
 	rep.VaultHeadStart, _ = vault.ReadHead(s.Vault)

@@ -44,8 +44,10 @@ type Input struct {
 	Rlimits  []specs.POSIXRlimit
 	// Pids and Memory are cgroup limits (0: none); CgroupsPath places the
 	// container's cgroup.
-	Pids        int64
-	Memory      int64
+	Pids   int64
+	Memory int64
+	// CPU is cores of CPU time (quota over a 100ms period); 0: none.
+	CPU         float64
 	CgroupsPath string
 	// Seccomp is applied by the runtime right before it execs the init
 	// (seccomp.OCI); nil leaves it to the init alone.
@@ -119,8 +121,13 @@ func Translate(in Input) (*specs.Spec, error) {
 	if NewNetNS(pl.Network) {
 		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.NetworkNamespace})
 	}
-	if in.Pids > 0 || in.Memory > 0 {
+	if in.Pids > 0 || in.Memory > 0 || in.CPU > 0 {
 		s.Linux.Resources = &specs.LinuxResources{}
+		if in.CPU > 0 {
+			period := uint64(100000)
+			quota := int64(in.CPU*float64(period) + 0.5)
+			s.Linux.Resources.CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
+		}
 		if in.Pids > 0 {
 			s.Linux.Resources.Pids = &specs.LinuxPids{Limit: &in.Pids}
 		}
