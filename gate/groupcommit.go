@@ -1,8 +1,12 @@
 package gate
 
 import (
+	"compress/zlib"
+	"crypto/sha1"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +14,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage"
 )
@@ -447,14 +450,15 @@ func (g *repo) publishBatch() (bool, error) {
 }
 
 // writePack writes the group's objects into one packfile (no deltas: the
-// objects are small and new), then fsyncs it, its index and the pack
-// directory.
+// objects are new; fast compression: most of a group's bytes are versions
+// of the same log and index pages, and `git gc` repacks them with deltas),
+// then fsyncs it, its index and the pack directory.
 func (g *repo) writePack(b *commitBatch) error {
 	pw, err := g.s.(storer.PackfileWriter).PackfileWriter()
 	if err != nil {
 		return err
 	}
-	sum, err := packfile.NewEncoder(pw, overlay{Storer: g.s, b: b}, false).Encode(b.order, 0)
+	sum, err := encodePack(pw, b)
 	if cerr := pw.Close(); err == nil {
 		err = cerr
 	}
@@ -479,4 +483,58 @@ func (g *repo) addBatchFiles(changes []change) {
 		}
 		g.batch.files[c.Path] = c.Content
 	}
+}
+
+// encodePack writes a version 2 packfile of the group's objects, each
+// deflated at zlib.BestSpeed, and returns its checksum (the pack's name).
+func encodePack(w io.Writer, b *commitBatch) (plumbing.Hash, error) {
+	h := sha1.New()
+	mw := io.MultiWriter(w, h)
+	var hdr [12]byte
+	copy(hdr[:4], "PACK")
+	binary.BigEndian.PutUint32(hdr[4:8], 2)
+	binary.BigEndian.PutUint32(hdr[8:12], uint32(len(b.order)))
+	if _, err := mw.Write(hdr[:]); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	zw, _ := zlib.NewWriterLevel(mw, zlib.BestSpeed)
+	for _, oh := range b.order {
+		obj := b.objs[oh]
+		t := obj.Type()
+		if t < plumbing.CommitObject || t > plumbing.TagObject {
+			return plumbing.ZeroHash, fmt.Errorf("object %s: type %s cannot be packed whole", oh, t)
+		}
+		size := obj.Size()
+		var ent []byte
+		c := byte(t)<<4 | byte(size&0x0f)
+		size >>= 4
+		for size > 0 {
+			ent = append(ent, c|0x80)
+			c = byte(size & 0x7f)
+			size >>= 7
+		}
+		ent = append(ent, c)
+		if _, err := mw.Write(ent); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		rd, err := obj.Reader()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		zw.Reset(mw)
+		_, err = io.Copy(zw, rd)
+		rd.Close()
+		if err == nil {
+			err = zw.Close()
+		}
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	var sum plumbing.Hash
+	copy(sum[:], h.Sum(nil))
+	if _, err := w.Write(sum[:]); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return sum, nil
 }

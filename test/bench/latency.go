@@ -271,6 +271,9 @@ func trustDefaultProfile(runBin, v, wd string) error {
 	if err := os.MkdirAll(wd, 0o777); err != nil {
 		return err
 	}
+	// The agent runs as another uid (a root caller's sessions never run
+	// as root): it must reach its working directory.
+	os.Chmod(filepath.Dir(wd), 0o755)
 	os.Chmod(wd, 0o777)
 	if out, err := exec.Command(runBin, "--vault", v, "--workdir", wd, "--", "/bin/true").CombinedOutput(); err != nil {
 		return fmt.Errorf("fedmem-run probe session: %w\n%s", err, out)
@@ -309,6 +312,9 @@ func runSessions(runBin, v, wd string, sessions, per int, gap time.Duration, con
 	if err := os.MkdirAll(wd, 0o777); err != nil {
 		return err
 	}
+	// The agent runs as another uid (a root caller's sessions never run
+	// as root): it must reach its working directory.
+	os.Chmod(filepath.Dir(wd), 0o755)
 	os.Chmod(wd, 0o777)
 	conf := `if [ $((i % 2)) -eq 0 ]; then c=verified; else c=hypothesis; fi`
 	if confidence != "" {
