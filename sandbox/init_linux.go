@@ -35,6 +35,7 @@ func InitMain() {
 	// The agent is forked from this thread, which alone gets the empty
 	// bounding set (see dropCapabilities): stay on it.
 	runtime.LockOSThread()
+	phases := map[string]int64{"init": monoNow()}
 	sync := os.NewFile(initSyncFd, "sync")
 	fail := func(code int, stage string, err error) {
 		_ = json.NewEncoder(sync).Encode(initMessage{Type: msgError, Err: &Error{Code: code, Stage: stage, Msg: err.Error()}})
@@ -73,6 +74,7 @@ func InitMain() {
 	if err != nil {
 		fail(ExitFedmemError, "mounts", err)
 	}
+	phases["root"] = monoNow()
 	if len(skipped) > 0 {
 		kept := cfg.Plan.Mounts[:0]
 		for _, m := range cfg.Plan.Mounts {
@@ -94,6 +96,7 @@ func InitMain() {
 		}
 	}
 	layers.Verified = true
+	phases["verify"] = monoNow()
 	if cfg.Hostname != "" {
 		_ = unix.Sethostname([]byte(cfg.Hostname))
 	}
@@ -171,8 +174,10 @@ func InitMain() {
 	if err := applySeccompReporting(&cfg, &layers, sync); err != nil {
 		fail(ExitFedmemError, "seccomp", err)
 	}
+	phases["layers"] = monoNow()
 	fk.goAhead <- struct{}{}
 	res := <-fk.done
+	phases["exec"] = monoNow()
 	if res.err != nil {
 		code := ExitCannotExecute
 		if errors.Is(res.err, unix.ENOENT) {
@@ -184,7 +189,7 @@ func InitMain() {
 	if res.scoped {
 		layers.Notes = append(layers.Notes, "agent in a nested Landlock domain: cannot signal pid 1")
 	}
-	_ = json.NewEncoder(sync).Encode(initMessage{Type: msgStarted, Layers: &layers})
+	_ = json.NewEncoder(sync).Encode(initMessage{Type: msgStarted, Layers: &layers, Phases: phases})
 
 	var stopped atomic.Bool
 	go func() {

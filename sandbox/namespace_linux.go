@@ -193,6 +193,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		}
 		cfgW.Close()
 	}()
+	cloned := monoNow()
 	if err := cmd.Start(); err != nil {
 		if cg.NeedsAdd() {
 			placed <- false
@@ -288,7 +289,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			case msgStarted:
 				if m.Layers != nil {
 					res.Layers = host(*m.Layers)
-					emit(spec, "started", map[string]any{"layers": res.Layers})
+					emit(spec, "started", map[string]any{"layers": res.Layers, "phases_ms": startPhases(cloned, m.Phases)})
 					tmpFull.start(spec.Plan, cmd.Process.Pid, func() { _ = cmd.Process.Kill() })
 				}
 			case msgError:

@@ -77,4 +77,8 @@ type initMessage struct {
 	Code   int     `json:"code,omitempty"`
 	Signal int     `json:"signal,omitempty"`
 	Denial *Denied `json:"denial,omitempty"` // msgDenied (denials.go)
+	// Phases: CLOCK_MONOTONIC ns at the init's start ("init") and at the end
+	// of its root build, verification, layers and the agent's exec
+	// (msgStarted; phases_linux.go).
+	Phases map[string]int64 `json:"phases,omitempty"`
 }

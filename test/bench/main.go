@@ -81,8 +81,11 @@ type Result struct {
 	Throughput []Throughput      `json:"gate_throughput,omitempty"`
 	Latency    []Latency         `json:"gate_latency,omitempty"`
 	Targets    []Target          `json:"targets"`
-	Layers     json.RawMessage   `json:"fedmem_run_layers,omitempty"`
-	Skipped    []string          `json:"not_measured,omitempty"`
+	// Phases: median ms of each start-up phase (the "started" event).
+	Phases    map[string]float64 `json:"startup_phases_ms,omitempty"`
+	PhaseRuns int                `json:"startup_phase_runs,omitempty"`
+	Layers    json.RawMessage    `json:"fedmem_run_layers,omitempty"`
+	Skipped   []string           `json:"not_measured,omitempty"`
 }
 
 func main() {
@@ -161,6 +164,9 @@ func run(o options, stdout, log io.Writer) error {
 	}
 	if o.only == "" || o.only == "bwrap" {
 		if err := benchBwrap(o, res, runBin, small, work, log); err != nil {
+			return err
+		}
+		if err := benchPhases(o, res, runBin, small, work, log); err != nil {
 			return err
 		}
 	}
@@ -421,6 +427,7 @@ func printTable(w io.Writer, res *Result) {
 		}
 		fmt.Fprintf(w, "%-34s %9.3f× %9s  %s\n", r.Name, r.Value, target, verdict)
 	}
+	printPhases(w, res)
 	printThroughput(w, res)
 	printLatency(w, res)
 	printTargets(w, res)

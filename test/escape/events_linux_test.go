@@ -53,6 +53,15 @@ func TestEventsStream(t *testing.T) {
 	if layers["seccomp"] != true || layers["mounts_verified"] != true || layers["backend"] != testutil.Backend() {
 		t.Errorf("started event layers: %v", layers)
 	}
+	// The namespace backend times its start-up phases (issue 9).
+	if testutil.Backend() == "namespace" {
+		ph, _ := byName["started"]["phases_ms"].(map[string]any)
+		for _, k := range []string{"launcher", "clone", "root", "verify", "layers", "exec", "total"} {
+			if v, ok := ph[k].(float64); !ok || v < 0 {
+				t.Errorf("started event phase %s = %v (phases %v)", k, ph[k], ph)
+			}
+		}
+	}
 	if byName["limit"]["limit"] != "wall_time" || byName["exit"]["exit_code"] != float64(124) {
 		t.Errorf("limit %v, exit %v", byName["limit"], byName["exit"])
 	}

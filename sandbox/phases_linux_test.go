@@ -1,0 +1,24 @@
+package sandbox
+
+import "testing"
+
+// The "started" event's phases are differences of the launcher's and the
+// init's CLOCK_MONOTONIC stamps; a missing or out-of-order stamp is -1,
+// never a negative or invented duration.
+func TestStartPhases(t *testing.T) {
+	clone := processStart + 5e6
+	got := startPhases(clone, map[string]int64{"init": clone + 2e6, "root": clone + 3e6, "verify": clone + 3.5e6, "layers": clone + 6e6, "exec": clone + 7e6})
+	want := map[string]float64{"launcher": 5, "clone": 2, "root": 1, "verify": 0.5, "layers": 2.5, "exec": 1, "total": 12}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s = %v ms, want %v", k, got[k], w)
+		}
+	}
+	partial := startPhases(clone, map[string]int64{"init": clone + 1e6, "root": clone})
+	if partial["root"] != -1 || partial["verify"] != -1 || partial["exec"] != -1 || partial["total"] != -1 {
+		t.Errorf("out-of-order or missing stamps must be -1: %v", partial)
+	}
+	if processStart == 0 || monoNow() < processStart {
+		t.Errorf("CLOCK_MONOTONIC unreadable or going back: start %d now %d", processStart, monoNow())
+	}
+}
