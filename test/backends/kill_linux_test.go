@@ -60,6 +60,15 @@ func TestKillNineCleansUp(t *testing.T) {
 				out, _ := exec.Command(ctr, "--address", sock, "-n", "fedmem", "containers", "ls", "-q").Output()
 				return strings.TrimSpace(string(out))
 			}
+			bundles := func() string {
+				ents, _ := os.ReadDir("/run/fedmem/" + b + "/bundles")
+				var names []string
+				for _, e := range ents {
+					names = append(names, e.Name())
+				}
+				return strings.Join(names, " ")
+			}
+			bundlesBefore := bundles()
 			before := list()
 			events := filepath.Join(testutil.TempDir(t), "events.jsonl")
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -81,6 +90,9 @@ func TestKillNineCleansUp(t *testing.T) {
 			}
 			_ = cmd.Wait()
 			waitFor(t, "the container to be removed", time.Minute, func() bool { return list() == before })
+			// fedmem-run's deferred cleanup never ran: the helper removes
+			// the bundle it was handed.
+			waitFor(t, "the bundle to be removed", time.Minute, func() bool { return bundles() == bundlesBefore })
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -165,6 +166,12 @@ func run(ctx context.Context, c *containerd.Client, o runOpts) (int, error) {
 	if o.bundle == "" || o.id == "" {
 		return exitSetup, errors.New("run needs --bundle and --id")
 	}
+	var orphaned atomic.Bool
+	defer func() {
+		if orphaned.Load() {
+			rootfs.RemoveBundle(o.bundle)
+		}
+	}()
 	extra := make([]int, 0, o.nfds)
 	for i := 0; i < o.nfds; i++ {
 		extra = append(extra, 3+i)
@@ -246,7 +253,12 @@ func run(ctx context.Context, c *containerd.Client, o runOpts) (int, error) {
 	if o.control >= 0 {
 		ctl := os.NewFile(uintptr(o.control), "control")
 		go func() {
-			_, _ = ctl.Read(make([]byte, 1))
+			n, _ := ctl.Read(make([]byte, 1))
+			if n == 0 {
+				// fedmem-run is gone (end of file, not a request): nobody
+				// will remove the bundle after us.
+				orphaned.Store(true)
+			}
 			_ = task.Kill(ctx, unix.SIGKILL)
 		}()
 	}

@@ -65,3 +65,18 @@ func Release(dir string) error {
 	}
 	return os.Remove(dir)
 }
+
+// RemoveBundle removes what fedmem-run put in a bundle directory and the
+// directory itself — entry by entry, never recursively through a root that
+// may still be mounted there (a helper killed mid-way): the directory then
+// stays, empty but for that.
+func RemoveBundle(dir string) {
+	for _, f := range []string{"config.json", "placeholder", "placeholder.json", "limits_hit"} {
+		_ = os.Remove(dir + "/" + f)
+	}
+	for _, d := range []string{"fds", "fifo"} {
+		_ = os.RemoveAll(dir + "/" + d) // sockets and FIFOs only
+	}
+	_ = os.Remove(dir + "/rootfs")
+	_ = os.Remove(dir)
+}

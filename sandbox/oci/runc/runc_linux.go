@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/opencontainers/runc/libcontainer"
@@ -107,6 +108,12 @@ func run(state, bundle, id string, nfds, control int) (int, error) {
 	if bundle == "" || id == "" {
 		return exitSetup, errors.New("run needs --bundle and --id")
 	}
+	var orphaned atomic.Bool
+	defer func() {
+		if orphaned.Load() {
+			rootfs.RemoveBundle(bundle)
+		}
+	}()
 	if _, err := GC(state); err != nil {
 		fmt.Fprintln(os.Stderr, "fedmem-runc: gc:", err)
 	}
@@ -137,7 +144,8 @@ func run(state, bundle, id string, nfds, control int) (int, error) {
 		if err := makeRoot(dir); err != nil {
 			return exitSetup, err
 		}
-		defer os.Remove(dir)
+		// Detached before anything removes the bundle it sits in.
+		defer rootfs.Release(dir)
 		spec.Root.Path = dir
 	}
 	cfg, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{CgroupName: id, Spec: &spec})
@@ -181,7 +189,12 @@ func run(state, bundle, id string, nfds, control int) (int, error) {
 		// SIGKILL), the container is killed and destroyed below.
 		ctl := os.NewFile(uintptr(control), "control")
 		go func() {
-			_, _ = ctl.Read(make([]byte, 1))
+			n, _ := ctl.Read(make([]byte, 1))
+			if n == 0 {
+				// fedmem-run is gone (end of file, not a request): nobody
+				// will remove the bundle after us.
+				orphaned.Store(true)
+			}
 			_ = p.Signal(unix.SIGKILL)
 		}()
 	}
