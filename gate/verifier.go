@@ -220,19 +220,26 @@ func (r *verifierRunner) run(ctx context.Context, v policy.Verifier, draft []byt
 
 // dropSession removes the inbox folder and record fedmem-run made for a
 // verifier's session: a verifier is a check, not an author, so nothing it
-// leaves there may ever be claimed as a draft. The folder belongs to the
-// gate's uid (the gate started fedmem-run); os.RemoveAll removes links
-// without following them.
+// leaves there may ever be claimed as a draft. The session is the gate's
+// when its record is (the gate started fedmem-run, which writes the record
+// as its caller): the folder itself may belong to the agent's uid instead
+// (a root gate's verifier runs as an unprivileged host uid, issue 8), so
+// either owner is enough. os.RemoveAll removes links without following
+// them; the record goes last, once the folder is gone.
 func (r *verifierRunner) dropSession(session string) {
 	if !vault.ValidSessionID(session) {
 		return
 	}
 	inbox := filepath.Join(r.vault, vault.InboxDir)
-	if fi, err := os.Lstat(filepath.Join(inbox, session)); err == nil && fi.IsDir() && ownedByMe(fi) {
-		os.RemoveAll(filepath.Join(inbox, session))
-	}
 	rec := filepath.Join(inbox, ".sessions", session+".json")
-	if fi, err := os.Lstat(rec); err == nil && fi.Mode().IsRegular() && ownedByMe(fi) {
+	rfi, err := os.Lstat(rec)
+	mine := err == nil && rfi.Mode().IsRegular() && ownedByMe(rfi)
+	if fi, err := os.Lstat(filepath.Join(inbox, session)); err == nil && fi.IsDir() && (mine || ownedByMe(fi)) {
+		if os.RemoveAll(filepath.Join(inbox, session)) != nil {
+			return // keep the record: it says whose the folder is
+		}
+	}
+	if mine {
 		os.Remove(rec)
 	}
 }

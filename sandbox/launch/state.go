@@ -23,22 +23,45 @@ import (
 // session: every component is opened relative to $HOME with O_NOFOLLOW, so
 // a link planted in the store is an error naming it, never a way to make
 // fedmem-run create or write a file elsewhere.
-func prepareState(pl *mounts.Plan, home string, uid, gid int) error {
+//
+// A home the caller may not write (a service account's, a read-only one:
+// EACCES, EPERM, EROFS) has no room for state: that bind is dropped from
+// the plan, the path stays what the home holds (read-only to the agent),
+// and a warning for each is returned; the run goes on. Any other error (a
+// link, a non-directory) refuses the run.
+func prepareState(pl *mounts.Plan, home string, uid, gid int) ([]string, error) {
+	var warnings []string
+	kept := pl.Mounts[:0:0]
 	for _, m := range pl.Mounts {
 		if !m.State {
+			kept = append(kept, m)
 			continue
 		}
-		if m.Seed != "" {
-			if err := refreshSeed(home, m.Seed, m.Source, uid, gid); err != nil {
-				return fmt.Errorf("state %s: %w", m.Target, err)
-			}
-		} else if err := ensureUnder(home, m.Source, m.Dir, uid, gid); err != nil {
+		err := prepareStateMount(m, home, uid, gid)
+		if err != nil && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS)) {
+			warnings = append(warnings, fmt.Sprintf("state %s not kept (the home refuses the store: %v)", m.Target, err))
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		kept = append(kept, m)
+	}
+	pl.Mounts = kept
+	return warnings, nil
+}
+
+func prepareStateMount(m mounts.Mount, home string, uid, gid int) error {
+	if m.Seed != "" {
+		if err := refreshSeed(home, m.Seed, m.Source, uid, gid); err != nil {
 			return fmt.Errorf("state %s: %w", m.Target, err)
 		}
-		if m.Target != m.Source {
-			if err := ensureUnder(home, m.Target, m.Dir, uid, gid); err != nil {
-				return fmt.Errorf("state %s (mount point): %w", m.Target, err)
-			}
+	} else if err := ensureUnder(home, m.Source, m.Dir, uid, gid); err != nil {
+		return fmt.Errorf("state %s: %w", m.Target, err)
+	}
+	if m.Target != m.Source {
+		if err := ensureUnder(home, m.Target, m.Dir, uid, gid); err != nil {
+			return fmt.Errorf("state %s (mount point): %w", m.Target, err)
 		}
 	}
 	return nil
