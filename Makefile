@@ -9,7 +9,7 @@ export CGO_ENABLED := 0
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOFLAGS_BUILD := -trimpath -ldflags "-X main.version=$(VERSION)"
 
-.PHONY: help build test test-root lint bench demo clean install check-install
+.PHONY: help build test test-matrix test-root lint bench demo clean install check-install
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -21,9 +21,25 @@ build: ## build bin/fedmem, bin/fedmem-run and the container backends' helpers
 	@# libcontainer's nsexec is C: the runc backend's helper alone needs cgo.
 	CGO_ENABLED=1 $(GO) build $(GOFLAGS_BUILD) -o $(BIN)/fedmem-runc ./cmd/fedmem-runc
 
-test: build ## run every test (root-only suites too when run as root)
-	$(GO) vet ./...
-	FEDMEM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 15m ./...
+test: build lint ## run every test (root-only suites too when run as root; the container matrix where runc/containerd are set up)
+	FEDMEM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 20m ./...
+	@$(MAKE) --no-print-directory test-matrix
+
+# The escape suite's root layouts under the container backends, with the
+# namespace backend's expectations. .ci/run builds runc and containerd and
+# starts a private containerd (FEDMEM_CONTAINERD_ADDRESS); without runc on
+# PATH the matrix is skipped here, and fails under FEDMEM_REQUIRE_ROOT=1
+# through the tests' own checks when a backend is asked for but missing.
+ESCAPE_MATRIX := TestHostileAgent/.*/root$$|TestHostAuthorityRootCaller|TestPersistenceReadOnly|TestCVE|TestShocker|TestNestedUserNamespaceEscape|TestExitCodes|TestMaskedSecrets|TestOtherSessionsInvisible|TestLimitPidsForkBomb|TestLimitMemory|TestLimitWallTime|TestVaultVisibility|TestGateStateHidden|TestPTYInteractive|TestCVE2019_10063|TestJobControlSuspendResume|TestWindowResize|TestNetworkNone
+test-matrix: ## the escape suite's root layouts under --backend runc and containerd
+	@if [ -z "$$FEDMEM_CONTAINERD_ADDRESS" ] || ! command -v runc >/dev/null; then \
+		echo "test-matrix: runc or FEDMEM_CONTAINERD_ADDRESS missing: container matrix not run (.ci/run sets both up)"; \
+		if [ "$$FEDMEM_REQUIRE_ROOT" = 1 ]; then exit 1; fi; exit 0; fi
+	@for backend in runc containerd; do \
+		t0=$$(date +%s); \
+		FEDMEM_BACKEND=$$backend FEDMEM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 15m -run '$(ESCAPE_MATRIX)' ./test/escape/ || exit 1; \
+		echo "test-matrix: escape suite under $$backend in $$(( $$(date +%s) - t0 ))s"; \
+	done
 
 lint: ## go vet and gofmt
 	$(GO) vet ./...
