@@ -106,6 +106,19 @@ type Cgroup struct {
 	// cgroup; v1: in the pids/memory hierarchies).
 	Writable bool   `json:"writable"`
 	Detail   string `json:"detail,omitempty"`
+	// Limits says, per controller (memory, pids, cpu), which hierarchy
+	// holds it and whether fedmem-run can enforce that limit here for
+	// this caller (Via), or why not (Why): the same decision a run makes.
+	Limits []CgroupLimit `json:"limits"`
+}
+
+// CgroupLimit is one controller as the probe sees it.
+type CgroupLimit struct {
+	Controller string `json:"controller"`
+	Hierarchy  string `json:"hierarchy"` // v2, v1, none
+	Enforce    bool   `json:"enforce"`
+	Via        string `json:"via,omitempty"`
+	Why        string `json:"why,omitempty"`
 }
 
 func probeMain(args []string, stdout, stderr io.Writer) int {
@@ -140,6 +153,9 @@ func probeMain(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "landlock ABI         %d\n", p.LandlockABI)
 	fmt.Fprintf(stdout, "seccomp              %v (mode %d) %s\n", p.Seccomp, p.SeccompMode, p.SeccompError)
 	fmt.Fprintf(stdout, "cgroup               %s %s controllers=%v writable=%v %s\n", p.Cgroup.Version, p.Cgroup.Path, p.Cgroup.Controllers, p.Cgroup.Writable, p.Cgroup.Detail)
+	for _, l := range p.Cgroup.Limits {
+		fmt.Fprintf(stdout, "cgroup %-13s %s enforce=%v %s%s\n", l.Controller, l.Hierarchy, l.Enforce, l.Via, l.Why)
+	}
 	fmt.Fprintf(stdout, "container            %q %v\n", p.Container, p.ContainerHints)
 	fmt.Fprintf(stdout, "agent                uid %d gid %d (%s) %s extra_groups=%v newgidmap=%q\n", p.Agent.UID, p.Agent.GID, p.Agent.Source, p.Agent.Error, p.Agent.ExtraGroups, p.Agent.Newgidmap)
 	fmt.Fprintf(stdout, "idmap                %v %s %s\n", p.Agent.Idmap, p.Agent.IdmapDir, p.Agent.IdmapError)

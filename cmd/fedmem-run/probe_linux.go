@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/sandbox"
+	"github.com/fedmem/fedmem/sandbox/cgroups"
 	"github.com/fedmem/fedmem/sandbox/landlock"
 )
 
@@ -54,6 +55,9 @@ func runProbe() *Probe {
 	p.LandlockABI = landlock.ABI()
 	p.Seccomp, p.SeccompMode, p.SeccompError = probeSeccomp()
 	p.Cgroup = probeCgroup()
+	for _, s := range cgroups.System().Probe() {
+		p.Cgroup.Limits = append(p.Cgroup.Limits, CgroupLimit(s))
+	}
 	p.Container, p.ContainerHints = probeContainer()
 	p.Agent = probeAgent()
 	return p
@@ -174,7 +178,7 @@ func probeCgroup() Cgroup {
 		dir := filepath.Join(root, cg.Path)
 		if b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers")); err == nil {
 			for _, c := range strings.Fields(string(b)) {
-				if c == "pids" || c == "memory" {
+				if c == "pids" || c == "memory" || c == "cpu" {
 					cg.Controllers = append(cg.Controllers, c)
 				}
 			}

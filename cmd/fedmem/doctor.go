@@ -62,6 +62,13 @@ type probeFacts struct {
 		Controllers []string `json:"controllers"`
 		Writable    bool     `json:"writable"`
 		Detail      string   `json:"detail"`
+		Limits      []struct {
+			Controller string `json:"controller"`
+			Hierarchy  string `json:"hierarchy"`
+			Enforce    bool   `json:"enforce"`
+			Via        string `json:"via"`
+			Why        string `json:"why"`
+		} `json:"limits"`
 	} `json:"cgroup"`
 	Container      string   `json:"container"`
 	ContainerHints []string `json:"container_hints"`
@@ -219,7 +226,33 @@ func kernelChecks(f *probeFacts) []doctorCheck {
 		out = append(out, doctorCheck{Name: "landlock", Status: statusWarn, Detail: "no Landlock: the second filesystem layer is missing; profiles that require landlock (strict) refuse to start", Fix: "use Linux ≥ 5.13 with CONFIG_SECURITY_LANDLOCK=y and landlock in the lsm= boot parameter"})
 	}
 	cg := fmt.Sprintf("cgroup %s, controllers %s", f.Cgroup.Version, strings.Join(f.Cgroup.Controllers, ","))
+	// Per controller, the decision a run makes (fedmem-run's package
+	// cgroups): which hierarchy, enforced how, or why not.
+	for _, l := range f.Cgroup.Limits {
+		name := "cgroup " + l.Controller
+		if l.Enforce {
+			out = append(out, doctorCheck{Name: name, Status: statusOK, Detail: fmt.Sprintf("on cgroup %s (host %s): limits.%s enforced by %s", l.Hierarchy, f.Cgroup.Version, l.Controller, l.Via)})
+			continue
+		}
+		what := "refused unless limits.cgroup_optional, which runs without it"
+		if l.Controller == "pids" {
+			what = "RLIMIT_NPROC instead for a non-root agent; for a uid-0 agent refused unless limits.cgroup_optional"
+		}
+		out = append(out, doctorCheck{Name: name, Status: statusWarn, Detail: fmt.Sprintf("on cgroup %s (host %s): limits.%s cannot be enforced here: %s; a profile that sets it is %s", l.Hierarchy, f.Cgroup.Version, l.Controller, l.Why, what), Fix: "run as root, or (cgroup v2) as a user with a systemd user session (systemd-run --user must work)"})
+	}
+	var can, cannot []string
+	for _, l := range f.Cgroup.Limits {
+		if l.Enforce {
+			can = append(can, l.Controller)
+		} else {
+			cannot = append(cannot, l.Controller)
+		}
+	}
 	switch {
+	case len(f.Cgroup.Limits) > 0 && len(cannot) == 0:
+		out = append(out, doctorCheck{Name: "cgroup", Status: statusOK, Detail: cg + ": limits " + strings.Join(can, ", ") + " are enforced by cgroups (see the per-controller cgroup checks)"})
+	case len(f.Cgroup.Limits) > 0:
+		out = append(out, doctorCheck{Name: "cgroup", Status: statusWarn, Detail: cg + ": limits " + strings.Join(cannot, ", ") + " cannot be enforced by cgroups here (the per-controller cgroup checks say why)", Fix: "run as root, or as a user with a systemd user session (systemd-run --user must work)"})
 	case f.Cgroup.Writable && slices.Contains(f.Cgroup.Controllers, "pids") && slices.Contains(f.Cgroup.Controllers, "memory"):
 		out = append(out, doctorCheck{Name: "cgroup", Status: statusOK, Detail: cg + ", writable: pids and memory limits are enforced by cgroups"})
 	default:
