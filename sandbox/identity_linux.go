@@ -227,6 +227,29 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 		switch {
 		case int(st.Uid) == spec.UID:
 			id.Writable[m.Target] = "same owner (the agent, uid " + strconv.Itoa(spec.UID) + ")"
+			if m.Source == spec.Plan.Inbox {
+				// The init (host uid 0 without groups, no capability over
+				// the gate's files) cannot search a 90-inbox/ closed to
+				// all but the agents' group (03770): root out here clones
+				// the session folder it made for the agent and hands it
+				// over, as it is (no idmap).
+				fd, err := unix.OpenTree(unix.AT_FDCWD, m.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
+				if err != nil {
+					return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
+				}
+				attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Attr_clr: unix.MOUNT_ATTR_RDONLY, Propagation: unix.MS_PRIVATE}
+				if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+					unix.Close(fd)
+					return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("mount_setattr %s: %v", m.Source, err)}
+				}
+				f := os.NewFile(uintptr(fd), "inbox")
+				files = append(files, f)
+				cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+				if cfg.Idmapped == nil {
+					cfg.Idmapped = map[int]int{}
+				}
+				cfg.Idmapped[i] = 2 + len(cmd.ExtraFiles)
+			}
 			continue
 		case int(st.Uid) != owner || owner == spec.UID:
 			id.Writable[m.Target] = fmt.Sprintf("not idmapped: owned by uid %d, neither the caller (%d) nor the agent (%d); only its mode lets the agent write", st.Uid, owner, spec.UID)

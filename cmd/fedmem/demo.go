@@ -43,9 +43,15 @@ const demoOtherSession = "demo-other-session"
 // dedicated gate uid (no passwd entry needed) owns the vault, and the inbox
 // belongs to an agents' group the gate is a member of, so the gate can claim
 // drafts from session directories (mode 2770) that agents own.
+//
+// As root, fedmem-run never runs the agent as uid 0 (guarantee 5): the demo
+// names its agent user with --agent-user, a uid whose primary group is the
+// agents' group, as a profile's run_as would in a root install.
 const (
-	demoGateUID  = 64290
-	demoAgentGID = 64291
+	demoGateUID   = 64290
+	demoAgentGID  = 64291
+	demoAgentUID  = 64292
+	demoAgentUser = "64292:64291"
 )
 
 // errDemoFailed says the demo found a protection that did not hold; the
@@ -192,6 +198,12 @@ func runDemo(ctx context.Context, o demoOptions, withGate bool, w io.Writer) err
 	if err := os.Mkdir(work, 0o755); err != nil {
 		return err
 	}
+	if twoUsers {
+		// The workdir is the agent user's, as a run_as user's checkout would be.
+		if err := os.Chown(work, demoAgentUID, demoAgentGID); err != nil {
+			return err
+		}
+	}
 
 	headBefore, err := vault.ReadHead(v)
 	if err != nil {
@@ -209,25 +221,31 @@ func runDemo(ctx context.Context, o demoOptions, withGate bool, w io.Writer) err
 	fmt.Fprintf(w, "fedmem demo: a hostile agent against a fresh vault\n\n")
 	fmt.Fprintf(w, "  vault    %s (HEAD %s, gate user %s)\n", v, short(headBefore), ownerName(res.Gate))
 	if twoUsers {
-		fmt.Fprintf(w, "  inbox    %s/ group %d, mode %s: agents (here root, with that group) create sessions; the gate (uid %d, also a member) claims drafts\n", vault.InboxDir, demoAgentGID, res.InboxMode, demoGateUID)
+		fmt.Fprintf(w, "  inbox    %s/ group %d, mode %s: agents (in that group) create sessions; the gate (uid %d, also a member) claims drafts\n", vault.InboxDir, demoAgentGID, res.InboxMode, demoGateUID)
+		fmt.Fprintf(w, "  agent    uid %d, group %d (fedmem-run --agent-user %s: started by root, the agent never runs as uid 0)\n", demoAgentUID, demoAgentGID, demoAgentUser)
 	}
 	fmt.Fprintf(w, "  policy   auto_promote trusts sessions of the built-in profile %q for type Fact; everything else waits for a reviewer\n", demoTrustedProfile)
 	fmt.Fprintf(w, "  workdir  %s\n", work)
 	fmt.Fprintf(w, "  home     %s (a demo home with a fake ~/.ssh key and ~/.aws credentials)\n", home)
-	fmt.Fprintf(w, "  running  %s --vault %s --workdir %s --report %s -- /bin/sh -c <demo agent script>\n\n", runBin, v, work, report)
+	agentArgs := []string{"--vault", v, "--workdir", work}
+	if twoUsers {
+		agentArgs = append(agentArgs, "--agent-user", demoAgentUser)
+	}
+	fmt.Fprintf(w, "  running  %s %s --report %s -- /bin/sh -c <demo agent script>\n\n", runBin, strings.Join(agentArgs, " "), report)
 
 	agentEnv := append(withoutEnv(os.Environ(), "HOME", "FEDMEM_VAULT", "FEDMEM_INBOX", "FEDMEM_SESSION"), "HOME="+home)
-	explainMounts(ctx, w, runBin, v, work, agentEnv, twoUsers)
+	explainMounts(ctx, w, runBin, agentArgs, work, agentEnv, twoUsers)
 
 	// 2. The agent.
 	rctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(rctx, runBin, "--vault", v, "--workdir", work, "--report", report, "--", "/bin/sh", "-c", demoAgent, "fedmem-demo-agent")
+	cmd := exec.CommandContext(rctx, runBin, append(agentArgs, "--report", report, "--", "/bin/sh", "-c", demoAgent, "fedmem-demo-agent")...)
 	cmd.Dir = work
 	cmd.Env = agentEnv
 	if twoUsers {
-		// Agents are members of the agents' group: that is what lets them
-		// create a session in 90-inbox/ (mode 03770).
+		// Root launches; the agent user's primary group is the agents'
+		// group: that is what lets it reach its session in 90-inbox/
+		// (mode 03770), which root creates for it.
 		cmd.SysProcAttr = gateCredential(0, 0, demoAgentGID)
 	}
 	var stdout, stderr bytes.Buffer
@@ -499,8 +517,8 @@ func demoGate(ctx context.Context, w io.Writer, self, base, v, headBefore string
 // explainMounts prints the mount table `fedmem-run --explain` shows for the
 // run about to start (its session id differs: explain makes its own). It is
 // informative only; a failure is reported and the demo goes on.
-func explainMounts(ctx context.Context, w io.Writer, runBin, v, work string, env []string, twoUsers bool) {
-	cmd := exec.CommandContext(ctx, runBin, "--vault", v, "--workdir", work, "--explain", "--", "/bin/sh")
+func explainMounts(ctx context.Context, w io.Writer, runBin string, args []string, work string, env []string, twoUsers bool) {
+	cmd := exec.CommandContext(ctx, runBin, append(append([]string{}, args...), "--explain", "--", "/bin/sh")...)
 	cmd.Dir = work
 	cmd.Env = env
 	if twoUsers {

@@ -126,7 +126,10 @@ func TestDemoInSandbox(t *testing.T) {
 		t.Fatalf("demo: %v", err)
 	}
 	checkDemoPassed(t, out.String())
-	for _, want := range []string{"gate user uid 64290", "run as uid 64290 (groups 64291)"} {
+	// Started by root, the agent never runs as uid 0: the demo names its
+	// agent user (primary group = the agents' group), and the gate promotes
+	// the good note from the trusted built-in profile while holding others.
+	for _, want := range []string{"gate user uid 64290", "run as uid 64290 (groups 64291)", "whoami                       uid=64292 gid=64291", "origin: verified", "pending   "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output misses %q (the two-user layout)", want)
 		}

@@ -322,7 +322,14 @@ func TestHostileAgent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, d := range testutil.Diff(homeBefore, homeAfter, nil) {
+			// The launcher (not the agent) may add the profile's per-profile
+			// state (ec14b22): its store under ~/.local/share/fedmem/ and
+			// the mount points it binds at; nothing else in the home.
+			allowState, stateProblems := launcherStateOnly(homeBefore, homeAfter)
+			for _, p := range stateProblems {
+				t.Errorf("[%s] home: %s", l.name, p)
+			}
+			for _, d := range testutil.Diff(homeBefore, homeAfter, allowState) {
 				t.Errorf("[%s] home changed: %s", l.name, d)
 			}
 			binAfter, err := testutil.Take(filepath.Dir(e.bins.FedmemRun))
@@ -492,4 +499,47 @@ func checkState(t *testing.T, rs []Result, e *env, r *run) string {
 	}
 	t.Logf("[%s] layers: %v", name, r.report["layers"])
 	return session
+}
+
+// stateStore is where fedmem-run keeps each profile's persistent state in
+// the caller's home (sandbox/launch/state.go).
+const stateStore = ".local/share/fedmem"
+
+// launcherStateOnly sorts what a session added to the home: the only
+// additions allowed are the directories fedmem-run makes for the profile's
+// state (the store ~/.local/share/fedmem/<profile>/X and the mount point
+// ~/X it binds there, with their parents), each an empty directory of the
+// home's owner, mode 0700, and the home's own mtime/nlink from them. Any
+// file, link or other mode there is a problem: nothing the agent writes may
+// land in the home. allow tells testutil.Diff which entries were checked.
+func launcherStateOnly(before, after testutil.Snapshot) (allow func(rel string) bool, problems []string) {
+	owner := before["."].UID
+	mirrored := map[string]bool{}
+	for rel := range after {
+		if _, old := before[rel]; old || !vault.Within(rel, stateStore) {
+			continue
+		}
+		parts := strings.Split(rel, "/")
+		// .local/share/fedmem/<profile>/X...: X and its parents are mount points.
+		for i := 5; i <= len(parts); i++ {
+			mirrored[strings.Join(parts[4:i], "/")] = true
+		}
+	}
+	added := map[string]bool{}
+	for rel, a := range after {
+		if _, old := before[rel]; old {
+			continue
+		}
+		if !(mirrored[rel] || rel == ".local" || rel == ".local/share" || vault.Within(rel, stateStore)) {
+			continue // testutil.Diff reports it
+		}
+		added[rel] = true
+		if !a.Mode.IsDir() || a.Mode.Perm() != 0o700 || a.UID != owner {
+			problems = append(problems, fmt.Sprintf("state path %s: %s, want an empty directory of uid %d, mode 0700", rel, a, owner))
+		}
+	}
+	if b, a := before["."], after["."]; b.Mode != a.Mode || b.UID != a.UID || b.GID != a.GID {
+		problems = append(problems, fmt.Sprintf("the home's own metadata changed: %s -> %s", b, a))
+	}
+	return func(rel string) bool { return rel == "." || added[rel] }, problems
 }
