@@ -9,7 +9,7 @@ export CGO_ENABLED := 0
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOFLAGS_BUILD := -trimpath -ldflags "-X main.version=$(VERSION)"
 
-.PHONY: help build test test-matrix test-root lint bench demo clean install check-install
+.PHONY: help build test test-matrix test-root lint bench demo clean install check-install test-vm
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -40,6 +40,11 @@ test-matrix: ## the escape suite's root layouts under --backend runc and contain
 		FEDMEM_BACKEND=$$backend FEDMEM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 15m -run '$(ESCAPE_MATRIX)' ./test/escape/ || exit 1; \
 		echo "test-matrix: escape suite under $$backend in $$(( $$(date +%s) - t0 ))s"; \
 	done
+
+# cgroup v2 limits for real: a Debian 12 VM (debootstrap + qemu, software
+# emulation without /dev/kvm) booted cgroup-v2-only. Slow; root; not in test.
+test-vm: build ## boot a cgroup-v2-only Debian 12 VM and check the limits there (root; FEDMEM_VM_TIMEOUT, FEDMEM_VM_CACHE)
+	FEDMEM_BIN=$(CURDIR)/$(BIN) ./test/vm/run.sh
 
 lint: ## go vet and gofmt
 	$(GO) vet ./...
