@@ -22,7 +22,8 @@ import (
 // note. The gate side is one gate.Once pass over one waiting draft — claim,
 // validation (secrets scan included), decision, commit, index and work-tree
 // update, receipt — so it measures more than the commit alone; the gate is
-// opened once per size (as a long-running gate would be).
+// opened once per size (as a long-running gate would be). The draft is
+// written by a real fedmem-run session under a policy that trusts it.
 func benchPromotion(o options, res *Result, bin string, log io.Writer) error {
 	var sizes []int
 	for _, f := range strings.Split(o.promoteSizes, ",") {
@@ -38,7 +39,7 @@ func benchPromotion(o options, res *Result, bin string, log io.Writer) error {
 		if err != nil {
 			return err
 		}
-		g, c, err := benchPromotionAt(o, src, n, log)
+		g, c, err := benchPromotionAt(o, src, bin, n, log)
 		if err != nil {
 			return err
 		}
@@ -63,7 +64,7 @@ func benchPromotion(o options, res *Result, bin string, log io.Writer) error {
 	return nil
 }
 
-func benchPromotionAt(o options, src string, n int, log io.Writer) (*Series, *Series, error) {
+func benchPromotionAt(o options, src, bin string, n int, log io.Writer) (*Series, *Series, error) {
 	work, err := os.MkdirTemp(o.cache, "promote-")
 	if err != nil {
 		return nil, nil, err
@@ -75,6 +76,14 @@ func benchPromotionAt(o options, src string, n int, log io.Writer) (*Series, *Se
 		return nil, nil, fmt.Errorf("git clone %s: %w\n%s", src, err, out)
 	}
 	if err := os.MkdirAll(filepath.Join(v, vault.InboxDir), 0o755); err != nil {
+		return nil, nil, err
+	}
+	// A draft promotes on its own only from a proven session of a trusted
+	// profile, citing a source in the vault: each is written by a real
+	// fedmem-run session (outside the timed part).
+	runBin := filepath.Join(bin, "fedmem-run")
+	wd := filepath.Join(work, "wd")
+	if err := trustDefaultProfile(runBin, v, wd); err != nil {
 		return nil, nil, err
 	}
 	g, err := gate.Open(gate.Options{Vault: v, AllowSameUser: true, StateDir: filepath.Join(work, "gate-state")})
@@ -93,14 +102,9 @@ func benchPromotionAt(o options, src string, n int, log io.Writer) (*Series, *Se
 		return nil
 	}
 	gateOnce := func(i int) (time.Duration, error) {
-		sess := fmt.Sprintf("bench-%d-%04d", n, i)
-		dir := vault.InboxPath(v, sess)
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			return 0, err
-		}
-		draft := fmt.Sprintf("---\ntype: Fact\ntitle: Bench promotion %d of %d\nconfidence: verified\nrisk: low\n---\n\nPromotion %d, written by make bench.\n", i, n, i)
-		if err := os.WriteFile(filepath.Join(dir, "fact.md"), []byte(draft), 0o644); err != nil {
-			return 0, err
+		script := fmt.Sprintf("printf -- '---\\ntype: Fact\\ntitle: Bench promotion %d of %d\\nsources: [%s]\\n---\\n\\nPromotion %d, written by make bench.\\n' > \"$FEDMEM_INBOX/fact.md.tmp\" && mv \"$FEDMEM_INBOX/fact.md.tmp\" \"$FEDMEM_INBOX/fact.md\"", i, n, benchSource, i)
+		if out, err := runOnce([]string{runBin, "--vault", v, "--workdir", wd, "--", "/bin/sh", "-c", script}, wd); err != nil {
+			return 0, fmt.Errorf("fedmem-run session writing draft %d: %w\n%s", i, err, out)
 		}
 		t0 := time.Now()
 		s, err := g.Once()
