@@ -40,6 +40,7 @@ type readResult struct {
 	Sum    string
 	Reject *note.Finding
 	Retry  bool
+	Owner  *DraftOwner
 }
 
 func fillStat(*index.Entry, os.FileInfo) {}

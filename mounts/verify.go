@@ -32,7 +32,7 @@ func (e *VerifyError) Error() string {
 //   - every path that runs code later (Protected) is served by a read-only
 //     mount at exactly that path, and every Pinned directory is a mount point.
 func Verify(pl *Plan, r io.Reader) error {
-	infos, err := mountinfo.GetMountsFromReader(r, nil)
+	infos, err := parseMountinfo(r)
 	if err != nil {
 		return &VerifyError{Path: "/proc/self/mountinfo", Rule: "parse", Detail: err.Error()}
 	}
