@@ -51,7 +51,7 @@ func TestLoadErrors(t *testing.T) {
 	tests := []struct {
 		name, body, want string
 	}{
-		{"unknown.yaml", "name: x\nnetwork: host\nnetwrok: none\n", "line 3: field netwrok not found"},
+		{"unknown.yaml", "name: x\nnetwork: host\nnetwrok: none\n", `:3: unknown key "netwrok" (did you mean "network"?)`},
 		{"dup.yaml", "name: x\nnetwork: host\nnetwork: none\n", "line 3"},
 		{"badnet.yaml", "name: x\nnetwork: wifi\n", `network: "wifi"`},
 		{"abs.yaml", "name: x\nhome:\n  writable: [/etc]\n", "relative to $HOME"},

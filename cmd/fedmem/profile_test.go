@@ -88,7 +88,7 @@ func TestProfileCheck(t *testing.T) {
 	}{
 		{file: "valid.yaml"},
 		{file: "writable_etc_inside.yaml", code: 1, errs: []string{`writable_etc_inside.yaml:3: writable[0] "/etc/cron.d" lies inside the system directory /etc`}},
-		{file: "unknown_key.yaml", code: 1, errs: []string{`unknown_key.yaml: line 5: field writeable not found`}},
+		{file: "unknown_key.yaml", code: 1, errs: []string{`unknown_key.yaml:5: unknown key "home.writeable" (did you mean "writable"?)`}},
 		{file: "home_writable_secret.yaml", code: 1, errs: []string{`home.writable ".ssh/" overlaps the secret path ~/.ssh`}},
 		{file: "host_secret_env.yaml", warns: []string{"network: host shares the host's network", "network: host with env.pass DEPLOY_TOKEN, DB_PASSWORD, AWS_*"}},
 	} {
