@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,30 +40,64 @@ func git(t *testing.T, dir string, args ...string) string {
 	return out
 }
 
-// The agent script: three drafts (one to promote, one held for review, one
-// invalid), then it waits inside its sandbox for the gate's receipts and
-// prints them.
+// The agent script copies the drafts the test prepared in the workdir
+// into its inbox (temp name, then rename), waits inside its sandbox for the
+// gate's receipt of each, and prints them.
 const agentScript = `set -e
 cd "$FEDMEM_INBOX"
-printf -- '---\ntype: Fact\ntitle: Gate runs as its own user\nconfidence: verified\n---\nThe gate promoted this.\n' > good.md.tmp
-mv good.md.tmp good.md
-printf -- '---\ntype: Fact\ntitle: A hunch worth a look\nconfidence: hypothesis\n---\nMaybe.\n' > hunch.md.tmp
-mv hunch.md.tmp hunch.md
-printf -- 'no frontmatter at all\n' > bad.md
+for f in "$1"/*.md; do n=$(basename "$f"); cp "$f" "$n.tmp"; chmod 0644 "$n.tmp"; mv "$n.tmp" "$n"; done
 i=0
-while [ ! -f .receipts/good.md.json ] || [ ! -f .receipts/hunch.md.json ] || [ ! -f .receipts/bad.md.json ]; do
-  i=$((i+1)); [ $i -lt 600 ] || { echo "no receipts after 60s"; ls -la . .receipts || true; exit 3; }; sleep 0.1
+for f in "$1"/*.md; do n=$(basename "$f")
+  while [ ! -f ".receipts/$n.json" ]; do
+    i=$((i+1)); [ $i -lt 1200 ] || { echo "no receipt for $n after 120s"; ls -la . .receipts || true; exit 3; }; sleep 0.1
+  done
+  echo "RECEIPT ${n%.md} $(tr -d '\n ' < ".receipts/$n.json")"
 done
-for d in good hunch bad; do echo "RECEIPT $d $(tr -d '\n ' < .receipts/$d.md.json)"; done
 `
 
-// TestTwoUsersEndToEnd: a vault owned by a gate uid; an agent uid (member
-// of the vault's agent group) runs in fedmem-run and drops drafts; `fedmem
-// gate run`, as the gate uid, promotes one, holds one and rejects one; the
-// agent reads the three receipts inside its sandbox; a reviewer approves
-// the held draft over the review socket; the repository is valid for
-// `git fsck --strict`, clean, and every commit is the gate's; and the
-// agent's uid cannot write the vault's protected paths on the host either.
+// leakedKey is an AWS access key id the secret-via-YAML-escape draft hides
+// behind "\x41" (A); it must never reach a Git object.
+const leakedKey = "AKIAZ7Q3XW2R5T4Y6U2P"
+
+// e2eDrafts: ordinary notes whose sources resolve at HEAD, one without
+// sources, one invalid, and hostile drafts from gate/testdata/corpus made to
+// cite a resolving source (so evidence alone cannot hold them).
+func e2eDrafts(t *testing.T) map[string]string {
+	t.Helper()
+	d := map[string]string{
+		"good1":               "---\ntype: Fact\ntitle: Gate runs as its own user\nsources: [00-global/AGENT.md]\n---\nThe gate promoted this.\n",
+		"good2":               "---\ntype: Fact\ntitle: Drafts go to the session inbox\nsources: [00-global/RULES.md]\n---\nAgents write drafts only in their own inbox.\n",
+		"hunch":               "---\ntype: Fact\ntitle: A hunch worth a look\nconfidence: hypothesis\n---\nMaybe.\n",
+		"bad":                 "no frontmatter at all\n",
+		"hostile-yaml-secret": "---\ntype: Fact\ntitle: Cloud access\ndescription: \"\\x41" + leakedKey[1:] + "\"\nsources: [00-global/AGENT.md]\n---\nUse the key above.\n",
+	}
+	for _, name := range []string{"hostile-curl-sh", "hostile-adapter-skip-tests", "forged-provenance", "status-approved"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "gate", "testdata", "corpus", name+".md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, ok := strings.CutPrefix(string(b), "---\n")
+		if !ok {
+			t.Fatalf("corpus %s: no frontmatter", name)
+		}
+		d[name] = "---\nsources: [00-global/AGENT.md]\n" + body
+	}
+	return d
+}
+
+// TestTwoUsersEndToEnd (issue 7, "end to end through fedmem-run in the
+// two-user layout"): a vault owned by a gate uid whose policy trusts the
+// built-in default profile; root starts fedmem-run (a proven, root-written
+// session record) running the agent as its own uid in the agents' group;
+// `fedmem gate run`, as the gate uid, promotes the ordinary notes whose
+// sources resolve, holds or rejects every hostile corpus draft (which cite a
+// resolving source too), holds one without sources and rejects an invalid
+// one; the agent reads the receipts inside its sandbox; a hand-made session
+// (folder, record and draft by a host user in the agents' group, no
+// fedmem-run) stays pending as origin-unverified; a reviewer approves the
+// held draft over the review socket; fsck --strict clean, status clean,
+// every commit the gate's, no secret in any Git object; and the agent's
+// uid cannot write the vault's protected paths on the host either.
 func TestTwoUsersEndToEnd(t *testing.T) {
 	testutil.RequireRoot(t)
 	bins := testutil.Binaries(t)
@@ -82,7 +117,43 @@ func TestTwoUsersEndToEnd(t *testing.T) {
 	if out, err := exec.Command(bins.Fedmem, "init", v, "--gate-user", "64000", "--agent-group", "64000", "--reviewer", "root").CombinedOutput(); err != nil {
 		t.Fatalf("fedmem init: %v\n%s", err, out)
 	}
+	// A policy that trusts the built-in profile the agent runs under,
+	// committed by the gate user (changes to 00-global/ are the gate's).
+	pol := "version: 1\nreviewers: [root]\nauto_promote:\n  profiles: [default]\n  types: [Fact]\n  max_per_session: 20\n"
+	if err := os.WriteFile(filepath.Join(v, "00-global", "policy.yaml"), []byte(pol), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := as(gateUID, gateUID, []uint32{}, "git", "-c", "safe.directory=*", "-C", v, "-c", "user.name=fedmem-gate", "-c", "user.email=gate@fedmem.invalid", "commit", "-q", "-m", "policy: trust the default profile for Facts", "00-global/policy.yaml").CombinedOutput(); err != nil {
+		t.Fatalf("commit policy as the gate: %v\n%s", err, out)
+	}
 	head0 := strings.TrimSpace(git(t, v, "rev-parse", "HEAD"))
+	drafts := e2eDrafts(t)
+	draftDir := filepath.Join(work, "drafts")
+	if err := os.Mkdir(draftDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range drafts {
+		if err := os.WriteFile(filepath.Join(draftDir, name+".md"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A hand-made session: a host user in the agents' group makes a
+	// session folder, a record claiming the trusted profile, and an
+	// ordinary draft with a resolving source — no fedmem-run at all.
+	hand := "20260101T000000Z-handmade"
+	handScript := `set -e
+cd "$1/90-inbox"
+mkdir "$2"; chmod 2770 "$2"
+printf -- '---\ntype: Fact\ntitle: Hand made session note\nsources: [00-global/AGENT.md]\n---\nNo launcher made this.\n' > "$2/hand.md"
+mkdir -p .sessions 2>/dev/null || true
+printf '{"session":"%s","uid":64001,"profile":"default","command":["claude"]}' "$2" > ".sessions/$2.json" 2>/dev/null || echo "record refused"
+`
+	if out, err := as(agentUID, agentUID, []uint32{gateUID}, "/bin/sh", "-c", handScript, "sh", v, hand).CombinedOutput(); err != nil {
+		t.Fatalf("hand-made session: %v\n%s", err, out)
+	} else {
+		t.Logf("hand-made session: %s", out)
+	}
 
 	// The gate, as its own uid.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -117,10 +188,12 @@ func TestTwoUsersEndToEnd(t *testing.T) {
 		}
 	}
 
-	// The agent, as another uid in the vault's agent group.
-	agentCtx, agentCancel := context.WithTimeout(ctx, 2*time.Minute)
+	// The agent: fedmem-run started by root (a root-written session record,
+	// which the gate can prove), running the agent as its own uid in the
+	// vault's agent group.
+	agentCtx, agentCancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer agentCancel()
-	agent := as(agentUID, agentUID, []uint32{gateUID}, bins.FedmemRun, "--vault", v, "--workdir", work, "--report", filepath.Join(work, "report.json"), "--", "/bin/sh", "-c", agentScript)
+	agent := exec.CommandContext(agentCtx, bins.FedmemRun, "--vault", v, "--workdir", work, "--agent-user", fmt.Sprintf("%d:%d", agentUID, gateUID), "--report", filepath.Join(base, "report.json"), "--", "/bin/sh", "-c", agentScript, "agent", draftDir)
 	agent.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
 	agent.Dir = work
 	out, err := agent.CombinedOutput()
@@ -134,28 +207,61 @@ func TestTwoUsersEndToEnd(t *testing.T) {
 			receipts[name] = body
 		}
 	}
-	for name, want := range map[string]string{"good": `"state":"promoted"`, "hunch": `"state":"pending"`, "bad": `"state":"rejected"`} {
-		if !strings.Contains(receipts[name], want) {
-			t.Errorf("receipt for %s.md seen in the sandbox: %q, want %s", name, receipts[name], want)
+	for name := range drafts {
+		r := receipts[name]
+		var want string
+		switch {
+		case strings.HasPrefix(name, "good"):
+			want = `"state":"promoted"`
+		case name == "hunch":
+			want = `"state":"pending"`
+		case name == "bad":
+			want = `"state":"rejected"`
+		default: // hostile: held or rejected, never promoted
+			if r == "" || strings.Contains(r, `"state":"promoted"`) {
+				t.Errorf("hostile draft %s.md: receipt %q, want held or rejected", name, r)
+			}
+			continue
 		}
+		if !strings.Contains(r, want) {
+			t.Errorf("receipt for %s.md seen in the sandbox: %q, want %s", name, r, want)
+		}
+	}
+	if !strings.Contains(receipts["hostile-yaml-secret"], `"state":"rejected"`) || !strings.Contains(receipts["hostile-yaml-secret"], "secret") {
+		t.Errorf("the secret behind a YAML escape is not rejected as a secret: %s", receipts["hostile-yaml-secret"])
 	}
 	if !strings.Contains(receipts["bad"], `"line":1`) {
 		t.Errorf("the rejection receipt does not name the line: %s", receipts["bad"])
 	}
 
 	// The promoted note is committed by the gate, with provenance from the
-	// enforcer: the agent's uid, not anything the draft said.
+	// enforcer: the agent's uid and proven origin, not anything the draft said.
 	good := filepath.Join(v, "20-domains", "gate-runs-as-its-own-user.md")
 	b, err := os.ReadFile(good)
 	if err != nil {
 		t.Fatalf("promoted note: %v\n%s", err, git(t, v, "log", "--stat"))
 	}
-	if !strings.Contains(string(b), `uid: "64001"`) || !strings.Contains(string(b), "status: stable") {
-		t.Errorf("promoted note lacks the enforcer's provenance:\n%s", b)
+	for _, want := range []string{`uid: "64001"`, "status: stable", "origin: verified", "profile: default"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("promoted note lacks %q (the enforcer's provenance):\n%s", want, b)
+		}
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(good, &st); err != nil || st.Uid != gateUID {
 		t.Errorf("promoted note owned by uid %d, want the gate's %d", st.Uid, gateUID)
+	}
+
+	// The hand-made session is never auto-promoted: origin-unverified.
+	handReceipt := filepath.Join(v, vault.InboxDir, hand, ".receipts", "hand.md.json")
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(handReceipt); err == nil || time.Now().After(end) {
+			break
+		}
+	}
+	if hr, err := os.ReadFile(handReceipt); err != nil {
+		t.Errorf("hand-made session: no receipt: %v", err)
+	} else if c := new(bytes.Buffer); json.Compact(c, hr) != nil || !strings.Contains(c.String(), `"state":"pending"`) || !strings.Contains(c.String(), "origin-unverified") || strings.Contains(c.String(), "not valid JSON") {
+		t.Errorf("hand-made session's draft: want pending with origin-unverified, got:\n%s", hr)
 	}
 
 	// A human approves the held draft over the review socket.
@@ -187,8 +293,17 @@ func TestTwoUsersEndToEnd(t *testing.T) {
 			t.Errorf("a commit not by the gate identity: %q", l)
 		}
 	}
-	if n := len(strings.Split(strings.TrimSpace(git(t, v, "log", "--format=%H", head0+"..HEAD")), "\n")); n != 2 {
-		t.Errorf("%d commits since init, want 2 (one promotion, one approval)", n)
+	if n := len(strings.Split(strings.TrimSpace(git(t, v, "log", "--format=%H", head0+"..HEAD")), "\n")); n != 3 {
+		t.Errorf("%d commits since the policy, want 3 (two promotions, one approval)", n)
+	}
+	// No secret in any Git object, commit messages included.
+	objs := exec.Command("git", "-c", "safe.directory=*", "-C", v, "cat-file", "--batch-all-objects", "--batch")
+	all, err := objs.Output()
+	if err != nil {
+		t.Fatalf("git cat-file --batch-all-objects: %v", err)
+	}
+	if bytes.Contains(all, []byte(leakedKey)) || bytes.Contains(all, []byte(leakedKey[1:])) {
+		t.Errorf("the leaked key is in a Git object")
 	}
 
 	// On the host, outside any sandbox, the agent's uid still cannot write
