@@ -109,8 +109,9 @@ type Limits struct {
 	// DefaultTmpBytes.
 	TmpBytes Size `yaml:"tmp_bytes,omitempty" json:"tmp_bytes,omitempty"`
 	// CgroupOptional: where fedmem-run cannot make a session cgroup (an
-	// unprivileged caller, no cgroup v1 hierarchy), run without the memory
-	// limit and with pids as RLIMIT_NPROC (or none for a uid-0 agent), and
+	// unprivileged caller without a delegated cgroup, no hierarchy with the
+	// controller), run without the memory and cpu limits and with pids as
+	// RLIMIT_NPROC (or none for a uid-0 agent), and
 	// say so in the report, instead of refusing. The built-in profiles set
 	// it for their default limits; a profile that sets memory or pids
 	// itself must say cgroup_optional: true again to keep it.

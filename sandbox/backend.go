@@ -82,7 +82,7 @@ type Layers struct {
 	LandlockNet bool     `json:"landlock_net"`
 	Scoped      []string `json:"landlock_scopes,omitempty"`
 	Verified    bool     `json:"mounts_verified"`
-	// Limits says how each limit is enforced, e.g. "pids=512 (cgroup v1)".
+	// Limits says how each limit is enforced, e.g. "pids=512 (cgroup v2 pids.max, fedmem.slice)".
 	Limits []string `json:"limits,omitempty"`
 	PTY    bool     `json:"pty"`
 	// Identity is who the agent is on the host (guarantee 5).

@@ -238,7 +238,14 @@ func kernelChecks(f *probeFacts) []doctorCheck {
 		if l.Controller == "pids" {
 			what = "RLIMIT_NPROC instead for a non-root agent; for a uid-0 agent refused unless limits.cgroup_optional"
 		}
-		out = append(out, doctorCheck{Name: name, Status: statusWarn, Detail: fmt.Sprintf("on cgroup %s (host %s): limits.%s cannot be enforced here: %s; a profile that sets it is %s", l.Hierarchy, f.Cgroup.Version, l.Controller, l.Why, what), Fix: "run as root, or (cgroup v2) as a user with a systemd user session (systemd-run --user must work)"})
+		fix := "run as root, or as a user with a systemd user session (systemd-run --user must work)"
+		switch l.Hierarchy {
+		case "v1":
+			fix = "run as root (cgroup v1 is not delegated to users)"
+		case "none":
+			fix = "boot with the " + l.Controller + " controller available (cgroup v2: systemd.unified_cgroup_hierarchy=1)"
+		}
+		out = append(out, doctorCheck{Name: name, Status: statusWarn, Detail: fmt.Sprintf("on cgroup %s (host %s): limits.%s cannot be enforced here: %s; a profile that sets it is %s", l.Hierarchy, f.Cgroup.Version, l.Controller, l.Why, what), Fix: fix})
 	}
 	var can, cannot []string
 	for _, l := range f.Cgroup.Limits {
