@@ -281,6 +281,10 @@ func (h Host) New(session string, l Limits) (*Session, error) {
 	if len(v2) > 0 {
 		if err := s.newV2(h, session, v2, l); err != nil {
 			s.Remove()
+			var ce *ControllerError
+			if errors.As(err, &ce) { // one controller, e.g. not delegated
+				return nil, err
+			}
 			return nil, &ControllerError{v2[0], err}
 		}
 	}
@@ -335,16 +339,20 @@ func enable(dir string, ctls []string) error {
 	for _, w := range strings.Fields(string(b)) {
 		on = append(on, strings.TrimPrefix(w, "+")) // a test tree keeps the "+c" written
 	}
+	avail, _ := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
 	for _, c := range ctls {
 		if slices.Contains(on, c) {
 			continue
+		}
+		if !slices.Contains(strings.Fields(string(avail)), c) {
+			return &ControllerError{c, fmt.Errorf("the %s controller is not available in %s (cgroup.controllers: %q; not delegated to it)", c, dir, strings.TrimSpace(string(avail)))}
 		}
 		if err := appendFile(filepath.Join(dir, "cgroup.subtree_control"), "+"+c); err != nil {
 			hint := ""
 			if errors.Is(err, unix.EBUSY) {
 				hint = " (the cgroup holds processes: cgroup v2 allows controllers only in cgroups without processes of their own)"
 			}
-			return fmt.Errorf("enable %s in %s/cgroup.subtree_control: %w%s", c, dir, err, hint)
+			return &ControllerError{c, fmt.Errorf("enable %s in %s/cgroup.subtree_control: %w%s", c, dir, err, hint)}
 		}
 	}
 	return nil

@@ -226,6 +226,28 @@ func TestNewV2Reuse(t *testing.T) {
 	b.Remove()
 }
 
+// A controller the parent does not offer is named in the error, so the
+// caller refuses (or drops) that limit alone.
+func TestNewV2ControllerMissing(t *testing.T) {
+	files := map[string]string{}
+	for k, v := range unified {
+		files[k] = v
+	}
+	files["fedmem.slice/cgroup.controllers"] = "memory pids" // cpu not delegated
+	files["fedmem.slice/cgroup.subtree_control"] = ""
+	h := Host{Root: tree(t, files), Euid: 0, mkdirHook: kernelMkdir}
+	_, err := h.New("m", Limits{Memory: 1 << 20, Pids: 8, CPU: 1})
+	var ce *ControllerError
+	if !errors.As(err, &ce) || ce.Controller != "cpu" || !strings.Contains(err.Error(), "not available") {
+		t.Fatalf("err %v, want the cpu controller named", err)
+	}
+	s, err := h.New("m", Limits{Memory: 1 << 20, Pids: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Remove()
+}
+
 func TestNewV1Hybrid(t *testing.T) {
 	root := tree(t, hybrid)
 	h := Host{Root: root, Euid: 0, mkdirHook: kernelMkdir}

@@ -80,10 +80,14 @@ else
 	fail cleanup "$left session cgroups left: $(ls /sys/fs/cgroup/fedmem.slice 2>&1 | head -5)"
 fi
 
-# 6. An unprivileged caller: a delegated systemd user scope.
+# 6. An unprivileged caller: a delegated systemd user scope (pids and
+# memory: what systemd delegates to user@.service on every version).
+systemctl start user@1000.service
 u=/home/agent/t
 runuser -u agent -- sh -c "mkdir -p $u/wd && fedmem init $u/vault" >$t/uinit.log 2>&1
-cp $t/lim.yaml /home/agent/lim.yaml && chown agent /home/agent/lim.yaml
+printf 'name: vmuser\nextends: ci\nlimits:\n  pids: 32\n  memory: 64MiB\n' >/home/agent/lim.yaml
+chown agent /home/agent/lim.yaml
+echo "FEDMEM-VM: INFO user@1000 delegates: $(cat /sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/cgroup.controllers)"
 asagent() {
 	runuser -u agent -- env XDG_RUNTIME_DIR=/run/user/1000 DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus FEDMEM_VAULT=$u/vault sh -c "cd $u/wd && $*"
 }
