@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 // Group commit (issue 9). A pass (Once) decides many drafts; done one at a
@@ -465,6 +466,9 @@ func (g *repo) writePack(b *commitBatch) error {
 	if err != nil {
 		return fmt.Errorf("write pack: %w", err)
 	}
+	if ri, ok := g.s.(*reindexing); ok {
+		ri.markSeen()
+	}
 	dir := filepath.Join(g.gitDir, "objects", "pack")
 	set := map[string]bool{}
 	for _, ext := range []string{".pack", ".idx"} {
@@ -537,4 +541,95 @@ func encodePack(w io.Writer, b *commitBatch) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	return sum, nil
+}
+
+// reindexing is the repository's storer, made to notice packs written by
+// others: go-git loads the list of pack indexes once, so after `git gc`
+// (which `git commit` may start in the background) moves loose objects
+// into a new pack and prunes them, every lookup of one would fail. On a
+// miss, when the pack folder changed since the last look, the pack indexes
+// are loaded again and the lookup retried.
+type reindexing struct {
+	storage.Storer
+	packDir string
+	mu      sync.Mutex
+	seen    time.Time
+}
+
+func newReindexing(s storage.Storer, gitDir string) storage.Storer {
+	r := &reindexing{Storer: s, packDir: filepath.Join(gitDir, "objects", "pack")}
+	if fi, err := os.Stat(r.packDir); err == nil {
+		r.seen = fi.ModTime()
+	}
+	return r
+}
+
+// refresh reloads the pack indexes when the pack folder changed; it
+// reports whether it did.
+func (r *reindexing) refresh() bool {
+	ri, ok := r.Storer.(interface{ Reindex() })
+	if !ok {
+		return false
+	}
+	fi, err := os.Stat(r.packDir)
+	if err != nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if fi.ModTime().Equal(r.seen) {
+		return false
+	}
+	r.seen = fi.ModTime()
+	ri.Reindex()
+	return true
+}
+
+// missing: the object is not where go-git's list of packs says (gone
+// with a deleted pack, or in one it has not indexed).
+func missing(err error) bool {
+	return errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, dotgit.ErrPackfileNotFound)
+}
+
+func (r *reindexing) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	obj, err := r.Storer.EncodedObject(t, h)
+	if missing(err) && r.refresh() {
+		return r.Storer.EncodedObject(t, h)
+	}
+	return obj, err
+}
+
+func (r *reindexing) HasEncodedObject(h plumbing.Hash) error {
+	err := r.Storer.HasEncodedObject(h)
+	if missing(err) && r.refresh() {
+		return r.Storer.HasEncodedObject(h)
+	}
+	return err
+}
+
+func (r *reindexing) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	n, err := r.Storer.EncodedObjectSize(h)
+	if missing(err) && r.refresh() {
+		return r.Storer.EncodedObjectSize(h)
+	}
+	return n, err
+}
+
+// PackfileWriter is the real storer's (a group's pack goes through it;
+// go-git indexes it as it is written, see markSeen).
+func (r *reindexing) PackfileWriter() (io.WriteCloser, error) {
+	pw, ok := r.Storer.(storer.PackfileWriter)
+	if !ok {
+		return nil, errors.New("storer cannot write packfiles")
+	}
+	return pw.PackfileWriter()
+}
+
+// markSeen records the pack folder as it is after the gate's own pack.
+func (r *reindexing) markSeen() {
+	if fi, err := os.Stat(r.packDir); err == nil {
+		r.mu.Lock()
+		r.seen = fi.ModTime()
+		r.mu.Unlock()
+	}
 }

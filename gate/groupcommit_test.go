@@ -154,3 +154,36 @@ func checkExactlyOnce(t *testing.T, v string, want map[string]bool) {
 		}
 	}
 }
+
+// TestExternalRepack: `git gc` (which `git commit` may start in the
+// background) moves every object into a new pack and deletes the old packs
+// and loose objects while the gate is open. go-git lists the packs once;
+// without a reload on a miss, every later lookup (the draft's source at
+// HEAD, the branch's commit) failed with "object not found".
+func TestExternalRepack(t *testing.T) {
+	v := trustVault(t)
+	g, err := Open(Options{Vault: v, AllowSameUser: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	promote := func(name string) {
+		t.Helper()
+		put(t, session(t, v, "r-1"), name, "---\ntype: Fact\ntitle: Repack "+name+"\nsources: [10-projects/src.md]\n---\nfact\n")
+		s, err := g.Once()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Errors) > 0 || s.Promoted != 1 {
+			t.Fatalf("%s: promoted %d, errors %v", name, s.Promoted, s.Errors)
+		}
+	}
+	promote("a.md")
+	gitCLI(t, v, "repack", "-a", "-d", "-q")
+	gitCLI(t, v, "prune-packed")
+	if loose := gitCLI(t, v, "count-objects"); !strings.HasPrefix(loose, "0 objects") {
+		t.Fatalf("objects still loose after the repack: %s", loose)
+	}
+	promote("b.md")
+	checkRepo(t, v)
+}

@@ -49,6 +49,16 @@ func (g *repo) takeLock(lock string) (*os.File, error) {
 	if err := writeAtomic(g.intent, []byte(lock), 0o600); err != nil {
 		return nil, err
 	}
+	if lazyFor(g.intent) != nil {
+		// In a pass's group mode writeAtomic left the fsync to the next
+		// barrier; the intent must be durable before the lock exists.
+		if err := fsyncAll(map[string]bool{g.intent: true}); err != nil {
+			return nil, err
+		}
+		if err := syncDir(filepath.Dir(g.intent)); err != nil {
+			return nil, err
+		}
+	}
 	return os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
@@ -79,7 +89,8 @@ func openRepo(dir, intent string) (*repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open vault repository %s: %w", dir, err)
 	}
-	g := &repo{dir: dir, gitDir: filepath.Join(dir, ".git"), r: r, s: r.Storer, intent: intent}
+	gitDir := filepath.Join(dir, ".git")
+	g := &repo{dir: dir, gitDir: gitDir, r: r, s: newReindexing(r.Storer, gitDir), intent: intent}
 	_ = os.RemoveAll(filepath.Join(g.gitDir, "fedmem-tmp")) // leftovers of a killed gate
 	return g, g.recoverLocks()
 }
