@@ -1,10 +1,8 @@
 package cgroups
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,10 +161,10 @@ func (h Host) scopeProblem() string {
 		return fmt.Sprintf("no systemd user bus at %s/bus", rt)
 	}
 	if h.LookPath == nil {
-		return "systemd-run not found"
+		return "busctl (systemd) not found"
 	}
-	if _, err := h.LookPath("systemd-run"); err != nil {
-		return "systemd-run not found in PATH"
+	if _, err := h.LookPath("busctl"); err != nil {
+		return "busctl (systemd) not found in PATH"
 	}
 	return ""
 }
@@ -202,7 +200,7 @@ func (h Host) Probe() []Status {
 			} else if !slices.Contains(strings.Fields(string(b)), c) {
 				s.Why = fmt.Sprintf("systemd does not delegate %s to user@%d.service (it has %q; set Delegate= in user@.service)", c, h.Euid, strings.TrimSpace(string(b)))
 			} else {
-				s.Enforce, s.Via = true, "cgroup v2 delegated systemd user scope (systemd-run --user --scope -p Delegate=yes), entered with CLONE_INTO_CGROUP"
+				s.Enforce, s.Via = true, "cgroup v2 delegated systemd user scope fedmem-<session>.scope (fedmem-run moves into it), entered with CLONE_INTO_CGROUP"
 			}
 		}
 		out = append(out, s)
@@ -437,48 +435,49 @@ func (s *Session) newV2(h Host, session string, ctls []string, l Limits) error {
 	return nil
 }
 
-// startScope asks the user's systemd for a delegated scope, kept alive by
-// a holder process that is moved into its own leaf so that the scope may
-// delegate controllers (no internal processes).
+// startScope asks the user's systemd manager (D-Bus StartTransientUnit,
+// through busctl) for a delegated scope holding fedmem-run itself, then
+// moves fedmem-run into a leaf of it so that the scope may enable
+// controllers for the sandbox's sibling cgroup (no internal processes).
+// fedmem-run has to be inside: clone3(CLONE_INTO_CGROUP) needs write access
+// to cgroup.procs of the common ancestor of the caller's cgroup and the
+// target, and only the scope is delegated to the user. systemd moves the
+// process (the system manager's AttachProcessesToUnit, as for
+// systemd-run --user --scope); the scope ends when fedmem-run exits.
 func (s *Session) startScope(h Host, session string) (string, error) {
-	run, _ := h.LookPath("systemd-run")
-	cmd := exec.Command(run, "--user", "--scope", "--quiet", "--collect", "-p", "Delegate=yes",
-		"--unit", "fedmem-"+session, "--", "/bin/sh", "-c", "echo ready; exec sleep 2147483647")
-	cmd.SysProcAttr = &unix.SysProcAttr{Pdeathsig: unix.SIGKILL}
-	out, err := cmd.StdoutPipe()
+	busctl, err := h.LookPath("busctl")
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("busctl not found: %w", err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("systemd-run --user --scope: %w", err)
-	}
-	s.holder = cmd
-	// The shell runs (and prints) only once systemd has made the scope.
-	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		s.holder = nil
-		return "", fmt.Errorf("systemd-run --user --scope -p Delegate=yes failed: %s", strings.TrimSpace(stderr.String()))
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", cmd.Process.Pid))
+	unit := "fedmem-" + session + ".scope"
+	out, err := exec.Command(busctl, "--user", "call", "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+		"org.freedesktop.systemd1.Manager", "StartTransientUnit", "ssa(sv)a(sa(sv))", unit, "fail",
+		"3", "PIDs", "au", "1", strconv.Itoa(os.Getpid()), "Delegate", "b", "true", "CollectMode", "s", "inactive-or-failed", "0").CombinedOutput()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("systemd user manager refused the scope %s: %v: %s", unit, err, strings.TrimSpace(string(out)))
 	}
-	path := Host{Self: string(b)}.OwnV2()
-	if !strings.HasSuffix(path, ".scope") {
-		return "", fmt.Errorf("systemd-run put its command in %q, not a scope", path)
+	// The call returns once the job is queued; the move follows at once.
+	var path string
+	for i := 0; i < 500; i++ {
+		b, err := os.ReadFile("/proc/self/cgroup")
+		if err != nil {
+			return "", err
+		}
+		if path = (Host{Self: string(b)}).OwnV2(); strings.HasSuffix(path, "/"+unit) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.HasSuffix(path, "/"+unit) {
+		return "", fmt.Errorf("systemd did not move fedmem-run into %s (still in %q)", unit, path)
 	}
 	scope := filepath.Join(h.V2Root(), path)
-	leaf := filepath.Join(scope, "holder")
+	leaf := filepath.Join(scope, "fedmem-run")
 	if err := os.Mkdir(leaf, 0o755); err != nil {
 		return "", fmt.Errorf("create cgroup %s: %w (the scope is not delegated to uid %d)", leaf, err, h.Euid)
 	}
-	s.made, s.leaf = append(s.made, leaf), leaf
-	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
-		return "", fmt.Errorf("move the scope's holder into %s: %w", leaf, err)
+	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return "", fmt.Errorf("move fedmem-run into %s: %w", leaf, err)
 	}
 	return scope, nil
 }

@@ -154,7 +154,7 @@ func TestProbeUserScope(t *testing.T) {
 	}
 	h.LookPath = func(string) (string, error) { return "", errors.New("not found") }
 	for _, s := range h.Probe() {
-		if s.Enforce || !strings.Contains(s.Why, "systemd-run not found") {
+		if s.Enforce || !strings.Contains(s.Why, "busctl (systemd) not found") {
 			t.Errorf("%+v", s)
 		}
 	}
