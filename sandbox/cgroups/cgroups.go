@@ -237,8 +237,6 @@ type Session struct {
 	v2Ctl  []string          // controllers it limits
 	fd     *os.File          // v2 directory, for CLONE_INTO_CGROUP
 	made   []string          // directories to remove, deepest last
-	holder *exec.Cmd         // systemd-run --user --scope keeping the scope
-	leaf   string            // the holder's cgroup in the scope
 	notes  []string
 }
 
@@ -557,8 +555,8 @@ func counter(file, key string) int64 {
 }
 
 // Remove deletes the session's cgroups (empty once the sandbox's pid
-// namespace is gone) and ends the scope's holder, which lets systemd
-// collect the scope. fedmem.slice stays: other sessions may be using it.
+// namespace is gone). A user scope holds fedmem-run itself and ends with
+// it. fedmem.slice stays: other sessions may be using it.
 func (s *Session) Remove() {
 	if s == nil {
 		return
@@ -569,9 +567,6 @@ func (s *Session) Remove() {
 	}
 	for i := len(s.made) - 1; i >= 0; i-- {
 		dir := s.made[i]
-		if dir == s.leaf {
-			s.stopHolder()
-		}
 		for try := 0; try < 50; try++ {
 			err := unix.Rmdir(dir)
 			if err == nil || errors.Is(err, unix.ENOENT) || !errors.Is(err, unix.EBUSY) {
@@ -582,15 +577,6 @@ func (s *Session) Remove() {
 		}
 	}
 	s.made = nil
-	s.stopHolder()
-}
-
-func (s *Session) stopHolder() {
-	if s.holder != nil {
-		_ = s.holder.Process.Kill()
-		_ = s.holder.Wait()
-		s.holder = nil
-	}
 }
 
 func isFile(name string) bool {
