@@ -232,12 +232,12 @@ func (l Limits) want() []string {
 
 // Session is a session's cgroups.
 type Session struct {
-	v1     map[string]string // controller → v1 directory
-	v2     string            // the session's v2 directory ("" none)
-	v2Ctl  []string          // controllers it limits
-	fd     *os.File          // v2 directory, for CLONE_INTO_CGROUP
-	made   []string          // directories to remove, deepest last
-	notes  []string
+	v1    map[string]string // controller → v1 directory
+	v2    string            // the session's v2 directory ("" none)
+	v2Ctl []string          // controllers it limits
+	fd    *os.File          // v2 directory, for CLONE_INTO_CGROUP
+	made  []string          // directories to remove, deepest last
+	notes []string
 }
 
 // ControllerError is a controller fedmem could not set up.
