@@ -1,9 +1,7 @@
 package gate
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"path"
 	"regexp"
 	"strings"
@@ -11,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/fedmem/fedmem/gate/validate"
 )
@@ -40,30 +37,7 @@ func (cs *changeSet) get(p string) ([]byte, error) {
 
 // wholeFileAt is fileAt without a size limit.
 func (g *repo) wholeFileAt(c plumbing.Hash, p string) ([]byte, error) {
-	if c.IsZero() {
-		return nil, nil
-	}
-	com, err := object.GetCommit(g.s, c)
-	if err != nil {
-		return nil, err
-	}
-	tree, err := object.GetTree(g.s, com.TreeHash)
-	if err != nil {
-		return nil, err
-	}
-	f, err := tree.File(p)
-	if errors.Is(err, object.ErrFileNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	rd, err := f.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	return io.ReadAll(rd)
+	return g.blobAt(c, p, -1)
 }
 
 func (cs *changeSet) set(p string, b []byte) {

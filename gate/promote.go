@@ -117,8 +117,20 @@ func (g *repo) head() (plumbing.ReferenceName, plumbing.Hash, error) {
 	return ref.Target(), br.Hash(), nil
 }
 
-// fileAt returns the content of path in commit c, or nil if absent.
+// maxFileAt bounds what fileAt reads of one note: a larger blob is an
+// error, never silently cut (a cut note would be judged, or rewritten, on
+// bytes that are not the vault's).
+const maxFileAt = 16 << 20
+
+// fileAt returns the content of path in commit c, or nil if absent; a blob
+// over maxFileAt is an error.
 func (g *repo) fileAt(c plumbing.Hash, p string) ([]byte, error) {
+	return g.blobAt(c, p, maxFileAt)
+}
+
+// blobAt reads path in commit c (nil if absent). limit < 0 reads it whole;
+// otherwise a blob larger than limit is an error naming the path.
+func (g *repo) blobAt(c plumbing.Hash, p string, limit int64) ([]byte, error) {
 	if c.IsZero() {
 		return nil, nil
 	}
@@ -137,12 +149,15 @@ func (g *repo) fileAt(c plumbing.Hash, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if limit >= 0 && f.Size > limit {
+		return nil, fmt.Errorf("%s at %s is %d bytes, over the gate's %d-byte limit for one note", p, c, f.Size, limit)
+	}
 	rd, err := f.Reader()
 	if err != nil {
 		return nil, err
 	}
 	defer rd.Close()
-	return io.ReadAll(io.LimitReader(rd, 16<<20))
+	return io.ReadAll(rd)
 }
 
 func (g *repo) writeBlob(b []byte) (plumbing.Hash, error) {
