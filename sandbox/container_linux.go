@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -290,18 +289,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	if proxyCtl != nil {
 		go serveProxy(proxyCtl, spec)
 	}
-	msgs := make(chan initMessage, 4)
-	go func() {
-		defer close(msgs)
-		sc := bufio.NewScanner(syncR)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var m initMessage
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				msgs <- m
-			}
-		}
-	}()
+	msgs := readInit(syncR)
 	masters := make(chan *os.File, 1)
 	if relay != nil {
 		go func() { masters <- recvFd(ptySock) }()
@@ -317,46 +305,9 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		return x
 	}
 	res := &Result{ExitCode: -1, Layers: host(Layers{})}
-	var runErr error
-	done := ctx.Done()
-	for msgs != nil {
-		select {
-		case m, ok := <-msgs:
-			if !ok {
-				msgs = nil
-				break
-			}
-			switch m.Type {
-			case msgStarted:
-				if m.Layers != nil {
-					res.Layers = host(*m.Layers)
-					emit(spec, "started", map[string]any{"layers": res.Layers})
-				}
-			case msgError:
-				runErr = m.Err
-			case msgStopped:
-				emit(spec, "stopped", map[string]any{"signal": m.Signal})
-				if relay != nil {
-					relay.Suspend(cmd.Process)
-				}
-			case msgDenied:
-				if m.Denial != nil {
-					emit(spec, "denied", m.Denial.Fields())
-				}
-			case msgExit:
-				res.ExitCode, res.Signal = m.Code, m.Signal
-			}
-		case m := <-masters:
-			if m != nil {
-				relay.Start(m, cmd.Process)
-			}
-		case s := <-sigs:
-			_ = cmd.Process.Signal(s)
-		case <-done:
-			kill()
-			done = nil
-		}
-	}
+	w := &watch{spec: spec, res: res, host: host, relay: relay, proc: cmd.Process,
+		kill: kill, masters: masters, sigs: sigs}
+	runErr := w.run(ctx, msgs)
 	werr := cmd.Wait()
 	if relay != nil && relay.master != nil {
 		relay.Finish()

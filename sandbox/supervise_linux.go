@@ -1,0 +1,98 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+)
+
+// readInit turns the init's JSON lines on r into messages; the channel is
+// closed when r ends (the init and everything holding its sync pipe exited).
+func readInit(r io.Reader) <-chan initMessage {
+	msgs := make(chan initMessage, 4)
+	go func() {
+		defer close(msgs)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var m initMessage
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				msgs <- m
+			}
+		}
+	}()
+	return msgs
+}
+
+// watch is the parent's side of a running init, shared by the namespace and
+// the container backends so that an event or a relay step added for one
+// reaches the other (the container backends once lacked the tmp_bytes
+// watcher and the start-up phases because they kept a copy of this loop).
+type watch struct {
+	spec    *Spec
+	res     *Result
+	host    func(Layers) Layers // adds what the parent knows to the init's layers
+	relay   *ptyRelay           // nil without a terminal
+	proc    *os.Process         // the process signals are forwarded to
+	kill    func()              // ends the whole sandbox
+	masters <-chan *os.File     // the PTY master, once the init sends it
+	sigs    <-chan os.Signal
+	// started, if set, runs when the init reports its layers and returns
+	// extra fields for the "started" event.
+	started func(m initMessage) map[string]any
+}
+
+// run relays messages, the terminal and signals until the init's messages
+// end, records the outcome in w.res and returns the init's own error.
+// Cancelling ctx kills the sandbox once and keeps waiting for the end.
+func (w *watch) run(ctx context.Context, msgs <-chan initMessage) error {
+	var runErr error
+	done := ctx.Done()
+	for msgs != nil {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				msgs = nil
+				break
+			}
+			switch m.Type {
+			case msgStarted:
+				if m.Layers != nil {
+					w.res.Layers = w.host(*m.Layers)
+					fields := map[string]any{"layers": w.res.Layers}
+					if w.started != nil {
+						for k, v := range w.started(m) {
+							fields[k] = v
+						}
+					}
+					emit(w.spec, "started", fields)
+				}
+			case msgError:
+				runErr = m.Err
+			case msgStopped:
+				emit(w.spec, "stopped", map[string]any{"signal": m.Signal})
+				if w.relay != nil {
+					w.relay.Suspend(w.proc)
+				}
+			case msgDenied:
+				if m.Denial != nil {
+					emit(w.spec, "denied", m.Denial.Fields())
+				}
+			case msgExit:
+				w.res.ExitCode, w.res.Signal = m.Code, m.Signal
+			}
+		case m := <-w.masters:
+			if m != nil {
+				w.relay.Start(m, w.proc)
+			}
+		case s := <-w.sigs:
+			_ = w.proc.Signal(s)
+		case <-done:
+			w.kill()
+			done = nil
+		}
+	}
+	return runErr
+}
