@@ -12,9 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
-	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -264,24 +262,8 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		return nil, &Error{Code: ExitFedmemError, Stage: "start", Msg: fmt.Sprintf("%s helper: %v", rt.name, err)}
 	}
 	kill := func() { _, _ = ctlW.Write([]byte{'k'}) }
-	var timedOut, inboxFull atomic.Bool
-	var inboxReason atomic.Value
-	if l.InboxBytes > 0 {
-		stop := make(chan struct{})
-		defer close(stop)
-		go watchInboxCap(spec.Plan.Inbox, l.InboxBytes, stop, func(reason string) {
-			inboxReason.Store(reason)
-			inboxFull.Store(true)
-			kill()
-		})
-	}
-	if l.WallTime > 0 {
-		t := time.AfterFunc(l.WallTime, func() {
-			timedOut.Store(true)
-			kill()
-		})
-		defer t.Stop()
-	}
+	pl := startParentLimits(spec, kill)
+	defer pl.stop()
 	syncW.Close()
 	for _, f := range cmd.ExtraFiles[2:] {
 		f.Close()
@@ -316,24 +298,8 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	if b, err := os.ReadFile(filepath.Join(bundle, "limits_hit")); err == nil {
 		res.LimitsHit = append(res.LimitsHit, strings.Fields(string(b))...)
 	}
-	if (res.Signal == int(unix.SIGXFSZ) || res.ExitCode == 128+int(unix.SIGXFSZ)) && l.FileSize > 0 {
-		res.LimitsHit = append(res.LimitsHit, "file_size")
-	}
-	if timedOut.Load() {
-		res.LimitsHit = append(res.LimitsHit, "wall_time")
-	}
-	if inboxFull.Load() {
-		res.LimitsHit = append(res.LimitsHit, "inbox_bytes")
-		res.Layers.Notes = append(res.Layers.Notes, fmt.Sprintf("inbox_bytes: %v", inboxReason.Load()))
-		if res.ExitCode < 0 {
-			res.ExitCode, res.Signal = 128+int(unix.SIGKILL), int(unix.SIGKILL)
-		}
-	}
-	for _, x := range res.LimitsHit {
-		emit(spec, "limit", map[string]any{"limit": x})
-	}
-	if timedOut.Load() {
-		res.ExitCode, res.Signal = ExitTimedOut, int(unix.SIGKILL)
+	pl.record(spec, res)
+	if pl.end(spec, res) {
 		return res, nil
 	}
 	if runErr != nil {

@@ -10,9 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
-	"sync/atomic"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -223,26 +221,10 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		}
 		placed <- true
 	}
-	var timedOut, inboxFull atomic.Bool
-	var inboxReason atomic.Value // string: why the inbox watcher ended the session
-	var tmpFull tmpCap           // /tmp or /dev/shm full: limits.tmp_bytes
-	if spec.Limits.InboxBytes > 0 {
-		stop := make(chan struct{})
-		defer close(stop)
-		go watchInboxCap(spec.Plan.Inbox, spec.Limits.InboxBytes, stop, func(reason string) {
-			inboxReason.Store(reason)
-			inboxFull.Store(true)
-			_ = cmd.Process.Kill()
-		})
-	}
-	if spec.Limits.WallTime > 0 {
-		// SIGKILL to pid 1 ends the whole pid namespace at once.
-		t := time.AfterFunc(spec.Limits.WallTime, func() {
-			timedOut.Store(true)
-			_ = cmd.Process.Kill()
-		})
-		defer t.Stop()
-	}
+	var tmpFull tmpCap // /tmp or /dev/shm full: limits.tmp_bytes
+	// SIGKILL to pid 1 ends the whole pid namespace at once.
+	pl := startParentLimits(spec, func() { _ = cmd.Process.Kill() })
+	defer pl.stop()
 	syncW.Close()
 	for _, f := range cmd.ExtraFiles[2:] {
 		f.Close() // the child's ends: the init holds them now
@@ -278,26 +260,9 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	if cg != nil {
 		res.LimitsHit = append(res.LimitsHit, cg.Hits()...)
 	}
-	// Killed by SIGXFSZ, or a shell reporting that of its child.
-	if (res.Signal == int(unix.SIGXFSZ) || res.ExitCode == 128+int(unix.SIGXFSZ)) && spec.Limits.FileSize > 0 {
-		res.LimitsHit = append(res.LimitsHit, "file_size")
-	}
-	if timedOut.Load() {
-		res.LimitsHit = append(res.LimitsHit, "wall_time")
-	}
-	if inboxFull.Load() {
-		res.LimitsHit = append(res.LimitsHit, "inbox_bytes")
-		res.Layers.Notes = append(res.Layers.Notes, fmt.Sprintf("inbox_bytes: %v", inboxReason.Load()))
-		if res.ExitCode < 0 {
-			res.ExitCode, res.Signal = 128+int(unix.SIGKILL), int(unix.SIGKILL)
-		}
-	}
+	pl.record(spec, res)
 	tmpFull.finish(res)
-	for _, l := range res.LimitsHit {
-		emit(spec, "limit", map[string]any{"limit": l})
-	}
-	if timedOut.Load() {
-		res.ExitCode, res.Signal = ExitTimedOut, int(unix.SIGKILL)
+	if pl.end(spec, res) {
 		return res, nil
 	}
 	if runErr != nil {

@@ -4,8 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // readInit turns the init's JSON lines on r into messages; the channel is
@@ -95,4 +100,74 @@ func (w *watch) run(ctx context.Context, msgs <-chan initMessage) error {
 		}
 	}
 	return runErr
+}
+
+// parentLimits are the limits the parent enforces itself for every backend:
+// the wall time and the inbox byte cap, each ending the sandbox with kill.
+type parentLimits struct {
+	timedOut, inboxFull atomic.Bool
+	inboxReason         atomic.Value // string: why the inbox watcher ended the session
+	stopWatch           chan struct{}
+	timer               *time.Timer
+}
+
+// startParentLimits arms the limits of spec; stop them with stop when the
+// session is over.
+func startParentLimits(spec *Spec, kill func()) *parentLimits {
+	p := &parentLimits{}
+	if spec.Limits.InboxBytes > 0 {
+		p.stopWatch = make(chan struct{})
+		go watchInboxCap(spec.Plan.Inbox, spec.Limits.InboxBytes, p.stopWatch, func(reason string) {
+			p.inboxReason.Store(reason)
+			p.inboxFull.Store(true)
+			kill()
+		})
+	}
+	if spec.Limits.WallTime > 0 {
+		p.timer = time.AfterFunc(spec.Limits.WallTime, func() {
+			p.timedOut.Store(true)
+			kill()
+		})
+	}
+	return p
+}
+
+func (p *parentLimits) stop() {
+	if p.stopWatch != nil {
+		close(p.stopWatch)
+	}
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+}
+
+// record adds to res what ended the session from here: file_size (killed by
+// SIGXFSZ, or a shell reporting that of its child), wall_time, inbox_bytes.
+func (p *parentLimits) record(spec *Spec, res *Result) {
+	if (res.Signal == int(unix.SIGXFSZ) || res.ExitCode == 128+int(unix.SIGXFSZ)) && spec.Limits.FileSize > 0 {
+		res.LimitsHit = append(res.LimitsHit, "file_size")
+	}
+	if p.timedOut.Load() {
+		res.LimitsHit = append(res.LimitsHit, "wall_time")
+	}
+	if p.inboxFull.Load() {
+		res.LimitsHit = append(res.LimitsHit, "inbox_bytes")
+		res.Layers.Notes = append(res.Layers.Notes, fmt.Sprintf("inbox_bytes: %v", p.inboxReason.Load()))
+		if res.ExitCode < 0 {
+			res.ExitCode, res.Signal = 128+int(unix.SIGKILL), int(unix.SIGKILL)
+		}
+	}
+}
+
+// end emits one limit event per hit and, when the wall time ran out, sets
+// the session's exit to ExitTimedOut; it reports whether it did.
+func (p *parentLimits) end(spec *Spec, res *Result) bool {
+	for _, x := range res.LimitsHit {
+		emit(spec, "limit", map[string]any{"limit": x})
+	}
+	if p.timedOut.Load() {
+		res.ExitCode, res.Signal = ExitTimedOut, int(unix.SIGKILL)
+		return true
+	}
+	return false
 }
