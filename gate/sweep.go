@@ -494,12 +494,17 @@ func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
 }
 
 // notePath turns a reverify argument into a vault path: a decision id (the
-// path it promoted) or a vault path of a note.
+// path it promoted; a unique prefix of it will do) or a vault path of a note.
 func (g *Gate) notePath(ref string) (string, error) {
-	if validClaimID(ref) {
-		if d, err := g.loadDecision(ref); err == nil && d != nil && d.Path != "" {
+	if !strings.ContainsAny(ref, "/") && !strings.HasSuffix(ref, ".md") {
+		id, err := g.resolveID(ref, false)
+		if err != nil {
+			return "", err
+		}
+		if d, err := g.loadDecision(id); err == nil && d != nil && d.Path != "" {
 			return d.Path, nil
 		}
+		return "", fmt.Errorf("decision %s promoted no note", id)
 	}
 	p := strings.TrimPrefix(ref, "/")
 	if why := sourcePathError(p); why != "" || !strings.HasSuffix(p, ".md") {
