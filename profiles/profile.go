@@ -136,9 +136,12 @@ type Duration time.Duration
 
 // UnmarshalYAML parses a Go duration string.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return &valueError{n, "expected a duration like 90s, 30m or 2h, got " + nodeWords(n)}
+	}
 	v, err := time.ParseDuration(n.Value)
 	if err != nil || v <= 0 {
-		return fmt.Errorf("line %d: %q is not a positive duration like 90s, 30m or 2h", n.Line, n.Value)
+		return &valueError{n, fmt.Sprintf("%q is not a positive duration like 90s, 30m or 2h", n.Value)}
 	}
 	*d = Duration(v)
 	return nil
@@ -178,9 +181,12 @@ func ParseSize(s string) (Size, error) {
 
 // UnmarshalYAML parses a size.
 func (z *Size) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return &valueError{n, "expected a size like 512KiB, 100MiB or 1GiB, got " + nodeWords(n)}
+	}
 	v, err := ParseSize(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+		return &valueError{n, err.Error()}
 	}
 	*z = v
 	return nil
@@ -343,7 +349,10 @@ func Parse(src string, data []byte) (*Profile, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty profile", src)
 		}
-		return nil, friendlyYAMLError(src, err)
+		// The document as nodes, to name the key an error is about.
+		var doc yaml.Node
+		_ = yaml.Unmarshal(data, &doc)
+		return nil, friendlyYAMLError(src, err, &doc)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
@@ -458,22 +467,22 @@ func (p *Profile) Validate() error {
 			errs = append(errs, fmt.Errorf("network: allowlist needs at least one allow entry (host:port)"))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("network: %q is not none, allowlist, public or host", p.Network))
+		errs = append(errs, fmt.Errorf("network: %q is not none, allowlist, public or host%s", p.Network, suggestKey(p.Network, []string{NetworkNone, NetworkAllowlist, NetworkPublic, NetworkHost})))
 	}
 	switch p.Backend {
 	case "", "namespace", "runc", "containerd":
 	default:
-		errs = append(errs, fmt.Errorf("backend: %q is not namespace, runc or containerd", p.Backend))
+		errs = append(errs, fmt.Errorf("backend: %q is not namespace, runc or containerd%s", p.Backend, suggestKey(p.Backend, []string{"namespace", "runc", "containerd"})))
 	}
 	switch p.Home.Mode {
 	case "ro", "hidden":
 	default:
-		errs = append(errs, fmt.Errorf("home.mode: %q is not ro or hidden", p.Home.Mode))
+		errs = append(errs, fmt.Errorf("home.mode: %q is not ro or hidden%s", p.Home.Mode, suggestKey(p.Home.Mode, []string{"ro", "hidden"})))
 	}
 	switch p.TTY {
 	case "auto", "never":
 	default:
-		errs = append(errs, fmt.Errorf("tty: %q is not auto or never", p.TTY))
+		errs = append(errs, fmt.Errorf("tty: %q is not auto or never%s", p.TTY, suggestKey(p.TTY, []string{"auto", "never"})))
 	}
 	for _, w := range append(append([]string{}, p.Home.Writable...), p.Home.Mask...) {
 		c := path.Clean(w)
