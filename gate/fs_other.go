@@ -47,7 +47,4 @@ func fillStat(*index.Entry, os.FileInfo) {}
 
 func (g *Gate) ServeReview(ctx context.Context, path string) error { return errUnsupported }
 
-// AskReview sends one request to the review socket at path.
-func AskReview(path string, req ReviewRequest) (*ReviewResponse, error) { return nil, errUnsupported }
-
 func statEntry(e *indexEntry, fi os.FileInfo) { e.Mtime, e.Size = fi.ModTime(), uint32(fi.Size()) }
