@@ -82,32 +82,8 @@ func TestCodexAgentInTheLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	prof := filepath.Join(base, "loop.yaml")
-	if err := os.WriteFile(prof, []byte(fmt.Sprintf("name: loop\nextends: codex\nnetwork: allowlist\nallow: [%q]\n", addr)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	report, events := filepath.Join(base, "report.json"), filepath.Join(base, "events.jsonl")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	// The model provider is named on the command line: OPENAI_BASE_URL
-	// alone leaves Codex on its built-in openai provider, which tries a
-	// WebSocket first. ~/.codex/config.toml would do as well, but it is a
-	// persistence file, read-only inside.
-	cmd := exec.CommandContext(ctx, bins.FedmemRun, "--vault", v.Dir, "--profile", prof, "--report", report, "--events", events, "--",
-		codex, "exec", "--skip-git-repo-check", "--color", "never", "-m", "scripted",
-		"-c", "model_provider=scripted",
-		"-c", fmt.Sprintf(`model_providers.scripted={name="scripted",base_url="http://%s/v1",wire_api="responses",env_key="OPENAI_API_KEY"}`, addr),
-		"-c", "check_for_update_on_startup=false", "-c", "analytics.enabled=false", "-c", "feedback.enabled=false",
-		"build the module, note it in the inbox, then file it in the vault")
-	cmd.Dir = work
-	cmd.Env = []string{
-		"HOME=" + home, "PATH=" + filepath.Dir(goBin) + ":/usr/local/bin:/usr/bin:/bin", "TERM=dumb", "LANG=C.UTF-8",
-		"OPENAI_API_KEY=sk-scripted-test-key-0123456789",
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	t.Logf("codex stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	run := runCodex(t, bins.FedmemRun, codex, v.Dir, work, home, goBin, addr, "build the module, note it in the inbox, then file it in the vault")
+	stdout, report, evs, runErr := run.stdout, run.report, run.events, run.err
 	for _, r := range m.Requests() {
 		t.Logf("model request: %s", r)
 	}
@@ -115,8 +91,6 @@ func TestCodexAgentInTheLoop(t *testing.T) {
 	for i, r := range res {
 		t.Logf("tool result %d (error %v): %.600s", i+1, r.IsError, r.Content)
 	}
-	evs, err := os.ReadFile(events)
-	t.Logf("events (%v):\n%s", err, evs)
 	if runErr != nil {
 		t.Fatalf("fedmem-run codex exec: %v", runErr)
 	}
@@ -180,8 +154,8 @@ func TestCodexAgentInTheLoop(t *testing.T) {
 	}
 	// 4. Codex kept working: the model answered the request after the
 	// refusal, and Codex printed its final message.
-	if m.Turns() < 4 || !strings.Contains(stdout.String(), "LOOP-DONE") {
-		t.Fatalf("codex stopped after the refusal: %d turns, stdout %q", m.Turns(), stdout.String())
+	if m.Turns() < 4 || !strings.Contains(stdout, "LOOP-DONE") {
+		t.Fatalf("codex stopped after the refusal: %d turns, stdout %q", m.Turns(), stdout)
 	}
 	// 5. The proxy let through the model and nothing else (Codex's own
 	// calls home are refused by the allow list).
@@ -203,7 +177,97 @@ func TestCodexAgentInTheLoop(t *testing.T) {
 	if nAllowed < 4 {
 		t.Fatalf("%d allowed network events for the model's 4 requests", nAllowed)
 	}
-	if b, err := os.ReadFile(report); err != nil || !bytes.Contains(b, []byte(`"exit_code": 0`)) {
-		t.Fatalf("session report: %s %v", b, err)
+	if !bytes.Contains(report, []byte(`"exit_code": 0`)) {
+		t.Fatalf("session report: %s", report)
 	}
+}
+
+// TestCodexOwnSandboxCannotStartInside is the control of
+// TestCodexAgentInTheLoop: the same profile, but Codex told to use its own
+// sandbox (--sandbox workspace-write on the command line, which wins over
+// the profile's command_args). Its bubblewrap cannot create namespaces
+// inside fedmem, so the command the model asks for fails, and the model is
+// told so: turning Codex's sandbox off is what makes the loop work.
+func TestCodexOwnSandboxCannotStartInside(t *testing.T) {
+	testutil.RequireRoot(t)
+	codex := need(t, "codex")
+	bins := testutil.Binaries(t)
+	base := testutil.TempDir(t)
+	v := testutil.NewVault(t, filepath.Join(base, "vault"), testutil.VaultOptions{Fedmem: bins.Fedmem})
+	work, home := filepath.Join(base, "work"), filepath.Join(base, "home")
+	writeTree(t, work, map[string]string{"README.md": "x\n"})
+	writeTree(t, home, map[string]string{".codex/.keep": ""})
+	m := &ResponsesModel{Tool: "exec_command", Model: Model{Done: "CONTROL-DONE", Script: []Step{
+		func([]ToolResult) ToolCall {
+			return ToolCall{"exec_command", map[string]any{"cmd": "echo RAN-INSIDE > ran.txt && cat ran.txt"}}
+		},
+	}}}
+	addr, err := m.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	run := runCodex(t, bins.FedmemRun, codex, v.Dir, work, home, "", addr, "write ran.txt", "--sandbox", "workspace-write")
+	for _, r := range m.Requests() {
+		t.Logf("model request: %s", r)
+	}
+	res := m.Results()
+	if run.err != nil || len(res) != 1 || !strings.Contains(run.stdout, "CONTROL-DONE") {
+		t.Fatalf("codex exec under its own sandbox: %v, %d tool results, stdout %q", run.err, len(res), run.stdout)
+	}
+	t.Logf("tool result (error %v): %s", res[0].IsError, res[0].Content)
+	if !res[0].IsError || !strings.Contains(res[0].Content, "bwrap") || !strings.Contains(res[0].Content, "namespace") {
+		t.Fatalf("the command under Codex's own sandbox did not fail on bubblewrap's namespaces: %q", res[0].Content)
+	}
+	if _, err := os.Stat(filepath.Join(work, "ran.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the command ran although Codex's sandbox could not start: %v", err)
+	}
+}
+
+type codexRun struct {
+	stdout         string
+	report, events []byte
+	err            error
+}
+
+// runCodex runs `codex exec` under fedmem-run with the codex profile,
+// extended by an allow list that names the scripted model at addr and
+// nothing else. The provider is named on the command line: OPENAI_BASE_URL
+// alone leaves Codex on its built-in openai provider, which tries a
+// WebSocket first; ~/.codex/config.toml would do as well, but it is a
+// persistence file, read-only inside. Plugins (github.com, chatgpt.com)
+// and analytics (ab.chatgpt.com) are off: the allow list would refuse them
+// anyway.
+func runCodex(t *testing.T, fedmemRun, codex, vaultDir, work, home, goBin, addr, prompt string, extra ...string) codexRun {
+	t.Helper()
+	base := filepath.Dir(work)
+	prof := filepath.Join(base, "loop.yaml")
+	if err := os.WriteFile(prof, []byte(fmt.Sprintf("name: loop\nextends: codex\nnetwork: allowlist\nallow: [%q]\n", addr)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	report, events := filepath.Join(base, "report.json"), filepath.Join(base, "events.jsonl")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	args := []string{"--vault", vaultDir, "--profile", prof, "--report", report, "--events", events, "--",
+		codex, "exec", "--skip-git-repo-check", "--color", "never", "-m", "scripted",
+		"-c", "model_provider=scripted",
+		"-c", fmt.Sprintf(`model_providers.scripted={name="scripted",base_url="http://%s/v1",wire_api="responses",env_key="OPENAI_API_KEY"}`, addr),
+		"-c", "analytics.enabled=false", "--disable", "plugins"}
+	args = append(append(args, extra...), prompt)
+	cmd := exec.CommandContext(ctx, fedmemRun, args...)
+	cmd.Dir = work
+	path := "/usr/local/bin:/usr/bin:/bin"
+	if goBin != "" {
+		path = filepath.Dir(goBin) + ":" + path
+	}
+	cmd.Env = []string{"HOME=" + home, "PATH=" + path, "TERM=dumb", "LANG=C.UTF-8", "OPENAI_API_KEY=sk-scripted-test-key-0123456789"}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	t.Logf("codex stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	r := codexRun{stdout: stdout.String(), err: err}
+	r.report, _ = os.ReadFile(report)
+	r.events, _ = os.ReadFile(events)
+	t.Logf("events:\n%s", r.events)
+	return r
 }
