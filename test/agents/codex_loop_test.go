@@ -246,7 +246,7 @@ func runCodex(t *testing.T, fedmemRun, codex, vaultDir, work, home, goBin, addr,
 		t.Fatal(err)
 	}
 	report, events := filepath.Join(base, "report.json"), filepath.Join(base, "events.jsonl")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute) // a cold go build took 145 s on the shared 2-core host
 	defer cancel()
 	args := []string{"--vault", vaultDir, "--profile", prof, "--report", report, "--events", events, "--",
 		codex, "exec", "--skip-git-repo-check", "--color", "never", "-m", "scripted",
