@@ -162,4 +162,3 @@ func (g *Gate) handle(c *net.UnixConn) ReviewResponse {
 	r.OK = true
 	return r
 }
-
