@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -80,6 +81,14 @@ func readSearched(d SearchDir, p string) ([]byte, bool, error) {
 	f, err := openNoFollow(p)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDirectory) {
 		return nil, false, nil
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		if _, lerr := os.Lstat(p); errors.Is(lerr, fs.ErrPermission) || errors.Is(lerr, fs.ErrNotExist) {
+			// A folder on the way cannot be searched by this user (a
+			// HOME it cannot read): nothing there is this user's
+			// profile; go on, as git does with an unreadable config.
+			return nil, false, nil
+		}
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: %s: %v", ErrUntrustedProfile, p, err)

@@ -127,6 +127,20 @@ func TestSearchPathTrust(t *testing.T) {
 			t.Errorf("%s: %v; want ErrUntrustedProfile naming %q and the rule", c.name, err, c.want)
 		}
 	}
+	// A search folder this user cannot enter: nothing there is its
+	// profile; a file it can see but not read is refused.
+	if os.Geteuid() != 0 {
+		os.Chmod(pdir, 0o000)
+		if _, _, err := LoadFrom("default", search); err != nil {
+			t.Errorf("unsearchable project folder: %v", err)
+		}
+		os.Chmod(pdir, 0o755)
+		os.Chmod(p, 0o000)
+		if _, _, err := LoadFrom("x", search); err == nil {
+			t.Error("an unreadable project profile was passed over")
+		}
+		os.Chmod(p, 0o644)
+	}
 	if os.Geteuid() == 0 {
 		os.Chown(p, 64000, 64000)
 		_, _, err := LoadFrom("x", search)
