@@ -624,3 +624,13 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// WantSplit reads core.splitIndex as Git does for this package's purpose:
+// unset or true keeps the index split; a false value writes it plain.
+func WantSplit(coreSplitIndex string) bool {
+	switch strings.ToLower(strings.TrimSpace(coreSplitIndex)) {
+	case "false", "no", "off", "0":
+		return false
+	}
+	return true
+}
