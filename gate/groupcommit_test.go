@@ -21,6 +21,9 @@ func TestHelperGroupProcess(t *testing.T) {
 		t.Skip("helper process for TestGroupCommitKillNine")
 	}
 	point := os.Getenv("FEDMEM_GROUP_HELPER_FAULT")
+	if point == "index-shared" {
+		indexMaxDelta = 1 // every index write makes a new shared file
+	}
 	groupFault = func(p string) {
 		if p == point {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -37,7 +40,8 @@ func TestHelperGroupProcess(t *testing.T) {
 
 // TestGroupCommitKillNine kills the gate (SIGKILL, its own process) at each
 // point of a group commit — markers and claims synced, pack written, branch
-// moved, decisions recorded — then lets a fresh gate finish: every draft is
+// moved, index about to be written (split part, or a new shared file),
+// decisions recorded — then lets a fresh gate finish: every draft is
 // decided exactly once, every promoted draft has exactly one commit, the
 // repository passes `git fsck --strict` and is clean, the audit log
 // verifies, and the inbox holds only receipts.
@@ -45,7 +49,10 @@ func TestGroupCommitKillNine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow")
 	}
-	for _, point := range []string{"intents", "packed", "published", "recorded"} {
+	// index: the branch moved and the work tree is written, the index not
+	// yet; index-shared: a new sharedindex file is durable, the index that
+	// would name it not yet renamed in.
+	for _, point := range []string{"intents", "packed", "published", "index", "index-shared", "recorded"} {
 		t.Run(point, func(t *testing.T) {
 			v := trustVault(t)
 			want := map[string]bool{}

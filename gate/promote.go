@@ -445,15 +445,23 @@ func (g *repo) writeIndex(lf *os.File, lock string, puts []gitindex.Entry, dels 
 	if err != nil {
 		return fmt.Errorf("read index: %w", err)
 	}
-	u, err := gitindex.Apply(g.gitDir, raw, puts, dels, gitindex.Options{Split: g.splitIndex()})
+	u, err := gitindex.Apply(g.gitDir, raw, puts, dels, gitindex.Options{Split: g.splitIndex(), MaxDelta: indexMaxDelta})
 	if err != nil {
 		return fmt.Errorf("update index: %w", err)
 	}
 	if err := gitindex.WriteShared(g.gitDir, u, gitindex.SharedName(raw), nil); err != nil {
 		return err
 	}
+	if u.Shared != nil {
+		groupFault("index-shared")
+	}
+	groupFault("index")
 	return commitLockFile(lf, lock, indexPath, u.Index)
 }
+
+// indexMaxDelta is gitindex's MaxDelta (tests lower it to merge into a new
+// shared file on every write).
+var indexMaxDelta = gitindex.DefaultMaxDelta
 
 // splitIndex reports whether the index is kept split: yes unless the
 // repository's core.splitIndex says false (Git then keeps it plain too).
