@@ -12,7 +12,8 @@ import (
 )
 
 // benchVault makes a vault with n committed notes in 20-domains/ (set up with
-// the git CLI, so the index is a real one).
+// the git CLI, so the index is a real one). gc.auto=0: a detached auto gc
+// would still be writing into .git when the test cleans its temp dir.
 func benchVault(b *testing.B, n int) string {
 	b.Helper()
 	dir := filepath.Join(b.TempDir(), "vault")
@@ -26,7 +27,7 @@ func benchVault(b *testing.B, n int) string {
 		}
 	}
 	for _, args := range [][]string{{"add", "20-domains"}, {"commit", "-q", "-m", "bulk"}} {
-		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=b", "-c", "user.email=b@b"}, args...)...)
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=b", "-c", "user.email=b@b", "-c", "gc.auto=0"}, args...)...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("git %v: %v %s", args, err, out)
 		}
@@ -74,7 +75,7 @@ func BenchmarkPromotionCommit(b *testing.B) {
 				p := fmt.Sprintf("20-domains/cli-%06d.md", i)
 				os.WriteFile(filepath.Join(v, p), []byte(fmt.Sprintf("cli %d\n", i)), 0o644)
 				for _, args := range [][]string{{"add", p}, {"commit", "-q", "-m", "cli"}} {
-					cmd := exec.Command("git", append([]string{"-C", v, "-c", "user.name=b", "-c", "user.email=b@b"}, args...)...)
+					cmd := exec.Command("git", append([]string{"-C", v, "-c", "user.name=b", "-c", "user.email=b@b", "-c", "gc.auto=0"}, args...)...)
 					if out, err := cmd.CombinedOutput(); err != nil {
 						b.Fatalf("git %v: %v %s", args, err, out)
 					}
