@@ -449,7 +449,7 @@ func (g *repo) writeIndex(lf *os.File, lock string, puts []gitindex.Entry, dels 
 	if err != nil {
 		return fmt.Errorf("update index: %w", err)
 	}
-	if err := gitindex.WriteShared(g.gitDir, u, gitindex.SharedName(raw), nil); err != nil {
+	if err := gitindex.WriteShared(g.gitDir, u, nil); err != nil {
 		return err
 	}
 	if u.Shared != nil {

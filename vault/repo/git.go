@@ -292,7 +292,7 @@ func (g *gitRepo) updateIndex(root string, paths []string, owner vault.Owner) er
 		return fail(fmt.Errorf("update index: %w", err))
 	}
 	chown := func(sf *os.File) error { return sf.Chown(owner.UID, owner.GID) }
-	if err := gitindex.WriteShared(gitDir, u, gitindex.SharedName(raw), chown); err != nil {
+	if err := gitindex.WriteShared(gitDir, u, chown); err != nil {
 		return fail(fmt.Errorf("write shared index: %w", err))
 	}
 	if err := f.Chown(owner.UID, owner.GID); err != nil {

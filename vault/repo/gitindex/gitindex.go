@@ -73,6 +73,9 @@ type Update struct {
 	// Full reports that Apply read and rewrote every entry (a first split,
 	// a merge past MaxDelta, a removal, or a plain index).
 	Full bool
+	// Replaced is the shared file the old index named ("" if none):
+	// WriteShared keeps it for readers that still hold the old index.
+	Replaced string
 }
 
 // entry is one parsed index entry: the 62 bytes of stat data, object id and
@@ -463,6 +466,12 @@ func Apply(gitDir string, raw []byte, puts []Entry, dels []string, opt Options) 
 			return nil, err
 		}
 	}
+	replaced := ""
+	if f.link != nil {
+		if h, err := f.sharedHash(); err == nil && h != ([20]byte{}) {
+			replaced = "sharedindex." + hex.EncodeToString(h[:])
+		}
+	}
 	add := make([]entry, len(puts))
 	for i, p := range puts {
 		if p.Name == "" || strings.HasPrefix(p.Name, "/") || strings.Contains(p.Name, "\x00") {
@@ -493,7 +502,7 @@ func Apply(gitDir string, raw []byte, puts []Entry, dels []string, opt Options) 
 		added := addAll(f.entries[len(repl):], add)
 		if len(repl)+len(added) <= opt.MaxDelta {
 			all := append(append(make([]entry, 0, len(repl)+len(added)), f.entries[:len(repl)]...), added...)
-			return &Update{Index: encode(all, f.link)}, nil
+			return &Update{Index: encode(all, f.link), Replaced: replaced}, nil
 		}
 	}
 	all, err := merged(gitDir, f)
@@ -515,7 +524,7 @@ func Apply(gitDir string, raw []byte, puts []Entry, dels []string, opt Options) 
 		all = kept
 	}
 	if !opt.Split {
-		return &Update{Index: encode(all, nil), Full: true}, nil
+		return &Update{Index: encode(all, nil), Full: true, Replaced: replaced}, nil
 	}
 	shared := encode(all, nil)
 	var h [20]byte
@@ -529,6 +538,7 @@ func Apply(gitDir string, raw []byte, puts []Entry, dels []string, opt Options) 
 		Shared:     shared,
 		SharedName: "sharedindex." + hex.EncodeToString(h[:]),
 		Full:       true,
+		Replaced:   replaced,
 	}, nil
 }
 
@@ -536,8 +546,8 @@ func Apply(gitDir string, raw []byte, puts []Entry, dels []string, opt Options) 
 // temporary file, fsynced, renamed into place, the folder fsynced. prep,
 // when set, is called on the open temporary file (e.g. to chown it). It
 // then removes shared files no index can still need: every other one but
-// keep (the file the old index named) older than PruneAge.
-func WriteShared(gitDir string, u *Update, keep string, prep func(*os.File) error) error {
+// u.Replaced (the file the old index named) older than PruneAge.
+func WriteShared(gitDir string, u *Update, prep func(*os.File) error) error {
 	if u == nil || u.Shared == nil {
 		return nil
 	}
@@ -575,7 +585,7 @@ func WriteShared(gitDir string, u *Update, keep string, prep func(*os.File) erro
 			return err
 		}
 	}
-	prune(gitDir, u.SharedName, keep)
+	prune(gitDir, u.SharedName, u.Replaced)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The tests drive the real git CLI: it writes the indexes Apply reads, and
@@ -77,7 +78,7 @@ func put(t *testing.T, dir string, opt Options, files map[string]string, dels ..
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
-	if err := WriteShared(gitDir, u, SharedName(raw), nil); err != nil {
+	if err := WriteShared(gitDir, u, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(gitDir, "index"), u.Index, 0o644); err != nil {
@@ -141,6 +142,12 @@ func TestSplitFastPathAndGitAcceptsIt(t *testing.T) {
 
 	// Past MaxDelta: merged into a new shared file; the old one is kept
 	// (the replaced index named it), none is lost.
+	// A shared file no index names, untouched for an hour, goes with the
+	// merge; the one the replaced index named stays.
+	dead := filepath.Join(gitDir, "sharedindex.0000000000000000000000000000000000000000")
+	os.WriteFile(dead, []byte("old"), 0o644)
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(dead, old, old)
 	var last *Update
 	for i := 0; i < 10 && (last == nil || last.Shared == nil); i++ {
 		last = put(t, dir, opt, map[string]string{fmt.Sprintf("d06/more-%d.md", i): "z\n"})
@@ -150,8 +157,13 @@ func TestSplitFastPathAndGitAcceptsIt(t *testing.T) {
 		t.Fatal("no merge into a new shared file after 10 changes with MaxDelta 8")
 	}
 	checkClean(t, dir)
-	if _, err := os.Stat(filepath.Join(gitDir, last.SharedName)); err != nil {
-		t.Fatal(err)
+	for _, keep := range []string{last.SharedName, last.Replaced} {
+		if _, err := os.Stat(filepath.Join(gitDir, keep)); err != nil {
+			t.Fatalf("shared file %q: %v", keep, err)
+		}
+	}
+	if _, err := os.Stat(dead); err == nil {
+		t.Fatal("an unused shared file an hour old was kept")
 	}
 
 	// A removal goes through the full merge; Git agrees the path is gone.
