@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/fedmem/fedmem/gate/audit"
@@ -67,6 +68,9 @@ type Gate struct {
 	mu sync.Mutex
 	// pass is the open group of a pass (groupcommit.go); nil outside Once.
 	pass *pass
+	// groups maps a draft id to the base its group marker records
+	// (groupcommit.go); nil until read.
+	groups map[string]plumbing.Hash
 }
 
 // Open checks the vault and the caller, prepares the state directory and
@@ -294,6 +298,10 @@ func (g *Gate) openClaims() ([]string, error) {
 	have := map[string]bool{}
 	for _, e := range ents {
 		have[e.Name()] = true
+	}
+	// Group markers: kept while one of their drafts is claimed.
+	if err := g.loadGroupMarkers(func(id string) bool { return have[id+".json"] }); err != nil {
+		return nil, err
 	}
 	var ids []string
 	for n := range have {
