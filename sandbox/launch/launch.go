@@ -109,6 +109,7 @@ func Run(ctx context.Context, o *Options) (int, error) {
 		stderr = io.Discard
 	}
 	r, err := Resolve(o)
+	sandbox.Stamp("resolved")
 	if err != nil {
 		return sandbox.ExitFedmemError, err
 	}
@@ -253,6 +254,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 			return sandbox.ExitFedmemError, err
 		}
 	}
+	sandbox.Stamp("prepared")
 	res, runErr := backend.Run(ctx, spec)
 	rep.DurationMS = time.Since(started).Milliseconds()
 	rep.VaultHeadEnd, _ = vault.ReadHead(s.Vault)
