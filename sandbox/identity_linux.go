@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -256,7 +257,7 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 			continue
 		}
 		if userns == nil {
-			if userns, err = holdUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
+			if userns, err = takeUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
 				return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: "user namespace for idmapped mounts: " + err.Error()}
 			}
 		}
@@ -289,7 +290,7 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 	var st unix.Stat_t
 	if h := spec.Plan.Home; h != "" && h != "/" && unix.Lstat(h, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == owner && owner != spec.UID && st.Mode&0o001 == 0 {
 		if userns == nil {
-			if userns, err = holdUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
+			if userns, err = takeUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
 				return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: "user namespace for idmapped mounts: " + err.Error()}
 			}
 		}
@@ -349,6 +350,60 @@ func holdUserns(from, to, gfrom, gto int) (*os.File, error) {
 		return f, nil
 	}
 	return holdUsernsRunning(uids, gids)
+}
+
+// ahead is the user namespace PrepareIdmap started making, for the
+// mapping key: one session per launcher.
+var ahead struct {
+	sync.Mutex
+	key [4]int
+	ch  chan usernsResult
+}
+
+type usernsResult struct {
+	f   *os.File
+	err error
+}
+
+// PrepareIdmap starts making, concurrently with the rest of the launch,
+// the user namespace a root caller's idmapped binds will use (owner→agent
+// uid, ownerG→agent gid), so its child's fork and exec are off the
+// start-up's critical path (issue 9). Run takes it if the mapping is the
+// same, and makes its own otherwise; nothing is done for another caller.
+func PrepareIdmap(owner, uid, ownerG, gid int) {
+	if os.Geteuid() != 0 || owner == uid {
+		return
+	}
+	ch := make(chan usernsResult, 1)
+	ahead.Lock()
+	defer ahead.Unlock()
+	if ahead.ch != nil {
+		return // one already on its way (it is checked against its key)
+	}
+	ahead.key, ahead.ch = [4]int{owner, uid, ownerG, gid}, ch
+	go func() {
+		f, err := holdUserns(owner, uid, ownerG, gid)
+		ch <- usernsResult{f, err}
+	}()
+}
+
+// takeUserns returns the namespace PrepareIdmap made for this mapping, or
+// makes one. One made for another mapping is closed.
+func takeUserns(from, to, gfrom, gto int) (*os.File, error) {
+	ahead.Lock()
+	key, ch := ahead.key, ahead.ch
+	ahead.key, ahead.ch = [4]int{}, nil
+	ahead.Unlock()
+	if ch != nil {
+		r := <-ch
+		if key == [4]int{from, to, gfrom, gto} {
+			return r.f, r.err
+		}
+		if r.f != nil {
+			r.f.Close()
+		}
+	}
+	return holdUserns(from, to, gfrom, gto)
 }
 
 // holdUsernsStopped makes the namespace with a child stopped by ptrace

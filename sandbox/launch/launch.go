@@ -180,6 +180,11 @@ func Run(ctx context.Context, o *Options) (int, error) {
 // run does the session's work after Run has opened the output files; rep
 // is filled in as it goes.
 func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, stderr io.Writer, rewriteRecord bool) (int, error) {
+	if o.Backend == nil && (r.Profile.Backend == "" || r.Profile.Backend == "namespace") {
+		// A root caller's idmap user namespace is made while this
+		// session is prepared (sandbox.PrepareIdmap).
+		sandbox.PrepareIdmap(r.OwnerUID, r.UID, r.OwnerGID, r.GID)
+	}
 	created, err := ensureGateState(r.Session)
 	if err != nil {
 		return sandbox.ExitFedmemError, err
