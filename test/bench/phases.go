@@ -91,5 +91,9 @@ func printPhases(w io.Writer, res *Result) {
 			fmt.Fprintf(w, " %s %.2f", strings.TrimPrefix(k, "launcher."), v)
 		}
 	}
-	fmt.Fprintln(w, "\n (launcher: fedmem-run's start to the clone; clone: clone, exec and Go start of the init; root: mounts;\n  verify: live mount table against the plan; layers: network, no_new_privs, Landlock, caps, limits, seccomp; exec: the agent's fork+exec;\n  launcher = resolve: profile, plan, identity; prepare: session record, outputs, state dirs, inbox, stdio;\n  idmap: idmapped binds and their user namespace; limits: session cgroup; clone: pipes, signals, the clone itself)")
+	fmt.Fprint(w, "\n (launcher: fedmem-run's start to the clone; clone: clone, exec and Go start of the init; root: mounts;\n  verify: live mount table against the plan; layers: network, no_new_privs, Landlock, caps, limits, seccomp; exec: the agent's fork+exec")
+	if detail {
+		fmt.Fprint(w, ";\n  launcher = resolve: profile, plan, identity; prepare: session record, outputs, state dirs, inbox, stdio;\n  idmap: idmapped binds and their user namespace; limits: session cgroup; clone: pipes, signals, the clone itself")
+	}
+	fmt.Fprintln(w, ")")
 }
