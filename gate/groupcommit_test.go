@@ -134,7 +134,7 @@ func TestGroupPipelineKillNine(t *testing.T) {
 	}
 	t.Logf("seed %d (FEDMEM_GROUP_SEED=%d replays it)", seed, seed)
 	rng := rand.New(rand.NewSource(seed))
-	points := []string{"marked", "intents", "packed", "published", "recorded", "synced", "cleaned"}
+	points := []string{"marked", "intents", "packed", "published", "index", "index-shared", "recorded", "synced", "cleaned"}
 	rng.Shuffle(len(points), func(i, j int) { points[i], points[j] = points[j], points[i] })
 	for round, point := range points {
 		hit := 1 + rng.Intn(5)
