@@ -9,10 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/vault"
@@ -297,6 +295,13 @@ func rejectClaim(rule, format string, args ...any) readResult {
 // blocking, accepts only a regular file with one link and at most max bytes
 // (checked before reading), reads it once, and checks it did not change.
 func (g *Gate) readClaim(id string, max int64) (readResult, error) {
+	return g.readClaimAt(id, max, true)
+}
+
+// readClaimAt is readClaim; with mayReturn false (a read ahead of the
+// draft's turn, prefetch.go) it changes nothing on disk: a draft that
+// became unreadable yields errMustReturn, and its turn returns it.
+func (g *Gate) readClaimAt(id string, max int64, mayReturn bool) (readResult, error) {
 	cfd, err := unix.Open(g.statePath(claimsDir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return readResult{}, err
@@ -313,6 +318,9 @@ func (g *Gate) readClaim(id string, max int64) (readResult, error) {
 	case errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM):
 		// Readable when claimed, unreadable now: never decide (or delete)
 		// bytes nobody read; give the file back to its session.
+		if !mayReturn {
+			return readResult{}, errMustReturn
+		}
 		if err := g.returnClaim(cfd, id); err != nil {
 			return readResult{}, err
 		}
@@ -487,24 +495,4 @@ func ownerOf(path string) (int, error) {
 		return -1, err
 	}
 	return int(st.Uid), nil
-}
-
-// fillStat copies the stat data Git keeps in an index entry, so `git status`
-// sees the file as unchanged without re-hashing it.
-func fillStat(e *index.Entry, fi os.FileInfo) {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		e.CreatedAt = time.Unix(st.Ctim.Unix())
-		e.Dev, e.Inode = uint32(st.Dev), uint32(st.Ino)
-		e.UID, e.GID = st.Uid, st.Gid
-	}
-}
-
-// statEntry fills an indexEntry's stat fields from fi.
-func statEntry(e *indexEntry, fi os.FileInfo) {
-	e.Mtime, e.Size = fi.ModTime(), uint32(fi.Size())
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		e.Ctime = time.Unix(st.Ctim.Unix())
-		e.Dev, e.Ino = uint32(st.Dev), uint32(st.Ino)
-		e.UID, e.GID = st.Uid, st.Gid
-	}
 }

@@ -5,9 +5,6 @@ package gate
 import (
 	"context"
 	"errors"
-	"os"
-
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
@@ -29,6 +26,9 @@ func (in *inbox) sessions() ([]string, error)                     { return nil, 
 func (in *inbox) sessionOwner(string) (int, error)                { return -1, errUnsupported }
 func (g *Gate) claimSession(*inbox, string, int) ([]Claim, error) { return nil, errUnsupported }
 func (g *Gate) readClaim(string, int64) (readResult, error)       { return readResult{}, errUnsupported }
+func (g *Gate) readClaimAt(string, int64, bool) (readResult, error) {
+	return readResult{}, errUnsupported
+}
 func (g *Gate) sessionRecord(*inbox, string) *SessionRecord       { return nil }
 func (g *Gate) writeReceipt(*inbox, string, string, []byte) error { return errUnsupported }
 func (g *Gate) lockState() (func(), error)                        { return nil, errUnsupported }
@@ -43,8 +43,4 @@ type readResult struct {
 	Owner  *DraftOwner
 }
 
-func fillStat(*index.Entry, os.FileInfo) {}
-
 func (g *Gate) ServeReview(ctx context.Context, path string) error { return errUnsupported }
-
-func statEntry(e *indexEntry, fi os.FileInfo) { e.Mtime, e.Size = fi.ModTime(), uint32(fi.Size()) }

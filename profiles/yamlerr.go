@@ -7,20 +7,27 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
 
 // unknownField is how yaml.v3 words a key that KnownFields refuses.
-var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in type (\S+)$`)
+// Compiled on first use, as the two below: not at every start of
+// fedmem-run (issue 9).
+var unknownField = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^line (\d+): field (\S+) not found in type (\S+)$`)
+})
 
 // wrongKind is how yaml.v3 words a value of the wrong kind ("line 3:
 // cannot unmarshal !!seq into map[string]string", "… !!str `lots` into
 // int"): Go type names, rewritten by kindError.
-var wrongKind = regexp.MustCompile("^line (\\d+): cannot unmarshal (!!\\w+)(?: `(.*)`)? into (\\S+)$")
+var wrongKind = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile("^line (\\d+): cannot unmarshal (!!\\w+)(?: `(.*)`)? into (\\S+)$")
+})
 
 // lineMsg is an error of this package's own unmarshalers ("line 3: …").
-var lineMsg = regexp.MustCompile(`^line (\d+): (.*)$`)
+var lineMsg = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^line (\d+): (.*)$`) })
 
 // schemaTypes are the profile's mapping types by the name yaml.v3 prints.
 var schemaTypes = map[string]reflect.Type{
@@ -62,7 +69,7 @@ func friendlyYAMLError(src string, err error, doc *yaml.Node) error {
 		if errors.As(err, &ve) {
 			return fmt.Errorf("%s:%d: %s%s", src, ve.node.Line, keyAt(doc, ve.node.Line, ve.node.Column, ve.node.Kind), ve.msg)
 		}
-		if m := lineMsg.FindStringSubmatch(err.Error()); m != nil {
+		if m := lineMsg().FindStringSubmatch(err.Error()); m != nil {
 			line, _ := strconv.Atoi(m[1])
 			return fmt.Errorf("%s:%s: %s%s", src, m[1], keyAt(doc, line, 0, yaml.ScalarNode), m[2])
 		}
@@ -70,12 +77,12 @@ func friendlyYAMLError(src string, err error, doc *yaml.Node) error {
 	}
 	var lines []string
 	for _, e := range te.Errors {
-		if k := wrongKind.FindStringSubmatch(e); k != nil {
+		if k := wrongKind().FindStringSubmatch(e); k != nil {
 			line, _ := strconv.Atoi(k[1])
 			lines = append(lines, fmt.Sprintf("%s:%s: %sexpected %s, got %s", src, k[1], keyAt(doc, line, 0, tagKind(k[2])), goTypeWords(k[4]), tagWords(k[2], k[3])))
 			continue
 		}
-		m := unknownField.FindStringSubmatch(e)
+		m := unknownField().FindStringSubmatch(e)
 		var t reflect.Type
 		if m != nil {
 			t = schemaTypes[m[3]]
