@@ -189,7 +189,7 @@ func TestFilesystemDenialEvents(t *testing.T) {
 			for _, p := range testutil.Diff(before, after, inInbox) {
 				t.Errorf("vault changed: %s", p)
 			}
-			fs := map[string]map[string]any{} // by path
+			fs := map[string]map[string]any{} // by op and path
 			for _, m := range deniedEvents(t, evs) {
 				if m["kind"] != "filesystem" {
 					continue
@@ -198,7 +198,7 @@ func TestFilesystemDenialEvents(t *testing.T) {
 				if strings.Contains(p, "/90-inbox/") || strings.HasPrefix(p, "/tmp/") {
 					t.Errorf("an allowed write was reported as a denial: %v", m)
 				}
-				fs[p] = m
+				fs[m["op"].(string)+" "+p] = m
 			}
 			note := filepath.Join(e.vault.Dir, e.vault.Note)
 			for _, w := range []struct{ path, op, hint string }{
@@ -207,7 +207,7 @@ func TestFilesystemDenialEvents(t *testing.T) {
 				{filepath.Join(e.vault.Dir, "newdir"), "mkdir", "FEDMEM_INBOX"},
 				{filepath.Join(e.vault.Dir, "relative.md"), "open", "FEDMEM_INBOX"},
 			} {
-				m := fs[w.path]
+				m := fs[w.op+" "+w.path]
 				if m == nil {
 					t.Errorf("no filesystem denial for %s; got %v", w.path, fs)
 					continue
@@ -218,13 +218,17 @@ func TestFilesystemDenialEvents(t *testing.T) {
 				}
 			}
 			var renamed bool
-			for p, m := range fs {
-				if m["op"] == "rename" && (p == note || p == filepath.Join(e.vault.Dir, "AGENT.md")) {
+			for _, p := range []string{note, filepath.Join(e.vault.Dir, "AGENT.md")} {
+				if m := fs["rename "+p]; m != nil && m["errno"] == "EROFS" && strings.Contains(m["hint"].(string), "FEDMEM_INBOX") {
 					renamed = true
 				}
 			}
 			if !renamed {
 				t.Errorf("no filesystem denial for the rename over AGENT.md; got %v", fs)
+			}
+			if t.Failed() {
+				b, _ := os.ReadFile(evs)
+				t.Logf("events:\n%s", b)
 			}
 			d, _ := r.report["denials"].(map[string]any)
 			byKind, _ := d["by_kind"].(map[string]any)
