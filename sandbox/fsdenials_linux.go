@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"errors"
 	"path"
 	"strconv"
 	"strings"
@@ -106,37 +105,45 @@ type target struct {
 	real    string // the nearest existing object, symlinks resolved
 	mnt     uint64
 	errno   unix.Errno
-	reason  string // "readonly", "landlock", "permissions"
 }
 
 // check resolves one path argument of pid's call the way the kernel will
 // (relative to its cwd or the directory fd, in this mount namespace, which
-// is the agent's: it can neither chroot nor unshare) down to the nearest
-// object that exists, and predicts the errno.
+// is the agent's: it can neither chroot nor unshare) and predicts whether
+// the mount (EROFS) or Landlock (EACCES, outside the plan's writable
+// paths) refuses it. File permissions are not predicted: they are no
+// sandbox rule, and the checks cost every write call.
 func (r *denialReporter) check(pid int, a seccomp.WritePath, c *seccomp.WriteCall, flags uint64) (*target, error) {
-	proc := "/proc/" + strconv.Itoa(pid)
 	base := "/"
 	if !strings.HasPrefix(a.Path, "/") {
 		if a.Dirfd == unix.AT_FDCWD {
-			base = proc + "/cwd"
+			base = "/proc/" + strconv.Itoa(pid) + "/cwd"
 		} else {
-			base = proc + "/fd/" + strconv.Itoa(a.Dirfd)
+			base = "/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.Itoa(a.Dirfd)
 		}
 	}
 	rel := path.Clean(a.Path)
 	if rel == "." || rel == "/" || rel == ".." {
 		return &target{}, nil // the kernel refuses these otherwise (EEXIST, EBUSY, EINVAL)
 	}
-	obj, oerr := unix.Open(join(base, rel), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if oerr == nil {
-		defer unix.Close(obj)
+	// The object: open and truncate, chmod, utimes follow a final
+	// symlink (O_NOFOLLOW, lchown and AT_SYMLINK_NOFOLLOW aside, which
+	// only change which object a report names); entries never do.
+	oflags := unix.O_PATH | unix.O_CLOEXEC
+	follow := (c.Op == "open" && flags&unix.O_NOFOLLOW == 0) || c.Op == "truncate" || c.Op == "chmod" || c.Op == "utimes"
+	if !follow {
+		oflags |= unix.O_NOFOLLOW
 	}
-	exists := oerr == nil
+	fd, err := unix.Open(join(base, rel), oflags, 0)
+	exists := err == nil
+	if exists {
+		defer unix.Close(fd)
+	}
 	// An entry operation is checked on the directory holding the entry,
 	// as is an open that creates a missing file; the rest on the object.
 	// The kernel's order decides what is a denial: creating what exists is
-	// EEXIST, anything under a missing directory ENOENT, both before the
-	// mount is checked; removing and renaming check the mount first.
+	// EEXIST and anything under a missing directory ENOENT, both before
+	// the mount is checked; removing and renaming check the mount first.
 	create := c.Op == "mkdir" || c.Op == "mknod" || c.Op == "symlink" || c.Op == "link" ||
 		(c.Op == "open" && flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL)
 	entry := c.Entry
@@ -148,56 +155,44 @@ func (r *denialReporter) check(pid int, a seccomp.WritePath, c *seccomp.WriteCal
 	case !entry && !exists:
 		return &target{}, nil // ENOENT
 	}
-	fd, rest := obj, ""
+	rest := ""
 	if entry {
-		var err error
-		fd, err = unix.Open(join(base, path.Dir(rel)), unix.O_PATH|unix.O_CLOEXEC, 0)
+		dfd, err := unix.Open(join(base, path.Dir(rel)), unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return &target{}, nil // ENOENT or the like before the mount check
+			return &target{}, nil // ENOENT or the like, before the mount check
 		}
-		defer unix.Close(fd)
-		rest = path.Base(rel)
-	} else if c.Op == "open" || c.Op == "truncate" || c.Op == "chmod" || c.Op == "utimes" {
-		// These follow a final symlink (lchown and AT_SYMLINK_NOFOLLOW
-		// aside, which the O_NOFOLLOW open above matches well enough).
-		if f2, err := unix.Open(join(base, rel), unix.O_PATH|unix.O_CLOEXEC, 0); err == nil {
-			defer unix.Close(f2)
-			fd = f2
+		defer unix.Close(dfd)
+		fd, rest = dfd, path.Base(rel)
+	}
+	t := &target{}
+	if !entry || len(c.Paths) > 1 {
+		// The object's type; the mount of each side of a rename or link.
+		var sx unix.Statx_t
+		if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_TYPE|unix.STATX_MNT_ID, &sx); err != nil {
+			return nil, err
 		}
-	}
-	fdPath := "/proc/self/fd/" + strconv.Itoa(fd)
-	real, err := readlink(fdPath)
-	if err != nil {
-		return nil, err
-	}
-	t := &target{real: real}
-	t.display = path.Join(real, rest)
-	var sx unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_TYPE|unix.STATX_MNT_ID, &sx); err != nil {
-		return nil, err
-	}
-	t.mnt = sx.Mnt_id
-	mode := uint32(sx.Mode) & unix.S_IFMT
-	if !entry && mode != unix.S_IFREG && mode != unix.S_IFDIR && mode != unix.S_IFLNK {
-		// A device, fifo or socket is written on a read-only mount too
-		// (/dev/null, a pty, a pipe through /proc/self/fd).
-		return t, nil
+		t.mnt = sx.Mnt_id
+		if mode := uint32(sx.Mode) & unix.S_IFMT; !entry && mode != unix.S_IFREG && mode != unix.S_IFDIR && mode != unix.S_IFLNK {
+			// A device, fifo or socket is written on a read-only mount
+			// too (/dev/null, a pty, a pipe through /proc/self/fd), and
+			// Landlock grants the devices the plan names.
+			return t, nil
+		}
 	}
 	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(fd, &sfs); err == nil && sfs.Flags&unix.ST_RDONLY != 0 {
-		t.errno, t.reason = unix.EROFS, "readonly"
-		return t, nil
+	ro := unix.Fstatfs(fd, &sfs) == nil && sfs.Flags&unix.ST_RDONLY != 0
+	if !ro && (!r.landlockFS || c.Metadata) {
+		return t, nil // the common case: no path needed
 	}
-	if r.landlockFS && !c.Metadata && !within(real, r.plan.Writable) {
-		t.errno, t.reason = unix.EACCES, "landlock"
-		return t, nil
+	if t.real, err = readlink("/proc/self/fd/" + strconv.Itoa(fd)); err != nil {
+		return nil, err
 	}
-	if !c.Metadata {
-		// As the agent (this thread's fsuid and fsgid): W_OK on the file,
-		// or on the directory for an entry.
-		if err := unix.Faccessat(unix.AT_FDCWD, fdPath, unix.W_OK, unix.AT_EACCESS); errors.Is(err, unix.EACCES) {
-			t.errno, t.reason = unix.EACCES, "permissions"
-		}
+	t.display = capPath(path.Join(t.real, rest))
+	switch {
+	case ro:
+		t.errno = unix.EROFS
+	case !within(t.real, r.plan.Writable):
+		t.errno = unix.EACCES // Landlock: not under a writable path
 	}
 	return t, nil
 }
@@ -229,13 +224,10 @@ func readlink(p string) (string, error) {
 
 // fsHint says how the agent can write there instead.
 func (r *denialReporter) fsHint(t *target) string {
-	t.display = capPath(t.display)
 	pl := r.plan
 	switch {
 	case vault.Within(t.real, pl.Vault) && !vault.Within(t.real, pl.Inbox):
 		return "the vault is read-only: write a draft into $FEDMEM_INBOX (" + pl.Inbox + "); the gate reviews it (docs/vault.md)"
-	case t.reason == "permissions":
-		return "file permissions refuse the agent's uid here (not a sandbox rule): write under the workdir, $FEDMEM_INBOX or /tmp"
 	}
 	return "not writable in this sandbox: add the directory to writable: or state: in the profile (docs/profiles.md), or write under the workdir or /tmp"
 }

@@ -57,6 +57,9 @@ func (f *denyingBackend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.
 		{Kind: "syscall", Syscall: "mount", Rule: "mount", Errno: "EPERM", Hint: "h"},
 		{Kind: "syscall", Syscall: "mount", Rule: "mount", Errno: "EPERM", Hint: "h"},
 		{Kind: "syscall", Syscall: "unshare", Rule: "unshare-namespaces", Errno: "EPERM", Hint: "h"},
+		{Kind: "filesystem", Op: "open", Syscall: "openat", Path: "/vault/a.md", Errno: "EROFS", Hint: "h"},
+		{Kind: "filesystem", Op: "mkdir", Syscall: "mkdirat", Path: "/vault/d", Errno: "EROFS", Hint: "h"},
+		{Kind: "filesystem", Op: "open", Syscall: "open", Path: "/b", Errno: "EROFS", Hint: "h"},
 		{Kind: "syscall", Truncated: true},
 	} {
 		spec.Event("denied", d.Fields())
@@ -65,7 +68,8 @@ func (f *denyingBackend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.
 }
 
 // TestReportCountsDenials: "denied" events are counted in the report by
-// kind and by system call, even without --events, and stderr says so.
+// kind, by system call (kind syscall) and by operation (kind filesystem),
+// even without --events, and stderr says so.
 func TestReportCountsDenials(t *testing.T) {
 	v, wd := newVault(t)
 	rep := filepath.Join(wd, "r.json")
@@ -79,10 +83,11 @@ func TestReportCountsDenials(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := r.Denials
-	if d == nil || d.Total != 3 || d.ByKind["syscall"] != 3 || d.BySyscall["mount"] != 2 || d.BySyscall["unshare"] != 1 || !d.Truncated {
+	if d == nil || d.Total != 6 || d.ByKind["syscall"] != 3 || d.ByKind["filesystem"] != 3 || d.BySyscall["mount"] != 2 || d.BySyscall["unshare"] != 1 ||
+		len(d.BySyscall) != 2 || d.ByOp["open"] != 2 || d.ByOp["mkdir"] != 1 || !d.Truncated {
 		t.Errorf("report denials: %+v", d)
 	}
-	if !strings.Contains(stderr.String(), "3 operation(s) refused by the sandbox") {
+	if !strings.Contains(stderr.String(), "6 operation(s) refused by the sandbox") {
 		t.Errorf("stderr: %q", stderr.String())
 	}
 }

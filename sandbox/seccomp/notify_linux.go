@@ -53,6 +53,12 @@ func ApplyNotify() (int, error) {
 	runtime.KeepAlive(filter)
 	switch errno {
 	case 0:
+		// Linux 6.6: the kernel switches to the listener on the caller's
+		// CPU and back, instead of waking it wherever it slept — the
+		// round trip of every notified write is most of its cost. Best
+		// effort: older kernels refuse the ioctl.
+		var f uint64 = unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+		_, _, _ = unix.Syscall(unix.SYS_IOCTL, fd, unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, uintptr(f))
 		return int(fd), nil
 	case unix.EINVAL, unix.ENOSYS:
 		return -1, fmt.Errorf("%w: %w", ErrNoListener, errno)
@@ -114,6 +120,8 @@ func (l *Listener) Serve() {
 	if l.Wake >= 0 {
 		pfd = append(pfd, unix.PollFd{Fd: int32(l.Wake), Events: unix.POLLIN})
 	}
+	mems := memFiles{}
+	defer mems.drop()
 	for {
 		if _, err := unix.Poll(pfd, -1); err != nil {
 			if err == unix.EINTR {
@@ -143,7 +151,7 @@ func (l *Listener) Serve() {
 		den := l.Decider.Decide(n.Nr, n.Arch, n.Args)
 		c := l.Writes.Call(n.Nr)
 		if den.allowed && c != nil {
-			if req := readRequest(l.Fd, &n, c); req != nil && l.Write != nil {
+			if req := readRequest(l.Fd, &n, c, mems); req != nil && l.Write != nil {
 				l.Write(req)
 			}
 			resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE

@@ -232,7 +232,8 @@ func TestFilesystemDenialEvents(t *testing.T) {
 			}
 			d, _ := r.report["denials"].(map[string]any)
 			byKind, _ := d["by_kind"].(map[string]any)
-			if n, _ := byKind["filesystem"].(float64); n < 5 {
+			byOp, _ := d["by_op"].(map[string]any)
+			if n, _ := byKind["filesystem"].(float64); n < 5 || byOp["mkdir"] != 1.0 || byOp["rename"] != 1.0 {
 				t.Errorf("report denials: %v, want at least 5 of kind filesystem", r.report["denials"])
 			}
 		})
