@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/sandbox"
 	"github.com/fedmem/fedmem/vault"
@@ -35,10 +38,38 @@ func TestExplainInbox(t *testing.T) {
 	if err := os.Chmod(inbox, 0o500); err != nil {
 		t.Fatal(err)
 	}
-	defer os.Chmod(inbox, st.Mode().Perm())
+	defer unix.Chmod(inbox, uint32(st.Sys().(*syscall.Stat_t).Mode&0o7777))
 	out := explain()
 	if !strings.Contains(out, "inbox check: a run would be REFUSED") || !strings.Contains(out, "mode 0500") {
 		t.Errorf("explain does not say the inbox refuses the run:\n%s", out)
+	}
+	// Each other rule, with its fix (the group-only modes refuse this
+	// uid too, which is not in the group: only the warnings are checked).
+	for _, c := range []struct {
+		mode       uint32
+		rule, want string
+	}{
+		{0o770, "warning [inbox-setgid]", "fedmem init --agent-group"},
+		{0o777, "warning [inbox-sticky]", "mode 01777"},
+		{0o3770, "", ""},
+		{0o1777, "", ""},
+	} {
+		if err := unix.Chmod(inbox, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		out := explain()
+		if c.rule == "" {
+			if strings.Contains(out, "inbox check: warning") {
+				t.Errorf("mode %04o: %s", c.mode, out)
+			}
+			continue
+		}
+		if !strings.Contains(out, c.rule) || !strings.Contains(out, c.want) {
+			t.Errorf("mode %04o: explain lacks %q with %q:\n%s", c.mode, c.rule, c.want, out)
+		}
+	}
+	if err := os.Chmod(inbox, 0o500); err != nil {
+		t.Fatal(err)
 	}
 	// And a run is refused the same way, before the backend starts.
 	fb := &fakeBackend{}
