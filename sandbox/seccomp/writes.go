@@ -119,7 +119,12 @@ func NewWrites(goarch string) (*Writes, error) {
 }
 
 // Call returns the write call numbered nr, nil for any other.
-func (w *Writes) Call(nr int32) *WriteCall { return w.byNr[nr] }
+func (w *Writes) Call(nr int32) *WriteCall {
+	if w == nil {
+		return nil
+	}
+	return w.byNr[nr]
+}
 
 // emitWrites is the notifying filter's last section, reached for every
 // native call the deny-list allows: write calls (write-intent opens only)
