@@ -33,8 +33,7 @@ type denialReporter struct {
 	agentGID   int
 	// The listener (fd -1: none) and the pipe that wakes its thread.
 	fd           int
-	decider      *seccomp.Decider
-	writes       *seccomp.Writes
+	listener     *seccomp.Listener
 	wakeR, wakeW int
 }
 
@@ -93,6 +92,10 @@ func applySeccompReporting(cfg *initConfig, l *Layers, sync *os.File) (*denialRe
 	}
 	l.Seccomp = true
 	l.Notes = append(l.Notes, "denied system calls and refused filesystem writes reported (seccomp user notification held by pid 1; writes continue: the kernel decides)")
-	rep.fd, rep.decider, rep.writes, rep.wakeR, rep.wakeW = fd, d, w, p[0], p[1]
+	rep.fd, rep.wakeR, rep.wakeW = fd, p[0], p[1]
+	rep.listener = &seccomp.Listener{Fd: fd, Decider: d, Writes: w, Wake: p[0]}
+	if err := rep.listener.Prepare(); err != nil {
+		return nil, err
+	}
 	return rep, nil
 }

@@ -43,23 +43,22 @@ func (r *denialReporter) serve(wake func()) {
 		_ = unix.Setfsuid(r.agentUID)
 	}
 	var drain [64]byte
-	l := seccomp.Listener{Fd: r.fd, Decider: r.decider, Writes: r.writes, Wake: r.wakeR,
-		OnWake: func() {
-			for {
-				if n, err := unix.Read(r.wakeR, drain[:]); n <= 0 || err != nil {
-					break
-				}
+	l := r.listener
+	l.OnWake = func() {
+		for {
+			if n, err := unix.Read(r.wakeR, drain[:]); n <= 0 || err != nil {
+				break
 			}
-			wake()
-		},
-		Denied: func(pid int, den seccomp.Denial) {
-			r.report(&Denied{Kind: "syscall", Syscall: den.Syscall, Rule: den.Rule, Errno: den.Errno, Args: den.Args[:], Pid: pid, Hint: denialHint(den.Rule)})
-		},
-		Write: func(req *seccomp.WriteRequest) {
-			if d := r.predict(req); d != nil {
-				r.report(d)
-			}
-		},
+		}
+		wake()
+	}
+	l.Denied = func(pid int, den seccomp.Denial) {
+		r.report(&Denied{Kind: "syscall", Syscall: den.Syscall, Rule: den.Rule, Errno: den.Errno, Args: den.Args[:], Pid: pid, Hint: denialHint(den.Rule)})
+	}
+	l.Write = func(req *seccomp.WriteRequest) {
+		if d := r.predict(req); d != nil {
+			r.report(d)
+		}
 	}
 	l.Serve()
 }

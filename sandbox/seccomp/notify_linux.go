@@ -106,6 +106,31 @@ type Listener struct {
 	// SECCOMP_USER_NOTIF_FLAG_CONTINUE (read-only openat2 calls and paths
 	// that cannot be read skip it).
 	Write func(*WriteRequest)
+
+	epfd int
+}
+
+// Prepare makes the epoll instance Serve waits on. Call it before the
+// watched processes run: an agent of the same uid may lower the server's
+// RLIMIT_NOFILE (prlimit), and would then make poll(2) fail (EINVAL: more
+// descriptors than the limit) and epoll_create1 (EMFILE); an epoll
+// instance made before keeps working whatever the limit.
+func (l *Listener) Prepare() error {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("epoll_create1: %w", err)
+	}
+	for i, fd := range []int{l.Fd, l.Wake} {
+		if fd < 0 {
+			continue
+		}
+		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(i)}); err != nil {
+			unix.Close(ep)
+			return fmt.Errorf("epoll_ctl: %w", err)
+		}
+	}
+	l.epfd = ep
+	return nil
 }
 
 // Serve answers every notification: a call the errno filter refuses
@@ -115,28 +140,31 @@ type Listener struct {
 // filtered task is gone or the listener fails. The callbacks must not block
 // for long: the agent's call waits for them. The thread that serves must
 // never make a call the filter notifies itself: nobody would answer it.
+// Prepare must have been called.
 func (l *Listener) Serve() {
-	pfd := []unix.PollFd{{Fd: int32(l.Fd), Events: unix.POLLIN}}
-	if l.Wake >= 0 {
-		pfd = append(pfd, unix.PollFd{Fd: int32(l.Wake), Events: unix.POLLIN})
-	}
 	mems := memFiles{}
 	defer mems.drop()
+	evs := make([]unix.EpollEvent, 2)
 	for {
-		if _, err := unix.Poll(pfd, -1); err != nil {
+		k, err := unix.EpollWait(l.epfd, evs, -1)
+		if err != nil {
 			if err == unix.EINTR {
 				continue
 			}
 			return
 		}
-		if len(pfd) > 1 && pfd[1].Revents != 0 {
-			l.OnWake()
-		}
-		ev := pfd[0].Revents
-		if ev&unix.POLLIN == 0 {
-			if ev&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+		ready := false
+		for _, e := range evs[:k] {
+			switch {
+			case e.Fd == 1:
+				l.OnWake()
+			case e.Events&unix.EPOLLIN != 0:
+				ready = true
+			case e.Events&(unix.EPOLLHUP|unix.EPOLLERR) != 0:
 				return // no task uses the filter any more
 			}
+		}
+		if !ready {
 			continue
 		}
 		var n notif

@@ -309,3 +309,33 @@ func TestFilesystemDenialRace(t *testing.T) {
 
 // inInbox: the session's own inbox may change.
 func inInbox(rel string) bool { return rel == "90-inbox" || strings.HasPrefix(rel, "90-inbox/") }
+
+// starvingProbe: an agent of pid 1's uid lowers pid 1's descriptor limit to
+// one and interrupts its threads, then writes. The listener must keep
+// answering (a poll(2) of two descriptors fails with EINVAL under that
+// limit, which once left every later write call waiting forever).
+const starvingProbe = `
+import os, resource, signal
+print("PRLIMIT", resource.prlimit(1, resource.RLIMIT_NOFILE, (1, 1)))
+for tid in range(2, 64):
+    if tid != os.getpid():
+        try: os.kill(tid, signal.SIGABRT)
+        except OSError: pass
+open("written-by-agent.txt", "w").write("agent\n")
+try:
+    open(os.path.join(os.environ["FEDMEM_VAULT"], "starved.md"), "w")
+    print("VAULT ok")
+except OSError as e:
+    print("VAULT", e.errno)
+print("END")
+`
+
+// TestDenialListenerSurvivesStarvedInit: the write calls still get their
+// answer from the kernel when the agent starves pid 1 of descriptors.
+func TestDenialListenerSurvivesStarvedInit(t *testing.T) {
+	e := setup(t, layout{name: "beside/user", gateOwned: true, user: true})
+	r := e.run(t, nil, "python3", "-c", starvingProbe)
+	if r.code != 0 || !strings.Contains(string(r.stdout), "VAULT 30\nEND\n") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
