@@ -2,6 +2,7 @@ package oci
 
 import (
 	"os"
+	"runtime/debug"
 	"strconv"
 )
 
@@ -25,4 +26,20 @@ func ReportPid(fd, pid int) {
 	f := os.NewFile(uintptr(fd), "pid")
 	_, _ = f.WriteString(strconv.Itoa(pid) + "\n")
 	f.Close()
+}
+
+// ModuleVersion is the version of module path linked into this binary
+// ("unknown" without build information).
+func ModuleVersion(path string) string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == path {
+				if d.Replace != nil {
+					d = d.Replace
+				}
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
 }

@@ -43,7 +43,7 @@ const rootsDir = "/run/fedmem/containerd/roots"
 // Main is fedmem-containerd: `run`, `gc` or `import`.
 func Main(args []string) int {
 	if len(args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: fedmem-containerd run|gc|import --address SOCK --namespace NS …")
+		fmt.Fprintln(os.Stderr, "usage: fedmem-containerd run|gc|import|version --address SOCK --namespace NS …")
 		return 2
 	}
 	fs := flag.NewFlagSet("fedmem-containerd "+args[1], flag.ContinueOnError)
@@ -67,6 +67,17 @@ func Main(args []string) int {
 	defer c.Close()
 	ctx := namespaces.WithNamespace(context.Background(), *ns)
 	switch args[1] {
+	case "version":
+		// fedmem doctor: does the daemon answer, and which is it.
+		vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		v, err := c.Version(vctx)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "fedmem-containerd: containerd at %s does not answer: %v\n", *addr, err)
+			return 1
+		}
+		fmt.Printf("containerd %s (revision %s) answering at %s; client %s\n", v.Version, v.Revision, *addr, oci.ModuleVersion("github.com/containerd/containerd/v2"))
+		return 0
 	case "gc":
 		n, err := GC(ctx, c)
 		fmt.Fprintf(os.Stderr, "fedmem-containerd: removed %d stale containers\n", n)

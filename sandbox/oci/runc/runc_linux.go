@@ -40,10 +40,15 @@ func Main(args []string) int {
 	if len(args) > 1 && args[1] == "init" {
 		libcontainer.Init() // never returns
 	}
+	if len(args) > 1 && args[1] == "version" {
+		// fedmem doctor: which libcontainer this helper was built with.
+		fmt.Printf("libcontainer %s (runc module, linked into fedmem-runc; cgroupfs manager)\n", oci.ModuleVersion("github.com/opencontainers/runc"))
+		return 0
+	}
 	logrus.SetOutput(os.Stderr)
 	logrus.SetLevel(logrus.WarnLevel)
 	if len(args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: fedmem-runc run|gc --state DIR [--bundle DIR --id ID --fds N]")
+		fmt.Fprintln(os.Stderr, "usage: fedmem-runc run|gc|version --state DIR [--bundle DIR --id ID --fds N]")
 		return 2
 	}
 	fs := flag.NewFlagSet("fedmem-runc "+args[1], flag.ContinueOnError)
