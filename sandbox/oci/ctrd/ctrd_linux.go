@@ -22,8 +22,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
-	"github.com/fedmem/fedmem/sandbox/oci"
 	"github.com/fedmem/fedmem/sandbox/oci/cglimits"
+	"github.com/fedmem/fedmem/sandbox/oci/helper"
 	"github.com/fedmem/fedmem/sandbox/oci/rootfs"
 )
 
@@ -76,7 +76,7 @@ func Main(args []string) int {
 			fmt.Fprintf(os.Stderr, "fedmem-containerd: containerd at %s does not answer: %v\n", *addr, err)
 			return 1
 		}
-		fmt.Printf("containerd %s (revision %s) answering at %s; client %s\n", v.Version, v.Revision, *addr, oci.ModuleVersion("github.com/containerd/containerd/v2"))
+		fmt.Printf("containerd %s (revision %s) answering at %s; client %s\n", v.Version, v.Revision, *addr, helper.ModuleVersion("github.com/containerd/containerd/v2"))
 		return 0
 	case "gc":
 		n, err := GC(ctx, c)
@@ -256,7 +256,7 @@ func run(ctx context.Context, c *containerd.Client, o runOpts) (int, error) {
 	if err != nil {
 		return exitSetup, fmt.Errorf("create task: %w", err)
 	}
-	oci.ReportPid(o.pidFd, int(task.Pid())) // the shim's pid namespace is ours
+	helper.ReportPid(o.pidFd, int(task.Pid())) // the shim's pid namespace is ours
 	exitCh, err := task.Wait(ctx)
 	if err != nil {
 		return exitSetup, err
