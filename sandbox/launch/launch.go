@@ -111,6 +111,7 @@ func Run(ctx context.Context, o *Options) (int, error) {
 		stderr = io.Discard
 	}
 	r, err := Resolve(o)
+	sandbox.Stamp("resolved")
 	if err != nil {
 		return sandbox.ExitFedmemError, err
 	}
@@ -185,6 +186,11 @@ func Run(ctx context.Context, o *Options) (int, error) {
 // run does the session's work after Run has opened the output files; rep
 // is filled in as it goes.
 func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, stderr io.Writer, rewriteRecord bool) (int, error) {
+	if o.Backend == nil && (r.Profile.Backend == "" || r.Profile.Backend == "namespace") {
+		// A root caller's idmap user namespace is made while this
+		// session is prepared (sandbox.PrepareIdmap).
+		sandbox.PrepareIdmap(r.OwnerUID, r.UID, r.OwnerGID, r.GID)
+	}
 	created, err := ensureGateState(r.Session)
 	if err != nil {
 		return sandbox.ExitFedmemError, err
@@ -256,6 +262,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	if err != nil {
 		return sandbox.ExitFedmemError, err
 	}
+	sandbox.Stamp("prepared")
 	res, runErr := backend.Run(ctx, spec)
 	rep.DurationMS = time.Since(started).Milliseconds()
 	rep.VaultHeadEnd, _ = vault.ReadHead(s.Vault)
