@@ -62,9 +62,11 @@ func Resolve(o *Options) (*Resolved, error) {
 	return &Resolved{Session: s, Spec: spec}, nil
 }
 
-// Explain prints what Run would build: the plan and the sandbox's layers.
-func Explain(w io.Writer, r *Resolved, asJSON bool) error {
-	layers := append(sandbox.DescribeLayers(r.Plan), explainInbox(r))
+// Explain prints what Run would build: the plan, the backend (who enforces
+// what, what is missing here) and the sandbox's layers.
+func Explain(w io.Writer, r *Resolved, backend sandbox.Backend, asJSON bool) error {
+	layers := append(sandbox.DescribeBackend(backend), sandbox.DescribeLayers(r.Plan)...)
+	layers = append(layers, explainInbox(r))
 	return resolve.Explain(w, r.Session, resolve.ExplainOptions{JSON: asJSON, Layers: layers})
 }
 
@@ -130,7 +132,11 @@ func Run(ctx context.Context, o *Options) (int, error) {
 		if out == nil {
 			out = io.Discard
 		}
-		if err := Explain(out, r, o.ExplainJSON); err != nil {
+		backend, err := backendFor(o, r.Profile)
+		if err != nil {
+			return sandbox.ExitFedmemError, err
+		}
+		if err := Explain(out, r, backend, o.ExplainJSON); err != nil {
 			return sandbox.ExitFedmemError, err
 		}
 		return 0, nil
@@ -264,12 +270,9 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	}
 	ev.emit("start", map[string]any{"profile": prof.Name, "profile_hash": s.ProfileHash, "vault": s.Vault, "inbox": s.Plan.Inbox,
 		"workdir": s.Workdir, "command": o.Argv, "uid": s.UID, "network": prof.Network, "warnings": s.Warnings})
-	backend := o.Backend
-	if backend == nil {
-		// The profile's backend: (namespace unless it names runc or containerd).
-		if backend, err = sandbox.NewBackend(prof.Backend, sandbox.BackendOptions{}); err != nil {
-			return sandbox.ExitFedmemError, err
-		}
+	backend, err := backendFor(o, prof)
+	if err != nil {
+		return sandbox.ExitFedmemError, err
 	}
 	sandbox.Stamp("prepared")
 	res, runErr := backend.Run(ctx, spec)
@@ -308,4 +311,13 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	ev.emit("exit", map[string]any{"exit_code": rep.ExitCode, "signal": rep.Signal, "duration_ms": rep.DurationMS,
 		"vault_head_end": rep.VaultHeadEnd, "inbox_files": len(rep.InboxFiles), "error": rep.Error})
 	return code, runErr
+}
+
+// backendFor is the backend a run uses: the caller's, else the profile's
+// backend: (namespace unless it names runc or containerd).
+func backendFor(o *Options, prof *profiles.Profile) (sandbox.Backend, error) {
+	if o.Backend != nil {
+		return o.Backend, nil
+	}
+	return sandbox.NewBackend(prof.Backend, sandbox.BackendOptions{})
 }
