@@ -30,7 +30,7 @@ test: build lint ## run every test (root-only suites too when run as root; the c
 # starts a private containerd (FEDMEM_CONTAINERD_ADDRESS); without runc on
 # PATH the matrix is skipped here, and fails under FEDMEM_REQUIRE_ROOT=1
 # through the tests' own checks when a backend is asked for but missing.
-ESCAPE_MATRIX := TestHostileAgent/.*/root$$|TestHostAuthorityRootCaller|TestPersistenceReadOnly|TestCVE|TestShocker|TestNestedUserNamespaceEscape|TestExitCodes|TestMaskedSecrets|TestOtherSessionsInvisible|TestLimitPidsForkBomb|TestLimitMemory|TestLimitWallTime|TestVaultVisibility|TestGateStateHidden|TestPTYInteractive|TestCVE2019_10063|TestJobControlSuspendResume|TestWindowResize|TestNetworkNone|TestNetworkSOCKS|TestLimitTmpBytes/beside/root$$
+ESCAPE_MATRIX := TestHostileAgent/.*/root$$|TestHostAuthorityRootCaller|TestPersistenceReadOnly|TestCVE|TestShocker|TestNestedUserNamespaceEscape|TestExitCodes|TestMaskedSecrets|TestOtherSessionsInvisible|TestLimitPidsForkBomb|TestLimitMemory|TestLimitWallTime|TestVaultVisibility|TestGateStateHidden|TestPTYInteractive|TestCVE2019_10063|TestJobControlSuspendResume|TestWindowResize|TestNetworkNone|TestNetworkSOCKS|TestLimitTmpBytes/beside/root$$|TestDenialEvents/beside/root$$|TestFilesystemDenialEvents/beside/root$$
 test-matrix: ## the escape suite's root layouts under --backend runc and containerd
 	@if [ -z "$$FEDMEM_CONTAINERD_ADDRESS" ] || ! command -v runc >/dev/null; then \
 		echo "test-matrix: runc or FEDMEM_CONTAINERD_ADDRESS missing: container matrix not run (.ci/run sets both up)"; \
@@ -50,7 +50,7 @@ lint: ## go vet and gofmt
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-bench: build ## fedmem-run vs bubblewrap, start-up vs vault size, promotion vs git, gate throughput (BENCHFLAGS=-json, -only bwrap|size|promote|throughput|latency)
+bench: build ## fedmem-run vs bubblewrap, start-up vs vault size, promotion vs git, gate throughput (BENCHFLAGS=-json, -only bwrap|backends|size|promote|throughput|latency)
 	FEDMEM_BIN=$(CURDIR)/$(BIN) $(GO) run ./test/bench $(BENCHFLAGS)
 
 demo: build ## run the demo: a hostile agent against a fresh demo vault (DEMOFLAGS=--keep)

@@ -22,8 +22,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
-	"github.com/fedmem/fedmem/sandbox/oci"
 	"github.com/fedmem/fedmem/sandbox/oci/cglimits"
+	"github.com/fedmem/fedmem/sandbox/oci/helper"
 	"github.com/fedmem/fedmem/sandbox/oci/rootfs"
 )
 
@@ -40,10 +40,14 @@ const (
 // the rootfs there, so the clone must be visible to it).
 const rootsDir = "/run/fedmem/containerd/roots"
 
+// ownerSuffix names, beside a root clone in rootsDir, the file holding
+// owner() of the helper that made it.
+const ownerSuffix = ".owner"
+
 // Main is fedmem-containerd: `run`, `gc` or `import`.
 func Main(args []string) int {
 	if len(args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: fedmem-containerd run|gc|import --address SOCK --namespace NS …")
+		fmt.Fprintln(os.Stderr, "usage: fedmem-containerd run|gc|import|version --address SOCK --namespace NS …")
 		return 2
 	}
 	fs := flag.NewFlagSet("fedmem-containerd "+args[1], flag.ContinueOnError)
@@ -67,6 +71,17 @@ func Main(args []string) int {
 	defer c.Close()
 	ctx := namespaces.WithNamespace(context.Background(), *ns)
 	switch args[1] {
+	case "version":
+		// fedmem doctor: does the daemon answer, and which is it.
+		vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		v, err := c.Version(vctx)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "fedmem-containerd: containerd at %s does not answer: %v\n", *addr, err)
+			return 1
+		}
+		fmt.Printf("containerd %s (revision %s) answering at %s; client %s\n", v.Version, v.Revision, *addr, helper.ModuleVersion("github.com/containerd/containerd/v2"))
+		return 0
 	case "gc":
 		n, err := GC(ctx, c)
 		fmt.Fprintf(os.Stderr, "fedmem-containerd: removed %d stale containers\n", n)
@@ -135,11 +150,26 @@ func GC(ctx context.Context, c *containerd.Client) (int, error) {
 		}
 		n++
 	}
+	// rootsDir is the host's, shared by every helper on every daemon: a
+	// clone goes only when the helper that made it is gone (its owner
+	// file), never because this daemon does not know its container.
 	if ents, err := os.ReadDir(rootsDir); err == nil {
 		for _, e := range ents {
-			if _, err := c.LoadContainer(ctx, e.Name()); err != nil {
-				_ = rootfs.Release(filepath.Join(rootsDir, e.Name()))
+			if !e.IsDir() {
+				continue
 			}
+			dir := filepath.Join(rootsDir, e.Name())
+			who, err := os.ReadFile(dir + ownerSuffix)
+			if err == nil && alive(string(who)) {
+				continue
+			}
+			if err != nil {
+				if _, err := c.LoadContainer(ctx, e.Name()); err == nil {
+					continue // made before owner files: its container says
+				}
+			}
+			_ = rootfs.Release(dir)
+			_ = os.Remove(dir + ownerSuffix)
 		}
 	}
 	return n, errors.Join(errs...)
@@ -156,6 +186,7 @@ func destroy(ctx context.Context, ctr containerd.Container) error {
 		return fmt.Errorf("delete container %s: %w", ctr.ID(), err)
 	}
 	_ = rootfs.Release(filepath.Join(rootsDir, ctr.ID()))
+	_ = os.Remove(filepath.Join(rootsDir, ctr.ID()) + ownerSuffix)
 	return nil
 }
 
@@ -218,17 +249,6 @@ func run(ctx context.Context, c *containerd.Client, o runOpts) (int, error) {
 			opts = append(opts, containerd.WithSnapshotter(o.snapshotter))
 		}
 		opts = append(opts, containerd.WithNewSnapshot(o.id, img))
-	} else {
-		if err := rootfs.PrivateDir(rootsDir); err != nil {
-			return exitSetup, err
-		}
-		dir := filepath.Join(rootsDir, o.id)
-		if err := rootfs.CloneHostRoot(dir); err != nil {
-			return exitSetup, err
-		}
-		defer rootfs.Release(dir)
-		// rbind keeps every sub-mount's read-only flag of the clone.
-		taskOpts = append(taskOpts, containerd.WithRootFS([]mount.Mount{{Type: "bind", Source: dir, Options: []string{"rbind", "ro"}}}))
 	}
 	opts = append(opts, containerd.WithSpec(&spec))
 	ctr, err := c.NewContainer(ctx, o.id, opts...)
@@ -241,11 +261,29 @@ func run(ctx context.Context, c *containerd.Client, o runOpts) (int, error) {
 			fmt.Fprintln(os.Stderr, "fedmem-containerd: cleanup:", err)
 		}
 	}()
+	if o.image == "" {
+		// The root clone only once its container exists: another
+		// helper's GC releases every clone whose container it cannot
+		// find, and would take one made before it (concurrent sessions).
+		if err := rootfs.PrivateDir(rootsDir); err != nil {
+			return exitSetup, err
+		}
+		dir := filepath.Join(rootsDir, o.id)
+		if err := os.WriteFile(dir+ownerSuffix, []byte(owner()), 0o600); err != nil {
+			return exitSetup, err
+		}
+		// Released by destroy, deferred above, once the task is gone.
+		if err := rootfs.CloneHostRoot(dir); err != nil {
+			return exitSetup, err
+		}
+		// rbind keeps every sub-mount's read-only flag of the clone.
+		taskOpts = append(taskOpts, containerd.WithRootFS([]mount.Mount{{Type: "bind", Source: dir, Options: []string{"rbind", "ro"}}}))
+	}
 	task, err := ctr.NewTask(ctx, cio.NewCreator(cio.WithStreams(os.Stdin, os.Stdout, os.Stderr), cio.WithFIFODir(filepath.Join(o.bundle, "fifo"))), taskOpts...)
 	if err != nil {
 		return exitSetup, fmt.Errorf("create task: %w", err)
 	}
-	oci.ReportPid(o.pidFd, int(task.Pid())) // the shim's pid namespace is ours
+	helper.ReportPid(o.pidFd, int(task.Pid())) // the shim's pid namespace is ours
 	exitCh, err := task.Wait(ctx)
 	if err != nil {
 		return exitSetup, err
