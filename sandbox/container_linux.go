@@ -145,6 +145,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		CgroupsPath: "/fedmem/" + id,
 		Annotations: map[string]string{"fedmem.session": spec.Plan.Session},
 		IDMapped:    idmapped,
+		HomeIDMap:   ociHomeIDMap(spec, &idp.id),
 		Placeholder: filepath.Join(bundle, "placeholder"), PlaceholderJSON: filepath.Join(bundle, "placeholder.json"),
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,7 +65,9 @@ func runClient(t *testing.T, client, want string, homeCheck func(t *testing.T, h
 		t.Fatal(err)
 	}
 	report := filepath.Join(base, "report.json")
-	session := "fedmem-client-" + client
+	// Unique per test process: tmux's default server is per uid, and two
+	// runs (two backends, two checkouts) must not kill each other's pane.
+	session := fmt.Sprintf("fedmem-client-%s-%d", client, os.Getpid())
 	exec.Command("tmux", "kill-session", "-t", session).Run()
 	shell := "cd " + work + " && HOME=" + home + " " + bins.FedmemRun + " " + strings.Join(testutil.BackendArgs(), " ") + " --vault " + v.Dir + " --report " + report +
 		" -- " + client + "; echo FEDMEM-EXIT=$?; sleep 600"
@@ -102,9 +105,7 @@ func runClient(t *testing.T, client, want string, homeCheck func(t *testing.T, h
 	if b, err := os.ReadFile(filepath.Join(home, ".ssh", "id_ed25519")); err != nil || string(b) != "PRIVATE-KEY-MATERIAL" {
 		t.Fatalf("the secret changed on the host: %q %v", b, err)
 	}
-	if _, err := os.Stat(report); err != nil {
-		t.Fatalf("no session report: %v", err)
-	}
+	testutil.RequireReportBackend(t, report)
 }
 
 func TestClaudeCodeUnderClaudeProfile(t *testing.T) {
