@@ -122,6 +122,20 @@ func Run(ctx context.Context, o *Options) (int, error) {
 		}
 		return 0, nil
 	}
+	// The backend before the session exists: one that refuses this
+	// caller (the container backends need root) leaves nothing behind.
+	if o.Backend == nil {
+		// The profile's backend: (namespace unless it names runc or containerd).
+		b, err := sandbox.NewBackend(r.Profile.Backend, sandbox.BackendOptions{})
+		if err != nil {
+			return sandbox.ExitFedmemError, err
+		}
+		o2 := *o
+		o2.Backend, o = b, &o2
+	}
+	if err := sandbox.CheckCaller(o.Backend); err != nil {
+		return sandbox.ExitFedmemError, err
+	}
 	rep := &Report{
 		SessionRecord: vault.SessionRecord{Session: r.ID, Profile: r.Profile.Name, ProfileHash: r.ProfileHash, UID: r.UID, Command: o.Argv},
 		Vault:         r.Vault, Inbox: r.Plan.Inbox, Workdir: r.Workdir, Network: r.Profile.Network, Warnings: r.Warnings,
@@ -246,14 +260,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	}
 	ev.emit("start", map[string]any{"profile": prof.Name, "profile_hash": s.ProfileHash, "vault": s.Vault, "inbox": s.Plan.Inbox,
 		"workdir": s.Workdir, "command": o.Argv, "uid": s.UID, "network": prof.Network, "warnings": s.Warnings})
-	backend := o.Backend
-	if backend == nil {
-		// The profile's backend: (namespace unless it names runc or containerd).
-		if backend, err = sandbox.NewBackend(prof.Backend, sandbox.BackendOptions{}); err != nil {
-			return sandbox.ExitFedmemError, err
-		}
-	}
-	res, runErr := backend.Run(ctx, spec)
+	res, runErr := o.Backend.Run(ctx, spec) // chosen by Run
 	rep.DurationMS = time.Since(started).Milliseconds()
 	rep.VaultHeadEnd, _ = vault.ReadHead(s.Vault)
 	rep.InboxFiles, rep.InboxTruncated = listInbox(s.Plan.Inbox)

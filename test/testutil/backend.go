@@ -125,3 +125,17 @@ func RequireReportBackend(t testing.TB, path string) {
 		t.Fatalf("session report %s: layers.backend = %q, want %q (FEDMEM_BACKEND)", path, r.Layers.Backend, Backend())
 	}
 }
+
+// SkipUnprivilegedCaller skips a test whose fedmem-run caller is an
+// unprivileged user when Backend() is runc or containerd: those backends
+// refuse such a caller before a session exists (sandbox.CheckCaller;
+// rootless runc/containerd are not supported, docs/backends.md), which
+// test/escape TestContainerBackendRefusesUnprivilegedCaller asserts in
+// every run. The layout itself is covered by the namespace backend's run of
+// the same test. Not an environment skip: no setting makes it run.
+func SkipUnprivilegedCaller(t testing.TB) {
+	t.Helper()
+	if b := Backend(); b != "namespace" {
+		t.Skipf("the %s backend refuses an unprivileged caller (TestContainerBackendRefusesUnprivilegedCaller); this layout runs under the namespace backend", b)
+	}
+}
