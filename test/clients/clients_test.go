@@ -26,12 +26,19 @@ func need(t *testing.T, tool string) string {
 	return p
 }
 
+// tmux runs tmux against the test's private server (-L sock): the default
+// server is shared by every run on the machine, and its session names
+// resolve by prefix, so another run's kill-session could end this one.
+func tmux(sock string, args ...string) *exec.Cmd {
+	return exec.Command("tmux", append([]string{"-L", sock}, args...)...)
+}
+
 // screen polls a tmux pane until want appears or the deadline passes.
-func screen(t *testing.T, session, want string, within time.Duration) string {
+func screen(t *testing.T, sock, session, want string, within time.Duration) string {
 	t.Helper()
 	var last string
 	for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
-		out, err := exec.Command("tmux", "capture-pane", "-t", session, "-p").Output()
+		out, err := tmux(sock, "capture-pane", "-t", session, "-p").Output()
 		if err != nil {
 			t.Fatalf("tmux capture-pane: %v", err)
 		}
@@ -65,32 +72,30 @@ func runClient(t *testing.T, client, want string, homeCheck func(t *testing.T, h
 		t.Fatal(err)
 	}
 	report := filepath.Join(base, "report.json")
-	// Unique per test process: tmux's default server is per uid, and two
-	// runs (two backends, two checkouts) must not kill each other's pane.
-	session := fmt.Sprintf("fedmem-client-%s-%d", client, os.Getpid())
-	exec.Command("tmux", "kill-session", "-t", session).Run()
+	session := "fedmem-client-" + client
+	sock := fmt.Sprintf("fedmem-clients-%d-%d", os.Getpid(), time.Now().UnixNano())
 	shell := "cd " + work + " && HOME=" + home + " " + bins.FedmemRun + " " + strings.Join(testutil.BackendArgs(), " ") + " --vault " + v.Dir + " --report " + report +
 		" -- " + client + "; echo FEDMEM-EXIT=$?; sleep 600"
-	if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40", shell).CombinedOutput(); err != nil {
+	if out, err := tmux(sock, "new-session", "-d", "-s", session, "-x", "120", "-y", "40", shell).CombinedOutput(); err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
-	t.Cleanup(func() { exec.Command("tmux", "kill-session", "-t", session).Run() })
-	scr := screen(t, session, want, 60*time.Second)
+	t.Cleanup(func() { tmux(sock, "kill-server").Run() })
+	scr := screen(t, sock, session, want, 60*time.Second)
 	t.Logf("%s drew:\n%s", client, scr)
 	// Give the client time to finish its start-up (without network both
 	// end by themselves), then end it from its terminal: Ctrl-C reaches
 	// it through the pty.
 	for end := time.Now().Add(45 * time.Second); time.Now().Before(end) && !strings.Contains(scr, "FEDMEM-EXIT="); time.Sleep(time.Second) {
-		out, _ := exec.Command("tmux", "capture-pane", "-t", session, "-p").Output()
+		out, _ := tmux(sock, "capture-pane", "-t", session, "-p").Output()
 		scr = string(out)
 	}
 	for i := 0; i < 4 && !strings.Contains(scr, "FEDMEM-EXIT="); i++ {
-		exec.Command("tmux", "send-keys", "-t", session, "C-c").Run()
+		tmux(sock, "send-keys", "-t", session, "C-c").Run()
 		time.Sleep(time.Second)
-		out, _ := exec.Command("tmux", "capture-pane", "-t", session, "-p").Output()
+		out, _ := tmux(sock, "capture-pane", "-t", session, "-p").Output()
 		scr = string(out)
 	}
-	screen(t, session, "FEDMEM-EXIT=", 20*time.Second)
+	screen(t, sock, session, "FEDMEM-EXIT=", 20*time.Second)
 	homeCheck(t, home)
 	after, err := testutil.Take(v.Dir)
 	if err != nil {
