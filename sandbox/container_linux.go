@@ -151,6 +151,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	if err != nil {
 		return nil, &Error{Code: ExitFedmemError, Stage: "spec", Msg: err.Error()}
 	}
+	faultOCI(ocispec, spec.Plan) // fedmemfault builds only (test/escape TestVerificationFailsClosed)
 	// fedmem-run's own executable, read-only, under the name the init
 	// dispatches on (the runtime execs Args[0] found in PATH).
 	ocispec.Mounts = append(ocispec.Mounts, specs.Mount{Destination: filepath.Join(oci.InitDir, InitArg0), Type: "bind", Source: exe, Options: []string{"bind", "ro", "nosuid", "nodev"}})
