@@ -51,7 +51,11 @@ func screen(t *testing.T, sock, session, want string, within time.Duration) stri
 	return ""
 }
 
-func runClient(t *testing.T, client, want string, homeCheck func(t *testing.T, home string)) {
+// runClient starts client under fedmem-run in tmux, waits for want on its
+// first screen and for saved(home) to hold (the client has written its
+// state through the profile's writable home paths), ends it with Ctrl-C
+// unless it ended by itself, and checks saved again after it is gone.
+func runClient(t *testing.T, client, want string, saved func(home string) error) {
 	testutil.RequireRoot(t)
 	need(t, "tmux")
 	need(t, client)
@@ -82,10 +86,10 @@ func runClient(t *testing.T, client, want string, homeCheck func(t *testing.T, h
 	t.Cleanup(func() { tmux(sock, "kill-server").Run() })
 	scr := screen(t, sock, session, want, 60*time.Second)
 	t.Logf("%s drew:\n%s", client, scr)
-	// Give the client time to finish its start-up (without network both
-	// end by themselves), then end it from its terminal: Ctrl-C reaches
-	// it through the pty.
-	for end := time.Now().Add(45 * time.Second); time.Now().Before(end) && !strings.Contains(scr, "FEDMEM-EXIT="); time.Sleep(time.Second) {
+	// Let the client finish its start-up — until it has saved its state or
+	// ended by itself (without network both may) — then end it from its
+	// terminal: Ctrl-C reaches it through the pty.
+	for end := time.Now().Add(45 * time.Second); time.Now().Before(end) && !strings.Contains(scr, "FEDMEM-EXIT=") && saved(home) != nil; time.Sleep(time.Second) {
 		out, _ := tmux(sock, "capture-pane", "-t", session, "-p").Output()
 		scr = string(out)
 	}
@@ -96,7 +100,9 @@ func runClient(t *testing.T, client, want string, homeCheck func(t *testing.T, h
 		scr = string(out)
 	}
 	screen(t, sock, session, "FEDMEM-EXIT=", 20*time.Second)
-	homeCheck(t, home)
+	if err := saved(home); err != nil {
+		t.Fatalf("%s: %v", client, err)
+	}
 	after, err := testutil.Take(v.Dir)
 	if err != nil {
 		t.Fatal(err)
@@ -114,20 +120,22 @@ func runClient(t *testing.T, client, want string, homeCheck func(t *testing.T, h
 }
 
 func TestClaudeCodeUnderClaudeProfile(t *testing.T) {
-	runClient(t, "claude", "Claude Code", func(t *testing.T, home string) {
+	runClient(t, "claude", "Claude Code", func(home string) error {
 		// The profile points CLAUDE_CONFIG_DIR at the writable ~/.claude,
 		// where Claude Code saves its state (tmp file + rename).
 		b, err := os.ReadFile(filepath.Join(home, ".claude", ".claude.json"))
 		if err != nil || !strings.Contains(string(b), "firstStartTime") {
-			t.Fatalf("claude did not save its state in ~/.claude/.claude.json: %q %v", b, err)
+			return fmt.Errorf("claude did not save its state in ~/.claude/.claude.json: %q %v", b, err)
 		}
+		return nil
 	})
 }
 
 func TestCodexUnderCodexProfile(t *testing.T) {
-	runClient(t, "codex", "Codex", func(t *testing.T, home string) {
+	runClient(t, "codex", "Codex", func(home string) error {
 		if fi, err := os.Stat(filepath.Join(home, ".codex")); err != nil || !fi.IsDir() {
-			t.Fatalf("codex did not create ~/.codex through the writable bind: %v", err)
+			return fmt.Errorf("codex did not create ~/.codex through the writable bind: %v", err)
 		}
+		return nil
 	})
 }
