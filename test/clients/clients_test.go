@@ -132,7 +132,7 @@ func TestClaudeCodeUnderClaudeProfile(t *testing.T) {
 }
 
 func TestCodexUnderCodexProfile(t *testing.T) {
-	runClient(t, "codex", "Codex", func(home string) error {
+	runClient(t, "codex", "Ask Codex to do anything", func(home string) error {
 		if fi, err := os.Stat(filepath.Join(home, ".codex")); err != nil || !fi.IsDir() {
 			return fmt.Errorf("codex did not create ~/.codex through the writable bind: %v", err)
 		}
