@@ -30,7 +30,7 @@ test: build lint ## run every test (root-only suites too when run as root; the c
 # starts a private containerd (FEDMEM_CONTAINERD_ADDRESS); without runc on
 # PATH the matrix is skipped here, and fails under FEDMEM_REQUIRE_ROOT=1
 # through the tests' own checks when a backend is asked for but missing.
-ESCAPE_MATRIX := TestHostileAgent/.*/root$$|TestHostAuthorityRootCaller|TestPersistenceReadOnly|TestCVE|TestShocker|TestNestedUserNamespaceEscape|TestExitCodes|TestMaskedSecrets|TestOtherSessionsInvisible|TestLimitPidsForkBomb|TestLimitMemory|TestLimitWallTime|TestVaultVisibility|TestGateStateHidden|TestPTYInteractive|TestCVE2019_10063|TestJobControlSuspendResume|TestWindowResize|TestNetworkNone
+ESCAPE_MATRIX := TestHostileAgent/.*/root$$|TestHostAuthorityRootCaller|TestPersistenceReadOnly|TestCVE|TestShocker|TestNestedUserNamespaceEscape|TestExitCodes|TestMaskedSecrets|TestOtherSessionsInvisible|TestLimitPidsForkBomb|TestLimitMemory|TestLimitWallTime|TestVaultVisibility|TestGateStateHidden|TestPTYInteractive|TestCVE2019_10063|TestJobControlSuspendResume|TestWindowResize|TestNetworkNone|TestNetworkSOCKS|TestLimitTmpBytes/beside/root$$
 test-matrix: ## the escape suite's root layouts under --backend runc and containerd
 	@if [ -z "$$FEDMEM_CONTAINERD_ADDRESS" ] || ! command -v runc >/dev/null; then \
 		echo "test-matrix: runc or FEDMEM_CONTAINERD_ADDRESS missing: container matrix not run (.ci/run sets both up)"; \

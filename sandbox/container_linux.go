@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -41,8 +44,9 @@ type containerRuntime struct {
 	name string
 	// command returns the helper's command line for a bundle; nfds
 	// descriptors from 3 on go to the container's process, control is the
-	// helper's descriptor number of the kill/cleanup pipe.
-	command func(bundle, id string, nfds, control int) *exec.Cmd
+	// helper's descriptor number of the kill/cleanup pipe, pidFd of the
+	// pipe it writes the container init's pid to.
+	command func(bundle, id string, nfds, control, pidFd int) *exec.Cmd
 	// rootfs is root.path; image says it is an image's root.
 	rootfs string
 	image  bool
@@ -116,6 +120,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	if l.InboxBytes > 0 {
 		notes = append(notes, fmt.Sprintf("inbox_bytes=%d (fedmem-run watches the inbox and kills the container)", l.InboxBytes))
 	}
+	notes = append(notes, tmpNotes(spec.Plan)...)
 	// The seccomp filter is fedmem's init's to install, right before it
 	// forks the agent, exactly as in the namespace backend: the runtime's
 	// copy (seccomp.OCI, same rules) would be in force from the init's
@@ -180,104 +185,54 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
 	}
 
-	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	cfgR, cfgW, err := os.Pipe()
+	link, err := newInitLink(spec, &cfg)
 	if err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+		return nil, err
 	}
-	defer cfgR.Close()
-	defer cfgW.Close()
-	syncR, syncW, err := os.Pipe()
-	if err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
-	}
-	defer syncR.Close()
-	defer syncW.Close()
-	extra := []*os.File{cfgR, syncW}
-
-	var relay *ptyRelay
-	var ptySock *os.File
-	stdin, stdout, stderr := spec.Stdin, spec.Stdout, spec.Stderr
-	if spec.TTY {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return nil, &Error{Code: ExitFedmemError, Stage: "pty", Msg: err.Error()}
-		}
-		ptySock = os.NewFile(uintptr(fds[0]), "pty-parent")
-		child := os.NewFile(uintptr(fds[1]), "pty-child")
-		defer ptySock.Close()
-		defer child.Close()
-		extra = append(extra, child)
-		relay = newPTYRelay(spec.Stdin, spec.Stdout)
-		defer relay.Close()
-		null, err := os.Open(os.DevNull)
-		if err != nil {
-			return nil, &Error{Code: ExitFedmemError, Stage: "pty", Msg: err.Error()}
-		}
-		defer null.Close()
-		stdin, stdout, stderr = null, null, null
-	}
-	var proxyCtl *os.File
-	if spec.Plan.Network == "allowlist" || spec.Plan.Network == "public" {
-		if spec.Proxy == nil {
-			return nil, &Error{Code: ExitFedmemError, Stage: "network", Msg: "network: " + spec.Plan.Network + " without a proxy"}
-		}
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return nil, &Error{Code: ExitFedmemError, Stage: "network", Msg: err.Error()}
-		}
-		proxyCtl = os.NewFile(uintptr(fds[0]), "proxy-parent")
-		child := os.NewFile(uintptr(fds[1]), "proxy-child")
-		defer proxyCtl.Close()
-		defer child.Close()
-		extra = append(extra, child)
-		cfg.ProxyFd = 2 + len(extra)
-		cfg.ProxyPort = ProxyPort
-	}
+	defer link.Close()
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
 	}
 	defer ctlR.Close()
 	defer ctlW.Close()
-	nfds := len(extra)
-	cmd := rt.command(bundle, id, nfds, 3+nfds)
-	cmd.ExtraFiles = append(extra, ctlR)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	// The helper writes the container's init's pid (in our pid namespace)
+	// here once the runtime made it: the tmp_bytes watch reads the
+	// sandbox's /tmp through /proc/PID/root, as for the namespace backend.
+	pidR, pidW, err := os.Pipe()
+	if err != nil {
+		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
 	}
-	if spec.TTY {
-		cmd.SysProcAttr.Setsid = true
-	}
+	defer pidR.Close()
+	defer pidW.Close()
+	nfds := len(link.files)
+	cmd := rt.command(bundle, id, nfds, 3+nfds, 4+nfds)
+	cmd.ExtraFiles = append(slices.Clone(link.files), ctlR, pidW)
+	link.setStdio(cmd, spec)
 	defer guardPlaceholders(spec)()
 
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
 	defer signal.Stop(sigs)
 
-	go func() {
-		_ = json.NewEncoder(cfgW).Encode(&cfg)
-		cfgW.Close()
-	}()
+	link.sendConfig(&cfg, nil)
+	cloned := monoNow()
 	if err := cmd.Start(); err != nil {
 		return nil, &Error{Code: ExitFedmemError, Stage: "start", Msg: fmt.Sprintf("%s helper: %v", rt.name, err)}
 	}
 	kill := func() { _, _ = ctlW.Write([]byte{'k'}) }
 	pl := startParentLimits(spec, kill)
 	defer pl.stop()
-	syncW.Close()
-	for _, f := range cmd.ExtraFiles[2:] {
-		f.Close()
-	}
-	if proxyCtl != nil {
-		go serveProxy(proxyCtl, spec)
-	}
-	msgs := readInit(syncR)
-	masters := make(chan *os.File, 1)
-	if relay != nil {
-		go func() { masters <- recvFd(ptySock) }()
-	}
+	msgs, masters := link.started(spec)
+	ctlR.Close()
+	pidW.Close()
+	initPid := make(chan int, 1)
+	go func() {
+		b, _ := io.ReadAll(pidR)
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		initPid <- n // 0: the helper died before it knew
+	}()
+	relay := link.relay
 	ns := []string{"user", "mount", "pid", "ipc", "uts", "cgroup"}
 	if oci.NewNetNS(spec.Plan.Network) {
 		ns = append(ns, "net")
@@ -289,8 +244,15 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		return x
 	}
 	res := &Result{ExitCode: -1, Layers: host(Layers{})}
+	var tmpFull tmpCap // /tmp or /dev/shm full: limits.tmp_bytes
 	w := &watch{spec: spec, res: res, host: host, relay: relay, proc: cmd.Process,
-		kill: kill, masters: masters, sigs: sigs}
+		kill: kill, masters: masters, sigs: sigs,
+		started: func(m initMessage) map[string]any {
+			if pid := <-initPid; pid > 0 {
+				tmpFull.start(spec.Plan, pid, kill)
+			}
+			return map[string]any{"phases_ms": startPhases(cloned, m.Phases)}
+		}}
 	runErr := w.run(ctx, msgs)
 	werr := cmd.Wait()
 	if relay != nil && relay.master != nil {
@@ -301,6 +263,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		res.LimitsHit = append(res.LimitsHit, strings.Fields(string(b))...)
 	}
 	pl.record(spec, res)
+	tmpFull.finish(res)
 	if pl.end(spec, res) {
 		return res, nil
 	}

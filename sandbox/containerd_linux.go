@@ -54,9 +54,9 @@ func (c Containerd) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		fdSocket: true,
 		rootfs:   "rootfs",
 		image:    c.Image != "",
-		command: func(bundle, id string, nfds, control int) *exec.Cmd {
+		command: func(bundle, id string, nfds, control, pidFd int) *exec.Cmd {
 			args := []string{"run", "--address", addr, "--namespace", ContainerdNamespace, "--bundle", bundle, "--id", id,
-				"--fds", strconv.Itoa(nfds), "--control", strconv.Itoa(control)}
+				"--fds", strconv.Itoa(nfds), "--control", strconv.Itoa(control), "--pid-fd", strconv.Itoa(pidFd)}
 			if c.Image != "" {
 				args = append(args, "--image", c.Image)
 			}

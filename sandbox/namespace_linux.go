@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -38,25 +37,11 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		Plan: spec.Plan, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, TTY: spec.TTY,
 		Hostname: spec.Hostname, RequireLandlock: spec.RequireLandlock, RequireSeccomp: spec.RequireSeccomp,
 	}
-	cfgR, cfgW, err := os.Pipe()
+	link, err := newInitLink(spec, &cfg)
 	if err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+		return nil, err
 	}
-	defer cfgR.Close()
-	// Closed early on the way (cfgW by the config writer, syncW once the
-	// init holds its copy); these cover every return before that.
-	defer cfgW.Close()
-	syncR, syncW, err := os.Pipe()
-	if err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
-	}
-	defer syncR.Close()
-	defer syncW.Close()
-
-	// Descriptors the caller leaked to us without O_CLOEXEC must not reach
-	// the init (and so the agent): a writable fd to a vault file would
-	// bypass every mount.
-	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	defer link.Close()
 
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
@@ -69,7 +54,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		Path:       "/proc/self/exe",
 		Args:       []string{InitArg0},
 		Env:        initEnv(),
-		ExtraFiles: []*os.File{cfgR, syncW},
+		ExtraFiles: slices.Clone(link.files),
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:                 flags,
 			UidMappings:                idp.uidMaps,
@@ -97,55 +82,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		cfg.AgentSwitch, cfg.AgentUID, cfg.AgentGID = true, spec.UID, spec.GID
 	}
 
-	var relay *ptyRelay
-	var ptySock *os.File
-	if spec.TTY {
-		// The pty is made inside the sandbox, on its private devpts, so the
-		// agent's terminal has a name there (tty, ttyname) and the host's
-		// /dev/pts stays out of sight; its master comes back to us over a
-		// unix socket (SCM_RIGHTS). The init gets /dev/null until then.
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return nil, &Error{Code: ExitFedmemError, Stage: "pty", Msg: err.Error()}
-		}
-		ptySock = os.NewFile(uintptr(fds[0]), "pty-parent")
-		childSock := os.NewFile(uintptr(fds[1]), "pty-child")
-		defer ptySock.Close()
-		defer childSock.Close()
-		cmd.ExtraFiles = append(cmd.ExtraFiles, childSock)
-		relay = newPTYRelay(spec.Stdin, spec.Stdout)
-		defer relay.Close()
-		null, err := os.Open(os.DevNull)
-		if err != nil {
-			return nil, &Error{Code: ExitFedmemError, Stage: "pty", Msg: err.Error()}
-		}
-		defer null.Close()
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
-		cmd.SysProcAttr.Setsid = true
-	} else {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
-	}
-
-	var proxyCtl *os.File
-	if profiles.Proxied(spec.Plan.Network) {
-		if spec.Proxy == nil {
-			return nil, &Error{Code: ExitFedmemError, Stage: "network", Msg: "network: " + spec.Plan.Network + " without a proxy"}
-		}
-		// The sandbox's pid 1 hands each connection made to its loopback
-		// proxy port over this socket (SCM_RIGHTS); no address or path
-		// outside the sandbox is reachable from inside.
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return nil, &Error{Code: ExitFedmemError, Stage: "network", Msg: err.Error()}
-		}
-		proxyCtl = os.NewFile(uintptr(fds[0]), "proxy-parent")
-		child := os.NewFile(uintptr(fds[1]), "proxy-child")
-		defer proxyCtl.Close()
-		defer child.Close()
-		cmd.ExtraFiles = append(cmd.ExtraFiles, child)
-		cfg.ProxyFd = 2 + len(cmd.ExtraFiles)
-		cfg.ProxyPort = ProxyPort
-	}
+	link.setStdio(cmd, spec)
 	defer guardPlaceholders(spec)() // guarantee 6: placeholders leave no litter
 	if idp.cred != nil {
 		closeIdmapped, err := idmapBinds(spec, &cfg, &idp.id, cmd)
@@ -180,16 +117,13 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	// config, hence before it can start anything (v2 is entered at clone).
 	placed := make(chan bool, 1) // sent once, and only with a v1 cgroup
 	mapped := make(chan bool, 1) // sent once, and only with newgidmap
-	go func() {
+	link.sendConfig(&cfg, func() bool {
 		ok := !cg.NeedsAdd() || <-placed
 		if ok && idp.newgidmap != "" {
 			ok = <-mapped
 		}
-		if ok {
-			_ = json.NewEncoder(cfgW).Encode(&cfg)
-		}
-		cfgW.Close()
-	}()
+		return ok
+	})
 	cloned := monoNow()
 	if err := cmd.Start(); err != nil {
 		if cg.NeedsAdd() {
@@ -225,19 +159,11 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	// SIGKILL to pid 1 ends the whole pid namespace at once.
 	pl := startParentLimits(spec, func() { _ = cmd.Process.Kill() })
 	defer pl.stop()
-	syncW.Close()
-	for _, f := range cmd.ExtraFiles[2:] {
-		f.Close() // the child's ends: the init holds them now
+	msgs, masters := link.started(spec)
+	for _, f := range cmd.ExtraFiles[len(link.files):] {
+		f.Close() // the idmapped trees: the init holds them now
 	}
-	if proxyCtl != nil {
-		go serveProxy(proxyCtl, spec)
-	}
-
-	msgs := readInit(syncR)
-	masters := make(chan *os.File, 1)
-	if relay != nil {
-		go func() { masters <- recvFd(ptySock) }()
-	}
+	relay := link.relay
 
 	// What the parent knows of the layers; the init reports the rest.
 	host := func(l Layers) Layers {

@@ -39,9 +39,9 @@ func (r Runc) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	rt := containerRuntime{
 		name:   "runc",
 		rootfs: oci.HostRoot,
-		command: func(bundle, id string, nfds, control int) *exec.Cmd {
+		command: func(bundle, id string, nfds, control, pidFd int) *exec.Cmd {
 			cmd := exec.Command(helper, "run", "--state", state+"/containers", "--bundle", bundle, "--id", id,
-				"--fds", strconv.Itoa(nfds), "--control", strconv.Itoa(control))
+				"--fds", strconv.Itoa(nfds), "--control", strconv.Itoa(control), "--pid-fd", strconv.Itoa(pidFd))
 			cmd.Env = []string{"GOMAXPROCS=2"}
 			cmd.SysProcAttr = runcHelperAttr()
 			return cmd

@@ -45,13 +45,15 @@ type Model struct {
 }
 
 // Start listens on 127.0.0.1 and serves until Close.
-func (m *Model) Start() (string, error) {
+func (m *Model) Start() (string, error) { return m.listen(m.serve) }
+
+func (m *Model) listen(h http.HandlerFunc) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
 	m.ln = ln
-	m.srv = &http.Server{Handler: http.HandlerFunc(m.serve)}
+	m.srv = &http.Server{Handler: h}
 	go m.srv.Serve(ln)
 	return ln.Addr().String(), nil
 }

@@ -22,6 +22,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/fedmem/fedmem/sandbox/oci"
 	"github.com/fedmem/fedmem/sandbox/oci/cglimits"
 	"github.com/fedmem/fedmem/sandbox/oci/rootfs"
 )
@@ -54,6 +55,7 @@ func Main(args []string) int {
 	snapshotter := fs.String("snapshotter", "", "snapshotter for --image (default: containerd's)")
 	nfds := fs.Int("fds", 0, "descriptors from 3 on to hand to the container's init")
 	control := fs.Int("control", -1, "descriptor whose end of file or any byte kills the container")
+	pidFd := fs.Int("pid-fd", -1, "descriptor to write the container's init's pid to, then close")
 	if err := fs.Parse(args[2:]); err != nil {
 		return 2
 	}
@@ -86,7 +88,7 @@ func Main(args []string) int {
 		}
 		return 0
 	case "run":
-		code, err := run(ctx, c, runOpts{bundle: *bundle, id: *id, image: *image, snapshotter: *snapshotter, nfds: *nfds, control: *control})
+		code, err := run(ctx, c, runOpts{bundle: *bundle, id: *id, image: *image, snapshotter: *snapshotter, nfds: *nfds, control: *control, pidFd: *pidFd})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "fedmem-containerd:", err)
 		}
@@ -159,7 +161,7 @@ func destroy(ctx context.Context, ctr containerd.Container) error {
 
 type runOpts struct {
 	bundle, id, image, snapshotter string
-	nfds, control                  int
+	nfds, control, pidFd           int
 }
 
 func run(ctx context.Context, c *containerd.Client, o runOpts) (int, error) {
@@ -243,6 +245,7 @@ func run(ctx context.Context, c *containerd.Client, o runOpts) (int, error) {
 	if err != nil {
 		return exitSetup, fmt.Errorf("create task: %w", err)
 	}
+	oci.ReportPid(o.pidFd, int(task.Pid())) // the shim's pid namespace is ours
 	exitCh, err := task.Wait(ctx)
 	if err != nil {
 		return exitSetup, err

@@ -52,6 +52,7 @@ func Main(args []string) int {
 	id := fs.String("id", "", "container id")
 	nfds := fs.Int("fds", 0, "descriptors from 3 on to hand to the container's process")
 	control := fs.Int("control", -1, "descriptor whose end of file (fedmem-run gone) or any byte kills the container")
+	pidFd := fs.Int("pid-fd", -1, "descriptor to write the container's init's pid to, then close")
 	if err := fs.Parse(args[2:]); err != nil {
 		return 2
 	}
@@ -65,7 +66,7 @@ func Main(args []string) int {
 		}
 		return 0
 	case "run":
-		code, err := run(*state, *bundle, *id, *nfds, *control)
+		code, err := run(*state, *bundle, *id, *nfds, *control, *pidFd)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "fedmem-runc:", err)
 		}
@@ -104,7 +105,7 @@ func GC(state string) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-func run(state, bundle, id string, nfds, control int) (int, error) {
+func run(state, bundle, id string, nfds, control, pidFd int) (int, error) {
 	if bundle == "" || id == "" {
 		return exitSetup, errors.New("run needs --bundle and --id")
 	}
@@ -178,6 +179,9 @@ func run(state, bundle, id string, nfds, control int) (int, error) {
 	}
 	for _, f := range extra {
 		f.Close() // the container's process holds them now
+	}
+	if pid, err := p.Pid(); err == nil {
+		oci.ReportPid(pidFd, pid)
 	}
 	go func() {
 		for s := range sigs {

@@ -1,0 +1,144 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/profiles"
+)
+
+// initLink is fedmem-run's end of what the sandbox's init speaks through,
+// made the same way for every backend (the container backends once kept a
+// copy of this set-up): the config pipe, the sync pipe that carries the
+// init's messages, with a terminal the socket its PTY master comes back
+// on, and with a proxied network the socket it hands every connection to
+// its loopback proxy ports (HTTP and SOCKS5) over.
+type initLink struct {
+	cfgR, cfgW   *os.File
+	syncR, syncW *os.File
+	ptySock      *os.File  // our end; nil without a terminal
+	relay        *ptyRelay // nil without a terminal
+	proxyCtl     *os.File  // our end; nil without the proxy
+	null         *os.File  // the init's stdio until it has its pty
+	// files are the init's descriptors from 3 on: config, sync, then the
+	// PTY and proxy sockets' other ends.
+	files []*os.File
+}
+
+// newInitLink makes the link for spec and sets cfg's proxy descriptor and
+// port. Close releases everything it made.
+func newInitLink(spec *Spec, cfg *initConfig) (l *initLink, err error) {
+	// Descriptors the caller leaked to us without O_CLOEXEC must not reach
+	// the init (and so the agent): a writable fd to a vault file would
+	// bypass every mount.
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	l = &initLink{}
+	defer func() {
+		if err != nil {
+			l.Close()
+			l = nil
+		}
+	}()
+	if l.cfgR, l.cfgW, err = os.Pipe(); err != nil {
+		return l, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+	}
+	if l.syncR, l.syncW, err = os.Pipe(); err != nil {
+		return l, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+	}
+	l.files = []*os.File{l.cfgR, l.syncW}
+	if spec.TTY {
+		// The pty is made inside the sandbox, on its private devpts, so the
+		// agent's terminal has a name there (tty, ttyname) and the host's
+		// /dev/pts stays out of sight; its master comes back to us over a
+		// unix socket (SCM_RIGHTS). The init gets /dev/null until then.
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return l, &Error{Code: ExitFedmemError, Stage: "pty", Msg: err.Error()}
+		}
+		l.ptySock = os.NewFile(uintptr(fds[0]), "pty-parent")
+		l.files = append(l.files, os.NewFile(uintptr(fds[1]), "pty-child"))
+		if l.null, err = os.Open(os.DevNull); err != nil {
+			return l, &Error{Code: ExitFedmemError, Stage: "pty", Msg: err.Error()}
+		}
+		l.relay = newPTYRelay(spec.Stdin, spec.Stdout)
+	}
+	if profiles.Proxied(spec.Plan.Network) {
+		if spec.Proxy == nil {
+			return l, &Error{Code: ExitFedmemError, Stage: "network", Msg: "network: " + spec.Plan.Network + " without a proxy"}
+		}
+		// The sandbox's pid 1 hands each connection made to its loopback
+		// proxy ports over this socket (SCM_RIGHTS); no address or path
+		// outside the sandbox is reachable from inside.
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return l, &Error{Code: ExitFedmemError, Stage: "network", Msg: err.Error()}
+		}
+		l.proxyCtl = os.NewFile(uintptr(fds[0]), "proxy-parent")
+		l.files = append(l.files, os.NewFile(uintptr(fds[1]), "proxy-child"))
+		cfg.ProxyFd = 2 + len(l.files)
+		cfg.ProxyPort = ProxyPort
+	}
+	return l, nil
+}
+
+// setStdio gives cmd (the init, or the helper that starts it) the
+// session's stdio, or /dev/null and a session of its own with a terminal.
+func (l *initLink) setStdio(cmd *exec.Cmd, spec *Spec) {
+	if l.null == nil {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
+		return
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = l.null, l.null, l.null
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setsid = true
+}
+
+// sendConfig writes cfg into the config pipe while the init is still
+// starting (a config larger than the pipe buffer just completes once it
+// reads), once ready (nil: at once) says yes; no means the init gets none.
+// Should the init die first, the write fails with EPIPE and the init's own
+// error, or its exit status, tells why.
+func (l *initLink) sendConfig(cfg *initConfig, ready func() bool) {
+	go func() {
+		if ready == nil || ready() {
+			_ = json.NewEncoder(l.cfgW).Encode(cfg)
+		}
+		l.cfgW.Close()
+	}()
+}
+
+// started is called once the init's process exists: our copies of its
+// ends are closed (it holds them now), the proxy is served, and the init's
+// messages and its PTY master (with a terminal) come on the channels.
+func (l *initLink) started(spec *Spec) (msgs <-chan initMessage, masters <-chan *os.File) {
+	l.syncW.Close()
+	for _, f := range l.files[2:] {
+		f.Close()
+	}
+	if l.proxyCtl != nil {
+		go serveProxy(l.proxyCtl, spec)
+	}
+	m := make(chan *os.File, 1)
+	if l.relay != nil {
+		go func() { m <- recvFd(l.ptySock) }()
+	}
+	return readInit(l.syncR), m
+}
+
+// Close releases every descriptor of the link and the PTY relay.
+func (l *initLink) Close() {
+	if l.relay != nil {
+		l.relay.Close()
+	}
+	for _, f := range append([]*os.File{l.cfgW, l.syncR, l.ptySock, l.proxyCtl, l.null}, l.files...) {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
