@@ -79,7 +79,7 @@ func runClient(t *testing.T, client, want string, saved func(home string) error)
 	session := "fedmem-client-" + client
 	sock := fmt.Sprintf("fedmem-clients-%d-%d", os.Getpid(), time.Now().UnixNano())
 	shell := "cd " + work + " && HOME=" + home + " " + bins.FedmemRun + " " + strings.Join(testutil.BackendArgs(), " ") + " --vault " + v.Dir + " --report " + report +
-		" -- " + client + "; echo FEDMEM-EXIT=$?; sleep 600"
+		" -- " + client + "; echo FEDMEM-EXIT=$?; trap '' INT; sleep 600" // a late Ctrl-C must not end the pane
 	if out, err := tmux(sock, "new-session", "-d", "-s", session, "-x", "120", "-y", "40", shell).CombinedOutput(); err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
