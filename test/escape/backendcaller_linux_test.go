@@ -18,8 +18,8 @@ import (
 // backend: — gets exit 125 and a message naming the backend and the way
 // out (--backend namespace) before a session exists: the agent never runs
 // and the vault is byte for byte unchanged (no inbox folder, no session
-// record). Runs in every pass of the matrix, whatever FEDMEM_BACKEND is: the
-// refusal needs no runtime.
+// record). It names its backends itself and needs no runtime, so it runs
+// in the namespace pass only (the Makefile's MATRIX_SKIP).
 func TestContainerBackendRefusesUnprivilegedCaller(t *testing.T) {
 	for _, backend := range []string{"runc", "containerd"} {
 		t.Run(backend, func(t *testing.T) {

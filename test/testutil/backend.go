@@ -130,8 +130,7 @@ func RequireReportBackend(t testing.TB, path string) {
 // unprivileged user when Backend() is runc or containerd: those backends
 // refuse such a caller before a session exists (sandbox.CheckCaller;
 // rootless runc/containerd are not supported, docs/backends.md), which
-// test/escape TestContainerBackendRefusesUnprivilegedCaller asserts in
-// every run. The layout itself is covered by the namespace backend's run of
+// test/escape TestContainerBackendRefusesUnprivilegedCaller asserts. The layout itself is covered by the namespace backend's run of
 // the same test. Not an environment skip: no setting makes it run.
 func SkipUnprivilegedCaller(t testing.TB) {
 	t.Helper()
