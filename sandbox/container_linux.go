@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -220,7 +221,23 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	if err := cmd.Start(); err != nil {
 		return nil, &Error{Code: ExitFedmemError, Stage: "start", Msg: fmt.Sprintf("%s helper: %v", rt.name, err)}
 	}
-	kill := func() { _, _ = ctlW.Write([]byte{'k'}) }
+	// kill: SIGKILL to the container's init through a pidfd once its pid
+	// is known (the kernel ends its whole pid namespace at once, as the
+	// namespace backend's kill of pid 1 does), and the helper's kill over
+	// the control pipe, which alone is a round trip through the runtime
+	// (containerd: gRPC, shim, runc) while a flood of writers goes on.
+	var initFd atomic.Int64
+	defer func() {
+		if fd := initFd.Swap(0); fd > 0 {
+			unix.Close(int(fd))
+		}
+	}()
+	kill := func() {
+		if fd := initFd.Load(); fd > 0 {
+			_ = unix.PidfdSendSignal(int(fd), unix.SIGKILL, nil, 0)
+		}
+		_, _ = ctlW.Write([]byte{'k'})
+	}
 	pl := startParentLimits(spec, kill)
 	defer pl.stop()
 	msgs, masters := link.started(spec)
@@ -249,6 +266,9 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		kill: kill, masters: masters, sigs: sigs,
 		started: func(m initMessage) map[string]any {
 			if pid := <-initPid; pid > 0 {
+				if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+					initFd.Store(int64(fd))
+				}
 				tmpFull.start(spec.Plan, pid, kill)
 			}
 			return map[string]any{"phases_ms": startPhases(cloned, m.Phases)}
