@@ -106,7 +106,8 @@ install: build ## install bin/ into $(PREFIX)/bin (FEDMEM_LAUNCHER_GROUP=G: fedm
 	install -m 0644 packaging/systemd/fedmem.sysusers $(DESTDIR)$(LIBDIR)/sysusers.d/fedmem.conf
 	install -m 0644 packaging/systemd/fedmem.tmpfiles $(DESTDIR)$(LIBDIR)/tmpfiles.d/fedmem.conf
 
-check-install: ## make install into a scratch DESTDIR and check it (systemd-analyze verify, man, completions)
+APPARMOR_ABI ?= /etc/apparmor.d/abi/4.0
+check-install: ## make install into a scratch DESTDIR and check it (systemd-analyze verify, man, completions, AppArmor profile)
 	rm -rf $(CURDIR)/.install-check
 	$(MAKE) install DESTDIR=$(CURDIR)/.install-check
 	test -x $(CURDIR)/.install-check$(PREFIX)/bin/fedmem-run
@@ -118,6 +119,12 @@ check-install: ## make install into a scratch DESTDIR and check it (systemd-anal
 		sed 's|$(PREFIX)/bin/fedmem|$(CURDIR)/.install-check$(PREFIX)/bin/fedmem|' $(CURDIR)/.install-check$(UNITDIR)/fedmem-gate@.service > $(CURDIR)/.install-check/fedmem-gate@.service && \
 		systemd-analyze verify '$(CURDIR)/.install-check/fedmem-gate@srv-vault.service' && echo "systemd-analyze verify: ok"; \
 	else echo "systemd-analyze not installed: unit not verified"; fi
+	grep -q '^profile fedmem-run $(PREFIX)/bin/fedmem-run ' $(CURDIR)/.install-check$(DATADIR)/fedmem/apparmor/fedmem-run
+	@# Compiled for AppArmor 4.0's feature set (-M): without one, a parser on a
+	@# host without AppArmor drops the userns rule silently.
+	@if command -v apparmor_parser >/dev/null && apparmor_parser --version | grep -q 'version [4-9]' && [ -r "$(APPARMOR_ABI)" ]; then \
+		apparmor_parser -Q -K -T -M "$(APPARMOR_ABI)" -o /dev/null $(CURDIR)/.install-check$(DATADIR)/fedmem/apparmor/fedmem-run && echo "apparmor_parser: profile compiles for $(APPARMOR_ABI)"; \
+	else echo "no AppArmor 4 apparmor_parser or $(APPARMOR_ABI): AppArmor profile not compiled"; fi
 	CGO_ENABLED=0 GOOS=darwin $(GO) build -o /dev/null ./cmd/fedmem && echo "darwin build: ok" || echo "darwin build: FAILS (docs/install.md)"
 	rm -rf $(CURDIR)/.install-check
 
