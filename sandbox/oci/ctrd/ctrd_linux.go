@@ -137,12 +137,33 @@ func GC(ctx context.Context, c *containerd.Client) (int, error) {
 	}
 	if ents, err := os.ReadDir(rootsDir); err == nil {
 		for _, e := range ents {
+			if !e.IsDir() {
+				continue // an owner file
+			}
+			// A root without a container is a dead helper's only when its
+			// owner file says so: a live helper between its clone and its
+			// NewContainer, or one using another containerd (the roots
+			// directory is the host's), owns it still.
+			dir := filepath.Join(rootsDir, e.Name())
+			if b, err := os.ReadFile(dir + ownerSuffix); err == nil && alive(string(b)) {
+				continue
+			}
 			if _, err := c.LoadContainer(ctx, e.Name()); err != nil {
-				_ = rootfs.Release(filepath.Join(rootsDir, e.Name()))
+				releaseRoot(dir)
 			}
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// ownerSuffix names the file beside a root clone that holds its helper's
+// owner label (pid@boot): GC leaves the root alone while that helper runs.
+const ownerSuffix = ".owner"
+
+// releaseRoot detaches a root clone and removes it and its owner file.
+func releaseRoot(dir string) {
+	_ = rootfs.Release(dir)
+	_ = os.Remove(dir + ownerSuffix)
 }
 
 func destroy(ctx context.Context, ctr containerd.Container) error {
@@ -155,7 +176,7 @@ func destroy(ctx context.Context, ctr containerd.Container) error {
 	if err := ctr.Delete(ctx, containerd.WithSnapshotCleanup); err != nil {
 		return fmt.Errorf("delete container %s: %w", ctr.ID(), err)
 	}
-	_ = rootfs.Release(filepath.Join(rootsDir, ctr.ID()))
+	releaseRoot(filepath.Join(rootsDir, ctr.ID()))
 	return nil
 }
 
@@ -223,10 +244,13 @@ func run(ctx context.Context, c *containerd.Client, o runOpts) (int, error) {
 			return exitSetup, err
 		}
 		dir := filepath.Join(rootsDir, o.id)
+		if err := os.WriteFile(dir+ownerSuffix, []byte(owner()), 0o600); err != nil {
+			return exitSetup, err
+		}
+		defer releaseRoot(dir)
 		if err := rootfs.CloneHostRoot(dir); err != nil {
 			return exitSetup, err
 		}
-		defer rootfs.Release(dir)
 		// rbind keeps every sub-mount's read-only flag of the clone.
 		taskOpts = append(taskOpts, containerd.WithRootFS([]mount.Mount{{Type: "bind", Source: dir, Options: []string{"rbind", "ro"}}}))
 	}
