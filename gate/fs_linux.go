@@ -297,6 +297,13 @@ func rejectClaim(rule, format string, args ...any) readResult {
 // blocking, accepts only a regular file with one link and at most max bytes
 // (checked before reading), reads it once, and checks it did not change.
 func (g *Gate) readClaim(id string, max int64) (readResult, error) {
+	return g.readClaimAt(id, max, true)
+}
+
+// readClaimAt is readClaim; with mayReturn false (a read ahead of the
+// draft's turn, prefetch.go) it changes nothing on disk: a draft that
+// became unreadable yields errMustReturn, and its turn returns it.
+func (g *Gate) readClaimAt(id string, max int64, mayReturn bool) (readResult, error) {
 	cfd, err := unix.Open(g.statePath(claimsDir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return readResult{}, err
@@ -313,6 +320,9 @@ func (g *Gate) readClaim(id string, max int64) (readResult, error) {
 	case errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM):
 		// Readable when claimed, unreadable now: never decide (or delete)
 		// bytes nobody read; give the file back to its session.
+		if !mayReturn {
+			return readResult{}, errMustReturn
+		}
 		if err := g.returnClaim(cfd, id); err != nil {
 			return readResult{}, err
 		}

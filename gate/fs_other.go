@@ -29,6 +29,9 @@ func (in *inbox) sessions() ([]string, error)                     { return nil, 
 func (in *inbox) sessionOwner(string) (int, error)                { return -1, errUnsupported }
 func (g *Gate) claimSession(*inbox, string, int) ([]Claim, error) { return nil, errUnsupported }
 func (g *Gate) readClaim(string, int64) (readResult, error)       { return readResult{}, errUnsupported }
+func (g *Gate) readClaimAt(string, int64, bool) (readResult, error) {
+	return readResult{}, errUnsupported
+}
 func (g *Gate) sessionRecord(*inbox, string) *SessionRecord       { return nil }
 func (g *Gate) writeReceipt(*inbox, string, string, []byte) error { return errUnsupported }
 func (g *Gate) lockState() (func(), error)                        { return nil, errUnsupported }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/fedmem/fedmem/gate/audit"
@@ -67,6 +68,9 @@ type Gate struct {
 	mu sync.Mutex
 	// pass is the open group of a pass (groupcommit.go); nil outside Once.
 	pass *pass
+	// groups maps a draft id to the base its group marker records
+	// (groupcommit.go); nil until read.
+	groups map[string]plumbing.Hash
 }
 
 // Open checks the vault and the caller, prepares the state directory and
@@ -230,16 +234,24 @@ func (g *Gate) Once() (*Summary, error) {
 		return s, err
 	}
 	var decs []*Decision
+	// Drafts are read and validated ahead on the other cores (prefetch.go);
+	// they are decided here one at a time, in order.
+	pre := g.startPrefetch(ids, pol.MaxDraftBytes)
+	defer pre.close()
 	for attempt := 0; ; attempt++ {
 		var retry []string
-		for _, id := range ids {
+		for i, id := range ids {
+			var pf *prefetched
+			if attempt == 0 {
+				pf = pre.take(i)
+			}
 			if g.passDue() {
 				if err := g.flushPass(); err != nil {
 					s.Errors = append(s.Errors, err.Error())
 				}
 			}
 			g.passCounted()
-			d, err := g.process(in, pol, id)
+			d, err := g.process(in, pol, id, pf)
 			if errors.Is(err, errRetry) {
 				retry = append(retry, id)
 				continue
@@ -295,6 +307,10 @@ func (g *Gate) openClaims() ([]string, error) {
 	for _, e := range ents {
 		have[e.Name()] = true
 	}
+	// Group markers: kept while one of their drafts is claimed.
+	if err := g.loadGroupMarkers(func(id string) bool { return have[id+".json"] }); err != nil {
+		return nil, err
+	}
 	var ids []string
 	for n := range have {
 		id, ok := strings.CutSuffix(n, ".json")
@@ -317,10 +333,16 @@ func (g *Gate) openClaims() ([]string, error) {
 
 // process takes one claim to a recorded decision. It is idempotent: run again
 // after a crash at any point, it reaches the same decision without a second
-// commit.
-func (g *Gate) process(in *inbox, pol *policy.Policy, id string) (*Decision, error) {
+// commit. pf, when not nil, is the claim read and validated ahead of its
+// turn (prefetch.go); it is used only when the read ahead succeeded.
+func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched) (*Decision, error) {
+	if pf != nil && pf.err != nil {
+		pf = nil // read again now: the same path as without a read ahead
+	}
 	var c Claim
-	if err := readJSON(g.statePath(claimsDir, id+".json"), &c); err != nil {
+	if pf != nil {
+		c = pf.c
+	} else if err := readJSON(g.statePath(claimsDir, id+".json"), &c); err != nil {
 		return nil, err
 	}
 	if d, err := g.loadDecision(id); err != nil {
@@ -329,8 +351,11 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string) (*Decision, err
 		return d, g.finish(in, c, d, nil)
 	}
 	d := &Decision{ID: id, Session: c.Session, Draft: c.Name, DraftRaw: c.NameRaw, FirstSeen: c.FirstSeen}
-	rr, err := g.readClaim(id, pol.MaxDraftBytes)
-	if err != nil {
+	var rr readResult
+	var err error
+	if pf != nil {
+		rr = pf.rr
+	} else if rr, err = g.readClaim(id, pol.MaxDraftBytes); err != nil {
 		return nil, err
 	}
 	if rr.Retry {
@@ -388,8 +413,10 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string) (*Decision, err
 		}
 		return d, g.finish(in, c, d, nil)
 	}
-	res, err := validate.DraftNamed(c.Name, rr.Bytes)
-	if err != nil {
+	var res validate.Result
+	if pf != nil && pf.validated {
+		res = pf.res
+	} else if res, err = validate.DraftNamed(c.Name, rr.Bytes); err != nil {
 		return nil, err
 	}
 	v, o, err := g.judgeOwned(in, pol, c.Session, c.Name, res, d.Owner)

@@ -50,7 +50,8 @@ var groupFault = func(point string) {}
 
 // Flush a group after this many drafts, or when its oldest undecided draft
 // has waited this long, whichever comes first (latency under a burst).
-const (
+// Variables so that a crash test can make small groups.
+var (
 	groupMaxDrafts = 128
 	groupMaxWait   = 250 * time.Millisecond
 )
@@ -80,13 +81,24 @@ func (s *syncer) addDir(dir string) {
 // flush fsyncs every remembered file, then every directory, in parallel.
 // A file removed since it was written is skipped (its removal is what the
 // directory's fsync makes durable).
-func (s *syncer) flush() error {
+func (s *syncer) flush() error { return s.take().sync() }
+
+// syncSet is what a syncer held at one instant (take), synced later.
+type syncSet struct{ files, dirs map[string]bool }
+
+// take hands over every remembered path; later writes start a new set.
+func (s *syncer) take() syncSet {
 	s.mu.Lock()
-	files, dirs := s.files, s.dirs
+	defer s.mu.Unlock()
+	set := syncSet{s.files, s.dirs}
 	s.files, s.dirs = map[string]bool{}, map[string]bool{}
-	s.mu.Unlock()
-	for _, set := range []map[string]bool{files, dirs} {
-		if err := fsyncAll(set); err != nil {
+	return set
+}
+
+// sync fsyncs the set's files, then its directories.
+func (set syncSet) sync() error {
+	for _, m := range []map[string]bool{set.files, set.dirs} {
+		if err := fsyncAll(m); err != nil {
 			return err
 		}
 	}
@@ -170,6 +182,13 @@ type pass struct {
 	drafts  int
 	opened  time.Time
 	decided map[*Decision]bool
+	// marked are the drafts promoted in the open group; their marker is
+	// written once for the group, at its flush (groupMarker).
+	marked []string
+	// tail is the previous group's end (its second barrier, then its
+	// cleanups) running while the gate decides the next group; nil when
+	// none runs. It yields that end's error once.
+	tail chan error
 }
 
 // beginPass starts group mode for a pass. Only Once uses it; reviews and
@@ -194,6 +213,7 @@ func (g *Gate) endPass() error {
 	}
 	err := g.flushPass()
 	p := g.pass
+	err = errors.Join(err, p.joinTail())
 	g.pass = nil
 	g.repo.abortBatch()
 	lazyRoots.Lock()
@@ -234,6 +254,32 @@ func (g *Gate) barrier(p *pass) error {
 	return p.sy.flush()
 }
 
+// barrierAsync starts a barrier over everything written so far and returns
+// its result channel: the audit log is synced, and the files and folders
+// the syncer holds now (later writes belong to the next barrier).
+func (g *Gate) barrierAsync(p *pass) <-chan error {
+	set := p.sy.take()
+	ch := make(chan error, 1)
+	go func() {
+		err := g.audit.Sync()
+		if err == nil {
+			err = set.sync()
+		}
+		ch <- err
+	}()
+	return ch
+}
+
+// joinTail waits for the previous group's end and returns its error.
+func (p *pass) joinTail() error {
+	if p.tail == nil {
+		return nil
+	}
+	err := <-p.tail
+	p.tail = nil
+	return err
+}
+
 // deferFinish queues finish for a draft whose promotion commit is in the
 // open group; it reports whether it did.
 func (g *Gate) deferFinish(in *inbox, c Claim, d *Decision) bool {
@@ -263,24 +309,50 @@ func (g *Gate) deferCleanup(f func() error) bool {
 }
 
 // flushPass publishes the open group: barrier, pack, ref, work tree and
-// index, decisions, barrier, cleanups.
+// index, decisions, barrier, cleanups. Two waits on the disk overlap other
+// work (issue 9): the first barrier runs while the group's pack is encoded
+// and written (the pack is unreferenced until the branch moves, which waits
+// for the barrier); the second barrier and the cleanups after it (receipts,
+// removal of claims) run in the background while the gate decides the next
+// group, and are joined before the next group's end starts and at endPass.
+// The order each draft's files reach the disk is the same as before:
+// claim and marker, branch, decision, then receipt and removal of the claim.
 func (g *Gate) flushPass() error {
 	p := g.pass
 	if p == nil {
 		return nil
 	}
 	p.drafts = 0
-	if err := g.barrier(p); err != nil {
+	marker, err := g.writeGroupMarker(p)
+	if err != nil {
 		return err
 	}
-	groupFault("intents")
-	published, err := g.repo.publishBatch()
+	groupFault("marked")
+	first := g.barrierAsync(p)
+	published, err := g.repo.publishBatch(func() error {
+		err := <-first
+		first = nil
+		if err == nil {
+			groupFault("intents")
+		}
+		return err
+	})
+	if first != nil {
+		err = errors.Join(err, <-first) // the group had no commit
+		if err == nil {
+			groupFault("intents")
+		}
+	}
 	if err != nil {
 		// Nothing was decided for the group's promotions: their claims
 		// stay, the next pass promotes them again (or adopts a commit).
 		p.deferred, p.sums = nil, map[string]bool{}
-		cerr := g.runCleanups(p)
-		return errors.Join(fmt.Errorf("group commit: %w", err), cerr)
+		terr := p.joinTail()
+		cerr := g.barrier(p)
+		if cerr == nil {
+			cerr = g.runCleanups(p)
+		}
+		return errors.Join(fmt.Errorf("group commit: %w", err), terr, cerr)
 	}
 	if published {
 		groupFault("published")
@@ -291,14 +363,32 @@ func (g *Gate) flushPass() error {
 			errs = append(errs, err)
 		}
 	}
+	recorded := len(errs) == 0
 	p.deferred, p.sums = nil, map[string]bool{}
 	groupFault("recorded")
-	if err := g.barrier(p); err != nil {
-		return errors.Join(append(errs, err)...)
-	}
-	if err := g.runCleanups(p); err != nil {
-		errs = append(errs, err)
-	}
+	// One group's end at a time: receipts keep their order, and an error
+	// is reported by the flush that follows it (or by endPass).
+	errs = append(errs, p.joinTail())
+	second := g.barrierAsync(p)
+	cleanups := p.cleanups
+	p.cleanups = nil
+	p.tail = make(chan error, 1)
+	go func(tail chan<- error) {
+		if err := <-second; err != nil {
+			// The decisions may not be durable: the claims stay, and a
+			// later pass finishes them from the recorded decisions.
+			tail <- err
+			return
+		}
+		groupFault("synced")
+		err := runAll(cleanups)
+		groupFault("cleaned")
+		if err == nil && recorded && marker != "" {
+			// Every draft of the group has a durable decision and no claim.
+			err = os.Remove(marker)
+		}
+		tail <- err
+	}(p.tail)
 	return errors.Join(errs...)
 }
 
@@ -308,6 +398,11 @@ func (g *Gate) flushPass() error {
 func (g *Gate) runCleanups(p *pass) error {
 	fs := p.cleanups
 	p.cleanups = nil
+	return runAll(fs)
+}
+
+// runAll runs fs on a few goroutines and joins their errors.
+func runAll(fs []func() error) error {
 	ch := make(chan func() error)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -423,9 +518,11 @@ func (g *repo) markerBase(head plumbing.Hash) plumbing.Hash {
 }
 
 // publishBatch writes the group's objects as one pack, moves the branch
-// from the group's base to its tip, checks the files out, and starts a new
-// group at the tip. It reports whether the branch moved.
-func (g *repo) publishBatch() (bool, error) {
+// from the group's base to its tip once ready (the group's barrier) returns
+// nil, checks the files out, and starts a new group at the tip. It reports
+// whether the branch moved; ready is not called when there is nothing to
+// publish.
+func (g *repo) publishBatch(ready func() error) (bool, error) {
 	b := g.batch
 	if b == nil || (len(b.commits) == 0 && len(b.files) == 0) {
 		return false, nil
@@ -435,6 +532,9 @@ func (g *repo) publishBatch() (bool, error) {
 	moved := false
 	if len(b.commits) > 0 {
 		if err := g.writePack(b); err != nil {
+			return false, err
+		}
+		if err := ready(); err != nil {
 			return false, err
 		}
 		groupFault("packed")
@@ -632,4 +732,93 @@ func (r *reindexing) markSeen() {
 		r.seen = fi.ModTime()
 		r.mu.Unlock()
 	}
+}
+
+// groupMarker is the committing/ marker of one group: the drafts whose
+// commits the group holds and the branch's on-disk tip it was built on (the
+// recovery walk's end). It is written and synced before the branch moves,
+// and removed once every draft of the group has a durable decision and no
+// claim; a marker left by a gate killed in between is read by
+// adoptEarlierCommit, and dropped by openClaims once none of its drafts is
+// still claimed.
+type groupMarker struct {
+	Base string   `json:"base"`
+	IDs  []string `json:"ids"`
+}
+
+const groupMarkerPrefix = "G-"
+
+// markInGroup notes that draft id is promoted in the open group, whose
+// marker covers it; false outside a group (the caller writes its own).
+func (g *Gate) markInGroup(id string) bool {
+	p := g.pass
+	if p == nil || g.repo.batch == nil {
+		return false
+	}
+	p.marked = append(p.marked, id)
+	return true
+}
+
+// writeGroupMarker writes the open group's marker (synced by the barrier
+// that precedes the branch move) and returns its path ("" when the group
+// promotes nothing).
+func (g *Gate) writeGroupMarker(p *pass) (string, error) {
+	if len(p.marked) == 0 || g.repo.batch == nil {
+		p.marked = nil
+		return "", nil
+	}
+	m := groupMarker{Base: g.repo.batch.base.String(), IDs: p.marked}
+	p.marked = nil
+	path := g.statePath(committingDir, groupMarkerPrefix+newClaimID(g.now())+".json")
+	if err := writeJSON(path, m); err != nil {
+		return "", fmt.Errorf("group marker: %w", err)
+	}
+	if g.groups == nil {
+		g.groups = map[string]plumbing.Hash{}
+	}
+	for _, id := range m.IDs {
+		g.groups[id] = plumbing.NewHash(m.Base)
+	}
+	return path, nil
+}
+
+// loadGroupMarkers reads every group marker: the base of each draft they
+// name. Markers none of whose drafts is claimed any more (claimed reports
+// it) are removed. claimed nil keeps them all.
+func (g *Gate) loadGroupMarkers(claimed func(id string) bool) error {
+	ents, err := os.ReadDir(g.statePath(committingDir))
+	if err != nil {
+		return err
+	}
+	groups := map[string]plumbing.Hash{}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), groupMarkerPrefix) || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		var m groupMarker
+		if err := readJSON(g.statePath(committingDir, e.Name()), &m); err != nil {
+			return fmt.Errorf("group marker: %w", err)
+		}
+		live := claimed == nil
+		for _, id := range m.IDs {
+			groups[id] = plumbing.NewHash(m.Base)
+			live = live || claimed(id)
+		}
+		if !live {
+			os.Remove(g.statePath(committingDir, e.Name()))
+		}
+	}
+	g.groups = groups
+	return nil
+}
+
+// groupBase returns the base a group marker records for draft id.
+func (g *Gate) groupBase(id string) (plumbing.Hash, bool, error) {
+	if g.groups == nil {
+		if err := g.loadGroupMarkers(nil); err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+	}
+	h, ok := g.groups[id]
+	return h, ok, nil
 }

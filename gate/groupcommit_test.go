@@ -2,12 +2,16 @@ package gate
 
 import (
 	"fmt"
+	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/fedmem/fedmem/gate/audit"
 )
@@ -21,8 +25,23 @@ func TestHelperGroupProcess(t *testing.T) {
 		t.Skip("helper process for TestGroupCommitKillNine")
 	}
 	point := os.Getenv("FEDMEM_GROUP_HELPER_FAULT")
+	// Kill at the hit-th time the point is reached (1 by default), in
+	// groups of size drafts (default: the gate's own).
+	hit, _ := strconv.Atoi(os.Getenv("FEDMEM_GROUP_HELPER_HIT"))
+	if size, _ := strconv.Atoi(os.Getenv("FEDMEM_GROUP_HELPER_SIZE")); size > 0 {
+		groupMaxDrafts = size
+	}
+	var mu sync.Mutex
+	hits := 0
 	groupFault = func(p string) {
-		if p == point {
+		if p != point {
+			return
+		}
+		mu.Lock()
+		hits++
+		n := hits
+		mu.Unlock()
+		if n >= max(hit, 1) {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 	}
@@ -71,6 +90,72 @@ func TestGroupCommitKillNine(t *testing.T) {
 			if err == nil || !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 				t.Fatalf("helper was not killed at %s: %v\n%s", point, err, out)
 			}
+			for i := 0; i < 2; i++ {
+				g, err := Open(Options{Vault: v, AllowSameUser: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := g.Once()
+				g.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(s.Errors) > 0 {
+					t.Fatalf("pass %d after the kill: %v", i, s.Errors)
+				}
+			}
+			checkExactlyOnce(t, v, want)
+		})
+	}
+}
+
+// TestGroupPipelineKillNine kills the gate inside its pipelined group
+// commit: small groups (3 drafts), so that the end of one group (second
+// barrier, receipts, removal of claims and of the group marker) runs in the
+// background while the next group is decided, and a SIGKILL at the n-th
+// time each point is reached, n and the order drawn from a logged seed
+// (FEDMEM_GROUP_SEED replays one). A fresh gate then finishes: every draft
+// decided exactly once, one commit per promoted draft, no claim or marker
+// left, audit log verified.
+func TestGroupPipelineKillNine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	seed := time.Now().UnixNano()
+	if s, err := strconv.ParseInt(os.Getenv("FEDMEM_GROUP_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (FEDMEM_GROUP_SEED=%d replays it)", seed, seed)
+	rng := rand.New(rand.NewSource(seed))
+	points := []string{"marked", "intents", "packed", "published", "recorded", "synced", "cleaned"}
+	rng.Shuffle(len(points), func(i, j int) { points[i], points[j] = points[j], points[i] })
+	for round, point := range points {
+		hit := 1 + rng.Intn(5)
+		t.Run(fmt.Sprintf("%d-%s-%d", round, point, hit), func(t *testing.T) {
+			v := trustVault(t)
+			want := map[string]bool{}
+			for _, sess := range []string{"p-1", "p-2", "p-3"} {
+				sd := session(t, v, sess)
+				for i := 0; i < 6; i++ {
+					body := fmt.Sprintf("---\ntype: Fact\ntitle: Fact %s %d\nsources: [10-projects/src.md]\n---\nfact %d\n", sess, i, i)
+					if i%3 == 2 {
+						body = fmt.Sprintf("---\ntype: Fact\ntitle: Guess %s %d\n---\nguess\n", sess, i)
+					}
+					name := fmt.Sprintf("d%02d.md", i)
+					put(t, sd, name, body)
+					want[sess+"/"+name] = true
+				}
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperGroupProcess$")
+			cmd.Env = append(os.Environ(), "FEDMEM_GROUP_HELPER_VAULT="+v, "FEDMEM_GROUP_HELPER_FAULT="+point,
+				"FEDMEM_GROUP_HELPER_HIT="+strconv.Itoa(hit), "FEDMEM_GROUP_HELPER_SIZE=3")
+			out, err := cmd.CombinedOutput()
+			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			killed := err != nil && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+			if err != nil && !killed {
+				t.Fatalf("helper failed: %v\n%s", err, out)
+			}
+			t.Logf("killed at %s #%d: %v", point, hit, killed)
 			for i := 0; i < 2; i++ {
 				g, err := Open(Options{Vault: v, AllowSameUser: true})
 				if err != nil {

@@ -16,7 +16,8 @@ import (
 
 // committingDir holds one marker per draft whose promotion commit may be on
 // the branch without a recorded decision: committing/ID holds the commit the
-// promotion was built on. It is written (synced) before the branch moves and
+// promotion was built on. In a pass's group commit one marker covers the
+// group, committing/G-<id>.json (groupcommit.go). It is written (synced) before the branch moves and
 // removed once the decision is recorded, so after a kill -9 the gate looks
 // for the draft's commit (by its Fedmem-Draft trailer) only where one can be,
 // between HEAD and that parent.
@@ -105,8 +106,10 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 	if err := validate.CheckCommit(content, dest, msg, others...); err != nil {
 		return err
 	}
-	if err := writeAtomic(g.statePath(committingDir, d.ID), []byte(g.repo.markerBase(head).String()), 0o600); err != nil {
-		return err
+	if !g.markInGroup(d.ID) {
+		if err := writeAtomic(g.statePath(committingDir, d.ID), []byte(g.repo.markerBase(head).String()), 0o600); err != nil {
+			return err
+		}
 	}
 	h, err := g.repo.commitChanges(branch, head, changes, g.signature(pol), msg)
 	if err != nil {
@@ -167,13 +170,19 @@ func trailer(msg, key string) string {
 // draft is already promoted.
 func (g *Gate) adoptEarlierCommit(head plumbing.Hash, d *Decision) (done bool, err error) {
 	b, err := os.ReadFile(g.statePath(committingDir, d.ID))
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
+	var base plumbing.Hash
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		// A group's promotions share one marker (groupcommit.go).
+		var ok bool
+		if base, ok, err = g.groupBase(d.ID); err != nil || !ok {
+			return false, err
+		}
+	case err != nil:
 		return false, err
+	default:
+		base = plumbing.NewHash(strings.TrimSpace(string(b)))
 	}
-	base := plumbing.NewHash(strings.TrimSpace(string(b)))
 	for c, i := head, 0; !c.IsZero() && c != base && i < maxRecoveryWalk; i++ {
 		com, err := object.GetCommit(g.repo.s, c)
 		if err != nil {

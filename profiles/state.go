@@ -3,7 +3,6 @@ package profiles
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -90,9 +89,25 @@ func (s *State) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// stateName is what a profile's name must look like to name its state
-// directory.
-var stateName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// validStateName reports whether a profile's name can name its state
+// directory: ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$ (by hand: that regexp's
+// {0,63} compiles to a large program at every start of fedmem-run and of
+// the sandbox's init, issue 9).
+func validStateName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // stateErrors checks the state entries of a resolved profile. Persistence
 // paths (HomePersist: shell startup files, Git's global config, agents'
@@ -101,7 +116,7 @@ var stateName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // path, not a silent exception.
 func stateErrors(p *Profile) []error {
 	var errs []error
-	if len(p.State) > 0 && !stateName.MatchString(p.Name) {
+	if len(p.State) > 0 && !validStateName(p.Name) {
 		errs = append(errs, &RuleError{Field: "name", Value: p.Name, Rule: "state-profile-name",
 			Msg: fmt.Sprintf("name %q cannot name a state directory (~/%s/NAME): letters, digits, '.', '_' and '-' only", p.Name, StateRoot)})
 	}

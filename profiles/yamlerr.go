@@ -6,12 +6,16 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
 
 // unknownField is how yaml.v3 words a key that KnownFields refuses.
-var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in type (\S+)$`)
+// Compiled on first use: not at every start of fedmem-run (issue 9).
+var unknownField = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^line (\d+): field (\S+) not found in type (\S+)$`)
+})
 
 // schemaTypes are the profile's mapping types by the name yaml.v3 prints.
 var schemaTypes = map[string]reflect.Type{
@@ -48,7 +52,7 @@ func friendlyYAMLError(src string, err error) error {
 	}
 	var lines []string
 	for _, e := range te.Errors {
-		m := unknownField.FindStringSubmatch(e)
+		m := unknownField().FindStringSubmatch(e)
 		var t reflect.Type
 		if m != nil {
 			t = schemaTypes[m[3]]

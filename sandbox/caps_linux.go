@@ -51,7 +51,8 @@ func lastCap() int {
 // instead of an all-threads round each). Call it before dropCapabilities:
 // it needs CAP_SETPCAP.
 func dropBoundingSet() error {
-	for c := 0; c <= lastCap(); c++ {
+	last := lastCap() // once, not per capability (issue 9)
+	for c := 0; c <= last; c++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
 			return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
 		}

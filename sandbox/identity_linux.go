@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -256,7 +257,7 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 			continue
 		}
 		if userns == nil {
-			if userns, err = holdUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
+			if userns, err = takeUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
 				return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: "user namespace for idmapped mounts: " + err.Error()}
 			}
 		}
@@ -288,7 +289,7 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 	// traverse a 0700 home to reach the profile's writable paths in it.
 	if h := spec.Plan.Home; homeNeedsIdmap(spec, owner) {
 		if userns == nil {
-			if userns, err = holdUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
+			if userns, err = takeUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
 				return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: "user namespace for idmapped mounts: " + err.Error()}
 			}
 		}
@@ -330,12 +331,20 @@ func homeNeedsIdmap(spec *Spec, owner int) bool {
 const homeIdmapIndex = -1
 
 // holdUserns returns a user namespace mapping uid from→to and gid
-// gfrom→gto, held by a short-lived child of this binary.
+// gfrom→gto, made by a short-lived child.
 //
 // A second line maps to→0 (and gto→0), so what fedmem's pid 1 (host uid
 // and gid 0) creates on such a mount — the mount points of guarantee 6's
 // placeholders — has an owner on disk (the agent's ids) instead of failing
 // with EOVERFLOW; the agent sees those as root's.
+//
+// The child runs none of its own code: it asks to be traced before its
+// execve, so the kernel stops it right after the exec, before the new
+// program's first instruction; the namespace is opened and the child
+// killed (and reaped off the critical path). A start-up of a Go runtime
+// per launch is saved (issue 9). Where ptrace is not allowed (Yama
+// ptrace_scope 3) the child is this binary holding the namespace until
+// its stdin closes, as before.
 func holdUserns(from, to, gfrom, gto int) (*os.File, error) {
 	uids := []syscall.SysProcIDMap{{ContainerID: from, HostID: to, Size: 1}}
 	if to != 0 && to != from {
@@ -345,6 +354,107 @@ func holdUserns(from, to, gfrom, gto int) (*os.File, error) {
 	if gto != 0 && gto != gfrom {
 		gids = append(gids, syscall.SysProcIDMap{ContainerID: gto, HostID: 0, Size: 1})
 	}
+	if f, err := holdUsernsStopped(uids, gids); err == nil {
+		return f, nil
+	}
+	return holdUsernsRunning(uids, gids)
+}
+
+// ahead is the user namespace PrepareIdmap started making, for the
+// mapping key: one session per launcher.
+var ahead struct {
+	sync.Mutex
+	key [4]int
+	ch  chan usernsResult
+}
+
+type usernsResult struct {
+	f   *os.File
+	err error
+}
+
+// PrepareIdmap starts making, concurrently with the rest of the launch,
+// the user namespace a root caller's idmapped binds will use (owner→agent
+// uid, ownerG→agent gid), so its child's fork and exec are off the
+// start-up's critical path (issue 9). Run takes it if the mapping is the
+// same, and makes its own otherwise; nothing is done for another caller.
+func PrepareIdmap(owner, uid, ownerG, gid int) {
+	if os.Geteuid() != 0 || owner == uid {
+		return
+	}
+	ch := make(chan usernsResult, 1)
+	ahead.Lock()
+	defer ahead.Unlock()
+	if ahead.ch != nil {
+		return // one already on its way (it is checked against its key)
+	}
+	ahead.key, ahead.ch = [4]int{owner, uid, ownerG, gid}, ch
+	go func() {
+		f, err := holdUserns(owner, uid, ownerG, gid)
+		ch <- usernsResult{f, err}
+	}()
+}
+
+// takeUserns returns the namespace PrepareIdmap made for this mapping, or
+// makes one. One made for another mapping is closed.
+func takeUserns(from, to, gfrom, gto int) (*os.File, error) {
+	ahead.Lock()
+	key, ch := ahead.key, ahead.ch
+	ahead.key, ahead.ch = [4]int{}, nil
+	ahead.Unlock()
+	if ch != nil {
+		r := <-ch
+		if key == [4]int{from, to, gfrom, gto} {
+			return r.f, r.err
+		}
+		if r.f != nil {
+			r.f.Close()
+		}
+	}
+	return holdUserns(from, to, gfrom, gto)
+}
+
+// holdUsernsStopped makes the namespace with a child stopped by ptrace
+// at its exec (see holdUserns).
+func holdUsernsStopped(uids, gids []syscall.SysProcIDMap) (*os.File, error) {
+	proc, err := os.StartProcess("/proc/self/exe", []string{InitArg0, usernsHoldArg}, &os.ProcAttr{
+		Env: initEnv(),
+		Sys: &syscall.SysProcAttr{
+			Cloneflags:  unix.CLONE_NEWUSER,
+			UidMappings: uids,
+			GidMappings: gids,
+			Ptrace:      true,
+			Pdeathsig:   unix.SIGKILL,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	pid := proc.Pid
+	// The child is ours and not reaped: its pid cannot be reused before
+	// the Wait4 below, whatever os.Process does with its handle.
+	f, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", pid))
+	_ = unix.Kill(pid, unix.SIGKILL)
+	_ = proc.Release()
+	go func() {
+		// A traced child reports its stop too: reap until it is gone.
+		for {
+			var ws unix.WaitStatus
+			wpid, werr := unix.Wait4(pid, &ws, unix.WALL, nil)
+			if werr == unix.EINTR {
+				continue
+			}
+			if werr != nil || (wpid == pid && (ws.Exited() || ws.Signaled())) {
+				return
+			}
+		}
+	}()
+	return f, err
+}
+
+// holdUsernsRunning makes the namespace with this binary as a child that
+// holds it until its stdin closes (holdMain).
+func holdUsernsRunning(uids, gids []syscall.SysProcIDMap) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err

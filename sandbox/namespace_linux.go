@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -83,7 +84,14 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	}
 
 	link.setStdio(cmd, spec)
-	defer guardPlaceholders(spec)() // guarantee 6: placeholders leave no litter
+	// Guarantee 6: placeholders leave no litter. They are made while the
+	// init starts (the config, hence the root build, waits for them), off
+	// the start-up's critical path (issue 9); every return waits for them
+	// and releases them.
+	guarded := make(chan func(), 1)
+	go func() { guarded <- guardPlaceholders(spec) }()
+	placeholders := sync.OnceValue(func() func() { return <-guarded })
+	defer func() { placeholders()() }()
 	if idp.cred != nil {
 		closeIdmapped, err := idmapBinds(spec, &cfg, &idp.id, cmd)
 		defer closeIdmapped()
@@ -91,7 +99,9 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			return nil, err
 		}
 	}
+	Stamp("idmapped")
 	cg, limitNotes, err := limitsSetup(spec, &cfg)
+	Stamp("limits")
 	if err != nil {
 		return nil, err
 	}
@@ -121,6 +131,9 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		ok := !cg.NeedsAdd() || <-placed
 		if ok && idp.newgidmap != "" {
 			ok = <-mapped
+		}
+		if ok {
+			placeholders() // made before the init builds the root
 		}
 		return ok
 	})

@@ -1,6 +1,10 @@
 package sandbox
 
-import "golang.org/x/sys/unix"
+import (
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
 
 // monoNow reads CLOCK_MONOTONIC in nanoseconds. The launcher and its init
 // share it (no time namespace is made), so their timestamps compare.
@@ -16,6 +20,36 @@ func monoNow() int64 {
 // launcher's exec as Go code gets.
 var processStart = monoNow()
 
+// stamps are the named CLOCK_MONOTONIC stamps the launcher takes on its
+// way to the clone (Stamp): one session per process, so package state.
+var stamps struct {
+	sync.Mutex
+	t map[string]int64
+}
+
+// Stamp records that fedmem-run reached a named point before the clone of
+// the sandbox's init, for the launcher's detail in the "started" event:
+// "resolved" (profile, plan and identity decided; sandbox/launch),
+// "prepared" (session record, output files, state directories, inbox,
+// stdio: just before the backend runs), "idmapped" (the agent's identity
+// realised: idmapped binds and their user namespace) and "limits" (the
+// session cgroup).
+func Stamp(name string) {
+	now := monoNow()
+	stamps.Lock()
+	defer stamps.Unlock()
+	if stamps.t == nil {
+		stamps.t = map[string]int64{}
+	}
+	stamps.t[name] = now
+}
+
+func stamp(name string) int64 {
+	stamps.Lock()
+	defer stamps.Unlock()
+	return stamps.t[name]
+}
+
 // startPhases turns the parent's clone time and the init's timestamps
 // (initMessage.Phases) into the per-phase durations, in milliseconds, of the
 // "started" event (issue 9: the next start-up regression shows where it is):
@@ -28,6 +62,14 @@ var processStart = monoNow()
 //	exec      the agent's fork and exec
 //	total     fedmem-run's start to the agent's exec
 //
+// and the launcher's detail (Stamp), whose sum is launcher:
+//
+//	launcher.resolve  fedmem-run's start to a resolved session
+//	launcher.prepare  session record, output files, state, inbox, stdio
+//	launcher.idmap    the agent's identity: idmapped binds (root caller)
+//	launcher.limits   the session cgroup
+//	launcher.clone    the rest: pipes, signals, up to the clone
+//
 // A phase whose ends are unknown is -1.
 func startPhases(clone int64, t map[string]int64) map[string]float64 {
 	ms := func(a, b int64) float64 {
@@ -36,13 +78,19 @@ func startPhases(clone int64, t map[string]int64) map[string]float64 {
 		}
 		return float64(b-a) / 1e6
 	}
+	resolved, prepared, idmapped, limits := stamp("resolved"), stamp("prepared"), stamp("idmapped"), stamp("limits")
 	return map[string]float64{
-		"launcher": ms(processStart, clone),
-		"clone":    ms(clone, t["init"]),
-		"root":     ms(t["init"], t["root"]),
-		"verify":   ms(t["root"], t["verify"]),
-		"layers":   ms(t["verify"], t["layers"]),
-		"exec":     ms(t["layers"], t["exec"]),
-		"total":    ms(processStart, t["exec"]),
+		"launcher.resolve": ms(processStart, resolved),
+		"launcher.prepare": ms(resolved, prepared),
+		"launcher.idmap":   ms(prepared, idmapped),
+		"launcher.limits":  ms(idmapped, limits),
+		"launcher.clone":   ms(limits, clone),
+		"launcher":         ms(processStart, clone),
+		"clone":            ms(clone, t["init"]),
+		"root":             ms(t["init"], t["root"]),
+		"verify":           ms(t["root"], t["verify"]),
+		"layers":           ms(t["verify"], t["layers"]),
+		"exec":             ms(t["layers"], t["exec"]),
+		"total":            ms(processStart, t["exec"]),
 	}
 }

@@ -14,6 +14,18 @@ func TestStartPhases(t *testing.T) {
 			t.Errorf("%s = %v ms, want %v", k, got[k], w)
 		}
 	}
+	Stamp("resolved")
+	stamps.t["resolved"] = processStart + 1e6
+	stamps.t["prepared"] = processStart + 2e6
+	stamps.t["idmapped"] = processStart + 3.5e6
+	stamps.t["limits"] = processStart + 4e6
+	got = startPhases(clone, nil)
+	detail := map[string]float64{"launcher.resolve": 1, "launcher.prepare": 1, "launcher.idmap": 1.5, "launcher.limits": 0.5, "launcher.clone": 1, "launcher": 5}
+	for k, w := range detail {
+		if got[k] != w {
+			t.Errorf("%s = %v ms, want %v", k, got[k], w)
+		}
+	}
 	partial := startPhases(clone, map[string]int64{"init": clone + 1e6, "root": clone})
 	if partial["root"] != -1 || partial["verify"] != -1 || partial["exec"] != -1 || partial["total"] != -1 {
 		t.Errorf("out-of-order or missing stamps must be -1: %v", partial)

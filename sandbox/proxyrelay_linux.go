@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -21,9 +20,9 @@ import (
 func startProxyRelay(ctlFd, port int) error {
 	ctl := os.NewFile(uintptr(ctlFd), "proxy-ctl")
 	for _, p := range []int{port, SocksPort} {
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		ln, err := listenLoopback(p)
 		if err != nil {
-			return fmt.Errorf("proxy relay: %w", err)
+			return fmt.Errorf("proxy relay: 127.0.0.1:%d: %w", p, err)
 		}
 		go func() {
 			for {
@@ -58,4 +57,27 @@ func relayOne(ctl *os.File, c net.Conn) {
 	}
 	defer up.Close()
 	netproxy.Splice(c, up)
+}
+
+// listenLoopback listens on 127.0.0.1:port with plain system calls and
+// wraps the socket as a net.Listener: net.Listen would first probe the
+// IPv4/IPv6 stack, MPTCP and somaxconn, at every start of the sandbox
+// (issue 9). SO_REUSEADDR as net.Listen sets it.
+func listenLoopback(port int) (net.Listener, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "proxy-listener")
+	defer f.Close() // net.FileListener holds its own copy
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		return nil, fmt.Errorf("setsockopt(SO_REUSEADDR): %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return nil, fmt.Errorf("bind: %w", err)
+	}
+	if err := unix.Listen(fd, unix.SOMAXCONN); err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return net.FileListener(f)
 }

@@ -51,11 +51,18 @@ func (e Entry) hash() (string, error) {
 
 // Log appends entries. It is safe for concurrent use.
 type Log struct {
-	mu   sync.Mutex
-	dir  string
-	d    *os.File // the verified state directory; files are opened relative to it
-	f    *os.File
-	last head
+	mu sync.Mutex
+	// syncMu orders Syncs (each writes the head it made durable) without
+	// holding mu, so appends go on while the disk works.
+	syncMu sync.Mutex
+	// headMu guards the head file's writes (taken last, never held while
+	// waiting for another lock); headSeq is the entry it records.
+	headMu  sync.Mutex
+	headSeq int64
+	dir     string
+	d       *os.File // the verified state directory; files are opened relative to it
+	f       *os.File
+	last    head
 	// deferSync and unsynced: see SetDeferSync.
 	deferSync, unsynced bool
 	now                 func() time.Time
@@ -160,8 +167,18 @@ func (l *Log) readHead() (head, bool, error) {
 	return h, true, nil
 }
 
-func (l *Log) writeHead() error {
-	b, _ := json.Marshal(l.last)
+func (l *Log) writeHead() error { return l.writeHeadAt(l.last) }
+
+// writeHeadAt records h as the log's durable head. A background Sync and
+// an Append may both record one; the head never moves back.
+func (l *Log) writeHeadAt(h head) error {
+	l.headMu.Lock()
+	defer l.headMu.Unlock()
+	if h.Seq < l.headSeq {
+		return nil
+	}
+	l.headSeq = h.Seq
+	b, _ := json.Marshal(h)
 	if err := replaceFile(l.d, HeadFile, append(b, '\n')); err != nil {
 		return fmt.Errorf("audit: head %s: %w", filepath.Join(l.dir, HeadFile), err)
 	}
@@ -215,17 +232,34 @@ func (l *Log) SetDeferSync(on bool) error {
 }
 
 // Sync makes every entry appended so far durable and records the head.
+// Appends made while it waits on the disk are not held up (the gate's
+// group commit syncs the log in the background while it decides the next
+// group); they are made durable by the next Sync.
 func (l *Log) Sync() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if !l.unsynced {
+		l.mu.Unlock()
 		return nil
 	}
+	last := l.last
+	l.unsynced = false
+	l.mu.Unlock()
+	// fsync covers every byte written before it starts: at least up to last.
 	if err := l.f.Sync(); err != nil {
+		l.mu.Lock()
+		l.unsynced = true
+		l.mu.Unlock()
 		return fmt.Errorf("audit: sync: %w", err)
 	}
-	l.unsynced = false
-	return l.writeHead()
+	if err := l.writeHeadAt(last); err != nil {
+		l.mu.Lock()
+		l.unsynced = true
+		l.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 // Head names the last entry appended (or recovered) as "<seq>:<hash>", the

@@ -109,6 +109,7 @@ func Run(ctx context.Context, o *Options) (int, error) {
 		stderr = io.Discard
 	}
 	r, err := Resolve(o)
+	sandbox.Stamp("resolved")
 	if err != nil {
 		return sandbox.ExitFedmemError, err
 	}
@@ -193,6 +194,11 @@ func Run(ctx context.Context, o *Options) (int, error) {
 // run does the session's work after Run has opened the output files; rep
 // is filled in as it goes.
 func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, stderr io.Writer, rewriteRecord bool) (int, error) {
+	if o.Backend == nil && (r.Profile.Backend == "" || r.Profile.Backend == "namespace") {
+		// A root caller's idmap user namespace is made while this
+		// session is prepared (sandbox.PrepareIdmap).
+		sandbox.PrepareIdmap(r.OwnerUID, r.UID, r.OwnerGID, r.GID)
+	}
 	created, err := ensureGateState(r.Session)
 	if err != nil {
 		return sandbox.ExitFedmemError, err
@@ -260,6 +266,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	}
 	ev.emit("start", map[string]any{"profile": prof.Name, "profile_hash": s.ProfileHash, "vault": s.Vault, "inbox": s.Plan.Inbox,
 		"workdir": s.Workdir, "command": o.Argv, "uid": s.UID, "network": prof.Network, "warnings": s.Warnings})
+	sandbox.Stamp("prepared")
 	res, runErr := o.Backend.Run(ctx, spec) // chosen by Run
 	rep.DurationMS = time.Since(started).Milliseconds()
 	rep.VaultHeadEnd, _ = vault.ReadHead(s.Vault)

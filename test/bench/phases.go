@@ -8,11 +8,16 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // phaseOrder is the order of the "started" event's phases (sandbox
 // startPhases).
 var phaseOrder = []string{"launcher", "clone", "root", "verify", "layers", "exec", "total"}
+
+// launcherDetail splits the launcher phase (sandbox Stamp); a backend that
+// does not stamp a point leaves its parts out.
+var launcherDetail = []string{"launcher.resolve", "launcher.prepare", "launcher.idmap", "launcher.limits", "launcher.clone"}
 
 // benchPhases runs `fedmem-run --events F -- /bin/true` n times and keeps
 // the median of each phase of the "started" event, so a start-up
@@ -76,5 +81,19 @@ func printPhases(w io.Writer, res *Result) {
 			fmt.Fprintf(w, " %s %.2f", k, v)
 		}
 	}
-	fmt.Fprintln(w, "\n (launcher: fedmem-run's start to the clone; clone: clone, exec and Go start of the init; root: mounts;\n  verify: live mount table against the plan; layers: network, no_new_privs, Landlock, caps, limits, seccomp; exec: the agent's fork+exec)")
+	detail := false
+	for _, k := range launcherDetail {
+		if v, ok := res.Phases[k]; ok {
+			if !detail {
+				fmt.Fprint(w, "\n  launcher =")
+				detail = true
+			}
+			fmt.Fprintf(w, " %s %.2f", strings.TrimPrefix(k, "launcher."), v)
+		}
+	}
+	fmt.Fprint(w, "\n (launcher: fedmem-run's start to the clone; clone: clone, exec and Go start of the init; root: mounts;\n  verify: live mount table against the plan; layers: network, no_new_privs, Landlock, caps, limits, seccomp; exec: the agent's fork+exec")
+	if detail {
+		fmt.Fprint(w, ";\n  launcher = resolve: profile, plan, identity; prepare: session record, outputs, state dirs, inbox, stdio;\n  idmap: idmapped binds and their user namespace; limits: session cgroup; clone: pipes, signals, the clone itself")
+	}
+	fmt.Fprintln(w, ")")
 }
