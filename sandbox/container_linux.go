@@ -15,7 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"syscall"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -226,16 +226,38 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	// namespace backend's kill of pid 1 does), and the helper's kill over
 	// the control pipe, which alone is a round trip through the runtime
 	// (containerd: gRPC, shim, runc) while a flood of writers goes on.
-	var initFd atomic.Int64
+	var initFd struct {
+		sync.Mutex
+		fd     int // pidfd of the container's init, 0: not yet known
+		closed bool
+	}
+	setInitFd := func(pid int) {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			return
+		}
+		initFd.Lock()
+		defer initFd.Unlock()
+		if initFd.closed {
+			unix.Close(fd)
+			return
+		}
+		initFd.fd = fd
+	}
 	defer func() {
-		if fd := initFd.Swap(0); fd > 0 {
-			unix.Close(int(fd))
+		initFd.Lock()
+		defer initFd.Unlock()
+		initFd.closed = true
+		if initFd.fd > 0 {
+			unix.Close(initFd.fd)
 		}
 	}()
 	kill := func() {
-		if fd := initFd.Load(); fd > 0 {
-			_ = unix.PidfdSendSignal(int(fd), unix.SIGKILL, nil, 0)
+		initFd.Lock()
+		if initFd.fd > 0 {
+			_ = unix.PidfdSendSignal(initFd.fd, unix.SIGKILL, nil, 0)
 		}
+		initFd.Unlock()
 		_, _ = ctlW.Write([]byte{'k'})
 	}
 	pl := startParentLimits(spec, kill)
@@ -247,6 +269,9 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	go func() {
 		b, _ := io.ReadAll(pidR)
 		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if n > 0 {
+			setInitFd(n) // before the agent can have started: the limits kill through it
+		}
 		initPid <- n // 0: the helper died before it knew
 	}()
 	relay := link.relay
@@ -266,9 +291,6 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		kill: kill, masters: masters, sigs: sigs,
 		started: func(m initMessage) map[string]any {
 			if pid := <-initPid; pid > 0 {
-				if fd, err := unix.PidfdOpen(pid, 0); err == nil {
-					initFd.Store(int64(fd))
-				}
 				tmpFull.start(spec.Plan, pid, kill)
 			}
 			return map[string]any{"phases_ms": startPhases(cloned, m.Phases)}
