@@ -9,10 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/vault"
@@ -497,24 +495,4 @@ func ownerOf(path string) (int, error) {
 		return -1, err
 	}
 	return int(st.Uid), nil
-}
-
-// fillStat copies the stat data Git keeps in an index entry, so `git status`
-// sees the file as unchanged without re-hashing it.
-func fillStat(e *index.Entry, fi os.FileInfo) {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		e.CreatedAt = time.Unix(st.Ctim.Unix())
-		e.Dev, e.Inode = uint32(st.Dev), uint32(st.Ino)
-		e.UID, e.GID = st.Uid, st.Gid
-	}
-}
-
-// statEntry fills an indexEntry's stat fields from fi.
-func statEntry(e *indexEntry, fi os.FileInfo) {
-	e.Mtime, e.Size = fi.ModTime(), uint32(fi.Size())
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		e.Ctime = time.Unix(st.Ctim.Unix())
-		e.Dev, e.Ino = uint32(st.Dev), uint32(st.Ino)
-		e.UID, e.GID = st.Uid, st.Gid
-	}
 }

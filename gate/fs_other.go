@@ -5,9 +5,6 @@ package gate
 import (
 	"context"
 	"errors"
-	"os"
-
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
@@ -46,11 +43,7 @@ type readResult struct {
 	Owner  *DraftOwner
 }
 
-func fillStat(*index.Entry, os.FileInfo) {}
-
 func (g *Gate) ServeReview(ctx context.Context, path string) error { return errUnsupported }
 
 // AskReview sends one request to the review socket at path.
 func AskReview(path string, req ReviewRequest) (*ReviewResponse, error) { return nil, errUnsupported }
-
-func statEntry(e *indexEntry, fi os.FileInfo) { e.Mtime, e.Size = fi.ModTime(), uint32(fi.Size()) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fedmem/fedmem/vault/note"
 	vaultrepo "github.com/fedmem/fedmem/vault/repo"
+	"github.com/fedmem/fedmem/vault/repo/gitindex"
 )
 
 // newVault makes a real vault with `fedmem init`'s writer (go-git) in a
@@ -353,14 +354,21 @@ func vaultInit(dir string) (vaultrepo.Result, error) {
 	return vaultrepo.Init(dir, vaultrepo.InitOptions{Reviewers: []string{"alice"}})
 }
 
-// The index is patched in place for versions 2/3 and rewritten by go-git
-// otherwise (version 4 path compression); both leave `git status` clean and
-// keep the TREE cache from going stale.
+// Whatever index Git left (versions 2-4, split or not, or core.splitIndex
+// false), the gate's promotion leaves `git status` clean and keeps the TREE
+// cache from going stale.
 func TestIndexVersionsStayClean(t *testing.T) {
-	for _, ver := range []string{"2", "3", "4"} {
+	for _, ver := range []string{"2", "3", "4", "plain", "nosplit"} {
 		t.Run("v"+ver, func(t *testing.T) {
 			v := trustVault(t)
-			gitCLI(t, v, "update-index", "--index-version", ver)
+			switch ver {
+			case "plain":
+				gitCLI(t, v, "update-index", "--no-split-index")
+			case "nosplit":
+				gitCLI(t, v, "config", "core.splitIndex", "false")
+			default:
+				gitCLI(t, v, "update-index", "--index-version", ver)
+			}
 			gitCLI(t, v, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "tree cache") // writes a TREE extension
 			put(t, session(t, v, "ix"), "a.md", "---\ntype: Fact\ntitle: Index "+ver+"\nsources: [10-projects/src.md]\n---\nx\n")
 			g := openGate(t, v)
@@ -380,6 +388,56 @@ func TestIndexVersionsStayClean(t *testing.T) {
 			if tree := gitCLI(t, v, "write-tree"); strings.TrimSpace(tree) != strings.TrimSpace(gitCLI(t, v, "rev-parse", "HEAD^{tree}")) {
 				t.Fatalf("index tree %s differs from HEAD", tree)
 			}
+			raw, err := os.ReadFile(filepath.Join(v, ".git", "index"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if split := gitindex.SharedName(raw) != ""; split == (ver == "nosplit") {
+				t.Fatalf("index split = %v with core.splitIndex %s", split, map[bool]string{true: "false", false: "unset"}[ver == "nosplit"])
+			}
 		})
+	}
+}
+
+// A promotion in a vault with many notes rewrites only the split part of
+// the index: the shared file stays as it is, .git/index stays small, and
+// Git reads the result (status clean, every path listed, fsck --strict).
+func TestPromotionRewritesOnlyTheSplitPart(t *testing.T) {
+	v := trustVault(t)
+	for i := 0; i < 3000; i++ {
+		p := filepath.Join(v, "20-domains", fmt.Sprintf("d%02d", i%30), fmt.Sprintf("n%05d.md", i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		put(t, filepath.Dir(p), filepath.Base(p), fmt.Sprintf("---\ntype: Fact\n---\nnote %d\n", i))
+	}
+	gitCLI(t, v, "add", "-A", "20-domains")
+	gitCLI(t, v, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "bulk")
+	gitCLI(t, v, "update-index", "--no-split-index") // as a clone leaves it
+	g := openGate(t, v)
+	sd := session(t, v, "sp")
+	var shared string
+	for i := 0; i < 4; i++ {
+		put(t, sd, fmt.Sprintf("s%d.md", i), fmt.Sprintf("---\ntype: Fact\ntitle: Split %d\nsources: [10-projects/src.md]\n---\nx\n", i))
+		if d := decisionFor(t, once(t, g), fmt.Sprintf("s%d.md", i)); d.State != StatePromoted {
+			t.Fatalf("%+v", d)
+		}
+		raw, err := os.ReadFile(filepath.Join(v, ".git", "index"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := gitindex.SharedName(raw)
+		switch {
+		case name == "":
+			t.Fatalf("promotion %d: index not split", i)
+		case i > 0 && name != shared:
+			t.Fatalf("promotion %d: shared index rewritten (%s, was %s)", i, name, shared)
+		case len(raw) > 16<<10:
+			t.Fatalf("promotion %d: .git/index is %d bytes, want only the changed entries", i, len(raw))
+		}
+		shared = name
+		checkRepo(t, v)
+	}
+	ls := gitCLI(t, v, "ls-files")
+	if tree := gitCLI(t, v, "ls-tree", "-r", "--name-only", "HEAD"); ls != tree {
+		t.Fatalf("index lists %d paths, HEAD %d", strings.Count(ls, "\n"), strings.Count(tree, "\n"))
 	}
 }

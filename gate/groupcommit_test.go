@@ -25,6 +25,9 @@ func TestHelperGroupProcess(t *testing.T) {
 		t.Skip("helper process for TestGroupCommitKillNine")
 	}
 	point := os.Getenv("FEDMEM_GROUP_HELPER_FAULT")
+	if point == "index-shared" {
+		indexMaxDelta = 1 // every index write makes a new shared file
+	}
 	// Kill at the hit-th time the point is reached (1 by default), in
 	// groups of size drafts (default: the gate's own).
 	hit, _ := strconv.Atoi(os.Getenv("FEDMEM_GROUP_HELPER_HIT"))
@@ -56,7 +59,8 @@ func TestHelperGroupProcess(t *testing.T) {
 
 // TestGroupCommitKillNine kills the gate (SIGKILL, its own process) at each
 // point of a group commit — markers and claims synced, pack written, branch
-// moved, decisions recorded — then lets a fresh gate finish: every draft is
+// moved, index about to be written (split part, or a new shared file),
+// decisions recorded — then lets a fresh gate finish: every draft is
 // decided exactly once, every promoted draft has exactly one commit, the
 // repository passes `git fsck --strict` and is clean, the audit log
 // verifies, and the inbox holds only receipts.
@@ -64,7 +68,10 @@ func TestGroupCommitKillNine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow")
 	}
-	for _, point := range []string{"intents", "packed", "published", "recorded"} {
+	// index: the branch moved and the work tree is written, the index not
+	// yet; index-shared: a new sharedindex file is durable, the index that
+	// would name it not yet renamed in.
+	for _, point := range []string{"intents", "packed", "published", "index", "index-shared", "recorded"} {
 		t.Run(point, func(t *testing.T) {
 			v := trustVault(t)
 			want := map[string]bool{}
@@ -127,7 +134,7 @@ func TestGroupPipelineKillNine(t *testing.T) {
 	}
 	t.Logf("seed %d (FEDMEM_GROUP_SEED=%d replays it)", seed, seed)
 	rng := rand.New(rand.NewSource(seed))
-	points := []string{"marked", "intents", "packed", "published", "recorded", "synced", "cleaned"}
+	points := []string{"marked", "intents", "packed", "published", "index", "index-shared", "recorded", "synced", "cleaned"}
 	rng.Shuffle(len(points), func(i, j int) { points[i], points[j] = points[j], points[i] })
 	for round, point := range points {
 		hit := 1 + rng.Intn(5)

@@ -8,15 +8,14 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage"
+
+	"github.com/fedmem/fedmem/vault/repo/gitindex"
 )
 
 // ErrConcurrentUpdate is returned when the branch moved between reading HEAD
@@ -383,7 +382,7 @@ func (g *repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash) err
 
 // checkout writes the changed files into the work tree (temp file + rename)
 // and updates their index entries only, so `git status` stays clean without
-// scanning the work tree. The index is rewritten under index.lock.
+// scanning the work tree. The index is written under index.lock.
 func (g *repo) checkout(changes []change) error {
 	if g.batch != nil {
 		g.addBatchFiles(changes) // written once for the group (publishBatch)
@@ -417,75 +416,61 @@ func (g *repo) checkout(changes []change) error {
 		}
 		g.dropIntent()
 	}()
-	indexPath := filepath.Join(g.gitDir, "index")
-	if raw, err := readIndexRaw(indexPath); err == nil {
-		var ents []indexEntry
-		for _, ch := range changes {
-			fi, err := os.Lstat(filepath.Join(g.dir, filepath.FromSlash(ch.Path)))
-			if err != nil {
-				return err
-			}
-			e := indexEntry{Name: ch.Path, Hash: plumbing.ComputeHash(plumbing.BlobObject, ch.Content)}
-			statEntry(&e, fi)
-			ents = append(ents, e)
-		}
-		patched, err := patchIndex(raw, ents)
-		if err == nil {
-			if err := commitLockFile(lf, lock, indexPath, patched); err != nil {
-				return err
-			}
-			done = true
-			return nil
-		}
-		if !errors.Is(err, errIndexFallback) {
-			return err
-		}
-	} else if !errors.Is(err, errIndexFallback) {
-		return err
-	}
-	// Fallback: decode and re-encode the whole index with go-git.
-	idx, err := g.s.Index()
-	if err != nil {
-		return fmt.Errorf("read index: %w", err)
-	}
+	var puts []gitindex.Entry
 	for _, ch := range changes {
-		full := filepath.Join(g.dir, filepath.FromSlash(ch.Path))
-		fi, err := os.Lstat(full)
+		fi, err := os.Lstat(filepath.Join(g.dir, filepath.FromSlash(ch.Path)))
 		if err != nil {
 			return err
 		}
-		e, err := idx.Entry(ch.Path)
-		if errors.Is(err, index.ErrEntryNotFound) {
-			e = idx.Add(ch.Path)
-		} else if err != nil {
-			return err
-		}
-		h := plumbing.ComputeHash(plumbing.BlobObject, ch.Content)
-		e.Hash = h
-		e.Mode = filemode.Regular
-		e.Size = uint32(fi.Size())
-		e.ModifiedAt = fi.ModTime()
-		fillStat(e, fi)
-		// Stage 0 on disk is "merged"; go-git's index.Merged constant is 1,
-		// which Git reads as a conflict base (status "DD").
-		e.Stage = 0
-		// The TREE cache extension would describe the old trees; drop it
-		// and let Git rebuild it.
-		idx.Cache = nil
+		puts = append(puts, gitindex.FromFile(ch.Path, plumbing.ComputeHash(plumbing.BlobObject, ch.Content), fi))
 	}
-	sort.Slice(idx.Entries, func(i, j int) bool { return idx.Entries[i].Name < idx.Entries[j].Name })
-	if idx.Version == 0 || idx.Version > 3 {
-		idx.Version = 2
-	}
-	var buf bytes.Buffer
-	if err := index.NewEncoder(&buf).Encode(idx); err != nil {
-		return fmt.Errorf("encode index: %w", err)
-	}
-	if err := commitLockFile(lf, lock, indexPath, buf.Bytes()); err != nil {
+	if err := g.writeIndex(lf, lock, puts, nil); err != nil {
 		return err
 	}
 	done = true
 	return nil
+}
+
+// writeIndex records puts and removes dels in .git/index, whose lock lf
+// (at lock) the caller holds: a split index (gitindex) rewrites only its
+// small part, so the cost does not grow with the vault; a new shared file,
+// when the split part is merged into one, is made durable before the
+// index that names it is renamed into place.
+func (g *repo) writeIndex(lf *os.File, lock string, puts []gitindex.Entry, dels []string) error {
+	indexPath := filepath.Join(g.gitDir, "index")
+	raw, err := os.ReadFile(indexPath)
+	if errors.Is(err, os.ErrNotExist) {
+		raw, err = nil, nil
+	}
+	if err != nil {
+		return fmt.Errorf("read index: %w", err)
+	}
+	u, err := gitindex.Apply(g.gitDir, raw, puts, dels, gitindex.Options{Split: g.splitIndex(), MaxDelta: indexMaxDelta})
+	if err != nil {
+		return fmt.Errorf("update index: %w", err)
+	}
+	if err := gitindex.WriteShared(g.gitDir, u, nil); err != nil {
+		return err
+	}
+	if u.Shared != nil {
+		groupFault("index-shared")
+	}
+	groupFault("index")
+	return commitLockFile(lf, lock, indexPath, u.Index)
+}
+
+// indexMaxDelta is gitindex's MaxDelta (tests lower it to merge into a new
+// shared file on every write).
+var indexMaxDelta = gitindex.DefaultMaxDelta
+
+// splitIndex reports whether the index is kept split: yes unless the
+// repository's core.splitIndex says false (Git then keeps it plain too).
+func (g *repo) splitIndex() bool {
+	cfg, err := g.r.Config()
+	if err != nil || cfg.Raw == nil {
+		return true
+	}
+	return gitindex.WantSplit(cfg.Raw.Section("core").Option("splitIndex"))
 }
 
 // commitLockFile writes b into the open lock file, syncs it and renames it

@@ -42,7 +42,6 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -555,22 +554,7 @@ func (g *Gate) removePaths(paths []string) error {
 		}
 		g.repo.dropIntent()
 	}()
-	idx, err := g.repo.s.Index()
-	if err != nil {
-		return fmt.Errorf("read index: %w", err)
-	}
-	for _, p := range paths {
-		_, _ = idx.Remove(p)
-	}
-	idx.Cache = nil
-	if idx.Version == 0 || idx.Version > 3 {
-		idx.Version = 2
-	}
-	var buf bytes.Buffer
-	if err := index.NewEncoder(&buf).Encode(idx); err != nil {
-		return fmt.Errorf("encode index: %w", err)
-	}
-	if err := commitLockFile(lf, lock, filepath.Join(g.repo.gitDir, "index"), buf.Bytes()); err != nil {
+	if err := g.repo.writeIndex(lf, lock, nil, paths); err != nil {
 		return err
 	}
 	done = true

@@ -87,7 +87,10 @@ type Layers struct {
 	PTY    bool     `json:"pty"`
 	// Identity is who the agent is on the host (guarantee 5).
 	Identity *Identity `json:"identity,omitempty"`
-	Notes    []string  `json:"notes,omitempty"`
+	// EnforcedBy says which piece of the backend enforces what (the
+	// backend's own words, as --explain prints them).
+	EnforcedBy []string `json:"enforced_by,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
 }
 
 // Result is the outcome of Run.

@@ -56,6 +56,8 @@ type containerRuntime struct {
 	// bundle's fds directory, bound at ociFdDir (see receiveInitFds).
 	fdSocket bool
 	notes    []string
+	// enforced is the backend's enforced() (the report's enforced_by).
+	enforced []string
 }
 
 // helperPath finds a helper binary beside the running executable, then in
@@ -282,6 +284,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	host := func(x Layers) Layers {
 		x.Backend, x.Namespaces, x.PTY, x.Limits = rt.name, ns, relay != nil, notes
 		x.Identity = &idp.id
+		x.EnforcedBy = rt.enforced
 		x.Notes = append(x.Notes, rt.notes...)
 		return x
 	}

@@ -38,18 +38,13 @@ func (c Containerd) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	if err != nil {
 		return nil, &Error{Code: ExitFedmemError, Stage: "backend", Msg: "containerd backend: fedmem-containerd not found beside fedmem-run nor in PATH: " + err.Error()}
 	}
-	addr := c.Address
-	if addr == "" {
-		addr = os.Getenv("CONTAINERD_ADDRESS")
-	}
-	if addr == "" {
-		addr = "/run/containerd/containerd.sock"
-	}
+	addr := c.address()
 	state := c.State
 	if state == "" {
 		state = "/run/fedmem/containerd"
 	}
 	rt := containerRuntime{
+		enforced: c.enforced(),
 		name:     "containerd",
 		fdSocket: true,
 		rootfs:   "rootfs",
@@ -66,4 +61,16 @@ func (c Containerd) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		},
 	}
 	return runContainer(ctx, spec, rt, state)
+}
+
+// address is the daemon's socket: Address, else $CONTAINERD_ADDRESS, else
+// /run/containerd/containerd.sock.
+func (c Containerd) address() string {
+	if c.Address != "" {
+		return c.Address
+	}
+	if a := os.Getenv("CONTAINERD_ADDRESS"); a != "" {
+		return a
+	}
+	return "/run/containerd/containerd.sock"
 }

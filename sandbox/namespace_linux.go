@@ -182,6 +182,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	host := func(l Layers) Layers {
 		l.Backend, l.Namespaces, l.PTY, l.Limits = "namespace", ns, relay != nil, limitNotes
 		l.Identity = &idp.id
+		l.EnforcedBy = Namespace{}.Describe()
 		return l
 	}
 	res := &Result{ExitCode: -1, Layers: host(Layers{})}

@@ -37,8 +37,9 @@ func (r Runc) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		state = "/run/fedmem/runc"
 	}
 	rt := containerRuntime{
-		name:   "runc",
-		rootfs: oci.HostRoot,
+		enforced: r.enforced(),
+		name:     "runc",
+		rootfs:   oci.HostRoot,
 		command: func(bundle, id string, nfds, control, pidFd int) *exec.Cmd {
 			cmd := exec.Command(helper, "run", "--state", state+"/containers", "--bundle", bundle, "--id", id,
 				"--fds", strconv.Itoa(nfds), "--control", strconv.Itoa(control), "--pid-fd", strconv.Itoa(pidFd))

@@ -88,7 +88,7 @@ type probeFacts struct {
 
 func newDoctorCmd() *cobra.Command {
 	var asJSON bool
-	var vaultFlag string
+	var vaultFlag, ctrdAddr string
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check which sandbox guarantees hold on this machine",
@@ -102,7 +102,7 @@ Exit codes: 0 every guarantee the default profile needs holds (warnings
 allowed); 1 something needed is missing; 2 bad usage.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rep := runDoctor(vaultFlag)
+			rep := runDoctor(vaultFlag, ctrdAddr)
 			if asJSON {
 				if err := writeJSONOut(cmd.OutOrStdout(), rep); err != nil {
 					return err
@@ -125,11 +125,12 @@ allowed); 1 something needed is missing; 2 bad usage.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().StringVar(&ctrdAddr, "containerd-address", "", "containerd's socket for the containerd backend's check (default $CONTAINERD_ADDRESS, else /run/containerd/containerd.sock)")
 	cmd.Flags().StringVar(&vaultFlag, "vault", os.Getenv("FEDMEM_VAULT"), "also check this vault (default $FEDMEM_VAULT)")
 	return cmd
 }
 
-func runDoctor(vaultFlag string) *doctorReport {
+func runDoctor(vaultFlag, ctrdAddr string) *doctorReport {
 	rep := &doctorReport{Probe: map[string]any{}, Checks: []doctorCheck{}}
 	add := func(c doctorCheck) { rep.Checks = append(rep.Checks, c) }
 	runner, err := findRunner()
@@ -144,6 +145,9 @@ func runDoctor(vaultFlag string) *doctorReport {
 			rep.Probe = raw
 			add(doctorCheck{Name: "fedmem-run", Status: statusOK, Detail: runner})
 			for _, c := range kernelChecks(facts) {
+				add(c)
+			}
+			for _, c := range backendChecks(runner, ctrdAddr) {
 				add(c)
 			}
 			add(doctorCheck{Name: "nested_sandbox", Status: statusOK, Detail: profiles.NestedSandboxes,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fedmem/fedmem/profiles"
@@ -61,23 +62,36 @@ func Resolve(o *Options) (*Resolved, error) {
 	return &Resolved{Session: s, Spec: spec}, nil
 }
 
-// Explain prints what Run would build: the plan and the sandbox's layers.
-func Explain(w io.Writer, r *Resolved, asJSON bool) error {
-	layers := append(sandbox.DescribeLayers(r.Plan), explainInbox(r))
+// Explain prints what Run would build: the plan, the backend (who enforces
+// what, what is missing here) and the sandbox's layers.
+func Explain(w io.Writer, r *Resolved, backend sandbox.Backend, asJSON bool) error {
+	layers := append(sandbox.DescribeBackend(backend), sandbox.DescribeLayers(r.Plan)...)
+	layers = append(layers, explainInbox(r))
 	return resolve.Explain(w, r.Session, resolve.ExplainOptions{JSON: asJSON, Layers: layers})
 }
 
 // explainInbox runs the check a launch runs first (checkInboxReachable:
 // the inbox's owner, group and mode against the agent's uid and gid) and
-// says whether it would refuse the run.
+// the other inbox checks (inboxFindings), and says whether a run would be
+// refused and what to fix.
 func explainInbox(r *Resolved) string {
 	if r.Placeholder {
 		return "inbox check: skipped (no vault)"
 	}
-	if err := checkInboxReachable(r.Vault, r.UID, r.GID); err != nil {
-		return "inbox check: a run would be REFUSED: " + err.Error()
+	var lines []string
+	fs := inboxFindings(r.Vault, r.GID)
+	if len(fs) == 0 || fs[0].Rule != "inbox-directory" {
+		if err := checkInboxReachable(r.Vault, r.UID, r.GID); err != nil {
+			lines = append(lines, "inbox check: a run would be REFUSED [inbox-reachable]: "+err.Error())
+		}
 	}
-	return fmt.Sprintf("inbox check: ok (uid %d, gid %d can reach %s)", r.UID, r.GID, filepath.Join(r.Vault, vault.InboxDir))
+	for _, f := range fs {
+		lines = append(lines, "inbox check: "+f.String())
+	}
+	if len(lines) == 0 {
+		return fmt.Sprintf("inbox check: ok (uid %d, gid %d can reach %s)", r.UID, r.GID, filepath.Join(r.Vault, vault.InboxDir))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // policy is the network policy of a proxied profile.
@@ -118,22 +132,23 @@ func Run(ctx context.Context, o *Options) (int, error) {
 		if out == nil {
 			out = io.Discard
 		}
-		if err := Explain(out, r, o.ExplainJSON); err != nil {
+		backend, err := backendFor(o, r.Profile)
+		if err != nil {
+			return sandbox.ExitFedmemError, err
+		}
+		if err := Explain(out, r, backend, o.ExplainJSON); err != nil {
 			return sandbox.ExitFedmemError, err
 		}
 		return 0, nil
 	}
 	// The backend before the session exists: one that refuses this
 	// caller (the container backends need root) leaves nothing behind.
-	if o.Backend == nil {
-		// The profile's backend: (namespace unless it names runc or containerd).
-		b, err := sandbox.NewBackend(r.Profile.Backend, sandbox.BackendOptions{})
-		if err != nil {
-			return sandbox.ExitFedmemError, err
-		}
-		o2 := *o
-		o2.Backend, o = b, &o2
+	backend, err := backendFor(o, r.Profile)
+	if err != nil {
+		return sandbox.ExitFedmemError, err
 	}
+	o2 := *o
+	o2.Backend, o = backend, &o2
 	if err := sandbox.CheckCaller(o.Backend); err != nil {
 		return sandbox.ExitFedmemError, err
 	}
@@ -303,4 +318,13 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	ev.emit("exit", map[string]any{"exit_code": rep.ExitCode, "signal": rep.Signal, "duration_ms": rep.DurationMS,
 		"vault_head_end": rep.VaultHeadEnd, "inbox_files": len(rep.InboxFiles), "error": rep.Error})
 	return code, runErr
+}
+
+// backendFor is the backend a run uses: the caller's, else the profile's
+// backend: (namespace unless it names runc or containerd).
+func backendFor(o *Options, prof *profiles.Profile) (sandbox.Backend, error) {
+	if o.Backend != nil {
+		return o.Backend, nil
+	}
+	return sandbox.NewBackend(prof.Backend, sandbox.BackendOptions{})
 }

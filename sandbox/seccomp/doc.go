@@ -22,6 +22,13 @@
 //     SECCOMP_FILTER_FLAG_TSYNC. It requires no_new_privs to be set already
 //     and fails with [ErrNoNewPrivs] otherwise; it never sets it itself, so the
 //     order of the sandbox's hardening steps stays visible in the init.
+//   - [AssembleNotify] and [ApplyNotify] are the same filter with its EPERM
+//     refusals and the file system's write calls ([WriteCalls]) handed to a
+//     user-notification listener that the sandbox's pid 1 serves
+//     ([Listener]): a refusal is answered with the errno the filter itself
+//     computes from the kernel's seccomp_data ([Decider]), a write call with
+//     SECCOMP_USER_NOTIF_FLAG_CONTINUE. What the listener reads from the
+//     caller's memory (the paths) only ever feeds a report, never an answer.
 //
 // Everything not listed is allowed: this is a deny-list that removes the
 // kernel interfaces which could undo the sandbox or widen the kernel attack

@@ -1,13 +1,8 @@
 package backends
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,65 +13,10 @@ import (
 	"github.com/fedmem/fedmem/test/testutil"
 )
 
-// ociArchive writes an OCI image layout archive holding one layer: the
-// files given (path → content, mode 0755), named ref.
+// ociArchive writes an OCI image layout archive (testutil.OCIArchive).
 func ociArchive(t *testing.T, out, ref string, files map[string][]byte) {
 	t.Helper()
-	var layer bytes.Buffer
-	gz := gzip.NewWriter(&layer)
-	tw := tar.NewWriter(gz)
-	var diff bytes.Buffer // the uncompressed tar, for the diff id
-	dtw := tar.NewWriter(&diff)
-	for name, body := range files {
-		h := &tar.Header{Name: name, Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg}
-		for _, w := range []*tar.Writer{tw, dtw} {
-			if err := w.WriteHeader(h); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := w.Write(body); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	tw.Close()
-	gz.Close()
-	dtw.Close()
-	digest := func(b []byte) string { s := sha256.Sum256(b); return "sha256:" + hex.EncodeToString(s[:]) }
-	config, _ := json.Marshal(map[string]any{
-		"architecture": "amd64", "os": "linux",
-		"config": map[string]any{"Env": []string{"PATH=/"}},
-		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{digest(diff.Bytes())}},
-	})
-	manifest, _ := json.Marshal(map[string]any{
-		"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-		"config": map[string]any{"mediaType": "application/vnd.oci.image.config.v1+json", "digest": digest(config), "size": len(config)},
-		"layers": []any{map[string]any{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": digest(layer.Bytes()), "size": layer.Len()}},
-	})
-	index, _ := json.Marshal(map[string]any{
-		"schemaVersion": 2,
-		"manifests": []any{map[string]any{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": digest(manifest), "size": len(manifest),
-			"annotations": map[string]string{"io.containerd.image.name": ref, "org.opencontainers.image.ref.name": ref}}},
-	})
-	f, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	aw := tar.NewWriter(f)
-	add := func(name string, b []byte) {
-		if err := aw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(b)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := aw.Write(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	add("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`))
-	add("index.json", index)
-	for _, b := range [][]byte{config, manifest, layer.Bytes()} {
-		add("blobs/sha256/"+strings.TrimPrefix(digest(b), "sha256:"), b)
-	}
-	if err := aw.Close(); err != nil {
+	if err := testutil.OCIArchive(out, ref, files); err != nil {
 		t.Fatal(err)
 	}
 }

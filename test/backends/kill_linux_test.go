@@ -68,8 +68,6 @@ func TestKillNineCleansUp(t *testing.T) {
 				}
 				return strings.Join(names, " ")
 			}
-			bundlesBefore := bundles()
-			before := list()
 			events := filepath.Join(testutil.TempDir(t), "events.jsonl")
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -82,17 +80,29 @@ func TestKillNineCleansUp(t *testing.T) {
 				b, _ := os.ReadFile(events)
 				return strings.Contains(string(b), `"started"`)
 			})
-			if now := list(); now == before {
-				t.Fatalf("no container listed while the agent runs (%q): the check cannot fail", now)
+			// Other sessions (other tests, other users of the daemon and of
+			// /run/fedmem) may come and go meanwhile: only this session's
+			// container and bundle count.
+			raw, _ := os.ReadFile(events)
+			var session string
+			if _, rest, ok := strings.Cut(string(raw), `"session":"`); ok {
+				session, _, _ = strings.Cut(rest, `"`)
+			}
+			if session == "" {
+				t.Fatalf("no session in the events:\n%s", raw)
+			}
+			mine := func(names string) bool { return strings.Contains(names, "fedmem-"+session+"-") }
+			if !mine(list()) || !mine(bundles()) {
+				t.Fatalf("session %s: no container (%q) or bundle (%q) listed while the agent runs: the check cannot fail", session, list(), bundles())
 			}
 			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
 			_ = cmd.Wait()
-			waitFor(t, "the container to be removed", time.Minute, func() bool { return list() == before })
+			waitFor(t, "the container to be removed", time.Minute, func() bool { return !mine(list()) })
 			// fedmem-run's deferred cleanup never ran: the helper removes
 			// the bundle it was handed.
-			waitFor(t, "the bundle to be removed", time.Minute, func() bool { return bundles() == bundlesBefore })
+			waitFor(t, "the bundle to be removed", time.Minute, func() bool { return !mine(bundles()) })
 		})
 	}
 }

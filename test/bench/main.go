@@ -97,7 +97,7 @@ func main() {
 	flag.StringVar(&o.cache, "cache", "", "directory for generated vaults (default <module>/.cache/bench)")
 	flag.StringVar(&o.bin, "bin", os.Getenv("FEDMEM_BIN"), "directory holding fedmem-run and fedmem (default $FEDMEM_BIN, else ./bin)")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the result as JSON on stdout")
-	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, size, promote, throughput or latency")
+	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, backends, size, promote, throughput or latency")
 	flag.IntVar(&o.throughputDrafts, "throughput-drafts", 500, "drafts in each gate throughput pass")
 	flag.IntVar(&o.promoteRuns, "promote-n", 20, "timed promotions per vault size (alternating with git add && git commit)")
 	flag.StringVar(&o.promoteSizes, "promote-sizes", "1000,10000,100000", "vault sizes (notes) for the promotion bench")
@@ -167,6 +167,11 @@ func run(o options, stdout, log io.Writer) error {
 			return err
 		}
 		if err := benchPhases(o, res, runBin, small, work, log); err != nil {
+			return err
+		}
+	}
+	if o.only == "" || o.only == "backends" {
+		if err := benchBackends(o, res, runBin, small, work, log); err != nil {
 			return err
 		}
 	}
@@ -426,6 +431,9 @@ func printTable(w io.Writer, res *Result) {
 			verdict = "NOT MET"
 		}
 		fmt.Fprintf(w, "%-34s %9.3f× %9s  %s\n", r.Name, r.Value, target, verdict)
+		if r.Target != 0 && r.Note != "" {
+			fmt.Fprintf(w, "%-34s   (%s)\n", "", r.Note)
+		}
 	}
 	printPhases(w, res)
 	printThroughput(w, res)

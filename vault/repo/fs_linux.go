@@ -7,10 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/vault"
@@ -178,22 +176,6 @@ func (w *writer) gitDir() error {
 	if changed > 0 && !w.res.Created {
 		w.note(".git", "fixed owner or mode of %d entries", changed)
 	}
-	return nil
-}
-
-// fillStat copies the stat data Git keeps in the index.
-func fillStat(e *index.Entry, p string) error {
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil {
-		return err
-	}
-	e.CreatedAt = time.Unix(st.Ctim.Unix())
-	e.ModifiedAt = time.Unix(st.Mtim.Unix())
-	e.Dev = uint32(st.Dev)
-	e.Inode = uint32(st.Ino)
-	e.UID = st.Uid
-	e.GID = st.Gid
-	e.Size = uint32(st.Size)
 	return nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 
 	"github.com/fedmem/fedmem/vault"
 )
@@ -25,7 +24,6 @@ func (w *writer) file(string, bool) (bool, error)             { return false, er
 func (w *writer) create(string, []byte, string) error         { return errUnsupported }
 func (w *writer) differs(string, plumbing.Hash) (bool, error) { return false, errUnsupported }
 func (w *writer) gitDir() error                               { return errUnsupported }
-func fillStat(*index.Entry, string) error                     { return errUnsupported }
 
 func currentOwnership(string) (vault.Owner, *vault.Group, error) {
 	return vault.Owner{}, nil, errUnsupported

@@ -1,7 +1,6 @@
 package repo
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -14,11 +13,11 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage"
 
 	"github.com/fedmem/fedmem/vault"
+	"github.com/fedmem/fedmem/vault/repo/gitindex"
 )
 
 // gitRepo wraps the few go-git plumbing calls Init needs. It writes blobs,
@@ -261,41 +260,45 @@ func (g *gitRepo) updateIndex(root string, paths []string, owner vault.Owner) er
 		os.Remove(lock)
 		return err
 	}
-	idx, err := g.s.Index()
-	if err != nil {
-		return fail(fmt.Errorf("read index: %w", err))
-	}
-	idx.Version = 2 // the encoder writes v2..v4 entries; v2 has no prefix compression to get wrong
-	byName := map[string]*index.Entry{}
-	for _, e := range idx.Entries {
-		byName[e.Name] = e
-	}
+	var puts []gitindex.Entry
 	for _, p := range paths {
 		full := filepath.Join(root, filepath.FromSlash(p))
 		content, err := os.ReadFile(full)
 		if err != nil {
 			return fail(fmt.Errorf("index %s: %w", p, err))
 		}
-		e := byName[p]
-		if e == nil {
-			e = &index.Entry{Name: p}
-			byName[p] = e
-			idx.Entries = append(idx.Entries, e)
-		}
-		e.Hash = plumbing.ComputeHash(plumbing.BlobObject, content)
-		e.Mode = filemode.Regular
-		if err := fillStat(e, full); err != nil {
+		fi, err := os.Lstat(full)
+		if err != nil {
 			return fail(fmt.Errorf("index %s: %w", p, err))
 		}
+		puts = append(puts, gitindex.FromFile(p, plumbing.ComputeHash(plumbing.BlobObject, content), fi))
 	}
-	var buf bytes.Buffer
-	if err := index.NewEncoder(&buf).Encode(idx); err != nil {
-		return fail(fmt.Errorf("encode index: %w", err))
+	gitDir := filepath.Join(root, ".git")
+	raw, err := os.ReadFile(filepath.Join(gitDir, "index"))
+	if errors.Is(err, os.ErrNotExist) {
+		raw, err = nil, nil
+	}
+	if err != nil {
+		return fail(fmt.Errorf("read index: %w", err))
+	}
+	// Split like the gate keeps it (gitindex), unless core.splitIndex
+	// says false.
+	split := true
+	if cfg, err := g.r.Config(); err == nil && cfg.Raw != nil {
+		split = gitindex.WantSplit(cfg.Raw.Section("core").Option("splitIndex"))
+	}
+	u, err := gitindex.Apply(gitDir, raw, puts, nil, gitindex.Options{Split: split})
+	if err != nil {
+		return fail(fmt.Errorf("update index: %w", err))
+	}
+	chown := func(sf *os.File) error { return sf.Chown(owner.UID, owner.GID) }
+	if err := gitindex.WriteShared(gitDir, u, chown); err != nil {
+		return fail(fmt.Errorf("write shared index: %w", err))
 	}
 	if err := f.Chown(owner.UID, owner.GID); err != nil {
 		return fail(fmt.Errorf("chown index: %w", err))
 	}
-	_, err = f.Write(buf.Bytes())
+	_, err = f.Write(u.Index)
 	if err == nil {
 		err = f.Sync()
 	}

@@ -22,8 +22,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
-	"github.com/fedmem/fedmem/sandbox/oci"
 	"github.com/fedmem/fedmem/sandbox/oci/cglimits"
+	"github.com/fedmem/fedmem/sandbox/oci/helper"
 	"github.com/fedmem/fedmem/sandbox/oci/rootfs"
 )
 
@@ -40,10 +40,14 @@ const (
 // the rootfs there, so the clone must be visible to it).
 const rootsDir = "/run/fedmem/containerd/roots"
 
+// ownerSuffix names, beside a root clone in rootsDir, the file holding
+// owner() of the helper that made it.
+const ownerSuffix = ".owner"
+
 // Main is fedmem-containerd: `run`, `gc` or `import`.
 func Main(args []string) int {
 	if len(args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: fedmem-containerd run|gc|import --address SOCK --namespace NS …")
+		fmt.Fprintln(os.Stderr, "usage: fedmem-containerd run|gc|import|version --address SOCK --namespace NS …")
 		return 2
 	}
 	fs := flag.NewFlagSet("fedmem-containerd "+args[1], flag.ContinueOnError)
@@ -67,6 +71,17 @@ func Main(args []string) int {
 	defer c.Close()
 	ctx := namespaces.WithNamespace(context.Background(), *ns)
 	switch args[1] {
+	case "version":
+		// fedmem doctor: does the daemon answer, and which is it.
+		vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		v, err := c.Version(vctx)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "fedmem-containerd: containerd at %s does not answer: %v\n", *addr, err)
+			return 1
+		}
+		fmt.Printf("containerd %s (revision %s) answering at %s; client %s\n", v.Version, v.Revision, *addr, helper.ModuleVersion("github.com/containerd/containerd/v2"))
+		return 0
 	case "gc":
 		n, err := GC(ctx, c)
 		fmt.Fprintf(os.Stderr, "fedmem-containerd: removed %d stale containers\n", n)
@@ -135,35 +150,29 @@ func GC(ctx context.Context, c *containerd.Client) (int, error) {
 		}
 		n++
 	}
+	// rootsDir is the host's, shared by every helper on every daemon: a
+	// clone goes only when the helper that made it is gone (its owner
+	// file), never because this daemon does not know its container.
 	if ents, err := os.ReadDir(rootsDir); err == nil {
 		for _, e := range ents {
 			if !e.IsDir() {
-				continue // an owner file
-			}
-			// A root without a container is a dead helper's only when its
-			// owner file says so: a live helper between its clone and its
-			// NewContainer, or one using another containerd (the roots
-			// directory is the host's), owns it still.
-			dir := filepath.Join(rootsDir, e.Name())
-			if b, err := os.ReadFile(dir + ownerSuffix); err == nil && alive(string(b)) {
 				continue
 			}
-			if _, err := c.LoadContainer(ctx, e.Name()); err != nil {
-				releaseRoot(dir)
+			dir := filepath.Join(rootsDir, e.Name())
+			who, err := os.ReadFile(dir + ownerSuffix)
+			if err == nil && alive(string(who)) {
+				continue
 			}
+			if err != nil {
+				if _, err := c.LoadContainer(ctx, e.Name()); err == nil {
+					continue // made before owner files: its container says
+				}
+			}
+			_ = rootfs.Release(dir)
+			_ = os.Remove(dir + ownerSuffix)
 		}
 	}
 	return n, errors.Join(errs...)
-}
-
-// ownerSuffix names the file beside a root clone that holds its helper's
-// owner label (pid@boot): GC leaves the root alone while that helper runs.
-const ownerSuffix = ".owner"
-
-// releaseRoot detaches a root clone and removes it and its owner file.
-func releaseRoot(dir string) {
-	_ = rootfs.Release(dir)
-	_ = os.Remove(dir + ownerSuffix)
 }
 
 func destroy(ctx context.Context, ctr containerd.Container) error {
@@ -176,7 +185,8 @@ func destroy(ctx context.Context, ctr containerd.Container) error {
 	if err := ctr.Delete(ctx, containerd.WithSnapshotCleanup); err != nil {
 		return fmt.Errorf("delete container %s: %w", ctr.ID(), err)
 	}
-	releaseRoot(filepath.Join(rootsDir, ctr.ID()))
+	_ = rootfs.Release(filepath.Join(rootsDir, ctr.ID()))
+	_ = os.Remove(filepath.Join(rootsDir, ctr.ID()) + ownerSuffix)
 	return nil
 }
 
@@ -239,20 +249,6 @@ func run(ctx context.Context, c *containerd.Client, o runOpts) (int, error) {
 			opts = append(opts, containerd.WithSnapshotter(o.snapshotter))
 		}
 		opts = append(opts, containerd.WithNewSnapshot(o.id, img))
-	} else {
-		if err := rootfs.PrivateDir(rootsDir); err != nil {
-			return exitSetup, err
-		}
-		dir := filepath.Join(rootsDir, o.id)
-		if err := os.WriteFile(dir+ownerSuffix, []byte(owner()), 0o600); err != nil {
-			return exitSetup, err
-		}
-		defer releaseRoot(dir)
-		if err := rootfs.CloneHostRoot(dir); err != nil {
-			return exitSetup, err
-		}
-		// rbind keeps every sub-mount's read-only flag of the clone.
-		taskOpts = append(taskOpts, containerd.WithRootFS([]mount.Mount{{Type: "bind", Source: dir, Options: []string{"rbind", "ro"}}}))
 	}
 	opts = append(opts, containerd.WithSpec(&spec))
 	ctr, err := c.NewContainer(ctx, o.id, opts...)
@@ -265,11 +261,29 @@ func run(ctx context.Context, c *containerd.Client, o runOpts) (int, error) {
 			fmt.Fprintln(os.Stderr, "fedmem-containerd: cleanup:", err)
 		}
 	}()
+	if o.image == "" {
+		// The root clone only once its container exists: another
+		// helper's GC releases every clone whose container it cannot
+		// find, and would take one made before it (concurrent sessions).
+		if err := rootfs.PrivateDir(rootsDir); err != nil {
+			return exitSetup, err
+		}
+		dir := filepath.Join(rootsDir, o.id)
+		if err := os.WriteFile(dir+ownerSuffix, []byte(owner()), 0o600); err != nil {
+			return exitSetup, err
+		}
+		// Released by destroy, deferred above, once the task is gone.
+		if err := rootfs.CloneHostRoot(dir); err != nil {
+			return exitSetup, err
+		}
+		// rbind keeps every sub-mount's read-only flag of the clone.
+		taskOpts = append(taskOpts, containerd.WithRootFS([]mount.Mount{{Type: "bind", Source: dir, Options: []string{"rbind", "ro"}}}))
+	}
 	task, err := ctr.NewTask(ctx, cio.NewCreator(cio.WithStreams(os.Stdin, os.Stdout, os.Stderr), cio.WithFIFODir(filepath.Join(o.bundle, "fifo"))), taskOpts...)
 	if err != nil {
 		return exitSetup, fmt.Errorf("create task: %w", err)
 	}
-	oci.ReportPid(o.pidFd, int(task.Pid())) // the shim's pid namespace is ours
+	helper.ReportPid(o.pidFd, int(task.Pid())) // the shim's pid namespace is ours
 	exitCh, err := task.Wait(ctx)
 	if err != nil {
 		return exitSetup, err

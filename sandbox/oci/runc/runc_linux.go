@@ -19,8 +19,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
-	"github.com/fedmem/fedmem/sandbox/oci"
 	"github.com/fedmem/fedmem/sandbox/oci/cglimits"
+	"github.com/fedmem/fedmem/sandbox/oci/helper"
 	"github.com/fedmem/fedmem/sandbox/oci/rootfs"
 
 	// nsexec: the C half of container creation (setns/clone before the
@@ -40,10 +40,15 @@ func Main(args []string) int {
 	if len(args) > 1 && args[1] == "init" {
 		libcontainer.Init() // never returns
 	}
+	if len(args) > 1 && args[1] == "version" {
+		// fedmem doctor: which libcontainer this helper was built with.
+		fmt.Printf("libcontainer %s (runc module, linked into fedmem-runc; cgroupfs manager)\n", helper.ModuleVersion("github.com/opencontainers/runc"))
+		return 0
+	}
 	logrus.SetOutput(os.Stderr)
 	logrus.SetLevel(logrus.WarnLevel)
 	if len(args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: fedmem-runc run|gc --state DIR [--bundle DIR --id ID --fds N]")
+		fmt.Fprintln(os.Stderr, "usage: fedmem-runc run|gc|version --state DIR [--bundle DIR --id ID --fds N]")
 		return 2
 	}
 	fs := flag.NewFlagSet("fedmem-runc "+args[1], flag.ContinueOnError)
@@ -140,7 +145,7 @@ func run(state, bundle, id string, nfds, control, pidFd int) (int, error) {
 	if err := os.Chdir(bundle); err != nil {
 		return exitSetup, err
 	}
-	if spec.Root.Path == oci.HostRoot {
+	if spec.Root.Path == helper.HostRoot {
 		dir := filepath.Join(bundle, "rootfs")
 		if err := makeRoot(dir); err != nil {
 			return exitSetup, err
@@ -181,7 +186,7 @@ func run(state, bundle, id string, nfds, control, pidFd int) (int, error) {
 		f.Close() // the container's process holds them now
 	}
 	if pid, err := p.Pid(); err == nil {
-		oci.ReportPid(pidFd, pid)
+		helper.ReportPid(pidFd, pid)
 	}
 	go func() {
 		for s := range sigs {
