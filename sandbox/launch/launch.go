@@ -144,6 +144,17 @@ func Run(ctx context.Context, o *Options) (int, error) {
 		}
 		return 0, nil
 	}
+	// The backend before the session exists: one that refuses this
+	// caller (the container backends need root) leaves nothing behind.
+	backend, err := backendFor(o, r.Profile)
+	if err != nil {
+		return sandbox.ExitFedmemError, staged(StageBackend, err)
+	}
+	o2 := *o
+	o2.Backend, o = backend, &o2
+	if err := sandbox.CheckCaller(o.Backend); err != nil {
+		return sandbox.ExitFedmemError, staged(StageBackend, err)
+	}
 	rep := &Report{SchemaVersion: ReportSchemaVersion,
 		SessionRecord: vault.SessionRecord{Session: r.ID, Profile: r.Profile.Name, ProfileHash: r.ProfileHash, UID: r.UID, Command: o.Argv},
 		Vault:         r.Vault, Inbox: r.Plan.Inbox, Workdir: r.Workdir, Network: r.Profile.Network, Warnings: r.Warnings,
@@ -284,12 +295,8 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	}
 	ev.emit("start", map[string]any{"profile": prof.Name, "profile_hash": s.ProfileHash, "vault": s.Vault, "inbox": s.Plan.Inbox,
 		"workdir": s.Workdir, "command": o.Argv, "uid": s.UID, "network": prof.Network, "warnings": s.Warnings})
-	backend, err := backendFor(o, prof)
-	if err != nil {
-		return sandbox.ExitFedmemError, staged(StageBackend, err)
-	}
 	sandbox.Stamp("prepared")
-	res, runErr := backend.Run(ctx, spec)
+	res, runErr := o.Backend.Run(ctx, spec) // chosen by Run
 	rep.DurationMS = time.Since(started).Milliseconds()
 	rep.VaultHeadEnd, _ = vault.ReadHead(s.Vault)
 	rep.InboxFiles, rep.InboxTruncated = listInbox(s.Plan.Inbox)
