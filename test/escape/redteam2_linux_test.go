@@ -1,0 +1,171 @@
+package escape
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fedmem/fedmem/test/testutil"
+)
+
+// Red-team 2: the container backends (runc, containerd) and the profile
+// search path. Each test runs under FEDMEM_BACKEND (the matrix) and asserts
+// the secure outcome: it fails while the breach exists.
+
+// TestRedteam2NestedWorkdirProfilePlant: .fedmem is read-only only at the
+// top of the workdir (ProjectPersist is relative to the workdir and to each
+// writable: directory). The agent makes sub/.fedmem/profiles/evil.yaml in a
+// subdirectory of its writable workdir; files it writes there are the
+// caller's on the host (idmapped owner<->agent for a root caller), 0644 in
+// 0755 folders, so trustedProfileFile accepts them. The user's next
+// `fedmem-run --profile evil` started in that subdirectory (a monorepo
+// package, a nested checkout) runs the agent's profile: here it opens a
+// host directory outside the workdir for writing (guarantee 6: nothing the
+// agent writes decides what a later session may touch).
+func TestRedteam2NestedWorkdirProfilePlant(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	canary := filepath.Join(e.base, "canary")
+	must(t, os.MkdirAll(canary, 0o755))
+	evil := "name: evil\nextends: default\nwritable:\n  - " + canary + "\n"
+	plant := `import os, sys
+os.makedirs("sub/.fedmem/profiles", exist_ok=True)
+open("sub/.fedmem/profiles/evil.yaml", "w").write(sys.argv[1])
+print("planted")`
+	r := e.run(t, []string{"--profile", "default"}, "python3", "-c", plant, evil)
+	if r.code != 0 {
+		t.Fatalf("session 1: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	planted := filepath.Join(e.workdir, "sub/.fedmem/profiles/evil.yaml")
+	if _, err := os.Lstat(planted); err == nil {
+		t.Errorf("BREACH %s exists on the host after session 1: .fedmem is protected only at the workdir's top (profiles/persist.go ProjectPersist), not in subdirectories a later run may use as its workdir", planted)
+	}
+
+	// Session 2: the user runs in the subdirectory with the name.
+	sub := *e
+	sub.workdir = filepath.Join(e.workdir, "sub")
+	if _, err := os.Stat(sub.workdir); err != nil {
+		return // nothing planted: defence held
+	}
+	r = sub.run(t, []string{"--profile", "evil"}, "sh", "-c", "echo pwned > "+canary+"/x && echo wrote")
+	if r.code == 0 && strings.Contains(string(r.stdout), "wrote") {
+		t.Errorf("BREACH session 2 in %s ran the agent-planted profile evil (report profile %v) and wrote %s/x outside its workdir", sub.workdir, r.report["profile"], canary)
+	}
+	if _, err := os.Stat(filepath.Join(canary, "x")); err == nil {
+		t.Errorf("BREACH %s/x written on the host through the planted profile", canary)
+	}
+}
+
+// containerProbe is the hostile agent looking for a way out of a container
+// backend: its own credentials and layers, descriptors leaked from the
+// helper or the runtime (fedmem-runc's --pid-fd, init and sync pipes, the
+// fds socket), the runtime's processes (/proc/<pid>/root, /proc/<pid>/exe:
+// the CVE-2019-5736 family), the init binary bound at /dev/.fedmem, the
+// roots folder of fedmem-containerd gc, runtime sockets, the cgroupfs,
+// the hostname and the mount flags of /.
+const containerProbe = `
+import errno, os, socket, sys
+def out(k, v): print(k + "=" + str(v), flush=True)
+def err(fn):
+    try:
+        fn(); return "OK"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+st = {l.split(":")[0]: l.split(":", 1)[1].strip() for l in open("/proc/self/status")}
+for k in ("Uid", "CapEff", "CapPrm", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"):
+    out(k, st[k].split()[0] if st[k] else "")
+me = os.getpid()
+fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
+extra = []
+for f in fds:
+    if f <= 2: continue
+    try: extra.append("%d:%s" % (f, os.readlink("/proc/self/fd/%d" % f)))
+    except OSError: pass
+out("fds", ",".join(x for x in extra if "/proc/" not in x.split(":",1)[1]))
+others = []
+for p in os.listdir("/proc"):
+    if not p.isdigit() or int(p) == me: continue
+    try: exe = os.readlink("/proc/%s/exe" % p)
+    except OSError: continue
+    others.append(p + ":" + exe)
+out("exe_visible", ",".join(others))
+out("proc1_root", err(lambda: os.listdir("/proc/1/root/")))
+out("write_init", err(lambda: open("/dev/.fedmem/fedmem-sandbox-init", "r+b").close()))
+out("roots", err(lambda: os.listdir("/run/fedmem/containerd/roots")))
+socks = []
+for d in ("/run", "/var/run", "/run/containerd", "/tmp", "/dev/.fedmem", "/var/lib/containerd"):
+    for root, dirs, files in os.walk(d):
+        for n in files:
+            p = os.path.join(root, n)
+            try:
+                import stat
+                if stat.S_ISSOCK(os.lstat(p).st_mode): socks.append(p)
+            except OSError: pass
+out("sockets", ",".join(socks))
+def conn(a):
+    s = socket.socket(socket.AF_UNIX); s.connect(a)
+for a in (sys.argv[1], "/run/containerd/containerd.sock", "/run/containerd/containerd.sock.ttrpc"):
+    out("connect " + a, err(lambda: conn(a)))
+out("cgroup_write", err(lambda: open("/sys/fs/cgroup/cgroup.procs" if os.path.exists("/sys/fs/cgroup/cgroup.procs") else "/sys/fs/cgroup/pids/cgroup.procs", "w").write(str(me))))
+out("sethostname", err(lambda: socket.sethostname("evil")))
+out("mqueue_dir", err(lambda: os.mkdir("/dev/mqueue/x")))
+for l in open("/proc/self/mountinfo"):
+    f = l.split()
+    if f[4] == "/": out("root_opts", f[5])
+`
+
+// TestRedteam2ContainerBackendAgentView: the same hostile probe under every
+// backend (run the suite with FEDMEM_BACKEND=runc and =containerd): the agent
+// holds no capability, runs with no_new_privs and fedmem's seccomp filter
+// (mode 2) as a non-root uid, inherits no descriptor beyond stdio, sees no
+// other process's exe or root (the runtime, the shim, fedmem's init), cannot
+// open the init binary for writing (CVE-2019-5736), cannot see the roots
+// folder fedmem-containerd gc works on, reaches no containerd or shim
+// socket, cannot write the cgroupfs or set the hostname, and its / is
+// mounted read-only, nosuid and nodev as in the namespace backend.
+func TestRedteam2ContainerBackendAgentView(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	sock := os.Getenv("FEDMEM_CONTAINERD_ADDRESS")
+	if sock == "" {
+		sock = "/run/containerd/containerd.sock"
+	}
+	r := e.run(t, []string{"--profile", "default", "--network", "none"}, "python3", "-c", containerProbe, sock)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(r.stdout)), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			got[k] = v
+		}
+	}
+	t.Logf("backend %s: %v", testutil.Backend(), got)
+	want := map[string]string{"Uid": "", "CapEff": "0000000000000000", "CapPrm": "0000000000000000", "CapBnd": "0000000000000000", "CapAmb": "0000000000000000", "NoNewPrivs": "1", "Seccomp": "2", "fds": "", "exe_visible": "", "sockets": ""}
+	for k, v := range want {
+		if k == "Uid" {
+			if got[k] == "0" || got[k] == "" {
+				t.Errorf("BREACH agent uid %q (want a non-root host uid)", got[k])
+			}
+			continue
+		}
+		if got[k] != v {
+			t.Errorf("BREACH %s = %q, want %q", k, got[k], v)
+		}
+	}
+	for _, k := range []string{"proc1_root", "write_init", "roots", "connect " + sock, "connect /run/containerd/containerd.sock", "connect /run/containerd/containerd.sock.ttrpc", "cgroup_write", "sethostname"} {
+		if got[k] == "OK" || got[k] == "" {
+			t.Errorf("BREACH %s: %q, want an error", k, got[k])
+		}
+	}
+	// The container backends bind the init at /dev/.fedmem (read-only,
+	// root's 0755 file); the namespace backend has none there.
+	if w := got["write_init"]; w != "EROFS" && w != "EACCES" && !(testutil.Backend() == "namespace" && w == "ENOENT") {
+		t.Errorf("BREACH write_init: %q, want EROFS or EACCES", w)
+	}
+	opts := strings.Split(got["root_opts"], ",")
+	for _, o := range []string{"ro", "nosuid", "nodev"} {
+		if !contains(opts, o) {
+			t.Errorf("PARITY / is mounted %q under %s: no %s (the namespace and runc backends mount it ro,nosuid,nodev; setuid files and device nodes of the host's / keep their meaning, held back only by no_new_privs and the agent's uid)", got["root_opts"], testutil.Backend(), o)
+		}
+	}
+}
