@@ -1,9 +1,12 @@
 package escape
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/fedmem/fedmem/test/testutil"
@@ -167,5 +170,65 @@ func TestRedteam2ContainerBackendAgentView(t *testing.T) {
 		if !contains(opts, o) {
 			t.Errorf("PARITY / is mounted %q under %s: no %s (the namespace and runc backends mount it ro,nosuid,nodev; setuid files and device nodes of the host's / keep their meaning, held back only by no_new_privs and the agent's uid)", got["root_opts"], testutil.Backend(), o)
 		}
+	}
+}
+
+// TestRedteam2ContainerdGCSparesPlantedRoots: `fedmem-containerd gc` works
+// in /run/fedmem/containerd/roots, shared by every helper on the host. It
+// must never act on a host path through what it finds there: a symbolic
+// link to a host mount point (GC would unmount through it: umount follows
+// links), a clone whose .owner names a live process, and a folder with no
+// owner and content (Release is rmdir, never recursive). The agent cannot
+// reach the folder (TestRedteam2ContainerBackendAgentView: roots ENOENT
+// inside); this is the root caller's own tree, planted as a host user with
+// write access there would.
+func TestRedteam2ContainerdGCSparesPlantedRoots(t *testing.T) {
+	if testutil.Backend() != "containerd" {
+		t.Skip("the containerd backend's gc (FEDMEM_BACKEND=containerd)")
+	}
+	e := setup(t, layout{name: "beside/root"})
+	sock := os.Getenv("FEDMEM_CONTAINERD_ADDRESS")
+	testutil.RequireBackendTools(t, "containerd", e.bins.FedmemRun, sock)
+	// A session makes the roots folder (a private tmpfs) if it is not there.
+	if r := e.run(t, nil, "true"); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	const roots = "/run/fedmem/containerd/roots"
+	if _, err := os.Stat(roots); err != nil {
+		t.Fatalf("%s after a containerd session: %v", roots, err)
+	}
+	tag := filepath.Base(e.base)
+	mnt := filepath.Join(e.base, "mnt")
+	must(t, os.MkdirAll(mnt, 0o755))
+	must(t, syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=64k"))
+	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	must(t, os.WriteFile(filepath.Join(mnt, "canary"), []byte("host"), 0o644))
+	link := filepath.Join(roots, "rt2link-"+tag)
+	live := filepath.Join(roots, "rt2live-"+tag)
+	full := filepath.Join(roots, "rt2full-"+tag)
+	must(t, os.Symlink(mnt, link))
+	must(t, os.Mkdir(live, 0o700))
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	must(t, os.WriteFile(live+".owner", []byte(fmt.Sprintf("%d@%s", os.Getpid(), strings.TrimSpace(string(boot)))), 0o600))
+	must(t, os.MkdirAll(filepath.Join(full, "etc"), 0o755))
+	must(t, os.WriteFile(filepath.Join(full, "etc/keep"), []byte("x"), 0o644))
+	t.Cleanup(func() {
+		for _, p := range []string{link, live + ".owner", filepath.Join(full, "etc/keep"), filepath.Join(full, "etc"), full, live} {
+			_ = os.Remove(p)
+		}
+	})
+	out, err := exec.Command(filepath.Join(filepath.Dir(e.bins.FedmemRun), "fedmem-containerd"), "gc", "--address", sock).CombinedOutput()
+	t.Logf("gc: %v %s", err, out)
+	if b, err := os.ReadFile(filepath.Join(mnt, "canary")); err != nil || string(b) != "host" {
+		t.Errorf("BREACH gc acted through the link %s -> %s: canary %q %v", link, mnt, b, err)
+	}
+	if _, err := os.Lstat(link); err != nil {
+		t.Logf("gc removed the link itself (harmless): %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("BREACH gc removed %s, whose owner (this test, pid %d) is alive: %v", live, os.Getpid(), err)
+	}
+	if _, err := os.Stat(filepath.Join(full, "etc/keep")); err != nil {
+		t.Errorf("BREACH gc deleted content under %s recursively: %v", full, err)
 	}
 }
