@@ -232,3 +232,44 @@ func TestRedteam2ContainerdGCSparesPlantedRoots(t *testing.T) {
 		t.Errorf("BREACH gc deleted content under %s recursively: %v", full, err)
 	}
 }
+
+// TestRedteam2SetuidRootPlantedThroughIdmap: a root caller's writable
+// workdir (and home.writable caches) are idmapped owner<->agent, so a file
+// the agent creates there is root's on the host. The agent owns it in its
+// view, so chmod 04755/06755 is allowed, and nothing strips the bits: the
+// host then holds a setuid-root, setgid-root copy of /bin/sh, and any local
+// user (here uid 65000, no groups) who runs it gets euid 0 (guarantee 5:
+// the agent holds nothing of its caller's host authority; guarantee 6:
+// nothing it writes runs later outside with more than it had). The
+// sandbox's own mount is nosuid; the host's is not.
+func TestRedteam2SetuidRootPlantedThroughIdmap(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	must(t, os.Chmod(e.base, 0o755))
+	must(t, os.Chmod(e.home, 0o755))
+	must(t, os.MkdirAll(filepath.Join(e.home, ".cache"), 0o755))
+	targets := []string{filepath.Join(e.workdir, "suid"), filepath.Join(e.workdir, "sgid"), filepath.Join(e.home, ".cache", "suid")}
+	script := ""
+	for i, p := range targets {
+		mode := "4755"
+		if i == 1 {
+			mode = "6755"
+		}
+		script += "cp /bin/sh " + p + " && chmod " + mode + " " + p + "; "
+	}
+	r := e.run(t, []string{"--profile", "default"}, "sh", "-c", script+"ls -ln "+strings.Join(targets, " "))
+	t.Logf("agent (exit %d): %s%s", r.code, r.stdout, r.stderr)
+	for _, p := range targets {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 && (st.Uid == 0 || st.Gid == 0) {
+			t.Errorf("BREACH %s is %v uid %d gid %d on the host after the session: a setuid/setgid-root file the agent made through the idmapped writable mount", p, fi.Mode(), st.Uid, st.Gid)
+		}
+		out, _ := exec.Command("setpriv", "--reuid", "65000", "--regid", "65000", "--clear-groups", p, "-p", "-c", "id").CombinedOutput()
+		if strings.Contains(string(out), "euid=0") || strings.Contains(string(out), "egid=0") {
+			t.Errorf("BREACH a local user (uid 65000) running %s gets root: %q", p, out)
+		}
+	}
+}
