@@ -258,15 +258,27 @@ func TestRedteam2SetuidRootPlantedThroughIdmap(t *testing.T) {
 	}
 	r := e.run(t, []string{"--profile", "default"}, "sh", "-c", script+"ls -ln "+strings.Join(targets, " "))
 	t.Logf("agent (exit %d): %s%s", r.code, r.stdout, r.stderr)
-	for _, p := range targets {
-		fi, err := os.Stat(p)
-		if err != nil {
-			continue
-		}
-		st := fi.Sys().(*syscall.Stat_t)
-		if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 && (st.Uid == 0 || st.Gid == 0) {
-			t.Errorf("BREACH %s is %v uid %d gid %d on the host after the session: a setuid/setgid-root file the agent made through the idmapped writable mount", p, fi.Mode(), st.Uid, st.Gid)
-		}
+	// Where the files landed: the workdir, and the home's state store
+	// (~/.cache is bound from ~/.local/share/fedmem/PROFILE/).
+	var found []string
+	for _, root := range []string{e.workdir, e.home} {
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return nil
+			}
+			fi, err := os.Lstat(p)
+			if err != nil {
+				return nil
+			}
+			st := fi.Sys().(*syscall.Stat_t)
+			if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 && (st.Uid == 0 || st.Gid == 0) {
+				found = append(found, p)
+				t.Errorf("BREACH %s is %v uid %d gid %d on the host after the session: a setuid/setgid-root file the agent made through an idmapped writable mount", p, fi.Mode(), st.Uid, st.Gid)
+			}
+			return nil
+		})
+	}
+	for _, p := range found {
 		out, _ := exec.Command("setpriv", "--reuid", "65000", "--regid", "65000", "--clear-groups", p, "-p", "-c", "id").CombinedOutput()
 		if strings.Contains(string(out), "euid=0") || strings.Contains(string(out), "egid=0") {
 			t.Errorf("BREACH a local user (uid 65000) running %s gets root: %q", p, out)
