@@ -285,3 +285,53 @@ func TestRedteam2SetuidRootPlantedThroughIdmap(t *testing.T) {
 		}
 	}
 }
+
+// renameAncestors: the agent, its workdir the home, moves aside the folders
+// that hold read-only names (~/.config holds ~/.config/fedmem, ~/.local
+// holds ~/.local/bin) to create the names anew in a fresh folder: a user
+// profile ~/.config/fedmem/profiles/default.yaml the next session would
+// use, a command first on PATH.
+const renameAncestors = `
+import errno, os
+def a(n, f):
+    try: f(); print(n, "OK")
+    except OSError as e: print(n, errno.errorcode[e.errno])
+h = os.environ["HOME"]
+a("rename .config", lambda: os.rename(h+"/.config", h+"/.config-old"))
+a("mkdir .config/fedmem/profiles", lambda: os.makedirs(h+"/.config/fedmem/profiles"))
+a("write profile", lambda: open(h+"/.config/fedmem/profiles/default.yaml", "w").write("name: default\n"))
+a("rename .local", lambda: os.rename(h+"/.local", h+"/.local-old"))
+a("mkdir .local/bin", lambda: os.makedirs(h+"/.local/bin", exist_ok=True))
+a("write .local/bin/git", lambda: open(h+"/.local/bin/git", "w").write("#!/bin/sh\n"))
+`
+
+// TestRedteam2RenameAncestorOfHeldName: the held names survive a rename of
+// their parent (EBUSY: the folder holds a mount point), so nothing of the
+// agent's lands at ~/.config/fedmem/profiles or ~/.local/bin on the host,
+// whichever backend, with the home as the writable workdir.
+func TestRedteam2RenameAncestorOfHeldName(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	h := *e
+	h.workdir = e.home
+	r := h.run(t, []string{"--profile", "default"}, "python3", "-c", renameAncestors)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	got := probeLines(r.stdout)
+	t.Logf("%s: %v", testutil.Backend(), got)
+	for _, k := range []string{"rename .config", "rename .local"} {
+		if got[k] != "EBUSY" && !writeDenied[got[k]] {
+			t.Errorf("BREACH %s: %q, want EBUSY (it holds a read-only mount point)", k, got[k])
+		}
+	}
+	for _, k := range []string{"write profile", "write .local/bin/git"} {
+		if got[k] == "OK" {
+			t.Errorf("BREACH %s succeeded", k)
+		}
+	}
+	for _, p := range []string{".config/fedmem/profiles/default.yaml", ".local/bin/git", ".config-old", ".local-old"} {
+		if _, err := os.Lstat(filepath.Join(e.home, p)); err == nil {
+			t.Errorf("BREACH ~/%s exists on the host after the session", p)
+		}
+	}
+}
