@@ -1,6 +1,8 @@
 package escape
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/fedmem/fedmem/test/testutil"
 )
@@ -333,5 +336,128 @@ func TestRedteam2RenameAncestorOfHeldName(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(e.home, p)); err == nil {
 			t.Errorf("BREACH ~/%s exists on the host after the session", p)
 		}
+	}
+}
+
+// waitFor is an agent that prints "waiting", waits (at most 60 s) for the
+// host file argv[1] to appear, then tries to write argv[2] and prints the
+// outcome, and says whether argv[3] exists.
+const waitFor = `
+import errno, os, sys, time
+print("waiting", flush=True)
+for i in range(600):
+    if os.path.exists(sys.argv[1]): break
+    time.sleep(0.1)
+else:
+    print("never saw", sys.argv[1], flush=True)
+if len(sys.argv) > 2:
+    try:
+        open(sys.argv[2], "w").write("x"); print(sys.argv[2], "OK")
+    except OSError as e:
+        print(sys.argv[2], errno.errorcode[e.errno])
+if len(sys.argv) > 3:
+    print("propagated", "yes" if os.path.exists(sys.argv[3]) else "no")
+`
+
+// startWaiting starts fedmem-run with the waitFor agent and returns once it
+// printed "waiting", and a function that waits for its end.
+func startWaiting(t *testing.T, e *env, args ...string) (wait func() string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	cmd := e.command(ctx, "", []string{"--profile", "default", "--network", "none"}, append([]string{"python3", "-c", waitFor}, args...)...)
+	pr, pw, err := os.Pipe()
+	must(t, err)
+	cmd.Stdout, cmd.Stderr = pw, pw
+	must(t, cmd.Start())
+	pw.Close()
+	var out bytes.Buffer
+	got := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		seen := false
+		for {
+			n, err := pr.Read(buf)
+			out.Write(buf[:n])
+			if !seen && bytes.Contains(out.Bytes(), []byte("waiting")) {
+				seen = true
+				close(got)
+			}
+			if err != nil {
+				if !seen {
+					close(got)
+				}
+				return
+			}
+		}
+	}()
+	<-got
+	return func() string {
+		defer cancel()
+		<-done
+		_ = cmd.Wait()
+		return out.String()
+	}
+}
+
+// TestRedteam2HostMountNoPropagation: a mount the host makes while the
+// agent runs, below a path the sandbox shows read-only (here a folder
+// beside the workdir), must not appear inside with its own, writable flags:
+// the sandbox's root and binds do not receive propagation from the host.
+func TestRedteam2HostMountNoPropagation(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	prop := filepath.Join(e.base, "prop")
+	must(t, os.MkdirAll(prop, 0o755))
+	marker := filepath.Join(e.base, "mounted")
+	wait := startWaiting(t, e, marker, filepath.Join(prop, "pwn"), filepath.Join(prop, "ready"))
+	must(t, syscall.Mount("tmpfs", prop, "tmpfs", 0, "size=64k,mode=1777"))
+	t.Cleanup(func() { _ = syscall.Unmount(prop, syscall.MNT_DETACH) })
+	must(t, os.WriteFile(filepath.Join(prop, "ready"), nil, 0o644))
+	// The marker is on the host's own filesystem, which the sandbox shows
+	// read-only: the agent sees it, whatever happened to the mount.
+	must(t, os.WriteFile(marker, nil, 0o644))
+	out := wait()
+	t.Logf("%s: %s", testutil.Backend(), out)
+	if strings.Contains(out, "pwn OK") {
+		t.Errorf("BREACH the host's new mount at %s propagated into the sandbox writable: %s", prop, out)
+	}
+	if _, err := os.Stat(filepath.Join(prop, "pwn")); err == nil {
+		t.Errorf("BREACH %s/pwn written on the host", prop)
+	}
+	if strings.Contains(out, "propagated yes") {
+		t.Errorf("the agent saw the host's new mount (propagation), though it could not write: %s", out)
+	}
+}
+
+// TestRedteam2ConcurrentSessionsLeaveNothing: two sessions in one workdir,
+// the second starting and ending while the first runs. Each holds absent
+// persistence names (.git, .claude, .mcp.json, …) with placeholders and
+// removes them after; the second sees the first's placeholders as the
+// user's files. When both are over, the workdir must hold exactly what it
+// held before: a leftover empty .git makes git look past the workdir (to
+// an enclosing repository), a leftover .claude or .mcp.json changes what
+// the next agent loads.
+func TestRedteam2ConcurrentSessionsLeaveNothing(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	before, _ := os.ReadDir(e.workdir)
+	// A starts; B starts while A runs (it sees A's placeholders); A ends
+	// first; then B.
+	relA, relB := filepath.Join(e.base, "releaseA"), filepath.Join(e.base, "releaseB")
+	waitA := startWaiting(t, e, relA)
+	waitB := startWaiting(t, e, relB)
+	must(t, os.WriteFile(relA, nil, 0o644))
+	t.Logf("session A: %s", waitA())
+	must(t, os.WriteFile(relB, nil, 0o644))
+	t.Logf("session B: %s", waitB())
+	after, _ := os.ReadDir(e.workdir)
+	names := func(ds []os.DirEntry) (s []string) {
+		for _, d := range ds {
+			s = append(s, d.Name())
+		}
+		return
+	}
+	if b, a := names(before), names(after); strings.Join(b, ",") != strings.Join(a, ",") {
+		t.Errorf("BREACH the workdir held %v before two concurrent sessions and %v after: placeholders left behind", b, a)
 	}
 }
