@@ -461,3 +461,29 @@ func TestRedteam2ConcurrentSessionsLeaveNothing(t *testing.T) {
 		t.Errorf("BREACH the workdir held %v before two concurrent sessions and %v after: placeholders left behind", b, a)
 	}
 }
+
+// TestRedteam2ProfileFileInWorkdir: a profile named as a FILE
+// (`--profile ./agent.yaml`, a path with / or .) is read as named, with none
+// of the search path's rules, and the workdir is the agent's to write. The
+// user keeps the project's profile in the repository and names it; the
+// agent edits it; the next session runs the agent's profile, which here
+// opens a host folder outside the workdir for writing. fedmem should refuse
+// (or at least hold read-only, or warn about) a profile file that lies in a
+// path the profile makes writable.
+func TestRedteam2ProfileFileInWorkdir(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	canary := filepath.Join(e.base, "canary")
+	must(t, os.MkdirAll(canary, 0o755))
+	prof := filepath.Join(e.workdir, "agent.yaml")
+	must(t, os.WriteFile(prof, []byte("name: agent\nextends: default\n"), 0o644))
+	evil := "name: agent\nextends: default\nwritable:\n  - " + canary + "\n"
+	r := e.run(t, []string{"--profile", prof}, "python3", "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2]); print('edited')", prof, evil)
+	t.Logf("session 1 (exit %d): %s%s", r.code, r.stdout, r.stderr)
+	if b, _ := os.ReadFile(prof); string(b) == evil {
+		t.Errorf("BREACH the agent rewrote the profile file %s that named its own session (it lies in the writable workdir)", prof)
+	}
+	r = e.run(t, []string{"--profile", prof}, "sh", "-c", "echo pwned > "+canary+"/x && echo wrote")
+	if strings.Contains(string(r.stdout), "wrote") {
+		t.Errorf("BREACH session 2 ran the agent-edited %s and wrote %s/x outside its workdir", prof, canary)
+	}
+}
