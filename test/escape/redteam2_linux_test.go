@@ -115,6 +115,9 @@ for a in (sys.argv[1], "/run/containerd/containerd.sock", "/run/containerd/conta
 out("cgroup_write", err(lambda: open("/sys/fs/cgroup/cgroup.procs" if os.path.exists("/sys/fs/cgroup/cgroup.procs") else "/sys/fs/cgroup/pids/cgroup.procs", "w").write(str(me))))
 out("sethostname", err(lambda: socket.sethostname("evil")))
 out("mqueue_dir", err(lambda: os.mkdir("/dev/mqueue/x")))
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+out("add_key", "OK" if libc.syscall(248, b"user", b"x", b"v", 1, ctypes.c_long(-3)) >= 0 else errno.errorcode[ctypes.get_errno()])
 for l in open("/proc/self/mountinfo"):
     f = l.split()
     if f[4] == "/": out("root_opts", f[5])
@@ -158,7 +161,7 @@ func TestRedteam2ContainerBackendAgentView(t *testing.T) {
 			t.Errorf("BREACH %s = %q, want %q", k, got[k], v)
 		}
 	}
-	for _, k := range []string{"proc1_root", "write_init", "roots", "connect " + sock, "connect /run/containerd/containerd.sock", "connect /run/containerd/containerd.sock.ttrpc", "cgroup_write", "sethostname"} {
+	for _, k := range []string{"proc1_root", "write_init", "roots", "connect " + sock, "connect /run/containerd/containerd.sock", "connect /run/containerd/containerd.sock.ttrpc", "cgroup_write", "sethostname", "add_key"} {
 		if got[k] == "OK" || got[k] == "" {
 			t.Errorf("BREACH %s: %q, want an error", k, got[k])
 		}
