@@ -83,7 +83,8 @@ func lookupUser(name string) (int, int, error) {
 	return uid, gid, nil
 }
 
-// FSDenialsEnv overrides the default of --fs-denials: 0 or 1.
+// FSDenialsEnv overrides the default of --fs-denials: 0 or 1 (empty:
+// unset).
 const FSDenialsEnv = "FEDMEM_FS_DENIALS"
 
 // fsDenials says whether the session reports refused filesystem writes,
@@ -101,7 +102,7 @@ func (o *Options) fsDenials() (bool, string, error) {
 	}
 	for i := len(environ) - 1; i >= 0; i-- {
 		v, ok := strings.CutPrefix(environ[i], FSDenialsEnv+"=")
-		if !ok {
+		if !ok || v == "" { // empty: unset
 			continue
 		}
 		switch v {
