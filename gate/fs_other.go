@@ -44,6 +44,3 @@ type readResult struct {
 }
 
 func (g *Gate) ServeReview(ctx context.Context, path string) error { return errUnsupported }
-
-// AskReview sends one request to the review socket at path.
-func AskReview(path string, req ReviewRequest) (*ReviewResponse, error) { return nil, errUnsupported }

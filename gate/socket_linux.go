@@ -162,25 +162,3 @@ func (g *Gate) handle(c *net.UnixConn) ReviewResponse {
 	r.OK = true
 	return r
 }
-
-// AskReview sends one request to the review socket at path.
-func AskReview(path string, req ReviewRequest) (*ReviewResponse, error) {
-	c, err := net.DialTimeout("unix", path, 5*time.Second)
-	if err != nil {
-		return nil, fmt.Errorf("review socket %s: %w (is `fedmem gate run` running?)", path, err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
-	werr := json.NewEncoder(c).Encode(req)
-	var resp ReviewResponse
-	if err := json.NewDecoder(io.LimitReader(c, 64<<20)).Decode(&resp); err != nil {
-		if werr != nil {
-			return nil, fmt.Errorf("review socket: %w", werr)
-		}
-		return nil, fmt.Errorf("review socket: %w", err)
-	}
-	if !resp.OK {
-		return &resp, errors.New(resp.Error)
-	}
-	return &resp, nil
-}

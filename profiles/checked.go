@@ -41,7 +41,12 @@ var ErrBreaksRule = errors.New("breaks a rule of `fedmem profile check`")
 // ErrBreaksRule) whose messages name the file, the line and the rule; the
 // warnings are returned either way.
 func LoadChecked(nameOrFile string) (*Profile, string, []string, error) {
-	p, hash, err := Load(nameOrFile)
+	return LoadCheckedFrom(nameOrFile, nil)
+}
+
+// LoadCheckedFrom is LoadChecked with a search path for names (LoadFrom).
+func LoadCheckedFrom(nameOrFile string, search []SearchDir) (*Profile, string, []string, error) {
+	p, hash, err := LoadFrom(nameOrFile, search)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -52,7 +57,7 @@ func LoadChecked(nameOrFile string) (*Profile, string, []string, error) {
 	for _, e := range errs {
 		var re *RuleError
 		if errors.As(e, &re) {
-			re.Src, re.Line = locate(nameOrFile, re.Field, re.Value)
+			re.Src, re.Line = locate(nameOrFile, search, re.Field, re.Value)
 		}
 	}
 	return nil, "", warns, &CheckError{Profile: nameOrFile, Errs: errs}
@@ -78,15 +83,15 @@ func (e *CheckError) Is(target error) bool { return target == ErrBreaksRule }
 
 // locate finds the file (following extends from the named profile) and the
 // line that set field to value; the named source and line 0 when not found.
-func locate(nameOrFile, field, value string) (string, int) {
+func locate(nameOrFile string, search []SearchDir, field, value string) (string, int) {
 	first := ""
-	seen := map[string]bool{}
-	for name := nameOrFile; name != "" && !seen[name]; {
-		seen[name] = true
-		src, data, err := read(name)
-		if err != nil {
+	l := &loader{search: search, seen: map[string]bool{}}
+	for name := nameOrFile; name != ""; {
+		src, data, err := l.read(name)
+		if err != nil || l.seen[src] {
 			break
 		}
+		l.seen[src] = true
 		if first == "" {
 			first = src
 		}

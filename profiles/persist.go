@@ -46,6 +46,7 @@ var ProjectPersist = []Persist{
 	{".claude/hooks", true, "Claude Code hook scripts"},
 	{".claude/skills", true, "Claude Code project skills: instructions and scripts the next claude runs"},
 	{".codex", true, "Codex project config (MCP servers, notify)"},
+	{".fedmem", true, "fedmem project profiles (.fedmem/profiles/NAME.yaml): a planted one decides what the next session's agent may touch"},
 }
 
 // AfterSession are relative to the same directories as ProjectPersist:
@@ -92,6 +93,7 @@ var HomePersist = []Persist{
 	{".local/share/claude", true, "Claude Code's native install: versions/<v> is the binary ~/.local/bin/claude links to"},
 	{".local/bin", true, "the user's own commands, first on PATH"},
 	{".codex/config.toml", false, "Codex config: MCP servers, notify command"},
+	{".config/fedmem", true, "the user's fedmem profiles (~/.config/fedmem/profiles): a planted one decides what the next session's agent may touch"},
 }
 
 // persistenceWarnings names the paths that run code later which a profile

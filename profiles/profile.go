@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,6 +47,9 @@ func Proxied(mode string) bool { return mode == NetworkAllowlist || mode == Netw
 
 // Profile is one agent profile after `extends:` has been resolved.
 type Profile struct {
+	// Source is where the profile was read from: a file path, or
+	// "builtin:NAME" (LoadFrom). Not part of the profile's text.
+	Source      string `yaml:"-" json:"-"`
 	Name        string `yaml:"name" json:"name"`
 	Description string `yaml:"description,omitempty" json:"description,omitempty"`
 	Extends     string `yaml:"extends,omitempty" json:"extends,omitempty"`
@@ -132,9 +136,12 @@ type Duration time.Duration
 
 // UnmarshalYAML parses a Go duration string.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return &valueError{n, "expected a duration like 90s, 30m or 2h, got " + nodeWords(n)}
+	}
 	v, err := time.ParseDuration(n.Value)
 	if err != nil || v <= 0 {
-		return fmt.Errorf("line %d: %q is not a positive duration like 90s, 30m or 2h", n.Line, n.Value)
+		return &valueError{n, fmt.Sprintf("%q is not a positive duration like 90s, 30m or 2h", n.Value)}
 	}
 	*d = Duration(v)
 	return nil
@@ -174,9 +181,12 @@ func ParseSize(s string) (Size, error) {
 
 // UnmarshalYAML parses a size.
 func (z *Size) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return &valueError{n, "expected a size like 512KiB, 100MiB or 1GiB, got " + nodeWords(n)}
+	}
 	v, err := ParseSize(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+		return &valueError{n, err.Error()}
 	}
 	*z = v
 	return nil
@@ -227,53 +237,99 @@ func Builtins() []string {
 	return names
 }
 
+// LoadError is a profile that could not be found, read, parsed or
+// validated (Load). Its text is the cause's: file, line and rule.
+type LoadError struct {
+	Profile string
+	Err     error
+}
+
+func (e *LoadError) Error() string { return e.Err.Error() }
+func (e *LoadError) Unwrap() error { return e.Err }
+
 // Load resolves a profile by built-in name or file path, following extends.
-// It returns the resolved profile and a hash of every source it was built from.
+// It returns the resolved profile and a hash of every source it was built
+// from. Errors are *LoadError. Names are not looked up in any search path
+// (LoadFrom): a built-in name is the built-in.
 func Load(nameOrFile string) (*Profile, string, error) {
+	return LoadFrom(nameOrFile, nil)
+}
+
+// LoadFrom is Load with a search path for profile names (SearchPath): a
+// bare NAME is NAME.yaml in the first of search that has it (checked by
+// trustedProfileFile), else the built-in. `extends: NAME` is looked up the
+// same way, skipping files already in the chain, so a project's
+// claude.yaml may say `extends: claude` to build on the next claude (the
+// user's, the system's or the built-in).
+func LoadFrom(nameOrFile string, search []SearchDir) (*Profile, string, error) {
 	h := sha256.New()
-	p, err := load(nameOrFile, h, map[string]bool{})
+	l := &loader{search: search, seen: map[string]bool{}}
+	p, src, err := l.load(nameOrFile, h)
 	if err != nil {
-		return nil, "", err
+		return nil, "", &LoadError{nameOrFile, err}
 	}
 	p.setDefaults()
 	if err := p.Validate(); err != nil {
-		return nil, "", fmt.Errorf("profile %s: %w", nameOrFile, err)
+		return nil, "", &LoadError{nameOrFile, fmt.Errorf("profile %s: %w", nameOrFile, err)}
 	}
+	p.Source = src
 	return p, hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func load(nameOrFile string, h io.Writer, seen map[string]bool) (*Profile, error) {
-	if seen[nameOrFile] {
-		return nil, fmt.Errorf("profile %s: extends cycle", nameOrFile)
-	}
-	seen[nameOrFile] = true
-	src, data, err := read(nameOrFile)
+type loader struct {
+	search []SearchDir
+	seen   map[string]bool // sources already in the extends chain
+}
+
+func (l *loader) load(nameOrFile string, h io.Writer) (*Profile, string, error) {
+	src, data, err := l.read(nameOrFile)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	if l.seen[src] {
+		return nil, "", fmt.Errorf("profile %s: extends cycle", nameOrFile)
+	}
+	l.seen[src] = true
 	h.Write(data)
 	p, err := Parse(src, data)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if p.Extends == "" {
-		return p, nil
+		return p, src, nil
 	}
-	parent, err := load(p.Extends, h, seen)
+	parent, _, err := l.load(p.Extends, h)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return merge(parent, p), nil
+	return merge(parent, p), src, nil
 }
 
-func read(nameOrFile string) (string, []byte, error) {
-	if !strings.ContainsAny(nameOrFile, "/.") {
+// isName: a bare profile name (no path separator, no dot) — looked up in
+// the search path and the built-ins; anything else is a file path.
+func isName(nameOrFile string) bool { return !strings.ContainsAny(nameOrFile, "/.") }
+
+func (l *loader) read(nameOrFile string) (string, []byte, error) {
+	if isName(nameOrFile) {
+		for _, d := range l.search {
+			p := filepath.Join(d.Dir, nameOrFile+".yaml")
+			if l.seen[p] {
+				continue // extends the next one of that name
+			}
+			data, ok, err := readSearched(d, p)
+			if err != nil {
+				return "", nil, err
+			}
+			if ok {
+				return p, data, nil
+			}
+		}
 		data, err := builtinFS.ReadFile(path.Join("builtin", nameOrFile+".yaml"))
 		if err == nil {
 			return "builtin:" + nameOrFile, data, nil
 		}
 		if _, serr := os.Stat(nameOrFile); serr != nil {
-			return "", nil, fmt.Errorf("%w %q (built-in: %s)", ErrUnknown, nameOrFile, strings.Join(Builtins(), ", "))
+			return "", nil, fmt.Errorf("%w %q (built-in: %s%s)", ErrUnknown, nameOrFile, strings.Join(Builtins(), ", "), searchWords(l.search))
 		}
 	}
 	data, err := os.ReadFile(nameOrFile)
@@ -293,7 +349,10 @@ func Parse(src string, data []byte) (*Profile, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty profile", src)
 		}
-		return nil, friendlyYAMLError(src, err)
+		// The document as nodes, to name the key an error is about.
+		var doc yaml.Node
+		_ = yaml.Unmarshal(data, &doc)
+		return nil, friendlyYAMLError(src, err, &doc)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
@@ -408,22 +467,22 @@ func (p *Profile) Validate() error {
 			errs = append(errs, fmt.Errorf("network: allowlist needs at least one allow entry (host:port)"))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("network: %q is not none, allowlist, public or host", p.Network))
+		errs = append(errs, fmt.Errorf("network: %q is not none, allowlist, public or host%s", p.Network, suggestKey(p.Network, []string{NetworkNone, NetworkAllowlist, NetworkPublic, NetworkHost})))
 	}
 	switch p.Backend {
 	case "", "namespace", "runc", "containerd":
 	default:
-		errs = append(errs, fmt.Errorf("backend: %q is not namespace, runc or containerd", p.Backend))
+		errs = append(errs, fmt.Errorf("backend: %q is not namespace, runc or containerd%s", p.Backend, suggestKey(p.Backend, []string{"namespace", "runc", "containerd"})))
 	}
 	switch p.Home.Mode {
 	case "ro", "hidden":
 	default:
-		errs = append(errs, fmt.Errorf("home.mode: %q is not ro or hidden", p.Home.Mode))
+		errs = append(errs, fmt.Errorf("home.mode: %q is not ro or hidden%s", p.Home.Mode, suggestKey(p.Home.Mode, []string{"ro", "hidden"})))
 	}
 	switch p.TTY {
 	case "auto", "never":
 	default:
-		errs = append(errs, fmt.Errorf("tty: %q is not auto or never", p.TTY))
+		errs = append(errs, fmt.Errorf("tty: %q is not auto or never%s", p.TTY, suggestKey(p.TTY, []string{"auto", "never"})))
 	}
 	for _, w := range append(append([]string{}, p.Home.Writable...), p.Home.Mask...) {
 		c := path.Clean(w)

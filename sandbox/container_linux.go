@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -153,11 +154,13 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		CgroupsPath: "/fedmem/" + id,
 		Annotations: map[string]string{"fedmem.session": spec.Plan.Session},
 		IDMapped:    idmapped,
+		HomeIDMap:   ociHomeIDMap(spec, &idp.id),
 		Placeholder: filepath.Join(bundle, "placeholder"), PlaceholderJSON: filepath.Join(bundle, "placeholder.json"),
 	})
 	if err != nil {
 		return nil, &Error{Code: ExitFedmemError, Stage: "spec", Msg: err.Error()}
 	}
+	faultOCI(ocispec, spec.Plan) // fedmemfault builds only (test/escape TestVerificationFailsClosed)
 	// fedmem-run's own executable, read-only, under the name the init
 	// dispatches on (the runtime execs Args[0] found in PATH).
 	ocispec.Mounts = append(ocispec.Mounts, specs.Mount{Destination: filepath.Join(oci.InitDir, InitArg0), Type: "bind", Source: exe, Options: []string{"bind", "ro", "nosuid", "nodev"}})
@@ -221,7 +224,45 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	if err := cmd.Start(); err != nil {
 		return nil, &Error{Code: ExitFedmemError, Stage: "start", Msg: fmt.Sprintf("%s helper: %v", rt.name, err)}
 	}
-	kill := func() { _, _ = ctlW.Write([]byte{'k'}) }
+	// kill: SIGKILL to the container's init through a pidfd once its pid
+	// is known (the kernel ends its whole pid namespace at once, as the
+	// namespace backend's kill of pid 1 does), and the helper's kill over
+	// the control pipe, which alone is a round trip through the runtime
+	// (containerd: gRPC, shim, runc) while a flood of writers goes on.
+	var initFd struct {
+		sync.Mutex
+		fd     int // pidfd of the container's init, 0: not yet known
+		closed bool
+	}
+	setInitFd := func(pid int) {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			return
+		}
+		initFd.Lock()
+		defer initFd.Unlock()
+		if initFd.closed {
+			unix.Close(fd)
+			return
+		}
+		initFd.fd = fd
+	}
+	defer func() {
+		initFd.Lock()
+		defer initFd.Unlock()
+		initFd.closed = true
+		if initFd.fd > 0 {
+			unix.Close(initFd.fd)
+		}
+	}()
+	kill := func() {
+		initFd.Lock()
+		if initFd.fd > 0 {
+			_ = unix.PidfdSendSignal(initFd.fd, unix.SIGKILL, nil, 0)
+		}
+		initFd.Unlock()
+		_, _ = ctlW.Write([]byte{'k'})
+	}
 	pl := startParentLimits(spec, kill)
 	defer pl.stop()
 	msgs, masters := link.started(spec)
@@ -231,6 +272,9 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	go func() {
 		b, _ := io.ReadAll(pidR)
 		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if n > 0 {
+			setInitFd(n) // before the agent can have started: the limits kill through it
+		}
 		initPid <- n // 0: the helper died before it knew
 	}()
 	relay := link.relay

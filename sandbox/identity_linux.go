@@ -287,8 +287,7 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 	}
 	// The home of a root caller: the agent (another uid) could not even
 	// traverse a 0700 home to reach the profile's writable paths in it.
-	var st unix.Stat_t
-	if h := spec.Plan.Home; h != "" && h != "/" && unix.Lstat(h, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == owner && owner != spec.UID && st.Mode&0o001 == 0 {
+	if h := spec.Plan.Home; homeNeedsIdmap(spec, owner) {
 		if userns == nil {
 			if userns, err = takeUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
 				return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: "user namespace for idmapped mounts: " + err.Error()}
@@ -316,6 +315,15 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 		}
 	}
 	return closeAll, nil
+}
+
+// homeNeedsIdmap: the caller's home is a directory the owner owns that
+// the agent (another uid) may not traverse: it is attached idmapped
+// owner→agent and read-only under every plan mount (both backends).
+func homeNeedsIdmap(spec *Spec, owner int) bool {
+	var st unix.Stat_t
+	h := spec.Plan.Home
+	return h != "" && h != "/" && unix.Lstat(h, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == owner && owner != spec.UID && st.Mode&0o001 == 0
 }
 
 // homeIdmapIndex is the key of cfg.Idmapped for the caller's home (not a

@@ -1,6 +1,9 @@
 package sandbox
 
-import "fmt"
+import (
+	"fmt"
+	"os"
+)
 
 // Backend names, for --backend and a profile's backend:.
 const (
@@ -32,4 +35,18 @@ func NewBackend(name string, o BackendOptions) (Backend, error) {
 		return containerBackend(name, o)
 	}
 	return nil, &Error{Code: ExitFedmemError, Stage: "backend", Msg: fmt.Sprintf("unknown backend %q (namespace, runc or containerd)", name)}
+}
+
+// CheckCaller refuses, before a session exists (no inbox folder, no
+// session record), a caller backend b cannot serve: the container backends
+// need a root caller. Rootless runc and rootless containerd are not
+// supported (docs/backends.md); an unprivileged caller uses namespace.
+func CheckCaller(b Backend) error {
+	switch n := b.Name(); n {
+	case BackendRunc, BackendContainerd:
+		if uid := os.Geteuid(); uid != 0 {
+			return &Error{Code: ExitFedmemError, Stage: "backend", Msg: fmt.Sprintf("the %s backend needs a root caller (this one is uid %d): rootless runc and containerd are not supported; use --backend namespace", n, uid)}
+		}
+	}
+	return nil
 }

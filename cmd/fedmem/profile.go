@@ -86,18 +86,22 @@ func newProfileListCmd() *cobra.Command {
 func newProfileShowCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "show NAME|FILE",
+		Use: "show NAME|FILE",
+		Long: `show prints a profile as fedmem-run applies it. A NAME is looked up as
+fedmem-run does: ./.fedmem/profiles/NAME.yaml, ~/.config/fedmem/profiles,
+/etc/fedmem/profiles, then the built-ins (docs/profiles.md, "Search path").`,
 		Short: "Print a profile as fedmem-run applies it (extends resolved, defaults filled in)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, hash, err := profiles.Load(args[0])
+			search := resolve.ProfileSearch("")
+			p, hash, err := profiles.LoadFrom(args[0], search)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return writeJSONOut(cmd.OutOrStdout(), map[string]any{"profile": p, "profile_hash": hash})
+				return writeJSONOut(cmd.OutOrStdout(), map[string]any{"profile": p, "profile_hash": hash, "profile_source": p.Source})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "# profile %s, resolved (sha256 %s)\n", args[0], hash)
+			fmt.Fprintf(cmd.OutOrStdout(), "# profile %s, resolved (sha256 %s) from %s (%s)\n", args[0], hash, p.Source, profiles.SourceKind(p.Source, search))
 			enc := yaml.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent(2)
 			if err := enc.Encode(p); err != nil {
@@ -132,7 +136,7 @@ name settings that weaken the sandbox and go to stderr (exit 0).`,
 			res := checkResult{Profile: args[0], Errors: []string{}, Warnings: []string{}}
 			// The launcher refuses exactly what this calls an error: both
 			// run profiles.LoadChecked.
-			_, _, warns, err := profiles.LoadChecked(args[0])
+			_, _, warns, err := profiles.LoadCheckedFrom(args[0], resolve.ProfileSearch(""))
 			res.Warnings = append(res.Warnings, warns...)
 			var ce *profiles.CheckError
 			if errors.As(err, &ce) {

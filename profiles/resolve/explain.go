@@ -28,6 +28,7 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 	if o.JSON {
 		out := map[string]any{
 			"profile": p.Name, "profile_hash": s.ProfileHash, "placeholder_vault": s.Placeholder,
+			"profile_source": s.ProfileSource, "profile_source_kind": s.ProfileSourceKind,
 			"plan": pl, "allow": p.Allow, "limits": p.Limits, "network": p.Network,
 			"uid": s.UID, "gid": s.GID, "identity_source": s.IdentitySource,
 			"owner_uid": s.OwnerUID, "owner_gid": s.OwnerGID, "warnings": s.Warnings,
@@ -43,8 +44,8 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 	if s.Placeholder {
 		fmt.Fprintf(w, "note: no --vault given; %s stands for the vault\n", s.Vault)
 	}
-	fmt.Fprintf(w, "profile %s (sha256 %s)\nvault   %s\ninbox   %s\nworkdir %s\nhome    %s\nagent   uid %d gid %d (%s)\nnetwork %s\n",
-		p.Name, s.ProfileHash[:12], pl.Vault, pl.Inbox, pl.Workdir, pl.Home, s.UID, s.GID, s.IdentitySource, networkWords(p))
+	fmt.Fprintf(w, "profile %s (sha256 %s)\nsource  %s (%s)\nvault   %s\ninbox   %s\nworkdir %s\nhome    %s\nagent   uid %d gid %d (%s)\nnetwork %s\n",
+		p.Name, s.ProfileHash[:12], s.ProfileSource, s.ProfileSourceKind, pl.Vault, pl.Inbox, pl.Workdir, pl.Home, s.UID, s.GID, s.IdentitySource, networkWords(p))
 	if s.IdentitySource == "caller (plan only)" && s.UID == 0 {
 		fmt.Fprintln(w, "note: the plan is the caller's; fedmem-run never runs an agent as uid 0 (run_as, --agent-user, sudo user, fedmem-agent or 65533: see `fedmem-run --explain`)")
 	}

@@ -55,6 +55,10 @@ type Session struct {
 	ID          string
 	Profile     *profiles.Profile
 	ProfileHash string
+	// ProfileSource is the file the profile came from ("builtin:NAME" for
+	// a built-in); ProfileSourceKind: project, user, system, builtin or
+	// file (profiles.SourceKind).
+	ProfileSource, ProfileSourceKind string
 	// Warnings are the profile's warnings (profiles.Check) and the plan's.
 	Warnings []string
 	Vault    string
@@ -73,6 +77,19 @@ type Session struct {
 	Plan               *mounts.Plan
 	// Argv0 is the agent's command ("" for explain without one).
 	Argv0 string
+}
+
+// ProfileSearch is the profile search path of a session in workdir (""
+// for the current directory): WORKDIR/.fedmem/profiles, the caller's
+// ~/.config/fedmem/profiles, /etc/fedmem/profiles (profiles.SearchPath).
+func ProfileSearch(workdir string) []profiles.SearchDir {
+	if workdir == "" {
+		workdir, _ = os.Getwd()
+	} else if abs, err := filepath.Abs(workdir); err == nil {
+		workdir = abs
+	}
+	home, _ := os.UserHomeDir()
+	return profiles.SearchPath(workdir, home)
 }
 
 // ProfileName is the profile used for argv when none is named: the built-in
@@ -97,14 +114,16 @@ func ProfileName(named string, argv []string) string {
 // refused here too, with the same messages (file, line, rule).
 func Resolve(o Options) (*Session, error) {
 	name := ProfileName(o.Profile, o.Argv)
-	prof, hash, warns, err := profiles.LoadChecked(name)
+	search := ProfileSearch(o.Workdir)
+	prof, hash, warns, err := profiles.LoadCheckedFrom(name, search)
 	if err != nil {
 		return nil, err
 	}
 	if err := Tighten(prof, o.Timeout, o.Network); err != nil {
 		return nil, err
 	}
-	s := &Session{Profile: prof, ProfileHash: hash, Warnings: warns}
+	s := &Session{Profile: prof, ProfileHash: hash, Warnings: warns,
+		ProfileSource: prof.Source, ProfileSourceKind: profiles.SourceKind(prof.Source, search)}
 	if len(o.Argv) > 0 {
 		s.Argv0 = o.Argv[0]
 	}

@@ -33,7 +33,7 @@ type Resolved struct {
 // Resolve computes the session without changing anything on the host.
 func Resolve(o *Options) (*Resolved, error) {
 	if len(o.Argv) == 0 && !o.Explain {
-		return nil, errors.New("no command given (usage: fedmem-run [flags] [--] CMD [ARGS…])")
+		return nil, staged(StageFlags, errors.New("no command given (usage: fedmem-run [flags] [--] CMD [ARGS…])"))
 	}
 	s, err := resolve.Resolve(o.resolveOptions())
 	if err != nil {
@@ -142,6 +142,9 @@ func Run(ctx context.Context, o *Options) (int, error) {
 	r, err := Resolve(o)
 	sandbox.Stamp("resolved")
 	if err != nil {
+		if !o.Explain {
+			reportEarly(o, sandbox.ExitFedmemError, StageOf(err, StageResolve), err, stderr)
+		}
 		return sandbox.ExitFedmemError, err
 	}
 	if o.Explain {
@@ -158,7 +161,18 @@ func Run(ctx context.Context, o *Options) (int, error) {
 		}
 		return 0, nil
 	}
-	rep := &Report{
+	// The backend before the session exists: one that refuses this
+	// caller (the container backends need root) leaves nothing behind.
+	backend, err := backendFor(o, r.Profile)
+	if err != nil {
+		return sandbox.ExitFedmemError, staged(StageBackend, err)
+	}
+	o2 := *o
+	o2.Backend, o = backend, &o2
+	if err := sandbox.CheckCaller(o.Backend); err != nil {
+		return sandbox.ExitFedmemError, staged(StageBackend, err)
+	}
+	rep := &Report{SchemaVersion: ReportSchemaVersion,
 		SessionRecord: vault.SessionRecord{Session: r.ID, Profile: r.Profile.Name, ProfileHash: r.ProfileHash, UID: r.UID, Command: o.Argv},
 		Vault:         r.Vault, Inbox: r.Plan.Inbox, Workdir: r.Workdir, Network: r.Profile.Network, Warnings: r.Warnings,
 	}
@@ -173,6 +187,7 @@ func Run(ctx context.Context, o *Options) (int, error) {
 	writeSessionRecord(r.Vault, rep, stderr)
 	dropped, err := vault.DropLauncherGroup()
 	if err != nil {
+		reportEarly(o, sandbox.ExitFedmemError, StageLaunch, err, stderr)
 		return sandbox.ExitFedmemError, err
 	}
 	// Output files first: before anything the agent runs, and before this
@@ -186,19 +201,21 @@ func Run(ctx context.Context, o *Options) (int, error) {
 	}
 	ev := &events{session: r.ID}
 	if o.Events != "" {
-		if ev.f, err = openOutput("--events", o.Events, true, r.Plan.Writable); err != nil {
-			return sandbox.ExitFedmemError, err
-		}
+		ev.f, err = openOutput("--events", o.Events, true, r.Plan.Writable)
+		err = staged(StageOutput, err)
 	}
 	defer ev.close()
-	code, err := run(ctx, o, r, ev, rep, stderr, !dropped)
+	code := 0
+	if err == nil {
+		code, err = run(ctx, o, r, ev, rep, stderr, !dropped)
+	}
 	if err != nil && code == 0 {
 		code = sandbox.ExitCodeOf(err)
 	}
 	if err != nil && rep.Error == nil {
 		// Refused before the agent ran: the report says why.
 		rep.ExitCode = code
-		rep.Error = &sandbox.Error{Code: code, Stage: "launch", Msg: err.Error()}
+		rep.Error = &sandbox.Error{Code: code, Stage: StageOf(err, StageLaunch), Msg: err.Error()}
 	}
 	if reportF != nil {
 		b, merr := json.MarshalIndent(rep, "", "  ")
@@ -212,6 +229,14 @@ func Run(ctx context.Context, o *Options) (int, error) {
 	return code, err
 }
 
+// reportEarly writes the report of a run refused before its report file
+// was open (WriteEarlyReport); a failure to write it is said on stderr.
+func reportEarly(o *Options, code int, stage string, cause error, stderr io.Writer) {
+	if err := WriteEarlyReport(o, code, stage, cause); err != nil {
+		fmt.Fprintf(stderr, "fedmem-run: report not written: %v\n", err)
+	}
+}
+
 // run does the session's work after Run has opened the output files; rep
 // is filled in as it goes.
 func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, stderr io.Writer, rewriteRecord bool) (int, error) {
@@ -222,7 +247,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	}
 	created, err := ensureGateState(r.Session)
 	if err != nil {
-		return sandbox.ExitFedmemError, err
+		return sandbox.ExitFedmemError, staged(StageState, err)
 	}
 	if created {
 		// Plan again, same session: the state directory now exists and
@@ -241,14 +266,14 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	for _, m := range s.Plan.Mounts {
 		if m.Create {
 			if err := createOwned(m.Source, m.Dir, s.OwnerUID, s.OwnerGID); err != nil {
-				return sandbox.ExitFedmemError, fmt.Errorf("profile %s: create %s: %w", prof.Name, m.Source, err)
+				return sandbox.ExitFedmemError, staged(StageState, fmt.Errorf("profile %s: create %s: %w", prof.Name, m.Source, err))
 			}
 		}
 	}
 	// Per-profile state: its store and mount points, seeded copies.
 	stateWarnings, err := prepareState(s.Plan, s.Home, s.OwnerUID, s.OwnerGID)
 	if err != nil {
-		return sandbox.ExitFedmemError, fmt.Errorf("profile %s: %w", prof.Name, err)
+		return sandbox.ExitFedmemError, staged(StageState, fmt.Errorf("profile %s: %w", prof.Name, err))
 	}
 	for _, w := range stateWarnings {
 		fmt.Fprintf(stderr, "fedmem-run: warning: %s\n", w)
@@ -257,10 +282,10 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	started := time.Now()
 	rep.VaultHeadStart, _ = vault.ReadHead(s.Vault)
 	if err := checkInboxReachable(s.Vault, s.UID, s.GID); err != nil {
-		return sandbox.ExitFedmemError, err
+		return sandbox.ExitFedmemError, staged(StageInbox, err)
 	}
 	if err := createInbox(s.Vault, s.Plan.Inbox, s.UID); err != nil {
-		return sandbox.ExitFedmemError, err
+		return sandbox.ExitFedmemError, staged(StageInbox, err)
 	}
 
 	stdinF, _ := o.Stdin.(*os.File)
@@ -287,12 +312,8 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	}
 	ev.emit("start", map[string]any{"profile": prof.Name, "profile_hash": s.ProfileHash, "vault": s.Vault, "inbox": s.Plan.Inbox,
 		"workdir": s.Workdir, "command": o.Argv, "uid": s.UID, "network": prof.Network, "warnings": s.Warnings})
-	backend, err := backendFor(o, prof)
-	if err != nil {
-		return sandbox.ExitFedmemError, err
-	}
 	sandbox.Stamp("prepared")
-	res, runErr := backend.Run(ctx, spec)
+	res, runErr := o.Backend.Run(ctx, spec) // chosen by Run
 	rep.DurationMS = time.Since(started).Milliseconds()
 	rep.VaultHeadEnd, _ = vault.ReadHead(s.Vault)
 	rep.InboxFiles, rep.InboxTruncated = listInbox(s.Plan.Inbox)

@@ -63,6 +63,12 @@ type Input struct {
 	// agent creates there stays its owner's on disk (the namespace
 	// backend's idmapBinds, as OCI idmapped mounts).
 	IDMapped map[string]IDMap
+	// HomeIDMap, when set, attaches the Plan's home read-only and
+	// idmapped right over the root, under every plan mount: a root
+	// caller's 0700 home that the agent (another uid) could not even
+	// traverse to reach its profile's paths (the namespace backend's
+	// idmapped home).
+	HomeIDMap *IDMap
 }
 
 // IDMap is one idmapped mount's mappings, as the kernel's user namespace
@@ -135,6 +141,13 @@ func Translate(in Input) (*specs.Spec, error) {
 			m, swap := in.Memory, in.Memory // no swap beyond the limit
 			s.Linux.Resources.Memory = &specs.LinuxMemory{Limit: &m, Swap: &swap}
 		}
+	}
+	if in.HomeIDMap != nil {
+		if pl.Home == "" || pl.Home == "/" || !strings.HasPrefix(pl.Home, "/") {
+			return nil, fmt.Errorf("%w: an idmapped home needs the plan's home, an absolute path other than /, not %q", ErrTranslate, pl.Home)
+		}
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: pl.Home, Type: "bind", Source: pl.Home,
+			Options: append(append([]string{}, roBind...), "idmap"), UIDMappings: in.HomeIDMap.UID, GIDMappings: in.HomeIDMap.GID})
 	}
 	for _, m := range pl.Mounts {
 		if err := addMount(s, m, in); err != nil {

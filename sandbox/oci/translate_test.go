@@ -181,3 +181,34 @@ func TestTranslateIDMapped(t *testing.T) {
 		t.Errorf("mounts (-want +got):\n%s", d)
 	}
 }
+
+// TestTranslateHomeIDMap: a root caller's closed home goes first, read-only
+// and idmapped, so every plan mount (a secret's mask, a writable state
+// path) lands over it; without the plan's home it is refused.
+func TestTranslateHomeIDMap(t *testing.T) {
+	in := base(
+		mounts.Mount{Kind: mounts.BindRW, Source: "/root/.claude", Target: "/root/.claude", Dir: true},
+		mounts.Mount{Kind: mounts.Masked, Target: "/root/.ssh", Dir: true},
+	)
+	in.Plan.Home = "/root"
+	m := IDMap{UID: []specs.LinuxIDMapping{{ContainerID: 0, HostID: 64001, Size: 1}}, GID: []specs.LinuxIDMapping{{ContainerID: 0, HostID: 64001, Size: 1}}}
+	in.HomeIDMap = &m
+	s, err := Translate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []specs.Mount{
+		{Destination: "/root", Type: "bind", Source: "/root", Options: []string{"rbind", "ro", "rro", "nosuid", "nodev", "idmap"}, UIDMappings: m.UID, GIDMappings: m.GID},
+		{Destination: "/root/.claude", Type: "bind", Source: "/root/.claude", Options: []string{"rbind", "rw", "nosuid", "nodev"}},
+		{Destination: "/root/.ssh", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=000", "size=4k", "ro"}},
+	}
+	if d := cmp.Diff(want, s.Mounts); d != "" {
+		t.Errorf("mounts (-want +got):\n%s", d)
+	}
+	for _, h := range []string{"", "/", "relative"} {
+		in.Plan.Home = h
+		if _, err := Translate(in); !errors.Is(err, ErrTranslate) {
+			t.Errorf("home %q: err %v, want ErrTranslate", h, err)
+		}
+	}
+}

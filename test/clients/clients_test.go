@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,12 +26,19 @@ func need(t *testing.T, tool string) string {
 	return p
 }
 
+// tmux runs tmux against the test's private server (-L sock): the default
+// server is shared by every run on the machine, and its session names
+// resolve by prefix, so another run's kill-session could end this one.
+func tmux(sock string, args ...string) *exec.Cmd {
+	return exec.Command("tmux", append([]string{"-L", sock}, args...)...)
+}
+
 // screen polls a tmux pane until want appears or the deadline passes.
-func screen(t *testing.T, session, want string, within time.Duration) string {
+func screen(t *testing.T, sock, session, want string, within time.Duration) string {
 	t.Helper()
 	var last string
 	for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
-		out, err := exec.Command("tmux", "capture-pane", "-t", session, "-p").Output()
+		out, err := tmux(sock, "capture-pane", "-t", session, "-p").Output()
 		if err != nil {
 			t.Fatalf("tmux capture-pane: %v", err)
 		}
@@ -43,7 +51,11 @@ func screen(t *testing.T, session, want string, within time.Duration) string {
 	return ""
 }
 
-func runClient(t *testing.T, client, want string, homeCheck func(t *testing.T, home string)) {
+// runClient starts client under fedmem-run in tmux, waits for want on its
+// first screen and for saved(home) to hold (the client has written its
+// state through the profile's writable home paths), ends it with Ctrl-C
+// unless it ended by itself, and checks saved again after it is gone.
+func runClient(t *testing.T, client, want string, saved func(home string) error) {
 	testutil.RequireRoot(t)
 	need(t, "tmux")
 	need(t, client)
@@ -65,30 +77,32 @@ func runClient(t *testing.T, client, want string, homeCheck func(t *testing.T, h
 	}
 	report := filepath.Join(base, "report.json")
 	session := "fedmem-client-" + client
-	exec.Command("tmux", "kill-session", "-t", session).Run()
+	sock := fmt.Sprintf("fedmem-clients-%d-%d", os.Getpid(), time.Now().UnixNano())
 	shell := "cd " + work + " && HOME=" + home + " " + bins.FedmemRun + " " + strings.Join(testutil.BackendArgs(), " ") + " --vault " + v.Dir + " --report " + report +
-		" -- " + client + "; echo FEDMEM-EXIT=$?; sleep 600"
-	if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40", shell).CombinedOutput(); err != nil {
+		" -- " + client + "; echo FEDMEM-EXIT=$?; trap '' INT; sleep 600" // a late Ctrl-C must not end the pane
+	if out, err := tmux(sock, "new-session", "-d", "-s", session, "-x", "120", "-y", "40", shell).CombinedOutput(); err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
-	t.Cleanup(func() { exec.Command("tmux", "kill-session", "-t", session).Run() })
-	scr := screen(t, session, want, 60*time.Second)
+	t.Cleanup(func() { tmux(sock, "kill-server").Run() })
+	scr := screen(t, sock, session, want, 60*time.Second)
 	t.Logf("%s drew:\n%s", client, scr)
-	// Give the client time to finish its start-up (without network both
-	// end by themselves), then end it from its terminal: Ctrl-C reaches
-	// it through the pty.
-	for end := time.Now().Add(45 * time.Second); time.Now().Before(end) && !strings.Contains(scr, "FEDMEM-EXIT="); time.Sleep(time.Second) {
-		out, _ := exec.Command("tmux", "capture-pane", "-t", session, "-p").Output()
+	// Let the client finish its start-up — until it has saved its state or
+	// ended by itself (without network both may) — then end it from its
+	// terminal: Ctrl-C reaches it through the pty.
+	for end := time.Now().Add(45 * time.Second); time.Now().Before(end) && !strings.Contains(scr, "FEDMEM-EXIT=") && saved(home) != nil; time.Sleep(time.Second) {
+		out, _ := tmux(sock, "capture-pane", "-t", session, "-p").Output()
 		scr = string(out)
 	}
 	for i := 0; i < 4 && !strings.Contains(scr, "FEDMEM-EXIT="); i++ {
-		exec.Command("tmux", "send-keys", "-t", session, "C-c").Run()
+		tmux(sock, "send-keys", "-t", session, "C-c").Run()
 		time.Sleep(time.Second)
-		out, _ := exec.Command("tmux", "capture-pane", "-t", session, "-p").Output()
+		out, _ := tmux(sock, "capture-pane", "-t", session, "-p").Output()
 		scr = string(out)
 	}
-	screen(t, session, "FEDMEM-EXIT=", 20*time.Second)
-	homeCheck(t, home)
+	screen(t, sock, session, "FEDMEM-EXIT=", 20*time.Second)
+	if err := saved(home); err != nil {
+		t.Fatalf("%s: %v", client, err)
+	}
 	after, err := testutil.Take(v.Dir)
 	if err != nil {
 		t.Fatal(err)
@@ -102,26 +116,26 @@ func runClient(t *testing.T, client, want string, homeCheck func(t *testing.T, h
 	if b, err := os.ReadFile(filepath.Join(home, ".ssh", "id_ed25519")); err != nil || string(b) != "PRIVATE-KEY-MATERIAL" {
 		t.Fatalf("the secret changed on the host: %q %v", b, err)
 	}
-	if _, err := os.Stat(report); err != nil {
-		t.Fatalf("no session report: %v", err)
-	}
+	testutil.RequireReportBackend(t, report)
 }
 
 func TestClaudeCodeUnderClaudeProfile(t *testing.T) {
-	runClient(t, "claude", "Claude Code", func(t *testing.T, home string) {
+	runClient(t, "claude", "Claude Code", func(home string) error {
 		// The profile points CLAUDE_CONFIG_DIR at the writable ~/.claude,
 		// where Claude Code saves its state (tmp file + rename).
 		b, err := os.ReadFile(filepath.Join(home, ".claude", ".claude.json"))
 		if err != nil || !strings.Contains(string(b), "firstStartTime") {
-			t.Fatalf("claude did not save its state in ~/.claude/.claude.json: %q %v", b, err)
+			return fmt.Errorf("claude did not save its state in ~/.claude/.claude.json: %q %v", b, err)
 		}
+		return nil
 	})
 }
 
 func TestCodexUnderCodexProfile(t *testing.T) {
-	runClient(t, "codex", "Codex", func(t *testing.T, home string) {
+	runClient(t, "codex", "Ask Codex to do anything", func(home string) error {
 		if fi, err := os.Stat(filepath.Join(home, ".codex")); err != nil || !fi.IsDir() {
-			t.Fatalf("codex did not create ~/.codex through the writable bind: %v", err)
+			return fmt.Errorf("codex did not create ~/.codex through the writable bind: %v", err)
 		}
+		return nil
 	})
 }

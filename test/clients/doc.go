@@ -5,5 +5,6 @@
 // under $HOME, and change nothing in the vault.
 //
 // With FEDMEM_REQUIRE_CLIENTS=1 (CI sets it after installing them) a
-// missing client or tmux is a failure, not a skip.
+// missing client or tmux is a failure, not a skip. FEDMEM_BACKEND picks
+// fedmem-run's backend (make test-matrix runs runc and containerd too).
 package clients

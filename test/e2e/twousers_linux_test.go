@@ -193,13 +193,15 @@ printf '{"session":"%s","uid":64001,"profile":"default","command":["claude"]}' "
 	// vault's agent group.
 	agentCtx, agentCancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer agentCancel()
-	agent := exec.CommandContext(agentCtx, bins.FedmemRun, "--vault", v, "--workdir", work, "--agent-user", fmt.Sprintf("%d:%d", agentUID, gateUID), "--report", filepath.Join(base, "report.json"), "--", "/bin/sh", "-c", agentScript, "agent", draftDir)
+	agentArgs := append([]string{"--vault", v, "--workdir", work, "--agent-user", fmt.Sprintf("%d:%d", agentUID, gateUID), "--report", filepath.Join(base, "report.json")}, testutil.BackendArgs()...) // the matrix: FEDMEM_BACKEND
+	agent := exec.CommandContext(agentCtx, bins.FedmemRun, append(agentArgs, "--", "/bin/sh", "-c", agentScript, "agent", draftDir)...)
 	agent.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
 	agent.Dir = work
 	out, err := agent.CombinedOutput()
 	if agentCtx.Err() != nil || err != nil {
 		t.Fatalf("agent: %v\n%s", err, out)
 	}
+	testutil.RequireReportBackend(t, filepath.Join(base, "report.json"))
 	receipts := map[string]string{}
 	for _, l := range strings.Split(string(out), "\n") {
 		if rest, ok := strings.CutPrefix(l, "RECEIPT "); ok {

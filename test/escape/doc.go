@@ -12,4 +12,9 @@
 // The suite needs root (it creates users' files, runs setpriv and tmux); it
 // skips without root unless FEDMEM_REQUIRE_ROOT=1, in which case it fails.
 // It has no non-test code.
+//
+// FEDMEM_BACKEND=runc|containerd runs it under a container backend (make
+// test-matrix): the same expectations; the layouts whose caller is an
+// unprivileged user skip there by name, since those backends refuse such a
+// caller (TestContainerBackendRefusesUnprivilegedCaller).
 package escape

@@ -83,6 +83,16 @@ type env struct {
 
 func setup(t *testing.T, l layout) *env {
 	t.Helper()
+	if l.user {
+		testutil.SkipUnprivilegedCaller(t)
+	}
+	return prepare(t, l)
+}
+
+// prepare is setup without the backend's caller check: for tests of the
+// container backends' refusal of an unprivileged caller.
+func prepare(t *testing.T, l layout) *env {
+	t.Helper()
 	testutil.RequireRoot(t)
 	e := &env{l: l, bins: testutil.Binaries(t), base: testutil.TempDir(t)}
 	if l.user {
@@ -166,9 +176,7 @@ func (e *env) command(ctx context.Context, report string, extra []string, argv .
 		args = append(args, "--report", report)
 	}
 	args = append(args, extra...)
-	if !e.l.user {
-		args = append(args, testutil.BackendArgs()...) // the matrix: FEDMEM_BACKEND; container backends need root
-	}
+	args = append(args, testutil.BackendArgs()...) // the matrix: FEDMEM_BACKEND (setup skips user layouts under container backends)
 	args = append(append(args, "--"), argv...)
 	name := e.bins.FedmemRun
 	if e.l.user {

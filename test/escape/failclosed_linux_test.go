@@ -27,8 +27,15 @@ func TestVerificationFailsClosed(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the fault binary: %v\n%s", err, out)
 	}
+	// The container backends' helpers beside it, where fedmem-run looks.
+	for _, h := range []string{"fedmem-runc", "fedmem-containerd"} {
+		if p := filepath.Join(filepath.Dir(e.bins.FedmemRun), h); testutil.Backend() != "namespace" {
+			must(t, os.Symlink(p, filepath.Join(e.base, h)))
+		}
+	}
 	marker := filepath.Join(e.workdir, "agent-ran")
-	cmd := exec.Command(bin, "--vault", e.vault.Dir, "--workdir", e.workdir, "--", "/bin/sh", "-c", "touch "+marker+"; echo pwned >> "+filepath.Join(e.vault.Dir, e.vault.Note))
+	args := append([]string{"--vault", e.vault.Dir, "--workdir", e.workdir}, testutil.BackendArgs()...) // FEDMEM_BACKEND's matrix
+	cmd := exec.Command(bin, append(args, "--", "/bin/sh", "-c", "touch "+marker+"; echo pwned >> "+filepath.Join(e.vault.Dir, e.vault.Note))...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + e.home}
 	out, err := cmd.CombinedOutput()
 	if code := exitCode(err); code != 125 {

@@ -316,6 +316,7 @@ for name, p in (("LISTED", sys.argv[1]), ("OTHER", sys.argv[2])):
 // the run goes ahead and the group's file and socket refuse the agent.
 func TestHostAuthorityUserGroupsNewgidmap(t *testing.T) {
 	testutil.RequireRoot(t)
+	testutil.SkipUnprivilegedCaller(t)
 	if _, err := exec.LookPath("newgidmap"); err != nil {
 		// .ci/run installs uidmap; elsewhere this is the environment's gap.
 		if os.Getenv("FEDMEM_REQUIRE_ROOT") == "1" {

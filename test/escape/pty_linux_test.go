@@ -73,10 +73,8 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 func (e *env) launch(argv ...string) string {
 	parts := []string{"cd", shellQuote(e.workdir), "&&", "env", "-i", "PATH=/usr/bin:/bin", "HOME=" + shellQuote(e.home), "TERM=xterm",
 		shellQuote(e.bins.FedmemRun), "--vault", shellQuote(e.vault.Dir), "--workdir", shellQuote(e.workdir)}
-	if !e.l.user {
-		for _, a := range testutil.BackendArgs() { // FEDMEM_BACKEND's matrix
-			parts = append(parts, shellQuote(a))
-		}
+	for _, a := range testutil.BackendArgs() { // FEDMEM_BACKEND's matrix
+		parts = append(parts, shellQuote(a))
 	}
 	parts = append(parts, "--")
 	for _, a := range argv {

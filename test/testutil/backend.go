@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,4 +102,39 @@ func Containerd(t testing.TB) string {
 	}
 	t.Cleanup(func() { _ = exec.Command(filepath.Join(root, "test/containerd/stop.sh"), dir).Run() })
 	return filepath.Join(dir, "containerd.sock")
+}
+
+// RequireReportBackend fails t unless the session report at path names
+// Backend() in layers.backend: a matrix run that quietly fell back to
+// another backend would otherwise pass for the one it was asked to test.
+func RequireReportBackend(t testing.TB, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("session report: %v", err)
+	}
+	var r struct {
+		Layers struct {
+			Backend string `json:"backend"`
+		} `json:"layers"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("session report %s: %v", path, err)
+	}
+	if r.Layers.Backend != Backend() {
+		t.Fatalf("session report %s: layers.backend = %q, want %q (FEDMEM_BACKEND)", path, r.Layers.Backend, Backend())
+	}
+}
+
+// SkipUnprivilegedCaller skips a test whose fedmem-run caller is an
+// unprivileged user when Backend() is runc or containerd: those backends
+// refuse such a caller before a session exists (sandbox.CheckCaller;
+// rootless runc/containerd are not supported, docs/backends.md), which
+// test/escape TestContainerBackendRefusesUnprivilegedCaller asserts. The layout itself is covered by the namespace backend's run of
+// the same test. Not an environment skip: no setting makes it run.
+func SkipUnprivilegedCaller(t testing.TB) {
+	t.Helper()
+	if b := Backend(); b != "namespace" {
+		t.Skipf("the %s backend refuses an unprivileged caller (TestContainerBackendRefusesUnprivilegedCaller); this layout runs under the namespace backend", b)
+	}
 }
