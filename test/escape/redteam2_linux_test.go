@@ -117,7 +117,8 @@ out("sethostname", err(lambda: socket.sethostname("evil")))
 out("mqueue_dir", err(lambda: os.mkdir("/dev/mqueue/x")))
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
-out("add_key", "OK" if libc.syscall(248, b"user", b"x", b"v", 1, ctypes.c_long(-3)) >= 0 else errno.errorcode[ctypes.get_errno()])
+nr = {"x86_64": 248, "aarch64": 217}[os.uname().machine]  # add_key
+out("add_key", "OK" if libc.syscall(nr, b"user", b"x", b"v", 1, ctypes.c_long(-3)) >= 0 else errno.errorcode[ctypes.get_errno()])
 for l in open("/proc/self/mountinfo"):
     f = l.split()
     if f[4] == "/": out("root_opts", f[5])
