@@ -54,6 +54,9 @@ func denialHint(rule string) string {
 			"turn the agent's own sandbox off (Codex: --sandbox danger-full-access) and let fedmem be the sandbox (docs/seccomp.md)"
 	case "mount":
 		return "no profile allows mounts: give the agent the paths it needs with writable:, state: or home.mode in its profile (docs/profiles.md)"
+	case "suid-sgid":
+		return "setuid/setgid bits can never be set inside fedmem: files the agent writes belong to you on the host " +
+			"(docs/seccomp.md); set the mode without them (chmod 755), or outside fedmem if you really mean it"
 	case "":
 		return "refused by the seccomp deny-list (docs/seccomp.md)"
 	}

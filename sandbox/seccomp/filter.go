@@ -196,12 +196,16 @@ func assemble(goarch string, rules []Rule, writes bool) ([]bpf.Instruction, erro
 		nr    uint32
 		label string
 		rule  int
+		name  string
 	}
 	var targets []target
 	errnos := map[Errno]bool{}
 	for ri, r := range rules {
 		for _, name := range r.Syscalls {
 			nr, ok := info.SyscallNames[name]
+			if !ok && legacyCalls[name] && goarch != "amd64" {
+				continue // an x86_64-only call (rules.go)
+			}
 			if !ok {
 				return nil, fmt.Errorf("seccomp: rule %q: system call %q unknown on %s", r.Name, name, goarch)
 			}
@@ -211,7 +215,7 @@ func assemble(goarch string, rules []Rule, writes bool) ([]bpf.Instruction, erro
 			} else {
 				errnos[r.Errno] = true
 			}
-			targets = append(targets, target{nr: uint32(nr), label: lbl, rule: ri})
+			targets = append(targets, target{nr: uint32(nr), label: lbl, rule: ri, name: name})
 		}
 	}
 
@@ -255,32 +259,48 @@ func assemble(goarch string, rules []Rule, writes bool) ([]bpf.Instruction, erro
 	}
 
 	// Argument checks. Each block knows its syscall already, so it ends in
-	// a return and never falls through to another comparison of nr.
+	// a return (or, with writes, the jump to the write section: a call the
+	// condition allows may still be a write call) and never falls through
+	// to another comparison of nr.
 	for _, t := range targets {
 		r := rules[t.rule]
 		if r.Cond == nil {
 			continue
 		}
 		c := r.Cond
+		if o := r.CondOf[t.name]; o != nil {
+			c = o
+		}
 		deny, allow := t.label+"-deny", t.label+"-allow"
 		if err := p.label(t.label); err != nil {
 			return nil, err
 		}
-		// Low word of args[i]; both supported arches are little-endian.
-		p.emit(bpf.LoadAbsolute{Off: uint32(offArgs + 8*c.Arg), Size: 4})
-		switch c.Op {
-		case AnyBits:
-			p.jump(bpf.JumpBitsSet, c.Mask, deny, allow)
-		case In:
-			for _, v := range c.Values {
-				p.jump(bpf.JumpEqual, v, deny, "")
+		for i := 0; c != nil; i, c = i+1, c.And {
+			next := deny
+			if c.And != nil {
+				next = fmt.Sprintf("%s-and%d", t.label, i+1)
 			}
-			p.emit(bpf.Jump{Skip: 1}) // to allow
-		case NotIn:
-			for _, v := range c.Values {
-				p.jump(bpf.JumpEqual, v, allow, "")
+			// Low word of args[i]; both supported arches are little-endian.
+			p.emit(bpf.LoadAbsolute{Off: uint32(offArgs + 8*c.Arg), Size: 4})
+			switch c.Op {
+			case AnyBits:
+				p.jump(bpf.JumpBitsSet, c.Mask, next, allow)
+			case In:
+				for _, v := range c.Values {
+					p.jump(bpf.JumpEqual, v, next, "")
+				}
+				p.gotoLabel(allow)
+			case NotIn:
+				for _, v := range c.Values {
+					p.jump(bpf.JumpEqual, v, allow, "")
+				}
+				p.gotoLabel(next)
 			}
-			// fall through to deny
+			if c.And != nil {
+				if err := p.label(next); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if err := p.label(deny); err != nil {
 			return nil, err
@@ -289,7 +309,11 @@ func assemble(goarch string, rules []Rule, writes bool) ([]bpf.Instruction, erro
 		if err := p.label(allow); err != nil {
 			return nil, err
 		}
-		p.emit(bpf.RetConstant{Val: retAllow})
+		if writes {
+			p.gotoLabel("writes")
+		} else {
+			p.emit(bpf.RetConstant{Val: retAllow})
+		}
 	}
 	if writes {
 		if err := p.label("writes"); err != nil {
@@ -327,25 +351,55 @@ func validate(rules []Rule) error {
 			}
 			seenCall[s] = r.Name
 		}
-		if c := r.Cond; c != nil {
-			if c.Arg < 0 || c.Arg > 5 {
-				return fmt.Errorf("%s: argument index %d not in 0..5", where, c.Arg)
+		if r.Cond == nil && len(r.CondOf) > 0 {
+			return fmt.Errorf("%s: CondOf without Cond", where)
+		}
+		for s, c := range r.CondOf {
+			if !contains(r.Syscalls, s) {
+				return fmt.Errorf("%s: CondOf names %q, not one of its system calls", where, s)
 			}
-			switch c.Op {
-			case AnyBits:
-				if c.Mask == 0 {
-					return fmt.Errorf("%s: AnyBits with empty mask", where)
-				}
-			case In, NotIn:
-				if len(c.Values) == 0 {
-					return fmt.Errorf("%s: %v with no values", where, c.Op)
-				}
-			default:
-				return fmt.Errorf("%s: unknown operator %v", where, c.Op)
+			if err := validCond(where+" CondOf["+s+"]", c); err != nil {
+				return err
 			}
-			if c.Text == "" {
-				return fmt.Errorf("%s: condition without Text", where)
+		}
+		if r.Cond != nil {
+			if err := validCond(where, r.Cond); err != nil {
+				return err
 			}
+		}
+	}
+	return nil
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// validCond checks one condition and the ones it requires (And).
+func validCond(where string, c *Cond) error {
+	for ; c != nil; c = c.And {
+		if c.Arg < 0 || c.Arg > 5 {
+			return fmt.Errorf("%s: argument index %d not in 0..5", where, c.Arg)
+		}
+		switch c.Op {
+		case AnyBits:
+			if c.Mask == 0 {
+				return fmt.Errorf("%s: AnyBits with empty mask", where)
+			}
+		case In, NotIn:
+			if len(c.Values) == 0 {
+				return fmt.Errorf("%s: %v with no values", where, c.Op)
+			}
+		default:
+			return fmt.Errorf("%s: unknown operator %v", where, c.Op)
+		}
+		if c.Text == "" {
+			return fmt.Errorf("%s: condition without Text", where)
 		}
 	}
 	return nil

@@ -299,3 +299,62 @@ func TestDocMatchesRules(t *testing.T) {
 		}
 	}
 }
+
+// TestSUIDSGIDInVM: every call that can give a file a mode is refused with
+// EPERM when the mode has S_ISUID or S_ISGID — in the low word, whatever
+// the high word — and allowed without them (0755, 01777 sticky, 0644);
+// open/openat only when they create (O_CREAT, O_TMPFILE); openat2 gets
+// ENOSYS. Both architectures (aarch64 has only the *at calls).
+func TestSUIDSGIDInVM(t *testing.T) {
+	const oWr, oCreat, oTmpfile, oDir = 0x1, 0x40, 0x400000, 0x10000
+	perm := retErrno | uint32(EPERM)
+	setid := []uint64{0o4755, 0o2755, 0o6755, 0o4000, 0o2000, 0o104755, 0xffffffff00004755}
+	plain := []uint64{0, 0o755, 0o644, 0o1777, 0o777, 0o100644, 0o4755 << 32}
+	for _, ga := range goarches {
+		v := newVM(t, ga)
+		// name → (mode argument, flags argument or -1)
+		calls := map[string][2]int{
+			"fchmod": {1, -1}, "fchmodat": {2, -1}, "fchmodat2": {2, -1}, "mkdirat": {2, -1}, "mknodat": {2, -1},
+			"openat": {3, 2},
+		}
+		if ga == "amd64" {
+			for n, a := range map[string][2]int{"chmod": {1, -1}, "creat": {1, -1}, "mkdir": {1, -1}, "mknod": {1, -1}, "open": {2, 1}} {
+				calls[n] = a
+			}
+		} else {
+			for _, n := range []string{"chmod", "creat", "mkdir", "mknod", "open"} {
+				if _, ok := SyscallNumber(ga, n); ok {
+					t.Errorf("%s has %s: the legacy list is wrong", ga, n)
+				}
+			}
+		}
+		for name, a := range calls {
+			for _, m := range setid {
+				args := make([]uint64, 6)
+				args[0], args[a[0]] = 0xffffff9c, m
+				if a[1] < 0 {
+					want(t, fmt.Sprintf("%s %s mode %#o", ga, name, m), v.call(name, args...), perm)
+					continue
+				}
+				for _, f := range []uint64{oWr | oCreat, oCreat, oWr | oTmpfile | oDir, 0x80000 | 0x80 | oWr | oCreat} {
+					args[a[1]] = f
+					want(t, fmt.Sprintf("%s %s flags %#x mode %#o", ga, name, f, m), v.call(name, args...), perm)
+				}
+				// Without O_CREAT/O_TMPFILE the kernel ignores the mode.
+				for _, f := range []uint64{0, oWr, 0x2 | 0x200, oDir, oCreat << 32} {
+					args[a[1]] = f
+					want(t, fmt.Sprintf("%s %s flags %#x mode %#o (not creating)", ga, name, f, m), v.call(name, args...), retAllow)
+				}
+			}
+			for _, m := range plain {
+				args := make([]uint64, 6)
+				args[0], args[a[0]] = 0xffffff9c, m
+				if a[1] >= 0 {
+					args[a[1]] = oWr | oCreat
+				}
+				want(t, fmt.Sprintf("%s %s mode %#o", ga, name, m), v.call(name, args...), retAllow)
+			}
+		}
+		want(t, ga+" openat2", v.call("openat2", 0xffffff9c, 0, 0, 24), retErrno|uint32(ENOSYS))
+	}
+}

@@ -103,8 +103,8 @@ type Listener struct {
 	// returns, so none is lost to an agent that exits right after.
 	Denied func(pid int, den Denial)
 	// Write is called for each write call before it is answered with
-	// SECCOMP_USER_NOTIF_FLAG_CONTINUE (read-only openat2 calls and paths
-	// that cannot be read skip it).
+	// SECCOMP_USER_NOTIF_FLAG_CONTINUE (paths that cannot be read skip
+	// it).
 	Write func(*WriteRequest)
 
 	epfd int

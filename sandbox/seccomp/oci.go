@@ -22,6 +22,9 @@ var ociArch = map[string]specs.Arch{"amd64": specs.ArchX86_64, "arm64": specs.Ar
 //
 // Translation, rule by rule (every rule denies; the default allows):
 //   - unconditional: the names with SCMP_ACT_ERRNO and the rule's errno;
+//   - per call where CondOf differs; a condition with And: one entry per
+//     combination of the alternatives of each (different arguments in
+//     one entry are AND-ed);
 //   - AnyBits: one entry per bit of the mask, each a masked compare
 //     (arg & bit) == bit — entries with one action are OR-ed;
 //   - In: one entry per value, (arg & 0xffffffff) == value;
@@ -51,52 +54,87 @@ func ociRules(goarch string, rules []Rule) (*specs.LinuxSeccomp, error) {
 	}
 	for _, r := range rules {
 		errno := uint(r.Errno)
-		base := specs.LinuxSyscall{Names: append([]string{}, r.Syscalls...), Action: specs.ActErrno, ErrnoRet: &errno}
-		if r.Cond == nil {
-			out.Syscalls = append(out.Syscalls, base)
-			continue
+		// Calls grouped by the condition that applies to them (CondOf),
+		// in rule order; legacy calls the architecture lacks are left out.
+		var order []*Cond
+		names := map[*Cond][]string{}
+		for _, n := range r.Syscalls {
+			if legacyCalls[n] && goarch != "amd64" {
+				continue
+			}
+			c := r.Cond
+			if o := r.CondOf[n]; o != nil {
+				c = o
+			}
+			if _, ok := names[c]; !ok {
+				order = append(order, c)
+			}
+			names[c] = append(names[c], n)
 		}
-		c := r.Cond
-		idx := uint(c.Arg)
-		switch c.Op {
-		case AnyBits:
-			for bit := uint32(1); bit != 0; bit <<= 1 {
-				if c.Mask&bit == 0 {
-					continue
+		for _, c := range order {
+			base := specs.LinuxSyscall{Names: names[c], Action: specs.ActErrno, ErrnoRet: &errno}
+			if c == nil {
+				out.Syscalls = append(out.Syscalls, base)
+				continue
+			}
+			// Conditions on different arguments in one entry are AND-ed
+			// (And); alternatives on one argument are entries of their own.
+			combos := [][]specs.LinuxSeccompArg{nil}
+			for ; c != nil; c = c.And {
+				alts, err := ociCond(c)
+				if err != nil {
+					return nil, fmt.Errorf("seccomp: rule %q: %w", r.Name, err)
 				}
-				s := base
-				s.Names = append([]string{}, r.Syscalls...)
-				s.Args = []specs.LinuxSeccompArg{{Index: idx, Value: uint64(bit), ValueTwo: uint64(bit), Op: specs.OpMaskedEqual}}
-				out.Syscalls = append(out.Syscalls, s)
-			}
-		case In:
-			for _, v := range c.Values {
-				s := base
-				s.Names = append([]string{}, r.Syscalls...)
-				s.Args = []specs.LinuxSeccompArg{{Index: idx, Value: lowWord, ValueTwo: uint64(v), Op: specs.OpMaskedEqual}}
-				out.Syscalls = append(out.Syscalls, s)
-			}
-		case NotIn:
-			// libseccomp OR-s conditions on one argument (runc adds each
-			// as its own rule), so "not in {…}" cannot be a list of !=.
-			// It is expressible when the allowed values are exactly the
-			// combinations of a few bits: deny any other bit set.
-			allowed, err := bitClosure(c.Values)
-			if err != nil {
-				return nil, fmt.Errorf("seccomp: rule %q: %w", r.Name, err)
-			}
-			for bit := uint32(1); bit != 0; bit <<= 1 {
-				if allowed&bit != 0 {
-					continue
+				var next [][]specs.LinuxSeccompArg
+				for _, prev := range combos {
+					for _, a := range alts {
+						next = append(next, append(append([]specs.LinuxSeccompArg{}, prev...), a))
+					}
 				}
+				combos = next
+			}
+			for _, args := range combos {
 				s := base
-				s.Names = append([]string{}, r.Syscalls...)
-				s.Args = []specs.LinuxSeccompArg{{Index: idx, Value: uint64(bit), ValueTwo: uint64(bit), Op: specs.OpMaskedEqual}}
+				s.Names = append([]string{}, base.Names...)
+				s.Args = args
 				out.Syscalls = append(out.Syscalls, s)
 			}
-		default:
-			return nil, fmt.Errorf("seccomp: rule %q: operator %v has no OCI form", r.Name, c.Op)
 		}
+	}
+	return out, nil
+}
+
+// ociCond returns the alternatives (OR-ed) that make one condition match.
+func ociCond(c *Cond) ([]specs.LinuxSeccompArg, error) {
+	idx := uint(c.Arg)
+	var out []specs.LinuxSeccompArg
+	switch c.Op {
+	case AnyBits:
+		for bit := uint32(1); bit != 0; bit <<= 1 {
+			if c.Mask&bit != 0 {
+				out = append(out, specs.LinuxSeccompArg{Index: idx, Value: uint64(bit), ValueTwo: uint64(bit), Op: specs.OpMaskedEqual})
+			}
+		}
+	case In:
+		for _, v := range c.Values {
+			out = append(out, specs.LinuxSeccompArg{Index: idx, Value: lowWord, ValueTwo: uint64(v), Op: specs.OpMaskedEqual})
+		}
+	case NotIn:
+		// libseccomp OR-s conditions on one argument (runc adds each
+		// as its own rule), so "not in {…}" cannot be a list of !=.
+		// It is expressible when the allowed values are exactly the
+		// combinations of a few bits: deny any other bit set.
+		allowed, err := bitClosure(c.Values)
+		if err != nil {
+			return nil, err
+		}
+		for bit := uint32(1); bit != 0; bit <<= 1 {
+			if allowed&bit == 0 {
+				out = append(out, specs.LinuxSeccompArg{Index: idx, Value: uint64(bit), ValueTwo: uint64(bit), Op: specs.OpMaskedEqual})
+			}
+		}
+	default:
+		return nil, fmt.Errorf("operator %v has no OCI form", c.Op)
 	}
 	return out, nil
 }

@@ -73,6 +73,9 @@ type Cond struct {
 	Mask   uint32   // for AnyBits
 	Values []uint32 // for In and NotIn
 	Text   string   // human description, e.g. "flags & CLONE_NEW*"
+	// And, when set, must match too (open: O_CREAT in the flags and a
+	// set-id bit in the mode).
+	And *Cond
 }
 
 // Rule denies a set of system calls (optionally only when Cond matches) with
@@ -81,8 +84,11 @@ type Rule struct {
 	Name     string   // stable short id, used in docs and tests
 	Syscalls []string // kernel names, as in the syscall tables
 	Cond     *Cond    // nil: deny every call
-	Errno    Errno
-	Why      string
+	// CondOf overrides Cond for the calls it names, where the argument
+	// sits elsewhere (chmod's mode is args[1], fchmodat's args[2]).
+	CondOf map[string]*Cond
+	Errno  Errno
+	Why    string
 }
 
 // Namespace flags (include/uapi/linux/sched.h).
@@ -110,6 +116,28 @@ const (
 	tiocsti   = 0x5412
 	tioclinux = 0x541C
 )
+
+// Set-id mode bits (S_ISUID|S_ISGID) and the open(2) flags that create a
+// file (O_CREAT, __O_TMPFILE): the same values on x86_64 and aarch64.
+const (
+	modeSetID   = 0o4000 | 0o2000
+	openCreates = 0x40 | 0x400000
+)
+
+// setIDMode is a set-id test of the mode argument arg.
+func setIDMode(arg int) *Cond {
+	return &Cond{Arg: arg, Op: AnyBits, Mask: modeSetID, Text: fmt.Sprintf("args[%d] & (S_ISUID|S_ISGID)", arg)}
+}
+
+// setIDOpen: the open flags at flags create a file and the mode at flags+1
+// has a set-id bit.
+func setIDOpen(flags int) *Cond {
+	return &Cond{Arg: flags, Op: AnyBits, Mask: openCreates, Text: fmt.Sprintf("args[%d] & (O_CREAT|O_TMPFILE)", flags), And: setIDMode(flags + 1)}
+}
+
+// legacyCalls exist on x86_64 only (aarch64 has the *at forms alone): a
+// rule naming one skips it where the architecture has no such call.
+var legacyCalls = map[string]bool{"open": true, "creat": true, "chmod": true, "mkdir": true, "mknod": true}
 
 // personality(2) values a program may still set: PER_LINUX, PER_LINUX32,
 // UNAME26 with either, and 0xffffffff, which only queries. The same list as
@@ -308,6 +336,29 @@ var Rules = []Rule{
 			"which both limits see.",
 	},
 	{
+		Name:     "suid-sgid",
+		Syscalls: []string{"chmod", "fchmod", "fchmodat", "fchmodat2", "open", "openat", "creat", "mkdir", "mkdirat", "mknod", "mknodat"},
+		Cond:     setIDMode(1),
+		CondOf: map[string]*Cond{
+			"fchmodat": setIDMode(2), "fchmodat2": setIDMode(2), "mkdirat": setIDMode(2), "mknodat": setIDMode(2),
+			"open": setIDOpen(1), "openat": setIDOpen(2),
+		},
+		Errno: EPERM,
+		Why: "A file the agent writes in a writable workdir or home.writable path belongs on the host to the caller " +
+			"(with a root caller, through the idmapped mounts, to root). The sandbox's mounts are nosuid, the host's " +
+			"are not: a setuid or setgid copy of /bin/sh left there gives any local user the caller's uid or gid " +
+			"(guarantees 5 and 6). As systemd's RestrictSUIDSGID=, the mode may not carry S_ISUID or S_ISGID in " +
+			"chmod, fchmod, fchmodat(2), mkdir(at), mknod(at), creat, and open/openat with O_CREAT or O_TMPFILE " +
+			"(the mode is ignored otherwise). Only the low 32 bits are tested: mode_t and the open flags are 32-bit.",
+	},
+	{
+		Name:     "openat2",
+		Syscalls: []string{"openat2"},
+		Errno:    ENOSYS,
+		Why: "openat2 passes its flags and mode in a struct open_how in user memory, which seccomp cannot read, so " +
+			"the suid-sgid test cannot be applied. ENOSYS makes libcs fall back to openat, which the filter inspects.",
+	},
+	{
 		Name:     "nfsservctl",
 		Syscalls: []string{"nfsservctl"},
 		Errno:    EPERM,
@@ -322,7 +373,7 @@ func Describe() []string {
 	for _, r := range Rules {
 		cond := ""
 		if r.Cond != nil {
-			cond = " when " + r.Cond.Text
+			cond = " when " + condText(r)
 		}
 		out = append(out, fmt.Sprintf("seccomp: %s: %s%s -> %s: %s", r.Name, strings.Join(r.Syscalls, ","), cond, r.Errno, r.Why))
 	}
@@ -341,9 +392,40 @@ func MarkdownTable() string {
 		}
 		cond := "always"
 		if r.Cond != nil {
-			cond = r.Cond.Text
+			cond = condText(r)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Name, strings.Join(names, ", "), strings.ReplaceAll(cond, "|", "\\|"), r.Errno, strings.ReplaceAll(r.Why, "|", "\\|"))
 	}
 	return b.String()
+}
+
+// condText describes a rule's condition, per call where CondOf differs.
+func condText(r Rule) string {
+	if len(r.CondOf) == 0 {
+		return r.Cond.Text
+	}
+	var parts []string
+	groups := map[string][]string{}
+	for _, s := range r.Syscalls {
+		c := r.Cond
+		if o := r.CondOf[s]; o != nil {
+			c = o
+		}
+		t := c.fullText()
+		if groups[t] == nil {
+			parts = append(parts, t)
+		}
+		groups[t] = append(groups[t], s)
+	}
+	for i, t := range parts {
+		parts[i] = strings.Join(groups[t], ", ") + ": " + t
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (c *Cond) fullText() string {
+	if c.And != nil {
+		return c.Text + " and " + c.And.fullText()
+	}
+	return c.Text
 }

@@ -224,6 +224,30 @@ func attempts() []attempt {
 		attempt{name: "ok-unshare-files", run: raw("unshare", 0x400 /* CLONE_FILES */)},
 		attempt{name: "ok-personality-query", run: raw("personality", 0xffffffff)},
 	)
+	// suid-sgid: a NULL path makes the unfiltered kernel answer EFAULT
+	// (EBADF for fchmod's bad fd); the filter refuses the set-id mode
+	// first. openat2 gets ENOSYS (the control: EBADF).
+	const wr, creat, tmpfile = 0x1, 0x40, 0x400000
+	as = append(as,
+		attempt{name: "fchmod-setuid", run: raw("fchmod", badFD, 0o4755), want: syscall.EPERM},
+		attempt{name: "fchmodat-setgid", run: raw("fchmodat", badFD, 0, 0o2755), want: syscall.EPERM},
+		attempt{name: "fchmodat2-setuid", run: raw("fchmodat2", badFD, 0, 0o4755, 0), want: syscall.EPERM},
+		attempt{name: "openat-creat-setuid", run: raw("openat", badFD, 0, wr|creat, 0o4755), want: syscall.EPERM},
+		attempt{name: "openat-tmpfile-setgid", run: raw("openat", badFD, 0, wr|tmpfile, 0o2755), want: syscall.EPERM},
+		attempt{name: "mkdirat-setgid", run: raw("mkdirat", badFD, 0, 0o2755), want: syscall.EPERM},
+		attempt{name: "mknodat-setuid", run: raw("mknodat", badFD, 0, syscall.S_IFREG|0o4755, 0), want: syscall.EPERM},
+		attempt{name: "openat2", run: raw("openat2", badFD, 0, 0, 0), want: syscall.ENOSYS},
+		attempt{name: "ok-modes-without-setid", run: okModes},
+	)
+	if runtime.GOARCH == "amd64" {
+		as = append(as,
+			attempt{name: "chmod-setuid", run: raw("chmod", 0, 0o4755), want: syscall.EPERM},
+			attempt{name: "open-creat-setgid", run: raw("open", 0, wr|creat, 0o6755), want: syscall.EPERM},
+			attempt{name: "creat-setuid", run: raw("creat", 0, 0o4755), want: syscall.EPERM},
+			attempt{name: "mkdir-setgid", run: raw("mkdir", 0, 0o2775), want: syscall.EPERM},
+			attempt{name: "mknod-setgid", run: raw("mknod", 0, syscall.S_IFREG|0o2755, 0), want: syscall.EPERM},
+		)
+	}
 	if runtime.GOARCH == "amd64" {
 		// x32 spelling of unshare(CLONE_NEWNS). Without the filter the
 		// answer depends on CONFIG_X86_X32_ABI, so there is no control.
@@ -307,6 +331,38 @@ func okOpenWrite(*childEnv) result {
 	}
 	if string(b) != "hello" {
 		return result{Errno: int(syscall.EIO), Err: "read back " + string(b)}
+	}
+	return result{}
+}
+
+// okModes: modes without a set-id bit still work under the suid-sgid
+// rule — create, chmod, fchmod, mkdir, mknod (a FIFO) — and an open
+// without O_CREAT is not refused whatever its (ignored) mode says.
+func okModes(*childEnv) result {
+	dir := os.Getenv("FEDMEM_SECCOMP_TEST_DIR")
+	p := filepath.Join(dir, "m")
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC, 0o755)
+	if err != nil {
+		return errResult(err)
+	}
+	defer unix.Close(fd)
+	steps := []func() error{
+		func() error { return unix.Fchmod(fd, 0o644) },
+		func() error { return unix.Fchmodat(unix.AT_FDCWD, p, 0o1755, 0) },
+		func() error { return unix.Mkdir(filepath.Join(dir, "d"), 0o1777) },
+		func() error { return unix.Mknod(filepath.Join(dir, "fifo"), unix.S_IFIFO|0o644, 0) },
+		func() error {
+			fd2, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0o4755) // mode ignored
+			if err == nil {
+				unix.Close(fd2)
+			}
+			return err
+		},
+	}
+	for i, f := range steps {
+		if err := f(); err != nil {
+			return result{Errno: int(err.(syscall.Errno)), Err: fmt.Sprintf("step %d: %v", i, err)}
+		}
 	}
 	return result{}
 }

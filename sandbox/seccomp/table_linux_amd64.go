@@ -67,6 +67,7 @@ var nativeTable = &archTable{
 		"chmod":     unix.SYS_CHMOD,
 		"chown":     unix.SYS_CHOWN,
 		"creat":     unix.SYS_CREAT,
+		"fchmod":    unix.SYS_FCHMOD,
 		"fchmodat":  unix.SYS_FCHMODAT,
 		"fchmodat2": unix.SYS_FCHMODAT2,
 		"fchownat":  unix.SYS_FCHOWNAT,

@@ -64,6 +64,7 @@ var nativeTable = &archTable{
 		"fspick":            unix.SYS_FSPICK,
 		"mount_setattr":     unix.SYS_MOUNT_SETATTR,
 		// The reporting filter's write calls (writes.go).
+		"fchmod":    unix.SYS_FCHMOD,
 		"fchmodat":  unix.SYS_FCHMODAT,
 		"fchmodat2": unix.SYS_FCHMODAT2,
 		"fchownat":  unix.SYS_FCHOWNAT,

@@ -4,7 +4,6 @@ package seccomp
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"strconv"
 	"unsafe"
@@ -27,7 +26,7 @@ type WriteRequest struct {
 	Pid   int // the calling thread, in the listener's pid namespace
 	Call  *WriteCall
 	Args  [6]uint64
-	Flags uint64 // open flags (openat2: open_how.flags)
+	Flags uint64 // open flags
 	Paths []WritePath
 }
 
@@ -75,8 +74,7 @@ func (m memFiles) drop() {
 // readRequest reads the notified call's paths from /proc/<tid>/mem, then
 // checks the notification still pending (SECCOMP_IOCTL_NOTIF_ID_VALID):
 // the task that made the call was then alive all along and the id named
-// it. nil when the call is not a write (a read-only openat2) or nothing
-// could be read (the caller may make its memory unreadable: its report is
+// it. nil when nothing could be read (the caller may make its memory unreadable: its report is
 // then lost, nothing else).
 func readRequest(fd int, n *notif, c *WriteCall, mems memFiles) *WriteRequest {
 	for try := 0; try < 2; try++ {
@@ -85,9 +83,6 @@ func readRequest(fd int, n *notif, c *WriteCall, mems memFiles) *WriteRequest {
 			return nil
 		}
 		req, err := readArgs(mem, n, c)
-		if err == errNotWrite {
-			return nil
-		}
 		if err != nil {
 			mems.forget(n.Pid) // maybe a file of an earlier task: once more
 			continue
@@ -102,22 +97,9 @@ func readRequest(fd int, n *notif, c *WriteCall, mems memFiles) *WriteRequest {
 	return nil
 }
 
-// errNotWrite: an openat2 without a write flag.
-var errNotWrite = errors.New("seccomp: not a write")
-
 func readArgs(mem int, n *notif, c *WriteCall) (*WriteRequest, error) {
 	req := &WriteRequest{Pid: int(n.Pid), Call: c, Args: n.Args}
-	switch {
-	case c.How:
-		var how [8]byte
-		if k, err := unix.Pread(mem, how[:], int64(n.Args[2])); err != nil || k != len(how) {
-			return nil, errNoString
-		}
-		req.Flags = binary.LittleEndian.Uint64(how[:])
-		if !IsWriteOpen(req.Flags) {
-			return nil, errNotWrite
-		}
-	case c.Flags >= 0:
+	if c.Flags >= 0 {
 		req.Flags = n.Args[c.Flags]
 	}
 	for _, a := range c.Paths {
