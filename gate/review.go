@@ -95,12 +95,14 @@ func (g *Gate) settleDuplicates(in *inbox, orig *Decision, all []Decision) error
 	return errors.Join(errs...)
 }
 
-// Show returns a decision and, for a pending one, the draft bytes.
+// Show returns a decision, named by its id or a unique prefix of it
+// (reviewid.go), and, for a pending one, the draft bytes.
 func (g *Gate) Show(id string) (*Decision, []byte, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !validClaimID(id) {
-		return nil, nil, fmt.Errorf("%q: %w", id, ErrNotPending)
+	id, err := g.resolveID(id, false)
+	if err != nil {
+		return nil, nil, err
 	}
 	d, err := g.loadDecision(id)
 	if err != nil || d == nil {
@@ -162,7 +164,7 @@ func (g *Gate) Approve(id, reviewer string) (*Decision, error) {
 		return nil, err
 	}
 	if v.State == StateRejected {
-		return nil, fmt.Errorf("draft %s is no longer valid and cannot be approved: %v", id, v.Reasons)
+		return nil, fmt.Errorf("draft %s is no longer valid and cannot be approved: %v", d.ID, v.Reasons)
 	}
 	d.Reviewer = reviewer
 	if err := g.promoteDraft(pol, d, res, v, o, reviewer); err != nil {
@@ -201,9 +203,12 @@ func (g *Gate) RejectPending(id, reviewer, reason string) (*Decision, error) {
 	return d, g.recordReview(in, d)
 }
 
+// pendingDraft loads a held draft named by its id or a unique prefix of it
+// (reviewid.go).
 func (g *Gate) pendingDraft(id string) (*Decision, []byte, error) {
-	if !validClaimID(id) {
-		return nil, nil, fmt.Errorf("%q: %w", id, ErrNotPending)
+	id, err := g.resolveID(id, true)
+	if err != nil {
+		return nil, nil, err
 	}
 	d, err := g.loadDecision(id)
 	if err != nil {

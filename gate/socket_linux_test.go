@@ -50,6 +50,13 @@ func TestReviewSocket(t *testing.T) {
 	if err != nil || !strings.Contains(r.Draft, "held") {
 		t.Fatalf("show: %+v %v", r, err)
 	}
+	// A unique prefix of the id's random tail names it; the answer carries
+	// the full id (the JSON is the same as for the full id).
+	tail := pend.ID[strings.LastIndexByte(pend.ID, '-')+1:][:MinIDPrefix]
+	r, err = AskReview(sock, ReviewRequest{Op: "show", ID: tail})
+	if err != nil || r.Decision == nil || r.Decision.ID != pend.ID {
+		t.Fatalf("show by prefix %q: %+v %v", tail, r, err)
+	}
 	if _, err := AskReview(sock, ReviewRequest{Op: "approve", ID: "../../etc"}); err == nil {
 		t.Fatal("approve of a bogus id succeeded")
 	}

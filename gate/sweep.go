@@ -61,6 +61,9 @@ type SweepSummary struct {
 	Checked  int        `json:"checked"` // notes in force looked at
 	Withheld []Withheld `json:"withheld"`
 	Errors   []string   `json:"errors,omitempty"`
+	// Sessions is what the sweep did with empty session folders in
+	// 90-inbox/ (prune_linux.go).
+	Sessions *SessionPrune `json:"sessions,omitempty"`
 }
 
 // ReverifyResult says whether a withheld note was restored, or what fails.
@@ -82,7 +85,8 @@ var sweepSkip = map[string]bool{"00-global": true, vault.InboxDir: true, "99-arc
 const sweepIntentFile = "sweep.intent"
 
 // Sweep withholds every active note that is past its `stale_after` or whose
-// fingerprinted sources changed at HEAD. Cost: a walk of HEAD's trees and,
+// fingerprinted sources changed at HEAD, and removes the empty session
+// folders of 90-inbox/ whose grace period passed (pruneSessions). Cost: a walk of HEAD's trees and,
 // once per note blob ever seen, its frontmatter (cached by blob id); one
 // commit (O(changed paths)) per note withheld.
 func (g *Gate) Sweep() (*SweepSummary, error) {
@@ -104,6 +108,8 @@ func (g *Gate) Sweep() (*SweepSummary, error) {
 		return nil, err
 	}
 	s := &SweepSummary{Withheld: []Withheld{}}
+	now := g.now().UTC()
+	s.Sessions = g.sweepSessions(pol.PruneEmptyAfterHours, now)
 	if hv.root == nil {
 		return s, nil
 	}
@@ -111,7 +117,6 @@ func (g *Gate) Sweep() (*SweepSummary, error) {
 	if err := collectNotes(hv, hv.root, "", &notes); err != nil {
 		return nil, err
 	}
-	now := g.now().UTC()
 	for _, n := range notes {
 		f, err := hv.facts(n.blob)
 		if err != nil {
@@ -136,6 +141,22 @@ func (g *Gate) Sweep() (*SweepSummary, error) {
 		s.Withheld = append(s.Withheld, *w)
 	}
 	return s, nil
+}
+
+// sweepSessions prunes empty session folders and records the counts for
+// `fedmem gate status`. Failures are reported in the result, never fatal to
+// the sweep.
+func (g *Gate) sweepSessions(hours int, now time.Time) *SessionPrune {
+	in, err := g.openInbox()
+	if err != nil {
+		return &SessionPrune{AfterHours: hours, Pruned: []string{}, Errors: []string{err.Error()}}
+	}
+	defer in.Close()
+	p := g.pruneSessions(in, hours, now)
+	if err := g.recordPrune(p, now); err != nil {
+		p.Errors = append(p.Errors, "record prune status: "+err.Error())
+	}
+	return p
 }
 
 type noteAt struct {
@@ -494,12 +515,17 @@ func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
 }
 
 // notePath turns a reverify argument into a vault path: a decision id (the
-// path it promoted) or a vault path of a note.
+// path it promoted; a unique prefix of it will do) or a vault path of a note.
 func (g *Gate) notePath(ref string) (string, error) {
-	if validClaimID(ref) {
-		if d, err := g.loadDecision(ref); err == nil && d != nil && d.Path != "" {
+	if !strings.ContainsAny(ref, "/") && !strings.HasSuffix(ref, ".md") {
+		id, err := g.resolveID(ref, false)
+		if err != nil {
+			return "", err
+		}
+		if d, err := g.loadDecision(id); err == nil && d != nil && d.Path != "" {
 			return d.Path, nil
 		}
+		return "", fmt.Errorf("decision %s promoted no note", id)
 	}
 	p := strings.TrimPrefix(ref, "/")
 	if why := sourcePathError(p); why != "" || !strings.HasSuffix(p, ".md") {
@@ -535,6 +561,14 @@ func (g *Gate) sweepTick() {
 	}
 	for _, e := range s.Errors {
 		g.log.Error("sweep", "err", e)
+	}
+	if p := s.Sessions; p != nil {
+		for _, e := range p.Errors {
+			g.log.Error("sweep sessions", "err", e)
+		}
+		if len(p.Pruned) > 0 {
+			g.log.Info("pruned empty sessions", "sessions", p.Pruned, "waiting", p.Waiting, "kept", p.Kept)
+		}
 	}
 	if len(s.Withheld) > 0 {
 		paths := make([]string, 0, len(s.Withheld))

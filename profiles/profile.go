@@ -227,17 +227,28 @@ func Builtins() []string {
 	return names
 }
 
+// LoadError is a profile that could not be found, read, parsed or
+// validated (Load). Its text is the cause's: file, line and rule.
+type LoadError struct {
+	Profile string
+	Err     error
+}
+
+func (e *LoadError) Error() string { return e.Err.Error() }
+func (e *LoadError) Unwrap() error { return e.Err }
+
 // Load resolves a profile by built-in name or file path, following extends.
-// It returns the resolved profile and a hash of every source it was built from.
+// It returns the resolved profile and a hash of every source it was built
+// from. Errors are *LoadError.
 func Load(nameOrFile string) (*Profile, string, error) {
 	h := sha256.New()
 	p, err := load(nameOrFile, h, map[string]bool{})
 	if err != nil {
-		return nil, "", err
+		return nil, "", &LoadError{nameOrFile, err}
 	}
 	p.setDefaults()
 	if err := p.Validate(); err != nil {
-		return nil, "", fmt.Errorf("profile %s: %w", nameOrFile, err)
+		return nil, "", &LoadError{nameOrFile, fmt.Errorf("profile %s: %w", nameOrFile, err)}
 	}
 	return p, hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -58,8 +58,10 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 			f.PrintDefaults()
 			return 0
 		}
-		// flag printed what was wrong.
+		// flag printed what was wrong. --report, when parsed before the
+		// bad flag, still gets its report.
 		fmt.Fprintln(stderr, "usage: fedmem-run [flags] [--] CMD [ARGS…] (fedmem-run --help lists the flags)")
+		earlyReport(&o, launch.StageFlags, err, stderr)
 		return sandbox.ExitFedmemError
 	}
 	if *showVersion {
@@ -74,6 +76,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		b, err := sandbox.NewBackend(*backend, bk)
 		if err != nil {
 			fmt.Fprintf(stderr, "fedmem-run: %v\n", err)
+			earlyReport(&o, launch.StageBackend, err, stderr)
 			return sandbox.ExitFedmemError
 		}
 		o.Backend = b
@@ -83,4 +86,12 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		fmt.Fprintf(stderr, "fedmem-run: %v\n", err)
 	}
 	return code
+}
+
+// earlyReport writes --report for a run refused before launch.Run
+// (launch.WriteEarlyReport); exit code 125.
+func earlyReport(o *launch.Options, stage string, cause error, stderr *os.File) {
+	if err := launch.WriteEarlyReport(o, sandbox.ExitFedmemError, stage, cause); err != nil {
+		fmt.Fprintf(stderr, "fedmem-run: report not written: %v\n", err)
+	}
 }

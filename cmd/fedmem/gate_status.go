@@ -15,7 +15,7 @@ func newGateStatusCmd() *cobra.Command {
 	var o gateOptions
 	cmd := &cobra.Command{
 		Use:   "status --vault DIR",
-		Short: "Show the gate's remote sync state (ahead, behind, last push, last error)",
+		Short: "Show the gate's remote sync state (ahead, behind, last push, last error) and session pruning",
 		Long: `status reads the sync state the gate keeps in its state directory and counts
 ahead/behind from the vault's HEAD and the remote tip the gate last fetched. It
 does not take the gate's lock, so it works while 'fedmem gate run' runs (as the
@@ -31,7 +31,11 @@ Exit codes: 0 in sync or no remote configured; 1 the last sync failed.`,
 			if err != nil {
 				return err
 			}
-			printSyncStatus(cmd.OutOrStdout(), st, o.json)
+			pr, err := gate.ReadPruneStatus(o.vault, o.state)
+			if err != nil {
+				return err
+			}
+			printSyncStatus(cmd.OutOrStdout(), st, pr, o.json)
 			if st.LastError != "" {
 				return &exitError{Code: exitFailure, Silent: true}
 			}
@@ -44,13 +48,27 @@ Exit codes: 0 in sync or no remote configured; 1 the last sync failed.`,
 	return cmd
 }
 
-func printSyncStatus(w io.Writer, st *gate.SyncStatus, asJSON bool) {
+// statusJSON is `gate status --json`: the sync state's fields as before,
+// plus "sessions" (the last sweep's pruning of empty session folders).
+type statusJSON struct {
+	*gate.SyncStatus
+	Sessions *gate.PruneStatus `json:"sessions,omitempty"`
+}
+
+func printSyncStatus(w io.Writer, st *gate.SyncStatus, pr *gate.PruneStatus, asJSON bool) {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(st)
+		_ = enc.Encode(statusJSON{st, pr})
 		return
 	}
+	defer func() {
+		if pr == nil {
+			fmt.Fprintln(w, "sessions:   no sweep has run yet (empty session folders are pruned by the sweep)")
+			return
+		}
+		fmt.Fprintf(w, "sessions:   last sweep %s: %s; %d pruned in all\n", pr.At.UTC().Format(time.RFC3339), pruneLine(pr.AfterHours, pr.Pruned, pr.Waiting, pr.Kept), pr.PrunedTotal)
+	}()
 	if !st.Configured {
 		fmt.Fprintln(w, "remote: none (the policy has no remote; this vault lives on one machine)")
 		return

@@ -128,15 +128,74 @@ func TestReviewCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "abc<U+202E>def") || strings.Contains(out, "\u202e") {
 		t.Fatalf("show must make the bidi control visible: %d %q", code, out)
 	}
+	// A unique prefix of the id's random tail: the same answer, the same
+	// JSON, as the full id; too short is refused.
+	tail := id[strings.LastIndexByte(id, '-')+1:][:gate.MinIDPrefix]
+	_, full, _ := runFedmem("review", "show", id, "--vault", dir, "--json")
+	code, out, errOut = runFedmem("review", "show", tail, "--vault", dir, "--json")
+	if code != 0 || out != full {
+		t.Fatalf("show by prefix %q: %d %s\n%s\nwant\n%s", tail, code, errOut, out, full)
+	}
+	if code, _, errOut := runFedmem("review", "show", tail[:3], "--vault", dir); code != 1 || !strings.Contains(errOut, "too short") {
+		t.Fatalf("3-character prefix: %d %s", code, errOut)
+	}
 	if code, _, errOut := runFedmem("review", "reject", id, "--vault", dir); code != 2 {
 		t.Fatalf("reject without --reason: %d %s", code, errOut)
 	}
-	code, out, errOut = runFedmem("review", "reject", id, "--reason", "hidden text", "--vault", dir)
-	if code != 0 || !strings.Contains(out, "rejected") {
-		t.Fatalf("reject: %d %s %s", code, out, errOut)
+	code, out, errOut = runFedmem("review", "reject", tail, "--reason", "hidden text", "--vault", dir)
+	if code != 0 || !strings.Contains(out, id+" rejected") {
+		t.Fatalf("reject by prefix: %d %s %s", code, out, errOut)
 	}
 	if code, _, errOut := runFedmem("review", "approve", id, "--vault", dir); code != 1 || !strings.Contains(errOut, "no pending draft") {
 		t.Fatalf("approve after reject: %d %s", code, errOut)
+	}
+}
+
+// TestGateSweepPrunesEmptySessionsCommand: `fedmem gate sweep` removes an
+// empty session folder idle past the grace period and says so (text and
+// JSON); `fedmem gate status` reports the last sweep's counts.
+func TestGateSweepPrunesEmptySessionsCommand(t *testing.T) {
+	v := gateVault(t) // cli-1 holds drafts: kept
+	inbox := filepath.Join(v, "90-inbox")
+	old := time.Now().Add(-48 * time.Hour)
+	for _, s := range []string{"idle-1", "idle-2"} {
+		os.Mkdir(filepath.Join(inbox, s), 0o700)
+		os.Chtimes(filepath.Join(inbox, s), old, old)
+	}
+	os.Mkdir(filepath.Join(inbox, "fresh"), 0o700)
+	code, out, errOut := runFedmem("gate", "sweep", "--vault", v, "--json")
+	if code != 0 {
+		t.Fatalf("sweep: %d %s %s", code, out, errOut)
+	}
+	var s gate.SweepSummary
+	if err := json.Unmarshal([]byte(out), &s); err != nil || s.Sessions == nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	if len(s.Sessions.Pruned) != 2 || s.Sessions.Waiting != 1 || s.Sessions.Kept != 1 {
+		t.Fatalf("sessions %+v", s.Sessions)
+	}
+	for _, d := range []string{"cli-1", "fresh"} {
+		if _, err := os.Stat(filepath.Join(inbox, d)); err != nil {
+			t.Errorf("%s removed: %v", d, err)
+		}
+	}
+	os.Mkdir(filepath.Join(inbox, "idle-3"), 0o700)
+	os.Chtimes(filepath.Join(inbox, "idle-3"), old, old)
+	code, out, _ = runFedmem("gate", "sweep", "--vault", v)
+	if code != 0 || !strings.Contains(out, "pruned   empty session folder 90-inbox/idle-3") || !strings.Contains(out, "session folders: 1 empty pruned, 1 empty waiting") {
+		t.Fatalf("sweep text: %d\n%s", code, out)
+	}
+	code, out, _ = runFedmem("gate", "status", "--vault", v)
+	if code != 0 || !strings.Contains(out, "sessions:   last sweep") || !strings.Contains(out, "3 pruned in all") {
+		t.Fatalf("status: %d\n%s", code, out)
+	}
+	code, out, _ = runFedmem("gate", "status", "--vault", v, "--json")
+	var st struct {
+		Configured *bool             `json:"configured"`
+		Sessions   *gate.PruneStatus `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || st.Configured == nil || st.Sessions == nil || st.Sessions.PrunedTotal != 3 {
+		t.Fatalf("status --json: %d %v\n%s", code, err, out)
 	}
 }
 

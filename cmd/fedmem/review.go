@@ -41,7 +41,11 @@ func newReviewCmd() *cobra.Command {
 		Long: `review talks to a running gate (fedmem gate run) over its unix socket. The
 gate checks who you are from the kernel (SO_PEERCRED) against the policy's
 reviewers; nothing you type can change that. Approving records
-verified: human:<you> in the note and Fedmem-Reviewer: <you> in the commit.`,
+verified: human:<you> in the note and Fedmem-Reviewer: <you> in the commit.
+
+ID may be the full id or any unique prefix (at least 4 characters) of the id
+or of its random tail (the part after the last '-'): "fedmem review approve
+a1b2". A prefix matching several drafts is refused with the candidates.`,
 		Args: cobra.NoArgs,
 	}
 	pf := cmd.PersistentFlags()

@@ -21,7 +21,12 @@ func newGateSweepCmd() *cobra.Command {
 with an audit entry — a note whose stale_after has passed or whose
 fingerprinted sources no longer have their recorded blob id at HEAD. A
 withheld note gets status: draft and a withheld: {at, reason, detail} key
-(docs/vault.md). gate run sweeps on its own every minute at most.
+(docs/vault.md). It also removes empty session folders 90-inbox/<session>/
+once the policy's grace period (inbox.prune_empty_sessions_after_hours,
+default 24) has passed since the session ended (or since the folder last
+changed, without a session record); never a live session's folder, never
+one holding anything (docs/gate.md, "Pruning empty sessions").
+gate run sweeps on its own every minute at most.
 
 Exit codes: 0 done; 1 a note could not be withheld or the gate failed; 2 usage.`,
 		Args: cobra.NoArgs,
@@ -61,6 +66,23 @@ func printSweep(w io.Writer, s *gate.SweepSummary, asJSON bool) {
 		fmt.Fprintf(w, "error    %s\n", e)
 	}
 	fmt.Fprintf(w, "%d notes in force checked, %d withheld\n", s.Checked, len(s.Withheld))
+	if p := s.Sessions; p != nil {
+		for _, sess := range p.Pruned {
+			fmt.Fprintf(w, "pruned   empty session folder 90-inbox/%s\n", sess)
+		}
+		for _, e := range p.Errors {
+			fmt.Fprintf(w, "error    sessions: %s\n", e)
+		}
+		fmt.Fprintln(w, pruneLine(p.AfterHours, len(p.Pruned), p.Waiting, p.Kept))
+	}
+}
+
+// pruneLine is the one-line account of empty-session pruning (sweep, status).
+func pruneLine(hours, pruned, waiting, kept int) string {
+	if hours <= 0 {
+		return "session folders: pruning off (policy inbox.prune_empty_sessions_after_hours: 0)"
+	}
+	return fmt.Sprintf("session folders: %d empty pruned, %d empty waiting (live, or idle < %d h), %d holding files", pruned, waiting, hours, kept)
 }
 
 // newReviewReverifyCmd is `fedmem review reverify PATH|ID` (registered in

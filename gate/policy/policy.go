@@ -31,8 +31,14 @@ type Policy struct {
 	TTLTypes      map[string]int
 	MaxDraftBytes int64
 	MaxDrafts     int // per session
-	GateName      string
-	GateEmail     string
+	// PruneEmptyAfterHours is the grace period after which the gate's sweep
+	// removes an empty session folder 90-inbox/<session>/ (counted from
+	// the session record's end, or from the folder's last change when the
+	// record says nothing); 0 never prunes. A live session's folder and a
+	// folder holding anything are never removed (gate/prune_linux.go).
+	PruneEmptyAfterHours int
+	GateName             string
+	GateEmail            string
 	// AutoPromote, when set, lets drafts from trusted origins promote
 	// without a reviewer. Nil (what `fedmem init` writes): every valid draft
 	// waits for a reviewer.
@@ -143,14 +149,19 @@ func Default() *Policy {
 			"Adapter": note.RiskMedium, "Workflow": note.RiskMedium, "Runbook": note.RiskMedium},
 		RiskFolders: map[string]string{"00-global": note.RiskHigh, "70-decisions": note.RiskHigh, "50-skills/published": note.RiskHigh,
 			"40-workflows": note.RiskMedium, "60-context-packs": note.RiskMedium, "80-agent-adapters": note.RiskMedium},
-		TTLDefault:    90,
-		TTLTypes:      map[string]int{"Runbook": 30, "Decision": 365},
-		MaxDraftBytes: 256 << 10,
-		MaxDrafts:     500,
-		GateName:      "fedmem-gate",
-		GateEmail:     "gate@fedmem.invalid",
+		TTLDefault:           90,
+		TTLTypes:             map[string]int{"Runbook": 30, "Decision": 365},
+		MaxDraftBytes:        256 << 10,
+		MaxDrafts:            500,
+		PruneEmptyAfterHours: DefaultPruneEmptyAfterHours,
+		GateName:             "fedmem-gate",
+		GateEmail:            "gate@fedmem.invalid",
 	}
 }
+
+// DefaultPruneEmptyAfterHours is inbox.prune_empty_sessions_after_hours
+// when the policy does not set it.
+const DefaultPruneEmptyAfterHours = 24
 
 // Error is one problem in a policy file.
 type Error struct {
@@ -255,6 +266,15 @@ func Parse(file string, b []byte) (*Policy, error) {
 					p.MaxDrafts = c.int(v2, "limits.max_drafts_per_session", 1, 1000000)
 				default:
 					c.unknown(v, "limits", k2)
+				}
+			})
+		case "inbox":
+			c.mapping(v, k, func(k2 string, v2 *yaml.Node) {
+				switch k2 {
+				case "prune_empty_sessions_after_hours":
+					p.PruneEmptyAfterHours = c.int(v2, "inbox.prune_empty_sessions_after_hours", 0, 87600)
+				default:
+					c.unknown(v, "inbox", k2)
 				}
 			})
 		case "verifiers":

@@ -29,7 +29,7 @@ type Resolved struct {
 // Resolve computes the session without changing anything on the host.
 func Resolve(o *Options) (*Resolved, error) {
 	if len(o.Argv) == 0 && !o.Explain {
-		return nil, errors.New("no command given (usage: fedmem-run [flags] [--] CMD [ARGS…])")
+		return nil, staged(StageFlags, errors.New("no command given (usage: fedmem-run [flags] [--] CMD [ARGS…])"))
 	}
 	s, err := resolve.Resolve(o.resolveOptions())
 	if err != nil {
@@ -110,6 +110,9 @@ func Run(ctx context.Context, o *Options) (int, error) {
 	}
 	r, err := Resolve(o)
 	if err != nil {
+		if !o.Explain {
+			reportEarly(o, sandbox.ExitFedmemError, StageOf(err, StageResolve), err, stderr)
+		}
 		return sandbox.ExitFedmemError, err
 	}
 	if o.Explain {
@@ -122,7 +125,7 @@ func Run(ctx context.Context, o *Options) (int, error) {
 		}
 		return 0, nil
 	}
-	rep := &Report{
+	rep := &Report{SchemaVersion: ReportSchemaVersion,
 		SessionRecord: vault.SessionRecord{Session: r.ID, Profile: r.Profile.Name, ProfileHash: r.ProfileHash, UID: r.UID, Command: o.Argv},
 		Vault:         r.Vault, Inbox: r.Plan.Inbox, Workdir: r.Workdir, Network: r.Profile.Network, Warnings: r.Warnings,
 	}
@@ -137,6 +140,7 @@ func Run(ctx context.Context, o *Options) (int, error) {
 	writeSessionRecord(r.Vault, rep, stderr)
 	dropped, err := vault.DropLauncherGroup()
 	if err != nil {
+		reportEarly(o, sandbox.ExitFedmemError, StageLaunch, err, stderr)
 		return sandbox.ExitFedmemError, err
 	}
 	// Output files first: before anything the agent runs, and before this
@@ -150,19 +154,21 @@ func Run(ctx context.Context, o *Options) (int, error) {
 	}
 	ev := &events{session: r.ID}
 	if o.Events != "" {
-		if ev.f, err = openOutput("--events", o.Events, true, r.Plan.Writable); err != nil {
-			return sandbox.ExitFedmemError, err
-		}
+		ev.f, err = openOutput("--events", o.Events, true, r.Plan.Writable)
+		err = staged(StageOutput, err)
 	}
 	defer ev.close()
-	code, err := run(ctx, o, r, ev, rep, stderr, !dropped)
+	code := 0
+	if err == nil {
+		code, err = run(ctx, o, r, ev, rep, stderr, !dropped)
+	}
 	if err != nil && code == 0 {
 		code = sandbox.ExitCodeOf(err)
 	}
 	if err != nil && rep.Error == nil {
 		// Refused before the agent ran: the report says why.
 		rep.ExitCode = code
-		rep.Error = &sandbox.Error{Code: code, Stage: "launch", Msg: err.Error()}
+		rep.Error = &sandbox.Error{Code: code, Stage: StageOf(err, StageLaunch), Msg: err.Error()}
 	}
 	if reportF != nil {
 		b, merr := json.MarshalIndent(rep, "", "  ")
@@ -176,12 +182,20 @@ func Run(ctx context.Context, o *Options) (int, error) {
 	return code, err
 }
 
+// reportEarly writes the report of a run refused before its report file
+// was open (WriteEarlyReport); a failure to write it is said on stderr.
+func reportEarly(o *Options, code int, stage string, cause error, stderr io.Writer) {
+	if err := WriteEarlyReport(o, code, stage, cause); err != nil {
+		fmt.Fprintf(stderr, "fedmem-run: report not written: %v\n", err)
+	}
+}
+
 // run does the session's work after Run has opened the output files; rep
 // is filled in as it goes.
 func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, stderr io.Writer, rewriteRecord bool) (int, error) {
 	created, err := ensureGateState(r.Session)
 	if err != nil {
-		return sandbox.ExitFedmemError, err
+		return sandbox.ExitFedmemError, staged(StageState, err)
 	}
 	if created {
 		// Plan again, same session: the state directory now exists and
@@ -200,14 +214,14 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	for _, m := range s.Plan.Mounts {
 		if m.Create {
 			if err := createOwned(m.Source, m.Dir, s.OwnerUID, s.OwnerGID); err != nil {
-				return sandbox.ExitFedmemError, fmt.Errorf("profile %s: create %s: %w", prof.Name, m.Source, err)
+				return sandbox.ExitFedmemError, staged(StageState, fmt.Errorf("profile %s: create %s: %w", prof.Name, m.Source, err))
 			}
 		}
 	}
 	// Per-profile state: its store and mount points, seeded copies.
 	stateWarnings, err := prepareState(s.Plan, s.Home, s.OwnerUID, s.OwnerGID)
 	if err != nil {
-		return sandbox.ExitFedmemError, fmt.Errorf("profile %s: %w", prof.Name, err)
+		return sandbox.ExitFedmemError, staged(StageState, fmt.Errorf("profile %s: %w", prof.Name, err))
 	}
 	for _, w := range stateWarnings {
 		fmt.Fprintf(stderr, "fedmem-run: warning: %s\n", w)
@@ -216,10 +230,10 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	started := time.Now()
 	rep.VaultHeadStart, _ = vault.ReadHead(s.Vault)
 	if err := checkInboxReachable(s.Vault, s.UID, s.GID); err != nil {
-		return sandbox.ExitFedmemError, err
+		return sandbox.ExitFedmemError, staged(StageInbox, err)
 	}
 	if err := createInbox(s.Vault, s.Plan.Inbox, s.UID); err != nil {
-		return sandbox.ExitFedmemError, err
+		return sandbox.ExitFedmemError, staged(StageInbox, err)
 	}
 
 	stdinF, _ := o.Stdin.(*os.File)
@@ -250,7 +264,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	if backend == nil {
 		// The profile's backend: (namespace unless it names runc or containerd).
 		if backend, err = sandbox.NewBackend(prof.Backend, sandbox.BackendOptions{}); err != nil {
-			return sandbox.ExitFedmemError, err
+			return sandbox.ExitFedmemError, staged(StageBackend, err)
 		}
 	}
 	res, runErr := backend.Run(ctx, spec)
