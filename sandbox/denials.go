@@ -4,10 +4,14 @@ package sandbox
 const msgDenied msgType = "denied"
 
 // Denied is one refusal the sandbox observed, as it reaches --events (the
-// "denied" event) and the session report's counts. Kind is "syscall" for
-// now (see docs/events.md for what is and is not observed).
+// "denied" event) and the session report's counts. Kind is "syscall" (a
+// seccomp rule refused the call) or "filesystem" (a write the kernel is
+// expected to refuse: Op and Path say what, Errno the errno predicted; see
+// docs/events.md for what is and is not observed).
 type Denied struct {
 	Kind    string   `json:"kind"`
+	Op      string   `json:"op,omitempty"`
+	Path    string   `json:"path,omitempty"`
 	Syscall string   `json:"syscall,omitempty"`
 	Rule    string   `json:"rule,omitempty"`
 	Errno   string   `json:"errno,omitempty"`
@@ -22,7 +26,11 @@ type Denied struct {
 // Fields is the event's fields.
 func (d *Denied) Fields() map[string]any {
 	m := map[string]any{"kind": d.Kind, "hint": d.Hint}
-	if d.Syscall != "" {
+	switch {
+	case d.Truncated:
+	case d.Kind == "filesystem":
+		m["op"], m["path"], m["syscall"], m["errno"], m["pid"] = d.Op, d.Path, d.Syscall, d.Errno, d.Pid
+	case d.Syscall != "":
 		m["syscall"], m["rule"], m["errno"], m["args"], m["pid"] = d.Syscall, d.Rule, d.Errno, d.Args, d.Pid
 	}
 	if d.Truncated {

@@ -3,57 +3,96 @@ package sandbox
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"sync/atomic"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/sandbox/seccomp"
 )
 
-// maxDeniedReports bounds the denials the init reports one by one: a
-// hostile agent calling mount in a loop must not flood the sync pipe, the
-// events file or fedmem-run.
+// maxDeniedReports bounds the denials the init reports one by one, of
+// every kind together: a hostile agent calling mount or writing into the
+// vault in a loop must not flood the sync pipe, the events file or
+// fedmem-run.
 const maxDeniedReports = 256
 
+// denialReporter sends the init's "denied" messages on the sync pipe, for
+// both listeners (refused system calls, filesystem writes).
+type denialReporter struct {
+	sync *os.File
+	n    atomic.Int64
+	// What the filesystem listener needs to tell a refused write from an
+	// allowed one.
+	plan       *mounts.Plan
+	landlockFS bool
+	agentUID   int // -1: the agent has the init's uid
+	agentGID   int
+	// The listener (fd -1: none) and the pipe that wakes its thread.
+	fd           int
+	decider      *seccomp.Decider
+	writes       *seccomp.Writes
+	wakeR, wakeW int
+}
+
+// report sends one denial, or the one truncation marker after
+// maxDeniedReports.
+func (r *denialReporter) report(d *Denied) {
+	k := r.n.Add(1)
+	if k > maxDeniedReports+1 {
+		return
+	}
+	if k == maxDeniedReports+1 {
+		d = &Denied{Kind: d.Kind, Truncated: true, Hint: "more operations were refused; only the first 256 are reported"}
+	}
+	// One write per message, below PIPE_BUF (paths are capped, see
+	// fsdenials_linux.go): atomic beside the init's own messages and the
+	// other listener's on the same pipe.
+	_ = json.NewEncoder(r.sync).Encode(initMessage{Type: msgDenied, Denial: d})
+}
+
 // applySeccompReporting installs the seccomp filter with a user
-// notification listener held by this init (pid 1) and serves it: each
-// refused call is answered with the rule's errno — decided from the
-// kernel's seccomp_data by the errno filter itself, never from memory the
-// agent controls — and reported on the sync pipe. Where the kernel has no
-// listener with TSYNC (before Linux 5.7) it installs the plain errno
-// filter and says in a layer note that refusals are not reported.
-func applySeccompReporting(cfg *initConfig, l *Layers, sync *os.File) error {
+// notification listener (TSYNC_ESRCH|NEW_LISTENER, Linux 5.7) and returns
+// the reporter that serves it: the forker thread calls serve once the
+// agent is forked (fsdenials_linux.go says why that thread). Each refused
+// call is answered with the rule's errno — decided from the kernel's
+// seccomp_data by the errno filter itself, never from memory the agent
+// controls — and reported on the sync pipe; each write call continues and
+// is reported when the kernel is expected to refuse it. Where the kernel
+// has no such listener it installs the plain errno filter and says in a
+// layer note that refusals are not reported.
+func applySeccompReporting(cfg *initConfig, l *Layers, sync *os.File) (*denialReporter, error) {
+	rep := &denialReporter{sync: sync, plan: cfg.Plan, landlockFS: l.LandlockFS, agentUID: -1, agentGID: -1, fd: -1, wakeR: -1, wakeW: -1}
+	if cfg.AgentSwitch {
+		rep.agentUID, rep.agentGID = cfg.AgentUID, cfg.AgentGID
+	}
 	d, err := seccomp.NewDecider(runtime.GOARCH)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	w, err := seccomp.NewWrites(runtime.GOARCH)
+	if err != nil {
+		return nil, err
+	}
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return nil, fmt.Errorf("pipe: %w", err)
 	}
 	fd, err := seccomp.ApplyNotify()
 	if errors.Is(err, seccomp.ErrNoListener) {
-		l.Notes = append(l.Notes, "denied system calls are not reported: "+err.Error())
-		return applySeccomp(cfg, l)
+		unix.Close(p[0])
+		unix.Close(p[1])
+		l.Notes = append(l.Notes, "denied system calls and filesystem writes are not reported: "+err.Error())
+		return rep, applySeccomp(cfg, l)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	l.Seccomp = true
-	l.Notes = append(l.Notes, "denied system calls reported (seccomp user notification held by pid 1)")
-	var n atomic.Int64
-	go func() {
-		// Its own thread: the agent's refused call waits for this answer.
-		runtime.LockOSThread()
-		seccomp.Serve(fd, d, func(pid int, den seccomp.Denial) {
-			k := n.Add(1)
-			if k > maxDeniedReports+1 {
-				return
-			}
-			m := &Denied{Kind: "syscall", Syscall: den.Syscall, Rule: den.Rule, Errno: den.Errno, Args: den.Args[:], Pid: pid, Hint: denialHint(den.Rule)}
-			if k == maxDeniedReports+1 {
-				m = &Denied{Kind: "syscall", Truncated: true, Hint: "more system calls were refused; only the first 256 are reported"}
-			}
-			// One write per message, below PIPE_BUF: atomic beside the
-			// init's own messages on the same pipe.
-			_ = json.NewEncoder(sync).Encode(initMessage{Type: msgDenied, Denial: m})
-		})
-	}()
-	return nil
+	l.Notes = append(l.Notes, "denied system calls and refused filesystem writes reported (seccomp user notification held by pid 1; writes continue: the kernel decides)")
+	rep.fd, rep.decider, rep.writes, rep.wakeR, rep.wakeW = fd, d, w, p[0], p[1]
+	return rep, nil
 }

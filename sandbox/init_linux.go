@@ -171,7 +171,7 @@ func InitMain() {
 	if err := dropCapabilities(keep); err != nil {
 		fail(ExitFedmemError, "capabilities", err)
 	}
-	if err := applySeccompReporting(&cfg, &layers, sync); err != nil {
+	if fk.reports, err = applySeccompReporting(&cfg, &layers, sync); err != nil {
 		fail(ExitFedmemError, "seccomp", err)
 	}
 	phases["layers"] = monoNow()
@@ -199,11 +199,11 @@ func InitMain() {
 				continue // the pty delivers it to the foreground group
 			}
 			// Sent by the forker thread: see forker.signals.
-			fk.signals <- sig
+			fk.signal(sig)
 			if sig != unix.SIGCONT && stopped.Load() {
 				// A stopped job acts on nothing until continued (a
 				// shell's kill sends SIGCONT after SIGHUP/SIGTERM too).
-				fk.signals <- unix.SIGCONT
+				fk.signal(unix.SIGCONT)
 			}
 		}
 	}()
@@ -255,12 +255,25 @@ type forker struct {
 	// agent's nested, signal-scoped domain descends from this thread's
 	// only — any other thread of pid 1 gets EPERM.
 	signals chan syscall.Signal
+	// reports, set before goAhead, is the seccomp listener this thread
+	// serves after the fork; wake, set before done, wakes it for signals
+	// (-1: it waits on signals alone).
+	reports *denialReporter
+	wake    int
+}
+
+// signal has the forker thread send sig to the agent.
+func (f *forker) signal(sig syscall.Signal) {
+	f.signals <- sig
+	if f.wake >= 0 {
+		_, _ = unix.Write(f.wake, []byte{0})
+	}
 }
 
 // startForker starts the goroutine, locked to its own thread, that forks
 // the agent once the process-wide layers are in place.
 func startForker(cfg *initConfig) *forker {
-	f := &forker{ready: make(chan error, 1), path: make(chan string, 1), goAhead: make(chan struct{}), done: make(chan forkResult, 1), signals: make(chan syscall.Signal, 16)}
+	f := &forker{ready: make(chan error, 1), path: make(chan string, 1), goAhead: make(chan struct{}), done: make(chan forkResult, 1), signals: make(chan syscall.Signal, 16), wake: -1}
 	go func() {
 		// Never unlocked: the thread dies with the goroutine, and no other
 		// goroutine ever runs with its credentials.
@@ -294,20 +307,37 @@ func startForker(cfg *initConfig) *forker {
 			attr.Sys.Setsid = true
 		}
 		r.pid, r.err = syscall.ForkExec(path, cfg.Argv, attr)
+		if r.err == nil && f.reports != nil && f.reports.fd >= 0 {
+			f.wake = f.reports.wakeW
+		}
 		f.done <- r
 		if r.err != nil {
 			return
 		}
-		for sig := range f.signals {
+		forward := func(sig syscall.Signal) {
 			if cfg.TTY && sig == unix.SIGCONT {
 				// Resume the whole job. The agent's group stayed the pty's
 				// foreground group: no TIOCSPGRP here, which from this
 				// background group would raise SIGTTOU that a pid 1 never
 				// receives, restarting the ioctl forever.
 				_ = unix.Kill(-r.pid, sig)
-				continue
+				return
 			}
 			_ = unix.Kill(r.pid, sig)
+		}
+		// This thread serves the seccomp listener (denials_linux.go).
+		f.reports.serve(func() {
+			for {
+				select {
+				case sig := <-f.signals:
+					forward(sig)
+				default:
+					return
+				}
+			}
+		})
+		for sig := range f.signals {
+			forward(sig)
 		}
 	}()
 	return f

@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/sandbox"
 	"github.com/fedmem/fedmem/vault"
@@ -35,10 +38,38 @@ func TestExplainInbox(t *testing.T) {
 	if err := os.Chmod(inbox, 0o500); err != nil {
 		t.Fatal(err)
 	}
-	defer os.Chmod(inbox, st.Mode().Perm())
+	defer unix.Chmod(inbox, uint32(st.Sys().(*syscall.Stat_t).Mode&0o7777))
 	out := explain()
 	if !strings.Contains(out, "inbox check: a run would be REFUSED") || !strings.Contains(out, "mode 0500") {
 		t.Errorf("explain does not say the inbox refuses the run:\n%s", out)
+	}
+	// Each other rule, with its fix (the group-only modes refuse this
+	// uid too, which is not in the group: only the warnings are checked).
+	for _, c := range []struct {
+		mode       uint32
+		rule, want string
+	}{
+		{0o770, "warning [inbox-setgid]", "fedmem init --agent-group"},
+		{0o777, "warning [inbox-sticky]", "mode 01777"},
+		{0o3770, "", ""},
+		{0o1777, "", ""},
+	} {
+		if err := unix.Chmod(inbox, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		out := explain()
+		if c.rule == "" {
+			if strings.Contains(out, "inbox check: warning") {
+				t.Errorf("mode %04o: %s", c.mode, out)
+			}
+			continue
+		}
+		if !strings.Contains(out, c.rule) || !strings.Contains(out, c.want) {
+			t.Errorf("mode %04o: explain lacks %q with %q:\n%s", c.mode, c.rule, c.want, out)
+		}
+	}
+	if err := os.Chmod(inbox, 0o500); err != nil {
+		t.Fatal(err)
 	}
 	// And a run is refused the same way, before the backend starts.
 	fb := &fakeBackend{}
@@ -57,6 +88,9 @@ func (f *denyingBackend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.
 		{Kind: "syscall", Syscall: "mount", Rule: "mount", Errno: "EPERM", Hint: "h"},
 		{Kind: "syscall", Syscall: "mount", Rule: "mount", Errno: "EPERM", Hint: "h"},
 		{Kind: "syscall", Syscall: "unshare", Rule: "unshare-namespaces", Errno: "EPERM", Hint: "h"},
+		{Kind: "filesystem", Op: "open", Syscall: "openat", Path: "/vault/a.md", Errno: "EROFS", Hint: "h"},
+		{Kind: "filesystem", Op: "mkdir", Syscall: "mkdirat", Path: "/vault/d", Errno: "EROFS", Hint: "h"},
+		{Kind: "filesystem", Op: "open", Syscall: "open", Path: "/b", Errno: "EROFS", Hint: "h"},
 		{Kind: "syscall", Truncated: true},
 	} {
 		spec.Event("denied", d.Fields())
@@ -65,7 +99,8 @@ func (f *denyingBackend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.
 }
 
 // TestReportCountsDenials: "denied" events are counted in the report by
-// kind and by system call, even without --events, and stderr says so.
+// kind, by system call (kind syscall) and by operation (kind filesystem),
+// even without --events, and stderr says so.
 func TestReportCountsDenials(t *testing.T) {
 	v, wd := newVault(t)
 	rep := filepath.Join(wd, "r.json")
@@ -79,10 +114,11 @@ func TestReportCountsDenials(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := r.Denials
-	if d == nil || d.Total != 3 || d.ByKind["syscall"] != 3 || d.BySyscall["mount"] != 2 || d.BySyscall["unshare"] != 1 || !d.Truncated {
+	if d == nil || d.Total != 6 || d.ByKind["syscall"] != 3 || d.ByKind["filesystem"] != 3 || d.BySyscall["mount"] != 2 || d.BySyscall["unshare"] != 1 ||
+		len(d.BySyscall) != 2 || d.ByOp["open"] != 2 || d.ByOp["mkdir"] != 1 || !d.Truncated {
 		t.Errorf("report denials: %+v", d)
 	}
-	if !strings.Contains(stderr.String(), "3 operation(s) refused by the sandbox") {
+	if !strings.Contains(stderr.String(), "6 operation(s) refused by the sandbox") {
 		t.Errorf("stderr: %q", stderr.String())
 	}
 }

@@ -22,7 +22,10 @@ type events struct {
 type Denials struct {
 	Total     int            `json:"total"`
 	ByKind    map[string]int `json:"by_kind"`
-	BySyscall map[string]int `json:"by_syscall,omitempty"`
+	BySyscall map[string]int `json:"by_syscall,omitempty"` // kind syscall
+	// ByOp counts the filesystem denials by operation (open, mkdir,
+	// rename, …).
+	ByOp map[string]int `json:"by_op,omitempty"`
 	// Truncated: more were refused than the sandbox reported one by one.
 	Truncated bool `json:"truncated,omitempty"`
 }
@@ -70,11 +73,21 @@ func (e *events) count(fields map[string]any) {
 	}
 	d.Total++
 	d.ByKind[kind]++
-	if sc, _ := fields["syscall"].(string); sc != "" {
-		if d.BySyscall == nil {
-			d.BySyscall = map[string]int{}
+	switch kind {
+	case "syscall":
+		if sc, _ := fields["syscall"].(string); sc != "" {
+			if d.BySyscall == nil {
+				d.BySyscall = map[string]int{}
+			}
+			d.BySyscall[sc]++
 		}
-		d.BySyscall[sc]++
+	case "filesystem":
+		if op, _ := fields["op"].(string); op != "" {
+			if d.ByOp == nil {
+				d.ByOp = map[string]int{}
+			}
+			d.ByOp[op]++
+		}
 	}
 }
 

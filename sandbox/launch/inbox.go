@@ -48,6 +48,71 @@ func checkInboxReachable(vaultDir string, uid, gid int) error {
 	return nil
 }
 
+// inboxFinding is one inbox problem --explain reports beside the
+// reachability check: the rule, what was found, whether a run would be
+// refused, and the fix.
+type inboxFinding struct {
+	Rule    string
+	Refuses bool
+	Detail  string
+	Fix     string
+}
+
+func (f inboxFinding) String() string {
+	lead := "warning"
+	if f.Refuses {
+		lead = "a run would be REFUSED"
+	}
+	return fmt.Sprintf("%s [%s]: %s; fix: %s", lead, f.Rule, f.Detail, f.Fix)
+}
+
+// inboxFindings checks what checkInboxReachable does not: what the inbox
+// is, the file system it is on, the setgid and sticky bits fedmem init
+// sets (01777, or 03770 with an agent group), and the session records'
+// directory. gid is the agent's group.
+func inboxFindings(vaultDir string, gid int) []inboxFinding {
+	dir := filepath.Join(vaultDir, vault.InboxDir)
+	var out []inboxFinding
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return nil // missing: the vault check and checkInboxReachable say so
+	}
+	mode := st.Mode & 0o7777
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+	case unix.S_IFLNK:
+		return append(out, inboxFinding{Rule: "inbox-not-link", Refuses: false, Detail: dir + " is a symbolic link: session folders land wherever it points",
+			Fix: "replace it by a directory: `fedmem init " + vaultDir + "`"})
+	default:
+		return append(out, inboxFinding{Rule: "inbox-directory", Refuses: true, Detail: dir + " is not a directory",
+			Fix: "move it away and run `fedmem init " + vaultDir + "`"})
+	}
+	var sfs unix.Statfs_t
+	if unix.Statfs(dir, &sfs) == nil && sfs.Flags&unix.ST_RDONLY != 0 {
+		out = append(out, inboxFinding{Rule: "inbox-writable-fs", Refuses: true, Detail: dir + " is on a read-only file system: the session folder cannot be created",
+			Fix: "put the vault on a writable file system (or remount it read-write)"})
+	}
+	// Group-only inbox (no access for others): an agent group's. Its
+	// session folders must inherit that group (setgid), or the gate user,
+	// a member, cannot take the drafts out.
+	if mode&0o007 == 0 && mode&0o070 != 0 && mode&0o2000 == 0 {
+		out = append(out, inboxFinding{Rule: "inbox-setgid", Detail: fmt.Sprintf("%s (group %d, mode %04o) is the agent group's but not setgid: session folders get the agent's own group %d and the gate cannot collect the drafts", dir, st.Gid, mode, gid),
+			Fix: fmt.Sprintf("`fedmem init --agent-group %d %s` (mode 03770)", st.Gid, vaultDir)})
+	}
+	// Shared (group- or world-writable) without sticky: one agent can
+	// rename or remove another session's folder.
+	if mode&0o022 != 0 && mode&0o1000 == 0 {
+		out = append(out, inboxFinding{Rule: "inbox-sticky", Detail: fmt.Sprintf("%s (mode %04o) is shared but not sticky: an agent can remove or rename another session's folder", dir, mode),
+			Fix: "`fedmem init " + vaultDir + "` (mode 01777, or 03770 with --agent-group)"})
+	}
+	sdir := filepath.Join(vaultDir, vault.SessionsDir)
+	if err := unix.Stat(sdir, &st); err == nil && unix.Access(sdir, unix.W_OK|unix.X_OK) != nil && os.Geteuid() != 0 {
+		out = append(out, inboxFinding{Rule: "sessions-writable", Detail: fmt.Sprintf("%s (owner %d, group %d, mode %04o) is not writable by uid %d: no session record, the gate treats the drafts as from an unknown agent", sdir, st.Uid, st.Gid, st.Mode&0o7777, os.Geteuid()),
+			Fix: "`fedmem init " + vaultDir + "`, or run the fedmem-run installed setgid to the vault's launcher group (docs/gate.md, Trust model)"})
+	}
+	return out
+}
+
 // createInbox makes the session's inbox directory, owned by the agent's uid,
 // mode 2770: its group is the inbox's (90-inbox is setgid when the vault has
 // an agent group), so a gate user in that group can move drafts out and

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fedmem/fedmem/profiles"
@@ -69,15 +70,26 @@ func Explain(w io.Writer, r *Resolved, asJSON bool) error {
 
 // explainInbox runs the check a launch runs first (checkInboxReachable:
 // the inbox's owner, group and mode against the agent's uid and gid) and
-// says whether it would refuse the run.
+// the other inbox checks (inboxFindings), and says whether a run would be
+// refused and what to fix.
 func explainInbox(r *Resolved) string {
 	if r.Placeholder {
 		return "inbox check: skipped (no vault)"
 	}
-	if err := checkInboxReachable(r.Vault, r.UID, r.GID); err != nil {
-		return "inbox check: a run would be REFUSED: " + err.Error()
+	var lines []string
+	fs := inboxFindings(r.Vault, r.GID)
+	if len(fs) == 0 || fs[0].Rule != "inbox-directory" {
+		if err := checkInboxReachable(r.Vault, r.UID, r.GID); err != nil {
+			lines = append(lines, "inbox check: a run would be REFUSED [inbox-reachable]: "+err.Error())
+		}
 	}
-	return fmt.Sprintf("inbox check: ok (uid %d, gid %d can reach %s)", r.UID, r.GID, filepath.Join(r.Vault, vault.InboxDir))
+	for _, f := range fs {
+		lines = append(lines, "inbox check: "+f.String())
+	}
+	if len(lines) == 0 {
+		return fmt.Sprintf("inbox check: ok (uid %d, gid %d can reach %s)", r.UID, r.GID, filepath.Join(r.Vault, vault.InboxDir))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // policy is the network policy of a proxied profile.

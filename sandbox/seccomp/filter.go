@@ -105,6 +105,7 @@ type program struct {
 type pendingJump struct {
 	at          int
 	true, false string // "" means the next instruction
+	always      bool   // an unconditional jump (32-bit offset) to true
 }
 
 func (p *program) emit(i bpf.Instruction) { p.ins = append(p.ins, i) }
@@ -112,6 +113,12 @@ func (p *program) emit(i bpf.Instruction) { p.ins = append(p.ins, i) }
 func (p *program) jump(cond bpf.JumpTest, val uint32, t, f string) {
 	p.jumps = append(p.jumps, pendingJump{at: len(p.ins), true: t, false: f})
 	p.emit(bpf.JumpIf{Cond: cond, Val: val})
+}
+
+// gotoLabel jumps to a later label whatever the distance (BPF_JA).
+func (p *program) gotoLabel(t string) {
+	p.jumps = append(p.jumps, pendingJump{at: len(p.ins), true: t, always: true})
+	p.emit(bpf.Jump{})
 }
 
 func (p *program) label(name string) error {
@@ -138,6 +145,14 @@ func (p *program) resolve() ([]bpf.Instruction, error) {
 		return uint8(d), nil
 	}
 	for _, j := range p.jumps {
+		if j.always {
+			to, ok := p.labels[j.true]
+			if !ok || to <= j.at {
+				return nil, fmt.Errorf("seccomp: unconditional jump to %q: undefined or backwards", j.true)
+			}
+			p.ins[j.at] = bpf.Jump{Skip: uint32(to - j.at - 1)}
+			continue
+		}
 		ji := p.ins[j.at].(bpf.JumpIf)
 		var err error
 		if ji.SkipTrue, err = skip(j.at, j.true); err != nil {
@@ -163,10 +178,12 @@ func errnoLabel(e Errno) string { return fmt.Sprintf("ret-errno-%d", e) }
 //     the argument and returns the errno or allows;
 //  4. allows everything else.
 func Assemble(goarch string) ([]bpf.Instruction, error) {
-	return assemble(goarch, Rules)
+	return assemble(goarch, Rules, false)
 }
 
-func assemble(goarch string, rules []Rule) ([]bpf.Instruction, error) {
+// assemble compiles rules; with writes, the calls the deny-list allows go
+// on to the write section (writes.go) instead of being allowed at once.
+func assemble(goarch string, rules []Rule, writes bool) ([]bpf.Instruction, error) {
 	info, err := archInfo(goarch)
 	if err != nil {
 		return nil, err
@@ -218,7 +235,11 @@ func assemble(goarch string, rules []Rule) ([]bpf.Instruction, error) {
 		p.jump(bpf.JumpEqual, t.nr, t.label, "")
 	}
 	// 4. Default.
-	p.emit(bpf.RetConstant{Val: retAllow})
+	if writes {
+		p.gotoLabel("writes")
+	} else {
+		p.emit(bpf.RetConstant{Val: retAllow})
+	}
 
 	// Shared errno returns.
 	var list []int
@@ -269,6 +290,14 @@ func assemble(goarch string, rules []Rule) ([]bpf.Instruction, error) {
 			return nil, err
 		}
 		p.emit(bpf.RetConstant{Val: retAllow})
+	}
+	if writes {
+		if err := p.label("writes"); err != nil {
+			return nil, err
+		}
+		if err := emitWrites(p, goarch); err != nil {
+			return nil, err
+		}
 	}
 	return p.resolve()
 }

@@ -228,13 +228,13 @@ func TestValidateRejectsBadRules(t *testing.T) {
 		"no values":         {{Name: "a", Syscalls: []string{"ioctl"}, Errno: EPERM, Why: "x", Cond: &Cond{Arg: 1, Op: In, Text: "t"}}},
 	}
 	for name, rules := range cases {
-		if _, err := assemble("amd64", rules); err == nil {
+		if _, err := assemble("amd64", rules, false); err == nil {
 			t.Errorf("%s: assemble accepted invalid rules", name)
 		} else if !strings.Contains(err.Error(), "Rules[") {
 			t.Errorf("%s: error %q does not name the rule", name, err)
 		}
 	}
-	if _, err := assemble("amd64", []Rule{{Name: "typo", Syscalls: []string{"mnt"}, Errno: EPERM, Why: "x"}}); err == nil ||
+	if _, err := assemble("amd64", []Rule{{Name: "typo", Syscalls: []string{"mnt"}, Errno: EPERM, Why: "x"}}, false); err == nil ||
 		!strings.Contains(err.Error(), `"mnt" unknown`) {
 		t.Errorf("unknown syscall name: got %v, want an error naming it", err)
 	}

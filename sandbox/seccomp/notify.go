@@ -27,9 +27,12 @@ const retUserNotif = 0x7fc00000
 func notifies(e Errno) bool { return e != ENOSYS && e != EOPNOTSUPP }
 
 // AssembleNotify is Assemble with every notifying refusal turned into
-// SECCOMP_RET_USER_NOTIF.
+// SECCOMP_RET_USER_NOTIF, and the write calls the deny-list allows
+// (WriteCalls, write-intent opens only) handed to the listener too, to be
+// answered CONTINUE (writes.go). One filter for both: the kernel gives a
+// filter chain one listener only (EBUSY for a second).
 func AssembleNotify(goarch string) ([]bpf.Instruction, error) {
-	insts, err := Assemble(goarch)
+	insts, err := assemble(goarch, Rules, true)
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +55,7 @@ type Denial struct {
 	Args    [6]uint64 `json:"args"`
 	Why     string    `json:"why,omitempty"`
 	errno   Errno
+	allowed bool // the errno filter allows the call (errno is then EPERM)
 }
 
 // Decider maps the kernel's seccomp_data of a notified call to the errno
@@ -91,8 +95,8 @@ func NewDecider(goarch string) (*Decider, error) {
 
 // Decide evaluates the call (nr, arch and the six arguments of the
 // kernel's seccomp_data) with the errno filter. It always returns an
-// errno: EPERM when the filter would, impossibly, allow a call that was
-// notified (fail closed).
+// errno: EPERM when the filter allows the call (fail closed for anything
+// but a write call, which the listener lets continue: Allowed).
 func (d *Decider) Decide(nr int32, arch uint32, args [6]uint64) Denial {
 	// x/net/bpf loads big-endian words; seccomp_data is little-endian on
 	// both supported arches, so each 64-bit argument is stored as its low
@@ -111,12 +115,20 @@ func (d *Decider) Decide(nr int32, arch uint32, args [6]uint64) Denial {
 	if r := d.rules[den.Syscall]; r != nil {
 		den.Rule, den.Why = r.Name, r.Why
 	}
-	if out, err := d.vm.Run(b); err == nil && uint32(out)&0xffff0000 == retErrno {
+	out, err := d.vm.Run(b)
+	switch {
+	case err == nil && uint32(out)&0xffff0000 == retErrno:
 		den.errno = Errno(uint32(out) & 0xffff)
+	case err == nil && uint32(out) == retAllow:
+		den.allowed = true
 	}
 	den.Errno = den.errno.String()
 	return den
 }
+
+// Allowed says the errno filter allows the call: only a write call
+// (WriteCalls) may then continue.
+func (d Denial) Allowed() bool { return d.allowed }
 
 // ErrnoValue is the errno the listener answers with.
 func (d Denial) ErrnoValue() Errno { return d.errno }

@@ -38,12 +38,27 @@ func ApplyNotify() (int, error) {
 	if err != nil || nnp != 1 {
 		return -1, ErrNoNewPrivs
 	}
-	fd, _, errno := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_TSYNC|unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH|unix.SECCOMP_FILTER_FLAG_NEW_LISTENER,
-		uintptr(unsafe.Pointer(&prog)))
+	// WAIT_KILLABLE_RECV (Linux 5.19): once the listener has a call, the
+	// caller waits killable, so a Go agent's preemption signals do not
+	// restart every notified write over and over. Without it before 5.19.
+	const flags = unix.SECCOMP_FILTER_FLAG_TSYNC | unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH | unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
+	var fd uintptr
+	var errno unix.Errno
+	for _, f := range []uintptr{flags | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, flags} {
+		fd, _, errno = unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, f, uintptr(unsafe.Pointer(&prog)))
+		if errno != unix.EINVAL {
+			break
+		}
+	}
 	runtime.KeepAlive(filter)
 	switch errno {
 	case 0:
+		// Linux 6.6: the kernel switches to the listener on the caller's
+		// CPU and back, instead of waking it wherever it slept — the
+		// round trip of every notified write is most of its cost. Best
+		// effort: older kernels refuse the ioctl.
+		var f uint64 = unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+		_, _, _ = unix.Syscall(unix.SYS_IOCTL, fd, unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, uintptr(f))
 		return int(fd), nil
 	case unix.EINVAL, unix.ENOSYS:
 		return -1, fmt.Errorf("%w: %w", ErrNoListener, errno)
@@ -75,28 +90,77 @@ type notifResp struct {
 	Flags uint32
 }
 
-// Serve answers every notification on the listener fd with the errno the
-// ordinary filter returns (Decider), after calling report: a denial is
-// reported before the agent's call returns, so none is lost to an agent
-// that exits right after. It returns when the listener fails (every
-// filtered task is gone). report must not block for long: the agent's
-// call waits for it.
-func Serve(fd int, d *Decider, report func(pid int, den Denial)) {
+// Listener serves the notifying filter's listener.
+type Listener struct {
+	Fd      int
+	Decider *Decider
+	Writes  *Writes
+	// Wake, when readable, runs OnWake (-1: no wake descriptor).
+	Wake   int
+	OnWake func()
+	// Denied is called for each refused call before it is answered with
+	// the rule's errno: a denial is reported before the agent's call
+	// returns, so none is lost to an agent that exits right after.
+	Denied func(pid int, den Denial)
+	// Write is called for each write call before it is answered with
+	// SECCOMP_USER_NOTIF_FLAG_CONTINUE (read-only openat2 calls and paths
+	// that cannot be read skip it).
+	Write func(*WriteRequest)
+}
+
+// Serve answers every notification: a call the errno filter refuses
+// (Decider) with that errno, a write call the errno filter allows with
+// CONTINUE — the kernel then decides it as if no filter were there —, and
+// anything else, which cannot happen, with EPERM. It returns when every
+// filtered task is gone or the listener fails. The callbacks must not block
+// for long: the agent's call waits for them. The thread that serves must
+// never make a call the filter notifies itself: nobody would answer it.
+func (l *Listener) Serve() {
+	pfd := []unix.PollFd{{Fd: int32(l.Fd), Events: unix.POLLIN}}
+	if l.Wake >= 0 {
+		pfd = append(pfd, unix.PollFd{Fd: int32(l.Wake), Events: unix.POLLIN})
+	}
+	mems := memFiles{}
+	defer mems.drop()
 	for {
-		var n notif
-		_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&n)))
-		if errno == unix.EINTR {
+		if _, err := unix.Poll(pfd, -1); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return
+		}
+		if len(pfd) > 1 && pfd[1].Revents != 0 {
+			l.OnWake()
+		}
+		ev := pfd[0].Revents
+		if ev&unix.POLLIN == 0 {
+			if ev&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+				return // no task uses the filter any more
+			}
 			continue
 		}
-		if errno == unix.ENOENT {
-			continue // the task died before we read its call
+		var n notif
+		_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(l.Fd), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&n)))
+		if errno == unix.EINTR || errno == unix.ENOENT {
+			continue // ENOENT: the task died before we read its call
 		}
 		if errno != 0 {
 			return
 		}
-		den := d.Decide(n.Nr, n.Arch, n.Args)
-		report(int(n.Pid), den)
-		resp := notifResp{ID: n.ID, Error: -int32(den.errno)}
-		_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+		resp := notifResp{ID: n.ID}
+		den := l.Decider.Decide(n.Nr, n.Arch, n.Args)
+		c := l.Writes.Call(n.Nr)
+		if den.allowed && c != nil {
+			if req := readRequest(l.Fd, &n, c, mems); req != nil && l.Write != nil {
+				l.Write(req)
+			}
+			resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+		} else {
+			if !den.allowed && l.Denied != nil {
+				l.Denied(int(n.Pid), den)
+			}
+			resp.Error = -int32(den.errno)
+		}
+		_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(l.Fd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fedmem/fedmem/test/testutil"
 )
 
 // denialProbe runs inside the sandbox: two refused system calls (mount,
@@ -84,3 +86,226 @@ func TestDenialEvents(t *testing.T) {
 		})
 	}
 }
+
+// fsProbe runs inside the sandbox: writes the sandbox refuses (the vault,
+// the read-only root) and writes it allows (the session inbox, /tmp). Each
+// line is NAME then "ok" or the errno the agent got.
+const fsProbe = `
+import os, sys
+V, I = os.environ["FEDMEM_VAULT"], os.environ["FEDMEM_INBOX"]
+note = os.path.join(V, sys.argv[1])
+agent_md = os.path.join(V, "AGENT.md")
+def t(name, f):
+    try:
+        f()
+        print(name, "ok")
+    except OSError as e:
+        print(name, e.errno)
+t("VAULTWRITE", lambda: open(note, "w").write("x"))
+t("ROOTCREATE", lambda: open("/fedmem-denial-probe", "w"))
+t("VAULTMKDIR", lambda: os.mkdir(os.path.join(V, "newdir")))
+t("VAULTRENAME", lambda: os.rename(note, agent_md))
+t("INBOXWRITE", lambda: open(os.path.join(I, "draft.md"), "w").write("x"))
+t("TMPWRITE", lambda: open("/tmp/fedmem-denial-probe", "w").write("x"))
+os.chdir(V)
+t("RELWRITE", lambda: open("relative.md", "x"))
+`
+
+// readEvents returns the --events file's "denied" events.
+func deniedEvents(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("event line %q: %v", sc.Bytes(), err)
+		}
+		if m["event"] == "denied" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestFilesystemDenialEvents: a write the sandbox refuses — into the vault
+// (read-only bind mount), under the read-only root — reaches --events as a
+// "denied" event of kind filesystem naming the path, the operation, the
+// errno and a hint saying how to write there instead; the write still
+// fails; the report counts it by kind. Writes into the session inbox and
+// /tmp leave no denial. As root (the agent on another uid), with
+// --agent-user, and as an unprivileged user.
+func TestFilesystemDenialEvents(t *testing.T) {
+	for _, c := range []struct {
+		l     layout
+		extra []string
+	}{
+		{l: layout{name: "beside/root"}},
+		{l: layout{name: "beside/root"}, extra: []string{"--agent-user", "64001:64001"}},
+		{l: layout{name: "beside/user", gateOwned: true, user: true}},
+	} {
+		name := c.l.name
+		if c.extra != nil {
+			name += "/agent-user"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := setup(t, c.l)
+			if c.extra != nil {
+				// The explicit agent uid must reach the inbox.
+				if err := os.Chmod(filepath.Join(e.vault.Dir, "90-inbox"), 0o1777); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, err := testutil.Take(e.vault.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs := filepath.Join(e.outDir, "events.jsonl")
+			r := e.run(t, append([]string{"--events", evs}, c.extra...), "python3", "-c", fsProbe, e.vault.Note)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			got := map[string]string{}
+			for _, l := range strings.Split(string(r.stdout), "\n") {
+				if k, v, ok := strings.Cut(l, " "); ok {
+					got[k] = v
+				}
+			}
+			// The writes still fail (EROFS), the allowed ones work.
+			for k, want := range map[string]string{"VAULTWRITE": "30", "ROOTCREATE": "30", "VAULTMKDIR": "30", "VAULTRENAME": "30", "RELWRITE": "30", "INBOXWRITE": "ok", "TMPWRITE": "ok"} {
+				if got[k] != want {
+					t.Errorf("probe %s: %q, want %q\n%s", k, got[k], want, r.stdout)
+				}
+			}
+			after, err := testutil.Take(e.vault.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range testutil.Diff(before, after, inInbox) {
+				t.Errorf("vault changed: %s", p)
+			}
+			fs := map[string]map[string]any{} // by op and path
+			for _, m := range deniedEvents(t, evs) {
+				if m["kind"] != "filesystem" {
+					continue
+				}
+				p, _ := m["path"].(string)
+				if strings.Contains(p, "/90-inbox/") || strings.HasPrefix(p, "/tmp/") {
+					t.Errorf("an allowed write was reported as a denial: %v", m)
+				}
+				fs[m["op"].(string)+" "+p] = m
+			}
+			note := filepath.Join(e.vault.Dir, e.vault.Note)
+			for _, w := range []struct{ path, op, hint string }{
+				{note, "open", "FEDMEM_INBOX"},
+				{"/fedmem-denial-probe", "open", "writable:"},
+				{filepath.Join(e.vault.Dir, "newdir"), "mkdir", "FEDMEM_INBOX"},
+				{filepath.Join(e.vault.Dir, "relative.md"), "open", "FEDMEM_INBOX"},
+			} {
+				m := fs[w.op+" "+w.path]
+				if m == nil {
+					t.Errorf("no filesystem denial for %s; got %v", w.path, fs)
+					continue
+				}
+				h, _ := m["hint"].(string)
+				if m["op"] != w.op || m["errno"] != "EROFS" || !strings.Contains(h, w.hint) {
+					t.Errorf("%s: %v, want op %s, errno EROFS, a hint naming %s", w.path, m, w.op, w.hint)
+				}
+			}
+			var renamed bool
+			for _, p := range []string{note, filepath.Join(e.vault.Dir, "AGENT.md")} {
+				if m := fs["rename "+p]; m != nil && m["errno"] == "EROFS" && strings.Contains(m["hint"].(string), "FEDMEM_INBOX") {
+					renamed = true
+				}
+			}
+			if !renamed {
+				t.Errorf("no filesystem denial for the rename over AGENT.md; got %v", fs)
+			}
+			if t.Failed() {
+				b, _ := os.ReadFile(evs)
+				t.Logf("events:\n%s", b)
+			}
+			d, _ := r.report["denials"].(map[string]any)
+			byKind, _ := d["by_kind"].(map[string]any)
+			byOp, _ := d["by_op"].(map[string]any)
+			if n, _ := byKind["filesystem"].(float64); n < 5 || byOp["mkdir"] != 1.0 || byOp["rename"] != 1.0 {
+				t.Errorf("report denials: %v, want at least 5 of kind filesystem", r.report["denials"])
+			}
+		})
+	}
+}
+
+// racingProbe: a hostile agent opens a path for writing while another
+// thread keeps swapping the bytes of that path between a /tmp file and a
+// vault file. What the listener reads may differ from what the kernel
+// resolves; the policy must not: no write ever lands in the vault.
+const racingProbe = `
+import ctypes, os, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+V = os.environ["FEDMEM_VAULT"]
+a = b"/tmp/race-a.md".ljust(200, b"\0")
+b = os.path.join(V, "race.md").encode().ljust(200, b"\0")
+buf = ctypes.create_string_buffer(a, 200)
+stop = False
+def flip():
+    while not stop:
+        ctypes.memmove(buf, b, 200)
+        ctypes.memmove(buf, a, 200)
+th = threading.Thread(target=flip)
+th.start()
+res = {}
+for i in range(int(sys.argv[1])):
+    fd = libc.open(buf, os.O_WRONLY | os.O_CREAT, 0o644)
+    if fd >= 0:
+        os.close(fd)
+        res["ok"] = res.get("ok", 0) + 1
+    else:
+        e = ctypes.get_errno()
+        res[e] = res.get(e, 0) + 1
+stop = True
+th.join()
+print("RESULTS", res)
+print("VAULTFILE", os.path.exists(os.path.join(V, "race.md")))
+`
+
+// TestFilesystemDenialRace: swapping the path under the listener's feet
+// changes at most what the report says, never what the kernel allows.
+func TestFilesystemDenialRace(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	before, err := testutil.Take(e.vault.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := filepath.Join(e.outDir, "events.jsonl")
+	r := e.run(t, []string{"--events", evs}, "python3", "-c", racingProbe, "3000")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("%s", r.stdout)
+	if !strings.Contains(string(r.stdout), "VAULTFILE False") {
+		t.Errorf("a racing agent wrote into the vault:\n%s", r.stdout)
+	}
+	// The vault attempts that lost the race failed with EROFS (30): the
+	// mount refused them, not the listener.
+	if !strings.Contains(string(r.stdout), "30: ") {
+		t.Errorf("no write was refused with EROFS (did the race reach the vault at all?):\n%s", r.stdout)
+	}
+	after, err := testutil.Take(e.vault.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range testutil.Diff(before, after, inInbox) {
+		t.Errorf("vault changed: %s", p)
+	}
+	if _, err := os.Stat(filepath.Join(e.vault.Dir, "race.md")); err == nil {
+		t.Errorf("race.md exists in the vault")
+	}
+}
+
+// inInbox: the session's own inbox may change.
+func inInbox(rel string) bool { return rel == "90-inbox" || strings.HasPrefix(rel, "90-inbox/") }
