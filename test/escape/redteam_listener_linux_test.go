@@ -271,3 +271,39 @@ func TestRedteamExtendsResolvedInWorkdir(t *testing.T) {
 		t.Errorf("network %v, want none (the team's base.yaml beside team.yaml)", r.report["network"])
 	}
 }
+
+// secondListenerProbe installs the agent's own seccomp filter with a
+// listener that notifies mount(2). If the kernel took it, the agent's
+// filter — the newest, with the same SECCOMP_RET_USER_NOTIF action as the
+// init's deny rule — would win, and its own listener could answer
+// CONTINUE: mount would run. The kernel allows one listener per filter
+// chain (EBUSY), which is what keeps the deny-list in force.
+const secondListenerProbe = `
+import ctypes, struct
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+NR_seccomp, NR_mount = 317, 165
+def ins(code, jt, jf, k): return struct.pack("HBBI", code, jt, jf, k)
+prog = (ins(0x20, 0, 0, 0) +                 # ld [nr]
+        ins(0x15, 0, 1, NR_mount) +          # jeq mount
+        ins(0x06, 0, 0, 0x7fc00000) +        # ret USER_NOTIF
+        ins(0x06, 0, 0, 0x7fff0000))         # ret ALLOW
+buf = ctypes.create_string_buffer(prog, len(prog))
+fprog = ctypes.create_string_buffer(struct.pack("HxxxxxxQ", 4, ctypes.addressof(buf)), 16)
+r = libc.syscall(ctypes.c_long(NR_seccomp), ctypes.c_long(1), ctypes.c_long(8), ctypes.c_void_p(ctypes.addressof(fprog)))
+print("LISTENER", r if r >= 0 else -ctypes.get_errno())
+`
+
+// TestRedteamSecondListenerRefused: the agent cannot install a listener of
+// its own (the kernel refuses a second one in the chain: EBUSY), so no
+// filter of its can CONTINUE a call the init's filter notifies.
+func TestRedteamSecondListenerRefused(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	r := e.run(t, nil, "python3", "-c", secondListenerProbe)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := strings.TrimSpace(string(r.stdout)); got != "LISTENER -16" {
+		t.Errorf("BREACH? agent's own listener: %q, want LISTENER -16 (EBUSY: one listener per filter chain)", got)
+	}
+}
