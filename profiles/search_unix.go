@@ -28,7 +28,8 @@ func openNoFollow(p string) (*os.File, error) {
 }
 
 // trustedProfileFile is the rule for a profile file found in the search
-// path, as OpenSSH's for its config: a regular file owned by the caller or
+// path (and for a profile FILE named by path or by `extends:`, Kind
+// "file"), as OpenSSH's for its config: a regular file owned by the caller or
 // root and not writable by group or others, in folders — up to the search
 // folder's parent (.fedmem for a project, fedmem for the user's) — owned by
 // the caller or root and not writable by group or others. Otherwise another
@@ -60,6 +61,12 @@ func trustedProfileFile(d SearchDir, p string, f *os.File) error {
 			if err := unix.Stat(dir, &ds); err != nil {
 				return fmt.Errorf("profile %s: %s: %w", p, dir, err)
 			}
+		}
+		if d.Kind == "file" && ds.Uid == 0 && ds.Mode&unix.S_ISVTX != 0 {
+			// A profile FILE named by path in /tmp and the like: a
+			// root-owned sticky folder lets no one else replace the
+			// file (checked above) or its links.
+			continue
 		}
 		if err := trustedOwnerMode(dir, "folder", ds); err != nil {
 			return fmt.Errorf("%w (it holds %s)", err, p)
