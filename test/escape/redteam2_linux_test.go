@@ -67,6 +67,7 @@ print("planted")`
 		!strings.Contains(string(r.stderr), "fedmem profile allow "+planted) {
 		t.Errorf("session 2 with the planted profile: exit %d, want 125 naming %s as not allowed\n%s", r.code, planted, r.stderr)
 	}
+	checkErrorReport(t, r.code, string(r.stderr), r.report, "profile", "has not been allowed")
 }
 
 // containerProbe is the hostile agent looking for a way out of a container
