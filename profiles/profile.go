@@ -80,6 +80,10 @@ type Profile struct {
 	// CommandArgs are arguments inserted after a named command (see
 	// CommandArgs).
 	CommandArgs CommandArgs `yaml:"command_args,omitempty" json:"command_args,omitempty"`
+
+	// Files are the files (not built-ins) the profile was built from, with
+	// the sha256 of the bytes read (LoadFrom; CheckAllowed).
+	Files []SourceFile `yaml:"-" json:"-"`
 }
 
 // RiskKeepGroups, in accept_risks, lets an unprivileged caller's agent keep
@@ -272,13 +276,14 @@ func LoadFrom(nameOrFile string, search []SearchDir) (*Profile, string, error) {
 	if err := p.Validate(); err != nil {
 		return nil, "", &LoadError{nameOrFile, fmt.Errorf("profile %s: %w", nameOrFile, err)}
 	}
-	p.Source = src
+	p.Source, p.Files = src, l.files
 	return p, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 type loader struct {
 	search []SearchDir
 	seen   map[string]bool // sources already in the extends chain
+	files  []SourceFile    // files read, for CheckAllowed
 }
 
 // load reads the profile ref and its extends chain. from is the source of
@@ -292,6 +297,7 @@ func (l *loader) load(ref, from string, h io.Writer) (*Profile, string, error) {
 		return nil, "", fmt.Errorf("profile %s: extends cycle", ref)
 	}
 	l.seen[src] = true
+	l.files = appendSourceFile(l.files, src, data)
 	h.Write(data)
 	p, err := Parse(src, data)
 	if err != nil {

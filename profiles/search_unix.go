@@ -85,3 +85,17 @@ func trustedOwnerMode(p, what string, st unix.Stat_t) error {
 	}
 	return nil
 }
+
+// trustedStoreFile: the allow store is a regular file owned by the caller
+// or root and writable by its owner only (another user's hash would be an
+// allow the caller never gave).
+func trustedStoreFile(p string, f *os.File) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fmt.Errorf("allow store %s: %w", p, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%w: allow store %s is not a regular file", ErrUntrustedProfile, p)
+	}
+	return trustedOwnerMode(p, "allow store", st)
+}
