@@ -47,7 +47,12 @@ type Spec struct {
 	Hostname        string
 	RequireLandlock bool
 	RequireSeccomp  bool
-	Limits          Limits
+	// FSDenials reports refused filesystem writes (the write section of
+	// the notifying seccomp filter: every write call makes a round trip
+	// to pid 1). Off: only refused system calls are reported, and write
+	// calls never leave the kernel (docs/events.md, "Denials").
+	FSDenials bool
+	Limits    Limits
 	// Event, when set, is called as the run goes: "started" (with the
 	// active layers) once the agent runs, "stopped" when it is suspended,
 	// "limit" for each limit hit. It must not block.
@@ -72,11 +77,15 @@ type Limits struct {
 
 // Layers reports what protected the agent.
 type Layers struct {
-	Backend     string   `json:"backend"`
-	Namespaces  []string `json:"namespaces"`
-	NoNewPrivs  bool     `json:"no_new_privs"`
-	Caps        string   `json:"capabilities"`
-	Seccomp     bool     `json:"seccomp"`
+	Backend    string   `json:"backend"`
+	Namespaces []string `json:"namespaces"`
+	NoNewPrivs bool     `json:"no_new_privs"`
+	Caps       string   `json:"capabilities"`
+	Seccomp    bool     `json:"seccomp"`
+	// FSDenials: refused filesystem writes are reported ("denied" events
+	// of kind filesystem); false when the run did not ask for it
+	// (--fs-denials) or the kernel has no seccomp listener.
+	FSDenials   bool     `json:"filesystem_denials"`
 	Landlock    int      `json:"landlock_abi"`
 	LandlockFS  bool     `json:"landlock_fs"`
 	LandlockNet bool     `json:"landlock_net"`

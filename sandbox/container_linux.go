@@ -97,6 +97,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	cfg := initConfig{
 		Plan: spec.Plan, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, TTY: spec.TTY,
 		RequireLandlock: spec.RequireLandlock, RequireSeccomp: spec.RequireSeccomp,
+		FSDenials: spec.FSDenials,
 	}
 	if idp.cred != nil {
 		cfg.AgentSwitch, cfg.AgentUID, cfg.AgentGID = true, spec.UID, spec.GID

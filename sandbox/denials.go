@@ -23,6 +23,10 @@ type Denied struct {
 	Truncated bool `json:"truncated,omitempty"`
 }
 
+// FSDenialsOffNote is what the layers (and --explain) say when refused
+// filesystem writes are not reported.
+const FSDenialsOffNote = "refused filesystem writes are not reported (--fs-denials or --events turns it on)"
+
 // Fields is the event's fields.
 func (d *Denied) Fields() map[string]any {
 	m := map[string]any{"kind": d.Kind, "hint": d.Hint}

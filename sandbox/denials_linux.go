@@ -59,10 +59,11 @@ func (r *denialReporter) report(d *Denied) {
 // agent is forked (fsdenials_linux.go says why that thread). Each refused
 // call is answered with the rule's errno — decided from the kernel's
 // seccomp_data by the errno filter itself, never from memory the agent
-// controls — and reported on the sync pipe; each write call continues and
-// is reported when the kernel is expected to refuse it. Where the kernel
-// has no such listener it installs the plain errno filter and says in a
-// layer note that refusals are not reported.
+// controls — and reported on the sync pipe. With cfg.FSDenials each write
+// call continues and is reported when the kernel is expected to refuse
+// it; without, the filter has no write section and writes never leave the
+// kernel. Where the kernel has no such listener it installs the plain
+// errno filter and says in a layer note that refusals are not reported.
 func applySeccompReporting(cfg *initConfig, l *Layers, sync *os.File) (*denialReporter, error) {
 	rep := &denialReporter{sync: sync, plan: cfg.Plan, landlockFS: l.LandlockFS, agentUID: -1, agentGID: -1, fd: -1, wakeR: -1, wakeW: -1}
 	if cfg.AgentSwitch {
@@ -72,15 +73,17 @@ func applySeccompReporting(cfg *initConfig, l *Layers, sync *os.File) (*denialRe
 	if err != nil {
 		return nil, err
 	}
-	w, err := seccomp.NewWrites(runtime.GOARCH)
-	if err != nil {
-		return nil, err
+	var w *seccomp.Writes // nil: no write call reaches the listener
+	if cfg.FSDenials {
+		if w, err = seccomp.NewWrites(runtime.GOARCH); err != nil {
+			return nil, err
+		}
 	}
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		return nil, fmt.Errorf("pipe: %w", err)
 	}
-	fd, err := seccomp.ApplyNotify()
+	fd, err := seccomp.ApplyNotify(cfg.FSDenials)
 	if errors.Is(err, seccomp.ErrNoListener) {
 		unix.Close(p[0])
 		unix.Close(p[1])
@@ -91,7 +94,12 @@ func applySeccompReporting(cfg *initConfig, l *Layers, sync *os.File) (*denialRe
 		return nil, err
 	}
 	l.Seccomp = true
-	l.Notes = append(l.Notes, "denied system calls and refused filesystem writes reported (seccomp user notification held by pid 1; writes continue: the kernel decides)")
+	if cfg.FSDenials {
+		l.FSDenials = true
+		l.Notes = append(l.Notes, "denied system calls and refused filesystem writes reported (seccomp user notification held by pid 1; writes continue: the kernel decides)")
+	} else {
+		l.Notes = append(l.Notes, "denied system calls reported (seccomp user notification held by pid 1); "+FSDenialsOffNote)
+	}
 	rep.fd, rep.wakeR, rep.wakeW = fd, p[0], p[1]
 	rep.listener = &seccomp.Listener{Fd: fd, Decider: d, Writes: w, Wake: p[0]}
 	if err := rep.listener.Prepare(); err != nil {

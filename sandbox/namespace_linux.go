@@ -37,6 +37,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	cfg := initConfig{
 		Plan: spec.Plan, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, TTY: spec.TTY,
 		Hostname: spec.Hostname, RequireLandlock: spec.RequireLandlock, RequireSeccomp: spec.RequireSeccomp,
+		FSDenials: spec.FSDenials,
 	}
 	link, err := newInitLink(spec, &cfg)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -279,7 +280,19 @@ func guardPlaceholders(spec *Spec) (release func()) {
 		for _, p := range watch {
 			quarantine(spec, p)
 		}
-		for dir, fd := range locks {
+		// Deepest first: a directory this session found at a protected
+		// name may be another session's placeholder (a concurrent session
+		// made workdir/.git; this one then protected the names inside it).
+		// Once its own placeholders inside are gone, it is removed too, as
+		// a placeholder of its parent, under that parent's exclusive lock
+		// (no session still has a mount at it) and only while empty.
+		dirs := make([]string, 0, len(locks))
+		for dir := range locks {
+			dirs = append(dirs, dir)
+		}
+		sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+		for _, dir := range dirs {
+			fd := locks[dir]
 			if fd < 0 {
 				continue
 			}
@@ -287,6 +300,11 @@ func guardPlaceholders(spec *Spec) (release func()) {
 				for _, m := range pl.Mounts {
 					if m.Kind == mounts.Protected && filepath.Dir(m.Target) == dir {
 						removePlaceholder(fd, filepath.Base(m.Target))
+					}
+				}
+				for _, child := range dirs {
+					if child != dir && filepath.Dir(child) == dir {
+						removePlaceholder(fd, filepath.Base(child))
 					}
 				}
 			}

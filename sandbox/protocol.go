@@ -27,7 +27,9 @@ type initConfig struct {
 	Hostname        string       `json:"hostname"`
 	RequireLandlock bool         `json:"require_landlock"`
 	RequireSeccomp  bool         `json:"require_seccomp"`
-	Rlimits         []rlimit     `json:"rlimits,omitempty"`
+	// FSDenials: the notifying filter has its write section (Spec.FSDenials).
+	FSDenials bool     `json:"fs_denials,omitempty"`
+	Rlimits   []rlimit `json:"rlimits,omitempty"`
 	// ProxyFd, when not 0, is a unix socket to hand the proxy's
 	// connections to; the init listens on 127.0.0.1:ProxyPort.
 	ProxyFd   int `json:"proxy_fd,omitempty"`

@@ -22,7 +22,7 @@ func buildVersion() string {
 }
 
 // flagWords are fedmem-run's flags, for the completion scripts.
-const flagWords = "--vault --profile --workdir --report --explain --json --network --agent-user --events --timeout --backend --containerd-address --image --version --completion --help"
+const flagWords = "--vault --profile --workdir --report --explain --json --network --agent-user --events --fs-denials --timeout --backend --containerd-address --image --version --completion --help"
 
 // completions are fedmem-run's shell completion scripts: flags, profile
 // names (built-in, from `fedmem profile list` when fedmem is installed,
@@ -55,6 +55,7 @@ _arguments -S \
   '--workdir[working directory]:dir:_files -/' \
   '--report[JSON session report]:file:_files' \
   '--events[events as JSON lines]:file:_files' \
+  '--fs-denials[report refused filesystem writes]' \
   '--explain[print the plan, do not run]' \
   '--json[with --explain: JSON]' \
   '--network[tighten the network]:mode:(none allowlist public host)' \
@@ -73,6 +74,7 @@ complete -c fedmem-run -l profile -r -a 'aider ci claude codex default strict' -
 complete -c fedmem-run -l workdir -r -a '(__fish_complete_directories)' -d 'working directory'
 complete -c fedmem-run -l report -r -F -d 'JSON session report'
 complete -c fedmem-run -l events -r -F -d 'events as JSON lines'
+complete -c fedmem-run -l fs-denials -d 'report refused filesystem writes'
 complete -c fedmem-run -l explain -d 'print the plan, do not run'
 complete -c fedmem-run -l json -d 'with --explain: JSON'
 complete -c fedmem-run -l network -r -a 'none allowlist public host' -d 'tighten the network'

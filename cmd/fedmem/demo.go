@@ -743,7 +743,7 @@ func diffSnapshots(before, after map[string]fsEntry, session string) []string {
 			if a.mode != b.mode || a.uid != b.uid || a.gid != b.gid {
 				diffs = append(diffs, p+": mode or owner changed")
 			}
-		case a != b:
+		case a != b && !freshened(p, b, a):
 			diffs = append(diffs, fmt.Sprintf("%s: changed (%s)", p, describeChange(b, a)))
 		}
 	}
@@ -754,6 +754,20 @@ func diffSnapshots(before, after map[string]fsEntry, session string) []string {
 	}
 	sort.Strings(diffs)
 	return diffs
+}
+
+// freshened: Git's split index names its shared part by the hash of its
+// content (.git/sharedindex.<sha1>) and every git command that reads the
+// index bumps that file's mtime (freshen_shared_index, so that
+// splitIndex.sharedIndexExpire never removes one in use) — the `git status`
+// of the check above does. A change of mtime alone there is Git's, not the
+// agent's; any other change still counts.
+func freshened(p string, b, a fsEntry) bool {
+	if !strings.HasPrefix(p, ".git/sharedindex.") {
+		return false
+	}
+	b.mtime, a.mtime = time.Time{}, time.Time{}
+	return a == b
 }
 
 func describeChange(b, a fsEntry) string {

@@ -25,6 +25,9 @@ import (
 type Resolved struct {
 	*resolve.Session
 	Spec *sandbox.Spec
+	// FSDenialsWhy says what set Spec.FSDenials (the flag, the
+	// environment or the default), for --explain.
+	FSDenialsWhy string
 }
 
 // Resolve computes the session without changing anything on the host.
@@ -40,6 +43,10 @@ func Resolve(o *Options) (*Resolved, error) {
 	if environ == nil {
 		environ = os.Environ()
 	}
+	fsDen, fsWhy, err := o.fsDenials()
+	if err != nil {
+		return nil, err
+	}
 	p := s.Profile
 	spec := &sandbox.Spec{
 		Plan: s.Plan, Argv: p.CommandArgs.Apply(o.Argv), Env: Env(p, s.Plan, s.Home, environ), Dir: s.Workdir,
@@ -49,6 +56,7 @@ func Resolve(o *Options) (*Resolved, error) {
 		Hostname:        "fedmem",
 		RequireLandlock: slices.Contains(p.Require, "landlock"),
 		RequireSeccomp:  slices.Contains(p.Require, "seccomp"),
+		FSDenials:       fsDen,
 		Limits: sandbox.Limits{
 			WallTime:   time.Duration(p.Limits.WallTime),
 			Pids:       p.Limits.Pids,
@@ -59,15 +67,24 @@ func Resolve(o *Options) (*Resolved, error) {
 			InboxBytes: int64(p.Limits.InboxBytes),
 		},
 	}
-	return &Resolved{Session: s, Spec: spec}, nil
+	return &Resolved{Session: s, Spec: spec, FSDenialsWhy: fsWhy}, nil
 }
 
 // Explain prints what Run would build: the plan, the backend (who enforces
 // what, what is missing here) and the sandbox's layers.
 func Explain(w io.Writer, r *Resolved, backend sandbox.Backend, asJSON bool) error {
 	layers := append(sandbox.DescribeBackend(backend), sandbox.DescribeLayers(r.Plan)...)
-	layers = append(layers, explainInbox(r))
+	layers = append(layers, explainInbox(r), explainFSDenials(r))
 	return resolve.Explain(w, r.Session, resolve.ExplainOptions{JSON: asJSON, Layers: layers})
+}
+
+// explainFSDenials says whether refused filesystem writes would be
+// reported, and what decided it.
+func explainFSDenials(r *Resolved) string {
+	if r.Spec.FSDenials {
+		return "filesystem denials: refused filesystem writes reported (" + r.FSDenialsWhy + "; each write call makes a round trip to pid 1; --fs-denials=false turns it off)"
+	}
+	return "filesystem denials: " + sandbox.FSDenialsOffNote + " (" + r.FSDenialsWhy + ")"
 }
 
 // explainInbox runs the check a launch runs first (checkInboxReachable:

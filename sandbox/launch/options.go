@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fedmem/fedmem/profiles/resolve"
@@ -26,6 +27,10 @@ type Options struct {
 	// Report, when set, receives the JSON session report; Events, when
 	// set, the session's events as JSON lines (appended).
 	Report, Events string
+	// FSDenials reports refused filesystem writes (--fs-denials); nil:
+	// $FEDMEM_FS_DENIALS (0 or 1) in Environ, else on exactly when Events
+	// is set. See FSDenials.
+	FSDenials *bool
 	// Explain prints the plan and layers instead of running (JSON with
 	// ExplainJSON).
 	Explain, ExplainJSON bool
@@ -76,4 +81,40 @@ func lookupUser(name string) (int, int, error) {
 		return 0, 0, fmt.Errorf("user %s: gid %q", name, u.Gid)
 	}
 	return uid, gid, nil
+}
+
+// FSDenialsEnv overrides the default of --fs-denials: 0 or 1 (empty:
+// unset).
+const FSDenialsEnv = "FEDMEM_FS_DENIALS"
+
+// fsDenials says whether the session reports refused filesystem writes,
+// and why: the flag (--fs-denials) wins, then $FEDMEM_FS_DENIALS, then the
+// default — on with --events (someone is watching), off without: every
+// write call then stays in the kernel instead of making a round trip to
+// the sandbox's pid 1 (docs/events.md, "Denials").
+func (o *Options) fsDenials() (bool, string, error) {
+	if o.FSDenials != nil {
+		return *o.FSDenials, "--fs-denials", nil
+	}
+	environ := o.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	for i := len(environ) - 1; i >= 0; i-- {
+		v, ok := strings.CutPrefix(environ[i], FSDenialsEnv+"=")
+		if !ok || v == "" { // empty: unset
+			continue
+		}
+		switch v {
+		case "1":
+			return true, "$" + FSDenialsEnv, nil
+		case "0":
+			return false, "$" + FSDenialsEnv, nil
+		}
+		return false, "", fmt.Errorf("$%s=%q: want 0 or 1", FSDenialsEnv, v)
+	}
+	if o.Events != "" {
+		return true, "default with --events", nil
+	}
+	return false, "default without --events", nil
 }

@@ -23,7 +23,7 @@
 //     and fails with [ErrNoNewPrivs] otherwise; it never sets it itself, so the
 //     order of the sandbox's hardening steps stays visible in the init.
 //   - [AssembleNotify] and [ApplyNotify] are the same filter with its EPERM
-//     refusals and the file system's write calls ([WriteCalls]) handed to a
+//     refusals and, optionally, the file system's write calls ([WriteCalls]) handed to a
 //     user-notification listener that the sandbox's pid 1 serves
 //     ([Listener]): a refusal is answered with the errno the filter itself
 //     computes from the kernel's seccomp_data ([Decider]), a write call with

@@ -27,12 +27,15 @@ const retUserNotif = 0x7fc00000
 func notifies(e Errno) bool { return e != ENOSYS && e != EOPNOTSUPP }
 
 // AssembleNotify is Assemble with every notifying refusal turned into
-// SECCOMP_RET_USER_NOTIF, and the write calls the deny-list allows
-// (WriteCalls, write-intent opens only) handed to the listener too, to be
-// answered CONTINUE (writes.go). One filter for both: the kernel gives a
-// filter chain one listener only (EBUSY for a second).
-func AssembleNotify(goarch string) ([]bpf.Instruction, error) {
-	insts, err := assemble(goarch, Rules, true)
+// SECCOMP_RET_USER_NOTIF and, with writes, the write calls the deny-list
+// allows (WriteCalls, write-intent opens only) handed to the listener too,
+// to be answered CONTINUE (writes.go). One filter for both: the kernel
+// gives a filter chain one listener only (EBUSY for a second). Without
+// writes only refusals reach the listener: every call the deny-list allows
+// is allowed in the kernel, as by Assemble (--fs-denials off: a write call
+// then costs nothing).
+func AssembleNotify(goarch string, writes bool) ([]bpf.Instruction, error) {
+	insts, err := assemble(goarch, Rules, writes)
 	if err != nil {
 		return nil, err
 	}

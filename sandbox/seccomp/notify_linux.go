@@ -12,14 +12,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ApplyNotify is Apply with the notifying filter (AssembleNotify) and a
-// listener: it returns the listener's descriptor (close-on-exec). Every
+// ApplyNotify is Apply with the notifying filter (AssembleNotify, with
+// its write section when writes) and a listener: it returns the listener's descriptor (close-on-exec). Every
 // thread gets the filter (TSYNC; with TSYNC_ESRCH, which Linux 5.7 added
 // so that TSYNC and NEW_LISTENER can be combined). On a kernel that
 // refuses the flags it returns an error wrapping ErrNoListener and
 // installs nothing: the caller then uses Apply.
-func ApplyNotify() (int, error) {
-	insts, err := AssembleNotify(runtime.GOARCH)
+func ApplyNotify(writes bool) (int, error) {
+	insts, err := AssembleNotify(runtime.GOARCH, writes)
 	if err != nil {
 		return -1, err
 	}

@@ -14,7 +14,7 @@ import (
 func TestAssembleNotify(t *testing.T) {
 	ga := runtime.GOARCH
 	plain := newVM(t, ga)
-	insts, err := AssembleNotify(ga)
+	insts, err := AssembleNotify(ga, true)
 	if err != nil {
 		t.Fatal(err)
 	}

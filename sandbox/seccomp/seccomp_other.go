@@ -14,4 +14,4 @@ func Apply() error { return errors.New("seccomp: only supported on Linux") }
 var ErrNoListener = errors.New("seccomp: no user-notification listener on this platform")
 
 // ApplyNotify is only implemented on Linux.
-func ApplyNotify() (int, error) { return -1, ErrNoListener }
+func ApplyNotify(bool) (int, error) { return -1, ErrNoListener }

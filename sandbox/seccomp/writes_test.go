@@ -38,7 +38,7 @@ func TestAssembleNotifyWrites(t *testing.T) {
 	for _, ga := range []string{"amd64", "arm64"} {
 		t.Run(ga, func(t *testing.T) {
 			plain := newVM(t, ga)
-			insts, err := AssembleNotify(ga)
+			insts, err := AssembleNotify(ga, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,5 +141,107 @@ func TestIsWriteOpen(t *testing.T) {
 		if IsWriteOpen(f) != want {
 			t.Errorf("IsWriteOpen(%#x) = %v", f, !want)
 		}
+	}
+}
+
+// TestAssembleNotifyWithoutWrites: with the write section off
+// (--fs-denials off), on both architectures, every write call — a
+// write-intent open included — is allowed in the kernel and never reaches
+// the listener, while the deny-list answers exactly as in the filter with
+// the write section (refusals still notified), and the foreign-arch kill
+// and x32 ENOSYS are unchanged. The program is shorter by the section.
+func TestAssembleNotifyWithoutWrites(t *testing.T) {
+	for _, ga := range []string{"amd64", "arm64"} {
+		t.Run(ga, func(t *testing.T) {
+			plain := newVM(t, ga)
+			vmOf := func(writes bool) (*bpf.VM, int) {
+				insts, err := AssembleNotify(ga, writes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := bpf.NewVM(insts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m, len(insts)
+			}
+			off, nOff := vmOf(false)
+			on, nOn := vmOf(true)
+			if nOff >= nOn {
+				t.Errorf("without writes %d instructions, with %d: the section is still there", nOff, nOn)
+			}
+			run := func(m *bpf.VM, arch, nr uint32, args ...uint64) uint32 {
+				out, err := m.Run(seccompData(nr, arch, args...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return uint32(out)
+			}
+			const ptr = 0x7fff_0000_1000
+			for _, c := range WriteCalls {
+				nr, ok := SyscallNumber(ga, c.Name)
+				if !ok {
+					continue
+				}
+				args := make([]uint64, 6)
+				for _, p := range c.Paths {
+					args[p.Path] = ptr
+				}
+				flags := []uint64{0}
+				if c.Flags >= 0 {
+					flags = []uint64{0, 1, 2, 0x40, 0x200, 0x80041}
+				}
+				for _, f := range flags {
+					if c.Flags >= 0 {
+						args[c.Flags] = f
+					}
+					if got := run(off, plain.audit, uint32(nr), args...); got != retAllow {
+						t.Errorf("%s flags %#x: %#x, want allow (no write section)", c.Name, f, got)
+					}
+				}
+				// Sanity: the same call with write intent does notify when
+				// the section is on, so the loop above can fail.
+				if c.Flags >= 0 {
+					args[c.Flags] = 0x41
+				}
+				if got := run(on, plain.audit, uint32(nr), args...); got != retUserNotif {
+					t.Errorf("%s with the write section: %#x, want notify", c.Name, got)
+				}
+			}
+			argSets := [][]uint64{{0, 0, 0, 0, 0, 0}, {0x10000000, 0, 0, 0, 0, 0}, {0x00020000, 0, 0, 0, 0, 0}, {0x5412, 0x5412, 0, 0, 0, 0}}
+			notified := 0
+			for _, r := range Rules {
+				for _, s := range r.Syscalls {
+					for _, args := range argSets {
+						a, b := run(off, plain.audit, plain.nr(s), args...), run(on, plain.audit, plain.nr(s), args...)
+						if b == retUserNotif && a != b || b&0xffff0000 == retErrno && a != b {
+							t.Errorf("%s%v: without writes %#x, with writes %#x", s, args, a, b)
+						}
+						if a == retUserNotif {
+							notified++
+						}
+					}
+				}
+			}
+			if notified == 0 {
+				t.Error("no refusal reaches the listener without the write section")
+			}
+			if got := run(off, plain.audit, plain.nr("mount")); got != retUserNotif {
+				t.Errorf("mount: %#x, want notify", got)
+			}
+			for _, s := range []string{"read", "write", "close", "getpid"} {
+				if got := run(off, plain.audit, plain.nr(s)); got != retAllow {
+					t.Errorf("%s: %#x, want allow", s, got)
+				}
+			}
+			if got := run(off, 0x40000003 /* AUDIT_ARCH_I386 */, plain.nr("openat"), 0, ptr, 1); got != retKillProcess {
+				t.Errorf("foreign arch openat: %#x, want kill", got)
+			}
+			if ga == "amd64" {
+				if got := run(off, plain.audit, x32SyscallBit|plain.nr("openat"), 0, ptr, 1); got != retErrno|uint32(ENOSYS) {
+					t.Errorf("x32 openat: %#x, want ENOSYS", got)
+				}
+			}
+		})
 	}
 }

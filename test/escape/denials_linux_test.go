@@ -334,7 +334,7 @@ print("END")
 // answer from the kernel when the agent starves pid 1 of descriptors.
 func TestDenialListenerSurvivesStarvedInit(t *testing.T) {
 	e := setup(t, layout{name: "beside/user", gateOwned: true, user: true})
-	r := e.run(t, nil, "python3", "-c", starvingProbe)
+	r := e.run(t, []string{"--fs-denials"}, "python3", "-c", starvingProbe)
 	if r.code != 0 || !strings.Contains(string(r.stdout), "VAULT 30\nEND\n") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

@@ -276,8 +276,9 @@ func run(ctx context.Context, c *containerd.Client, o runOpts) (int, error) {
 		if err := rootfs.CloneHostRoot(dir); err != nil {
 			return exitSetup, err
 		}
-		// rbind keeps every sub-mount's read-only flag of the clone.
-		taskOpts = append(taskOpts, containerd.WithRootFS([]mount.Mount{{Type: "bind", Source: dir, Options: []string{"rbind", "ro"}}}))
+		// rbind keeps every sub-mount's read-only flag of the clone; nosuid and
+		// nodev as the namespace and runc backends mount the agent's /.
+		taskOpts = append(taskOpts, containerd.WithRootFS([]mount.Mount{{Type: "bind", Source: dir, Options: []string{"rbind", "ro", "nosuid", "nodev"}}}))
 	}
 	task, err := ctr.NewTask(ctx, cio.NewCreator(cio.WithStreams(os.Stdin, os.Stdout, os.Stderr), cio.WithFIFODir(filepath.Join(o.bundle, "fifo"))), taskOpts...)
 	if err != nil {
