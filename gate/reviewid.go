@@ -25,10 +25,15 @@ var ErrAmbiguousID = errors.New("ambiguous id prefix")
 const maxCandidates = 10
 
 // resolveID turns what a reviewer typed into a full decision id. A full id
-// that is recorded is returned as is. pendingOnly restricts the search to
-// drafts held for review (approve, reject); otherwise every recorded
-// decision counts (show, reverify). Errors wrap ErrNotPending (nothing
-// matches), ErrAmbiguousID (several match) or say the prefix is too short.
+// that is recorded is returned as is. A prefix is always resolved among
+// every recorded decision, held and decided alike, so a prefix never moves
+// to another draft: once the draft it named is decided, it still names that
+// draft (as Git's abbreviated names never move to another object). For
+// approve and reject (pendingOnly) a unique match that is no longer held is
+// refused, saying when it was decided, rather than letting the prefix pick
+// the next held draft. Errors wrap ErrNotPending (nothing matches, or the
+// match is decided), ErrAmbiguousID (several match) or say the prefix is
+// too short.
 func (g *Gate) resolveID(ref string, pendingOnly bool) (string, error) {
 	if validClaimID(ref) {
 		if d, err := g.loadDecision(ref); err == nil && d != nil {
@@ -41,27 +46,15 @@ func (g *Gate) resolveID(ref string, pendingOnly bool) (string, error) {
 	if len(ref) > 64 || !idChars(ref) {
 		return "", fmt.Errorf("%q: %w", clip(ref), ErrNotPending)
 	}
-	dir, ext := decisionsDir, ".json"
-	if pendingOnly {
-		dir, ext = pendingDir, ".draft"
-	}
-	ents, err := os.ReadDir(g.statePath(dir))
+	ents, err := os.ReadDir(g.statePath(decisionsDir))
 	if err != nil {
 		return "", err
 	}
 	var cands []string
 	for _, e := range ents {
-		id, ok := strings.CutSuffix(e.Name(), ext)
+		id, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok || !validClaimID(id) || !idMatches(id, ref) {
 			continue
-		}
-		if pendingOnly {
-			// Only what `review list` shows: held, not a duplicate
-			// waiting on another draft's review.
-			d, err := g.loadDecision(id)
-			if err != nil || d == nil || d.State != StatePending || d.DuplicateOf != "" {
-				continue
-			}
 		}
 		cands = append(cands, id)
 	}
@@ -69,7 +62,17 @@ func (g *Gate) resolveID(ref string, pendingOnly bool) (string, error) {
 	case 0:
 		return "", fmt.Errorf("%q: %w", ref, ErrNotPending)
 	case 1:
-		return cands[0], nil
+		id := cands[0]
+		if pendingOnly {
+			d, err := g.loadDecision(id)
+			if err != nil {
+				return "", err
+			}
+			if d == nil || d.State != StatePending || d.DuplicateOf != "" {
+				return "", fmt.Errorf("%q names %s, %s: %w; use the full id of the draft you mean", ref, id, decidedAt(d), ErrNotPending)
+			}
+		}
+		return id, nil
 	}
 	sort.Strings(cands)
 	more := ""
@@ -78,6 +81,28 @@ func (g *Gate) resolveID(ref string, pendingOnly bool) (string, error) {
 		cands = cands[:maxCandidates]
 	}
 	return "", fmt.Errorf("%w %q matches %s%s: type more of the id", ErrAmbiguousID, ref, strings.Join(cands, ", "), more)
+}
+
+// decidedAt says what became of a decision that is not held for review.
+func decidedAt(d *Decision) string {
+	switch {
+	case d == nil:
+		return "not recorded"
+	case d.State == StatePending && d.DuplicateOf != "":
+		return "a duplicate waiting on " + d.DuplicateOf
+	}
+	at := d.Decided
+	if !d.Reviewed.IsZero() {
+		at = d.Reviewed
+	}
+	s := "already " + d.State
+	if !at.IsZero() {
+		s += " at " + at.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	if d.Reviewer != "" {
+		s += " by " + d.Reviewer
+	}
+	return s
 }
 
 // idMatches: ref is a prefix of the id or of its random tail.

@@ -62,10 +62,18 @@ func TestReviewIDByUniquePrefix(t *testing.T) {
 	if err != nil || d.ID != a.ID || d.State != StatePromoted {
 		t.Fatalf("approve by tail prefix %q: %+v %v", tailA[:n], d, err)
 	}
-	// Once a is decided, the shared prefix names only b among held drafts.
-	d, err = g.RejectPending(shared, "alice", "unclear")
+	// Once a is decided, the shared prefix still names a and b: a prefix
+	// never moves to the one draft left held (TestRedteamReviewPrefixMovesToAnotherDraft).
+	if _, err := g.RejectPending(shared, "alice", "unclear"); !errors.Is(err, ErrAmbiguousID) || !strings.Contains(err.Error(), a.ID) {
+		t.Fatalf("reject %q after a was decided: %v; want an ambiguity error naming %s", shared, err, a.ID)
+	}
+	// a's own prefix names a, decided: refused, saying so.
+	if _, err := g.RejectPending(tailA[:n], "alice", "unclear"); !errors.Is(err, ErrNotPending) || !strings.Contains(err.Error(), "already promoted") {
+		t.Fatalf("reject %q (a, promoted): %v; want 'already promoted'", tailA[:n], err)
+	}
+	d, err = g.RejectPending(b.ID, "alice", "unclear")
 	if err != nil || d.ID != b.ID || d.State != StateRejected {
-		t.Fatalf("reject by prefix after a was decided: %+v %v", d, err)
+		t.Fatalf("reject b by its id after a was decided: %+v %v", d, err)
 	}
 	// show searches every decision: the shared prefix is ambiguous again.
 	if _, _, err := g.Show(shared); !errors.Is(err, ErrAmbiguousID) {

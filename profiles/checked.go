@@ -86,8 +86,9 @@ func (e *CheckError) Is(target error) bool { return target == ErrBreaksRule }
 func locate(nameOrFile string, search []SearchDir, field, value string) (string, int) {
 	first := ""
 	l := &loader{search: search, seen: map[string]bool{}}
+	from := ""
 	for name := nameOrFile; name != ""; {
-		src, data, err := l.read(name)
+		src, data, err := l.read(name, from)
 		if err != nil || l.seen[src] {
 			break
 		}
@@ -102,7 +103,7 @@ func locate(nameOrFile string, search []SearchDir, field, value string) (string,
 		if line := findLine(doc.Content[0], strings.Split(field, "."), value); line > 0 {
 			return src, line
 		}
-		name = ""
+		name, from = "", src
 		if ext := lookup(doc.Content[0], "extends"); ext != nil {
 			name = ext.Value
 		}

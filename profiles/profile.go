@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"sort"
@@ -80,6 +80,10 @@ type Profile struct {
 	// CommandArgs are arguments inserted after a named command (see
 	// CommandArgs).
 	CommandArgs CommandArgs `yaml:"command_args,omitempty" json:"command_args,omitempty"`
+
+	// Files are the files (not built-ins) the profile was built from, with
+	// the sha256 of the bytes read (LoadFrom; CheckAllowed).
+	Files []SourceFile `yaml:"-" json:"-"`
 }
 
 // RiskKeepGroups, in accept_risks, lets an unprivileged caller's agent keep
@@ -264,7 +268,7 @@ func Load(nameOrFile string) (*Profile, string, error) {
 func LoadFrom(nameOrFile string, search []SearchDir) (*Profile, string, error) {
 	h := sha256.New()
 	l := &loader{search: search, seen: map[string]bool{}}
-	p, src, err := l.load(nameOrFile, h)
+	p, src, err := l.load(nameOrFile, "", h)
 	if err != nil {
 		return nil, "", &LoadError{nameOrFile, err}
 	}
@@ -272,24 +276,28 @@ func LoadFrom(nameOrFile string, search []SearchDir) (*Profile, string, error) {
 	if err := p.Validate(); err != nil {
 		return nil, "", &LoadError{nameOrFile, fmt.Errorf("profile %s: %w", nameOrFile, err)}
 	}
-	p.Source = src
+	p.Source, p.Files = src, l.files
 	return p, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 type loader struct {
 	search []SearchDir
 	seen   map[string]bool // sources already in the extends chain
+	files  []SourceFile    // files read, for CheckAllowed
 }
 
-func (l *loader) load(nameOrFile string, h io.Writer) (*Profile, string, error) {
-	src, data, err := l.read(nameOrFile)
+// load reads the profile ref and its extends chain. from is the source of
+// the profile whose `extends:` named ref ("" for the profile asked for).
+func (l *loader) load(ref, from string, h io.Writer) (*Profile, string, error) {
+	src, data, err := l.read(ref, from)
 	if err != nil {
 		return nil, "", err
 	}
 	if l.seen[src] {
-		return nil, "", fmt.Errorf("profile %s: extends cycle", nameOrFile)
+		return nil, "", fmt.Errorf("profile %s: extends cycle", ref)
 	}
 	l.seen[src] = true
+	l.files = appendSourceFile(l.files, src, data)
 	h.Write(data)
 	p, err := Parse(src, data)
 	if err != nil {
@@ -298,7 +306,7 @@ func (l *loader) load(nameOrFile string, h io.Writer) (*Profile, string, error) 
 	if p.Extends == "" {
 		return p, src, nil
 	}
-	parent, _, err := l.load(p.Extends, h)
+	parent, _, err := l.load(p.Extends, src, h)
 	if err != nil {
 		return nil, "", err
 	}
@@ -309,10 +317,16 @@ func (l *loader) load(nameOrFile string, h io.Writer) (*Profile, string, error) 
 // the search path and the built-ins; anything else is a file path.
 func isName(nameOrFile string) bool { return !strings.ContainsAny(nameOrFile, "/.") }
 
-func (l *loader) read(nameOrFile string) (string, []byte, error) {
-	if isName(nameOrFile) {
+// read finds ref's bytes. A NAME is looked up in the search path, then
+// among the built-ins, and nowhere else: never as a file in the current
+// directory (which is often the agent's workdir). A FILE asked for
+// directly (from "") is read as typed; a relative FILE named by an
+// `extends:` is relative to the folder of the profile that says it, never
+// to the current directory. Every file read passes trustedProfileFile.
+func (l *loader) read(ref, from string) (string, []byte, error) {
+	if isName(ref) {
 		for _, d := range l.search {
-			p := filepath.Join(d.Dir, nameOrFile+".yaml")
+			p := filepath.Join(d.Dir, ref+".yaml")
 			if l.seen[p] {
 				continue // extends the next one of that name
 			}
@@ -324,19 +338,57 @@ func (l *loader) read(nameOrFile string) (string, []byte, error) {
 				return p, data, nil
 			}
 		}
-		data, err := builtinFS.ReadFile(path.Join("builtin", nameOrFile+".yaml"))
+		data, err := builtinFS.ReadFile(path.Join("builtin", ref+".yaml"))
 		if err == nil {
-			return "builtin:" + nameOrFile, data, nil
+			return "builtin:" + ref, data, nil
 		}
-		if _, serr := os.Stat(nameOrFile); serr != nil {
-			return "", nil, fmt.Errorf("%w %q (built-in: %s%s)", ErrUnknown, nameOrFile, strings.Join(Builtins(), ", "), searchWords(l.search))
-		}
+		return "", nil, fmt.Errorf("%w %q (built-in: %s%s; a file needs a path: ./%s.yaml)", ErrUnknown, ref, strings.Join(Builtins(), ", "), searchWords(l.search), ref)
 	}
-	data, err := os.ReadFile(nameOrFile)
+	p := ref
+	if from != "" && !filepath.IsAbs(ref) {
+		if strings.HasPrefix(from, "builtin:") {
+			return "", nil, fmt.Errorf("profile %s: extends %q: a built-in profile extends names only", from, ref)
+		}
+		p = filepath.Join(filepath.Dir(from), ref)
+	}
+	data, err := readProfileFile(p)
 	if err != nil {
-		return "", nil, fmt.Errorf("profile: %w", err)
+		if from != "" {
+			return "", nil, fmt.Errorf("profile %s: extends %q: %w", from, ref, err)
+		}
+		return "", nil, err
 	}
-	return nameOrFile, data, nil
+	return p, data, nil
+}
+
+// readProfileFile reads a profile FILE (not found through the search path)
+// under the search path's rule (trustedProfileFile): a plain file, not a
+// link, owned by the caller or root and writable by its owner only, in
+// folders that are too.
+func readProfileFile(p string) ([]byte, error) {
+	f, err := openNoFollow(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, errNotDirectory) {
+			return nil, fmt.Errorf("profile: %w", err)
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrUntrustedProfile, p, err)
+	}
+	defer f.Close()
+	dir, err := filepath.Abs(filepath.Dir(p))
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", p, err)
+	}
+	if err := trustedProfileFile(SearchDir{Dir: dir, Kind: "file"}, p, f); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxProfileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", p, err)
+	}
+	if len(data) > maxProfileBytes {
+		return nil, fmt.Errorf("profile %s: larger than %d bytes", p, maxProfileBytes)
+	}
+	return data, nil
 }
 
 // Parse decodes one profile document strictly: unknown keys, duplicate keys

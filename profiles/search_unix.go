@@ -28,7 +28,8 @@ func openNoFollow(p string) (*os.File, error) {
 }
 
 // trustedProfileFile is the rule for a profile file found in the search
-// path, as OpenSSH's for its config: a regular file owned by the caller or
+// path (and for a profile FILE named by path or by `extends:`, Kind
+// "file"), as OpenSSH's for its config: a regular file owned by the caller or
 // root and not writable by group or others, in folders — up to the search
 // folder's parent (.fedmem for a project, fedmem for the user's) — owned by
 // the caller or root and not writable by group or others. Otherwise another
@@ -61,6 +62,12 @@ func trustedProfileFile(d SearchDir, p string, f *os.File) error {
 				return fmt.Errorf("profile %s: %s: %w", p, dir, err)
 			}
 		}
+		if d.Kind == "file" && ds.Uid == 0 && ds.Mode&unix.S_ISVTX != 0 {
+			// A profile FILE named by path in /tmp and the like: a
+			// root-owned sticky folder lets no one else replace the
+			// file (checked above) or its links.
+			continue
+		}
 		if err := trustedOwnerMode(dir, "folder", ds); err != nil {
 			return fmt.Errorf("%w (it holds %s)", err, p)
 		}
@@ -77,4 +84,18 @@ func trustedOwnerMode(p, what string, st unix.Stat_t) error {
 		return fmt.Errorf("%w: %s is writable by group or others (mode %04o; rule: a profile %s in the search path is writable by its owner only: chmod go-w %s)", ErrUntrustedProfile, p, st.Mode&0o7777, what, p)
 	}
 	return nil
+}
+
+// trustedStoreFile: the allow store is a regular file owned by the caller
+// or root and writable by its owner only (another user's hash would be an
+// allow the caller never gave).
+func trustedStoreFile(p string, f *os.File) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fmt.Errorf("allow store %s: %w", p, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%w: allow store %s is not a regular file", ErrUntrustedProfile, p)
+	}
+	return trustedOwnerMode(p, "allow store", st)
 }

@@ -224,14 +224,16 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	if err := cmd.Start(); err != nil {
 		return nil, &Error{Code: ExitFedmemError, Stage: "start", Msg: fmt.Sprintf("%s helper: %v", rt.name, err)}
 	}
-	// kill: SIGKILL to the container's init through a pidfd once its pid
-	// is known (the kernel ends its whole pid namespace at once, as the
-	// namespace backend's kill of pid 1 does), and the helper's kill over
-	// the control pipe, which alone is a round trip through the runtime
-	// (containerd: gRPC, shim, runc) while a flood of writers goes on.
+	// kill: once the init's pid is known, SIGKILL to every process of the
+	// container's cgroup from here (cgroupKill: the init's death alone
+	// ends its pid namespace only once the dying init gets a CPU) and to
+	// the init through a pidfd; and the helper's kill over the control
+	// pipe, which alone is a round trip through the runtime (containerd:
+	// gRPC, shim, runc) while a flood of writers goes on.
 	var initFd struct {
 		sync.Mutex
 		fd     int // pidfd of the container's init, 0: not yet known
+		cg     *cgroupKill
 		closed bool
 	}
 	setInitFd := func(pid int) {
@@ -239,13 +241,14 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		if err != nil {
 			return
 		}
+		cg := containerCgroup(pid, fd, id)
 		initFd.Lock()
 		defer initFd.Unlock()
 		if initFd.closed {
 			unix.Close(fd)
 			return
 		}
-		initFd.fd = fd
+		initFd.fd, initFd.cg = fd, cg
 	}
 	defer func() {
 		initFd.Lock()
@@ -257,7 +260,8 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	}()
 	kill := func() {
 		initFd.Lock()
-		if initFd.fd > 0 {
+		if initFd.fd > 0 && !initFd.closed {
+			initFd.cg.kill()
 			_ = unix.PidfdSendSignal(initFd.fd, unix.SIGKILL, nil, 0)
 		}
 		initFd.Unlock()

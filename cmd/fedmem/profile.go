@@ -43,7 +43,7 @@ breaks a rule; 2 bad usage.`,
 			return usageErrorf("a profile command is required")
 		},
 	}
-	cmd.AddCommand(newProfileListCmd(), newProfileShowCmd(), newProfileCheckCmd(), newProfileExplainCmd())
+	cmd.AddCommand(newProfileListCmd(), newProfileShowCmd(), newProfileCheckCmd(), newProfileExplainCmd(), newProfileAllowCmd())
 	return cmd
 }
 

@@ -194,3 +194,59 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// TestProfileAllow: `fedmem profile allow FILE` shows the file and its
+// sha256 and records the hash in ~/.config/fedmem/allowed-profiles;
+// `profile explain` of a project profile warns until it is allowed; a file
+// that is not a valid profile is not allowed.
+func TestProfileAllow(t *testing.T) {
+	bin := testutil.Binaries(t).Fedmem
+	root := t.TempDir()
+	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
+	dir := filepath.Join(work, ".fedmem", "profiles")
+	for _, d := range []string{home, dir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{root, home, work, filepath.Dir(dir), dir} {
+		os.Chmod(d, 0o755)
+	}
+	p := filepath.Join(dir, "proj.yaml")
+	os.WriteFile(p, []byte("name: proj\nextends: default\n"), 0o644)
+	run := func(args ...string) (int, string, string) {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir, cmd.Env = work, []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+		var o, e strings.Builder
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), o.String(), e.String()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, o.String(), e.String()
+	}
+	_, hash, err := profiles.HashFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := run("profile", "explain", "proj", "--workdir", work); code != 0 || !strings.Contains(out+errOut, "has not been allowed") || !strings.Contains(out+errOut, hash) {
+		t.Errorf("explain before allow: exit %d, want a warning naming the hash\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := run("profile", "allow", p)
+	if code != 0 || !strings.Contains(out, p) || !strings.Contains(out, hash) {
+		t.Fatalf("allow: exit %d\n%s%s", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(profiles.AllowStore(home)); !strings.Contains(string(b), hash+"  "+p) {
+		t.Errorf("store: %q", b)
+	}
+	if code, out, errOut := run("profile", "explain", "proj", "--workdir", work); code != 0 || strings.Contains(out+errOut, "has not been allowed") {
+		t.Errorf("explain after allow: exit %d\n%s%s", code, out, errOut)
+	}
+	bad := filepath.Join(work, "bad.yaml")
+	os.WriteFile(bad, []byte("name: bad\nnetwrok: none\n"), 0o644)
+	if code, _, errOut := run("profile", "allow", bad); code != 1 || !strings.Contains(errOut, bad) || !strings.Contains(errOut, "netwrok") {
+		t.Errorf("allow an invalid file: exit %d, %s", code, errOut)
+	}
+}

@@ -193,7 +193,48 @@ func Resolve(o Options) (*Session, error) {
 		return nil, err
 	}
 	s.Warnings = append(s.Warnings, s.Plan.Warnings...)
+	if err := checkAllowed(s, search, o.Caller); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// checkAllowed refuses a profile built from a file an agent could have
+// written (a project's .fedmem/profiles, or inside a path this session may
+// write) whose content the caller has not allowed (profiles.CheckAllowed).
+// For a plan only (Caller: `fedmem profile explain`) it is a warning, so
+// the plan can be read before the file is allowed.
+func checkAllowed(s *Session, search []profiles.SearchDir, planOnly bool) error {
+	var writable []string
+	for _, m := range s.Plan.Mounts {
+		if m.Kind == mounts.BindRW && m.Source != "" {
+			writable = append(writable, m.Source)
+		}
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = s.Home
+	}
+	store := profiles.AllowStore(home)
+	// The store itself must be out of the agent's reach: ~/.config/fedmem
+	// of the sandbox's home is held read-only (profiles.HomePersist).
+	if why := profiles.NeedsAllow(store, writable); why != "" && !underFedmemConfig(store, s.Home) {
+		return &profiles.LoadError{Profile: s.Profile.Name, Err: fmt.Errorf("allow store %s: %s (rule: the allow store lies where no agent can write)", store, why)}
+	}
+	err = profiles.CheckAllowed(s.Profile, search, writable, store)
+	if err != nil && planOnly {
+		s.Warnings = append(s.Warnings, err.Error()+" (fedmem-run refuses it)")
+		return nil
+	}
+	return err
+}
+
+func underFedmemConfig(p, home string) bool {
+	dir := filepath.Join(home, ".config", "fedmem")
+	if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		p = filepath.Join(r, filepath.Base(p))
+	}
+	return strings.HasPrefix(p, dir+"/")
 }
 
 // Owner is who owns the agent's writable paths on disk, for an agent

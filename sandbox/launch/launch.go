@@ -192,9 +192,9 @@ func Run(ctx context.Context, o *Options) (int, error) {
 	}
 	// Output files first: before anything the agent runs, and before this
 	// session creates anything.
-	var reportF *os.File
+	var reportF *reportOut
 	if o.Report != "" {
-		if reportF, err = openOutput("--report", o.Report, false, r.Plan.Writable); err != nil {
+		if reportF, err = openReport(o.Report, r.Plan.Writable); err != nil {
 			return sandbox.ExitFedmemError, err
 		}
 		defer reportF.Close()
@@ -220,7 +220,13 @@ func Run(ctx context.Context, o *Options) (int, error) {
 	if reportF != nil {
 		b, merr := json.MarshalIndent(rep, "", "  ")
 		if merr == nil {
-			merr = rewrite(reportF, append(b, '\n'))
+			merr = reportF.commit(append(b, '\n'))
+		}
+		if errors.Is(merr, ErrReportPath) {
+			// The path does not hold fedmem-run's report: a distinct
+			// failure (125), whatever the agent's exit code; the
+			// caller prints it.
+			return sandbox.ExitFedmemError, fmt.Errorf("report: %w", merr)
 		}
 		if merr != nil {
 			fmt.Fprintf(stderr, "fedmem-run: report: %v\n", merr)

@@ -111,11 +111,23 @@ func TestOpenOutputRefusesPlanted(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(elsewhere, "r.json")); err == nil {
 		t.Errorf("created through the planted directory link")
 	}
+	// Outside it: followed for an unprivileged caller (the link is its
+	// own); refused for root, whose agents' links in an idmapped workdir
+	// are root's on disk (TestRedteamReportDirLinkFromOtherWorkdir).
 	f, err := openOutput("--report", filepath.Join(dir, "out", "r.json"), false, []string{"/nowhere"})
-	if err != nil {
-		t.Fatalf("a link outside the writable area: %v", err)
+	if os.Geteuid() == 0 {
+		if err == nil || !strings.Contains(err.Error(), "run as root follows no link") {
+			t.Fatalf("root, a link outside the writable area: %v, want refused", err)
+		}
+		if _, err := os.Stat(filepath.Join(elsewhere, "r.json")); err == nil {
+			t.Errorf("root created the report through a link")
+		}
+	} else {
+		if err != nil {
+			t.Fatalf("a link outside the writable area: %v", err)
+		}
+		f.Close()
 	}
-	f.Close()
 	if b, _ := os.ReadFile(canary); string(b) != "precious\n" {
 		t.Fatalf("canary changed: %q", b)
 	}

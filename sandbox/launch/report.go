@@ -134,7 +134,7 @@ func WriteEarlyReport(o *Options, code int, stage string, cause error) error {
 			guard = append(guard, a)
 		}
 	}
-	f, err := openOutput("--report", o.Report, false, guard)
+	f, err := openReport(o.Report, guard)
 	if err != nil {
 		return err
 	}
@@ -143,5 +143,5 @@ func WriteEarlyReport(o *Options, code int, stage string, cause error) error {
 	if err != nil {
 		return err
 	}
-	return rewrite(f, append(b, '\n'))
+	return f.commit(append(b, '\n'))
 }

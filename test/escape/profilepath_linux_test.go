@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,12 @@ func TestProfilePathPlantRefused(t *testing.T) {
 			if l.user {
 				testutil.ChownTree(filepath.Join(e.workdir, ".fedmem"), agentUID, agentUID)
 			}
+			// A project profile is used once the user has allowed it.
+			r = e.run(t, []string{"--profile", "mine"}, "true")
+			if r.code != 125 || !strings.Contains(string(r.stderr), "has not been allowed") || !strings.Contains(string(r.stderr), mine) {
+				t.Errorf("unallowed project profile: exit %d, stderr %s", r.code, r.stderr)
+			}
+			e.allowProfile(t, mine)
 			r = e.run(t, []string{"--profile", "mine"}, "python3", "-c", profilePlant)
 			if r.code != 0 {
 				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -127,6 +134,26 @@ func TestProfilePathPlantRefused(t *testing.T) {
 	}
 }
 
+// allowProfile runs `fedmem profile allow FILE` as the caller of e's
+// fedmem-run (same user, same HOME): the user reading and allowing a
+// profile file an agent could have written.
+func (e *env) allowProfile(t *testing.T, file string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name, args := e.bins.Fedmem, []string{"profile", "allow", file}
+	if e.l.user {
+		args = append([]string{"--reuid", strconv.Itoa(agentUID), "--regid", strconv.Itoa(agentUID), "--clear-groups", "--inh-caps=-all", "--", name}, args...)
+		name = "setpriv"
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = e.workdir
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=" + e.home, "LANG=C"}
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "allowed "+file) {
+		t.Fatalf("fedmem profile allow %s: %v\n%s", file, err, out)
+	}
+}
+
 func contains(xs []string, x string) bool {
 	for _, y := range xs {
 		if y == x {
@@ -148,6 +175,7 @@ func TestProfilePathSearchAndTrust(t *testing.T) {
 	p := filepath.Join(dir, "proj.yaml")
 	os.WriteFile(p, []byte("name: proj\nextends: default\nnetwork: none\n"), 0o644)
 	testutil.ChownTree(filepath.Join(e.workdir, ".fedmem"), agentUID, agentUID)
+	e.allowProfile(t, p)
 	explain := func(extra ...string) (int, string, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

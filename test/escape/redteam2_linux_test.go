@@ -42,9 +42,11 @@ print("planted")`
 	if r.code != 0 {
 		t.Fatalf("session 1: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// .fedmem is held read-only only at the workdir's top, so the file may
+	// be there; what matters is that no later session uses it unallowed.
 	planted := filepath.Join(e.workdir, "sub/.fedmem/profiles/evil.yaml")
 	if _, err := os.Lstat(planted); err == nil {
-		t.Errorf("BREACH %s exists on the host after session 1: .fedmem is protected only at the workdir's top (profiles/persist.go ProjectPersist), not in subdirectories a later run may use as its workdir", planted)
+		t.Logf("%s planted on the host (a project profile the user never allowed)", planted)
 	}
 
 	// Session 2: the user runs in the subdirectory with the name.
@@ -60,6 +62,12 @@ print("planted")`
 	if _, err := os.Stat(filepath.Join(canary, "x")); err == nil {
 		t.Errorf("BREACH %s/x written on the host through the planted profile", canary)
 	}
+	// Refused for the right reason: the file's content was never allowed.
+	if r.code != 125 || !strings.Contains(string(r.stderr), planted) || !strings.Contains(string(r.stderr), "has not been allowed") ||
+		!strings.Contains(string(r.stderr), "fedmem profile allow "+planted) {
+		t.Errorf("session 2 with the planted profile: exit %d, want 125 naming %s as not allowed\n%s", r.code, planted, r.stderr)
+	}
+	checkErrorReport(t, r.code, string(r.stderr), r.report, "profile", "has not been allowed")
 }
 
 // containerProbe is the hostile agent looking for a way out of a container
@@ -481,13 +489,21 @@ func TestRedteam2ProfileFileInWorkdir(t *testing.T) {
 	prof := filepath.Join(e.workdir, "agent.yaml")
 	must(t, os.WriteFile(prof, []byte("name: agent\nextends: default\n"), 0o644))
 	evil := "name: agent\nextends: default\nwritable:\n  - " + canary + "\n"
+	// The user reads the file and allows it: the legitimate first run.
+	e.allowProfile(t, prof)
 	r := e.run(t, []string{"--profile", prof}, "python3", "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2]); print('edited')", prof, evil)
 	t.Logf("session 1 (exit %d): %s%s", r.code, r.stdout, r.stderr)
-	if b, _ := os.ReadFile(prof); string(b) == evil {
-		t.Errorf("BREACH the agent rewrote the profile file %s that named its own session (it lies in the writable workdir)", prof)
+	if r.code != 0 || !strings.Contains(string(r.stdout), "edited") {
+		t.Fatalf("session 1 with the allowed profile: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// The agent may rewrite it (the workdir is its to write); the rewritten
+	// content was never allowed.
 	r = e.run(t, []string{"--profile", prof}, "sh", "-c", "echo pwned > "+canary+"/x && echo wrote")
 	if strings.Contains(string(r.stdout), "wrote") {
 		t.Errorf("BREACH session 2 ran the agent-edited %s and wrote %s/x outside its workdir", prof, canary)
+	}
+	if r.code != 125 || !strings.Contains(string(r.stderr), prof) || !strings.Contains(string(r.stderr), "has not been allowed") ||
+		!strings.Contains(string(r.stderr), "lies inside "+e.workdir) {
+		t.Errorf("session 2 with the agent-edited profile: exit %d, want 125 naming %s as not allowed\n%s", r.code, prof, r.stderr)
 	}
 }

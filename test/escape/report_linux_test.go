@@ -84,13 +84,22 @@ func TestReportLinksPlanted(t *testing.T) {
 			// Session 4: the agent replaces the (already open) report and
 			// events files by links to the canary while it runs.
 			rep4, evs4 := filepath.Join(e.workdir, "r4.json"), filepath.Join(e.workdir, "e4.jsonl")
-			swap := "rm -f " + rep4 + " " + evs4 + " && ln -s " + canary + " " + rep4 + " && ln -s " + canary + " " + evs4
+			// The agent checks its swap itself (exit 9 if it did not
+			// happen): at the end fedmem-run renames its report over
+			// the path (TestRedteamReportSwappedByAgent), so the link is
+			// gone afterwards and the path holds the real report.
+			swap := "rm -f " + rep4 + " " + evs4 + " && ln -s " + canary + " " + rep4 + " && ln -s " + canary + " " + evs4 + " && test -L " + rep4 + " || exit 9"
 			code, stderr = second([]string{"--report", rep4, "--events", evs4}, "sh", "-c", swap)
-			if code != 0 {
+			if code == 9 {
+				t.Errorf("session 4: the agent could not swap the report: the attack did not happen")
+			} else if code != 0 {
 				t.Errorf("session 4: exit %d, %s", code, stderr)
 			}
-			if fi, err := os.Lstat(rep4); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-				t.Errorf("session 4: the agent could not swap the report (%v): the attack did not happen", err)
+			got = nil
+			if fi, err := os.Lstat(rep4); err != nil || !fi.Mode().IsRegular() {
+				t.Errorf("session 4: %s after the run: %v %v, want fedmem-run's report, a regular file", rep4, fi, err)
+			} else if b, err := os.ReadFile(rep4); err != nil || json.Unmarshal(b, &got) != nil || got["session"] == nil {
+				t.Errorf("session 4 report: %v %s", err, b)
 			}
 			after, err := os.ReadFile(canary)
 			if err != nil || !bytes.Equal(before, after) {
