@@ -56,7 +56,8 @@ func denialHint(rule string) string {
 		return "no profile allows mounts: give the agent the paths it needs with writable:, state: or home.mode in its profile (docs/profiles.md)"
 	case "suid-sgid":
 		return "setuid/setgid bits can never be set inside fedmem: files the agent writes belong to you on the host " +
-			"(docs/seccomp.md); set the mode without them (chmod 755), or outside fedmem if you really mean it"
+			"(docs/seccomp.md); set the mode without them (chmod 755; for a directory that inherited set-group-id, chmod 00755), " +
+			"or outside fedmem if you really mean it"
 	case "":
 		return "refused by the seccomp deny-list (docs/seccomp.md)"
 	}

@@ -239,6 +239,9 @@ time.sleep(60)
 // inspect ends the session (unprivileged caller: the watcher runs as the
 // agent's uid), and a root watcher, which can read it, counts what is in
 // it (root caller). Either way: exit 137, inbox_bytes, the reason.
+// (00300: hide inherits the inbox's set-group-id bit, which GNU chmod
+// keeps on a directory unless the mode names it, and seccomp's suid-sgid
+// rule refuses a mode with it.)
 func TestLimitInboxUnreadableDir(t *testing.T) {
 	for _, c := range []struct {
 		l      layout
@@ -254,7 +257,7 @@ func TestLimitInboxUnreadableDir(t *testing.T) {
 			prof := limitsProfile(t, e, "  inbox_bytes: 1MiB\n  file_size: 1MiB\n  wall_time: 60s\n")
 			os.Chmod(prof, 0o644)
 			r := e.run(t, []string{"--profile", prof}, "sh", "-c",
-				`mkdir "$FEDMEM_INBOX/hide" && i=0; while [ $i -lt `+strconv.Itoa(c.files)+` ]; do head -c 500000 /dev/zero > "$FEDMEM_INBOX/hide/f$i"; i=$((i+1)); done; chmod 0300 "$FEDMEM_INBOX/hide"; echo hidden; sleep 60`)
+				`mkdir "$FEDMEM_INBOX/hide" && i=0; while [ $i -lt `+strconv.Itoa(c.files)+` ]; do head -c 500000 /dev/zero > "$FEDMEM_INBOX/hide/f$i"; i=$((i+1)); done; chmod 00300 "$FEDMEM_INBOX/hide"; echo hidden; sleep 60`)
 			if r.code != 137 || !slices.Contains(hits(r), "inbox_bytes") || !strings.Contains(notes(r), c.reason) {
 				t.Fatalf("exit %d limits_hit %v notes %s; want 137, inbox_bytes and %q\n%s%s", r.code, hits(r), notes(r), c.reason, r.stdout, r.stderr)
 			}
