@@ -55,6 +55,25 @@ func newVM(t *testing.T, goarch string) *vm {
 	return &vm{t: t, goarch: goarch, audit: a, m: m}
 }
 
+// newNotifyVM assembles the notifying filter (with or without the write
+// section) and loads it into x/net/bpf's interpreter; it also returns the
+// program's length.
+func newNotifyVM(t *testing.T, goarch string, writes bool) (*bpf.VM, int) {
+	t.Helper()
+	insts, err := AssembleNotify(goarch, writes)
+	if err != nil {
+		t.Fatalf("AssembleNotify(%s, %v): %v", goarch, writes, err)
+	}
+	if len(insts) > 4096 {
+		t.Fatalf("AssembleNotify(%s, %v): %d instructions > BPF_MAXINSNS", goarch, writes, len(insts))
+	}
+	m, err := bpf.NewVM(insts)
+	if err != nil {
+		t.Fatalf("bpf.NewVM(%s): %v", goarch, err)
+	}
+	return m, len(insts)
+}
+
 func (v *vm) run(auditArch, nr uint32, args ...uint64) uint32 {
 	v.t.Helper()
 	out, err := v.m.Run(seccompData(nr, auditArch, args...))

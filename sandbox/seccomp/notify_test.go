@@ -3,8 +3,6 @@ package seccomp
 import (
 	"runtime"
 	"testing"
-
-	"golang.org/x/net/bpf"
 )
 
 // TestAssembleNotify: the notifying filter differs from the errno filter
@@ -14,14 +12,7 @@ import (
 func TestAssembleNotify(t *testing.T) {
 	ga := runtime.GOARCH
 	plain := newVM(t, ga)
-	insts, err := AssembleNotify(ga, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nm, err := bpf.NewVM(insts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nm, _ := newNotifyVM(t, ga, true)
 	d, err := NewDecider(ga)
 	if err != nil {
 		t.Fatal(err)
@@ -76,14 +67,7 @@ func TestAssembleNotify(t *testing.T) {
 func TestSUIDSGIDNotify(t *testing.T) {
 	ga := runtime.GOARCH
 	plain := newVM(t, ga)
-	insts, err := AssembleNotify(ga, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nm, err := bpf.NewVM(insts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nm, _ := newNotifyVM(t, ga, true)
 	d, err := NewDecider(ga)
 	if err != nil {
 		t.Fatal(err)

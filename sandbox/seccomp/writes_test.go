@@ -42,17 +42,7 @@ func TestAssembleNotifyWrites(t *testing.T) {
 	for _, ga := range []string{"amd64", "arm64"} {
 		t.Run(ga, func(t *testing.T) {
 			plain := newVM(t, ga)
-			insts, err := AssembleNotify(ga, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(insts) > 4096 {
-				t.Fatalf("%d instructions", len(insts))
-			}
-			m, err := bpf.NewVM(insts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, _ := newNotifyVM(t, ga, true)
 			run := func(nr uint32, args ...uint64) uint32 {
 				out, err := m.Run(seccompData(nr, plain.audit, args...))
 				if err != nil {
@@ -158,19 +148,8 @@ func TestAssembleNotifyWithoutWrites(t *testing.T) {
 	for _, ga := range []string{"amd64", "arm64"} {
 		t.Run(ga, func(t *testing.T) {
 			plain := newVM(t, ga)
-			vmOf := func(writes bool) (*bpf.VM, int) {
-				insts, err := AssembleNotify(ga, writes)
-				if err != nil {
-					t.Fatal(err)
-				}
-				m, err := bpf.NewVM(insts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return m, len(insts)
-			}
-			off, nOff := vmOf(false)
-			on, nOn := vmOf(true)
+			off, nOff := newNotifyVM(t, ga, false)
+			on, nOn := newNotifyVM(t, ga, true)
 			if nOff >= nOn {
 				t.Errorf("without writes %d instructions, with %d: the section is still there", nOff, nOn)
 			}
