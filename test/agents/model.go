@@ -110,6 +110,20 @@ func text(raw json.RawMessage) string {
 	return string(raw)
 }
 
+// readJSON decodes a request body (up to 64 MiB) into v; on failure it
+// answers 400 and returns false. Both model servers read their requests so.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err == nil {
+		err = json.Unmarshal(body, v)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), 400)
+		return false
+	}
+	return true
+}
+
 func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/messages") || strings.HasSuffix(r.URL.Path, "count_tokens") {
 		if strings.HasSuffix(r.URL.Path, "count_tokens") {
@@ -120,14 +134,8 @@ func (m *Model) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
-	if err != nil {
-		http.Error(w, err.Error(), 400)
-		return
-	}
 	var req request
-	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, err.Error(), 400)
+	if !readJSON(w, r, &req) {
 		return
 	}
 	main := false
