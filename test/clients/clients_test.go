@@ -78,8 +78,11 @@ func runClient(t *testing.T, client, want string, saved func(home string) error)
 	report := filepath.Join(base, "report.json")
 	session := "fedmem-client-" + client
 	sock := fmt.Sprintf("fedmem-clients-%d-%d", os.Getpid(), time.Now().UnixNano())
-	shell := "cd " + work + " && HOME=" + home + " " + bins.FedmemRun + " " + strings.Join(testutil.BackendArgs(), " ") + " --vault " + v.Dir + " --report " + report +
-		" -- " + client + "; echo FEDMEM-EXIT=$?; trap '' INT; sleep 600" // a late Ctrl-C must not end the pane
+	// The pane's shell ignores SIGINT from the start (a Ctrl-C sent just as
+	// the client ends by itself must not end the pane before FEDMEM-EXIT is
+	// printed); the client's subshell puts it back to the default first.
+	shell := "trap '' INT; cd " + work + " && (trap - INT; HOME=" + home + " exec " + bins.FedmemRun + " " + strings.Join(testutil.BackendArgs(), " ") + " --vault " + v.Dir + " --report " + report +
+		" -- " + client + "); echo FEDMEM-EXIT=$?; sleep 600"
 	if out, err := tmux(sock, "new-session", "-d", "-s", session, "-x", "120", "-y", "40", shell).CombinedOutput(); err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
