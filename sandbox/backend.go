@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/fedmem/fedmem/mounts"
@@ -60,6 +62,37 @@ type Spec struct {
 	// Proxy serves the sandbox's outgoing connections with network:
 	// allowlist.
 	Proxy interface{ Serve(net.Conn) }
+	// Signals, when set, is the caller's channel registered with
+	// signal.Notify for ForwardedSignals (HoldSignals); the backend
+	// forwards what arrives on it to the sandbox and leaves it registered
+	// when it returns. The caller stops it once its own work is done (the
+	// launcher: after the report is written), so a Ctrl-C arriving just
+	// as the agent ends cannot kill the caller by the default action
+	// before then. Unset: the backend registers its own for the run.
+	Signals <-chan os.Signal
+}
+
+// ForwardedSignals are the signals fedmem-run forwards to the sandbox's
+// pid 1, which forwards them to the agent.
+var ForwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+// HoldSignals registers a channel for ForwardedSignals: from now until
+// stop is called, none of them ends this process by its default action.
+// Pass the channel as Spec.Signals.
+func HoldSignals() (sigs chan os.Signal, stop func()) {
+	sigs = make(chan os.Signal, 8)
+	signal.Notify(sigs, ForwardedSignals...)
+	return sigs, func() { signal.Stop(sigs) }
+}
+
+// forwarded is the run's signal channel: the caller's (Spec.Signals),
+// left registered, else one held for the run alone.
+func forwarded(spec *Spec) (<-chan os.Signal, func()) {
+	if spec.Signals != nil {
+		return spec.Signals, func() {}
+	}
+	sigs, stop := HoldSignals()
+	return sigs, stop
 }
 
 // Limits are the session's hard limits; zero means none.

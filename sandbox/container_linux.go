@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -215,9 +214,8 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	link.setStdio(cmd, spec)
 	defer guardPlaceholders(spec)()
 
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
-	defer signal.Stop(sigs)
+	sigs, stopSigs := forwarded(spec)
+	defer stopSigs()
 
 	link.sendConfig(&cfg, nil)
 	cloned := monoNow()

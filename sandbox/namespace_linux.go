@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"slices"
 	"sync"
 	"syscall"
@@ -116,9 +115,8 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	}
 
 	// Forward termination signals to pid 1, which forwards them to the agent.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
-	defer signal.Stop(sigs)
+	sigs, stopSigs := forwarded(spec)
+	defer stopSigs()
 
 	// The config goes into the pipe while the init is still starting (a
 	// config larger than the pipe buffer just completes once it reads).

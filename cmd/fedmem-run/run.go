@@ -31,7 +31,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	// The standard library's flag package, not cobra: this binary starts
 	// twice per launch, and flag stops at the first non-flag argument,
 	// which is exactly "everything after CMD belongs to CMD".
-	o := launch.Options{Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	o := launch.Options{Stdin: stdin, Stdout: stdout, Stderr: stderr, HoldSignalsToExit: true}
 	f := flag.NewFlagSet("fedmem-run", flag.ContinueOnError)
 	f.SetOutput(stderr)
 	f.Usage = func() {} // help goes to stdout, a usage error to stderr: see below

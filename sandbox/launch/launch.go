@@ -207,7 +207,15 @@ func Run(ctx context.Context, o *Options) (int, error) {
 	defer ev.close()
 	code := 0
 	if err == nil {
-		code, err = run(ctx, o, r, ev, rep, stderr, !dropped)
+		// From here until the report is written, a forwarded signal
+		// (Ctrl-C, SIGTERM) goes to the agent, and one arriving after the
+		// agent ended is ignored: it cannot end fedmem-run by the default
+		// action before the report below is in place.
+		sigs, stopSigs := sandbox.HoldSignals()
+		if !o.HoldSignalsToExit {
+			defer stopSigs()
+		}
+		code, err = run(ctx, o, r, ev, rep, stderr, !dropped, sigs)
 	}
 	if err != nil && code == 0 {
 		code = sandbox.ExitCodeOf(err)
@@ -245,7 +253,7 @@ func reportEarly(o *Options, code int, stage string, cause error, stderr io.Writ
 
 // run does the session's work after Run has opened the output files; rep
 // is filled in as it goes.
-func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, stderr io.Writer, rewriteRecord bool) (int, error) {
+func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, stderr io.Writer, rewriteRecord bool, sigs <-chan os.Signal) (int, error) {
 	if o.Backend == nil && (r.Profile.Backend == "" || r.Profile.Backend == "namespace") {
 		// A root caller's idmap user namespace is made while this
 		// session is prepared (sandbox.PrepareIdmap).
@@ -304,6 +312,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	defer std.release()
 	spec.Stdin, spec.Stdout, spec.Stderr = std.in, std.out, std.err
 	spec.Event = ev.emit
+	spec.Signals = sigs
 	if profiles.Proxied(prof.Network) {
 		pol, err := policy(prof)
 		if err != nil {

@@ -45,6 +45,12 @@ type Options struct {
 	Environ []string
 	// Backend runs the sandbox (nil: sandbox.Namespace).
 	Backend sandbox.Backend
+	// HoldSignalsToExit keeps the forwarded signals (SIGINT, SIGTERM, …)
+	// held after Run returns, for a caller that exits right after (the
+	// fedmem-run command): once the agent ran, the exit status is the
+	// agent's, never the default action of a Ctrl-C that arrived as it
+	// ended. Unset: they are released when Run returns.
+	HoldSignalsToExit bool
 	// Session fixes the session id (tests); empty: a fresh one.
 	Session string
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,4 +111,69 @@ func TestReportInboxNotReachable(t *testing.T) {
 	defer cancel()
 	code, stderr, m := reportOf(t, e.command(ctx, rep, nil, "true"), rep)
 	checkErrorReport(t, code, stderr, m, "inbox", "cannot create its session directory")
+}
+
+// TestReportLateSignal: a Ctrl-C (SIGINT) that reaches fedmem-run just as
+// the agent ends — while the backend tears down and the report is being
+// written — must not end fedmem-run by the default action: the exit code
+// is the agent's and the report is complete. (Seen in CI: a real client
+// exiting on its own while the test's Ctrl-C arrived left a truncated
+// report.) The agent ignores SIGINT, says "bye" and exits 0; from "bye"
+// on, SIGINT is sent every 100 µs until fedmem-run has exited, so the
+// signals cover the backend's teardown and the report's writing.
+func TestReportLateSignal(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	for i := range 5 {
+		rep := filepath.Join(e.outDir, "late"+strconv.Itoa(i)+".json")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		args := append([]string{"--vault", e.vault.Dir, "--workdir", e.workdir, "--report", rep}, testutil.BackendArgs()...)
+		cmd := exec.CommandContext(ctx, e.bins.FedmemRun, append(args, "--", "sh", "-c", "trap '' INT; echo bye")...)
+		cmd.Dir = e.workdir
+		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=" + e.home, "LANG=C"}
+		pr, pw, err := os.Pipe()
+		must(t, err)
+		var se bytes.Buffer
+		cmd.Stdout, cmd.Stderr = pw, &se
+		must(t, cmd.Start())
+		pw.Close()
+		waited := make(chan error, 1)
+		go func() { waited <- cmd.Wait() }()
+		buf := make([]byte, 64)
+		n, _ := pr.Read(buf)
+		pr.Close()
+		if !bytes.Contains(buf[:n], []byte("bye")) {
+			t.Fatalf("run %d: the agent said %q, want bye", i, buf[:n])
+		}
+		sent := 0
+		var werr error
+	spam:
+		for {
+			select {
+			case werr = <-waited:
+				break spam
+			default:
+				if cmd.Process.Signal(os.Interrupt) == nil {
+					sent++
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+		cancel()
+		code := exitCode(werr)
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			t.Fatalf("run %d: fedmem-run was killed by %v after %d SIGINTs; it must ignore a signal that arrives after the agent ended\nstderr:\n%s", i, ws.Signal(), sent, se.Bytes())
+		}
+		b, err := os.ReadFile(rep)
+		if err != nil {
+			t.Fatalf("run %d: exit %d after %d SIGINTs, no report: %v\nstderr:\n%s", i, code, sent, err, se.Bytes())
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("run %d: report is not JSON after %d SIGINTs: %v\n%s", i, sent, err, b)
+		}
+		if code != 0 || m["exit_code"] != 0.0 || m["schema_version"] != 1.0 || m["error"] != nil {
+			t.Fatalf("run %d: exit %d, report %v after %d SIGINTs; want the agent's exit 0 in a complete report\nstderr:\n%s", i, code, m, sent, se.Bytes())
+		}
+		t.Logf("run %d: %d SIGINTs sent after the agent's bye; exit 0, report complete", i, sent)
+	}
 }
