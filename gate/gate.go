@@ -166,6 +166,8 @@ type Summary struct {
 	Decisions []Decision `json:"decisions"`
 	Errors    []string   `json:"errors,omitempty"`
 	Warnings  []string   `json:"warnings,omitempty"`
+	// Timing: where the pass spent its time (run.go).
+	Timing *PassTiming `json:"timing,omitempty"`
 }
 
 // Handled reports whether every draft seen reached a decision.
@@ -187,13 +189,14 @@ func (g *Gate) Once() (*Summary, error) {
 	// Group commit (groupcommit.go): the pass's writes are synced and its
 	// promotions published in groups; endPass (deferred here for the error
 	// returns) flushes the last group before the sync.
+	tm := startTiming()
 	g.beginPass()
 	defer g.endPass()
 	pol, err := g.Policy()
 	if err != nil {
 		return nil, err
 	}
-	s := &Summary{}
+	s := &Summary{Timing: tm}
 	in, err := g.openInbox()
 	if err != nil {
 		return nil, err
@@ -233,6 +236,8 @@ func (g *Gate) Once() (*Summary, error) {
 	if err != nil {
 		return s, err
 	}
+	tm.lap(&tm.ClaimMs)
+	tm.Claims = len(ids)
 	var decs []*Decision
 	// Drafts are read and validated ahead on the other cores (prefetch.go);
 	// they are decided here one at a time, in order.
@@ -246,9 +251,12 @@ func (g *Gate) Once() (*Summary, error) {
 				pf = pre.take(i)
 			}
 			if g.passDue() {
+				tm.Groups++
+				f0 := time.Now()
 				if err := g.flushPass(); err != nil {
 					s.Errors = append(s.Errors, err.Error())
 				}
+				tm.FlushMs += msOf(time.Since(f0))
 			}
 			g.passCounted()
 			d, err := g.process(in, pol, id, pf)
@@ -272,9 +280,12 @@ func (g *Gate) Once() (*Summary, error) {
 		ids = retry
 		time.Sleep(50 * time.Millisecond)
 	}
+	tm.lap(&tm.DecideMs)
+	tm.Groups++
 	if err := g.endPass(); err != nil {
 		s.Errors = append(s.Errors, err.Error())
 	}
+	tm.lap(&tm.PublishMs)
 	for _, d := range decs {
 		if d.Decided.IsZero() {
 			// Its group was not published: still claimed, decided by the
