@@ -71,6 +71,9 @@ type Gate struct {
 	// groups maps a draft id to the base its group marker records
 	// (groupcommit.go); nil until read.
 	groups map[string]plumbing.Hash
+	// flushCost is what flushing a group inside a pass has cost lately
+	// (run.go, groupDue).
+	flushCost time.Duration
 }
 
 // Open checks the vault and the caller, prepares the state directory and
@@ -250,13 +253,13 @@ func (g *Gate) Once() (*Summary, error) {
 			if attempt == 0 {
 				pf = pre.take(i)
 			}
-			if g.passDue() {
+			if g.groupDue() {
 				tm.Groups++
 				f0 := time.Now()
 				if err := g.flushPass(); err != nil {
 					s.Errors = append(s.Errors, err.Error())
 				}
-				tm.FlushMs += msOf(time.Since(f0))
+				tm.FlushMs += g.flushed(time.Since(f0))
 			}
 			g.passCounted()
 			d, err := g.process(in, pol, id, pf)

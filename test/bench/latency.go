@@ -99,7 +99,8 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ran := make(chan error, 1)
-	// FEDMEM_BENCH_TRACE=1 prints every pass that decided drafts.
+	// FEDMEM_BENCH_TRACE=1 prints every pass that decided drafts or took
+	// more than 20 ms.
 	trace := os.Getenv("FEDMEM_BENCH_TRACE") != ""
 	start := time.Now()
 	go func() {
@@ -112,11 +113,11 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 			if s != nil {
 				decs = append(decs, s.Decisions...)
 				gateErrs = append(gateErrs, s.Errors...)
+				if t := s.Timing; t != nil && trace && (len(s.Decisions) > 0 || t.TotalMs > 20) {
+					fmt.Fprintf(log, "bench: pass at +%6.0f ms: %4d claims, %4d decided, %2d groups; claim %5.0f ms, decide %5.0f ms (flushes %5.0f), publish %5.0f ms, total %5.0f ms, cpu %5.0f ms\n",
+						float64(t.Start.Sub(start).Microseconds())/1000, t.Claims, len(s.Decisions), t.Groups, t.ClaimMs, t.DecideMs, t.FlushMs, t.PublishMs, t.TotalMs, t.CPUMs)
+				}
 				if t := s.Timing; t != nil && len(s.Decisions) > 0 {
-					if trace {
-						fmt.Fprintf(log, "bench: pass at +%6.0f ms: %4d claims, %4d decided, %2d groups; claim %5.0f ms, decide %5.0f ms (flushes %5.0f), publish %5.0f ms, total %5.0f ms, cpu %5.0f ms\n",
-							float64(t.Start.Sub(start).Microseconds())/1000, t.Claims, len(s.Decisions), t.Groups, t.ClaimMs, t.DecideMs, t.FlushMs, t.PublishMs, t.TotalMs, t.CPUMs)
-					}
 					lt.Passes++
 					lt.PerPassMax = max(lt.PerPassMax, len(s.Decisions))
 					lt.PassMsMax = max(lt.PassMsMax, t.TotalMs)
@@ -139,6 +140,9 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 	}()
 	fmt.Fprintf(log, "bench: latency, %s: %d fedmem-run sessions × %d drafts against `gate run`…\n", kind, sessions, per)
 	t0 := time.Now()
+	if trace {
+		fmt.Fprintf(log, "bench: sessions start at +%.0f ms\n", float64(t0.Sub(start).Microseconds())/1000)
+	}
 	if err := runSessions(runBin, v, filepath.Join(work, "wd"), sessions, per, gap, ""); err != nil {
 		return lt, err
 	}
