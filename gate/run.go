@@ -149,6 +149,11 @@ func (t *PassTiming) lap(f *float64) {
 	t.last = now
 }
 
+// passIntake: a pass takes in drafts that arrived while it decided (Once)
+// until it is this old; then it ends, and Run's loop (cancellation, the
+// next events, ticks) gets its turn.
+var passIntake = 2 * time.Second
+
 // groupDue reports whether the open group of a pass should be flushed
 // before the next claim is decided: when it is full (groupMaxDrafts), or
 // when its oldest draft has waited groupMaxWait — and at least twice what
