@@ -57,17 +57,14 @@ var tables = map[string]*archTable{}
 // moreNames, set by the tests, numbers system calls the rules do not name.
 var moreNames func(goarch, name string) (int, bool)
 
-func init() {
-	if nativeTable != nil {
-		tables[runtime.GOARCH] = nativeTable
-	}
-}
-
 // archInfo returns the syscall table for a GOARCH we support. Both are
 // little-endian, which [Assemble] relies on to find an argument's low word.
 func archInfo(goarch string) (*archTable, error) {
 	if goarch != "amd64" && goarch != "arm64" {
 		return nil, fmt.Errorf("%w: %q", ErrUnsupportedArch, goarch)
+	}
+	if goarch == runtime.GOARCH && nativeTable != nil {
+		return nativeTable(), nil
 	}
 	if t := tables[goarch]; t != nil {
 		return t, nil
