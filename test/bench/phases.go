@@ -19,6 +19,9 @@ var phaseOrder = []string{"launcher", "clone", "root", "verify", "layers", "exec
 // does not stamp a point leaves its parts out.
 var launcherDetail = []string{"launcher.resolve", "launcher.prepare", "launcher.idmap", "launcher.limits", "launcher.clone"}
 
+// initDetail splits the init's phases (sandbox startPhases).
+var initDetail = []string{"clone.runtime", "root.config", "layers.network", "layers.landlock", "layers.caps", "layers.signals", "layers.seccomp"}
+
 // benchPhases runs `fedmem-run --events F -- /bin/true` n times and keeps
 // the median of each phase of the "started" event, so a start-up
 // regression shows where it is.
@@ -89,6 +92,16 @@ func printPhases(w io.Writer, res *Result) {
 				detail = true
 			}
 			fmt.Fprintf(w, " %s %.2f", strings.TrimPrefix(k, "launcher."), v)
+		}
+	}
+	idetail := false
+	for _, k := range initDetail {
+		if v, ok := res.Phases[k]; ok {
+			if !idetail {
+				fmt.Fprint(w, "\n  init detail:")
+				idetail = true
+			}
+			fmt.Fprintf(w, " %s %.2f", k, v)
 		}
 	}
 	fmt.Fprint(w, "\n (launcher: fedmem-run's start to the clone; clone: clone, exec and Go start of the init; root: mounts;\n  verify: live mount table against the plan; layers: network, no_new_privs, Landlock, caps, limits, seccomp; exec: the agent's fork+exec")
