@@ -173,13 +173,11 @@ func InitMain() {
 	// only the signals it handles, and the runtime's default handling of
 	// some (SIGQUIT, SIGABRT, SIGSYS…) is to dump its stacks and die — an
 	// agent of the same uid must not end the session's pid 1 that way. The
-	// forwarded ones above only ever reach the agent itself.
-	swallow := make(chan os.Signal, 64)
-	signal.Notify(swallow, swallowedSignals...)
-	go func() {
-		for range swallow {
-		}
-	}()
+	// forwarded ones above only ever reach the agent itself. Nothing reads
+	// the channel: os/signal never blocks on a full one, it drops the
+	// signal, which is all a swallowed signal needs (no goroutine to start
+	// on the way to the fork).
+	signal.Notify(make(chan os.Signal, 1), swallowedSignals...)
 	phases["signals"] = monoNow()
 	if fk.reports, err = applySeccompReporting(&cfg, &layers, sync); err != nil {
 		fail(ExitFedmemError, "seccomp", err)

@@ -69,14 +69,13 @@ func TestSwallowedSignalsKeepProcessAlive(t *testing.T) {
 
 // signalHelper holds the init's signal sets and echoes its stdin.
 func signalHelper() {
-	for _, set := range [][]os.Signal{forwardedSignals, swallowedSignals} {
-		c := make(chan os.Signal, 64)
-		signal.Notify(c, set...)
-		go func() {
-			for range c {
-			}
-		}()
-	}
+	fwd := make(chan os.Signal, 16)
+	signal.Notify(fwd, forwardedSignals...)
+	go func() {
+		for range fwd {
+		}
+	}()
+	signal.Notify(make(chan os.Signal, 1), swallowedSignals...) // as the init: never read
 	fmt.Println("READY")
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
