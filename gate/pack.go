@@ -3,6 +3,7 @@ package gate
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
@@ -108,7 +109,7 @@ func encodePack(w io.Writer, b *commitBatch) (plumbing.Hash, []packEntry, error)
 		body, typ := raw, t
 		var ofs []byte
 		if base, ok := b.bases[oh]; ok && t != plumbing.CommitObject {
-			if bofs, ok := offset[base]; ok && depth[base] < maxDeltaDepth && b.objs[base].Type() == t {
+			if bofs, ok := offset[base]; ok && depth[base] < maxDeltaDepth && b.objs[base].Type() == t && len(raws[base]) > 0 && len(raw) > 0 {
 				var d []byte
 				if t == plumbing.TreeObject {
 					d = treeDelta(raws[base], raw)
@@ -239,34 +240,52 @@ func affixDelta(src, dst []byte) []byte {
 }
 
 // treeEntries splits a raw tree into its entries' [start, end) offsets and
-// sort keys; nil if it is malformed.
-func treeEntries(raw []byte) (bounds []int, keys []string) {
+// their names, a folder's marked with a trailing "/" (Git's sort key); nil
+// if it is malformed.
+func treeEntries(raw []byte) (bounds []int, names [][]byte, dirs []bool) {
 	for off := 0; off < len(raw); {
 		sp := bytes.IndexByte(raw[off:], ' ')
 		if sp < 0 {
-			return nil, nil
+			return nil, nil, nil
 		}
 		nul := bytes.IndexByte(raw[off+sp:], 0)
 		if nul < 0 || off+sp+nul+21 > len(raw) {
-			return nil, nil
-		}
-		key := string(raw[off+sp+1 : off+sp+nul])
-		if string(raw[off:off+sp]) == "40000" {
-			key += "/"
+			return nil, nil, nil
 		}
 		bounds = append(bounds, off)
-		keys = append(keys, key)
+		names = append(names, raw[off+sp+1:off+sp+nul])
+		dirs = append(dirs, string(raw[off:off+sp]) == "40000")
 		off += sp + nul + 21
 	}
-	return append(bounds, len(raw)), keys
+	return append(bounds, len(raw)), names, dirs
+}
+
+// compareKeys orders two tree entries as Git does: by name, a folder's
+// name followed by "/". (Only where treeDelta looks for a match depends
+// on it: an entry is copied only when its bytes are equal.)
+func compareKeys(a []byte, aDir bool, b []byte, bDir bool) int {
+	n := min(len(a), len(b))
+	if c := bytes.Compare(a[:n], b[:n]); c != 0 {
+		return c
+	}
+	next := func(s []byte, dir bool) int {
+		if len(s) > n {
+			return int(s[n])
+		}
+		if dir {
+			return '/'
+		}
+		return -1 // the key ends here
+	}
+	return cmp.Compare(next(a, aDir), next(b, bDir))
 }
 
 // treeDelta encodes tree dst against tree src entry by entry: runs of
 // entries dst keeps are copied, the others inserted. nil if either tree
 // is malformed.
 func treeDelta(src, dst []byte) []byte {
-	sb, sk := treeEntries(src)
-	db, dk := treeEntries(dst)
+	sb, sn, sd := treeEntries(src)
+	db, dn, dd := treeEntries(dst)
 	if sb == nil && len(src) > 0 || db == nil && len(dst) > 0 {
 		return nil
 	}
@@ -279,12 +298,16 @@ func treeDelta(src, dst []byte) []byte {
 		}
 	}
 	i := 0
-	for j := range dk {
+	for j := range dn {
 		ent := dst[db[j]:db[j+1]]
-		for i < len(sk) && sk[i] < dk[j] {
+		c := 0
+		for i < len(sn) {
+			if c = compareKeys(sn[i], sd[i], dn[j], dd[j]); c >= 0 {
+				break
+			}
 			i++
 		}
-		if i < len(sk) && sk[i] == dk[j] && bytes.Equal(src[sb[i]:sb[i+1]], ent) {
+		if i < len(sn) && c == 0 && bytes.Equal(src[sb[i]:sb[i+1]], ent) {
 			if runLen > 0 && runOff+runLen == sb[i] {
 				runLen += len(ent)
 			} else {
