@@ -69,11 +69,23 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // rawObject returns an object's content.
 func rawObject(b *commitBatch, h plumbing.Hash) ([]byte, error) {
 	obj := b.objs[h]
+	return readObject(obj)
+}
+
+// readObject reads an object's content into a buffer of its size.
+func readObject(obj plumbing.EncodedObject) ([]byte, error) {
 	rd, err := obj.Reader()
 	if err != nil {
 		return nil, err
 	}
 	defer rd.Close()
+	if n := obj.Size(); n >= 0 && n < 1<<31 {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
 	return io.ReadAll(rd)
 }
 
@@ -239,25 +251,18 @@ func affixDelta(src, dst []byte) []byte {
 	return d.out
 }
 
-// treeEntries splits a raw tree into its entries' [start, end) offsets and
-// their names, a folder's marked with a trailing "/" (Git's sort key); nil
-// if it is malformed.
-func treeEntries(raw []byte) (bounds []int, names [][]byte, dirs []bool) {
-	for off := 0; off < len(raw); {
-		sp := bytes.IndexByte(raw[off:], ' ')
-		if sp < 0 {
-			return nil, nil, nil
-		}
-		nul := bytes.IndexByte(raw[off+sp:], 0)
-		if nul < 0 || off+sp+nul+21 > len(raw) {
-			return nil, nil, nil
-		}
-		bounds = append(bounds, off)
-		names = append(names, raw[off+sp+1:off+sp+nul])
-		dirs = append(dirs, string(raw[off:off+sp]) == "40000")
-		off += sp + nul + 21
+// nextEntry parses the tree entry at off in raw: its name (a folder's
+// marked by dir) and where it ends; ok false if it is malformed.
+func nextEntry(raw []byte, off int) (name []byte, dir bool, end int, ok bool) {
+	sp := bytes.IndexByte(raw[off:], ' ')
+	if sp < 0 {
+		return nil, false, 0, false
 	}
-	return append(bounds, len(raw)), names, dirs
+	nul := bytes.IndexByte(raw[off+sp:], 0)
+	if nul < 0 || off+sp+nul+21 > len(raw) {
+		return nil, false, 0, false
+	}
+	return raw[off+sp+1 : off+sp+nul], string(raw[off:off+sp]) == "40000", off + sp + nul + 21, true
 }
 
 // compareKeys orders two tree entries as Git does: by name, a folder's
@@ -281,14 +286,9 @@ func compareKeys(a []byte, aDir bool, b []byte, bDir bool) int {
 }
 
 // treeDelta encodes tree dst against tree src entry by entry: runs of
-// entries dst keeps are copied, the others inserted. nil if either tree
-// is malformed.
+// entries dst keeps are copied, the others inserted (both trees are walked
+// once, in Git's order). nil if either tree is malformed.
 func treeDelta(src, dst []byte) []byte {
-	sb, sn, sd := treeEntries(src)
-	db, dn, dd := treeEntries(dst)
-	if sb == nil && len(src) > 0 || db == nil && len(dst) > 0 {
-		return nil
-	}
 	d := newDelta(src, dst)
 	runOff, runLen := 0, 0
 	flush := func() {
@@ -297,28 +297,45 @@ func treeDelta(src, dst []byte) []byte {
 			runLen = 0
 		}
 	}
-	i := 0
-	for j := range dn {
-		ent := dst[db[j]:db[j+1]]
-		c := 0
-		for i < len(sn) {
-			if c = compareKeys(sn[i], sd[i], dn[j], dd[j]); c >= 0 {
+	var sName []byte
+	var sDir bool
+	i, sEnd := 0, 0
+	sOK := false
+	if len(src) > 0 {
+		if sName, sDir, sEnd, sOK = nextEntry(src, 0); !sOK {
+			return nil
+		}
+	}
+	for j := 0; j < len(dst); {
+		name, dir, end, ok := nextEntry(dst, j)
+		if !ok {
+			return nil
+		}
+		c := -1
+		for sOK {
+			if c = compareKeys(sName, sDir, name, dir); c >= 0 {
 				break
 			}
-			i++
+			if i = sEnd; i < len(src) {
+				if sName, sDir, sEnd, sOK = nextEntry(src, i); !sOK {
+					return nil
+				}
+			} else {
+				sOK = false
+			}
 		}
-		if i < len(sn) && c == 0 && bytes.Equal(src[sb[i]:sb[i+1]], ent) {
-			if runLen > 0 && runOff+runLen == sb[i] {
-				runLen += len(ent)
+		if sOK && c == 0 && bytes.Equal(src[i:sEnd], dst[j:end]) {
+			if runLen > 0 && runOff+runLen == i {
+				runLen += end - j
 			} else {
 				flush()
-				runOff, runLen = sb[i], len(ent)
+				runOff, runLen = i, end-j
 			}
-			i++
-			continue
+		} else {
+			flush()
+			d.insert(dst[j:end])
 		}
-		flush()
-		d.insert(ent)
+		j = end
 	}
 	flush()
 	return d.out

@@ -110,19 +110,21 @@ func TestPackDeltas(t *testing.T) {
 // mixTrees returns dst with each entry replaced, at random, by src's entry
 // of the same name and kind (so the two trees share runs of entries).
 func mixTrees(src, dst []byte, rng *rand.Rand) []byte {
-	sb, sn, sd := treeEntries(src)
-	db, dn, dd := treeEntries(dst)
 	byKey := map[string][]byte{}
-	for i := range sn {
-		byKey[fmt.Sprint(string(sn[i]), sd[i])] = src[sb[i]:sb[i+1]]
+	for i := 0; i < len(src); {
+		name, dir, end, _ := nextEntry(src, i)
+		byKey[fmt.Sprint(string(name), dir)] = src[i:end]
+		i = end
 	}
 	var out []byte
-	for j := range dn {
-		ent := dst[db[j]:db[j+1]]
-		if s, ok := byKey[fmt.Sprint(string(dn[j]), dd[j])]; ok && rng.Intn(8) != 0 {
+	for j := 0; j < len(dst); {
+		name, dir, end, _ := nextEntry(dst, j)
+		ent := dst[j:end]
+		if s, ok := byKey[fmt.Sprint(string(name), dir)]; ok && rng.Intn(8) != 0 {
 			ent = s
 		}
 		out = append(out, ent...)
+		j = end
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -35,13 +36,18 @@ func TestPromotePassProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
+	var ru0, ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	t0 := time.Now()
 	s, err := g.Once()
 	d := time.Since(t0)
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
 	if err != nil || len(s.Errors) > 0 {
 		t.Fatal(err, s.Errors)
 	}
-	t.Logf("%d promoted of %d in %v: %.1f/s", s.Promoted, len(s.Decisions), d, float64(s.Promoted)/d.Seconds())
+	t.Logf("%d promoted of %d in %v: %.1f/s; CPU %v (%.2f ms a promotion, %.0f/s per core)", s.Promoted, len(s.Decisions), d, float64(s.Promoted)/d.Seconds(),
+		cpu, float64(cpu.Microseconds())/1000/float64(s.Promoted), float64(s.Promoted)/cpu.Seconds())
 	if os.Getenv("FEDMEM_PROMOTE_KEEP") != "" {
 		t.Logf("vault %s", v)
 		exec.Command("cp", "-a", v, os.Getenv("FEDMEM_PROMOTE_KEEP")).Run()

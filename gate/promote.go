@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -41,6 +41,8 @@ type repo struct {
 	// overlay over real holding the group's objects in memory.
 	batch *commitBatch
 	real  storage.Storer
+	// cache: blobAt's reads (commit → root tree, raw trees), by hash.
+	cache readCache
 }
 
 // takeLock creates a Git lock file exclusively, recording the intent first.
@@ -134,16 +136,15 @@ func (g *repo) blobAt(c plumbing.Hash, p string, limit int64) ([]byte, error) {
 	if c.IsZero() {
 		return nil, nil
 	}
-	com, err := object.GetCommit(g.s, c)
+	h, err := g.rootTree(c)
 	if err != nil {
 		return nil, err
 	}
 	// Walk the raw trees (findEntry): decoding a folder of many notes
 	// into objects, once per lookup, was most of a promotion's reads.
-	h := com.TreeHash
 	parts := strings.Split(p, "/")
 	for i, name := range parts {
-		raw, err := g.rawObject(plumbing.TreeObject, h)
+		raw, err := g.rawTree(h)
 		if err != nil {
 			return nil, err
 		}
@@ -163,12 +164,63 @@ func (g *repo) blobAt(c plumbing.Hash, p string, limit int64) ([]byte, error) {
 	if limit >= 0 && obj.Size() > limit {
 		return nil, fmt.Errorf("%s at %s is %d bytes, over the gate's %d-byte limit for one note", p, c, obj.Size(), limit)
 	}
-	rd, err := obj.Reader()
+	return readObject(obj)
+}
+
+// readCache keeps what blobAt reads again and again, by hash (so never
+// stale): the root tree of a commit and the raw content of trees. Dropped
+// whole when over readCacheBudget bytes.
+type readCache struct {
+	mu    sync.Mutex
+	roots map[plumbing.Hash]plumbing.Hash
+	trees map[plumbing.Hash][]byte
+	bytes int
+}
+
+const readCacheBudget = 32 << 20
+
+// rootTree returns the tree of commit c.
+func (g *repo) rootTree(c plumbing.Hash) (plumbing.Hash, error) {
+	g.cache.mu.Lock()
+	h, ok := g.cache.roots[c]
+	g.cache.mu.Unlock()
+	if ok {
+		return h, nil
+	}
+	com, err := object.GetCommit(g.s, c)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	g.cache.mu.Lock()
+	if g.cache.roots == nil || len(g.cache.roots) > 1<<16 {
+		g.cache.roots = map[plumbing.Hash]plumbing.Hash{}
+	}
+	g.cache.roots[c] = com.TreeHash
+	g.cache.mu.Unlock()
+	return com.TreeHash, nil
+}
+
+// rawTree returns the content of tree h (shared: the caller must not
+// change it).
+func (g *repo) rawTree(h plumbing.Hash) ([]byte, error) {
+	g.cache.mu.Lock()
+	raw, ok := g.cache.trees[h]
+	g.cache.mu.Unlock()
+	if ok {
+		return raw, nil
+	}
+	raw, err := g.rawObject(plumbing.TreeObject, h)
 	if err != nil {
 		return nil, err
 	}
-	defer rd.Close()
-	return io.ReadAll(rd)
+	g.cache.mu.Lock()
+	if g.cache.trees == nil || g.cache.bytes+len(raw) > readCacheBudget {
+		g.cache.trees, g.cache.bytes = map[plumbing.Hash][]byte{}, 0
+	}
+	g.cache.trees[h] = raw
+	g.cache.bytes += len(raw)
+	g.cache.mu.Unlock()
+	return raw, nil
 }
 
 // rawObject returns the content of object h of type t.
@@ -177,12 +229,7 @@ func (g *repo) rawObject(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	rd, err := obj.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	return io.ReadAll(rd)
+	return readObject(obj)
 }
 
 func (g *repo) writeBlob(b []byte) (plumbing.Hash, error) {
@@ -221,17 +268,8 @@ func (g *repo) putPath(tree plumbing.Hash, parts []string, blob plumbing.Hash) (
 func (g *repo) editTree(tree plumbing.Hash, edits []treeEdit) (plumbing.Hash, error) {
 	var raw []byte
 	if !tree.IsZero() {
-		obj, err := g.s.EncodedObject(plumbing.TreeObject, tree)
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		rd, err := obj.Reader()
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		raw, err = io.ReadAll(rd)
-		rd.Close()
-		if err != nil {
+		var err error
+		if raw, err = g.rawTree(tree); err != nil {
 			return plumbing.ZeroHash, err
 		}
 	}
