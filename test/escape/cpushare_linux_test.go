@@ -79,6 +79,14 @@ func TestCPUSessionCgroup(t *testing.T) {
 	if testutil.Backend() != "namespace" {
 		t.Skip("the container backends put the container in their runtime's /fedmem/<id> cgroup (docs/profiles.md)")
 	}
+	// The default profile has no limits.cpu; with one, the same cgroup
+	// also holds the quota.
+	t.Run("default", func(t *testing.T) { cpuSessionCgroup(t, e, "default", "") })
+	prof := limitsProfile(t, e, "  cpu: 0.5\n")
+	t.Run("limits.cpu", func(t *testing.T) { cpuSessionCgroup(t, e, prof, "50000") })
+}
+
+func cpuSessionCgroup(t *testing.T, e *env, profile, quota string) {
 	dir := cpuDir()
 	if dir == "" {
 		t.Fatal("no cpu cgroup hierarchy on this host: the session would run unpooled (the report says so); this test needs one")
@@ -91,7 +99,7 @@ func TestCPUSessionCgroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	report := filepath.Join(e.outDir, "cpushare.json")
-	cmd := e.command(ctx, report, []string{"--profile", "default", "--network", "none"}, "python3", "-c", cpuShareAgent, token)
+	cmd := e.command(ctx, report, []string{"--profile", profile, "--network", "none"}, "python3", "-c", cpuShareAgent, token)
 	stdin, err := cmd.StdinPipe()
 	must(t, err)
 	out, err := cmd.StdoutPipe()
@@ -147,6 +155,11 @@ func TestCPUSessionCgroup(t *testing.T) {
 				t.Errorf("%s does not list the agent %d: %q", filepath.Join(dir, cg), agent, tasks)
 			}
 			inside = filepath.Join(dir, cg)
+			if quota != "" {
+				if got, _ := os.ReadFile(filepath.Join(inside, "cpu.cfs_quota_us")); strings.TrimSpace(string(got)) != quota {
+					t.Errorf("%s/cpu.cfs_quota_us = %q, want %s (limits.cpu)", inside, got, quota)
+				}
+			}
 		}
 	}
 	for _, l := range lines {
@@ -186,5 +199,22 @@ func TestCPUSessionCgroup(t *testing.T) {
 	notes, _ := json.Marshal(rep["layers"].(map[string]any)["limits"])
 	if !strings.Contains(string(notes), "cpu: sessions share fedmem.slice's weight") {
 		t.Errorf("layers.limits does not say the cpu pooling: %s", notes)
+	}
+}
+
+// TestCPUShareUnprivileged: where the caller cannot make a cpu cgroup (a
+// non-root caller on a cgroup v1 host), the session still runs and the
+// report says it is not pooled, and why.
+func TestCPUShareUnprivileged(t *testing.T) {
+	e := setup(t, layout{name: "beside/user", gateOwned: true, user: true})
+	r := e.run(t, nil, "/bin/true")
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0: an unpooled CPU share must not fail the launch\n%s", r.code, r.stderr)
+	}
+	notes, _ := json.Marshal(r.report["layers"].(map[string]any)["limits"])
+	t.Logf("layers.limits: %s", notes)
+	n := string(notes)
+	if !strings.Contains(n, "cpu: sessions NOT pooled under fedmem.slice (cpu: ") && !strings.Contains(n, "cpu: sessions share fedmem.slice's weight") && !strings.Contains(n, "cpu: the session has its own cpu cgroup") {
+		t.Errorf("layers.limits says nothing of the CPU share: %s", n)
 	}
 }
