@@ -1,0 +1,122 @@
+package escape
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Red-team 3: the launcher and init changes of issue 9 (signals held to
+// exit, concurrent teardown, early idmap namespace, per-thread
+// no_new_privs, fewer caught signals in pid 1, cached seccomp filter).
+
+// TestRedteam3HeldSignalsUnstoppableHang: fedmem-run holds SIGINT, SIGTERM,
+// SIGHUP and SIGQUIT from the session's start until it exits (89c708a),
+// and the namespace backend's every return waits for the placeholders'
+// guard, whose shared flock(2) on each protected directory blocks. An agent
+// of a concurrent session whose writable workdir holds another project's
+// workdir (a monorepo: session A in work/, session B in work/sub) takes
+// LOCK_EX on work/sub — any open descriptor will do, flock needs no write
+// permission — and session B's fedmem-run waits for its shared lock
+// forever. The user's Ctrl-C / SIGTERM (a CI job's timeout) is forwarded
+// to B's pid 1, which dies, and then B's fedmem-run waits in its cleanup
+// for the same guard; every further SIGINT/SIGTERM is swallowed (before
+// 89c708a the backend's signal.Stop ran on return and the second one ended
+// it). Only SIGKILL stops it. The test asserts B's fedmem-run ends after
+// SIGTERMs while the lock is held, and not by SIGKILL.
+func TestRedteam3HeldSignalsUnstoppableHang(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	ctxA, cancelA := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancelA()
+	lock := `import fcntl, os, time
+os.makedirs("sub", exist_ok=True)
+fd = os.open("sub", os.O_RDONLY | os.O_DIRECTORY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(170)`
+	a := e.command(ctxA, "", nil, "python3", "-c", lock)
+	pr, pw, err := os.Pipe()
+	must(t, err)
+	var seA bytes.Buffer
+	a.Stdout, a.Stderr = pw, &seA
+	must(t, a.Start())
+	pw.Close()
+	defer func() {
+		_ = a.Process.Signal(syscall.SIGTERM)
+		_ = a.Wait()
+	}()
+	line, _ := bufio.NewReader(pr).ReadString('\n')
+	if strings.TrimSpace(line) != "locked" {
+		_ = a.Process.Kill()
+		_ = a.Wait()
+		t.Fatalf("session A's agent said %q, want locked\nstderr:\n%s", line, seA.Bytes())
+	}
+	subDir := filepath.Join(e.workdir, "sub")
+	var st syscall.Stat_t
+	must(t, syscall.Stat(subDir, &st))
+
+	// Session B in work/sub.
+	b := *e
+	b.workdir = subDir
+	ctxB, cancelB := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancelB()
+	cmd := b.command(ctxB, filepath.Join(e.outDir, "b.json"), nil, "sh", "-c", "echo hello")
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	must(t, cmd.Start())
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+
+	// Wait until B's launcher is a blocked waiter on work/sub's lock
+	// (/proc/locks "-> FLOCK ... maj:min:ino"): from then on it has its
+	// signals held.
+	want := fmt.Sprintf(":%d ", st.Ino)
+	blocked := false
+	for !blocked {
+		select {
+		case err := <-waited:
+			t.Logf("session B ended (%v) before it blocked: stdout %q\nstderr:\n%s", err, so.Bytes(), se.Bytes())
+			return // it did not wait on the agent's lock: no hang to stop
+		default:
+		}
+		locks, _ := os.ReadFile("/proc/locks")
+		for _, l := range strings.Split(string(locks), "\n") {
+			if strings.Contains(l, "-> FLOCK") && strings.Contains(l, want) {
+				blocked = true
+			}
+		}
+		time.Sleep(20 * time.Millisecond) // polling /proc/locks for the event
+	}
+	t.Logf("session B's fedmem-run waits on the lock session A's agent holds on %s", subDir)
+
+	// The user gives up: SIGTERM, repeated, for up to a minute.
+	deadline := time.After(time.Minute)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	sent := 0
+	for {
+		select {
+		case werr := <-waited:
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+				t.Fatalf("session B's fedmem-run ended only by SIGKILL (%v)", werr)
+			}
+			t.Logf("session B's fedmem-run ended after %d SIGTERMs: %v\nstderr:\n%s", sent, werr, se.Bytes())
+			return
+		case <-tick.C:
+			if cmd.Process.Signal(syscall.SIGTERM) == nil {
+				sent++
+			}
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			<-waited
+			t.Fatalf("BREACH session B's fedmem-run still ran a minute after %d SIGTERMs: blocked on a flock held by session A's agent, its signals held to exit (only SIGKILL ends it)\nstderr:\n%s", sent, se.Bytes())
+		}
+	}
+}
