@@ -40,16 +40,20 @@ os.makedirs("sub", exist_ok=True)
 fd = os.open("sub", os.O_RDONLY | os.O_DIRECTORY)
 fcntl.flock(fd, fcntl.LOCK_EX)
 print("locked", flush=True)
-time.sleep(170)`
+import sys
+sys.stdin.read() # until the test closes it`
 	a := e.command(ctxA, "", nil, "python3", "-c", lock)
 	pr, pw, err := os.Pipe()
 	must(t, err)
+	inR, inW, err := os.Pipe()
+	must(t, err)
 	var seA bytes.Buffer
-	a.Stdout, a.Stderr = pw, &seA
+	a.Stdin, a.Stdout, a.Stderr = inR, pw, &seA
 	must(t, a.Start())
 	pw.Close()
+	inR.Close()
 	defer func() {
-		_ = a.Process.Signal(syscall.SIGTERM)
+		inW.Close() // session A's agent lets go and ends
 		_ = a.Wait()
 	}()
 	line, _ := bufio.NewReader(pr).ReadString('\n')
