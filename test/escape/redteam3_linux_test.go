@@ -124,3 +124,42 @@ sys.stdin.read() # until the test closes it`
 		}
 	}
 }
+
+// TestRedteam3SigtermReachesAgent: fedmem-run forwards SIGTERM (and
+// SIGINT, SIGHUP…) to pid 1, whose forker thread sends it to the agent.
+// For a root caller the agent runs as another uid (spec.UID) and the
+// forker thread is uid 0 of the user namespace with no CAP_KILL (only
+// CAP_SETUID/CAP_SETGID are kept): kill(2) fails with EPERM, the signal is
+// dropped, and fedmem-run — which holds the forwarded signals until it
+// exits — cannot be stopped by a CI timeout's SIGTERM or a Ctrl-C outside
+// a TTY; the agent runs on (only the wall-time limit or SIGKILL end it).
+// DESIGN.md: "TTY, signals, window size and exit codes pass through".
+func TestRedteam3SigtermReachesAgent(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := e.command(ctx, filepath.Join(e.outDir, "term.json"), nil, "sh", "-c", "echo up; exec sleep 120")
+	pr, pw, err := os.Pipe()
+	must(t, err)
+	var se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = pw, &se
+	must(t, cmd.Start())
+	pw.Close()
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	line, _ := bufio.NewReader(pr).ReadString('\n')
+	if strings.TrimSpace(line) != "up" {
+		t.Fatalf("the agent said %q, want up\nstderr:\n%s", line, se.Bytes())
+	}
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case werr := <-waited:
+		if code := exitCode(werr); code != 128+int(syscall.SIGTERM) {
+			t.Errorf("fedmem-run exit %d after SIGTERM, want %d (the agent killed by the forwarded SIGTERM)\nstderr:\n%s", code, 128+int(syscall.SIGTERM), se.Bytes())
+		}
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		<-waited
+		t.Fatalf("BREACH the agent (sleep 120) still ran a minute after fedmem-run got SIGTERM: the forwarded signal never reached it\nstderr:\n%s", se.Bytes())
+	}
+}
