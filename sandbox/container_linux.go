@@ -213,7 +213,11 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	cmd := rt.command(bundle, id, nfds, 3+nfds, 4+nfds)
 	cmd.ExtraFiles = append(slices.Clone(link.files), ctlR, pidW)
 	link.setStdio(cmd, spec)
-	defer guardPlaceholders(spec)()
+	release, err := guardPlaceholders(spec)
+	defer release()
+	if err != nil {
+		return nil, err
+	}
 
 	sigs, stopSigs := forwarded(spec)
 	defer stopSigs()
