@@ -66,6 +66,11 @@ type Gate struct {
 	rates *rates
 	// mu serialises passes and reviews (one writer of state and refs).
 	mu sync.Mutex
+	// journal is the pass's claim journal, open from its first claim to
+	// its end; claimRecs holds the live claims' records, read from the
+	// journals by openClaims (claimjournal.go).
+	journal   *os.File
+	claimRecs map[string]Claim
 	// pass is the open group of a pass (groupcommit.go); nil outside Once.
 	pass *pass
 	// groups maps a draft id to the base its group marker records
@@ -189,6 +194,7 @@ func (g *Gate) Once() (*Summary, error) {
 	// returns) flushes the last group before the sync.
 	g.beginPass()
 	defer g.endPass()
+	defer g.closeJournal()
 	pol, err := g.Policy()
 	if err != nil {
 		return nil, err
@@ -274,6 +280,8 @@ func (g *Gate) Once() (*Summary, error) {
 	}
 	if err := g.endPass(); err != nil {
 		s.Errors = append(s.Errors, err.Error())
+	} else if err := g.dropDeadJournals(); err != nil {
+		s.Errors = append(s.Errors, err.Error())
 	}
 	for _, d := range decs {
 		if d.Decided.IsZero() {
@@ -295,26 +303,40 @@ func (g *Gate) Once() (*Summary, error) {
 	return s, nil
 }
 
-// openClaims lists claim ids in claims/, oldest first, cleaning up records
-// whose draft never arrived (a crash between the record and the rename: the
-// draft is then still in the inbox and is claimed again).
+// openClaims lists claim ids in claims/, oldest first: the drafts there
+// with a record in a claim journal (claimjournal.go) or an older gate's
+// claims/ID.json. Records whose draft never arrived (a crash between the
+// record and the rename: the draft is then still in the inbox and is
+// claimed again) are dropped.
 func (g *Gate) openClaims() ([]string, error) {
 	ents, err := os.ReadDir(g.statePath(claimsDir))
 	if err != nil {
 		return nil, err
 	}
 	have := map[string]bool{}
+	var names []string
 	for _, e := range ents {
 		have[e.Name()] = true
+		names = append(names, e.Name())
 	}
 	// Group markers: kept while one of their drafts is claimed.
-	if err := g.loadGroupMarkers(func(id string) bool { return have[id+".json"] }); err != nil {
+	if err := g.loadGroupMarkers(func(id string) bool { return have[id+".draft"] || have[id+".json"] }); err != nil {
 		return nil, err
 	}
-	var ids []string
+	if g.claimRecs, err = g.loadJournals(names, func(id string) bool { return have[id+".draft"] }); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(g.claimRecs))
+	for id := range g.claimRecs {
+		ids = append(ids, id)
+	}
+	// Records of older gates: a file per claim.
 	for n := range have {
 		id, ok := strings.CutSuffix(n, ".json")
 		if !ok || !validClaimID(id) {
+			continue
+		}
+		if _, ok := g.claimRecs[id]; ok {
 			continue
 		}
 		if have[id+".draft"] {
@@ -339,10 +361,11 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 	if pf != nil && pf.err != nil {
 		pf = nil // read again now: the same path as without a read ahead
 	}
+	var err error
 	var c Claim
 	if pf != nil {
 		c = pf.c
-	} else if err := readJSON(g.statePath(claimsDir, id+".json"), &c); err != nil {
+	} else if c, err = g.claimRecord(id); err != nil {
 		return nil, err
 	}
 	if d, err := g.loadDecision(id); err != nil {
@@ -352,7 +375,6 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 	}
 	d := &Decision{ID: id, Session: c.Session, Draft: c.Name, DraftRaw: c.NameRaw, FirstSeen: c.FirstSeen}
 	var rr readResult
-	var err error
 	if pf != nil {
 		rr = pf.rr
 	} else if rr, err = g.readClaim(id, pol.MaxDraftBytes); err != nil {
@@ -574,12 +596,19 @@ func (g *Gate) finish(in *inbox, c Claim, d *Decision, pendingBytes []byte) erro
 		if err := writeJSON(g.statePath(decisionsDir, d.ID+".json"), d); err != nil {
 			return err
 		}
+		groupFault("decided")
 		if d.SHA256 != "" && d.DuplicateOf == "" {
-			if err := writeJSON(g.statePath(seenDir, d.SHA256+".json"), seenRecord{d.ID, d.State}); err != nil {
+			if err := g.linkSeen(d); err != nil {
 				return err
 			}
 		}
 		g.log.Info("decided", "id", d.ID, "state", d.State, "path", d.Path)
+	} else if d.SHA256 != "" && d.DuplicateOf == "" {
+		// Decided by a gate killed before the seen record: record it now
+		// (kept when it is there).
+		if err := g.linkSeen(d); err != nil {
+			return err
+		}
 	}
 	cleanup := func() error {
 		if err := g.writeReceipt(in, c.Session, c.rawName(), receiptJSON(d)); err != nil {
@@ -587,10 +616,15 @@ func (g *Gate) finish(in *inbox, c Claim, d *Decision, pendingBytes []byte) erro
 			g.note("receipt-failed", map[string]string{"id": d.ID, "error": err.Error()})
 		}
 		os.Remove(g.statePath(committingDir, d.ID))
+		groupFault("receipted")
+		// The draft goes last: its claim is live until then.
 		if err := os.RemoveAll(g.statePath(claimsDir, c.ID+".draft")); err != nil {
 			return err
 		}
-		return os.Remove(g.statePath(claimsDir, c.ID+".json"))
+		if c.legacy {
+			return os.Remove(g.statePath(claimsDir, c.ID+".json"))
+		}
+		return nil
 	}
 	if g.deferCleanup(cleanup) {
 		return nil // after the group's barrier: the decision is durable first
