@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -158,5 +159,34 @@ func TestLegacyClaimRecord(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(sd, ".receipts", "old.md.json")); err != nil {
 		t.Errorf("no receipt: %v", err)
+	}
+}
+
+// TestOrphanClaimReported: a claimed draft whose record is gone (a power
+// loss can keep the rename and lose the journal line) is neither decided
+// nor deleted: each pass reports it by name.
+func TestOrphanClaimReported(t *testing.T) {
+	v := trustVault(t)
+	g, err := Open(Options{Vault: v, AllowSameUser: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	id := newClaimID(g.now())
+	orphan := filepath.Join(g.StateDir(), claimsDir, id+".draft")
+	if err := os.WriteFile(orphan, []byte("---\ntype: Fact\n---\nx\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		s, err := g.Once()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Decisions) != 0 || len(s.Errors) != 1 || !strings.Contains(s.Errors[0], id+".draft has no claim record") {
+			t.Fatalf("pass %d: %+v", i, s)
+		}
+		if _, err := os.Stat(orphan); err != nil {
+			t.Fatalf("orphan draft removed: %v", err)
+		}
 	}
 }

@@ -76,6 +76,8 @@ type Gate struct {
 	// groups maps a draft id to the base its group marker records
 	// (groupcommit.go); nil until read.
 	groups map[string]plumbing.Hash
+	// rec records a pass's decisions off its goroutine (asyncrecord.go).
+	rec *recorder
 }
 
 // Open checks the vault and the caller, prepares the state directory and
@@ -235,9 +237,12 @@ func (g *Gate) Once() (*Summary, error) {
 			s.Errors = append(s.Errors, err.Error())
 		}
 	}
-	ids, err := g.openClaims()
+	ids, orphans, err := g.openClaims()
 	if err != nil {
 		return s, err
+	}
+	for _, id := range orphans {
+		s.Errors = append(s.Errors, fmt.Sprintf("claim %s: claims/%s.draft has no claim record (lost with a power failure between the record and the move?): left there, undecided", id, id))
 	}
 	var decs []*Decision
 	// Drafts are read and validated ahead on the other cores (prefetch.go);
@@ -307,11 +312,11 @@ func (g *Gate) Once() (*Summary, error) {
 // with a record in a claim journal (claimjournal.go) or an older gate's
 // claims/ID.json. Records whose draft never arrived (a crash between the
 // record and the rename: the draft is then still in the inbox and is
-// claimed again) are dropped.
-func (g *Gate) openClaims() ([]string, error) {
+// claimed again) are dropped. orphans are the drafts with no record.
+func (g *Gate) openClaims() (ids, orphans []string, err error) {
 	ents, err := os.ReadDir(g.statePath(claimsDir))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	have := map[string]bool{}
 	var names []string
@@ -321,15 +326,23 @@ func (g *Gate) openClaims() ([]string, error) {
 	}
 	// Group markers: kept while one of their drafts is claimed.
 	if err := g.loadGroupMarkers(func(id string) bool { return have[id+".draft"] || have[id+".json"] }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if g.claimRecs, err = g.loadJournals(names, func(id string) bool { return have[id+".draft"] }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ids := make([]string, 0, len(g.claimRecs))
+	ids = make([]string, 0, len(g.claimRecs))
 	for id := range g.claimRecs {
 		ids = append(ids, id)
 	}
+	for n := range have {
+		if id, ok := strings.CutSuffix(n, ".draft"); ok && validClaimID(id) && !have[id+".json"] {
+			if _, ok := g.claimRecs[id]; !ok {
+				orphans = append(orphans, id)
+			}
+		}
+	}
+	sort.Strings(orphans)
 	// Records of older gates: a file per claim.
 	for n := range have {
 		id, ok := strings.CutSuffix(n, ".json")
@@ -350,7 +363,7 @@ func (g *Gate) openClaims() ([]string, error) {
 		}
 	}
 	sort.Strings(ids)
-	return ids, nil
+	return ids, orphans, nil
 }
 
 // process takes one claim to a recorded decision. It is idempotent: run again
@@ -411,6 +424,9 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 			g.countAuto(d)
 		}
 		return d, nil
+	}
+	if g.recordingSum(rr.Sum) {
+		g.drainRecords() // the same content is being recorded: see it first
 	}
 	if g.pendingSum(rr.Sum) {
 		// The same content is promoted in the open group: publish it first,
@@ -576,48 +592,70 @@ func (g *Gate) finish(in *inbox, c Claim, d *Decision, pendingBytes []byte) erro
 	if g.deferFinish(in, c, d) {
 		return nil // its commit is in the open group: recorded once published
 	}
-	if d.Decided.IsZero() {
-		d.Decided = g.now().UTC()
-		if pendingBytes != nil {
-			if err := writeAtomic(g.statePath(pendingDir, d.ID+".draft"), pendingBytes, 0o600); err != nil {
-				return err
-			}
-		}
-		// The audit entry goes first: a crash before the decision record
-		// repeats it (at least once), never loses it.
-		var rules []string
-		for _, r := range d.Reasons {
-			rules = append(rules, r.Rule)
-		}
-		if _, err := g.audit.Append("decision", map[string]any{"id": d.ID, "session": d.Session, "draft": d.Draft, "sha256": d.SHA256,
-			"state": d.State, "rules": rules, "path": d.Path, "commit": d.Commit, "duplicate_of": d.DuplicateOf}); err != nil {
-			return err
-		}
-		if err := writeJSON(g.statePath(decisionsDir, d.ID+".json"), d); err != nil {
-			return err
-		}
-		groupFault("decided")
+	if g.recordAsync(in, c, d, pendingBytes) {
+		return nil // recorded off the pass's goroutine (asyncrecord.go)
+	}
+	if err := g.record(d, pendingBytes); err != nil {
+		return err
+	}
+	cleanup := g.cleanupFor(in, c, d)
+	if g.deferCleanup(cleanup) {
+		return nil // after the group's barrier: the decision is durable first
+	}
+	return cleanup()
+}
+
+// record writes d's decision: pending copy, audit entry, decision, seen
+// index; for a decision already recorded, the seen index a killed gate may
+// have missed.
+func (g *Gate) record(d *Decision, pendingBytes []byte) error {
+	if !d.Decided.IsZero() {
 		if d.SHA256 != "" && d.DuplicateOf == "" {
-			if err := g.linkSeen(d); err != nil {
-				return err
-			}
+			// Decided by a gate killed before the seen record: record it
+			// now (kept when it is there).
+			return g.linkSeen(d)
 		}
-		g.log.Info("decided", "id", d.ID, "state", d.State, "path", d.Path)
-	} else if d.SHA256 != "" && d.DuplicateOf == "" {
-		// Decided by a gate killed before the seen record: record it now
-		// (kept when it is there).
+		return nil
+	}
+	d.Decided = g.now().UTC()
+	if pendingBytes != nil {
+		if err := writeAtomic(g.statePath(pendingDir, d.ID+".draft"), pendingBytes, 0o600); err != nil {
+			return err
+		}
+	}
+	// The audit entry goes first: a crash before the decision record
+	// repeats it (at least once), never loses it.
+	var rules []string
+	for _, r := range d.Reasons {
+		rules = append(rules, r.Rule)
+	}
+	if _, err := g.audit.Append("decision", map[string]any{"id": d.ID, "session": d.Session, "draft": d.Draft, "sha256": d.SHA256,
+		"state": d.State, "rules": rules, "path": d.Path, "commit": d.Commit, "duplicate_of": d.DuplicateOf}); err != nil {
+		return err
+	}
+	if err := writeJSON(g.statePath(decisionsDir, d.ID+".json"), d); err != nil {
+		return err
+	}
+	groupFault("decided")
+	if d.SHA256 != "" && d.DuplicateOf == "" {
 		if err := g.linkSeen(d); err != nil {
 			return err
 		}
 	}
-	cleanup := func() error {
+	g.log.Info("decided", "id", d.ID, "state", d.State, "path", d.Path)
+	return nil
+}
+
+// cleanupFor is the end of finish: the receipt, then removal of the
+// marker and of the claimed draft (its claim is live until then).
+func (g *Gate) cleanupFor(in *inbox, c Claim, d *Decision) func() error {
+	return func() error {
 		if err := g.writeReceipt(in, c.Session, c.rawName(), receiptJSON(d)); err != nil {
 			g.log.Warn("receipt not written", "id", d.ID, "err", err)
 			g.note("receipt-failed", map[string]string{"id": d.ID, "error": err.Error()})
 		}
 		os.Remove(g.statePath(committingDir, d.ID))
 		groupFault("receipted")
-		// The draft goes last: its claim is live until then.
 		if err := os.RemoveAll(g.statePath(claimsDir, c.ID+".draft")); err != nil {
 			return err
 		}
@@ -626,10 +664,6 @@ func (g *Gate) finish(in *inbox, c Claim, d *Decision, pendingBytes []byte) erro
 		}
 		return nil
 	}
-	if g.deferCleanup(cleanup) {
-		return nil // after the group's barrier: the decision is durable first
-	}
-	return cleanup()
 }
 
 // Receipt is what an agent reads in .receipts/<draft>.json. The gate never
