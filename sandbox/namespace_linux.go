@@ -91,10 +91,25 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	guarded := make(chan func(), 1)
 	go func() { guarded <- guardPlaceholders(spec) }()
 	placeholders := sync.OnceValue(func() func() { return <-guarded })
-	defer func() { placeholders()() }()
+	// The session's cleanup, once the sandbox is gone (or never started):
+	// the session cgroup's removal (an rmdir of a v1 memory cgroup can take
+	// milliseconds) runs beside the placeholders' removal, and both are
+	// done before Run returns — nothing is left running or behind.
+	var cg *cgroups.Session
+	closeIdmapped := func() {}
+	cleanup := sync.OnceFunc(func() {
+		removed := make(chan struct{})
+		go func() {
+			defer close(removed)
+			cg.Remove()
+		}()
+		closeIdmapped()
+		placeholders()()
+		<-removed
+	})
+	defer cleanup()
 	if idp.cred != nil {
-		closeIdmapped, err := idmapBinds(spec, &cfg, &idp.id, cmd)
-		defer closeIdmapped()
+		closeIdmapped, err = idmapBinds(spec, &cfg, &idp.id, cmd)
 		if err != nil {
 			return nil, err
 		}
@@ -104,9 +119,6 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	Stamp("limits")
 	if err != nil {
 		return nil, err
-	}
-	if cg != nil {
-		defer cg.Remove()
 	}
 	if fd := cg.FD(); fd != nil {
 		// clone3(CLONE_INTO_CGROUP): the init is born in the session's
@@ -196,9 +208,12 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	if relay != nil && relay.master != nil {
 		relay.Finish()
 	}
+	Stamp("reaped")
 	if cg != nil {
 		res.LimitsHit = append(res.LimitsHit, cg.Hits()...)
 	}
+	cleanup()
+	Stamp("cleaned")
 	pl.record(spec, res)
 	tmpFull.finish(res)
 	if pl.end(spec, res) {

@@ -94,3 +94,50 @@ func startPhases(clone int64, t map[string]int64) map[string]float64 {
 		"total":            ms(processStart, t["exec"]),
 	}
 }
+
+// The teardown's stamps (Stamp), from the agent's end to the "exit" event:
+//
+//	"agent-exit"  the init reported the agent's exit (or its sync pipe closed)
+//	"reaped"      the init itself reaped: every process of the sandbox gone
+//	"cleaned"     the backend's cleanup done (session cgroup removed,
+//	              placeholders removed, idmapped trees closed)
+//	"collected"   the launcher's end of session: vault HEAD, inbox listing,
+//	              session record
+var teardownStamps = []string{"agent-exit", "reaped", "cleaned", "collected"}
+
+// EndPhases is the teardown's detail for the "exit" event, in
+// milliseconds, up to now (the event itself):
+//
+//	teardown.wait     the agent's exit to the init reaped
+//	teardown.cleanup  session cgroup, placeholders, idmapped trees
+//	teardown.collect  vault HEAD, inbox listing, session record
+//	teardown.event    the rest, up to the "exit" event
+//	teardown          the agent's exit to the "exit" event
+//
+// and the CLOCK_MONOTONIC stamps (ns) a caller that started fedmem-run
+// can subtract from its own clock: "start" (fedmem-run's first Go package
+// initialisation: what precedes it is the exec and the Go runtime's start)
+// and "exit_event" (what follows it is the report, the release of the
+// output files and the process's exit). A phase whose ends are unknown is
+// -1.
+func EndPhases() (phases map[string]float64, clock map[string]int64) {
+	now := monoNow()
+	ms := func(a, b int64) float64 {
+		if a == 0 || b == 0 || b < a {
+			return -1
+		}
+		return float64(b-a) / 1e6
+	}
+	t := map[string]int64{}
+	for _, k := range teardownStamps {
+		t[k] = stamp(k)
+	}
+	phases = map[string]float64{
+		"teardown.wait":    ms(t["agent-exit"], t["reaped"]),
+		"teardown.cleanup": ms(t["reaped"], t["cleaned"]),
+		"teardown.collect": ms(t["cleaned"], t["collected"]),
+		"teardown.event":   ms(t["collected"], now),
+		"teardown":         ms(t["agent-exit"], now),
+	}
+	return phases, map[string]int64{"start": processStart, "exit_event": now}
+}

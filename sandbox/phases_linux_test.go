@@ -1,6 +1,9 @@
 package sandbox
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // The "started" event's phases are differences of the launcher's and the
 // init's CLOCK_MONOTONIC stamps; a missing or out-of-order stamp is -1,
@@ -32,5 +35,41 @@ func TestStartPhases(t *testing.T) {
 	}
 	if processStart == 0 || monoNow() < processStart {
 		t.Errorf("CLOCK_MONOTONIC unreadable or going back: start %d now %d", processStart, monoNow())
+	}
+}
+
+// The "exit" event's teardown phases are differences of the launcher's
+// stamps after the agent's exit; a missing stamp is -1, and the clock_ns
+// stamps let a caller measure what precedes and follows them.
+func TestEndPhases(t *testing.T) {
+	now := monoNow()
+	stamps.Lock()
+	if stamps.t == nil {
+		stamps.t = map[string]int64{}
+	}
+	stamps.t["agent-exit"] = now - 10e6
+	stamps.t["reaped"] = now - 9e6
+	stamps.t["cleaned"] = now - 6e6
+	stamps.t["collected"] = now - 5e6
+	stamps.Unlock()
+	got, clock := EndPhases()
+	want := map[string]float64{"teardown.wait": 1, "teardown.cleanup": 3, "teardown.collect": 1}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s = %v ms, want %v", k, got[k], w)
+		}
+	}
+	if got["teardown.event"] < 5 || got["teardown"] < 10 || math.Abs(got["teardown"]-(got["teardown.event"]+5)) > 1e-6 {
+		t.Errorf("teardown %v ms, event %v ms: want the event at or after the stamps, teardown their sum", got["teardown"], got["teardown.event"])
+	}
+	if clock["start"] != processStart || clock["exit_event"] < now {
+		t.Errorf("clock_ns %v: want start %d and an exit_event at or after %d", clock, processStart, now)
+	}
+	stamps.Lock()
+	delete(stamps.t, "cleaned")
+	stamps.Unlock()
+	got, _ = EndPhases()
+	if got["teardown.cleanup"] != -1 || got["teardown.collect"] != -1 || got["teardown.wait"] != 1 {
+		t.Errorf("a missing stamp must make its phases -1: %v", got)
 	}
 }

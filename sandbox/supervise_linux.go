@@ -55,10 +55,14 @@ type watch struct {
 func (w *watch) run(ctx context.Context, msgs <-chan initMessage) error {
 	var runErr error
 	done := ctx.Done()
+	exited := false
 	for msgs != nil {
 		select {
 		case m, ok := <-msgs:
 			if !ok {
+				if !exited {
+					Stamp("agent-exit") // the init died without saying
+				}
 				msgs = nil
 				break
 			}
@@ -86,6 +90,8 @@ func (w *watch) run(ctx context.Context, msgs <-chan initMessage) error {
 					emit(w.spec, "denied", m.Denial.Fields())
 				}
 			case msgExit:
+				Stamp("agent-exit") // the teardown starts (EndPhases)
+				exited = true
 				w.res.ExitCode, w.res.Signal = m.Code, m.Signal
 			}
 		case m := <-w.masters:

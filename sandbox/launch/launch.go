@@ -190,6 +190,15 @@ func Run(ctx context.Context, o *Options) (int, error) {
 		reportEarly(o, sandbox.ExitFedmemError, StageLaunch, err, stderr)
 		return sandbox.ExitFedmemError, err
 	}
+	if _, ok := o.Backend.(sandbox.Namespace); ok {
+		// A root caller's idmap user namespace is made while the rest of
+		// the session is prepared (sandbox.PrepareIdmap; issue 9): as
+		// early as this, once the launcher's group is dropped (no process
+		// before that). A launch refused later leaves nothing behind: the
+		// namespace's child is killed at once, and only a descriptor of
+		// this process holds it.
+		sandbox.PrepareIdmap(r.OwnerUID, r.UID, r.OwnerGID, r.GID)
+	}
 	// Output files first: before anything the agent runs, and before this
 	// session creates anything.
 	var reportF *reportOut
@@ -254,11 +263,6 @@ func reportEarly(o *Options, code int, stage string, cause error, stderr io.Writ
 // run does the session's work after Run has opened the output files; rep
 // is filled in as it goes.
 func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, stderr io.Writer, rewriteRecord bool, sigs <-chan os.Signal) (int, error) {
-	if o.Backend == nil && (r.Profile.Backend == "" || r.Profile.Backend == "namespace") {
-		// A root caller's idmap user namespace is made while this
-		// session is prepared (sandbox.PrepareIdmap).
-		sandbox.PrepareIdmap(r.OwnerUID, r.UID, r.OwnerGID, r.GID)
-	}
 	created, err := ensureGateState(r.Session)
 	if err != nil {
 		return sandbox.ExitFedmemError, staged(StageState, err)
@@ -361,8 +365,11 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		rep.Ended = time.Now().UTC().Format(time.RFC3339Nano)
 		writeSessionRecord(s.Vault, rep, stderr)
 	}
+	sandbox.Stamp("collected")
+	phases, clock := sandbox.EndPhases()
 	ev.emit("exit", map[string]any{"exit_code": rep.ExitCode, "signal": rep.Signal, "duration_ms": rep.DurationMS,
-		"vault_head_end": rep.VaultHeadEnd, "inbox_files": len(rep.InboxFiles), "error": rep.Error})
+		"vault_head_end": rep.VaultHeadEnd, "inbox_files": len(rep.InboxFiles), "error": rep.Error,
+		"phases_ms": phases, "clock_ns": clock})
 	return code, runErr
 }
 

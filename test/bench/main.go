@@ -81,7 +81,10 @@ type Result struct {
 	Throughput []Throughput      `json:"gate_throughput,omitempty"`
 	Latency    []Latency         `json:"gate_latency,omitempty"`
 	Targets    []Target          `json:"targets"`
-	// Phases: median ms of each start-up phase (the "started" event).
+	// Phases: median ms of each start-up phase (the "started" event), of
+	// each teardown phase (the "exit" event) and of prestart,
+	// teardown.after, teardown.whole and whole (this bench's own clock
+	// around each run: benchPhases).
 	Phases    map[string]float64 `json:"startup_phases_ms,omitempty"`
 	PhaseRuns int                `json:"startup_phase_runs,omitempty"`
 	Layers    json.RawMessage    `json:"fedmem_run_layers,omitempty"`
