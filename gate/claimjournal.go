@@ -59,6 +59,14 @@ func (g *Gate) journalClaim(c Claim) error {
 	if _, err := g.journal.Write(line); err != nil {
 		return fmt.Errorf("claim journal %s: %w", g.journal.Name(), err)
 	}
+	// A claim taken in after openClaims (a pass's intake) is decided by
+	// the same pass.
+	g.recMu.Lock()
+	if g.claimRecs == nil {
+		g.claimRecs = map[string]Claim{}
+	}
+	g.claimRecs[c.ID] = c
+	g.recMu.Unlock()
 	if lz := lazyFor(g.journal.Name()); lz != nil {
 		lz.add(g.journal.Name())
 		return nil
@@ -156,10 +164,12 @@ func (g *Gate) dropDeadJournals() error {
 // claimRecord returns the record of claim id: from a journal, else an
 // older gate's claims/ID.json.
 func (g *Gate) claimRecord(id string) (Claim, error) {
-	if c, ok := g.claimRecs[id]; ok {
+	g.recMu.Lock()
+	c, ok := g.claimRecs[id]
+	g.recMu.Unlock()
+	if ok {
 		return c, nil
 	}
-	var c Claim
 	if err := readJSON(g.statePath(claimsDir, id+".json"), &c); err != nil {
 		return Claim{}, err
 	}

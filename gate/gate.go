@@ -70,6 +70,7 @@ type Gate struct {
 	// its end; claimRecs holds the live claims' records, read from the
 	// journals by openClaims (claimjournal.go).
 	journal   *os.File
+	recMu     sync.Mutex
 	claimRecs map[string]Claim
 	// pass is the open group of a pass (groupcommit.go); nil outside Once.
 	pass *pass
@@ -78,6 +79,9 @@ type Gate struct {
 	groups map[string]plumbing.Hash
 	// rec records a pass's decisions off its goroutine (asyncrecord.go).
 	rec *recorder
+	// flushCost is what flushing a group inside a pass has cost lately
+	// (run.go, groupDue).
+	flushCost time.Duration
 }
 
 // Open checks the vault and the caller, prepares the state directory and
@@ -173,6 +177,8 @@ type Summary struct {
 	Decisions []Decision `json:"decisions"`
 	Errors    []string   `json:"errors,omitempty"`
 	Warnings  []string   `json:"warnings,omitempty"`
+	// Timing: where the pass spent its time (run.go).
+	Timing *PassTiming `json:"timing,omitempty"`
 }
 
 // Handled reports whether every draft seen reached a decision.
@@ -185,8 +191,10 @@ const SameUserWarning = "same-user mode: the agent's uid is the gate's uid, so o
 
 // Once handles everything pending: it claims every ready draft of every
 // session, then decides every claim — those just made and any an earlier
-// (possibly killed) run left unfinished. A draft that changes while read is retried a few times,
-// then counted as deferred.
+// (possibly killed) run left unfinished — then, while the pass is younger
+// than passIntake (run.go), claims and decides the drafts that arrived
+// meanwhile, a batch at a time. A draft that changes while read is retried
+// a few times, then counted as deferred.
 func (g *Gate) Once() (*Summary, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -194,6 +202,7 @@ func (g *Gate) Once() (*Summary, error) {
 	// Group commit (groupcommit.go): the pass's writes are synced and its
 	// promotions published in groups; endPass (deferred here for the error
 	// returns) flushes the last group before the sync.
+	tm := startTiming()
 	g.beginPass()
 	defer g.endPass()
 	defer g.closeJournal()
@@ -201,7 +210,7 @@ func (g *Gate) Once() (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Summary{}
+	s := &Summary{Timing: tm}
 	in, err := g.openInbox()
 	if err != nil {
 		return nil, err
@@ -211,32 +220,50 @@ func (g *Gate) Once() (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	// intake claims the ready drafts of every session (at most MaxDrafts
+	// from one session in a pass) and returns the new claims' ids in order.
+	// A session refused once is not tried again in the pass.
 	warned := false
-	for _, sess := range sessions {
-		owner, err := in.sessionOwner(sess)
-		if err != nil {
-			s.Errors = append(s.Errors, fmt.Sprintf("session %s: %v", sess, err))
-			continue
-		}
-		if owner == g.uid {
-			if !g.opts.AllowSameUser {
-				s.Errors = append(s.Errors, fmt.Sprintf("session %s belongs to the gate's own uid %d: refusing it (a dedicated gate user is required; --allow-same-user accepts weaker guarantees)", sess, owner))
+	perSession := map[string]int{}
+	refused := map[string]bool{}
+	intake := func(sessions []string) []string {
+		var ids []string
+		for _, sess := range sessions {
+			if refused[sess] || perSession[sess] >= pol.MaxDrafts {
 				continue
 			}
-			if !warned {
-				s.Warnings = append(s.Warnings, SameUserWarning)
-				warned = true
+			owner, err := in.sessionOwner(sess)
+			if err != nil {
+				s.Errors = append(s.Errors, fmt.Sprintf("session %s: %v", sess, err))
+				refused[sess] = true
+				continue
+			}
+			if owner == g.uid {
+				if !g.opts.AllowSameUser {
+					s.Errors = append(s.Errors, fmt.Sprintf("session %s belongs to the gate's own uid %d: refusing it (a dedicated gate user is required; --allow-same-user accepts weaker guarantees)", sess, owner))
+					refused[sess] = true
+					continue
+				}
+				if !warned {
+					s.Warnings = append(s.Warnings, SameUserWarning)
+					warned = true
+				}
+			}
+			claims, err := g.claimSession(in, sess, pol.MaxDrafts-perSession[sess])
+			perSession[sess] += len(claims)
+			for _, c := range claims {
+				g.note("claim", c)
+				g.log.Info("claimed", "id", c.ID, "session", c.Session, "name", c.Name)
+				ids = append(ids, c.ID)
+			}
+			if err != nil {
+				s.Errors = append(s.Errors, err.Error())
 			}
 		}
-		claims, err := g.claimSession(in, sess, pol.MaxDrafts)
-		for _, c := range claims {
-			g.note("claim", c)
-			g.log.Info("claimed", "id", c.ID, "session", c.Session, "name", c.Name)
-		}
-		if err != nil {
-			s.Errors = append(s.Errors, err.Error())
-		}
+		sort.Strings(ids)
+		return ids
 	}
+	intake(sessions)
 	ids, orphans, err := g.openClaims()
 	if err != nil {
 		return s, err
@@ -244,50 +271,35 @@ func (g *Gate) Once() (*Summary, error) {
 	for _, id := range orphans {
 		s.Errors = append(s.Errors, fmt.Sprintf("claim %s: claims/%s.draft has no claim record (lost with a power failure between the record and the move?): left there, undecided", id, id))
 	}
+	tm.lap(&tm.ClaimMs)
+	tm.Claims = len(ids)
 	var decs []*Decision
-	// Drafts are read and validated ahead on the other cores (prefetch.go);
-	// they are decided here one at a time, in order.
-	pre := g.startPrefetch(ids, pol.MaxDraftBytes)
-	defer pre.close()
-	for attempt := 0; ; attempt++ {
-		var retry []string
-		for i, id := range ids {
-			var pf *prefetched
-			if attempt == 0 {
-				pf = pre.take(i)
-			}
-			if g.passDue() {
-				if err := g.flushPass(); err != nil {
-					s.Errors = append(s.Errors, err.Error())
-				}
-			}
-			g.passCounted()
-			d, err := g.process(in, pol, id, pf)
-			if errors.Is(err, errRetry) {
-				retry = append(retry, id)
-				continue
-			}
-			if errors.Is(err, errReturned) {
-				continue // back in the inbox, unread; its receipt says why
-			}
-			if err != nil {
-				s.Errors = append(s.Errors, fmt.Sprintf("claim %s: %v", id, err))
-				continue
-			}
-			decs = append(decs, d)
+	// Drafts that arrive while the pass decides are taken in by the same
+	// pass, a batch at a time, while it is younger than passIntake: under
+	// a burst they join the stream instead of waiting for the pass to end
+	// and paying a new pass's fixed costs (issue 9).
+	for batch := 0; len(ids) > 0; batch++ {
+		if batch > 0 {
+			tm.Claims += len(ids)
 		}
-		if len(retry) == 0 || attempt >= 2 {
-			s.Deferred = len(retry)
+		decs = g.decideBatch(in, pol, s, ids, decs)
+		if time.Since(tm.Start) >= passIntake {
 			break
 		}
-		ids = retry
-		time.Sleep(50 * time.Millisecond)
+		sessions, err := in.sessions()
+		if err != nil {
+			break // the next pass lists again
+		}
+		ids = intake(sessions)
 	}
+	tm.lap(&tm.DecideMs)
+	tm.Groups++
 	if err := g.endPass(); err != nil {
 		s.Errors = append(s.Errors, err.Error())
 	} else if err := g.dropDeadJournals(); err != nil {
 		s.Errors = append(s.Errors, err.Error())
 	}
+	tm.lap(&tm.PublishMs)
 	for _, d := range decs {
 		if d.Decided.IsZero() {
 			// Its group was not published: still claimed, decided by the
@@ -306,6 +318,53 @@ func (g *Gate) Once() (*Summary, error) {
 		}
 	}
 	return s, nil
+}
+
+// decideBatch decides claims in order, appending to decs. Drafts are read
+// and validated ahead on the other cores (prefetch.go); they are decided
+// here one at a time, in order. A draft that changes while read is retried
+// a few times, then counted as deferred.
+func (g *Gate) decideBatch(in *inbox, pol *policy.Policy, s *Summary, ids []string, decs []*Decision) []*Decision {
+	tm := s.Timing
+	pre := g.startPrefetch(ids, pol.MaxDraftBytes)
+	defer pre.close()
+	for attempt := 0; ; attempt++ {
+		var retry []string
+		for i, id := range ids {
+			var pf *prefetched
+			if attempt == 0 {
+				pf = pre.take(i)
+			}
+			if g.groupDue() {
+				tm.Groups++
+				f0 := time.Now()
+				if err := g.flushPass(); err != nil {
+					s.Errors = append(s.Errors, err.Error())
+				}
+				tm.FlushMs += g.flushed(time.Since(f0))
+			}
+			g.passCounted()
+			d, err := g.process(in, pol, id, pf)
+			if errors.Is(err, errRetry) {
+				retry = append(retry, id)
+				continue
+			}
+			if errors.Is(err, errReturned) {
+				continue // back in the inbox, unread; its receipt says why
+			}
+			if err != nil {
+				s.Errors = append(s.Errors, fmt.Sprintf("claim %s: %v", id, err))
+				continue
+			}
+			decs = append(decs, d)
+		}
+		if len(retry) == 0 || attempt >= 2 {
+			s.Deferred += len(retry)
+			return decs
+		}
+		ids = retry
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // openClaims lists claim ids in claims/, oldest first: the drafts there
@@ -328,16 +387,20 @@ func (g *Gate) openClaims() (ids, orphans []string, err error) {
 	if err := g.loadGroupMarkers(func(id string) bool { return have[id+".draft"] || have[id+".json"] }); err != nil {
 		return nil, nil, err
 	}
-	if g.claimRecs, err = g.loadJournals(names, func(id string) bool { return have[id+".draft"] }); err != nil {
+	recs, err := g.loadJournals(names, func(id string) bool { return have[id+".draft"] })
+	if err != nil {
 		return nil, nil, err
 	}
-	ids = make([]string, 0, len(g.claimRecs))
-	for id := range g.claimRecs {
+	g.recMu.Lock()
+	g.claimRecs = recs
+	g.recMu.Unlock()
+	ids = make([]string, 0, len(recs))
+	for id := range recs {
 		ids = append(ids, id)
 	}
 	for n := range have {
 		if id, ok := strings.CutSuffix(n, ".draft"); ok && validClaimID(id) && !have[id+".json"] {
-			if _, ok := g.claimRecs[id]; !ok {
+			if _, ok := recs[id]; !ok {
 				orphans = append(orphans, id)
 			}
 		}
@@ -349,7 +412,7 @@ func (g *Gate) openClaims() (ids, orphans []string, err error) {
 		if !ok || !validClaimID(id) {
 			continue
 		}
-		if _, ok := g.claimRecs[id]; ok {
+		if _, ok := recs[id]; ok {
 			continue
 		}
 		if have[id+".draft"] {

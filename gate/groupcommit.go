@@ -1,9 +1,6 @@
 package gate
 
 import (
-	"compress/zlib"
-	"crypto/sha1"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -442,6 +439,10 @@ type commitBatch struct {
 	commits   map[plumbing.Hash]bool
 	files     map[string][]byte
 	fileOrder []string
+	// bases maps an object to the one it is a new version of (the tree
+	// of the same folder, the blob at the same path before the commit):
+	// a delta base when both are in the group's pack (pack.go).
+	bases map[plumbing.Hash]plumbing.Hash
 }
 
 // overlay is the repository's storer with the group's objects in front.
@@ -494,7 +495,7 @@ func (g *repo) beginBatch() {
 		return
 	}
 	g.batch = &commitBatch{branch: branch, base: head, tip: head, objs: map[plumbing.Hash]plumbing.EncodedObject{},
-		commits: map[plumbing.Hash]bool{}, files: map[string][]byte{}}
+		commits: map[plumbing.Hash]bool{}, files: map[string][]byte{}, bases: map[plumbing.Hash]plumbing.Hash{}}
 	g.real = g.s
 	g.s = overlay{Storer: g.real, b: g.batch}
 }
@@ -555,36 +556,6 @@ func (g *repo) publishBatch(ready func() error) (bool, error) {
 	return moved, g.checkout(ch)
 }
 
-// writePack writes the group's objects into one packfile (no deltas: the
-// objects are new; fast compression: most of a group's bytes are versions
-// of the same log and index pages, and `git gc` repacks them with deltas),
-// then fsyncs it, its index and the pack directory.
-func (g *repo) writePack(b *commitBatch) error {
-	pw, err := g.s.(storer.PackfileWriter).PackfileWriter()
-	if err != nil {
-		return err
-	}
-	sum, err := encodePack(pw, b)
-	if cerr := pw.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write pack: %w", err)
-	}
-	if ri, ok := g.s.(*reindexing); ok {
-		ri.markSeen()
-	}
-	dir := filepath.Join(g.gitDir, "objects", "pack")
-	set := map[string]bool{}
-	for _, ext := range []string{".pack", ".idx"} {
-		set[filepath.Join(dir, "pack-"+sum.String()+ext)] = true
-	}
-	if err := fsyncAll(set); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
 func (g *repo) addBatchFiles(changes []change) {
 	for _, c := range changes {
 		if _, ok := g.batch.files[c.Path]; !ok {
@@ -594,71 +565,67 @@ func (g *repo) addBatchFiles(changes []change) {
 	}
 }
 
-// encodePack writes a version 2 packfile of the group's objects, each
-// deflated at zlib.BestSpeed, and returns its checksum (the pack's name).
-func encodePack(w io.Writer, b *commitBatch) (plumbing.Hash, error) {
-	h := sha1.New()
-	mw := io.MultiWriter(w, h)
-	var hdr [12]byte
-	copy(hdr[:4], "PACK")
-	binary.BigEndian.PutUint32(hdr[4:8], 2)
-	binary.BigEndian.PutUint32(hdr[8:12], uint32(len(b.order)))
-	if _, err := mw.Write(hdr[:]); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	zw, _ := zlib.NewWriterLevel(mw, zlib.BestSpeed)
-	for _, oh := range b.order {
-		obj := b.objs[oh]
-		t := obj.Type()
-		if t < plumbing.CommitObject || t > plumbing.TagObject {
-			return plumbing.ZeroHash, fmt.Errorf("object %s: type %s cannot be packed whole", oh, t)
-		}
-		size := obj.Size()
-		var ent []byte
-		c := byte(t)<<4 | byte(size&0x0f)
-		size >>= 4
-		for size > 0 {
-			ent = append(ent, c|0x80)
-			c = byte(size & 0x7f)
-			size >>= 7
-		}
-		ent = append(ent, c)
-		if _, err := mw.Write(ent); err != nil {
-			return plumbing.ZeroHash, err
-		}
-		rd, err := obj.Reader()
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		zw.Reset(mw)
-		_, err = io.Copy(zw, rd)
-		rd.Close()
-		if err == nil {
-			err = zw.Close()
-		}
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-	}
-	var sum plumbing.Hash
-	copy(sum[:], h.Sum(nil))
-	if _, err := w.Write(sum[:]); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return sum, nil
-}
-
 // reindexing is the repository's storer, made to notice packs written by
 // others: go-git loads the list of pack indexes once, so after `git gc`
 // (which `git commit` may start in the background) moves loose objects
 // into a new pack and prunes them, every lookup of one would fail. On a
 // miss, when the pack folder changed since the last look, the pack indexes
 // are loaded again and the lookup retried.
+//
+// It also keeps the objects of the gate's latest packs in memory (recent,
+// up to recentBudget bytes): the next groups read those trees, pages and
+// commits again, and would otherwise have go-git load every pack index
+// anew (its list is reloaded whole) and inflate them from the new pack.
 type reindexing struct {
 	storage.Storer
 	packDir string
 	mu      sync.Mutex
 	seen    time.Time
+	// recent: objects of the latest packs; groups: their hashes per pack,
+	// oldest first; bytes: their total size.
+	recent map[plumbing.Hash]plumbing.EncodedObject
+	groups [][]plumbing.Hash
+	bytes  int64
+	// unlisted: the gate wrote a pack go-git has not listed yet (the
+	// folder's mtime may not show it: it ticks coarsely).
+	unlisted bool
+}
+
+// recentBudget bounds the bytes of objects reindexing keeps in memory.
+var recentBudget int64 = 64 << 20
+
+// addRecent keeps a written pack's objects in memory, dropping the oldest
+// packs' beyond the budget.
+func (r *reindexing) addRecent(objs map[plumbing.Hash]plumbing.EncodedObject, order []plumbing.Hash) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.recent == nil {
+		r.recent = map[plumbing.Hash]plumbing.EncodedObject{}
+	}
+	var kept []plumbing.Hash
+	for _, h := range order {
+		if _, ok := r.recent[h]; ok {
+			continue
+		}
+		r.recent[h] = objs[h]
+		r.bytes += objs[h].Size()
+		kept = append(kept, h)
+	}
+	r.groups = append(r.groups, kept)
+	r.unlisted = true
+	for r.bytes > recentBudget && len(r.groups) > 1 {
+		for _, h := range r.groups[0] {
+			r.bytes -= r.recent[h].Size()
+			delete(r.recent, h)
+		}
+		r.groups = r.groups[1:]
+	}
+}
+
+func (r *reindexing) recentObject(h plumbing.Hash) plumbing.EncodedObject {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.recent[h]
 }
 
 func newReindexing(s storage.Storer, gitDir string) storage.Storer {
@@ -682,10 +649,10 @@ func (r *reindexing) refresh() bool {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if fi.ModTime().Equal(r.seen) {
+	if fi.ModTime().Equal(r.seen) && !r.unlisted {
 		return false
 	}
-	r.seen = fi.ModTime()
+	r.seen, r.unlisted = fi.ModTime(), false
 	ri.Reindex()
 	return true
 }
@@ -697,6 +664,9 @@ func missing(err error) bool {
 }
 
 func (r *reindexing) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if obj := r.recentObject(h); obj != nil && (t == plumbing.AnyObject || obj.Type() == t) {
+		return obj, nil
+	}
 	obj, err := r.Storer.EncodedObject(t, h)
 	if missing(err) && r.refresh() {
 		return r.Storer.EncodedObject(t, h)
@@ -705,6 +675,9 @@ func (r *reindexing) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plum
 }
 
 func (r *reindexing) HasEncodedObject(h plumbing.Hash) error {
+	if r.recentObject(h) != nil {
+		return nil
+	}
 	err := r.Storer.HasEncodedObject(h)
 	if missing(err) && r.refresh() {
 		return r.Storer.HasEncodedObject(h)
@@ -713,6 +686,9 @@ func (r *reindexing) HasEncodedObject(h plumbing.Hash) error {
 }
 
 func (r *reindexing) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	if obj := r.recentObject(h); obj != nil {
+		return obj.Size(), nil
+	}
 	n, err := r.Storer.EncodedObjectSize(h)
 	if missing(err) && r.refresh() {
 		return r.Storer.EncodedObjectSize(h)
@@ -720,23 +696,14 @@ func (r *reindexing) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 	return n, err
 }
 
-// PackfileWriter is the real storer's (a group's pack goes through it;
-// go-git indexes it as it is written, see markSeen).
+// PackfileWriter is the real storer's (a group's pack is written by
+// writePack, see pack.go; this marks a storer that can hold packs).
 func (r *reindexing) PackfileWriter() (io.WriteCloser, error) {
 	pw, ok := r.Storer.(storer.PackfileWriter)
 	if !ok {
 		return nil, errors.New("storer cannot write packfiles")
 	}
 	return pw.PackfileWriter()
-}
-
-// markSeen records the pack folder as it is after the gate's own pack.
-func (r *reindexing) markSeen() {
-	if fi, err := os.Stat(r.packDir); err == nil {
-		r.mu.Lock()
-		r.seen = fi.ModTime()
-		r.mu.Unlock()
-	}
 }
 
 // groupMarker is the committing/ marker of one group: the drafts whose

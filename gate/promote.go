@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -41,6 +41,8 @@ type repo struct {
 	// overlay over real holding the group's objects in memory.
 	batch *commitBatch
 	real  storage.Storer
+	// cache: blobAt's reads (commit → root tree, raw trees), by hash.
+	cache readCache
 }
 
 // takeLock creates a Git lock file exclusively, recording the intent first.
@@ -91,6 +93,7 @@ func openRepo(dir, intent string) (*repo, error) {
 	gitDir := filepath.Join(dir, ".git")
 	g := &repo{dir: dir, gitDir: gitDir, r: r, s: newReindexing(r.Storer, gitDir), intent: intent}
 	_ = os.RemoveAll(filepath.Join(g.gitDir, "fedmem-tmp")) // leftovers of a killed gate
+	cleanPackLeftovers(gitDir)
 	return g, g.recoverLocks()
 }
 
@@ -133,30 +136,100 @@ func (g *repo) blobAt(c plumbing.Hash, p string, limit int64) ([]byte, error) {
 	if c.IsZero() {
 		return nil, nil
 	}
+	h, err := g.rootTree(c)
+	if err != nil {
+		return nil, err
+	}
+	// Walk the raw trees (findEntry): decoding a folder of many notes
+	// into objects, once per lookup, was most of a promotion's reads.
+	parts := strings.Split(p, "/")
+	for i, name := range parts {
+		raw, err := g.rawTree(h)
+		if err != nil {
+			return nil, err
+		}
+		_, mode, id, err := findEntry(raw, h, name)
+		if err != nil {
+			return nil, err
+		}
+		if mode == "" || i < len(parts)-1 && mode != "40000" || i == len(parts)-1 && (mode == "40000" || mode == "160000") {
+			return nil, nil // no file there
+		}
+		h = id
+	}
+	obj, err := g.s.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return nil, err
+	}
+	if limit >= 0 && obj.Size() > limit {
+		return nil, fmt.Errorf("%s at %s is %d bytes, over the gate's %d-byte limit for one note", p, c, obj.Size(), limit)
+	}
+	return readObject(obj)
+}
+
+// readCache keeps what blobAt reads again and again, by hash (so never
+// stale): the root tree of a commit and the raw content of trees. Dropped
+// whole when over readCacheBudget bytes.
+type readCache struct {
+	mu    sync.Mutex
+	roots map[plumbing.Hash]plumbing.Hash
+	trees map[plumbing.Hash][]byte
+	bytes int
+}
+
+const readCacheBudget = 32 << 20
+
+// rootTree returns the tree of commit c.
+func (g *repo) rootTree(c plumbing.Hash) (plumbing.Hash, error) {
+	g.cache.mu.Lock()
+	h, ok := g.cache.roots[c]
+	g.cache.mu.Unlock()
+	if ok {
+		return h, nil
+	}
 	com, err := object.GetCommit(g.s, c)
 	if err != nil {
-		return nil, err
+		return plumbing.ZeroHash, err
 	}
-	tree, err := object.GetTree(g.s, com.TreeHash)
+	g.cache.mu.Lock()
+	if g.cache.roots == nil || len(g.cache.roots) > 1<<16 {
+		g.cache.roots = map[plumbing.Hash]plumbing.Hash{}
+	}
+	g.cache.roots[c] = com.TreeHash
+	g.cache.mu.Unlock()
+	return com.TreeHash, nil
+}
+
+// rawTree returns the content of tree h (shared: the caller must not
+// change it).
+func (g *repo) rawTree(h plumbing.Hash) ([]byte, error) {
+	g.cache.mu.Lock()
+	raw, ok := g.cache.trees[h]
+	g.cache.mu.Unlock()
+	if ok {
+		return raw, nil
+	}
+	raw, err := g.rawObject(plumbing.TreeObject, h)
 	if err != nil {
 		return nil, err
 	}
-	f, err := tree.File(p)
-	if errors.Is(err, object.ErrFileNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
-		return nil, nil
+	g.cache.mu.Lock()
+	if g.cache.trees == nil || g.cache.bytes+len(raw) > readCacheBudget {
+		g.cache.trees, g.cache.bytes = map[plumbing.Hash][]byte{}, 0
 	}
+	g.cache.trees[h] = raw
+	g.cache.bytes += len(raw)
+	g.cache.mu.Unlock()
+	return raw, nil
+}
+
+// rawObject returns the content of object h of type t.
+func (g *repo) rawObject(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+	obj, err := g.s.EncodedObject(t, h)
 	if err != nil {
 		return nil, err
 	}
-	if limit >= 0 && f.Size > limit {
-		return nil, fmt.Errorf("%s at %s is %d bytes, over the gate's %d-byte limit for one note", p, c, f.Size, limit)
-	}
-	rd, err := f.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	return io.ReadAll(rd)
+	return readObject(obj)
 }
 
 func (g *repo) writeBlob(b []byte) (plumbing.Hash, error) {
@@ -175,29 +248,119 @@ func (g *repo) writeBlob(b []byte) (plumbing.Hash, error) {
 	return g.s.SetEncodedObject(obj)
 }
 
+// treeEdit is one file a tree edit writes: its path below the tree.
+type treeEdit struct {
+	parts []string
+	blob  plumbing.Hash
+}
+
 // putPath returns the hash of tree (zero: empty) with blob at parts, writing
-// only the trees along that path. Trees are edited as raw bytes: the entry
-// is spliced in at its place in Git's order, the other entries are copied,
-// nothing is decoded into objects (a folder of 100k notes costs one copy).
+// only the trees along that path.
 func (g *repo) putPath(tree plumbing.Hash, parts []string, blob plumbing.Hash) (plumbing.Hash, error) {
+	return g.editTree(tree, []treeEdit{{parts, blob}})
+}
+
+// editTree returns the hash of tree (zero: empty) with every edit applied
+// in order, writing each tree along the edited paths once. Trees are edited
+// as raw bytes: an entry is spliced in at its place in Git's order, the
+// other entries are copied, nothing is decoded into objects (a folder of
+// 100k notes costs one copy per edit in it).
+func (g *repo) editTree(tree plumbing.Hash, edits []treeEdit) (plumbing.Hash, error) {
 	var raw []byte
 	if !tree.IsZero() {
-		obj, err := g.s.EncodedObject(plumbing.TreeObject, tree)
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		rd, err := obj.Reader()
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		raw, err = io.ReadAll(rd)
-		rd.Close()
-		if err != nil {
+		var err error
+		if raw, err = g.rawTree(tree); err != nil {
 			return plumbing.ZeroHash, err
 		}
 	}
-	name := parts[0]
-	isDir := len(parts) > 1
+	// Files here first, in order; then each sub-folder once, with its
+	// edits in order (the first edit naming it decides its place).
+	var dirs []string
+	sub := map[string][]treeEdit{}
+	for _, e := range edits {
+		if len(e.parts) > 1 {
+			if _, ok := sub[e.parts[0]]; !ok {
+				dirs = append(dirs, e.parts[0])
+			}
+			sub[e.parts[0]] = append(sub[e.parts[0]], treeEdit{e.parts[1:], e.blob})
+			continue
+		}
+		var err error
+		var oldMode string
+		var oldHash plumbing.Hash
+		raw, oldMode, oldHash, err = spliceEntry(raw, tree, e.parts[0], false, e.blob)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if oldMode != "" && g.batch != nil {
+			g.batch.bases[e.blob] = oldHash
+		}
+	}
+	for _, name := range dirs {
+		_, oldMode, oldHash, err := findEntry(raw, tree, name)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if oldMode != "" && oldMode != "40000" {
+			return plumbing.ZeroHash, fmt.Errorf("%s is a file in the vault, not a folder", name)
+		}
+		if oldMode == "" {
+			oldHash = plumbing.ZeroHash
+		}
+		h, err := g.editTree(oldHash, sub[name])
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if raw, _, _, err = spliceEntry(raw, tree, name, true, h); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	obj := g.s.NewEncodedObject()
+	obj.SetType(plumbing.TreeObject)
+	w, err := obj.Writer()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if _, err := w.Write(raw); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := w.Close(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	h, err := g.s.SetEncodedObject(obj)
+	if err == nil && !tree.IsZero() && g.batch != nil {
+		g.batch.bases[h] = tree
+	}
+	return h, err
+}
+
+// findEntry returns the offset, mode and id of the entry name in raw, the
+// content of tree (mode "" if there is none).
+func findEntry(raw []byte, tree plumbing.Hash, name string) (int, string, plumbing.Hash, error) {
+	for off := 0; off < len(raw); {
+		sp := bytes.IndexByte(raw[off:], ' ')
+		if sp < 0 {
+			return -1, "", plumbing.ZeroHash, fmt.Errorf("tree %s: malformed", tree)
+		}
+		nul := bytes.IndexByte(raw[off+sp:], 0)
+		if nul < 0 || off+sp+nul+21 > len(raw) {
+			return -1, "", plumbing.ZeroHash, fmt.Errorf("tree %s: malformed", tree)
+		}
+		end := off + sp + nul + 21
+		if string(raw[off+sp+1:off+sp+nul]) == name {
+			var h plumbing.Hash
+			copy(h[:], raw[off+sp+nul+1:end])
+			return off, string(raw[off : off+sp]), h, nil
+		}
+		off = end
+	}
+	return -1, "", plumbing.ZeroHash, nil
+}
+
+// spliceEntry returns raw (the content of tree) with the entry name set to
+// id: a file, or a folder when isDir; it reports the entry it replaced
+// (mode "" when there was none).
+func spliceEntry(raw []byte, tree plumbing.Hash, name string, isDir bool, id plumbing.Hash) ([]byte, string, plumbing.Hash, error) {
 	key := name
 	if isDir {
 		key += "/"
@@ -209,11 +372,11 @@ func (g *repo) putPath(tree plumbing.Hash, parts []string, blob plumbing.Hash) (
 	for off := 0; off < len(raw); {
 		sp := bytes.IndexByte(raw[off:], ' ')
 		if sp < 0 {
-			return plumbing.ZeroHash, fmt.Errorf("tree %s: malformed", tree)
+			return nil, "", oldHash, fmt.Errorf("tree %s: malformed", tree)
 		}
 		nul := bytes.IndexByte(raw[off+sp:], 0)
 		if nul < 0 || off+sp+nul+21 > len(raw) {
-			return plumbing.ZeroHash, fmt.Errorf("tree %s: malformed", tree)
+			return nil, "", oldHash, fmt.Errorf("tree %s: malformed", tree)
 		}
 		mode := string(raw[off : off+sp])
 		ename := string(raw[off+sp+1 : off+sp+nul])
@@ -235,22 +398,14 @@ func (g *repo) putPath(tree plumbing.Hash, parts []string, blob plumbing.Hash) (
 	var entry []byte
 	if !isDir {
 		if oldMode == "40000" {
-			return plumbing.ZeroHash, fmt.Errorf("%s is a folder in the vault", name)
+			return nil, "", oldHash, fmt.Errorf("%s is a folder in the vault", name)
 		}
-		entry = append([]byte("100644 "+name+"\x00"), blob[:]...)
+		entry = append([]byte("100644 "+name+"\x00"), id[:]...)
 	} else {
-		sub := plumbing.ZeroHash
-		if replStart >= 0 {
-			if oldMode != "40000" {
-				return plumbing.ZeroHash, fmt.Errorf("%s is a file in the vault, not a folder", name)
-			}
-			sub = oldHash
+		if replStart >= 0 && oldMode != "40000" {
+			return nil, "", oldHash, fmt.Errorf("%s is a file in the vault, not a folder", name)
 		}
-		h, err := g.putPath(sub, parts[1:], blob)
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		entry = append([]byte("40000 "+name+"\x00"), h[:]...)
+		entry = append([]byte("40000 "+name+"\x00"), id[:]...)
 	}
 	var out []byte
 	if replStart >= 0 {
@@ -260,19 +415,7 @@ func (g *repo) putPath(tree plumbing.Hash, parts []string, blob plumbing.Hash) (
 		out = make([]byte, 0, len(raw)+len(entry))
 		out = append(append(append(out, raw[:insertAt]...), entry...), raw[insertAt:]...)
 	}
-	obj := g.s.NewEncodedObject()
-	obj.SetType(plumbing.TreeObject)
-	w, err := obj.Writer()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if _, err := w.Write(out); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return g.s.SetEncodedObject(obj)
+	return out, oldMode, oldHash, nil
 }
 
 // change is one file a commit writes.
@@ -295,14 +438,20 @@ func (g *repo) commitChanges(branch plumbing.ReferenceName, parent plumbing.Hash
 		root = c.TreeHash
 		parents = []plumbing.Hash{parent}
 	}
+	var edits []treeEdit
+	var paths []string
 	for _, ch := range changes {
 		blob, err := g.writeBlob(ch.Content)
 		if err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("write blob for %s: %w", ch.Path, err)
 		}
-		root, err = g.putPath(root, strings.Split(ch.Path, "/"), blob)
-		if err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("write tree for %s: %w", ch.Path, err)
+		edits = append(edits, treeEdit{strings.Split(ch.Path, "/"), blob})
+		paths = append(paths, ch.Path)
+	}
+	if len(edits) > 0 {
+		var err error
+		if root, err = g.editTree(root, edits); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("write trees for %s: %w", strings.Join(paths, ", "), err)
 		}
 	}
 	com := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: root, ParentHashes: parents}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -42,12 +43,29 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 			}
 		}
 	}
+	// The secret scanner compiles its rules on first use (a few hundred
+	// ms, seconds on a loaded machine): done now, not on the first draft.
+	go validate.Secrets(nil)
+	// busy: drafts were decided or the inbox changed since the last tick.
+	busy := false
 	pass := func() {
 		watch()
 		s, err := g.Once()
+		if s != nil && s.Timing != nil {
+			s.Timing.end()
+		}
+		if s != nil && (len(s.Decisions) > 0 || s.Deferred > 0) {
+			busy = true
+		}
 		report(s, err)
 	}
 	pass()
+	// A sweep reads every note in force (O(vault)) holding the gate's
+	// lock, seconds on a loaded machine: while the inbox is busy (sessions
+	// or drafts arriving, drafts decided since the last tick) it waits for
+	// a quiet tick, at most SweepEvery longer, so that a burst is not
+	// stalled behind it (issue 9).
+	var sweepWaits time.Time
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	var debounce <-chan time.Time
@@ -66,6 +84,7 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 			if ev.Op&(fsnotify.Create|fsnotify.Rename|fsnotify.Write) != 0 && debounce == nil {
 				debounce = time.After(5 * time.Millisecond)
 			}
+			busy = true
 		case err := <-w.Errors:
 			g.log.Warn("inotify", "err", err)
 		case <-debounce:
@@ -73,7 +92,91 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 			pass()
 		case <-tick.C:
 			pass()
+			wasBusy := busy || debounce != nil
+			busy = false
+			if wasBusy && (sweepWaits.IsZero() || time.Since(sweepWaits) < SweepEvery) {
+				if sweepWaits.IsZero() {
+					sweepWaits = time.Now()
+				}
+				continue
+			}
+			sweepWaits = time.Time{}
 			g.sweepTick() // withhold stale notes (sweep.go), at most every SweepEvery
 		}
 	}
+}
+
+// PassTiming says where one pass (Once) spent its time, in milliseconds:
+// listing sessions and claiming their drafts, deciding the claims (with the
+// group commits flushed on the way), publishing the last group; Total adds
+// the sync with the remote. Claims is the number of claims the pass
+// decided (new and left over), Groups the group commits it flushed.
+type PassTiming struct {
+	Start     time.Time `json:"start"`
+	ClaimMs   float64   `json:"claim_ms"`
+	DecideMs  float64   `json:"decide_ms"`
+	PublishMs float64   `json:"publish_ms"`
+	TotalMs   float64   `json:"total_ms"`
+	// FlushMs: the part of DecideMs spent publishing full groups.
+	FlushMs float64 `json:"flush_ms"`
+	// CPUMs: CPU time of the whole process (all threads) during the pass.
+	CPUMs  float64 `json:"cpu_ms"`
+	Claims int     `json:"claims"`
+	Groups int     `json:"groups"`
+	last   time.Time
+	cpu0   time.Duration
+}
+
+func startTiming() *PassTiming {
+	return &PassTiming{Start: time.Now(), cpu0: processCPU()}
+}
+
+// end sets the totals.
+func (t *PassTiming) end() {
+	t.TotalMs = msOf(time.Since(t.Start))
+	t.CPUMs = msOf(processCPU() - t.cpu0)
+}
+
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// lap sets *f to the time since the previous lap (or the start).
+func (t *PassTiming) lap(f *float64) {
+	if t.last.IsZero() {
+		t.last = t.Start
+	}
+	now := time.Now()
+	*f = msOf(now.Sub(t.last))
+	t.last = now
+}
+
+// passIntake: a pass takes in drafts that arrived while it decided (Once)
+// until it is this old; then it ends, and Run's loop (cancellation, the
+// next events, ticks) gets its turn.
+var passIntake = 2 * time.Second
+
+// groupDue reports whether the open group of a pass should be flushed
+// before the next claim is decided: when it is full (groupMaxDrafts), or
+// when its oldest draft has waited groupMaxWait — and at least twice what
+// a flush has cost lately. A flush has a fixed cost (two barriers, a pack,
+// the branch, the work tree and index); on a loaded machine it can take
+// longer than groupMaxWait, and flushing that often would spend most of
+// the pass on flushes while every draft behind waits longer (issue 9: a
+// burst decided in groups of a dozen). Bounding the flushes to a third of
+// the pass keeps a group's latency proportional to what it costs.
+func (g *Gate) groupDue() bool {
+	if !g.passDue() {
+		return false
+	}
+	return g.pass.drafts >= groupMaxDrafts || time.Since(g.pass.opened) >= 2*g.flushCost
+}
+
+// flushed notes what a flush cost (a moving average) and returns it in
+// milliseconds.
+func (g *Gate) flushed(d time.Duration) float64 {
+	if g.flushCost == 0 {
+		g.flushCost = d
+	} else {
+		g.flushCost = (3*g.flushCost + d) / 4
+	}
+	return msOf(d)
 }

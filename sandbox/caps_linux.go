@@ -24,12 +24,45 @@ func allThreads(trap, a1, a2, a3 uintptr) error {
 	return nil
 }
 
-// setNoNewPrivs sets no_new_privs on every thread: no execve can grant
-// privileges again (setuid bits, file capabilities), and it allows
-// unprivileged seccomp and Landlock.
+// setNoNewPrivs sets no_new_privs on the calling thread, the init's locked
+// main thread: no execve can grant privileges again (setuid bits, file
+// capabilities), and it allows unprivileged seccomp and Landlock. The
+// other threads get it from the layers that follow, without an
+// all-threads round of its own (issue 9): Landlock's all-threads
+// enforcement sets it on each thread first (go-landlock, ABI < 8), and
+// seccomp's SECCOMP_FILTER_FLAG_TSYNC, which the init always applies from
+// this thread, copies the caller's no_new_privs to every thread (kernel
+// seccomp_sync_threads). The forking thread checks it holds it before the
+// fork (checkForkerCreds).
 func setNoNewPrivs() error {
-	if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	return nil
+}
+
+// checkForkerCreds is the forking thread's last check before the agent's
+// fork, on its own credentials, which the agent inherits: no_new_privs
+// set, no ambient capability (cleared here again: one prctl on this thread
+// alone), nothing inheritable, and no effective or permitted capability
+// but keep.
+func checkForkerCreds(keep uint64) error {
+	if nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); err != nil || nnp != 1 {
+		return fmt.Errorf("no_new_privs not set on the forking thread (%d, %v)", nnp, err)
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_CAP_AMBIENT_CLEAR_ALL): %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	eff := uint64(data[0].Effective) | uint64(data[1].Effective)<<32
+	prm := uint64(data[0].Permitted) | uint64(data[1].Permitted)<<32
+	inh := uint64(data[0].Inheritable) | uint64(data[1].Inheritable)<<32
+	if eff&^keep != 0 || prm&^keep != 0 || inh != 0 {
+		return fmt.Errorf("forking thread still holds capabilities: effective %#x permitted %#x inheritable %#x (may keep %#x)", eff, prm, inh, keep)
 	}
 	return nil
 }
@@ -75,9 +108,11 @@ func dropCapabilities(keep uint64) error {
 	if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, secbits, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_SECUREBITS): %w", err)
 	}
-	if err := allThreads(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); err != nil {
-		return fmt.Errorf("prctl(PR_CAP_AMBIENT_CLEAR_ALL): %w", err)
-	}
+	// No all-threads PR_CAP_AMBIENT_CLEAR_ALL round (issue 9): capset
+	// keeps only the ambient capabilities that stay both permitted and
+	// inheritable (kernel cap_capset), and the inheritable set becomes
+	// empty here, so every thread's ambient set is emptied with it. The
+	// forking thread clears and checks its own again (checkForkerCreds).
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	data[0].Permitted, data[0].Effective = uint32(keep), uint32(keep)

@@ -35,7 +35,7 @@ func InitMain() {
 	// The agent is forked from this thread, which alone gets the empty
 	// bounding set (see dropCapabilities): stay on it.
 	runtime.LockOSThread()
-	phases := map[string]int64{"init": monoNow()}
+	phases := map[string]int64{"go": processStart, "init": monoNow()}
 	sync := os.NewFile(initSyncFd, "sync")
 	fail := func(code int, stage string, err error) {
 		_ = json.NewEncoder(sync).Encode(initMessage{Type: msgError, Err: &Error{Code: code, Stage: stage, Msg: err.Error()}})
@@ -47,6 +47,7 @@ func InitMain() {
 		fail(ExitFedmemError, "config", err)
 	}
 	cfgFile.Close()
+	phases["config"] = monoNow()
 	if cfg.DropGroups {
 		// Process-wide (Go applies it to every thread).
 		if err := syscall.Setgroups(nil); err != nil {
@@ -112,6 +113,7 @@ func InitMain() {
 	}
 	// Whatever descriptor survived this far must not reach the agent.
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	phases["network"] = monoNow()
 
 	if err := setNoNewPrivs(); err != nil {
 		fail(ExitFedmemError, "no_new_privs", err)
@@ -120,6 +122,7 @@ func InitMain() {
 	if err := applyLandlock(&cfg, &layers); err != nil {
 		fail(ExitFedmemError, "landlock", err)
 	}
+	phases["landlock"] = monoNow()
 	path, err := lookPath(cfg.Argv[0], cfg.Env)
 	if err != nil {
 		code := ExitNotFound
@@ -128,22 +131,6 @@ func InitMain() {
 		}
 		fail(code, "exec", err)
 	}
-	// Forward signals from the parent to the agent. Register before the
-	// fork so that none is lost.
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGCONT, unix.SIGWINCH)
-	// Every other signal is caught and dropped: a pid namespace's init gets
-	// from inside only the signals it handles, and the Go runtime's default
-	// handling of some (SIGQUIT, SIGABRT, SIGSYS…) is to dump its stacks
-	// and die — an agent of the same uid must not end the session's pid 1
-	// that way. The forwarded ones above only ever reach the agent itself.
-	swallow := make(chan os.Signal, 64)
-	signal.Notify(swallow)
-	go func() {
-		for range swallow {
-		}
-	}()
-
 	// The agent is forked from a dedicated thread (the main thread stays
 	// locked to this goroutine, so the forker runs elsewhere). That thread
 	// alone drops its bounding set (the agent inherits it) and enters a
@@ -171,6 +158,27 @@ func InitMain() {
 	if err := dropCapabilities(keep); err != nil {
 		fail(ExitFedmemError, "capabilities", err)
 	}
+	fk.keep = keep
+	phases["caps"] = monoNow()
+	// Forward signals from the parent to the agent. Register before the
+	// fork so that none is lost, and after the all-threads layers above:
+	// os/signal starts two threads of its own, which inherit every layer
+	// from the thread that creates them instead of making each all-threads
+	// round longer (issue 9). Until here a signal from the launcher ends
+	// this pid 1 as it would during the root build.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwardedSignals...)
+	// Every other signal the Go runtime would act on is caught and
+	// dropped (initsig_linux.go): a pid namespace's init gets from inside
+	// only the signals it handles, and the runtime's default handling of
+	// some (SIGQUIT, SIGABRT, SIGSYS…) is to dump its stacks and die — an
+	// agent of the same uid must not end the session's pid 1 that way. The
+	// forwarded ones above only ever reach the agent itself. Nothing reads
+	// the channel: os/signal never blocks on a full one, it drops the
+	// signal, which is all a swallowed signal needs (no goroutine to start
+	// on the way to the fork).
+	signal.Notify(make(chan os.Signal, 1), swallowedSignals...)
+	phases["signals"] = monoNow()
 	if fk.reports, err = applySeccompReporting(&cfg, &layers, sync); err != nil {
 		fail(ExitFedmemError, "seccomp", err)
 	}
@@ -178,6 +186,9 @@ func InitMain() {
 	fk.goAhead <- struct{}{}
 	res := <-fk.done
 	phases["exec"] = monoNow()
+	if res.stage != "" {
+		fail(ExitFedmemError, res.stage, res.err)
+	}
 	if res.err != nil {
 		code := ExitCannotExecute
 		if errors.Is(res.err, unix.ENOENT) {
@@ -242,6 +253,7 @@ type forkResult struct {
 	pid    int
 	scoped bool
 	err    error
+	stage  string // set when err is not the fork's or exec's
 }
 
 type forker struct {
@@ -260,6 +272,9 @@ type forker struct {
 	// (-1: it waits on signals alone).
 	reports *denialReporter
 	wake    int
+	// keep, set before goAhead, is what the forking thread may still hold
+	// (checkForkerCreds).
+	keep uint64
 }
 
 // signal has the forker thread send sig to the agent.
@@ -282,6 +297,11 @@ func startForker(cfg *initConfig) *forker {
 		path := <-f.path
 		<-f.goAhead
 		var r forkResult
+		if r.err = checkForkerCreds(f.keep); r.err != nil {
+			r.stage = "capabilities"
+			f.done <- r
+			return
+		}
 		if r.scoped, r.err = scopeThread(); r.err != nil {
 			f.done <- r
 			return

@@ -70,6 +70,17 @@ func stamp(name string) int64 {
 //	launcher.limits   the session cgroup
 //	launcher.clone    the rest: pipes, signals, up to the clone
 //
+// and the init's detail ("go" is the init's own processStart):
+//
+//	clone.runtime    the clone to the init's Go runtime and packages started
+//	clone.main       the rest of its package init, to InitMain
+//	root.config      within root: waiting for and reading the config
+//	layers.network   loopback and proxy relay
+//	layers.landlock  no_new_privs and Landlock
+//	layers.caps      bounding set (forker), limits, capabilities
+//	layers.signals   pid 1's signal handlers (os/signal)
+//	layers.seccomp   the filter and its listener
+//
 // A phase whose ends are unknown is -1.
 func startPhases(clone int64, t map[string]int64) map[string]float64 {
 	ms := func(a, b int64) float64 {
@@ -87,6 +98,14 @@ func startPhases(clone int64, t map[string]int64) map[string]float64 {
 		"launcher.clone":   ms(limits, clone),
 		"launcher":         ms(processStart, clone),
 		"clone":            ms(clone, t["init"]),
+		"clone.runtime":    ms(clone, t["go"]),
+		"clone.main":       ms(t["go"], t["init"]),
+		"root.config":      ms(t["init"], t["config"]),
+		"layers.network":   ms(t["verify"], t["network"]),
+		"layers.landlock":  ms(t["network"], t["landlock"]),
+		"layers.caps":      ms(t["landlock"], t["caps"]),
+		"layers.signals":   ms(t["caps"], t["signals"]),
+		"layers.seccomp":   ms(t["signals"], t["layers"]),
 		"root":             ms(t["init"], t["root"]),
 		"verify":           ms(t["root"], t["verify"]),
 		"layers":           ms(t["verify"], t["layers"]),

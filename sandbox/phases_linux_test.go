@@ -29,6 +29,15 @@ func TestStartPhases(t *testing.T) {
 			t.Errorf("%s = %v ms, want %v", k, got[k], w)
 		}
 	}
+	// The init's detail splits clone, root and layers.
+	got = startPhases(clone, map[string]int64{"go": clone + 1.5e6, "init": clone + 2e6, "config": clone + 2.25e6, "root": clone + 3e6, "verify": clone + 3.5e6,
+		"network": clone + 3.75e6, "landlock": clone + 4.5e6, "caps": clone + 5e6, "signals": clone + 5.5e6, "layers": clone + 6e6, "exec": clone + 7e6})
+	initDetail := map[string]float64{"clone.runtime": 1.5, "clone.main": 0.5, "root.config": 0.25, "layers.network": 0.25, "layers.landlock": 0.75, "layers.caps": 0.5, "layers.signals": 0.5, "layers.seccomp": 0.5, "layers": 2.5}
+	for k, w := range initDetail {
+		if got[k] != w {
+			t.Errorf("%s = %v ms, want %v", k, got[k], w)
+		}
+	}
 	partial := startPhases(clone, map[string]int64{"init": clone + 1e6, "root": clone})
 	if partial["root"] != -1 || partial["verify"] != -1 || partial["exec"] != -1 || partial["total"] != -1 {
 		t.Errorf("out-of-order or missing stamps must be -1: %v", partial)

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
+	"sync"
 
 	"golang.org/x/net/bpf"
 )
@@ -55,17 +57,14 @@ var tables = map[string]*archTable{}
 // moreNames, set by the tests, numbers system calls the rules do not name.
 var moreNames func(goarch, name string) (int, bool)
 
-func init() {
-	if nativeTable != nil {
-		tables[runtime.GOARCH] = nativeTable
-	}
-}
-
 // archInfo returns the syscall table for a GOARCH we support. Both are
 // little-endian, which [Assemble] relies on to find an argument's low word.
 func archInfo(goarch string) (*archTable, error) {
 	if goarch != "amd64" && goarch != "arm64" {
 		return nil, fmt.Errorf("%w: %q", ErrUnsupportedArch, goarch)
+	}
+	if goarch == runtime.GOARCH && nativeTable != nil {
+		return nativeTable(), nil
 	}
 	if t := tables[goarch]; t != nil {
 		return t, nil
@@ -178,7 +177,40 @@ func errnoLabel(e Errno) string { return fmt.Sprintf("ret-errno-%d", e) }
 //     the argument and returns the errno or allows;
 //  4. allows everything else.
 func Assemble(goarch string) ([]bpf.Instruction, error) {
-	return assemble(goarch, Rules, false)
+	return assembleRules(goarch, false)
+}
+
+// assembled memoizes the filter built from the package's Rules, which
+// nothing changes at run time: the sandbox's init needs it twice on its
+// start-up path (the listener's Decider and the installed filter), and
+// each assembly costs a few hundred microseconds there (issue 9). Callers
+// get their own copy.
+var assembled struct {
+	sync.Mutex
+	m map[assembledKey][]bpf.Instruction
+}
+
+type assembledKey struct {
+	goarch string
+	writes bool
+}
+
+func assembleRules(goarch string, writes bool) ([]bpf.Instruction, error) {
+	k := assembledKey{goarch, writes}
+	assembled.Lock()
+	defer assembled.Unlock()
+	if insts, ok := assembled.m[k]; ok {
+		return slices.Clone(insts), nil
+	}
+	insts, err := assemble(goarch, Rules, writes)
+	if err != nil {
+		return nil, err
+	}
+	if assembled.m == nil {
+		assembled.m = map[assembledKey][]bpf.Instruction{}
+	}
+	assembled.m[k] = insts
+	return slices.Clone(insts), nil
 }
 
 // assemble compiles rules; with writes, the calls the deny-list allows go

@@ -35,7 +35,7 @@ func notifies(e Errno) bool { return e != ENOSYS && e != EOPNOTSUPP }
 // is allowed in the kernel, as by Assemble (--fs-denials off: a write call
 // then costs nothing).
 func AssembleNotify(goarch string, writes bool) ([]bpf.Instruction, error) {
-	insts, err := assemble(goarch, Rules, writes)
+	insts, err := assembleRules(goarch, writes)
 	if err != nil {
 		return nil, err
 	}

@@ -3,4 +3,4 @@
 package seccomp
 
 // nativeTable: no filter is written for this platform.
-var nativeTable *archTable
+var nativeTable func() *archTable

@@ -30,6 +30,22 @@ type Latency struct {
 	Max      float64 `json:"max_ms"`
 	Target   float64 `json:"target_p99_ms"`
 	Met      bool    `json:"met"`
+	// How the gate got there: its passes (those that decided drafts),
+	// drafts per pass, time in each phase summed over them, and how the
+	// drafts were decided; WriteSpan is first write to last write.
+	Passes       int     `json:"passes"`
+	PerPassMean  float64 `json:"drafts_per_pass_mean"`
+	PerPassMax   int     `json:"drafts_per_pass_max"`
+	PassMsMax    float64 `json:"pass_ms_max"`
+	ClaimMs      float64 `json:"claim_ms"`
+	DecideMs     float64 `json:"decide_ms"`
+	PublishMs    float64 `json:"publish_ms"`
+	BusyMs       float64 `json:"busy_ms"`
+	CPUMs        float64 `json:"cpu_ms"`
+	Groups       int     `json:"groups"`
+	Promoted     int     `json:"promoted"`
+	Pending      int     `json:"pending"`
+	WriteSpanSec float64 `json:"write_span_s"`
 }
 
 // benchLatency is part (e): a burst of 1000 drafts from 20 concurrent
@@ -83,6 +99,10 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ran := make(chan error, 1)
+	// FEDMEM_BENCH_TRACE=1 prints every pass that decided drafts or took
+	// more than 20 ms.
+	trace := os.Getenv("FEDMEM_BENCH_TRACE") != ""
+	start := time.Now()
 	go func() {
 		ran <- g.Run(ctx, 2*time.Second, func(s *gate.Summary, err error) {
 			mu.Lock()
@@ -93,6 +113,21 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 			if s != nil {
 				decs = append(decs, s.Decisions...)
 				gateErrs = append(gateErrs, s.Errors...)
+				if t := s.Timing; t != nil && trace && (len(s.Decisions) > 0 || t.TotalMs > 20) {
+					fmt.Fprintf(log, "bench: pass at +%6.0f ms: %4d claims, %4d decided, %2d groups; claim %5.0f ms, decide %5.0f ms (flushes %5.0f), publish %5.0f ms, total %5.0f ms, cpu %5.0f ms\n",
+						float64(t.Start.Sub(start).Microseconds())/1000, t.Claims, len(s.Decisions), t.Groups, t.ClaimMs, t.DecideMs, t.FlushMs, t.PublishMs, t.TotalMs, t.CPUMs)
+				}
+				if t := s.Timing; t != nil && len(s.Decisions) > 0 {
+					lt.Passes++
+					lt.PerPassMax = max(lt.PerPassMax, len(s.Decisions))
+					lt.PassMsMax = max(lt.PassMsMax, t.TotalMs)
+					lt.ClaimMs += t.ClaimMs
+					lt.DecideMs += t.DecideMs
+					lt.PublishMs += t.PublishMs
+					lt.BusyMs += t.TotalMs
+					lt.CPUMs += t.CPUMs
+					lt.Groups += t.Groups
+				}
 			}
 			if len(decs) >= total {
 				select {
@@ -105,6 +140,9 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 	}()
 	fmt.Fprintf(log, "bench: latency, %s: %d fedmem-run sessions × %d drafts against `gate run`…\n", kind, sessions, per)
 	t0 := time.Now()
+	if trace {
+		fmt.Fprintf(log, "bench: sessions start at +%.0f ms\n", float64(t0.Sub(start).Microseconds())/1000)
+	}
 	if err := runSessions(runBin, v, filepath.Join(work, "wd"), sessions, per, gap, ""); err != nil {
 		return lt, err
 	}
@@ -124,10 +162,23 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 		return lt, fmt.Errorf("latency %s: gate errors: %s", kind, strings.Join(gateErrs, "; "))
 	}
 	var lat []float64
+	var firstW, lastW time.Time
 	for _, d := range decs {
 		written := d.FirstSeen
 		if d.Owner != nil && !d.Owner.Ctime.IsZero() {
 			written = d.Owner.Ctime
+		}
+		if firstW.IsZero() || written.Before(firstW) {
+			firstW = written
+		}
+		if written.After(lastW) {
+			lastW = written
+		}
+		switch d.State {
+		case gate.StatePromoted:
+			lt.Promoted++
+		case gate.StatePending:
+			lt.Pending++
 		}
 		decided := d.Decided
 		if fi, err := os.Stat(filepath.Join(vault.InboxPath(v, d.Session), ".receipts", d.Draft+".json")); err == nil {
@@ -137,6 +188,10 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 	}
 	sort.Float64s(lat)
 	lt.Drafts = len(lat)
+	lt.WriteSpanSec = lastW.Sub(firstW).Seconds()
+	if lt.Passes > 0 {
+		lt.PerPassMean = float64(len(lat)) / float64(lt.Passes)
+	}
 	lt.Name = fmt.Sprintf("%s: %d sessions × %d drafts", kind, sessions, per)
 	if gap > 0 {
 		lt.Name = fmt.Sprintf("%s: 1 session, ~%.0f drafts/s × %d", kind, float64(time.Second)/float64(gap), per)
@@ -164,6 +219,12 @@ func printLatency(w io.Writer, res *Result) {
 		fmt.Fprintf(w, "%-40s %7d %9.2f %9.1f %9.1f %9.1f %9.1f\n", l.Name, l.Drafts, l.Seconds, l.P50, l.P90, l.P99, l.Max)
 	}
 	fmt.Fprintln(w, "(write: the draft's change time in the session folder; decision: its receipt's modification time)")
+	fmt.Fprintf(w, "%-8s %8s %5s %6s %8s %6s %6s %8s %9s %10s %8s %8s %7s\n", "gate run", "promoted", "held", "passes", "drafts/p", "max/p", "groups", "claim ms", "decide ms", "publish ms", "busy ms", "cpu ms", "write s")
+	for _, l := range res.Latency {
+		kind, _, _ := strings.Cut(l.Name, ":")
+		fmt.Fprintf(w, "%-8s %8d %5d %6d %8.1f %6d %6d %8.0f %9.0f %10.0f %8.0f %8.0f %7.2f\n", kind, l.Promoted, l.Pending, l.Passes, l.PerPassMean, l.PerPassMax, l.Groups, l.ClaimMs, l.DecideMs, l.PublishMs, l.BusyMs, l.CPUMs, l.WriteSpanSec)
+	}
+	fmt.Fprintln(w, "(passes that decided drafts; ms summed over them; cpu: the gate process's; write s: first to last draft written)")
 }
 
 // Target is one figure of issue 9 beside its anchor.

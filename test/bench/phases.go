@@ -21,6 +21,9 @@ var phaseOrder = []string{"launcher", "clone", "root", "verify", "layers", "exec
 // does not stamp a point leaves its parts out.
 var launcherDetail = []string{"launcher.resolve", "launcher.prepare", "launcher.idmap", "launcher.limits", "launcher.clone"}
 
+// initDetail splits the init's phases (sandbox startPhases).
+var initDetail = []string{"clone.runtime", "root.config", "layers.network", "layers.landlock", "layers.caps", "layers.signals", "layers.seccomp"}
+
 // teardownDetail splits the teardown (the "exit" event's phases_ms and
 // what the bench itself sees after it).
 var teardownDetail = []string{"teardown.wait", "teardown.cleanup", "teardown.collect", "teardown.event", "teardown.after"}
@@ -148,6 +151,16 @@ func printPhases(w io.Writer, res *Result) {
 				detail = true
 			}
 			fmt.Fprintf(w, " %s %.2f", strings.TrimPrefix(k, "launcher."), v)
+		}
+	}
+	idetail := false
+	for _, k := range initDetail {
+		if v, ok := res.Phases[k]; ok {
+			if !idetail {
+				fmt.Fprint(w, "\n  init detail:")
+				idetail = true
+			}
+			fmt.Fprintf(w, " %s %.2f", k, v)
 		}
 	}
 	if v, ok := res.Phases["teardown.whole"]; ok {
