@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // stateDrafts fills two sessions with promotable facts, held guesses, a
@@ -188,5 +189,40 @@ func TestOrphanClaimReported(t *testing.T) {
 		if _, err := os.Stat(orphan); err != nil {
 			t.Fatalf("orphan draft removed: %v", err)
 		}
+	}
+}
+
+// TestIntakeClaimsJournaled: a draft that arrives while a pass decides
+// (written here once the pass has listed the session) is taken in by
+// the same pass (passIntake) through the journal, and decided there once.
+func TestIntakeClaimsJournaled(t *testing.T) {
+	v := trustVault(t)
+	sd := session(t, v, "i-1")
+	put(t, sd, "first.md", "---\ntype: Fact\ntitle: First\n---\nguess\n")
+	old, oldIntake := groupFault, passIntake
+	defer func() { groupFault, passIntake = old, oldIntake }()
+	passIntake = time.Hour // the pass's age never ends the intake here
+	wrote := false
+	groupFault = func(p string) {
+		if p == "claim-journaled" && !wrote {
+			wrote = true
+			put(t, sd, "late.md", "---\ntype: Fact\ntitle: Late\n---\nanother guess\n")
+		}
+	}
+	g, err := Open(Options{Vault: v, AllowSameUser: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	s, err := g.Once()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Errors) > 0 || s.Pending != 2 {
+		ls, _ := os.ReadDir(sd)
+		t.Fatalf("one pass: %d pending, errors %v; want both drafts held, the late one taken in (wrote %v, inbox %v, %+v)", s.Pending, s.Errors, wrote, ls, s.Timing)
+	}
+	if left, _ := os.ReadDir(filepath.Join(g.StateDir(), claimsDir)); len(left) != 0 {
+		t.Errorf("claims left: %v", left)
 	}
 }

@@ -45,6 +45,11 @@ func listDir(fd int) ([]string, error) {
 	}
 	f := os.NewFile(uintptr(dup), "dir")
 	defer f.Close()
+	// The duplicate shares fd's position: a second listing (a pass's
+	// intake lists the inbox again) would start at the end.
+	if _, err := unix.Seek(dup, 0, io.SeekStart); err != nil {
+		return nil, err
+	}
 	return f.Readdirnames(-1)
 }
 
