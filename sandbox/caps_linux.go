@@ -96,8 +96,8 @@ func dropBoundingSet() error {
 // dropCapabilities empties the capability sets of every thread (ambient,
 // inheritable, permitted, effective) but keep (a mask of permitted and
 // effective capabilities the forker still needs to make the agent another
-// uid: CAP_SETUID, CAP_SETGID), and locks the securebits so that uid 0
-// regains nothing at execve. The other threads keep a bounding set they
+// uid, CAP_SETUID and CAP_SETGID, and to signal it, CAP_KILL), and locks
+// the securebits so that uid 0 regains nothing at execve. The other threads keep a bounding set they
 // can never use; the agent's execve as a non-root uid, with no file
 // capability and an empty bounding set, leaves it no capability at all.
 func dropCapabilities(keep uint64) error {

@@ -35,9 +35,10 @@ const ociInitArg = "oci"
 // user namespace, until it drops every one before forking the agent (as
 // in the namespace backend, whose init holds all of them there): chown of
 // the private pty, reading the idmapped writable paths for Landlock, the
-// agent's uid and gid, the bounding set drop, loopback up, and the
-// procfs mask fix-up (finishOCIRoot).
-var initCaps = []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_NET_ADMIN", "CAP_SYS_ADMIN"}
+// agent's uid and gid, signals forwarded to the agent (another uid), the
+// bounding set drop, loopback up, and the procfs mask fix-up
+// (finishOCIRoot).
+var initCaps = []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_KILL", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_NET_ADMIN", "CAP_SYS_ADMIN"}
 
 // containerRuntime is what differs between the container backends: the
 // helper that runs the bundle.
@@ -214,7 +215,11 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	cmd := rt.command(bundle, id, nfds, 3+nfds, 4+nfds)
 	cmd.ExtraFiles = append(slices.Clone(link.files), ctlR, pidW)
 	link.setStdio(cmd, spec)
-	defer guardPlaceholders(spec)()
+	release, err := guardPlaceholders(spec)
+	defer release()
+	if err != nil {
+		return nil, err
+	}
 
 	sigs, stopSigs := forwarded(spec)
 	defer stopSigs()

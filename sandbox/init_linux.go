@@ -149,8 +149,12 @@ func InitMain() {
 	var keep uint64
 	if cfg.AgentSwitch {
 		// The forker's child becomes the agent's uid between fork and
-		// exec; execve of a non-root uid leaves it no capability.
-		keep = 1<<unix.CAP_SETUID | 1<<unix.CAP_SETGID
+		// exec; execve of a non-root uid leaves it no capability. The
+		// forker thread signals the agent, another uid, for the launcher
+		// (forwarded SIGINT, SIGTERM…): without CAP_KILL kill(2) fails
+		// with EPERM and the signal is lost (TestRedteam3SigtermReachesAgent).
+		// It reaches only this user namespace, the sandbox's.
+		keep = 1<<unix.CAP_SETUID | 1<<unix.CAP_SETGID | 1<<unix.CAP_KILL
 		if cfg.AgentUID == 0 || cfg.AgentGID == 0 {
 			fail(ExitFedmemError, "identity", errors.New("refusing to run the agent as uid or gid 0"))
 		}

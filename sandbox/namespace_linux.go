@@ -88,9 +88,16 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	// init starts (the config, hence the root build, waits for them), off
 	// the start-up's critical path (issue 9); every return waits for them
 	// and releases them.
-	guarded := make(chan func(), 1)
-	go func() { guarded <- guardPlaceholders(spec) }()
-	placeholders := sync.OnceValue(func() func() { return <-guarded })
+	type guard struct {
+		release func()
+		err     error
+	}
+	guarded := make(chan guard, 1)
+	go func() {
+		release, err := guardPlaceholders(spec)
+		guarded <- guard{release, err}
+	}()
+	placeholders := sync.OnceValue(func() guard { return <-guarded })
 	// The session's cleanup, once the sandbox is gone (or never started):
 	// the session cgroup's removal (an rmdir of a v1 memory cgroup can take
 	// milliseconds) runs beside the placeholders' removal, and both are
@@ -104,7 +111,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			cg.Remove()
 		}()
 		closeIdmapped()
-		placeholders()()
+		placeholders().release()
 		<-removed
 	})
 	defer cleanup()
@@ -143,10 +150,10 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		if ok && idp.newgidmap != "" {
 			ok = <-mapped
 		}
-		if ok {
-			placeholders() // made before the init builds the root
-		}
-		return ok
+		// The placeholders are made (and their directories locked)
+		// before the init builds the root; if they cannot be guarded the
+		// init gets no config and the session is refused below.
+		return ok && placeholders().err == nil
 	})
 	cloned := monoNow()
 	if err := cmd.Start(); err != nil {
@@ -214,6 +221,9 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	}
 	cleanup()
 	Stamp("cleaned")
+	if g := placeholders(); g.err != nil {
+		return nil, g.err // the init got no config: nothing ran
+	}
 	pl.record(spec, res)
 	tmpFull.finish(res)
 	if pl.end(spec, res) {

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -240,7 +241,17 @@ func emptyROTmpfs(fd int, name string) error {
 // It also moves aside, after the session, every mounts.AfterSession name
 // that was absent before it and appeared (a planted .git/commondir), and
 // reports it as a "persistence" event.
-func guardPlaceholders(spec *Spec) (release func()) {
+//
+// The shared lock is waited for at most placeholderLockWait: another
+// session's cleanup holds the exclusive lock for milliseconds, but any
+// process that can open the directory can hold it for ever (a concurrent
+// session's agent whose writable workdir holds this one's), and a session
+// that waited for ever could only be ended by SIGKILL (fedmem-run holds
+// the forwarded signals). Past the wait the session is refused (err, stage
+// "protect", naming the directory) rather than run with placeholders that
+// another cleanup could detach; release is then still called: it removes
+// what it can (the placeholders of the directories it did lock).
+func guardPlaceholders(spec *Spec) (release func(), err error) {
 	pl := spec.Plan
 	// Filesystem timestamps are coarse (a jiffy): 100 ms of slack makes a
 	// repository made right at the start count as new.
@@ -259,6 +270,7 @@ func guardPlaceholders(spec *Spec) (release func()) {
 		makePlaceholder(m)
 	}
 	locks := map[string]int{}
+	var refused error
 	for _, m := range pl.Mounts {
 		dir := filepath.Dir(m.Target)
 		if _, ok := locks[dir]; ok || m.Kind != mounts.Protected {
@@ -268,9 +280,19 @@ func guardPlaceholders(spec *Spec) (release func()) {
 			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 		})
-		if err == nil && unix.Flock(fd, unix.LOCK_SH) != nil {
-			unix.Close(fd)
-			err = unix.EBADF
+		if err == nil {
+			wait := placeholderLockWait
+			if refused != nil {
+				wait = 0 // refused already: one bounded wait per session
+			}
+			if lerr := flockShared(fd, wait); lerr != nil {
+				unix.Close(fd)
+				err = lerr
+				if errors.Is(lerr, unix.EWOULDBLOCK) && refused == nil {
+					refused = &Error{Code: ExitFedmemError, Stage: "protect", Msg: fmt.Sprintf(
+						"%s: another process has held an exclusive flock(2) on it for %s (another session's cleanup takes milliseconds; a process of a concurrent session can hold it for ever): refusing to run with placeholders there unguarded", dir, placeholderLockWait)}
+				}
+			}
 		}
 		if err != nil {
 			fd = -1 // not ours to clean
@@ -320,6 +342,28 @@ func guardPlaceholders(spec *Spec) (release func()) {
 		// After the removals: a placeholder another session left at
 		// .git, removed above, is not a repository born in this one.
 		sweepNestedRepos(spec, start)
+	}, refused
+}
+
+// placeholderLockWait bounds the wait for a protected directory's shared
+// lock (guardPlaceholders).
+const placeholderLockWait = 10 * time.Second
+
+// flockShared takes a shared flock(2) on fd, waiting at most wait (polling
+// with LOCK_NB, so the wait is bounded); EWOULDBLOCK once it has passed.
+func flockShared(fd int, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	pause := 200 * time.Microsecond
+	for {
+		err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != unix.EWOULDBLOCK || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(pause) // no event to wait on: flock(2) has no timeout
+		pause = min(2*pause, 50*time.Millisecond)
 	}
 }
 
