@@ -130,3 +130,103 @@ func TestRedteam4NestedSessionDetachesProtection(t *testing.T) {
 		}
 	}
 }
+
+// TestRedteam4NestedSessionSwapsWorkdir: what session B's fedmem-run does
+// after the session — quarantine a new .git/commondir, sweep the workdir
+// for repositories the agent made or reconfigured — it does by path, and
+// session A's agent (writable work/) renames work/sub away (work/sub is a
+// mount point only in B's namespace: B's mounts follow the directory) and
+// leaves an empty directory at work/sub before A ends. B's agent then
+// points work/sub/.git/commondir at a common directory of its own whose
+// config runs core.fsmonitor (commondir is not held: Git dies on a
+// placeholder; it is moved aside after the session), or rewrites
+// .git/config after A also removed it (detach). B's cleanup finds no
+// commondir at work/sub and sweeps an empty directory: the user's project,
+// at work/sub.moved, keeps the agent's hook when they move it back.
+func TestRedteam4NestedSessionSwapsWorkdir(t *testing.T) {
+	for _, l := range []layout{{name: "beside/root"}, {name: "beside/user", gateOwned: true, user: true}} {
+		for _, c := range []struct {
+			name   string
+			detach string // session A's agent, besides the swap
+			plant  string // session B's agent, after the swap
+		}{
+			{name: "commondir", plant: "mkdir -p evil/hooks evil/refs evil/objects && printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = echo RT4-PLANT\\n' > evil/config && echo ../evil > .git/commondir"},
+			{name: "config", detach: "rm -f sub/.git/config && ", plant: "git config core.fsmonitor 'echo RT4-PLANT'"},
+		} {
+			t.Run(l.name+"/"+c.name, func(t *testing.T) {
+				e := setup(t, l)
+				sub := filepath.Join(e.workdir, "sub")
+				moved := sub + ".moved"
+				must(t, os.Mkdir(sub, 0o755))
+				if out, err := testutil.Git(sub, "init", "-q"); err != nil {
+					t.Fatalf("%v: %s", err, out)
+				}
+				if l.user {
+					must(t, testutil.ChownTree(sub, agentUID, agentUID))
+				}
+				b := *e
+				b.workdir = sub
+				ctxB, cancelB := context.WithTimeout(context.Background(), 3*time.Minute)
+				defer cancelB()
+				cmdB := b.command(ctxB, filepath.Join(e.outDir, "b.json"), nil, "sh", "-c", "echo up; read x; "+c.plant+" && echo planted")
+				outR, outW, err := os.Pipe()
+				must(t, err)
+				inR, inW, err := os.Pipe()
+				must(t, err)
+				var seB bytes.Buffer
+				cmdB.Stdin, cmdB.Stdout, cmdB.Stderr = inR, outW, &seB
+				must(t, cmdB.Start())
+				outW.Close()
+				inR.Close()
+				waitedB := make(chan error, 1)
+				go func() { waitedB <- cmdB.Wait() }()
+				defer func() {
+					inW.Close()
+					select {
+					case <-waitedB:
+					case <-time.After(time.Minute):
+						_ = cmdB.Process.Kill()
+						<-waitedB
+					}
+				}()
+				rB := bufio.NewReader(outR)
+				if line, _ := rB.ReadString('\n'); strings.TrimSpace(line) != "up" {
+					t.Fatalf("session B's agent said %q, want up\nstderr:\n%s", line, seB.Bytes())
+				}
+				rA := e.run(t, nil, "sh", "-c", c.detach+"mv sub sub.moved && mkdir sub && echo swapped")
+				t.Logf("session A: exit %d, stdout %q, stderr %s", rA.code, rA.stdout, rA.stderr)
+
+				_, err = io.WriteString(inW, "go\n")
+				must(t, err)
+				inW.Close()
+				rest, _ := io.ReadAll(rB)
+				var werr error
+				select {
+				case werr = <-waitedB:
+				case <-time.After(2 * time.Minute):
+					_ = cmdB.Process.Kill()
+					werr = <-waitedB
+				}
+				waitedB <- werr
+				t.Logf("session B: exit %d, stdout after up %q\nstderr:\n%s", exitCode(werr), rest, seB.Bytes())
+
+				// The user moves the project back and runs git there:
+				// what git reads is what matters.
+				for _, dir := range []string{sub, moved} {
+					out, _ := testutil.Git(dir, "config", "--get", "core.fsmonitor")
+					if strings.Contains(out, "RT4-PLANT") {
+						t.Fatalf("BREACH git in %s reads session B's agent's core.fsmonitor after both sessions (session A's agent moved work/sub away during B; B's cleanup and sweep went by path)", dir)
+					}
+				}
+				if bytes.Contains(rest, []byte("planted")) {
+					q, _ := filepath.Glob(filepath.Join(moved, ".git*.fedmem-quarantined-*"))
+					q2, _ := filepath.Glob(filepath.Join(moved, ".git", "*.fedmem-quarantined-*"))
+					if len(q)+len(q2) == 0 {
+						t.Fatalf("session B's agent planted in %s but nothing there was quarantined", moved)
+					}
+					t.Logf("quarantined: %v %v", q, q2)
+				}
+			})
+		}
+	}
+}
