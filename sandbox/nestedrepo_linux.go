@@ -36,7 +36,8 @@ func nestedRoots(pl *mounts.Plan) []string {
 	return out
 }
 
-// sweepNestedRepos runs after the sandbox is gone (guarantee 6). Git
+// sweepNestedRepos runs after the sandbox is gone (guarantee 6), on the
+// roots (nestedRoots) opened at the session's start. Git
 // discovers a repository in any directory: a `.git` the agent made in a
 // subdirectory (or a bare layout: HEAD, objects/, refs/) with
 // core.fsmonitor or hooks runs its code on the user's next `git status`
@@ -60,15 +61,9 @@ func nestedRoots(pl *mounts.Plan) []string {
 // nestedMaxDepth levels it stops and reports the root as unchecked
 // ("persistence" event with an error): what it did not see it cannot vouch
 // for.
-func sweepNestedRepos(spec *Spec, start time.Time) {
-	pl := spec.Plan
-	for _, root := range nestedRoots(pl) {
-		fd, err := openNoLinks(root)
-		if err != nil {
-			continue
-		}
+func sweepNestedRepos(spec *Spec, roots map[string]int, start time.Time) {
+	for root, fd := range roots {
 		dfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		unix.Close(fd)
 		if err != nil {
 			continue
 		}
