@@ -45,6 +45,11 @@ func listDir(fd int) ([]string, error) {
 	}
 	f := os.NewFile(uintptr(dup), "dir")
 	defer f.Close()
+	// The duplicate shares fd's position: a second listing (a pass's
+	// intake lists the inbox again) would start at the end.
+	if _, err := unix.Seek(dup, 0, io.SeekStart); err != nil {
+		return nil, err
+	}
 	return f.Readdirnames(-1)
 }
 
@@ -142,15 +147,15 @@ func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, error) {
 		}
 		c := Claim{ID: newClaimID(g.now()), Session: sess, Name: n, NameRaw: []byte(n), FirstSeen: g.now().UTC(),
 			Stat: &DraftOwner{UID: int(st.Uid), Mode: st.Mode & 0o7777, Ino: st.Ino, Ctime: time.Unix(st.Ctim.Unix()).UTC()}}
-		meta := g.statePath(claimsDir, c.ID+".json")
-		if err := writeJSON(meta, c); err != nil {
+		if err := g.journalClaim(c); err != nil {
 			return out, errors.Join(append(errs, err)...)
 		}
+		groupFault("claim-journaled")
 		// renameat2(RENAME_NOREPLACE) moves the entry itself — a symlink,
 		// FIFO or socket is moved, never followed.
 		err := unix.Renameat2(sfd, n, cfd, c.ID+".draft", unix.RENAME_NOREPLACE)
 		if err != nil {
-			os.Remove(meta)
+			// The record stays in the journal, dead: its draft is not here.
 			if errors.Is(err, unix.ENOENT) {
 				continue // gone since listing
 			}
@@ -245,8 +250,8 @@ func shellQuote(s string) string {
 // "unreadable-ID-name" when that is taken) and drops the claim record: no
 // decision was made on bytes the gate never read.
 func (g *Gate) returnClaim(cfd int, id string) error {
-	var c Claim
-	if err := readJSON(g.statePath(claimsDir, id+".json"), &c); err != nil {
+	c, err := g.claimRecord(id)
+	if err != nil {
 		return err
 	}
 	in, err := g.openInbox()
@@ -273,7 +278,10 @@ func (g *Gate) returnClaim(cfd int, id string) error {
 	}
 	_ = unix.Fsync(sfd)
 	g.note("returned", map[string]string{"id": id, "session": c.Session, "name": name})
-	return os.Remove(g.statePath(claimsDir, id+".json"))
+	if c.legacy {
+		return os.Remove(g.statePath(claimsDir, id+".json"))
+	}
+	return nil // the journal's record is dead: its draft is gone
 }
 
 // readResult is what reading a claimed entry produced.

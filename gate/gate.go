@@ -66,11 +66,19 @@ type Gate struct {
 	rates *rates
 	// mu serialises passes and reviews (one writer of state and refs).
 	mu sync.Mutex
+	// journal is the pass's claim journal, open from its first claim to
+	// its end; claimRecs holds the live claims' records, read from the
+	// journals by openClaims (claimjournal.go).
+	journal   *os.File
+	recMu     sync.Mutex
+	claimRecs map[string]Claim
 	// pass is the open group of a pass (groupcommit.go); nil outside Once.
 	pass *pass
 	// groups maps a draft id to the base its group marker records
 	// (groupcommit.go); nil until read.
 	groups map[string]plumbing.Hash
+	// rec records a pass's decisions off its goroutine (asyncrecord.go).
+	rec *recorder
 	// flushCost is what flushing a group inside a pass has cost lately
 	// (run.go, groupDue).
 	flushCost time.Duration
@@ -197,6 +205,7 @@ func (g *Gate) Once() (*Summary, error) {
 	tm := startTiming()
 	g.beginPass()
 	defer g.endPass()
+	defer g.closeJournal()
 	pol, err := g.Policy()
 	if err != nil {
 		return nil, err
@@ -255,9 +264,12 @@ func (g *Gate) Once() (*Summary, error) {
 		return ids
 	}
 	intake(sessions)
-	ids, err := g.openClaims()
+	ids, orphans, err := g.openClaims()
 	if err != nil {
 		return s, err
+	}
+	for _, id := range orphans {
+		s.Errors = append(s.Errors, fmt.Sprintf("claim %s: claims/%s.draft has no claim record (lost with a power failure between the record and the move?): left there, undecided", id, id))
 	}
 	tm.lap(&tm.ClaimMs)
 	tm.Claims = len(ids)
@@ -283,6 +295,8 @@ func (g *Gate) Once() (*Summary, error) {
 	tm.lap(&tm.DecideMs)
 	tm.Groups++
 	if err := g.endPass(); err != nil {
+		s.Errors = append(s.Errors, err.Error())
+	} else if err := g.dropDeadJournals(); err != nil {
 		s.Errors = append(s.Errors, err.Error())
 	}
 	tm.lap(&tm.PublishMs)
@@ -353,26 +367,52 @@ func (g *Gate) decideBatch(in *inbox, pol *policy.Policy, s *Summary, ids []stri
 	}
 }
 
-// openClaims lists claim ids in claims/, oldest first, cleaning up records
-// whose draft never arrived (a crash between the record and the rename: the
-// draft is then still in the inbox and is claimed again).
-func (g *Gate) openClaims() ([]string, error) {
+// openClaims lists claim ids in claims/, oldest first: the drafts there
+// with a record in a claim journal (claimjournal.go) or an older gate's
+// claims/ID.json. Records whose draft never arrived (a crash between the
+// record and the rename: the draft is then still in the inbox and is
+// claimed again) are dropped. orphans are the drafts with no record.
+func (g *Gate) openClaims() (ids, orphans []string, err error) {
 	ents, err := os.ReadDir(g.statePath(claimsDir))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	have := map[string]bool{}
+	var names []string
 	for _, e := range ents {
 		have[e.Name()] = true
+		names = append(names, e.Name())
 	}
 	// Group markers: kept while one of their drafts is claimed.
-	if err := g.loadGroupMarkers(func(id string) bool { return have[id+".json"] }); err != nil {
-		return nil, err
+	if err := g.loadGroupMarkers(func(id string) bool { return have[id+".draft"] || have[id+".json"] }); err != nil {
+		return nil, nil, err
 	}
-	var ids []string
+	recs, err := g.loadJournals(names, func(id string) bool { return have[id+".draft"] })
+	if err != nil {
+		return nil, nil, err
+	}
+	g.recMu.Lock()
+	g.claimRecs = recs
+	g.recMu.Unlock()
+	ids = make([]string, 0, len(recs))
+	for id := range recs {
+		ids = append(ids, id)
+	}
+	for n := range have {
+		if id, ok := strings.CutSuffix(n, ".draft"); ok && validClaimID(id) && !have[id+".json"] {
+			if _, ok := recs[id]; !ok {
+				orphans = append(orphans, id)
+			}
+		}
+	}
+	sort.Strings(orphans)
+	// Records of older gates: a file per claim.
 	for n := range have {
 		id, ok := strings.CutSuffix(n, ".json")
 		if !ok || !validClaimID(id) {
+			continue
+		}
+		if _, ok := recs[id]; ok {
 			continue
 		}
 		if have[id+".draft"] {
@@ -386,7 +426,7 @@ func (g *Gate) openClaims() ([]string, error) {
 		}
 	}
 	sort.Strings(ids)
-	return ids, nil
+	return ids, orphans, nil
 }
 
 // process takes one claim to a recorded decision. It is idempotent: run again
@@ -397,10 +437,11 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 	if pf != nil && pf.err != nil {
 		pf = nil // read again now: the same path as without a read ahead
 	}
+	var err error
 	var c Claim
 	if pf != nil {
 		c = pf.c
-	} else if err := readJSON(g.statePath(claimsDir, id+".json"), &c); err != nil {
+	} else if c, err = g.claimRecord(id); err != nil {
 		return nil, err
 	}
 	if d, err := g.loadDecision(id); err != nil {
@@ -410,7 +451,6 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 	}
 	d := &Decision{ID: id, Session: c.Session, Draft: c.Name, DraftRaw: c.NameRaw, FirstSeen: c.FirstSeen}
 	var rr readResult
-	var err error
 	if pf != nil {
 		rr = pf.rr
 	} else if rr, err = g.readClaim(id, pol.MaxDraftBytes); err != nil {
@@ -447,6 +487,9 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 			g.countAuto(d)
 		}
 		return d, nil
+	}
+	if g.recordingSum(rr.Sum) {
+		g.drainRecords() // the same content is being recorded: see it first
 	}
 	if g.pendingSum(rr.Sum) {
 		// The same content is promoted in the open group: publish it first,
@@ -612,48 +655,78 @@ func (g *Gate) finish(in *inbox, c Claim, d *Decision, pendingBytes []byte) erro
 	if g.deferFinish(in, c, d) {
 		return nil // its commit is in the open group: recorded once published
 	}
-	if d.Decided.IsZero() {
-		d.Decided = g.now().UTC()
-		if pendingBytes != nil {
-			if err := writeAtomic(g.statePath(pendingDir, d.ID+".draft"), pendingBytes, 0o600); err != nil {
-				return err
-			}
-		}
-		// The audit entry goes first: a crash before the decision record
-		// repeats it (at least once), never loses it.
-		var rules []string
-		for _, r := range d.Reasons {
-			rules = append(rules, r.Rule)
-		}
-		if _, err := g.audit.Append("decision", map[string]any{"id": d.ID, "session": d.Session, "draft": d.Draft, "sha256": d.SHA256,
-			"state": d.State, "rules": rules, "path": d.Path, "commit": d.Commit, "duplicate_of": d.DuplicateOf}); err != nil {
-			return err
-		}
-		if err := writeJSON(g.statePath(decisionsDir, d.ID+".json"), d); err != nil {
-			return err
-		}
-		if d.SHA256 != "" && d.DuplicateOf == "" {
-			if err := writeJSON(g.statePath(seenDir, d.SHA256+".json"), seenRecord{d.ID, d.State}); err != nil {
-				return err
-			}
-		}
-		g.log.Info("decided", "id", d.ID, "state", d.State, "path", d.Path)
+	if g.recordAsync(in, c, d, pendingBytes) {
+		return nil // recorded off the pass's goroutine (asyncrecord.go)
 	}
-	cleanup := func() error {
+	if err := g.record(d, pendingBytes); err != nil {
+		return err
+	}
+	cleanup := g.cleanupFor(in, c, d)
+	if g.deferCleanup(cleanup) {
+		return nil // after the group's barrier: the decision is durable first
+	}
+	return cleanup()
+}
+
+// record writes d's decision: pending copy, audit entry, decision, seen
+// index; for a decision already recorded, the seen index a killed gate may
+// have missed.
+func (g *Gate) record(d *Decision, pendingBytes []byte) error {
+	if !d.Decided.IsZero() {
+		if d.SHA256 != "" && d.DuplicateOf == "" {
+			// Decided by a gate killed before the seen record: record it
+			// now (kept when it is there).
+			return g.linkSeen(d)
+		}
+		return nil
+	}
+	d.Decided = g.now().UTC()
+	if pendingBytes != nil {
+		if err := writeAtomic(g.statePath(pendingDir, d.ID+".draft"), pendingBytes, 0o600); err != nil {
+			return err
+		}
+	}
+	// The audit entry goes first: a crash before the decision record
+	// repeats it (at least once), never loses it.
+	var rules []string
+	for _, r := range d.Reasons {
+		rules = append(rules, r.Rule)
+	}
+	if _, err := g.audit.Append("decision", map[string]any{"id": d.ID, "session": d.Session, "draft": d.Draft, "sha256": d.SHA256,
+		"state": d.State, "rules": rules, "path": d.Path, "commit": d.Commit, "duplicate_of": d.DuplicateOf}); err != nil {
+		return err
+	}
+	if err := writeJSON(g.statePath(decisionsDir, d.ID+".json"), d); err != nil {
+		return err
+	}
+	groupFault("decided")
+	if d.SHA256 != "" && d.DuplicateOf == "" {
+		if err := g.linkSeen(d); err != nil {
+			return err
+		}
+	}
+	g.log.Info("decided", "id", d.ID, "state", d.State, "path", d.Path)
+	return nil
+}
+
+// cleanupFor is the end of finish: the receipt, then removal of the
+// marker and of the claimed draft (its claim is live until then).
+func (g *Gate) cleanupFor(in *inbox, c Claim, d *Decision) func() error {
+	return func() error {
 		if err := g.writeReceipt(in, c.Session, c.rawName(), receiptJSON(d)); err != nil {
 			g.log.Warn("receipt not written", "id", d.ID, "err", err)
 			g.note("receipt-failed", map[string]string{"id": d.ID, "error": err.Error()})
 		}
 		os.Remove(g.statePath(committingDir, d.ID))
+		groupFault("receipted")
 		if err := os.RemoveAll(g.statePath(claimsDir, c.ID+".draft")); err != nil {
 			return err
 		}
-		return os.Remove(g.statePath(claimsDir, c.ID+".json"))
+		if c.legacy {
+			return os.Remove(g.statePath(claimsDir, c.ID+".json"))
+		}
+		return nil
 	}
-	if g.deferCleanup(cleanup) {
-		return nil // after the group's barrier: the decision is durable first
-	}
-	return cleanup()
 }
 
 // Receipt is what an agent reads in .receipts/<draft>.json. The gate never

@@ -314,10 +314,15 @@ func (g *Gate) deferCleanup(f func() error) bool {
 // group, and are joined before the next group's end starts and at endPass.
 // The order each draft's files reach the disk is the same as before:
 // claim and marker, branch, decision, then receipt and removal of the claim.
-func (g *Gate) flushPass() error {
+func (g *Gate) flushPass() (err error) {
 	p := g.pass
 	if p == nil {
 		return nil
+	}
+	// Decisions recorded in the background (asyncrecord.go) are covered
+	// by this flush's barriers.
+	if rerr := g.drainRecords(); rerr != nil {
+		defer func() { err = errors.Join(rerr, err) }()
 	}
 	p.drafts = 0
 	marker, err := g.writeGroupMarker(p)

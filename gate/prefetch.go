@@ -81,7 +81,7 @@ func (g *Gate) startPrefetch(ids []string, maxBytes int64) *prefetcher {
 
 func (g *Gate) prefetchOne(id string, maxBytes int64) *prefetched {
 	pf := &prefetched{}
-	if pf.err = readJSON(g.statePath(claimsDir, id+".json"), &pf.c); pf.err != nil {
+	if pf.c, pf.err = g.claimRecord(id); pf.err != nil {
 		return pf
 	}
 	if d, err := g.loadDecision(id); err != nil || d != nil {

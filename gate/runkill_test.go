@@ -73,7 +73,11 @@ func TestGateRunKillNineBurst(t *testing.T) {
 	var proc *exec.Cmd
 	var gateOut strings.Builder
 	claimed := make(chan struct{}, 1024)
+	var ready chan struct{} // closed once this gate process has its signal handler ("gate running")
 	start := func() {
+		up := make(chan struct{})
+		ready = up
+		var once sync.Once
 		cmd := exec.Command(bin, "gate", "run", "--vault", v, "--allow-same-user", "--interval", "200ms")
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
@@ -89,6 +93,9 @@ func TestGateRunKillNineBurst(t *testing.T) {
 				gmu.Lock()
 				gateOut.WriteString(l + "\n")
 				gmu.Unlock()
+				if strings.Contains(l, `"msg":"gate running"`) {
+					once.Do(func() { close(up) })
+				}
 				if strings.Contains(l, `"msg":"claimed"`) {
 					select {
 					case claimed <- struct{}{}:
@@ -183,6 +190,14 @@ func TestGateRunKillNineBurst(t *testing.T) {
 		case <-claimed:
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+	// SIGTERM once the last gate handles it: every receipt may have been
+	// written by the killed gates already, before this one is up.
+	select {
+	case <-ready:
+	case <-time.After(time.Minute):
+		proc.Process.Kill()
+		t.Fatalf("the last gate never said it was running\n%s", gateOut.String())
 	}
 	proc.Process.Signal(syscall.SIGTERM)
 	if err := proc.Wait(); err != nil {

@@ -24,11 +24,14 @@ const (
 //
 //	lock                 flock held by the running gate
 //	audit.jsonl, .head   the audit log (package audit)
-//	claims/ID.json       claim record, written before the draft is moved
+//	claims/J-*.jsonl     claim journal of a pass: one record per line, each
+//	                     appended before its draft is moved (claimjournal.go)
+//	claims/ID.json       claim record of an older gate (still read)
 //	claims/ID.draft      the draft, moved out of the inbox
 //	decisions/ID.json    the decision (authoritative)
 //	pending/ID.draft     bytes of a draft held for review
-//	seen/SHA256.json     first decision taken on that content
+//	seen/SHA256.json     first decision taken on that content (a hard link
+//	                     to decisions/ID.json, or an {id, state} record)
 const (
 	claimsDir    = "claims"
 	decisionsDir = "decisions"
@@ -48,6 +51,9 @@ type Claim struct {
 	// Stat is the entry as lstat(2) saw it in the session folder, before
 	// the gate moved it (nil in claims made by older gates).
 	Stat *DraftOwner `json:"stat,omitempty"`
+	// legacy: the record is a claims/ID.json file (an older gate's), not
+	// a line of a claim journal; it is removed with the draft.
+	legacy bool
 }
 
 // rawName is the entry's exact name in the inbox.
@@ -95,6 +101,9 @@ type Decision struct {
 // through a descriptor it kept) and was moved back into the inbox, unread.
 var errReturned = errors.New("draft unreadable; returned to the inbox")
 
+// seenRecord is what loadSeen reads from seen/SHA256.json: a decision
+// (the file is a hard link to decisions/ID.json, linkSeen) or the {id,
+// state} record a review writes.
 type seenRecord struct {
 	ID    string `json:"id"`
 	State string `json:"state"`
@@ -210,6 +219,27 @@ func (g *Gate) loadDecision(id string) (*Decision, error) {
 		return nil, err
 	}
 	return &d, nil
+}
+
+// linkSeen records d as the first decision taken on its content: a hard
+// link seen/SHA256.json to its decision file (no new inode, nothing more
+// to fsync than the folder). A record already there is kept: it is the
+// first (or d's own, when a crashed gate linked it already).
+func (g *Gate) linkSeen(d *Decision) error {
+	dst := g.statePath(seenDir, d.SHA256+".json")
+	err := os.Link(g.statePath(decisionsDir, d.ID+".json"), dst)
+	switch {
+	case errors.Is(err, os.ErrExist):
+		return nil
+	case err != nil:
+		// A filesystem without hard links: the record itself.
+		return writeJSON(dst, seenRecord{d.ID, d.State})
+	}
+	if lz := lazyFor(dst); lz != nil {
+		lz.addDir(filepath.Dir(dst))
+		return nil
+	}
+	return syncDir(filepath.Dir(dst))
 }
 
 func (g *Gate) loadSeen(sum string) (*seenRecord, error) {
