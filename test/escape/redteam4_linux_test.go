@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/fedmem/fedmem/test/testutil"
 )
 
@@ -51,6 +53,7 @@ func TestRedteam4NestedSessionDetachesProtection(t *testing.T) {
 					if out, err := testutil.Git(sub, "init", "-q"); err != nil {
 						t.Fatalf("%v: %s", err, out)
 					}
+					olderThanSweepSlack(t, filepath.Join(sub, ".git"))
 				}
 				if l.user {
 					must(t, testutil.ChownTree(sub, agentUID, agentUID))
@@ -161,6 +164,7 @@ func TestRedteam4NestedSessionSwapsWorkdir(t *testing.T) {
 				if out, err := testutil.Git(sub, "init", "-q"); err != nil {
 					t.Fatalf("%v: %s", err, out)
 				}
+				olderThanSweepSlack(t, filepath.Join(sub, ".git"))
 				if l.user {
 					must(t, testutil.ChownTree(sub, agentUID, agentUID))
 				}
@@ -228,5 +232,23 @@ func TestRedteam4NestedSessionSwapsWorkdir(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// olderThanSweepSlack waits until the user's repository at p was made more
+// than the sweep's slack (100 ms, sandbox/protect_linux.go) before now: a
+// session started within it counts the repository as born in it and
+// quarantines it, which would hide the attack (the test passed on main in
+// 4 subtests of 8 in one run without this).
+func olderThanSweepSlack(t *testing.T, p string) {
+	t.Helper()
+	var sx unix.Statx_t
+	must(t, unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME|unix.STATX_CTIME, &sx))
+	ts := sx.Ctime
+	if sx.Mask&unix.STATX_BTIME != 0 {
+		ts = sx.Btime
+	}
+	if d := time.Until(time.Unix(ts.Sec, int64(ts.Nsec)).Add(200 * time.Millisecond)); d > 0 {
+		time.Sleep(d) // the condition is the clock itself
 	}
 }
