@@ -36,7 +36,8 @@ func nestedRoots(pl *mounts.Plan) []string {
 	return out
 }
 
-// sweepNestedRepos runs after the sandbox is gone (guarantee 6). Git
+// sweepNestedRepos runs after the sandbox is gone (guarantee 6), on the
+// roots (nestedRoots) opened at the session's start. Git
 // discovers a repository in any directory: a `.git` the agent made in a
 // subdirectory (or a bare layout: HEAD, objects/, refs/) with
 // core.fsmonitor or hooks runs its code on the user's next `git status`
@@ -49,26 +50,20 @@ func nestedRoots(pl *mounts.Plan) []string {
 // and the HEAD of every bare layout born during it — each reported as a
 // "persistence" event. The walk never follows a link (every directory is
 // opened O_NOFOLLOW relative to its parent's descriptor, renames are
-// relative to it too), stays on the root's filesystem and skips the
-// mounts the plan protects. Past nestedMaxEntries entries or
+// relative to it too) and stays on the root's filesystem. It does not
+// skip the names the plan protected: on the host those mounts exist only
+// in the sandbox's namespace, and a process outside it (a concurrent
+// session's agent whose writable workdir holds this one's, or a host
+// process replacing .git/config) that unlinks or replaces one detaches it
+// there (Linux >= 3.18), after which this session's agent may write the
+// name (TestRedteam4NestedSessionDetachesProtection). Only a placeholder
+// still held by a session (an empty mode-0000 .git) is passed over. Past nestedMaxEntries entries or
 // nestedMaxDepth levels it stops and reports the root as unchecked
 // ("persistence" event with an error): what it did not see it cannot vouch
 // for.
-func sweepNestedRepos(spec *Spec, start time.Time) {
-	pl := spec.Plan
-	skip := map[string]bool{}
-	for _, m := range pl.Mounts {
-		if m.Kind == mounts.Protected || m.Kind == mounts.Pinned {
-			skip[m.Target] = true
-		}
-	}
-	for _, root := range nestedRoots(pl) {
-		fd, err := openNoLinks(root)
-		if err != nil {
-			continue
-		}
+func sweepNestedRepos(spec *Spec, roots map[string]int, start time.Time) {
+	for root, fd := range roots {
 		dfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		unix.Close(fd)
 		if err != nil {
 			continue
 		}
@@ -77,7 +72,7 @@ func sweepNestedRepos(spec *Spec, start time.Time) {
 			unix.Close(dfd)
 			continue
 		}
-		w := &nestedWalk{spec: spec, start: start, dev: st.Dev, skip: skip}
+		w := &nestedWalk{spec: spec, start: start, dev: st.Dev}
 		if err := w.dir(dfd, root, 0); err != nil {
 			emit(spec, "persistence", map[string]any{"path": root, "error": err.Error() + ": repositories beyond were not checked"})
 		}
@@ -88,7 +83,6 @@ type nestedWalk struct {
 	spec    *Spec
 	start   time.Time
 	dev     uint64
-	skip    map[string]bool
 	entries int
 }
 
@@ -173,7 +167,7 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 			has[n] = st.Mode & unix.S_IFMT
 		}
 	}
-	if _, ok := has[".git"]; ok && !w.skip[filepath.Join(p, ".git")] {
+	if _, ok := has[".git"]; ok && !heldPlaceholder(dfd, ".git") {
 		switch {
 		case w.bornDuring(dfd, ".git"):
 			w.quarantine(dfd, p, ".git", "a repository made during the session: its config and hooks are the agent's")
@@ -181,14 +175,14 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 			w.quarantine(dfd, p, ".git", "a repository whose config, commondir or hooks changed during the session")
 		}
 	}
-	if has["objects"] == unix.S_IFDIR && has["refs"] == unix.S_IFDIR && has["HEAD"] != 0 && !w.skip[p] {
+	if has["objects"] == unix.S_IFDIR && has["refs"] == unix.S_IFDIR && has["HEAD"] != 0 {
 		if w.bornDuring(dfd, "HEAD") || w.changedDuring(dfd, "config") || w.changedDuring(dfd, "hooks") {
 			w.quarantine(dfd, p, "HEAD", "a bare repository layout made or reconfigured during the session")
 		}
 		return nil // a git directory: nothing to find inside
 	}
 	for _, n := range names {
-		if has[n] != unix.S_IFDIR || n == ".git" || w.skip[filepath.Join(p, n)] {
+		if has[n] != unix.S_IFDIR || n == ".git" {
 			continue
 		}
 		cfd, err := unix.Openat(dfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -205,6 +199,46 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 		}
 	}
 	return nil
+}
+
+// heldPlaceholder reports whether name in dfd is a placeholder mount point
+// (mode 0000, and empty: a regular file of size 0, or a directory holding
+// nothing but such placeholders — a concurrent session that found another
+// one's placeholder .git protected the names inside it) — one a session may
+// still hold: renaming it would move that session's mounts along and free
+// the name there. A mode-0000 directory with anything else in it is not
+// one (a root caller's git reads it regardless of its mode); one this
+// process cannot list, git as the same user cannot read either.
+func heldPlaceholder(dfd int, name string) bool {
+	return heldPlaceholderDepth(dfd, name, 0)
+}
+
+func heldPlaceholderDepth(dfd int, name string, depth int) bool {
+	var st unix.Stat_t
+	if depth > 8 || unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&0o7777 != 0 {
+		return false
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return st.Size == 0
+	case unix.S_IFDIR:
+		fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return errors.Is(err, unix.EACCES)
+		}
+		defer unix.Close(fd)
+		names, err := readNames(fd)
+		if err != nil {
+			return false
+		}
+		for _, n := range names {
+			if !heldPlaceholderDepth(fd, n, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func readNames(fd int) ([]string, error) {

@@ -256,10 +256,27 @@ func guardPlaceholders(spec *Spec) (release func(), err error) {
 	// Filesystem timestamps are coarse (a jiffy): 100 ms of slack makes a
 	// repository made right at the start count as new.
 	start := time.Now().Add(-100 * time.Millisecond)
-	var watch []string
+	// What is done after the session is done through directories opened
+	// now, never by path then: a concurrent session's agent whose writable
+	// workdir holds this one's can rename the workdir away during the
+	// session and leave another directory at its name
+	// (TestRedteam4NestedSessionSwapsWorkdir).
+	type watched struct {
+		path string
+		dir  int
+	}
+	var watch []watched
 	for _, p := range pl.QuarantineCandidates() {
 		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
-			watch = append(watch, p)
+			if fd, err := openNoLinks(filepath.Dir(p)); err == nil {
+				watch = append(watch, watched{p, fd})
+			}
+		}
+	}
+	roots := map[string]int{}
+	for _, r := range nestedRoots(pl) {
+		if fd, err := openNoLinks(r); err == nil {
+			roots[r] = fd
 		}
 	}
 	// The mount points of absent names are made here, on the host, as the
@@ -300,8 +317,9 @@ func guardPlaceholders(spec *Spec) (release func(), err error) {
 		locks[dir] = fd
 	}
 	return func() {
-		for _, p := range watch {
-			quarantine(spec, p)
+		for _, w := range watch {
+			quarantine(spec, w.dir, w.path)
+			unix.Close(w.dir)
 		}
 		// Deepest first: a directory this session found at a protected
 		// name may be another session's placeholder (a concurrent session
@@ -341,7 +359,10 @@ func guardPlaceholders(spec *Spec) (release func(), err error) {
 		}
 		// After the removals: a placeholder another session left at
 		// .git, removed above, is not a repository born in this one.
-		sweepNestedRepos(spec, start)
+		sweepNestedRepos(spec, roots, start)
+		for _, fd := range roots {
+			unix.Close(fd)
+		}
 	}, refused
 }
 
@@ -385,20 +406,15 @@ func removePlaceholder(dirfd int, name string) {
 }
 
 // quarantine renames p, if it exists now, to p.fedmem-quarantined-SESSION
-// in the same directory (reached without following a link) and reports it.
-func quarantine(spec *Spec, p string) {
+// in its directory, open at pfd since the session's start, and reports it.
+func quarantine(spec *Spec, pfd int, p string) {
 	dir, name := filepath.Split(p)
-	pfd, err := openNoLinks(strings.TrimSuffix(dir, "/"))
-	if err != nil {
-		return
-	}
-	defer unix.Close(pfd)
 	var st unix.Stat_t
 	if unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return
 	}
 	to := name + ".fedmem-quarantined-" + spec.Plan.Session
-	err = unix.Renameat2(pfd, name, pfd, to, unix.RENAME_NOREPLACE)
+	err := unix.Renameat2(pfd, name, pfd, to, unix.RENAME_NOREPLACE)
 	fields := map[string]any{"path": p, "moved_to": filepath.Join(dir, to)}
 	if err != nil {
 		fields["error"] = err.Error()

@@ -1,0 +1,254 @@
+package escape
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/test/testutil"
+)
+
+// Red-team 4: two concurrent sessions with nested workdirs (a monorepo:
+// session A in work/, session B in work/sub).
+
+// TestRedteam4NestedSessionDetachesProtection: session B holds its
+// workdir's .git read-only with mounts in its own mount namespace (an
+// absent .git: a mode-0000 placeholder covered by a read-only tmpfs; an
+// existing one: pinned, its config and hooks bound read-only). Session A's
+// agent may write anywhere in work/ — work/sub included, its idmapped
+// workdir makes it the owner of B's placeholders — and in A's namespace
+// none of B's names is a mount point: it removes work/sub/.git (the
+// placeholder) or work/sub/.git/config, which succeeds and, since Linux
+// 3.18, detaches B's cover in B's namespace. A ends; its after-session
+// sweep finds nothing it changed to quarantine (no .git, or a .git whose
+// config is gone). B's agent then makes work/sub a repository with
+// core.fsmonitor (or rewrites .git/config with it): B's sweep skips its
+// own protected .git (the mounts were to hold it) and its cleanup leaves
+// anything that is not an empty mode-0000 placeholder. The user's next
+// `git status` in work/sub runs the agent's command (guarantee 6).
+func TestRedteam4NestedSessionDetachesProtection(t *testing.T) {
+	for _, l := range []layout{{name: "beside/root"}, {name: "beside/user", gateOwned: true, user: true}} {
+		for _, c := range []struct {
+			name     string
+			existing bool   // work/sub is already a repository
+			detach   string // session A's agent
+			plant    string // session B's agent, after the detach
+		}{
+			{name: "placeholder", detach: "rmdir sub/.git", plant: "git init -q . && git config core.fsmonitor 'echo RT4-PLANT'"},
+			{name: "existing", existing: true, detach: "rm -f sub/.git/config", plant: "git config core.fsmonitor 'echo RT4-PLANT'"},
+		} {
+			t.Run(l.name+"/"+c.name, func(t *testing.T) {
+				e := setup(t, l)
+				sub := filepath.Join(e.workdir, "sub")
+				must(t, os.Mkdir(sub, 0o755))
+				if c.existing {
+					if out, err := testutil.Git(sub, "init", "-q"); err != nil {
+						t.Fatalf("%v: %s", err, out)
+					}
+					olderThanSweepSlack(t, filepath.Join(sub, ".git"))
+				}
+				if l.user {
+					must(t, testutil.ChownTree(sub, agentUID, agentUID))
+				}
+
+				// Session B in work/sub: the control (its .git/config
+				// cannot be written), then it waits for the test's line.
+				b := *e
+				b.workdir = sub
+				ctxB, cancelB := context.WithTimeout(context.Background(), 3*time.Minute)
+				defer cancelB()
+				scriptB := "git config core.fsmonitor early >/dev/null 2>&1 && echo early-planted; echo up; read x; " + c.plant + " && echo planted"
+				if !c.existing {
+					scriptB = "git init -q . >/dev/null 2>&1 && echo early-planted; echo up; read x; " + c.plant + " && echo planted"
+				}
+				cmdB := b.command(ctxB, filepath.Join(e.outDir, "b.json"), nil, "sh", "-c", scriptB)
+				outR, outW, err := os.Pipe()
+				must(t, err)
+				inR, inW, err := os.Pipe()
+				must(t, err)
+				var seB bytes.Buffer
+				cmdB.Stdin, cmdB.Stdout, cmdB.Stderr = inR, outW, &seB
+				must(t, cmdB.Start())
+				outW.Close()
+				inR.Close()
+				waitedB := make(chan error, 1)
+				go func() { waitedB <- cmdB.Wait() }()
+				defer func() {
+					inW.Close()
+					select {
+					case <-waitedB:
+					case <-time.After(time.Minute):
+						_ = cmdB.Process.Kill()
+						<-waitedB
+					}
+				}()
+				rB := bufio.NewReader(outR)
+				line, _ := rB.ReadString('\n')
+				if strings.TrimSpace(line) != "up" {
+					t.Fatalf("session B's agent said %q, want up (the control: its .git is read-only)\nstderr:\n%s", line, seB.Bytes())
+				}
+
+				// Session A in work/: its agent removes one of B's mount
+				// points (not one in A's namespace) and ends.
+				rA := e.run(t, nil, "sh", "-c", c.detach+" && echo detached")
+				t.Logf("session A: exit %d, stdout %q, stderr %s", rA.code, rA.stdout, rA.stderr)
+
+				// B's agent plants, then B ends.
+				_, err = io.WriteString(inW, "go\n")
+				must(t, err)
+				inW.Close()
+				rest, _ := io.ReadAll(rB)
+				var werr error
+				select {
+				case werr = <-waitedB:
+				case <-time.After(2 * time.Minute):
+					_ = cmdB.Process.Kill()
+					werr = <-waitedB
+				}
+				waitedB <- werr // for the deferred wait
+				t.Logf("session B: exit %d, stdout after up %q\nstderr:\n%s", exitCode(werr), rest, seB.Bytes())
+
+				cfg, err := os.ReadFile(filepath.Join(sub, ".git", "config"))
+				if err == nil && bytes.Contains(cfg, []byte("RT4-PLANT")) {
+					t.Fatalf("BREACH %s/.git/config on the host holds session B's agent's core.fsmonitor after both sessions (session A's agent removed B's mount point %q; B's sweep skipped its own protected .git): the user's next git status there runs it\n%s", sub, c.detach, cfg)
+				}
+				if bytes.Contains(rest, []byte("planted")) {
+					// Planted during the session: it must have been moved
+					// aside after it, and reported.
+					q, _ := filepath.Glob(filepath.Join(sub, ".git.fedmem-quarantined-*"))
+					if len(q) == 0 {
+						t.Fatalf("session B's agent planted core.fsmonitor in %s/.git but no quarantined .git is there", sub)
+					}
+					t.Logf("planted during the session, quarantined after it: %v", q)
+				}
+			})
+		}
+	}
+}
+
+// TestRedteam4NestedSessionSwapsWorkdir: what session B's fedmem-run does
+// after the session — quarantine a new .git/commondir, sweep the workdir
+// for repositories the agent made or reconfigured — it does by path, and
+// session A's agent (writable work/) renames work/sub away (work/sub is a
+// mount point only in B's namespace: B's mounts follow the directory) and
+// leaves an empty directory at work/sub before A ends. B's agent then
+// points work/sub/.git/commondir at a common directory of its own whose
+// config runs core.fsmonitor (commondir is not held: Git dies on a
+// placeholder; it is moved aside after the session), or rewrites
+// .git/config after A also removed it (detach). B's cleanup finds no
+// commondir at work/sub and sweeps an empty directory: the user's project,
+// at work/sub.moved, keeps the agent's hook when they move it back.
+func TestRedteam4NestedSessionSwapsWorkdir(t *testing.T) {
+	for _, l := range []layout{{name: "beside/root"}, {name: "beside/user", gateOwned: true, user: true}} {
+		for _, c := range []struct {
+			name   string
+			detach string // session A's agent, besides the swap
+			plant  string // session B's agent, after the swap
+		}{
+			{name: "commondir", plant: "mkdir -p evil/hooks evil/refs evil/objects && printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = echo RT4-PLANT\\n' > evil/config && echo ../evil > .git/commondir"},
+			{name: "config", detach: "rm -f sub/.git/config && ", plant: "git config core.fsmonitor 'echo RT4-PLANT'"},
+		} {
+			t.Run(l.name+"/"+c.name, func(t *testing.T) {
+				e := setup(t, l)
+				sub := filepath.Join(e.workdir, "sub")
+				moved := sub + ".moved"
+				must(t, os.Mkdir(sub, 0o755))
+				if out, err := testutil.Git(sub, "init", "-q"); err != nil {
+					t.Fatalf("%v: %s", err, out)
+				}
+				olderThanSweepSlack(t, filepath.Join(sub, ".git"))
+				if l.user {
+					must(t, testutil.ChownTree(sub, agentUID, agentUID))
+				}
+				b := *e
+				b.workdir = sub
+				ctxB, cancelB := context.WithTimeout(context.Background(), 3*time.Minute)
+				defer cancelB()
+				cmdB := b.command(ctxB, filepath.Join(e.outDir, "b.json"), nil, "sh", "-c", "echo up; read x; "+c.plant+" && echo planted")
+				outR, outW, err := os.Pipe()
+				must(t, err)
+				inR, inW, err := os.Pipe()
+				must(t, err)
+				var seB bytes.Buffer
+				cmdB.Stdin, cmdB.Stdout, cmdB.Stderr = inR, outW, &seB
+				must(t, cmdB.Start())
+				outW.Close()
+				inR.Close()
+				waitedB := make(chan error, 1)
+				go func() { waitedB <- cmdB.Wait() }()
+				defer func() {
+					inW.Close()
+					select {
+					case <-waitedB:
+					case <-time.After(time.Minute):
+						_ = cmdB.Process.Kill()
+						<-waitedB
+					}
+				}()
+				rB := bufio.NewReader(outR)
+				if line, _ := rB.ReadString('\n'); strings.TrimSpace(line) != "up" {
+					t.Fatalf("session B's agent said %q, want up\nstderr:\n%s", line, seB.Bytes())
+				}
+				rA := e.run(t, nil, "sh", "-c", c.detach+"mv sub sub.moved && mkdir sub && echo swapped")
+				t.Logf("session A: exit %d, stdout %q, stderr %s", rA.code, rA.stdout, rA.stderr)
+
+				_, err = io.WriteString(inW, "go\n")
+				must(t, err)
+				inW.Close()
+				rest, _ := io.ReadAll(rB)
+				var werr error
+				select {
+				case werr = <-waitedB:
+				case <-time.After(2 * time.Minute):
+					_ = cmdB.Process.Kill()
+					werr = <-waitedB
+				}
+				waitedB <- werr
+				t.Logf("session B: exit %d, stdout after up %q\nstderr:\n%s", exitCode(werr), rest, seB.Bytes())
+
+				// The user moves the project back and runs git there:
+				// what git reads is what matters.
+				for _, dir := range []string{sub, moved} {
+					out, _ := testutil.Git(dir, "config", "--get", "core.fsmonitor")
+					if strings.Contains(out, "RT4-PLANT") {
+						t.Fatalf("BREACH git in %s reads session B's agent's core.fsmonitor after both sessions (session A's agent moved work/sub away during B; B's cleanup and sweep went by path)", dir)
+					}
+				}
+				if bytes.Contains(rest, []byte("planted")) {
+					q, _ := filepath.Glob(filepath.Join(moved, ".git*.fedmem-quarantined-*"))
+					q2, _ := filepath.Glob(filepath.Join(moved, ".git", "*.fedmem-quarantined-*"))
+					if len(q)+len(q2) == 0 {
+						t.Fatalf("session B's agent planted in %s but nothing there was quarantined", moved)
+					}
+					t.Logf("quarantined: %v %v", q, q2)
+				}
+			})
+		}
+	}
+}
+
+// olderThanSweepSlack waits until the user's repository at p was made more
+// than the sweep's slack (100 ms, sandbox/protect_linux.go) before now: a
+// session started within it counts the repository as born in it and
+// quarantines it, which would hide the attack (the test passed on main in
+// 4 subtests of 8 in one run without this).
+func olderThanSweepSlack(t *testing.T, p string) {
+	t.Helper()
+	var sx unix.Statx_t
+	must(t, unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME|unix.STATX_CTIME, &sx))
+	ts := sx.Ctime
+	if sx.Mask&unix.STATX_BTIME != 0 {
+		ts = sx.Btime
+	}
+	if d := time.Until(time.Unix(ts.Sec, int64(ts.Nsec)).Add(200 * time.Millisecond)); d > 0 {
+		time.Sleep(d) // the condition is the clock itself
+	}
+}
