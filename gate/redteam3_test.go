@@ -58,6 +58,12 @@ func TestRedteam3DirSwappedInAtClaimNotDeleted(t *testing.T) {
 	if len(found) == 0 {
 		t.Fatalf("a file no decision looked at (note.md/precious.md, swapped in as a folder at the claim) was deleted by the gate; decisions %+v", s.Decisions)
 	}
+	if len(found) != 1 || found[0] != filepath.Join(sd, "note.md", "precious.md") {
+		t.Errorf("the swapped-in folder is at %v; want it back in its session as %s", found, filepath.Join(sd, "note.md"))
+	}
+	if b, err := os.ReadFile(filepath.Join(sd, ".receipts", "note.md.json")); err != nil || !strings.Contains(string(b), StateUnclaimed) || !strings.Contains(string(b), "claim-not-regular") {
+		t.Errorf("receipt of the folder: %v %s; want state unclaimed, rule claim-not-regular", err, b)
+	}
 }
 
 // TestRedteam3UnclaimableFloodBoundedPerPass: limits.max_drafts_per_session
