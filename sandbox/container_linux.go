@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/sandbox/cgroups"
 	"github.com/fedmem/fedmem/sandbox/oci"
 )
 
@@ -118,6 +119,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	if l.Memory > 0 {
 		notes = append(notes, fmt.Sprintf("memory=%d (OCI linux.resources.memory: %s's cgroup)", l.Memory, rt.name))
 	}
+	notes = append(notes, fmt.Sprintf("cpu: sessions share %s's weight (OCI cgroupsPath /%s/fedmem-<session>-<hex>: %s's cgroup at its default weight)", cgroups.Slice, cgroups.Slice, rt.name))
 	if l.WallTime > 0 {
 		notes = append(notes, "wall_time="+l.WallTime.String()+" (fedmem-run kills the container)")
 	}
@@ -151,7 +153,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		Hostname: spec.Hostname, UID: 0, GID: 0,
 		UIDMap: toOCI(idp.uidMaps), GIDMap: toOCI(idp.gidMaps),
 		InitCaps: initCaps, Pids: int64(l.Pids), Memory: l.Memory, CPU: l.CPU, Seccomp: sc,
-		CgroupsPath: "/fedmem/" + id,
+		CgroupsPath: "/" + cgroups.Slice + "/" + id, // beside the namespace backend's sessions: one CPU entity for all
 		Annotations: map[string]string{"fedmem.session": spec.Plan.Session},
 		IDMapped:    idmapped,
 		HomeIDMap:   ociHomeIDMap(spec, &idp.id),

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/fedmem/fedmem/sandbox/cgroups"
 )
 
 // describer is a backend that says what it enforces, and by whom.
@@ -28,6 +30,7 @@ func (Namespace) Describe() []string {
 	return []string{
 		"backend: namespace (the default): fedmem-run itself makes the namespaces (clone3), builds the root and makes the session cgroup (pids, memory, cpu)",
 		initEnforces,
+		cgroups.System().CPUShare(),
 	}
 }
 

@@ -319,7 +319,10 @@ func limitsSetup(spec *Spec, cfg *initConfig) (*cgroups.Session, []string, error
 		notes = append(notes, fmt.Sprintf("open_files=%d (RLIMIT_NOFILE)", l.OpenFiles))
 	}
 	notes = append(notes, tmpNotes(spec.Plan)...)
-	want := cgroups.Limits{Memory: l.Memory, Pids: l.Pids, CPU: l.CPU}
+	// Share: every session's processes go in a cpu cgroup under the one
+	// fedmem.slice, whatever the profile, so that sessions together weigh
+	// as one CPU entity against the gate and the rest of the host.
+	want := cgroups.Limits{Memory: l.Memory, Pids: l.Pids, CPU: l.CPU, Share: true}
 	host := cgroups.System()
 	// Each controller that cannot be set up is refused, or left out (and
 	// said so) where the profile's cgroup_optional covers it, or for pids
@@ -346,6 +349,12 @@ func limitsSetup(spec *Spec, cfg *initConfig) (*cgroups.Session, []string, error
 			notes = append(notes, fmt.Sprintf("memory=%d NOT ENFORCED: no session cgroup (%v); the profile's limits.cgroup_optional allows it", l.Memory, err))
 			want.Memory = 0
 		case "cpu":
+			if want.CPU == 0 { // only the shared weight: said, never fatal
+				notes = append(notes, fmt.Sprintf("cpu: sessions NOT pooled under %s (%v): this session's processes compete for CPU on their own", cgroups.Slice, err))
+				want.Share = false
+				continue
+			}
+			want.Share = false
 			if !optional {
 				return nil, nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: "limits.cpu needs a cgroup fedmem-run can create, and: " + err.Error() + " (run as root, drop limits.cpu, or accept it with limits.cgroup_optional)"}
 			}

@@ -182,6 +182,9 @@ func (h Host) Probe() []Status {
 			d := h.V1Dir(c)
 			if h.Euid == 0 || unix.Access(d, unix.W_OK) == nil {
 				s.Enforce, s.Via = true, "cgroup v1 "+d+"/fedmem-<session>"
+				if c == "cpu" {
+					s.Via = "cgroup v1 " + d + "/" + Slice + "/fedmem-<session>"
+				}
 			} else {
 				s.Why = fmt.Sprintf("cgroup v1 %s is not writable by uid %d (run as root)", d, h.Euid)
 			}
@@ -208,13 +211,50 @@ func (h Host) Probe() []Status {
 	return out
 }
 
+// CPUShare says, for --explain, whether sessions would share fedmem.slice's
+// CPU weight here, where, or why not.
+func (h Host) CPUShare() string {
+	for _, st := range h.Probe() {
+		if st.Controller != "cpu" {
+			continue
+		}
+		switch {
+		case !st.Enforce:
+			return "cpu: sessions NOT pooled under " + Slice + " (" + st.Why + "): each session's processes compete for CPU on their own (an autogroup each with sched_autogroup), so many sessions can crowd out the gate; not a fail-closed guarantee"
+		case st.Hierarchy == "v1":
+			return fmt.Sprintf("cpu: sessions share %s's weight (%s, cpu.shares=%d each)", Slice, st.Via, SharesV1)
+		case h.Euid == 0:
+			return fmt.Sprintf("cpu: sessions share %s's weight (%s, cpu.weight=%d each)", Slice, st.Via, WeightV2)
+		default:
+			return fmt.Sprintf("cpu: each session has its own cpu cgroup (cpu.weight=%d) in a delegated systemd user scope, not pooled under %s", WeightV2, Slice)
+		}
+	}
+	return "cpu: sessions NOT pooled under " + Slice
+}
+
 // Limits are the limits a session cgroup enforces; zero means none.
 type Limits struct {
 	Memory int64
 	Pids   int
 	// CPU is in cores (1.5: one and a half CPUs of time per period).
 	CPU float64
+	// Share puts the session in a cpu cgroup under the shared fedmem.slice
+	// even without a CPU limit: every session gets the default weight
+	// there, and all of them together weigh as one sibling of the host's
+	// other CPU users (a task in a non-root cpu cgroup is not autogrouped),
+	// so no number of sessions can starve the gate or the host.
+	Share bool
 }
+
+// Slice is the cgroup every session's cgroup is made under (for cpu on
+// cgroup v1 too): one CPU entity for all sessions together.
+const Slice = "fedmem.slice"
+
+// Default weights: cpu.shares (v1) and cpu.weight (v2) of a new cgroup.
+const (
+	SharesV1 = 1024
+	WeightV2 = 100
+)
 
 func (l Limits) want() []string {
 	var w []string
@@ -224,7 +264,7 @@ func (l Limits) want() []string {
 	if l.Pids > 0 {
 		w = append(w, "pids")
 	}
-	if l.CPU > 0 {
+	if l.CPU > 0 || l.Share {
 		w = append(w, "cpu")
 	}
 	return w
@@ -288,6 +328,13 @@ func (h Host) New(session string, l Limits) (*Session, error) {
 }
 
 func (s *Session) newV1(h Host, base, session, c string, l Limits) error {
+	if c == "cpu" {
+		// All sessions under one parent: together one CPU entity.
+		base = filepath.Join(base, Slice)
+		if err := h.mkdir(base); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("create cgroup %s: %w", base, err)
+		}
+	}
 	dir := filepath.Join(base, "fedmem-"+session)
 	if err := h.mkdir(dir); err != nil {
 		return fmt.Errorf("create cgroup %s: %w", dir, err)
@@ -304,8 +351,12 @@ func (s *Session) newV1(h Host, base, session, c string, l Limits) error {
 		files = [][2]string{{"memory.limit_in_bytes", m}, {"memory.memsw.limit_in_bytes", m}}
 		s.notes = append(s.notes, fmt.Sprintf("memory=%d (cgroup v1 memory.limit_in_bytes)", l.Memory))
 	case "cpu":
-		files = [][2]string{{"cpu.cfs_period_us", strconv.Itoa(CPUPeriod)}, {"cpu.cfs_quota_us", strconv.FormatInt(cpuQuota(l.CPU), 10)}}
-		s.notes = append(s.notes, fmt.Sprintf("cpu=%g (cgroup v1 cpu.cfs_quota_us)", l.CPU))
+		files = [][2]string{{"cpu.shares", strconv.Itoa(SharesV1)}}
+		s.notes = append(s.notes, shareNote("v1", dir, "cpu.shares", SharesV1, filepath.Join(base, "cpu.shares")))
+		if l.CPU > 0 {
+			files = append(files, [2]string{"cpu.cfs_period_us", strconv.Itoa(CPUPeriod)}, [2]string{"cpu.cfs_quota_us", strconv.FormatInt(cpuQuota(l.CPU), 10)})
+			s.notes = append(s.notes, fmt.Sprintf("cpu=%g (cgroup v1 cpu.cfs_quota_us)", l.CPU))
+		}
 	}
 	for _, f := range files {
 		err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0o644)
@@ -314,6 +365,16 @@ func (s *Session) newV1(h Host, base, session, c string, l Limits) error {
 		}
 	}
 	return nil
+}
+
+// shareNote says that the session shares fedmem.slice's CPU weight, and
+// what that weight is (the slice's own file, read now).
+func shareNote(v, dir, file string, each int, sliceFile string) string {
+	w := "?"
+	if b, err := os.ReadFile(sliceFile); err == nil {
+		w = strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("cpu: sessions share %s's weight (cgroup %s %s, %s=%d each; %s %s=%s, one sibling of the host's other CPU users)", Slice, v, dir, file, each, Slice, file, w)
 }
 
 func cpuQuota(cores float64) int64 {
@@ -414,8 +475,17 @@ func (s *Session) newV2(h Host, session string, ctls []string, l Limits) error {
 			files = [][2]string{{"pids.max", strconv.Itoa(l.Pids)}}
 			s.notes = append(s.notes, fmt.Sprintf("pids=%d (cgroup v2 pids.max, %s)", l.Pids, how))
 		case "cpu":
-			files = [][2]string{{"cpu.max", fmt.Sprintf("%d %d", cpuQuota(l.CPU), CPUPeriod)}}
-			s.notes = append(s.notes, fmt.Sprintf("cpu=%g (cgroup v2 cpu.max, %s)", l.CPU, how))
+			files = [][2]string{{"cpu.weight", strconv.Itoa(WeightV2)}}
+			if h.Euid == 0 {
+				s.notes = append(s.notes, shareNote("v2", dir, "cpu.weight", WeightV2, filepath.Join(parent, "cpu.weight")))
+			} else {
+				// Each scope is its own unit: not pooled with other sessions.
+				s.notes = append(s.notes, fmt.Sprintf("cpu: the session has its own cpu cgroup %s (cpu.weight=%d) in %s, weighed beside the user's other units, not pooled with other sessions under %s", dir, WeightV2, how, Slice))
+			}
+			if l.CPU > 0 {
+				files = append(files, [2]string{"cpu.max", fmt.Sprintf("%d %d", cpuQuota(l.CPU), CPUPeriod)})
+				s.notes = append(s.notes, fmt.Sprintf("cpu=%g (cgroup v2 cpu.max, %s)", l.CPU, how))
+			}
 		}
 		for _, f := range files {
 			err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0o644)

@@ -53,7 +53,7 @@ func kernelMkdir(dir string) error {
 		case "pids":
 			files["pids.max"], files["pids.events"] = "max", "max 0\n"
 		case "cpu":
-			files["cpu.max"] = "max 100000"
+			files["cpu.max"], files["cpu.weight"] = "max 100000", "100"
 		}
 	}
 	for n, v := range files {
@@ -186,7 +186,7 @@ func TestNewV2Root(t *testing.T) {
 	if s.NeedsAdd() {
 		t.Error("v2 only: nothing to add after start")
 	}
-	if len(s.Notes()) != 3 || !strings.Contains(strings.Join(s.Notes(), ";"), "cgroup v2 memory.max") {
+	if len(s.Notes()) != 4 || !strings.Contains(strings.Join(s.Notes(), ";"), "cgroup v2 memory.max") || !strings.Contains(strings.Join(s.Notes(), ";"), "cpu: sessions share fedmem.slice's weight") {
 		t.Errorf("notes %q", s.Notes())
 	}
 	if h := s.Hits(); len(h) != 0 {
@@ -258,7 +258,7 @@ func TestNewV1Hybrid(t *testing.T) {
 	if s.FD() != nil || !s.NeedsAdd() {
 		t.Error("hybrid host: v1 cgroups joined after start, no v2 fd")
 	}
-	for f, want := range map[string]string{"memory/fedmem-x/memory.limit_in_bytes": "1048576", "pids/fedmem-x/pids.max": "16", "cpu,cpuacct/fedmem-x/cpu.cfs_quota_us": "25000", "cpu,cpuacct/fedmem-x/cpu.cfs_period_us": "100000"} {
+	for f, want := range map[string]string{"memory/fedmem-x/memory.limit_in_bytes": "1048576", "pids/fedmem-x/pids.max": "16", "cpu,cpuacct/fedmem.slice/fedmem-x/cpu.cfs_quota_us": "25000", "cpu,cpuacct/fedmem.slice/fedmem-x/cpu.cfs_period_us": "100000", "cpu,cpuacct/fedmem.slice/fedmem-x/cpu.shares": "1024"} {
 		if got := read(t, filepath.Join(root, f)); got != want {
 			t.Errorf("%s = %q, want %q", f, got, want)
 		}
@@ -272,6 +272,68 @@ func TestNewV1Hybrid(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "memory/fedmem-x/memory.oom_control"), []byte("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n"), 0o644)
 	if h := s.Hits(); !slices.Equal(h, []string{"memory"}) {
 		t.Errorf("hits %v", h)
+	}
+}
+
+// Share alone (no cpu limit): every session gets a cpu cgroup of its own
+// under the one fedmem.slice, at the default weight and with no quota.
+func TestShareV1(t *testing.T) {
+	root := tree(t, hybrid)
+	h := Host{Root: root, Euid: 0, mkdirHook: kernelMkdir}
+	var ss []*Session
+	for _, id := range []string{"a", "b"} {
+		s, err := h.New(id, Limits{Share: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss = append(ss, s)
+		dir := filepath.Join(root, "cpu,cpuacct", "fedmem.slice", "fedmem-"+id)
+		if got := read(t, filepath.Join(dir, "cpu.shares")); got != "1024" {
+			t.Errorf("%s cpu.shares %q, want 1024", id, got)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "cpu.cfs_quota_us")); err == nil {
+			t.Errorf("%s: a quota written without limits.cpu", id)
+		}
+		if !s.NeedsAdd() || len(s.Notes()) != 1 || !strings.Contains(s.Notes()[0], "cpu: sessions share fedmem.slice's weight (cgroup v1 "+dir) {
+			t.Errorf("%s: notes %q", id, s.Notes())
+		}
+		if err := s.Add(4242); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(t, filepath.Join(dir, "cgroup.procs")); got != "4242" {
+			t.Errorf("cgroup.procs %q", got)
+		}
+	}
+	for _, s := range ss {
+		s.Remove() // (rmdir: a real cgroup's removal is in test/escape TestCPUSessionCgroup)
+	}
+	if !strings.Contains(h.CPUShare(), "cpu: sessions share fedmem.slice's weight (cgroup v1 "+filepath.Join(root, "cpu,cpuacct", "fedmem.slice")) {
+		t.Errorf("CPUShare %q", h.CPUShare())
+	}
+}
+
+func TestShareV2(t *testing.T) {
+	root := tree(t, unified)
+	h := Host{Root: root, Euid: 0, mkdirHook: kernelMkdir}
+	s, err := h.New("w", Limits{Share: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "fedmem.slice", "fedmem-w")
+	if got := read(t, filepath.Join(dir, "cpu.weight")); got != "100" {
+		t.Errorf("cpu.weight %q", got)
+	}
+	if got := read(t, filepath.Join(dir, "cpu.max")); got != "max 100000" {
+		t.Errorf("cpu.max %q: a quota without limits.cpu", got)
+	}
+	if s.FD() == nil || len(s.Notes()) != 1 || !strings.Contains(s.Notes()[0], "sessions share fedmem.slice's weight (cgroup v2") {
+		t.Errorf("fd %v notes %q", s.FD(), s.Notes())
+	}
+	s.Remove()
+	// No cpu controller anywhere: CPUShare says it is not pooled, and why.
+	h = Host{Root: t.TempDir(), Euid: 0}
+	if got := h.CPUShare(); !strings.Contains(got, "NOT pooled") || !strings.Contains(got, "no cgroup hierarchy has the cpu controller") {
+		t.Errorf("CPUShare %q", got)
 	}
 }
 
