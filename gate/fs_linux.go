@@ -106,29 +106,33 @@ func ignoredName(n string) bool {
 
 // claimSession moves every ready entry of one session into claims/, writing
 // the claim record first so a crash between the two steps is recoverable.
-// It returns the claims made. At most max entries are taken per pass.
-func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, error) {
+// It returns the claims made and the entries it held (left in place with a
+// new receipt). At most max entries are taken or held per call: a held
+// entry costs a receipt, an audit entry and a held/ mark, and counts
+// against limits.max_drafts_per_session like a claim.
+func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, int, error) {
 	sfd, err := openDir(in.fd, sess)
 	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", sess, err)
+		return nil, 0, fmt.Errorf("session %s: %w", sess, err)
 	}
 	defer unix.Close(sfd)
 	names, err := listDir(sfd)
 	if err != nil {
-		return nil, fmt.Errorf("session %s: list: %w", sess, err)
+		return nil, 0, fmt.Errorf("session %s: list: %w", sess, err)
 	}
 	cfd, err := unix.Open(g.statePath(claimsDir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer unix.Close(cfd)
 	var out []Claim
 	var errs []error
+	held := 0
 	for _, n := range names {
 		if ignoredName(n) {
 			continue
 		}
-		if len(out) >= max {
+		if len(out)+held >= max {
 			break
 		}
 		// Look before taking: an entry the gate cannot read or move is left
@@ -142,13 +146,15 @@ func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, error) {
 			continue
 		}
 		if hold := g.unclaimable(sfd, n, &st); hold != nil {
-			g.holdEntry(in, sess, n, &st, hold)
+			if g.holdEntry(in, sess, n, &st, hold) {
+				held++
+			}
 			continue
 		}
 		c := Claim{ID: newClaimID(g.now()), Session: sess, Name: n, NameRaw: []byte(n), FirstSeen: g.now().UTC(),
 			Stat: &DraftOwner{UID: int(st.Uid), Mode: st.Mode & 0o7777, Ino: st.Ino, Ctime: time.Unix(st.Ctim.Unix()).UTC()}}
 		if err := g.journalClaim(c); err != nil {
-			return out, errors.Join(append(errs, err)...)
+			return out, held, errors.Join(append(errs, err)...)
 		}
 		groupFault("claim-journaled")
 		// renameat2(RENAME_NOREPLACE) moves the entry itself — a symlink,
@@ -172,7 +178,7 @@ func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, error) {
 		_ = os.Remove(g.statePath(heldDir, fmt.Sprintf("%x.json", sha256.Sum256([]byte(sess+"/"+n)))))
 		out = append(out, c)
 	}
-	return out, errors.Join(errs...)
+	return out, held, errors.Join(errs...)
 }
 
 // Receipt state and rules for inbox entries the gate leaves in place.
@@ -219,8 +225,8 @@ type heldMark struct {
 }
 
 // holdEntry leaves n in the session and writes its receipt, once per change
-// of the entry (inode, mode, ctime).
-func (g *Gate) holdEntry(in *inbox, sess, n string, st *unix.Stat_t, why *note.Finding) {
+// of the entry (inode, mode, ctime); it reports whether it wrote one.
+func (g *Gate) holdEntry(in *inbox, sess, n string, st *unix.Stat_t, why *note.Finding) bool {
 	mark := heldMark{Ino: st.Ino, Mode: st.Mode, Ctime: st.Ctim.Nano(), Rule: why.Rule}
 	if err := os.Mkdir(g.statePath(heldDir), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		g.log.Warn("held entries dir", "err", err)
@@ -228,17 +234,18 @@ func (g *Gate) holdEntry(in *inbox, sess, n string, st *unix.Stat_t, why *note.F
 	key := g.statePath(heldDir, fmt.Sprintf("%x.json", sha256.Sum256([]byte(sess+"/"+n))))
 	var old heldMark
 	if readJSON(key, &old) == nil && old == mark {
-		return
+		return false
 	}
 	r := Receipt{Draft: n, State: StateUnclaimed, Reasons: []note.Finding{*why}, Decided: g.now().UTC()}
 	b, _ := json.MarshalIndent(r, "", "  ")
 	if err := g.writeReceipt(in, sess, n, append(b, '\n')); err != nil {
 		g.log.Warn("receipt not written", "session", sess, "name", n, "err", err)
-		return
+		return true // it cost the pass as much
 	}
 	g.note("unclaimed", map[string]string{"session": sess, "name": n, "rule": why.Rule})
 	g.log.Info("left in the inbox", "session", sess, "name", n, "rule", why.Rule)
 	_ = writeJSON(key, mark)
+	return true
 }
 
 // shellQuote quotes a file name for a command line in a receipt.
@@ -341,6 +348,19 @@ func (g *Gate) readClaimAt(id string, max int64, mayReturn bool) (readResult, er
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return readResult{}, err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		// A folder swapped in between the look and the rename (claimSession
+		// leaves folders in place): its files were never read, so it goes
+		// back to its session, where the next look holds it with a receipt
+		// (deleting it with the claim would delete unread files).
+		if !mayReturn {
+			return readResult{}, errMustReturn
+		}
+		if err := g.returnClaim(cfd, id); err != nil {
+			return readResult{}, err
+		}
+		return readResult{}, errReturned
 	}
 	switch {
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:

@@ -20,12 +20,12 @@ type inbox struct{}
 // definition, in package vault, shared with the launcher).
 type SessionRecord = vault.SessionRecord
 
-func (g *Gate) openInbox() (*inbox, error)                        { return nil, errUnsupported }
-func (in *inbox) Close()                                          {}
-func (in *inbox) sessions() ([]string, error)                     { return nil, errUnsupported }
-func (in *inbox) sessionOwner(string) (int, error)                { return -1, errUnsupported }
-func (g *Gate) claimSession(*inbox, string, int) ([]Claim, error) { return nil, errUnsupported }
-func (g *Gate) readClaim(string, int64) (readResult, error)       { return readResult{}, errUnsupported }
+func (g *Gate) openInbox() (*inbox, error)                             { return nil, errUnsupported }
+func (in *inbox) Close()                                               {}
+func (in *inbox) sessions() ([]string, error)                          { return nil, errUnsupported }
+func (in *inbox) sessionOwner(string) (int, error)                     { return -1, errUnsupported }
+func (g *Gate) claimSession(*inbox, string, int) ([]Claim, int, error) { return nil, 0, errUnsupported }
+func (g *Gate) readClaim(string, int64) (readResult, error)            { return readResult{}, errUnsupported }
 func (g *Gate) readClaimAt(string, int64, bool) (readResult, error) {
 	return readResult{}, errUnsupported
 }

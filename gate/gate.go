@@ -249,8 +249,8 @@ func (g *Gate) Once() (*Summary, error) {
 					warned = true
 				}
 			}
-			claims, err := g.claimSession(in, sess, pol.MaxDrafts-perSession[sess])
-			perSession[sess] += len(claims)
+			claims, held, err := g.claimSession(in, sess, pol.MaxDrafts-perSession[sess])
+			perSession[sess] += len(claims) + held
 			for _, c := range claims {
 				g.note("claim", c)
 				g.log.Info("claimed", "id", c.ID, "session", c.Session, "name", c.Name)
