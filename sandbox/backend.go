@@ -146,6 +146,11 @@ type Result struct {
 	// LimitsHit names the limits the kernel or fedmem-run enforced:
 	// wall_time, pids, memory, file_size.
 	LimitsHit []string `json:"limits_hit,omitempty"`
+	// CoversLost says how the sandbox's mount table no longer matched the
+	// plan when the agent ended (a protected name's cover detached from
+	// outside during the session); "" when it matched. The after-session
+	// sweep then checks the protected names too.
+	CoversLost string `json:"covers_lost,omitempty"`
 }
 
 // ExitTimedOut is fedmem-run's exit code when the wall-time limit ended

@@ -216,7 +216,8 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	cmd.ExtraFiles = append(slices.Clone(link.files), ctlR, pidW)
 	link.setStdio(cmd, spec)
 	release, err := guardPlaceholders(spec)
-	defer release()
+	var res *Result
+	defer func() { release(res != nil && res.CoversLost != "") }()
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +299,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		x.Notes = append(x.Notes, rt.notes...)
 		return x
 	}
-	res := &Result{ExitCode: -1, Layers: host(Layers{})}
+	res = &Result{ExitCode: -1, Layers: host(Layers{})}
 	var tmpFull tmpCap // /tmp or /dev/shm full: limits.tmp_bytes
 	w := &watch{spec: spec, res: res, host: host, relay: relay, proc: cmd.Process,
 		kill: kill, masters: masters, sigs: sigs,

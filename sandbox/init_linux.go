@@ -243,11 +243,11 @@ func InitMain() {
 				_ = json.NewEncoder(sync).Encode(initMessage{Type: msgStopped, Signal: int(ws.StopSignal())})
 			}
 		case ws.Exited():
-			_ = json.NewEncoder(sync).Encode(initMessage{Type: msgExit, Code: ws.ExitStatus()})
+			_ = json.NewEncoder(sync).Encode(initMessage{Type: msgExit, Code: ws.ExitStatus(), CoversLost: reverify(cfg.Plan)})
 			os.Exit(ws.ExitStatus())
 		case ws.Signaled():
 			n := int(ws.Signal())
-			_ = json.NewEncoder(sync).Encode(initMessage{Type: msgExit, Code: 128 + n, Signal: n})
+			_ = json.NewEncoder(sync).Encode(initMessage{Type: msgExit, Code: 128 + n, Signal: n, CoversLost: reverify(cfg.Plan)})
 			os.Exit(128 + n)
 		}
 	}
@@ -391,6 +391,27 @@ func verifyLive(pl *mounts.Plan) error {
 		}
 	}
 	return nil
+}
+
+// reverify checks the live mount table against the plan again once the
+// agent has ended, and says how it no longer matches ("" when it does).
+// The covers of protected names in a writable workdir (placeholders,
+// read-only binds) are mount points in this namespace only: a process
+// outside it that unlinks or replaces one on the host — a concurrent
+// session's agent whose workdir holds this one's, or the user's own tools
+// — detaches it here (Linux >= 3.18), and the agent may then have written
+// the name. fedmem-run's after-session sweep then checks those names too
+// (sweepNestedRepos).
+func reverify(pl *mounts.Plan) string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "mount table unreadable at the end: " + err.Error()
+	}
+	defer f.Close()
+	if err := mounts.Verify(pl, f); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // lookPath finds the command in the PATH of the agent's environment, inside

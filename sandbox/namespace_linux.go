@@ -89,7 +89,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	// the start-up's critical path (issue 9); every return waits for them
 	// and releases them.
 	type guard struct {
-		release func()
+		release func(coversLost bool)
 		err     error
 	}
 	guarded := make(chan guard, 1)
@@ -104,6 +104,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	// done before Run returns — nothing is left running or behind.
 	var cg *cgroups.Session
 	closeIdmapped := func() {}
+	coversLost := false // the init found a cover detached at the end (reverify)
 	cleanup := sync.OnceFunc(func() {
 		removed := make(chan struct{})
 		go func() {
@@ -111,7 +112,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			cg.Remove()
 		}()
 		closeIdmapped()
-		placeholders().release()
+		placeholders().release(coversLost)
 		<-removed
 	})
 	defer cleanup()
@@ -216,6 +217,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		relay.Finish()
 	}
 	Stamp("reaped")
+	coversLost = res.CoversLost != ""
 	if cg != nil {
 		res.LimitsHit = append(res.LimitsHit, cg.Hits()...)
 	}

@@ -50,18 +50,34 @@ func nestedRoots(pl *mounts.Plan) []string {
 // and the HEAD of every bare layout born during it — each reported as a
 // "persistence" event. The walk never follows a link (every directory is
 // opened O_NOFOLLOW relative to its parent's descriptor, renames are
-// relative to it too) and stays on the root's filesystem. It does not
-// skip the names the plan protected: on the host those mounts exist only
-// in the sandbox's namespace, and a process outside it (a concurrent
-// session's agent whose writable workdir holds this one's, or a host
-// process replacing .git/config) that unlinks or replaces one detaches it
-// there (Linux >= 3.18), after which this session's agent may write the
-// name (TestRedteam4NestedSessionDetachesProtection). Only a placeholder
+// relative to it too) and stays on the root's filesystem. It skips the
+// names the plan protected unless a cover was lost (coversLost: the init
+// found the mount table no longer matching the plan when the agent ended):
+// on the host those mounts exist only in the sandbox's namespace, and a
+// process outside it (a concurrent session's agent whose writable workdir
+// holds this one's, or a host process replacing a covered file) that
+// unlinks or replaces one detaches it there (Linux >= 3.18), after which
+// this session's agent may write the name
+// (TestRedteam4NestedSessionDetachesProtection). While every cover held,
+// a change there is the user's own (git push -u rewrites .git/config) and
+// is left alone. A placeholder
 // still held by a session (an empty mode-0000 .git) is passed over. Past nestedMaxEntries entries or
 // nestedMaxDepth levels it stops and reports the root as unchecked
 // ("persistence" event with an error): what it did not see it cannot vouch
 // for.
-func sweepNestedRepos(spec *Spec, roots map[string]int, start time.Time) {
+func sweepNestedRepos(spec *Spec, roots map[string]int, start time.Time, coversLost bool) {
+	// The names the plan protected were covered for the whole session
+	// unless the init found a cover gone at the end (Result.CoversLost):
+	// the agent could not write them, and a change there is the user's
+	// own (git push -u rewrites .git/config) — not moved aside.
+	skip := map[string]bool{}
+	if !coversLost {
+		for _, m := range spec.Plan.Mounts {
+			if m.Kind == mounts.Protected || m.Kind == mounts.Pinned {
+				skip[m.Target] = true
+			}
+		}
+	}
 	for root, fd := range roots {
 		dfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -72,7 +88,7 @@ func sweepNestedRepos(spec *Spec, roots map[string]int, start time.Time) {
 			unix.Close(dfd)
 			continue
 		}
-		w := &nestedWalk{spec: spec, start: start, dev: st.Dev}
+		w := &nestedWalk{spec: spec, start: start, dev: st.Dev, skip: skip}
 		if err := w.dir(dfd, root, 0); err != nil {
 			emit(spec, "persistence", map[string]any{"path": root, "error": err.Error() + ": repositories beyond were not checked"})
 		}
@@ -83,6 +99,7 @@ type nestedWalk struct {
 	spec    *Spec
 	start   time.Time
 	dev     uint64
+	skip    map[string]bool // protected names (none when a cover was lost)
 	entries int
 }
 
@@ -167,7 +184,7 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 			has[n] = st.Mode & unix.S_IFMT
 		}
 	}
-	if _, ok := has[".git"]; ok && !heldPlaceholder(dfd, ".git") {
+	if _, ok := has[".git"]; ok && !w.skip[filepath.Join(p, ".git")] && !heldPlaceholder(dfd, ".git") {
 		switch {
 		case w.bornDuring(dfd, ".git"):
 			w.quarantine(dfd, p, ".git", "a repository made during the session: its config and hooks are the agent's")
@@ -175,14 +192,14 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 			w.quarantine(dfd, p, ".git", "a repository whose config, commondir or hooks changed during the session")
 		}
 	}
-	if has["objects"] == unix.S_IFDIR && has["refs"] == unix.S_IFDIR && has["HEAD"] != 0 {
+	if has["objects"] == unix.S_IFDIR && has["refs"] == unix.S_IFDIR && has["HEAD"] != 0 && !w.skip[p] {
 		if w.bornDuring(dfd, "HEAD") || w.changedDuring(dfd, "config") || w.changedDuring(dfd, "hooks") {
 			w.quarantine(dfd, p, "HEAD", "a bare repository layout made or reconfigured during the session")
 		}
 		return nil // a git directory: nothing to find inside
 	}
 	for _, n := range names {
-		if has[n] != unix.S_IFDIR || n == ".git" {
+		if has[n] != unix.S_IFDIR || n == ".git" || w.skip[filepath.Join(p, n)] {
 			continue
 		}
 		cfd, err := unix.Openat(dfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)

@@ -251,7 +251,7 @@ func emptyROTmpfs(fd int, name string) error {
 // "protect", naming the directory) rather than run with placeholders that
 // another cleanup could detach; release is then still called: it removes
 // what it can (the placeholders of the directories it did lock).
-func guardPlaceholders(spec *Spec) (release func(), err error) {
+func guardPlaceholders(spec *Spec) (release func(coversLost bool), err error) {
 	pl := spec.Plan
 	// Filesystem timestamps are coarse (a jiffy): 100 ms of slack makes a
 	// repository made right at the start count as new.
@@ -316,7 +316,7 @@ func guardPlaceholders(spec *Spec) (release func(), err error) {
 		}
 		locks[dir] = fd
 	}
-	return func() {
+	return func(coversLost bool) {
 		for _, w := range watch {
 			quarantine(spec, w.dir, w.path)
 			unix.Close(w.dir)
@@ -359,7 +359,7 @@ func guardPlaceholders(spec *Spec) (release func(), err error) {
 		}
 		// After the removals: a placeholder another session left at
 		// .git, removed above, is not a repository born in this one.
-		sweepNestedRepos(spec, roots, start)
+		sweepNestedRepos(spec, roots, start, coversLost)
 		for _, fd := range roots {
 			unix.Close(fd)
 		}

@@ -79,6 +79,10 @@ type initMessage struct {
 	Code   int     `json:"code,omitempty"`
 	Signal int     `json:"signal,omitempty"`
 	Denial *Denied `json:"denial,omitempty"` // msgDenied (denials.go)
+	// CoversLost (msgExit): the live mount table no longer matched the
+	// plan when the agent ended — a cover detached from outside the
+	// sandbox during the session (reverify); empty when it still matched.
+	CoversLost string `json:"covers_lost,omitempty"`
 	// Phases: CLOCK_MONOTONIC ns at the init's start ("init") and at the end
 	// of its root build, verification, layers and the agent's exec
 	// (msgStarted; phases_linux.go).

@@ -93,6 +93,10 @@ func (w *watch) run(ctx context.Context, msgs <-chan initMessage) error {
 				Stamp("agent-exit") // the teardown starts (EndPhases)
 				exited = true
 				w.res.ExitCode, w.res.Signal = m.Code, m.Signal
+				if m.CoversLost != "" {
+					w.res.CoversLost = m.CoversLost
+					emit(w.spec, "persistence", map[string]any{"covers_lost": m.CoversLost})
+				}
 			}
 		case m := <-w.masters:
 			if m != nil {

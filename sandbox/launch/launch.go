@@ -342,6 +342,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		rep.Identity = res.Layers.Identity
 		rep.ExitCode, rep.Signal = res.ExitCode, res.Signal
 		rep.LimitsHit = res.LimitsHit
+		rep.CoversLost = res.CoversLost
 		code = res.ExitCode
 		for _, l := range res.LimitsHit {
 			fmt.Fprintf(stderr, "fedmem-run: limit hit: %s\n", l)

@@ -25,20 +25,24 @@ const ReportSchemaVersion = 1
 type Report struct {
 	SchemaVersion int `json:"schema_version"`
 	vault.SessionRecord
-	Vault          string          `json:"vault"`
-	Inbox          string          `json:"inbox"`
-	Workdir        string          `json:"workdir"`
-	DurationMS     int64           `json:"duration_ms"`
-	VaultHeadStart string          `json:"vault_head_start"`
-	VaultHeadEnd   string          `json:"vault_head_end"`
-	InboxFiles     []InboxFile     `json:"inbox_files"`
-	InboxTruncated bool            `json:"inbox_truncated,omitempty"`
-	ExitCode       int             `json:"exit_code"`
-	LimitsHit      []string        `json:"limits_hit,omitempty"`
-	Signal         int             `json:"signal,omitempty"`
-	Error          *sandbox.Error  `json:"error,omitempty"`
-	Layers         *sandbox.Layers `json:"layers"`
-	Network        string          `json:"network"`
+	Vault          string      `json:"vault"`
+	Inbox          string      `json:"inbox"`
+	Workdir        string      `json:"workdir"`
+	DurationMS     int64       `json:"duration_ms"`
+	VaultHeadStart string      `json:"vault_head_start"`
+	VaultHeadEnd   string      `json:"vault_head_end"`
+	InboxFiles     []InboxFile `json:"inbox_files"`
+	InboxTruncated bool        `json:"inbox_truncated,omitempty"`
+	ExitCode       int         `json:"exit_code"`
+	LimitsHit      []string    `json:"limits_hit,omitempty"`
+	// CoversLost: the sandbox's mount table no longer matched the plan
+	// when the agent ended (a protected name's cover detached from
+	// outside); the after-session sweep then checked the protected names.
+	CoversLost string          `json:"covers_lost,omitempty"`
+	Signal     int             `json:"signal,omitempty"`
+	Error      *sandbox.Error  `json:"error,omitempty"`
+	Layers     *sandbox.Layers `json:"layers"`
+	Network    string          `json:"network"`
 	// Identity is who the agent was on the host (layers.identity).
 	Identity *sandbox.Identity `json:"identity,omitempty"`
 	Warnings []string          `json:"warnings,omitempty"`

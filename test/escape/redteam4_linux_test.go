@@ -252,3 +252,41 @@ func olderThanSweepSlack(t *testing.T, p string) {
 		time.Sleep(d) // the condition is the clock itself
 	}
 }
+
+// TestCoversHeldHostChangeNotQuarantined: the other side of the sweep's
+// rule. While every cover of the workdir's .git held, the agent could not
+// write it, so a change the user makes there from the host during the
+// session (here: .git/config appended in place, which detaches nothing) is
+// the user's own and the user's repository is not moved aside; the report
+// says no cover was lost.
+func TestCoversHeldHostChangeNotQuarantined(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	gitDir := filepath.Join(e.workdir, ".git")
+	if _, err := os.Lstat(gitDir); err != nil {
+		if out, err := testutil.Git(e.workdir, "init", "-q"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	olderThanSweepSlack(t, gitDir)
+	goOn := filepath.Join(e.workdir, "go-on")
+	wait := startWaiting(t, e, goOn)
+	f, err := os.OpenFile(filepath.Join(gitDir, "config"), os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	_, err = f.WriteString("[user]\n\tname = host-during-session\n")
+	must(t, err)
+	must(t, f.Close())
+	must(t, os.WriteFile(goOn, nil, 0o644))
+	out := wait()
+	ents, err := os.ReadDir(e.workdir)
+	must(t, err)
+	for _, de := range ents {
+		if strings.Contains(de.Name(), "fedmem-quarantined") {
+			t.Fatalf("the user's own change moved %s aside although every cover held\nagent: %s", de.Name(), out)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(gitDir, "config"))
+	must(t, err)
+	if !strings.Contains(string(b), "host-during-session") {
+		t.Fatalf(".git/config lost the user's change:\n%s", b)
+	}
+}
