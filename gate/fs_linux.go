@@ -222,12 +222,17 @@ type heldMark struct {
 	Mode  uint32 `json:"mode"`
 	Ctime int64  `json:"ctime_ns"`
 	Rule  string `json:"rule"`
+	// Session and Name say where the entry is, so that the sweep can drop
+	// the mark once it is gone (pruneHeldMarks); a mark without them (an
+	// older gate's) is kept.
+	Session string `json:"session,omitempty"`
+	Name    string `json:"name,omitempty"`
 }
 
 // holdEntry leaves n in the session and writes its receipt, once per change
 // of the entry (inode, mode, ctime); it reports whether it wrote one.
 func (g *Gate) holdEntry(in *inbox, sess, n string, st *unix.Stat_t, why *note.Finding) bool {
-	mark := heldMark{Ino: st.Ino, Mode: st.Mode, Ctime: st.Ctim.Nano(), Rule: why.Rule}
+	mark := heldMark{Ino: st.Ino, Mode: st.Mode, Ctime: st.Ctim.Nano(), Rule: why.Rule, Session: sess, Name: n}
 	if err := os.Mkdir(g.statePath(heldDir), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		g.log.Warn("held entries dir", "err", err)
 	}
@@ -523,4 +528,36 @@ func ownerOf(path string) (int, error) {
 		return -1, err
 	}
 	return int(st.Uid), nil
+}
+
+// pruneHeldMarks removes the held/ marks whose entry is no longer in its
+// session folder (claimed, moved, deleted, or the session pruned): without
+// it an agent that keeps renaming folders it cannot submit grows held/ by
+// up to max_drafts_per_session marks a pass, for ever. It returns how many
+// it removed.
+func (g *Gate) pruneHeldMarks() int {
+	dir := g.statePath(heldDir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	inbox := filepath.Join(g.vaultDir, vault.InboxDir)
+	n := 0
+	for _, e := range ents {
+		key := filepath.Join(dir, e.Name())
+		var m heldMark
+		if readJSON(key, &m) != nil || m.Session == "" || m.Name == "" {
+			continue
+		}
+		if m.Session != filepath.Base(m.Session) || m.Name != filepath.Base(m.Name) {
+			continue // not a name the gate wrote
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(inbox, m.Session, m.Name), &st); errors.Is(err, unix.ENOENT) {
+			if os.Remove(key) == nil {
+				n++
+			}
+		}
+	}
+	return n
 }

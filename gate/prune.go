@@ -21,8 +21,11 @@ type SessionPrune struct {
 	// of a session whose record says it has not ended.
 	Waiting int `json:"waiting"`
 	// Kept counts folders holding anything (drafts, receipts): never pruned.
-	Kept   int      `json:"kept"`
-	Errors []string `json:"errors,omitempty"`
+	Kept int `json:"kept"`
+	// HeldMarksPruned counts the gate's held/ marks dropped because their
+	// entry left its session folder (pruneHeldMarks).
+	HeldMarksPruned int      `json:"held_marks_pruned,omitempty"`
+	Errors          []string `json:"errors,omitempty"`
 }
 
 // PruneStatus is the last sweep's pruning, kept in the state directory for

@@ -94,3 +94,37 @@ func TestRedteam3UnclaimableFloodBoundedPerPass(t *testing.T) {
 		t.Errorf("one session's %d folders cost the pass %d held marks, %d receipts and %d audit entries; max_drafts_per_session is %d", n, len(marks), len(rcpts), unclaimed, max)
 	}
 }
+
+// TestHeldMarksPrunedWhenGone: the held/ mark of an entry the gate left in
+// place is dropped by the sweep once the entry is gone from its session,
+// so an agent renaming folders it cannot submit does not grow the gate's
+// state for ever; a mark whose entry is still there stays (its receipt is
+// written once).
+func TestHeldMarksPrunedWhenGone(t *testing.T) {
+	v := trustVault(t)
+	sd := session(t, v, "rt3-marks")
+	for _, n := range []string{"gone.md", "kept.md"} {
+		if err := os.Mkdir(filepath.Join(sd, n), 0o775); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := openGate(t, v)
+	once(t, g)
+	marks := func() int {
+		m, _ := os.ReadDir(filepath.Join(g.StateDir(), heldDir))
+		return len(m)
+	}
+	if marks() != 2 {
+		t.Fatalf("%d held marks after the pass; want 2 (two folders left in place)", marks())
+	}
+	if err := os.Rename(filepath.Join(sd, "gone.md"), filepath.Join(sd, "renamed.md")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := g.Sweep()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := marks(); got != 1 || s.Sessions == nil || s.Sessions.HeldMarksPruned != 1 {
+		t.Fatalf("after the sweep: %d held marks, summary %+v; want 1 left (kept.md) and 1 pruned (gone.md)", got, s.Sessions)
+	}
+}
