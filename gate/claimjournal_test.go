@@ -4,11 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -100,28 +97,11 @@ func TestClaimJournalKillNine(t *testing.T) {
 		t.Run(fmt.Sprintf("%s-%d", c.point, c.hit), func(t *testing.T) {
 			v := trustVault(t)
 			want := stateDrafts(t, v)
-			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperGroupProcess$")
-			cmd.Env = append(os.Environ(), "FEDMEM_GROUP_HELPER_VAULT="+v, "FEDMEM_GROUP_HELPER_FAULT="+c.point,
-				"FEDMEM_GROUP_HELPER_HIT="+strconv.Itoa(c.hit), "FEDMEM_GROUP_HELPER_SIZE=4")
-			out, err := cmd.CombinedOutput()
-			ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
-			if err == nil || !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			out, killed, err := runGroupHelper(t, v, c.point, c.hit, 4)
+			if !killed {
 				t.Fatalf("helper was not killed at %s #%d: %v\n%s", c.point, c.hit, err, out)
 			}
-			for i := 0; i < 2; i++ {
-				g, err := Open(Options{Vault: v, AllowSameUser: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				s, err := g.Once()
-				g.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(s.Errors) > 0 {
-					t.Fatalf("pass %d after the kill: %v", i, s.Errors)
-				}
-			}
+			finishAfterKill(t, v)
 			checkExactlyOnce(t, v, want)
 			checkSeenOnce(t, v)
 		})

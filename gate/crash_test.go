@@ -5,13 +5,10 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/fedmem/fedmem/gate/audit"
 )
 
 // TestHelperGateProcess is not a test: TestKillNineLoop runs the test binary
@@ -100,56 +97,6 @@ func TestKillNineLoop(t *testing.T) {
 	run(false)
 	run(false)
 
-	state := DefaultStateDir(v)
-	if left, _ := os.ReadDir(filepath.Join(state, claimsDir)); len(left) != 0 {
-		t.Errorf("claims left after a clean run: %v", left)
-	}
-	decs, err := (&Gate{state: state}).Decisions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]int{}
-	promoted := map[string]bool{}
-	for _, d := range decs {
-		seen[d.Session+"/"+d.Draft]++
-		if d.State == StatePromoted && d.DuplicateOf == "" {
-			promoted[d.SHA256] = true
-		}
-	}
-	for k := range want {
-		if seen[k] != 1 {
-			t.Errorf("%s has %d decisions; want exactly 1", k, seen[k])
-		}
-	}
-	if len(seen) != len(want) {
-		t.Errorf("%d decided drafts, %d submitted", len(seen), len(want))
-	}
-	log := gitCLI(t, v, "log", "--format=%(trailers:key=Fedmem-Draft-Sha256,valueonly)")
-	commits := map[string]int{}
-	for _, l := range strings.Fields(log) {
-		commits[l]++
-	}
-	for sum, n := range commits {
-		if n != 1 {
-			t.Errorf("draft %s committed %d times", sum[:12], n)
-		}
-		if !promoted[sum] {
-			t.Errorf("commit for %s has no promoted decision", sum[:12])
-		}
-	}
-	if len(commits) != len(promoted) {
-		t.Errorf("%d promotion commits for %d promoted drafts", len(commits), len(promoted))
-	}
-	checkRepo(t, v)
-	if _, probs, err := audit.Verify(state); err != nil {
-		t.Errorf("audit after kills: %v %v", err, probs)
-	}
-	for _, s := range []string{"k-1", "k-2", "k-3", "k-4"} {
-		ents, _ := os.ReadDir(filepath.Join(v, "90-inbox", s))
-		for _, e := range ents {
-			if e.Name() != ".receipts" {
-				t.Errorf("%s/%s left in the inbox", s, e.Name())
-			}
-		}
-	}
+	checkDecidedOnce(t, v, want)
+	checkInboxOnlyReceipts(t, v, want)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/fedmem/fedmem/gate/audit"
 )
 
 // TestHelperGroupProcess is not a test: TestGroupCommitKillNine runs the
@@ -91,27 +88,11 @@ func TestGroupCommitKillNine(t *testing.T) {
 					want[sess+"/"+name] = true
 				}
 			}
-			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperGroupProcess$")
-			cmd.Env = append(os.Environ(), "FEDMEM_GROUP_HELPER_VAULT="+v, "FEDMEM_GROUP_HELPER_FAULT="+point)
-			out, err := cmd.CombinedOutput()
-			ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
-			if err == nil || !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			out, killed, err := runGroupHelper(t, v, point, 0, 0)
+			if !killed {
 				t.Fatalf("helper was not killed at %s: %v\n%s", point, err, out)
 			}
-			for i := 0; i < 2; i++ {
-				g, err := Open(Options{Vault: v, AllowSameUser: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				s, err := g.Once()
-				g.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(s.Errors) > 0 {
-					t.Fatalf("pass %d after the kill: %v", i, s.Errors)
-				}
-			}
+			finishAfterKill(t, v)
 			checkExactlyOnce(t, v, want)
 		})
 	}
@@ -154,98 +135,14 @@ func TestGroupPipelineKillNine(t *testing.T) {
 					want[sess+"/"+name] = true
 				}
 			}
-			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperGroupProcess$")
-			cmd.Env = append(os.Environ(), "FEDMEM_GROUP_HELPER_VAULT="+v, "FEDMEM_GROUP_HELPER_FAULT="+point,
-				"FEDMEM_GROUP_HELPER_HIT="+strconv.Itoa(hit), "FEDMEM_GROUP_HELPER_SIZE=3")
-			out, err := cmd.CombinedOutput()
-			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-			killed := err != nil && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+			out, killed, err := runGroupHelper(t, v, point, hit, 3)
 			if err != nil && !killed {
 				t.Fatalf("helper failed: %v\n%s", err, out)
 			}
 			t.Logf("killed at %s #%d: %v", point, hit, killed)
-			for i := 0; i < 2; i++ {
-				g, err := Open(Options{Vault: v, AllowSameUser: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				s, err := g.Once()
-				g.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(s.Errors) > 0 {
-					t.Fatalf("pass %d after the kill: %v", i, s.Errors)
-				}
-			}
+			finishAfterKill(t, v)
 			checkExactlyOnce(t, v, want)
 		})
-	}
-}
-
-// checkExactlyOnce is the end state every crash test wants (see
-// TestKillNineLoop).
-func checkExactlyOnce(t *testing.T, v string, want map[string]bool) {
-	t.Helper()
-	state := DefaultStateDir(v)
-	if left, _ := os.ReadDir(filepath.Join(state, claimsDir)); len(left) != 0 {
-		t.Errorf("claims left after a clean run: %v", left)
-	}
-	if left, _ := os.ReadDir(filepath.Join(state, committingDir)); len(left) != 0 {
-		t.Errorf("committing markers left after a clean run: %v", left)
-	}
-	decs, err := (&Gate{state: state}).Decisions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]int{}
-	promoted := map[string]bool{}
-	for _, d := range decs {
-		seen[d.Session+"/"+d.Draft]++
-		if d.State == StatePromoted && d.DuplicateOf == "" {
-			promoted[d.SHA256] = true
-		}
-	}
-	for k := range want {
-		if seen[k] != 1 {
-			t.Errorf("%s has %d decisions; want exactly 1", k, seen[k])
-		}
-	}
-	if len(seen) != len(want) {
-		t.Errorf("%d decided drafts, %d submitted", len(seen), len(want))
-	}
-	if len(promoted) == 0 {
-		t.Errorf("nothing was promoted: the group commit was not exercised")
-	}
-	log := gitCLI(t, v, "log", "--format=%(trailers:key=Fedmem-Draft-Sha256,valueonly)")
-	commits := map[string]int{}
-	for _, l := range strings.Fields(log) {
-		commits[l]++
-	}
-	for sum, n := range commits {
-		if n != 1 {
-			t.Errorf("draft %s committed %d times", sum[:12], n)
-		}
-		if !promoted[sum] {
-			t.Errorf("commit for %s has no promoted decision", sum[:12])
-		}
-	}
-	if len(commits) != len(promoted) {
-		t.Errorf("%d promotion commits for %d promoted drafts", len(commits), len(promoted))
-	}
-	checkRepo(t, v)
-	checkPacks(t, v)
-	if _, probs, err := audit.Verify(state); err != nil {
-		t.Errorf("audit after the kill: %v %v", err, probs)
-	}
-	for k := range want {
-		sess, name, _ := strings.Cut(k, "/")
-		if _, err := os.Stat(filepath.Join(v, "90-inbox", sess, name)); err == nil {
-			t.Errorf("%s left in the inbox", k)
-		}
-		if _, err := os.Stat(filepath.Join(v, "90-inbox", sess, ".receipts", name+".json")); err != nil {
-			t.Errorf("%s has no receipt: %v", k, err)
-		}
 	}
 }
 

@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/fedmem/fedmem/gate/audit"
 )
 
 // fedmemBin is bin/fedmem: from $FEDMEM_BIN, else built for the test.
@@ -204,56 +202,8 @@ func TestGateRunKillNineBurst(t *testing.T) {
 		t.Fatalf("gate run after SIGTERM: %v\n%s", err, gateOut.String())
 	}
 
-	state := DefaultStateDir(v)
-	if left, _ := os.ReadDir(filepath.Join(state, claimsDir)); len(left) != 0 {
-		t.Errorf("claims left after a clean run: %v", left)
+	if n := checkDecidedOnce(t, v, want); n != writers*per/2 {
+		t.Errorf("%d drafts promoted; %d were promotable", n, writers*per/2)
 	}
-	decs, err := (&Gate{state: state}).Decisions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]int{}
-	promoted := map[string]bool{}
-	for _, d := range decs {
-		seen[d.Session+"/"+d.Draft]++
-		if d.State == StatePromoted && d.DuplicateOf == "" {
-			promoted[d.SHA256] = true
-		}
-	}
-	for k := range want {
-		if seen[k] != 1 {
-			t.Errorf("%s has %d decisions; want exactly 1", k, seen[k])
-		}
-	}
-	if len(seen) != len(want) {
-		t.Errorf("%d decided drafts, %d written", len(seen), len(want))
-	}
-	log := gitCLI(t, v, "log", "--format=%(trailers:key=Fedmem-Draft-Sha256,valueonly)")
-	commits := map[string]int{}
-	for _, l := range strings.Fields(log) {
-		commits[l]++
-	}
-	for sum, n := range commits {
-		if n != 1 {
-			t.Errorf("draft %s committed %d times", sum[:12], n)
-		}
-		if !promoted[sum] {
-			t.Errorf("commit for %s has no promoted decision", sum[:12])
-		}
-	}
-	if len(commits) != len(promoted) || len(promoted) != writers*per/2 {
-		t.Errorf("%d promotion commits for %d promoted drafts; %d drafts were promotable", len(commits), len(promoted), writers*per/2)
-	}
-	checkRepo(t, v)
-	if _, probs, err := audit.Verify(state); err != nil {
-		t.Errorf("audit after kills: %v %v", err, probs)
-	}
-	for w := range dirs {
-		ents, _ := os.ReadDir(dirs[w])
-		for _, e := range ents {
-			if e.Name() != ".receipts" {
-				t.Errorf("%s/%s left in the inbox", dirs[w], e.Name())
-			}
-		}
-	}
+	checkInboxOnlyReceipts(t, v, want)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,40 +62,11 @@ func TestRedteam4NestedSessionDetachesProtection(t *testing.T) {
 
 				// Session B in work/sub: the control (its .git/config
 				// cannot be written), then it waits for the test's line.
-				b := *e
-				b.workdir = sub
-				ctxB, cancelB := context.WithTimeout(context.Background(), 3*time.Minute)
-				defer cancelB()
 				scriptB := "git config core.fsmonitor early >/dev/null 2>&1 && echo early-planted; echo up; read x; " + c.plant + " && echo planted"
 				if !c.existing {
 					scriptB = "git init -q . >/dev/null 2>&1 && echo early-planted; echo up; read x; " + c.plant + " && echo planted"
 				}
-				cmdB := b.command(ctxB, filepath.Join(e.outDir, "b.json"), nil, "sh", "-c", scriptB)
-				outR, outW, err := os.Pipe()
-				must(t, err)
-				inR, inW, err := os.Pipe()
-				must(t, err)
-				var seB bytes.Buffer
-				cmdB.Stdin, cmdB.Stdout, cmdB.Stderr = inR, outW, &seB
-				must(t, cmdB.Start())
-				outW.Close()
-				inR.Close()
-				waitedB := make(chan error, 1)
-				go func() { waitedB <- cmdB.Wait() }()
-				defer func() {
-					inW.Close()
-					select {
-					case <-waitedB:
-					case <-time.After(time.Minute):
-						_ = cmdB.Process.Kill()
-						<-waitedB
-					}
-				}()
-				rB := bufio.NewReader(outR)
-				line, _ := rB.ReadString('\n')
-				if strings.TrimSpace(line) != "up" {
-					t.Fatalf("session B's agent said %q, want up (the control: its .git is read-only)\nstderr:\n%s", line, seB.Bytes())
-				}
+				b := startNestedB(t, e, sub, scriptB, " (the control: its .git is read-only)")
 
 				// Session A in work/: its agent removes one of B's mount
 				// points (not one in A's namespace) and ends.
@@ -102,19 +74,7 @@ func TestRedteam4NestedSessionDetachesProtection(t *testing.T) {
 				t.Logf("session A: exit %d, stdout %q, stderr %s", rA.code, rA.stdout, rA.stderr)
 
 				// B's agent plants, then B ends.
-				_, err = io.WriteString(inW, "go\n")
-				must(t, err)
-				inW.Close()
-				rest, _ := io.ReadAll(rB)
-				var werr error
-				select {
-				case werr = <-waitedB:
-				case <-time.After(2 * time.Minute):
-					_ = cmdB.Process.Kill()
-					werr = <-waitedB
-				}
-				waitedB <- werr // for the deferred wait
-				t.Logf("session B: exit %d, stdout after up %q\nstderr:\n%s", exitCode(werr), rest, seB.Bytes())
+				rest := b.finish(t)
 
 				cfg, err := os.ReadFile(filepath.Join(sub, ".git", "config"))
 				if err == nil && bytes.Contains(cfg, []byte("RT4-PLANT")) {
@@ -168,51 +128,11 @@ func TestRedteam4NestedSessionSwapsWorkdir(t *testing.T) {
 				if l.user {
 					must(t, testutil.ChownTree(sub, agentUID, agentUID))
 				}
-				b := *e
-				b.workdir = sub
-				ctxB, cancelB := context.WithTimeout(context.Background(), 3*time.Minute)
-				defer cancelB()
-				cmdB := b.command(ctxB, filepath.Join(e.outDir, "b.json"), nil, "sh", "-c", "echo up; read x; "+c.plant+" && echo planted")
-				outR, outW, err := os.Pipe()
-				must(t, err)
-				inR, inW, err := os.Pipe()
-				must(t, err)
-				var seB bytes.Buffer
-				cmdB.Stdin, cmdB.Stdout, cmdB.Stderr = inR, outW, &seB
-				must(t, cmdB.Start())
-				outW.Close()
-				inR.Close()
-				waitedB := make(chan error, 1)
-				go func() { waitedB <- cmdB.Wait() }()
-				defer func() {
-					inW.Close()
-					select {
-					case <-waitedB:
-					case <-time.After(time.Minute):
-						_ = cmdB.Process.Kill()
-						<-waitedB
-					}
-				}()
-				rB := bufio.NewReader(outR)
-				if line, _ := rB.ReadString('\n'); strings.TrimSpace(line) != "up" {
-					t.Fatalf("session B's agent said %q, want up\nstderr:\n%s", line, seB.Bytes())
-				}
+				b := startNestedB(t, e, sub, "echo up; read x; "+c.plant+" && echo planted", "")
 				rA := e.run(t, nil, "sh", "-c", c.detach+"mv sub sub.moved && mkdir sub && echo swapped")
 				t.Logf("session A: exit %d, stdout %q, stderr %s", rA.code, rA.stdout, rA.stderr)
 
-				_, err = io.WriteString(inW, "go\n")
-				must(t, err)
-				inW.Close()
-				rest, _ := io.ReadAll(rB)
-				var werr error
-				select {
-				case werr = <-waitedB:
-				case <-time.After(2 * time.Minute):
-					_ = cmdB.Process.Kill()
-					werr = <-waitedB
-				}
-				waitedB <- werr
-				t.Logf("session B: exit %d, stdout after up %q\nstderr:\n%s", exitCode(werr), rest, seB.Bytes())
+				rest := b.finish(t)
 
 				// The user moves the project back and runs git there:
 				// what git reads is what matters.
@@ -289,4 +209,73 @@ func TestCoversHeldHostChangeNotQuarantined(t *testing.T) {
 	if !strings.Contains(string(b), "host-during-session") {
 		t.Fatalf(".git/config lost the user's change:\n%s", b)
 	}
+}
+
+// nestedB is session B of a red-team-4 test: a fedmem-run session in sub
+// (nested in e's workdir) whose agent runs script, which says "up" on its
+// first line and then waits for a line from the test (finish).
+type nestedB struct {
+	cmd    *exec.Cmd
+	in     *os.File // the agent's stdin
+	out    *bufio.Reader
+	stderr bytes.Buffer
+	waited chan error
+}
+
+// startNestedB starts session B and fails the test (saying why, with
+// upNote) unless B's agent's first line is "up"; when the test ends it
+// closes B's stdin and waits for B (killing it after a minute).
+func startNestedB(t *testing.T, e *env, sub, script, upNote string) *nestedB {
+	t.Helper()
+	be := *e
+	be.workdir = sub
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	b := &nestedB{waited: make(chan error, 1)}
+	b.cmd = be.command(ctx, filepath.Join(e.outDir, "b.json"), nil, "sh", "-c", script)
+	outR, outW, err := os.Pipe()
+	must(t, err)
+	inR, inW, err := os.Pipe()
+	must(t, err)
+	b.in = inW
+	b.cmd.Stdin, b.cmd.Stdout, b.cmd.Stderr = inR, outW, &b.stderr
+	must(t, b.cmd.Start())
+	outW.Close()
+	inR.Close()
+	go func() { b.waited <- b.cmd.Wait() }()
+	t.Cleanup(func() {
+		inW.Close()
+		select {
+		case <-b.waited:
+		case <-time.After(time.Minute):
+			_ = b.cmd.Process.Kill()
+			<-b.waited
+		}
+	})
+	b.out = bufio.NewReader(outR)
+	if line, _ := b.out.ReadString('\n'); strings.TrimSpace(line) != "up" {
+		t.Fatalf("session B's agent said %q, want up%s\nstderr:\n%s", line, upNote, b.stderr.Bytes())
+	}
+	return b
+}
+
+// finish lets B's agent go on (a line on its stdin), then reads the rest of
+// its output, waits for B to end (killing it after two minutes), logs how
+// it ended and returns the output.
+func (b *nestedB) finish(t *testing.T) []byte {
+	t.Helper()
+	_, err := io.WriteString(b.in, "go\n")
+	must(t, err)
+	b.in.Close()
+	rest, _ := io.ReadAll(b.out)
+	var werr error
+	select {
+	case werr = <-b.waited:
+	case <-time.After(2 * time.Minute):
+		_ = b.cmd.Process.Kill()
+		werr = <-b.waited
+	}
+	b.waited <- werr // for the wait at cleanup
+	t.Logf("session B: exit %d, stdout after up %q\nstderr:\n%s", exitCode(werr), rest, b.stderr.Bytes())
+	return rest
 }
