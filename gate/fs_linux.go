@@ -535,13 +535,12 @@ func ownerOf(path string) (int, error) {
 // it an agent that keeps renaming folders it cannot submit grows held/ by
 // up to max_drafts_per_session marks a pass, for ever. It returns how many
 // it removed.
-func (g *Gate) pruneHeldMarks() int {
+func (g *Gate) pruneHeldMarks(in *inbox) int {
 	dir := g.statePath(heldDir)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return 0
 	}
-	inbox := filepath.Join(g.vaultDir, vault.InboxDir)
 	n := 0
 	for _, e := range ents {
 		key := filepath.Join(dir, e.Name())
@@ -553,7 +552,7 @@ func (g *Gate) pruneHeldMarks() int {
 			continue // not a name the gate wrote
 		}
 		var st unix.Stat_t
-		if err := unix.Lstat(filepath.Join(inbox, m.Session, m.Name), &st); errors.Is(err, unix.ENOENT) {
+		if err := unix.Fstatat(in.fd, m.Session+"/"+m.Name, &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
 			if os.Remove(key) == nil {
 				n++
 			}

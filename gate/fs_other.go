@@ -45,4 +45,4 @@ type readResult struct {
 
 func (g *Gate) ServeReview(ctx context.Context, path string) error { return errUnsupported }
 
-func (g *Gate) pruneHeldMarks() int { return 0 }
+func (g *Gate) pruneHeldMarks(*inbox) int { return 0 }

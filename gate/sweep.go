@@ -153,7 +153,7 @@ func (g *Gate) sweepSessions(hours int, now time.Time) *SessionPrune {
 	}
 	defer in.Close()
 	p := g.pruneSessions(in, hours, now)
-	p.HeldMarksPruned = g.pruneHeldMarks()
+	p.HeldMarksPruned = g.pruneHeldMarks(in)
 	if err := g.recordPrune(p, now); err != nil {
 		p.Errors = append(p.Errors, "record prune status: "+err.Error())
 	}

@@ -370,12 +370,7 @@ func startForker(cfg *initConfig) *forker {
 // verifyLive checks the mount table of the finished root and probes the
 // vault with faccessat: both must say the vault is read-only.
 func verifyLive(pl *mounts.Plan) error {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := mounts.Verify(pl, f); err != nil {
+	if err := verifyMountTable(pl); err != nil {
 		return err
 	}
 	for _, p := range []string{pl.Vault, filepath.Join(pl.Vault, ".git")} {
@@ -403,15 +398,20 @@ func verifyLive(pl *mounts.Plan) error {
 // the name. fedmem-run's after-session sweep then checks those names too
 // (sweepNestedRepos).
 func reverify(pl *mounts.Plan) string {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "mount table unreadable at the end: " + err.Error()
-	}
-	defer f.Close()
-	if err := mounts.Verify(pl, f); err != nil {
+	if err := verifyMountTable(pl); err != nil {
 		return err.Error()
 	}
 	return ""
+}
+
+// verifyMountTable checks this process's mount table against the plan.
+func verifyMountTable(pl *mounts.Plan) error {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return mounts.Verify(pl, f)
 }
 
 // lookPath finds the command in the PATH of the agent's environment, inside

@@ -2,13 +2,15 @@ package sandbox
 
 import (
 	"os"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
 
 // forwardedSignals are the signals the sandbox's pid 1 forwards to the
-// agent.
-var forwardedSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGCONT, unix.SIGWINCH}
+// agent: those fedmem-run forwards to it (ForwardedSignals), and the job
+// control and window-size ones a terminal session sends.
+var forwardedSignals = append(slices.Clone(ForwardedSignals), unix.SIGCONT, unix.SIGWINCH)
 
 // swallowedSignals are the signals pid 1 catches and drops: those the Go
 // runtime would otherwise act on — die (SIGHUP, SIGINT, SIGTERM), dump its
