@@ -72,8 +72,41 @@ func rawObject(b *commitBatch, h plumbing.Hash) ([]byte, error) {
 	return readObject(obj)
 }
 
-// readObject reads an object's content into a buffer of its size.
+// rawObj is an object the gate made from content it holds: its bytes are
+// kept as given and read back without a copy (readObject), so a group
+// reading a page or a tree it just wrote, and encodePack, cost no copy of
+// it. Immutable once made: neither the maker nor a reader may change b.
+type rawObj struct {
+	t plumbing.ObjectType
+	h plumbing.Hash
+	b []byte
+}
+
+// newRawObj makes the object of type t with content b (b is kept, not
+// copied: the caller must not change it afterwards).
+func newRawObj(t plumbing.ObjectType, b []byte) *rawObj {
+	return &rawObj{t: t, h: plumbing.ComputeHash(t, b), b: b[:len(b):len(b)]}
+}
+
+func (o *rawObj) Hash() plumbing.Hash         { return o.h }
+func (o *rawObj) Type() plumbing.ObjectType   { return o.t }
+func (o *rawObj) SetType(plumbing.ObjectType) {}
+func (o *rawObj) Size() int64                 { return int64(len(o.b)) }
+func (o *rawObj) SetSize(int64)               {}
+func (o *rawObj) Reader() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(o.b)), nil
+}
+func (o *rawObj) Writer() (io.WriteCloser, error) {
+	return nil, fmt.Errorf("object %s is immutable", o.h)
+}
+
+// readObject reads an object's content into a buffer of its size. The
+// content of a rawObj is returned as it is, shared (capped: an append
+// copies); callers treat what it returns as read-only.
 func readObject(obj plumbing.EncodedObject) ([]byte, error) {
+	if ro, ok := obj.(*rawObj); ok {
+		return ro.b, nil
+	}
 	rd, err := obj.Reader()
 	if err != nil {
 		return nil, err

@@ -168,12 +168,15 @@ func (g *repo) blobAt(c plumbing.Hash, p string, limit int64) ([]byte, error) {
 }
 
 // readCache keeps what blobAt reads again and again, by hash (so never
-// stale): the root tree of a commit and the raw content of trees. Dropped
-// whole when over readCacheBudget bytes.
+// stale): the root tree of a commit and the raw content of trees (those
+// the gate read and those it wrote). Two generations: when trees passes
+// readCacheBudget bytes it becomes old and a new one starts; a hit in old
+// moves back (the folders a burst edits stay, the rest ages out).
 type readCache struct {
 	mu    sync.Mutex
 	roots map[plumbing.Hash]plumbing.Hash
 	trees map[plumbing.Hash][]byte
+	old   map[plumbing.Hash][]byte
 	bytes int
 }
 
@@ -205,22 +208,35 @@ func (g *repo) rootTree(c plumbing.Hash) (plumbing.Hash, error) {
 func (g *repo) rawTree(h plumbing.Hash) ([]byte, error) {
 	g.cache.mu.Lock()
 	raw, ok := g.cache.trees[h]
+	if !ok {
+		raw, ok = g.cache.old[h]
+	}
 	g.cache.mu.Unlock()
 	if ok {
+		g.cacheTree(h, raw)
 		return raw, nil
 	}
 	raw, err := g.rawObject(plumbing.TreeObject, h)
 	if err != nil {
 		return nil, err
 	}
+	g.cacheTree(h, raw)
+	return raw, nil
+}
+
+// cacheTree keeps raw as the content of tree h.
+func (g *repo) cacheTree(h plumbing.Hash, raw []byte) {
 	g.cache.mu.Lock()
+	if _, ok := g.cache.trees[h]; ok {
+		g.cache.mu.Unlock()
+		return
+	}
 	if g.cache.trees == nil || g.cache.bytes+len(raw) > readCacheBudget {
-		g.cache.trees, g.cache.bytes = map[plumbing.Hash][]byte{}, 0
+		g.cache.old, g.cache.trees, g.cache.bytes = g.cache.trees, map[plumbing.Hash][]byte{}, 0
 	}
 	g.cache.trees[h] = raw
 	g.cache.bytes += len(raw)
 	g.cache.mu.Unlock()
-	return raw, nil
 }
 
 // rawObject returns the content of object h of type t.
@@ -232,20 +248,10 @@ func (g *repo) rawObject(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error)
 	return readObject(obj)
 }
 
+// writeBlob stores b as a blob. b is kept as the object's content (not
+// copied, see rawObj): the caller must not change it afterwards.
 func (g *repo) writeBlob(b []byte) (plumbing.Hash, error) {
-	obj := g.s.NewEncodedObject()
-	obj.SetType(plumbing.BlobObject)
-	w, err := obj.Writer()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if _, err := w.Write(b); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return g.s.SetEncodedObject(obj)
+	return g.s.SetEncodedObject(newRawObj(plumbing.BlobObject, b))
 }
 
 // treeEdit is one file a tree edit writes: its path below the tree.
@@ -315,19 +321,14 @@ func (g *repo) editTree(tree plumbing.Hash, edits []treeEdit) (plumbing.Hash, er
 			return plumbing.ZeroHash, err
 		}
 	}
-	obj := g.s.NewEncodedObject()
-	obj.SetType(plumbing.TreeObject)
-	w, err := obj.Writer()
-	if err != nil {
-		return plumbing.ZeroHash, err
+	if raw == nil {
+		raw = []byte{} // the empty tree
 	}
-	if _, err := w.Write(raw); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, err
-	}
+	obj := newRawObj(plumbing.TreeObject, raw)
 	h, err := g.s.SetEncodedObject(obj)
+	if err == nil {
+		g.cacheTree(h, obj.b) // the next edit of this folder starts here
+	}
 	if err == nil && !tree.IsZero() && g.batch != nil {
 		g.batch.bases[h] = tree
 	}
