@@ -21,12 +21,13 @@ package gate
 // process and never go stale.
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -325,10 +326,6 @@ func conflicts(res validate.Result, folder, dest string, hv *headView) ([]note.F
 			}
 		}
 	}
-	idx, err := hv.folderIndex(folder)
-	if err != nil {
-		return nil, err
-	}
 	report := func(what, val string, line int, paths []string) {
 		for _, p := range paths {
 			if skip[p] || p == dest {
@@ -342,13 +339,20 @@ func conflicts(res validate.Result, folder, dest string, hv *headView) ([]note.F
 	// A title and a subject name the same thing: each of the draft's is
 	// compared with both of every note in force (a draft with no title
 	// and `subject: Deploy region` contradicts the note titled so).
-	both := func(k string) []string { return append(append([]string(nil), idx.titles[k]...), idx.subjects[k]...) }
 	if t := NormTitle(res.Meta.Title); t != "" {
-		report("title", res.Meta.Title, titleLine, both(t))
+		paths, err := hv.sameNamed(folder, t)
+		if err != nil {
+			return nil, err
+		}
+		report("title", res.Meta.Title, titleLine, paths)
 	}
 	if v, ok := res.Note.Scalar("subject"); ok {
 		if s := NormTitle(v); s != "" {
-			report("subject", v, res.Note.KeyLine("subject"), both(s))
+			paths, err := hv.sameNamed(folder, s)
+			if err != nil {
+				return nil, err
+			}
+			report("subject", v, res.Note.KeyLine("subject"), paths)
 		}
 	}
 	return out, nil
@@ -356,39 +360,60 @@ func conflicts(res validate.Result, folder, dest string, hv *headView) ([]note.F
 
 // headView reads one commit's tree: entries by path, note facts by blob.
 type headView struct {
-	s      storage.Storer
-	commit plumbing.Hash
-	root   *object.Tree // nil for an unborn branch
+	s        storage.Storer
+	r        *repo
+	commit   plumbing.Hash
+	rootHash plumbing.Hash
+	root     *object.Tree // nil for an unborn branch
 }
 
 func newHeadView(r *repo, head plumbing.Hash) (*headView, error) {
-	hv := &headView{s: r.s, commit: head}
+	hv := &headView{s: r.s, r: r, commit: head}
 	if head.IsZero() {
 		return hv, nil
 	}
-	c, err := object.GetCommit(r.s, head)
-	if err != nil {
+	var err error
+	if hv.rootHash, err = r.rootTree(head); err != nil {
 		return nil, fmt.Errorf("read commit %s: %w", head, err)
 	}
-	if hv.root, err = object.GetTree(r.s, c.TreeHash); err != nil {
+	if hv.root, err = object.GetTree(r.s, hv.rootHash); err != nil {
 		return nil, fmt.Errorf("read tree of %s: %w", head, err)
 	}
 	return hv, nil
 }
 
-// entry returns the tree entry at p, or nil when nothing is there.
+// entry returns the tree entry at p, or nil when nothing is there. It
+// walks the raw trees along p (the repository's cache holds them), never
+// decoding a folder into objects: a lookup in a folder of n notes costs a
+// scan of its bytes, not n allocations.
 func (hv *headView) entry(p string) (*object.TreeEntry, error) {
 	if hv.root == nil {
 		return nil, nil
 	}
-	e, err := hv.root.FindEntry(p)
-	if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrFileNotFound) {
-		return nil, nil
+	h := hv.rootHash
+	parts := strings.Split(p, "/")
+	for i, name := range parts {
+		raw, err := hv.r.rawTree(h)
+		if err != nil {
+			return nil, fmt.Errorf("look up %s at %s: %w", p, hv.commit, err)
+		}
+		_, mode, id, err := findEntry(raw, h, name)
+		if err != nil {
+			return nil, fmt.Errorf("look up %s at %s: %w", p, hv.commit, err)
+		}
+		if mode == "" || i < len(parts)-1 && mode != "40000" {
+			return nil, nil
+		}
+		if i == len(parts)-1 {
+			m, err := filemode.New(mode)
+			if err != nil {
+				return nil, fmt.Errorf("look up %s at %s: %w", p, hv.commit, err)
+			}
+			return &object.TreeEntry{Name: name, Mode: m, Hash: id}, nil
+		}
+		h = id
 	}
-	if err != nil {
-		return nil, fmt.Errorf("look up %s at %s: %w", p, hv.commit, err)
-	}
-	return e, nil
+	return nil, nil
 }
 
 // noteFacts is what the gate needs to know of a committed note.
@@ -419,13 +444,12 @@ type sourceFingerprint struct {
 // is at most note.MaxFrontmatterBytes.
 const maxFactsBytes = note.MaxFrontmatterBytes + 1024
 
-// objCache holds facts by blob id and folder indexes by tree id. Bounded:
-// it is dropped whole when full (rebuilt on demand).
+// objCache holds facts by blob id. Bounded: it is dropped whole when full
+// (rebuilt on demand).
 var objCache = struct {
 	sync.Mutex
-	facts   map[plumbing.Hash]noteFacts
-	folders map[plumbing.Hash]*folderIndex
-}{facts: map[plumbing.Hash]noteFacts{}, folders: map[plumbing.Hash]*folderIndex{}}
+	facts map[plumbing.Hash]noteFacts
+}{facts: map[plumbing.Hash]noteFacts{}}
 
 const (
 	maxCachedFacts   = 500_000
@@ -516,58 +540,216 @@ func factsOf(b []byte) noteFacts {
 }
 
 // folderIndex maps normalised titles and subjects of the notes in force in
-// one folder (direct children only) to their paths.
+// one folder (direct children only) to their paths, at one tree of that
+// folder (raw: the tree's content; names: each indexed note's keys).
 type folderIndex struct {
+	tree     plumbing.Hash
+	raw      []byte
+	names    map[string]indexedNote
 	titles   map[string][]string
 	subjects map[string][]string
 }
 
-func (hv *headView) folderIndex(folder string) (*folderIndex, error) {
-	empty := &folderIndex{}
-	if hv.root == nil {
-		return empty, nil
-	}
+type indexedNote struct{ title, subject string }
+
+// folderIndexes holds one folderIndex per folder path, at the tree of that
+// folder last asked for. A request for another tree of the folder (the
+// next promotion's, or an older one after a group was dropped) moves the
+// index there by the difference of the two trees: entries that left or
+// changed are taken out, those that came or changed are put in — a scan
+// of the two trees' bytes and the facts of the changed notes, not a
+// decode of the folder. Keyed by content (the tree's bytes), so it is
+// right whichever commit, group or repository asks.
+var folderIndexes = struct {
+	sync.Mutex
+	m map[string]*folderIndex
+}{m: map[string]*folderIndex{}}
+
+// sameNamed returns the paths of the notes in force in folder whose title
+// or subject normalises to k: those with that title first, then those with
+// that subject, each in path order.
+func (hv *headView) sameNamed(folder, k string) ([]string, error) {
 	e, err := hv.entry(folder)
 	if err != nil || e == nil || e.Mode != filemode.Dir {
-		return empty, err
+		return nil, err
 	}
-	objCache.Lock()
-	idx, ok := objCache.folders[e.Hash]
-	objCache.Unlock()
-	if ok {
-		return idx, nil
-	}
-	t, err := object.GetTree(hv.s, e.Hash)
+	raw, err := hv.r.rawTree(e.Hash)
 	if err != nil {
 		return nil, fmt.Errorf("read folder %s: %w", folder, err)
 	}
-	idx = &folderIndex{titles: map[string][]string{}, subjects: map[string][]string{}}
-	for _, te := range t.Entries {
-		if !te.Mode.IsFile() || !strings.HasSuffix(te.Name, ".md") || te.Name == "index.md" || te.Name == "log.md" {
-			continue
-		}
-		f, err := hv.facts(te.Hash)
+	folderIndexes.Lock()
+	defer folderIndexes.Unlock()
+	idx := folderIndexes.m[folder]
+	if idx == nil || idx.tree != e.Hash {
+		next, keep, err := hv.moveIndex(folder, idx, e.Hash, raw)
 		if err != nil {
+			delete(folderIndexes.m, folder) // idx may be half moved
 			return nil, err
 		}
-		if !f.InForce {
-			continue
+		switch {
+		case !keep:
+			delete(folderIndexes.m, folder)
+		case len(folderIndexes.m) >= maxCachedFolders && idx == nil:
+			folderIndexes.m = map[string]*folderIndex{folder: next}
+		default:
+			folderIndexes.m[folder] = next
 		}
-		p := folder + "/" + te.Name
-		if f.Title != "" {
-			idx.titles[f.Title] = append(idx.titles[f.Title], p)
+		idx = next
+	}
+	t := append([]string(nil), idx.titles[k]...)
+	s := append([]string(nil), idx.subjects[k]...)
+	slices.Sort(t)
+	slices.Sort(s)
+	return append(t, s...), nil
+}
+
+// treeCursor walks the entries of a raw tree in order.
+type treeCursor struct {
+	raw             []byte
+	off, end        int
+	name, mode, all []byte
+	dir, ok         bool
+}
+
+// next moves to the next entry (ok false at the end); it returns false
+// when the tree is malformed.
+func (c *treeCursor) next() bool {
+	c.off = c.end
+	if c.off >= len(c.raw) {
+		c.ok = false
+		return true
+	}
+	name, dir, end, ok := nextEntry(c.raw, c.off)
+	if !ok {
+		c.ok = false
+		return false
+	}
+	sp := bytes.IndexByte(c.raw[c.off:], ' ')
+	c.name, c.dir, c.end, c.ok = name, dir, end, true
+	c.mode, c.all = c.raw[c.off:c.off+sp], c.raw[c.off:end]
+	return true
+}
+
+// moveIndex returns the index of folder at tree h (content raw), made from
+// idx (nil: none yet) by the difference of the two trees; idx is changed
+// in place (the caller holds folderIndexes' lock). keep is false when raw
+// is not in Git's order (only a tree Git itself would reject): the index
+// is then built whole and not kept.
+func (hv *headView) moveIndex(folder string, idx *folderIndex, h plumbing.Hash, raw []byte) (_ *folderIndex, keep bool, err error) {
+	keep = sortedTree(raw)
+	if idx == nil || !keep {
+		idx = &folderIndex{names: map[string]indexedNote{}, titles: map[string][]string{}, subjects: map[string][]string{}}
+	}
+	o, n := &treeCursor{raw: idx.raw}, &treeCursor{raw: raw}
+	bad := func() error { return fmt.Errorf("read folder %s: tree %s is malformed", folder, h) }
+	if !o.next() || !n.next() {
+		return nil, false, bad()
+	}
+	// Both trees are in Git's order: walk them together (an unordered new
+	// tree is walked against nothing).
+	for o.ok || n.ok {
+		c := 0
+		switch {
+		case !o.ok:
+			c = 1
+		case !n.ok:
+			c = -1
+		default:
+			c = compareKeys(o.name, o.dir, n.name, n.dir)
 		}
-		if f.Subject != "" {
-			idx.subjects[f.Subject] = append(idx.subjects[f.Subject], p)
+		if (c < 0 || c == 0 && !bytes.Equal(o.all, n.all)) && !o.dir {
+			// (a folder is never indexed; a note of the same name may
+			// be, next to it in the walk)
+			idx.drop(folder, string(o.name))
+		}
+		if c > 0 || c == 0 && !bytes.Equal(o.all, n.all) {
+			if err := hv.add(idx, folder, n); err != nil {
+				return nil, false, err
+			}
+		}
+		if c <= 0 && !o.next() || c >= 0 && !n.next() {
+			return nil, false, bad()
 		}
 	}
-	objCache.Lock()
-	if len(objCache.folders) >= maxCachedFolders {
-		objCache.folders = map[plumbing.Hash]*folderIndex{}
+	idx.tree, idx.raw = h, raw
+	return idx, keep, nil
+}
+
+// sortedTree reports whether raw's entries are in Git's order, each key
+// after the one before (malformed: false).
+func sortedTree(raw []byte) bool {
+	c := &treeCursor{raw: raw}
+	var prev []byte
+	prevDir := false
+	for first := true; ; first = false {
+		if !c.next() {
+			return false
+		}
+		if !c.ok {
+			return true
+		}
+		if !first && compareKeys(prev, prevDir, c.name, c.dir) >= 0 {
+			return false
+		}
+		prev, prevDir = c.name, c.dir
 	}
-	objCache.folders[e.Hash] = idx
-	objCache.Unlock()
-	return idx, nil
+}
+
+// drop takes the note name out of the index (if it is there).
+func (idx *folderIndex) drop(folder, name string) {
+	in, ok := idx.names[name]
+	if !ok {
+		return
+	}
+	p := folder + "/" + name
+	delete(idx.names, name)
+	if idx.titles[in.title] = dropPath(idx.titles[in.title], p); len(idx.titles[in.title]) == 0 {
+		delete(idx.titles, in.title)
+	}
+	if idx.subjects[in.subject] = dropPath(idx.subjects[in.subject], p); len(idx.subjects[in.subject]) == 0 {
+		delete(idx.subjects, in.subject)
+	}
+}
+
+// add puts the entry at c into the index when it is a note in force with
+// a title or subject.
+func (hv *headView) add(idx *folderIndex, folder string, c *treeCursor) error {
+	n := string(c.name)
+	if c.dir || !strings.HasSuffix(n, ".md") || n == "index.md" || n == "log.md" {
+		return nil
+	}
+	m, err := filemode.New(string(c.mode))
+	if err != nil || !m.IsFile() {
+		return nil
+	}
+	var id plumbing.Hash
+	copy(id[:], c.all[len(c.all)-20:])
+	f, err := hv.facts(id)
+	if err != nil {
+		return err
+	}
+	if !f.InForce || f.Title == "" && f.Subject == "" {
+		return nil
+	}
+	p := folder + "/" + n
+	idx.names[n] = indexedNote{f.Title, f.Subject}
+	if f.Title != "" {
+		idx.titles[f.Title] = append(idx.titles[f.Title], p)
+	}
+	if f.Subject != "" {
+		idx.subjects[f.Subject] = append(idx.subjects[f.Subject], p)
+	}
+	return nil
+}
+
+// dropPath returns ps without p.
+func dropPath(ps []string, p string) []string {
+	for i, q := range ps {
+		if q == p {
+			return append(ps[:i:i], ps[i+1:]...)
+		}
+	}
+	return ps
 }
 
 // stampNote writes the evidence into a parsed note, in place: each
