@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"regexp"
@@ -20,10 +21,13 @@ type changeSet struct {
 	head  plumbing.Hash
 	order []string
 	files map[string][]byte
+	// base: what get read of a path at head (nil: absent), so the scan
+	// of what the commit adds does not read it again.
+	base map[string][]byte
 }
 
 func (g *Gate) newChangeSet(head plumbing.Hash) *changeSet {
-	return &changeSet{g: g, head: head, files: map[string][]byte{}}
+	return &changeSet{g: g, head: head, files: map[string][]byte{}, base: map[string][]byte{}}
 }
 
 // get returns the whole file (never a prefix: a cut read written back
@@ -32,7 +36,26 @@ func (cs *changeSet) get(p string) ([]byte, error) {
 	if b, ok := cs.files[p]; ok {
 		return b, nil
 	}
-	return cs.g.repo.wholeFileAt(cs.head, p)
+	if b, ok := cs.base[p]; ok {
+		return b, nil
+	}
+	b, err := cs.g.repo.wholeFileAt(cs.head, p)
+	if err == nil {
+		cs.base[p] = b
+	}
+	return b, err
+}
+
+// atHead returns path p's content at head (nil: absent).
+func (cs *changeSet) atHead(p string) ([]byte, error) {
+	if b, ok := cs.base[p]; ok {
+		return b, nil
+	}
+	b, err := cs.g.repo.wholeFileAt(cs.head, p)
+	if err == nil {
+		cs.base[p] = b
+	}
+	return b, err
 }
 
 // wholeFileAt is fileAt without a size limit.
@@ -108,7 +131,7 @@ func (cs *changeSet) notePromoted(dest, title string, d *Decision, when time.Tim
 	if err != nil {
 		return err
 	}
-	if strings.Contains(string(idx), "]("+base+")") {
+	if bytes.Contains(idx, []byte("]("+base+")")) {
 		return nil
 	}
 	return cs.appendLine(dir+"/index.md", indexHeader, fmt.Sprintf("- [%s](%s)\n", text, base))
@@ -141,7 +164,7 @@ func (cs *changeSet) appendLine(p, header, line string) error {
 		b = []byte(header)
 	}
 	if len(b) > 0 && b[len(b)-1] != '\n' {
-		b = append(b, '\n')
+		b = append(b[:len(b):len(b)], '\n')
 	}
 	kind := strings.TrimSuffix(path.Base(p), ".md")
 	if (kind == "log" || kind == "index") && len(b)+len(line) > pageCap && len(b) > len(header) {
@@ -153,7 +176,9 @@ func (cs *changeSet) appendLine(p, header, line string) error {
 		cs.set(path.Dir(p)+"/"+name, relink(b, kind))
 		b = []byte(header + olderPrefix + "[" + name + "](" + name + ")\n\n")
 	}
-	cs.set(p, append(append([]byte{}, b...), line...))
+	// A new page: b is shared (HEAD's content, or a blob of this group),
+	// never written in place; appending to it capped copies it once.
+	cs.set(p, append(b[:len(b):len(b)], line...))
 	return nil
 }
 

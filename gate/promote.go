@@ -362,36 +362,25 @@ func findEntry(raw []byte, tree plumbing.Hash, name string) (int, string, plumbi
 // id: a file, or a folder when isDir; it reports the entry it replaced
 // (mode "" when there was none).
 func spliceEntry(raw []byte, tree plumbing.Hash, name string, isDir bool, id plumbing.Hash) ([]byte, string, plumbing.Hash, error) {
-	key := name
-	if isDir {
-		key += "/"
-	}
-	// Scan entries: "<octal mode> <name>\x00<20-byte id>".
+	// Scan entries: "<octal mode> <name>\x00<20-byte id>" (no allocation
+	// per entry: a folder of many notes is scanned once per edit).
 	insertAt, replStart, replEnd := len(raw), -1, -1
 	var oldMode string
 	var oldHash plumbing.Hash
+	bname := []byte(name)
 	for off := 0; off < len(raw); {
-		sp := bytes.IndexByte(raw[off:], ' ')
-		if sp < 0 {
+		ename, dir, end, ok := nextEntry(raw, off)
+		if !ok {
 			return nil, "", oldHash, fmt.Errorf("tree %s: malformed", tree)
 		}
-		nul := bytes.IndexByte(raw[off+sp:], 0)
-		if nul < 0 || off+sp+nul+21 > len(raw) {
-			return nil, "", oldHash, fmt.Errorf("tree %s: malformed", tree)
-		}
-		mode := string(raw[off : off+sp])
-		ename := string(raw[off+sp+1 : off+sp+nul])
-		end := off + sp + nul + 21
-		if ename == name {
-			replStart, replEnd, oldMode = off, end, mode
-			copy(oldHash[:], raw[off+sp+nul+1:end])
+		if bytes.Equal(ename, bname) {
+			replStart, replEnd = off, end
+			oldMode = string(raw[off : off+bytes.IndexByte(raw[off:], ' ')])
+			copy(oldHash[:], raw[end-20:end])
 			break
 		}
-		ekey := ename
-		if mode == "40000" {
-			ekey += "/"
-		}
-		if ekey > key && insertAt == len(raw) {
+		// (Git's order: a folder's name compares as if "/" followed it.)
+		if insertAt == len(raw) && compareKeys(ename, dir, bname, isDir) > 0 {
 			insertAt = off // keep scanning: the same name may sort later as the other kind
 		}
 		off = end

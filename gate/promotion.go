@@ -97,7 +97,7 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 		if c.Path == dest {
 			continue
 		}
-		old, err := g.repo.wholeFileAt(head, c.Path)
+		old, err := cs.atHead(c.Path)
 		if err != nil {
 			return err
 		}
