@@ -6,6 +6,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -176,10 +177,58 @@ func (cs *changeSet) appendLine(p, header, line string) error {
 		cs.set(path.Dir(p)+"/"+name, relink(b, kind))
 		b = []byte(header + olderPrefix + "[" + name + "](" + name + ")\n\n")
 	}
-	// A new page: b is shared (HEAD's content, or a blob of this group),
-	// never written in place; appending to it capped copies it once.
-	cs.set(p, append(b[:len(b):len(b)], line...))
+	cs.set(p, pageTails.extend(p, b, line))
 	return nil
+}
+
+// pageTails lets a page grow in place: appending a line to the newest
+// version of a page the gate made writes it into spare room after that
+// version (no copy of the page, no new page-sized buffer per promotion).
+//
+// Safe because every version handed out is a prefix buf[:n:n] of one
+// buffer, n only grows, and bytes are written only at or after the
+// furthest n handed out (hi): no version anyone holds (a blob of the
+// group, HEAD's content, a dropped group's) ever changes. Appending to an
+// older version (after a dropped group, or from another branch) finds
+// hi beyond it and copies, as appending to any other content does.
+var pageTails = &pageBufs{m: map[string]*pageBuf{}}
+
+// pageBufs holds the newest buffer of each page path.
+type pageBufs struct {
+	sync.Mutex
+	m map[string]*pageBuf
+}
+
+// pageBuf is one page's buffer and how far it is handed out.
+type pageBuf struct {
+	buf []byte
+	hi  int
+}
+
+// extend returns b followed by line without changing b (or anything else
+// handed out before): in place when b is the newest version of p's buffer
+// and there is room, else in a new buffer with room to grow.
+func (t *pageBufs) extend(p string, b []byte, line string) []byte {
+	t.Lock()
+	defer t.Unlock()
+	pb := t.m[p]
+	if pb != nil && len(b) > 0 && len(b) == pb.hi && &b[0] == &pb.buf[0] && pb.hi+len(line) <= cap(pb.buf) {
+		n := pb.hi + len(line)
+		pb.buf = pb.buf[:n]
+		copy(pb.buf[pb.hi:], line)
+		pb.hi = n
+		return pb.buf[:n:n]
+	}
+	n := len(b) + len(line)
+	room := max(n, min(2*n, pageCap+(64<<10)))
+	buf := make([]byte, n, room)
+	copy(buf, b)
+	copy(buf[len(b):], line)
+	if len(t.m) >= 1024 {
+		t.m = map[string]*pageBuf{}
+	}
+	t.m[p] = &pageBuf{buf: buf, hi: n}
+	return buf[:n:n]
 }
 
 // nextArchive is the number after the archive the page links to (1 for a

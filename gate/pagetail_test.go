@@ -1,0 +1,108 @@
+package gate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// A page grows in place only from its newest version; appending to an
+// older one (after a dropped group) copies, and no version handed out
+// ever changes.
+func TestPageTailsNeverChangeAVersion(t *testing.T) {
+	pb := &pageBufs{m: map[string]*pageBuf{}}
+	base := []byte("# Log\n")
+	v1 := pb.extend("f/log.md", base, "a\n")
+	v2 := pb.extend("f/log.md", v1, "b\n")
+	if &v2[0] != &v1[0] {
+		t.Errorf("the newest version was copied, not extended in place")
+	}
+	v3 := pb.extend("f/log.md", v1, "c\n") // v1 again: v2 is further
+	v4 := pb.extend("f/log.md", v2, "d\n") // v2 again: v3's buffer is newest now
+	v5 := pb.extend("f/log.md", v3, "e\n")
+	for _, c := range []struct{ got, want string }{
+		{string(base), "# Log\n"}, {string(v1), "# Log\na\n"}, {string(v2), "# Log\na\nb\n"},
+		{string(v3), "# Log\na\nc\n"}, {string(v4), "# Log\na\nb\nd\n"}, {string(v5), "# Log\na\nc\ne\n"},
+	} {
+		if c.got != c.want {
+			t.Errorf("a version changed: %q, want %q", c.got, c.want)
+		}
+	}
+	for _, v := range [][]byte{v1, v2, v3, v4, v5} {
+		if cap(v) != len(v) {
+			t.Errorf("a version is handed out with room after it (cap %d, len %d): a reader's append would write into the page", cap(v), len(v))
+		}
+	}
+}
+
+// Pages a dropped group grew in place are not changed by the promotions
+// after it: each blob still has the content its id names, and HEAD's
+// log.md holds the base and the later line only.
+func TestPageTailsAfterAbortBatch(t *testing.T) {
+	v := newVault(t)
+	// A log with room for a group's lines after it (a buffer grows to
+	// twice the page).
+	humanCommit(t, v, map[string]string{"20-domains/log.md": logHeader + strings.Repeat("- an older line of the log, long enough\n", 60)})
+	g := openGate(t, v)
+	publish := func() {
+		t.Helper()
+		if _, err := g.repo.publishBatch(func() error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// First is published by a group: its log.md version stays in memory
+	// (the recent objects), the buffer the next group grows in place.
+	g.repo.beginBatch()
+	if g.repo.batch == nil {
+		t.Fatal("no group started")
+	}
+	promoteLines(t, g, "20-domains/first.md", "First")
+	publish() // and starts the next group
+	var dropped []change
+	var prev []byte
+	inPlace := 0
+	for _, n := range []string{"a", "b", "c"} {
+		for _, c := range promoteLines(t, g, "20-domains/"+n+".md", "Dropped "+n) {
+			dropped = append(dropped, change{c.Path, c.Content})
+			if c.Path == "20-domains/log.md" {
+				if prev != nil && &prev[0] == &c.Content[0] {
+					inPlace++
+				}
+				prev = c.Content
+			}
+		}
+	}
+	if inPlace == 0 {
+		t.Fatal("log.md never grew in place: the test does not exercise pageTails")
+	}
+	want := map[plumbing.Hash]string{}
+	for _, c := range dropped {
+		want[plumbing.ComputeHash(plumbing.BlobObject, c.Content)] = string(c.Content)
+	}
+	g.repo.abortBatch()
+	g.repo.beginBatch()
+	promoteLines(t, g, "20-domains/second.md", "Second")
+	publish()
+	promoteLines(t, g, "20-domains/third.md", "Third")
+	promoteLines(t, g, "20-domains/fourth.md", "Fourth")
+	g.repo.abortBatch()
+	for _, c := range dropped {
+		if h := plumbing.ComputeHash(plumbing.BlobObject, c.Content); want[h] != string(c.Content) {
+			t.Errorf("%s of the dropped group changed after it was handed out", c.Path)
+		}
+	}
+	_, head, err := g.repo.head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := g.repo.wholeFileAt(head, "20-domains/log.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(log)
+	if !strings.Contains(s, "[First](first.md)") || !strings.Contains(s, "[Second](second.md)") || strings.Contains(s, "Dropped") || strings.Contains(s, "Third") {
+		t.Errorf("log.md at HEAD:\n%s", s)
+	}
+	checkRepo(t, v)
+}
