@@ -231,31 +231,28 @@ func heldPlaceholder(dfd int, name string) bool {
 }
 
 func heldPlaceholderDepth(dfd int, name string, depth int) bool {
-	var st unix.Stat_t
-	if depth > 8 || unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&0o7777 != 0 {
+	if depth > 8 {
 		return false
 	}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFREG:
-		return st.Size == 0
-	case unix.S_IFDIR:
-		fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return errors.Is(err, unix.EACCES)
-		}
-		defer unix.Close(fd)
-		names, err := readNames(fd)
-		if err != nil {
+	file, dir := placeholderShape(dfd, name)
+	if !dir {
+		return file
+	}
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return errors.Is(err, unix.EACCES)
+	}
+	defer unix.Close(fd)
+	names, err := readNames(fd)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if !heldPlaceholderDepth(fd, n, depth+1) {
 			return false
 		}
-		for _, n := range names {
-			if !heldPlaceholderDepth(fd, n, depth+1) {
-				return false
-			}
-		}
-		return true
 	}
-	return false
+	return true
 }
 
 func readNames(fd int) ([]string, error) {

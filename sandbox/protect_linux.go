@@ -391,18 +391,30 @@ func flockShared(fd int, wait time.Duration) error {
 // removePlaceholder removes name in dirfd if it is a placeholder mount point
 // (mode 0000 and empty); rmdir itself refuses a directory that is not empty.
 func removePlaceholder(dirfd int, name string) {
+	switch file, dir := placeholderShape(dirfd, name); {
+	case file:
+		_ = unix.Unlinkat(dirfd, name, 0)
+	case dir:
+		_ = unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+	}
+}
+
+// placeholderShape says whether name in dirfd (not followed) has the shape
+// of a placeholder fedmem makes: mode 0000 and either an empty regular file
+// or a directory (whose contents each caller judges: rmdir refuses a full
+// one, heldPlaceholder looks inside).
+func placeholderShape(dirfd int, name string) (file, dir bool) {
 	var st unix.Stat_t
 	if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&0o7777 != 0 {
-		return
+		return false, false
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
-		if st.Size == 0 {
-			_ = unix.Unlinkat(dirfd, name, 0)
-		}
+		return st.Size == 0, false
 	case unix.S_IFDIR:
-		_ = unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+		return false, true
 	}
+	return false, false
 }
 
 // quarantine renames p, if it exists now, to p.fedmem-quarantined-SESSION
