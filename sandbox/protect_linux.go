@@ -253,9 +253,12 @@ func emptyROTmpfs(fd int, name string) error {
 // what it can (the placeholders of the directories it did lock).
 func guardPlaceholders(spec *Spec) (release func(coversLost bool), err error) {
 	pl := spec.Plan
-	// Filesystem timestamps are coarse (a jiffy): 100 ms of slack makes a
-	// repository made right at the start count as new.
-	start := time.Now().Add(-100 * time.Millisecond)
+	// Filesystem timestamps come from the kernel's coarse clock (a jiffy
+	// behind the fine one) or, multigrain, from a fine one: the session's
+	// start is read on the coarse clock, so that whatever the session
+	// makes or changes is stamped at or after it; only a change made in
+	// the last jiffy before the start can count as the session's too.
+	start := coarseNow()
 	// What is done after the session is done through directories opened
 	// now, never by path then: a concurrent session's agent whose writable
 	// workdir holds this one's can rename the workdir away during the
@@ -452,4 +455,14 @@ func makePlaceholder(m mounts.Mount) {
 	if f, err := unix.Openat(pfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
 		unix.Close(f)
 	}
+}
+
+// coarseNow is CLOCK_REALTIME_COARSE, the clock file timestamps are taken
+// from; the fine clock (less 100 ms) if it cannot be read.
+func coarseNow() time.Time {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts) != nil {
+		return time.Now().Add(-100 * time.Millisecond)
+	}
+	return time.Unix(ts.Unix())
 }
