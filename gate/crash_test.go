@@ -2,7 +2,7 @@ package gate
 
 import (
 	"fmt"
-	"math/rand"
+	"github.com/fedmem/fedmem/test/testutil"
 	"os"
 	"os/exec"
 	"strings"
@@ -60,7 +60,7 @@ func TestKillNineLoop(t *testing.T) {
 			add(s, i)
 		}
 	}
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	rng := testutil.Seed(t)
 	run := func(kill bool) {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperGateProcess$")
 		cmd.Env = append(os.Environ(), "FEDMEM_GATE_HELPER_VAULT="+v)

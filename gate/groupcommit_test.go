@@ -2,7 +2,7 @@ package gate
 
 import (
 	"fmt"
-	"math/rand"
+	"github.com/fedmem/fedmem/test/testutil"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,7 +10,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestHelperGroupProcess is not a test: TestGroupCommitKillNine runs the
@@ -103,19 +102,14 @@ func TestGroupCommitKillNine(t *testing.T) {
 // barrier, receipts, removal of claims and of the group marker) runs in the
 // background while the next group is decided, and a SIGKILL at the n-th
 // time each point is reached, n and the order drawn from a logged seed
-// (FEDMEM_GROUP_SEED replays one). A fresh gate then finishes: every draft
+// (FEDMEM_TEST_SEED replays one). A fresh gate then finishes: every draft
 // decided exactly once, one commit per promoted draft, no claim or marker
 // left, audit log verified.
 func TestGroupPipelineKillNine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow")
 	}
-	seed := time.Now().UnixNano()
-	if s, err := strconv.ParseInt(os.Getenv("FEDMEM_GROUP_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (FEDMEM_GROUP_SEED=%d replays it)", seed, seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := testutil.Seed(t)
 	points := []string{"marked", "intents", "pack-idx", "packed", "published", "index", "index-shared", "recorded", "synced", "cleaned"}
 	rng.Shuffle(len(points), func(i, j int) { points[i], points[j] = points[j], points[i] })
 	for round, point := range points {

@@ -3,12 +3,10 @@ package gate
 import (
 	"bytes"
 	"fmt"
+	"github.com/fedmem/fedmem/test/testutil"
 	"math/rand"
-	"os"
 	"sort"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
@@ -42,14 +40,9 @@ func randomTree(rng *rand.Rand, names []string) []byte {
 // TestPackDeltas: the deltas writePack stores (tree entry by entry, pages
 // by common prefix and suffix) rebuild the new version exactly when
 // applied by go-git's patcher, for random edits (seed logged;
-// FEDMEM_DELTA_SEED replays one).
+// FEDMEM_TEST_SEED replays one).
 func TestPackDeltas(t *testing.T) {
-	seed := time.Now().UnixNano()
-	if s, err := strconv.ParseInt(os.Getenv("FEDMEM_DELTA_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := testutil.Seed(t)
 	for round := 0; round < 200; round++ {
 		var names []string
 		seen := map[string]bool{}

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fedmem/fedmem/test/testutil"
 	"io/fs"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"slices"
@@ -166,9 +166,7 @@ func TestPruneRacesAgentWrites(t *testing.T) {
 			}
 		}
 	}()
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := testutil.Seed(t)
 	written, lost := 0, 0
 	for i := 0; i < 3000; i++ {
 		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {

@@ -3,7 +3,7 @@ package gate
 import (
 	"bufio"
 	"fmt"
-	"math/rand"
+	"github.com/fedmem/fedmem/test/testutil"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,9 +42,7 @@ func TestGateRunKillNineBurst(t *testing.T) {
 		t.Skip("slow")
 	}
 	bin := fedmemBin(t)
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := testutil.Seed(t)
 	v := trustVault(t)
 	const writers, per = 8, 20
 	want := map[string]bool{}

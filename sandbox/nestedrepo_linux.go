@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -215,6 +217,94 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 			return err
 		}
 	}
+	return w.persistNames(dfd, p, has, depth)
+}
+
+// persistNames moves aside the persistence names (profiles.ProjectPersist
+// other than .git's, which dir judges above) in the directory open at dfd
+// (path p) that the session made or changed. The plan holds them
+// read-only only at the top of each writable root (skip); anywhere below
+// — a monorepo's sub/.claude/settings.json, sub/.envrc, sub/.vscode/ — the
+// agent may write them, and the user's next claude, cd (direnv), editor or
+// commit in that subdirectory runs them (TestRedteamNestedPersistPlant).
+// It runs after dir's walk of the children (a .git planted inside one is
+// judged first). The walk is post-order per name: see persistEntry.
+func (w *nestedWalk) persistNames(dfd int, p string, has map[string]uint32, depth int) error {
+	for _, pp := range profiles.ProjectPersist {
+		if pp.Path == ".git" || strings.HasPrefix(pp.Path, ".git/") {
+			continue
+		}
+		first, rest, nested := strings.Cut(pp.Path, "/")
+		if has[first] == 0 || w.skip[filepath.Join(p, pp.Path)] {
+			continue
+		}
+		if !nested {
+			if err := w.persistEntry(dfd, p, first, depth); err != nil {
+				return err
+			}
+			continue
+		}
+		if has[first] != unix.S_IFDIR || w.skip[filepath.Join(p, first)] {
+			continue
+		}
+		// A two-level name (.claude/settings.json): the first level is the
+		// user's own directory, judged only for that entry.
+		cfd, err := unix.Openat(dfd, first, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstat(cfd, &st) == nil && st.Dev == w.dev && unix.Faccessat(cfd, rest, unix.F_OK, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			err = w.persistEntry(cfd, filepath.Join(p, first), rest, depth+1)
+		}
+		unix.Close(cfd)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// persistEntry judges name in dfd (path dir), a persistence name or an
+// entry beneath one: changed during the session (ctime, which a creation,
+// write, chmod, rename or link sets and no unprivileged process can set
+// back) — it is moved aside whole, a directory with everything in it (a
+// directory's ctime also moves when an entry is added, removed or renamed
+// in it); unchanged — a directory is searched, since a file written in
+// place changes its own ctime only. An empty mode-0000 placeholder a
+// concurrent session may still hold is passed over (heldPlaceholder).
+func (w *nestedWalk) persistEntry(dfd int, dir, name string, depth int) error {
+	if depth > nestedMaxDepth {
+		return fmt.Errorf("%w: deeper than %d levels at %s", errNestedBound, nestedMaxDepth, dir)
+	}
+	if heldPlaceholder(dfd, name) {
+		return nil
+	}
+	if w.changedDuring(dfd, name) {
+		w.quarantine(dfd, dir, name, "a file that makes a tool run code (agent or editor settings, direnv, git hook managers), made or changed during the session below the top of a writable folder, where no mount holds it")
+		return nil
+	}
+	cfd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil // not a directory (or unreadable: git and editors as the user cannot read it either)
+	}
+	defer unix.Close(cfd)
+	var st unix.Stat_t
+	if unix.Fstat(cfd, &st) != nil || st.Dev != w.dev {
+		return nil
+	}
+	names, err := readNames(cfd)
+	if err != nil {
+		return nil
+	}
+	for _, n := range names {
+		if w.entries++; w.entries > nestedMaxEntries {
+			return fmt.Errorf("%w: more than %d entries", errNestedBound, nestedMaxEntries)
+		}
+		if err := w.persistEntry(cfd, filepath.Join(dir, name), n, depth+1); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -231,31 +321,28 @@ func heldPlaceholder(dfd int, name string) bool {
 }
 
 func heldPlaceholderDepth(dfd int, name string, depth int) bool {
-	var st unix.Stat_t
-	if depth > 8 || unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&0o7777 != 0 {
+	if depth > 8 {
 		return false
 	}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFREG:
-		return st.Size == 0
-	case unix.S_IFDIR:
-		fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return errors.Is(err, unix.EACCES)
-		}
-		defer unix.Close(fd)
-		names, err := readNames(fd)
-		if err != nil {
+	file, dir := placeholderShape(dfd, name)
+	if !dir {
+		return file
+	}
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return errors.Is(err, unix.EACCES)
+	}
+	defer unix.Close(fd)
+	names, err := readNames(fd)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if !heldPlaceholderDepth(fd, n, depth+1) {
 			return false
 		}
-		for _, n := range names {
-			if !heldPlaceholderDepth(fd, n, depth+1) {
-				return false
-			}
-		}
-		return true
 	}
-	return false
+	return true
 }
 
 func readNames(fd int) ([]string, error) {

@@ -253,9 +253,12 @@ func emptyROTmpfs(fd int, name string) error {
 // what it can (the placeholders of the directories it did lock).
 func guardPlaceholders(spec *Spec) (release func(coversLost bool), err error) {
 	pl := spec.Plan
-	// Filesystem timestamps are coarse (a jiffy): 100 ms of slack makes a
-	// repository made right at the start count as new.
-	start := time.Now().Add(-100 * time.Millisecond)
+	// Filesystem timestamps come from the kernel's coarse clock (a jiffy
+	// behind the fine one) or, multigrain, from a fine one: the session's
+	// start is read on the coarse clock, so that whatever the session
+	// makes or changes is stamped at or after it; only a change made in
+	// the last jiffy before the start can count as the session's too.
+	start := coarseNow()
 	// What is done after the session is done through directories opened
 	// now, never by path then: a concurrent session's agent whose writable
 	// workdir holds this one's can rename the workdir away during the
@@ -391,18 +394,30 @@ func flockShared(fd int, wait time.Duration) error {
 // removePlaceholder removes name in dirfd if it is a placeholder mount point
 // (mode 0000 and empty); rmdir itself refuses a directory that is not empty.
 func removePlaceholder(dirfd int, name string) {
+	switch file, dir := placeholderShape(dirfd, name); {
+	case file:
+		_ = unix.Unlinkat(dirfd, name, 0)
+	case dir:
+		_ = unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+	}
+}
+
+// placeholderShape says whether name in dirfd (not followed) has the shape
+// of a placeholder fedmem makes: mode 0000 and either an empty regular file
+// or a directory (whose contents each caller judges: rmdir refuses a full
+// one, heldPlaceholder looks inside).
+func placeholderShape(dirfd int, name string) (file, dir bool) {
 	var st unix.Stat_t
 	if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&0o7777 != 0 {
-		return
+		return false, false
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
-		if st.Size == 0 {
-			_ = unix.Unlinkat(dirfd, name, 0)
-		}
+		return st.Size == 0, false
 	case unix.S_IFDIR:
-		_ = unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+		return false, true
 	}
+	return false, false
 }
 
 // quarantine renames p, if it exists now, to p.fedmem-quarantined-SESSION
@@ -440,4 +455,14 @@ func makePlaceholder(m mounts.Mount) {
 	if f, err := unix.Openat(pfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
 		unix.Close(f)
 	}
+}
+
+// coarseNow is CLOCK_REALTIME_COARSE, the clock file timestamps are taken
+// from; the fine clock (less 100 ms) if it cannot be read.
+func coarseNow() time.Time {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts) != nil {
+		return time.Now().Add(-100 * time.Millisecond)
+	}
+	return time.Unix(ts.Unix())
 }

@@ -5,11 +5,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math/rand"
+	"github.com/fedmem/fedmem/test/testutil"
 	"runtime"
 	"slices"
 	"testing"
-	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/net/bpf"
@@ -123,9 +122,7 @@ func TestSeccompMatchesFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := testutil.Seed(t)
 
 	run := func(name string, args [6]uint64) uint {
 		nr, ok := seccomp.SyscallNumber(goarch, name)

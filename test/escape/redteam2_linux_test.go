@@ -42,11 +42,19 @@ print("planted")`
 	if r.code != 0 {
 		t.Fatalf("session 1: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	// .fedmem is held read-only only at the workdir's top, so the file may
-	// be there; what matters is that no later session uses it unallowed.
+	// .fedmem is held read-only only at the workdir's top: the agent can
+	// write sub/.fedmem, and after the session fedmem-run moves it aside
+	// (sweepNestedRepos' persistence names: TestRedteamNestedPersistPlant).
+	// The second defence is tested here: the user restores it (mv, as the
+	// event says) without reading it, and still no later session uses it
+	// unallowed.
 	planted := filepath.Join(e.workdir, "sub/.fedmem/profiles/evil.yaml")
 	if _, err := os.Lstat(planted); err == nil {
-		t.Logf("%s planted on the host (a project profile the user never allowed)", planted)
+		t.Errorf("%s still there after the session: not moved aside", planted)
+	}
+	q := filepath.Join(e.workdir, "sub/.fedmem.fedmem-quarantined-"+r.session)
+	if err := os.Rename(q, filepath.Join(e.workdir, "sub/.fedmem")); err != nil {
+		t.Errorf("restoring the quarantined %s: %v", q, err)
 	}
 
 	// Session 2: the user runs in the subdirectory with the name.
