@@ -2,13 +2,13 @@ package gate
 
 import (
 	"fmt"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/fedmem/fedmem/test/testutil"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -60,9 +60,7 @@ func folderIndexWhole(t *testing.T, g *Gate, head plumbing.Hash, folder, k strin
 // leaves HEAD behind the trees the index saw): at every commit, in any
 // order, it answers what an index of the whole folder answers.
 func TestFolderIndexFollowsTrees(t *testing.T) {
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := testutil.Seed(t)
 	v := newVault(t)
 	g := openGate(t, v)
 	const folder = "20-domains"

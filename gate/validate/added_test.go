@@ -1,10 +1,10 @@
 package validate
 
 import (
-	"math/rand"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/fedmem/fedmem/test/testutil"
 )
 
 // addedLinesSlow is addedLines without the append shortcut: the multiset
@@ -30,9 +30,7 @@ func addedLinesSlow(old, nw []byte) string {
 // on appends and on every other change (random pages of repeated, empty
 // and unterminated lines).
 func TestAddedLinesShortcutExact(t *testing.T) {
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := testutil.Seed(t)
 	words := []string{"", "a", "b", "- x", "# Log", "a"}
 	page := func(n int, end bool) string {
 		var b strings.Builder
