@@ -157,3 +157,52 @@ chmod 111 sub/p`)
 		t.Errorf("BREACH: sub/p/q/.envrc, planted below a directory the walk cannot list, is still there")
 	}
 }
+
+// TestRedteam5SweepTold: what the sweep moved aside, or could not check
+// (a walk bound: the agent makes more entries than it reads, and every
+// plant stays), was written only to the --events file, which a user who
+// runs fedmem-run without --events never has: a plant left under a bound
+// went unnoticed, and a folder of the user's moved aside vanished in
+// silence. Without --events, the user's stderr and the report's warnings
+// name it.
+func TestRedteam5SweepTold(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	sub := filepath.Join(e.workdir, "sub")
+	must(t, os.MkdirAll(sub, 0o755))
+	waitClockPast(t, e.workdir)
+	r := e.run(t, nil, "sh", "-c", "echo 'touch /tmp/pwned' > sub/.envrc && echo planted")
+	if r.code != 0 || !strings.Contains(string(r.stdout), "planted") {
+		t.Fatalf("agent: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	p := filepath.Join(sub, ".envrc")
+	redteam5Gone(t, p)
+	if !strings.Contains(string(r.stderr), "fedmem-run: warning: persistence: "+p+" moved aside") {
+		t.Errorf("the user was not told on stderr that %s was moved aside:\n%s", p, r.stderr)
+	}
+	warned := false
+	ws, _ := r.report["warnings"].([]any)
+	for _, w := range ws {
+		if s, _ := w.(string); strings.Contains(s, p) {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("the report's warnings do not name %s: %v", p, ws)
+	}
+}
+
+// TestRedteam5LeftBehindWriter: the agent leaves a process behind (setsid,
+// in the background) that rewrites sub/.envrc in a loop, to plant it again
+// after the sweep moved it aside. Held if every process of the sandbox is
+// gone before the walk.
+func TestRedteam5LeftBehindWriter(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	sub := filepath.Join(e.workdir, "sub")
+	must(t, os.MkdirAll(sub, 0o755))
+	redteam5Plant(t, e, `setsid sh -c 'while :; do echo "touch /tmp/pwned" > sub/.envrc.new 2>/dev/null && mv sub/.envrc.new sub/.envrc 2>/dev/null; done' </dev/null >/dev/null 2>&1 &
+while [ ! -e sub/.envrc ]; do :; done`)
+	redteam5Gone(t, filepath.Join(sub, ".envrc"))
+	// A survivor would go on writing: look again after the walk.
+	waitClockPast(t, e.workdir)
+	redteam5Gone(t, filepath.Join(sub, ".envrc"))
+}
