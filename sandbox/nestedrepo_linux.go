@@ -277,6 +277,11 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 			continue
 		}
 		if err := w.dir(cfd, filepath.Join(p, n), depth+1); err != nil {
+			// A bound stops the walk, reported; the names of the
+			// directories on the way there, listed already, are still
+			// judged: a bound the agent reaches below sub does not
+			// shield sub/.envrc (TestRedteam5WalkBoundShield).
+			w.persistNames(dfd, p, has, depth)
 			return err
 		}
 	}

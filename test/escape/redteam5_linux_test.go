@@ -206,3 +206,26 @@ while [ ! -e sub/.envrc ]; do :; done`)
 	waitClockPast(t, e.workdir)
 	redteam5Gone(t, filepath.Join(sub, ".envrc"))
 }
+
+// TestRedteam5WalkBoundShield: past 64 levels the walk stops and reports
+// the root as not checked. The agent makes a chain deeper than that in
+// sub, beside its sub/.envrc: the walk, post-order, stopped in the chain
+// before it judged sub's own names. The names on the way to the bound are
+// judged still, and the user is told on stderr what was not checked.
+func TestRedteam5WalkBoundShield(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	sub := filepath.Join(e.workdir, "sub")
+	must(t, os.MkdirAll(sub, 0o755))
+	waitClockPast(t, e.workdir)
+	r := e.run(t, nil, "sh", "-c", `set -e
+echo 'touch /tmp/pwned' > sub/.envrc
+mkdir -p sub/`+strings.Repeat("d/", 70)+`
+echo planted`)
+	if r.code != 0 || !strings.Contains(string(r.stdout), "planted") {
+		t.Fatalf("agent: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	redteam5Gone(t, filepath.Join(sub, ".envrc"))
+	if !strings.Contains(string(r.stderr), "deeper than 64 levels") {
+		t.Errorf("the user was not told on stderr that the walk stopped at its depth bound:\n%s", r.stderr)
+	}
+}
