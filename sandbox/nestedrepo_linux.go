@@ -296,8 +296,8 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 // mode set, or an entry added), it is moved aside whole; otherwise the
 // root is reported as not checked below it.
 func (w *nestedWalk) unreadable(dfd int, p, n string, err error) error {
-	if !errors.Is(err, unix.EACCES) {
-		return nil
+	if !errors.Is(err, unix.EACCES) || heldPlaceholder(dfd, n) {
+		return nil // a concurrent session's placeholder (mode 0000): moving it would free the name there
 	}
 	if w.changedDuring(dfd, n) {
 		w.quarantine(dfd, p, n, "a directory made or changed during the session that this user cannot list: what it holds cannot be checked")
