@@ -81,8 +81,9 @@ func sweepNestedRepos(spec *Spec, roots map[string]int, start time.Time, coversL
 		}
 	}
 	for root, fd := range roots {
-		dfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		dfd, err := openRootLending(fd)
 		if err != nil {
+			emit(spec, "persistence", map[string]any{"path": root, "error": "cannot list it (" + err.Error() + "): repositories and persistence names below were not checked"})
 			continue
 		}
 		var st unix.Stat_t
@@ -95,6 +96,27 @@ func sweepNestedRepos(spec *Spec, roots map[string]int, start time.Time, coversL
 			emit(spec, "persistence", map[string]any{"path": root, "error": err.Error() + ": repositories beyond were not checked"})
 		}
 	}
+}
+
+// openRootLending opens the root at the O_PATH descriptor fd for reading.
+// An unprivileged caller walks as itself: the agent (the same uid) can
+// make the root unlistable (chmod 311: paths through it still resolve),
+// which hid everything below from the walk (TestRedteam5UnlistableRoot).
+// The owner lends itself read and search permission for the open and puts
+// the mode back; the descriptor it got stays good.
+func openRootLending(fd int) (int, error) {
+	dfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	var st unix.Stat_t
+	if !errors.Is(err, unix.EACCES) || unix.Fstat(fd, &st) != nil || int(st.Uid) != unix.Geteuid() {
+		return dfd, err
+	}
+	self := fmt.Sprintf("/proc/self/fd/%d", fd)
+	if cerr := unix.Chmod(self, st.Mode&0o7777|0o500); cerr != nil {
+		return dfd, err
+	}
+	dfd, err = unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	_ = unix.Chmod(self, st.Mode&0o7777)
+	return dfd, err
 }
 
 type nestedWalk struct {

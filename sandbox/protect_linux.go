@@ -443,11 +443,27 @@ func quarantine(spec *Spec, pfd int, p string) {
 // (TestRedteam5QuarantineNameTaken): then a random suffix the agent, gone
 // by now, cannot have guessed is added.
 func renameAside(dfd int, name, session string) (string, error) {
-	to := name + ".fedmem-quarantined-" + session
-	err := unix.Renameat2(dfd, name, dfd, to, unix.RENAME_NOREPLACE)
-	for i := 0; errors.Is(err, unix.EEXIST) && i < 4; i++ {
-		to = fmt.Sprintf("%s.fedmem-quarantined-%s-%016x", name, session, rand.Uint64())
-		err = unix.Renameat2(dfd, name, dfd, to, unix.RENAME_NOREPLACE)
+	try := func() (string, error) {
+		to := name + ".fedmem-quarantined-" + session
+		err := unix.Renameat2(dfd, name, dfd, to, unix.RENAME_NOREPLACE)
+		for i := 0; errors.Is(err, unix.EEXIST) && i < 4; i++ {
+			to = fmt.Sprintf("%s.fedmem-quarantined-%s-%016x", name, session, rand.Uint64())
+			err = unix.Renameat2(dfd, name, dfd, to, unix.RENAME_NOREPLACE)
+		}
+		return to, err
+	}
+	to, err := try()
+	var st unix.Stat_t
+	if errors.Is(err, unix.EACCES) && unix.Fstat(dfd, &st) == nil && int(st.Uid) == unix.Geteuid() {
+		// An unprivileged caller renames as itself, which needs write
+		// permission on the directory: the agent (the same uid) took
+		// it away (chmod 555) to keep its plant. The owner lends itself
+		// that permission for the rename and puts the mode back
+		// (TestRedteam5ReadOnlyParent).
+		if unix.Fchmod(dfd, st.Mode&0o7777|0o300) == nil {
+			to, err = try()
+			_ = unix.Fchmod(dfd, st.Mode&0o7777)
+		}
 	}
 	return to, err
 }

@@ -273,3 +273,33 @@ echo '{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tm
 chmod 000 sub/.claude`)
 	redteam5Gone(t, filepath.Join(sub, ".claude"))
 }
+
+// TestRedteam5ReadOnlyParent: fedmem-run run by an unprivileged user
+// renames as that user, which needs write permission on the directory:
+// the agent plants sub/.envrc and makes sub mode 0555. The rename failed
+// (EACCES) and the plant stayed. The walk, owner of the directory, lends
+// itself write permission for the rename and puts the mode back.
+func TestRedteam5ReadOnlyParent(t *testing.T) {
+	e := setup(t, layout{name: "beside/user", gateOwned: true, user: true})
+	sub := filepath.Join(e.workdir, "sub")
+	redteam5Plant(t, e, `mkdir sub
+echo 'touch /tmp/pwned' > sub/.envrc
+chmod 555 sub`)
+	redteam5Gone(t, filepath.Join(sub, ".envrc"))
+	if fi, err := os.Stat(sub); err != nil || fi.Mode().Perm() != 0o555 {
+		t.Errorf("sub's mode after the sweep: %v, %v; want 0555 as the agent left it", fi, err)
+	}
+}
+
+// TestRedteam5UnlistableRoot: the agent makes the workdir itself
+// unlistable (mode 0311; paths through it still resolve) after planting
+// sub/.envrc: the unprivileged walk could not open the root and skipped it
+// in silence.
+func TestRedteam5UnlistableRoot(t *testing.T) {
+	e := setup(t, layout{name: "beside/user", gateOwned: true, user: true})
+	t.Cleanup(func() { os.Chmod(e.workdir, 0o755) })
+	redteam5Plant(t, e, `mkdir sub
+echo 'touch /tmp/pwned' > sub/.envrc
+chmod 311 .`)
+	redteam5Gone(t, filepath.Join(e.workdir, "sub/.envrc"))
+}
