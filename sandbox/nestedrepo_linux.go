@@ -81,8 +81,9 @@ func sweepNestedRepos(spec *Spec, roots map[string]int, start time.Time, coversL
 		}
 	}
 	for root, fd := range roots {
-		dfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		dfd, err := openRootLending(fd)
 		if err != nil {
+			emit(spec, "persistence", map[string]any{"path": root, "error": "cannot list it (" + err.Error() + "): repositories and persistence names below were not checked"})
 			continue
 		}
 		var st unix.Stat_t
@@ -95,6 +96,27 @@ func sweepNestedRepos(spec *Spec, roots map[string]int, start time.Time, coversL
 			emit(spec, "persistence", map[string]any{"path": root, "error": err.Error() + ": repositories beyond were not checked"})
 		}
 	}
+}
+
+// openRootLending opens the root at the O_PATH descriptor fd for reading.
+// An unprivileged caller walks as itself: the agent (the same uid) can
+// make the root unlistable (chmod 311: paths through it still resolve),
+// which hid everything below from the walk (TestRedteam5UnlistableRoot).
+// The owner lends itself read and search permission for the open and puts
+// the mode back; the descriptor it got stays good.
+func openRootLending(fd int) (int, error) {
+	dfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	var st unix.Stat_t
+	if !errors.Is(err, unix.EACCES) || unix.Fstat(fd, &st) != nil || int(st.Uid) != unix.Geteuid() {
+		return dfd, err
+	}
+	self := fmt.Sprintf("/proc/self/fd/%d", fd)
+	if cerr := unix.Chmod(self, st.Mode&0o7777|0o500); cerr != nil {
+		return dfd, err
+	}
+	dfd, err = unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	_ = unix.Chmod(self, st.Mode&0o7777)
+	return dfd, err
 }
 
 type nestedWalk struct {
@@ -137,6 +159,23 @@ func (w *nestedWalk) gitDirTouched(dfd int) bool {
 		return false
 	}
 	defer unix.Close(gfd)
+	return w.gitFDTouched(gfd, 0)
+}
+
+// gitFDTouched is gitDirTouched for the git directory open at gfd, and for
+// the git directories of its submodules (modules/NAME, NAME may hold
+// slashes) and linked worktrees (worktrees/NAME): the user's next git in a
+// submodule's or worktree's folder reads their config, commondir and hooks
+// (TestRedteam5SubmoduleConfig). Too deep to judge counts as touched.
+func (w *nestedWalk) gitFDTouched(gfd, depth int) bool {
+	if depth > 16 {
+		return true
+	}
+	for _, sub := range []string{"modules", "worktrees"} {
+		if w.nestedGitDirsTouched(gfd, sub, depth+1) {
+			return true
+		}
+	}
 	for _, n := range []string{"config", "config.worktree", "commondir", "hooks"} {
 		if w.changedDuring(gfd, n) {
 			return true
@@ -156,9 +195,43 @@ func (w *nestedWalk) gitDirTouched(dfd int) bool {
 	return false
 }
 
+// nestedGitDirsTouched searches the directory name in fd for git
+// directories (a directory with HEAD; one without is a level of a slashed
+// submodule name) that gitFDTouched finds touched.
+func (w *nestedWalk) nestedGitDirsTouched(fd int, name string, depth int) bool {
+	if depth > 16 {
+		return true
+	}
+	sfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(sfd)
+	names, _ := readNames(sfd)
+	for _, n := range names {
+		if n == "." || n == ".." {
+			continue
+		}
+		cfd, err := unix.Openat(sfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		var touched bool
+		if unix.Faccessat(cfd, "HEAD", unix.F_OK, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			touched = w.gitFDTouched(cfd, depth+1)
+		} else {
+			touched = w.nestedGitDirsTouched(sfd, n, depth+1)
+		}
+		unix.Close(cfd)
+		if touched {
+			return true
+		}
+	}
+	return false
+}
+
 func (w *nestedWalk) quarantine(dfd int, dir, name, why string) {
-	to := name + ".fedmem-quarantined-" + w.spec.Plan.Session
-	err := unix.Renameat2(dfd, name, dfd, to, unix.RENAME_NOREPLACE)
+	to, err := renameAside(dfd, name, w.spec.Plan.Session)
 	fields := map[string]any{"path": filepath.Join(dir, name), "moved_to": filepath.Join(dir, to), "why": why}
 	if err != nil {
 		fields["error"] = err.Error()
@@ -190,6 +263,12 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 		switch {
 		case w.bornDuring(dfd, ".git"):
 			w.quarantine(dfd, p, ".git", "a repository made during the session: its config and hooks are the agent's")
+		case has[".git"] != unix.S_IFDIR && w.changedDuring(dfd, ".git"):
+			// A gitfile (gitdir: PATH) keeps its birth time through a
+			// write in place and a rename: an old file of the user's
+			// rewritten and renamed to .git points git at a repository of
+			// the agent's (TestRedteam5OldGitfile).
+			w.quarantine(dfd, p, ".git", "a gitfile written or moved here during the session: it points git at a repository of the agent's")
 		case has[".git"] == unix.S_IFDIR && w.gitDirTouched(dfd):
 			w.quarantine(dfd, p, ".git", "a repository whose config, commondir or hooks changed during the session")
 		}
@@ -198,7 +277,10 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 		if w.bornDuring(dfd, "HEAD") || w.changedDuring(dfd, "config") || w.changedDuring(dfd, "hooks") {
 			w.quarantine(dfd, p, "HEAD", "a bare repository layout made or reconfigured during the session")
 		}
-		return nil // a git directory: nothing to find inside
+		// Not the end of the walk here: objects/, refs/ and HEAD are
+		// names the agent can make in any directory, and the persistence
+		// names beside them and everything below them would go unjudged
+		// (TestRedteam5BareLayoutBlindsWalk).
 	}
 	for _, n := range names {
 		if has[n] != unix.S_IFDIR || n == ".git" || w.skip[filepath.Join(p, n)] {
@@ -206,6 +288,9 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 		}
 		cfd, err := unix.Openat(dfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
+			if err := w.unreadable(dfd, p, n, err); err != nil {
+				return err
+			}
 			continue
 		}
 		var st unix.Stat_t
@@ -214,10 +299,34 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 			continue
 		}
 		if err := w.dir(cfd, filepath.Join(p, n), depth+1); err != nil {
+			// A bound stops the walk, reported; the names of the
+			// directories on the way there, listed already, are still
+			// judged: a bound the agent reaches below sub does not
+			// shield sub/.envrc (TestRedteam5WalkBoundShield).
+			w.persistNames(dfd, p, has, depth)
 			return err
 		}
 	}
 	return w.persistNames(dfd, p, has, depth)
+}
+
+// unreadable judges the directory n in dfd (path p) the walk could not
+// open (the caller walks as an unprivileged user): a path through a
+// directory that is searchable but not readable (mode 0111) still
+// resolves, so the user's tools reach by name what the walk cannot list
+// (TestRedteam5UnreadableDir). Changed during the session (made, or its
+// mode set, or an entry added), it is moved aside whole; otherwise the
+// root is reported as not checked below it.
+func (w *nestedWalk) unreadable(dfd int, p, n string, err error) error {
+	if !errors.Is(err, unix.EACCES) || heldPlaceholder(dfd, n) {
+		return nil // a concurrent session's placeholder (mode 0000): moving it would free the name there
+	}
+	if w.changedDuring(dfd, n) {
+		w.quarantine(dfd, p, n, "a directory made or changed during the session that this user cannot list: what it holds cannot be checked")
+		return nil
+	}
+	emit(w.spec, "persistence", map[string]any{"path": filepath.Join(p, n), "error": "cannot list it (" + err.Error() + "): what is below was not checked"})
+	return nil
 }
 
 // persistNames moves aside the persistence names (profiles.ProjectPersist
@@ -244,7 +353,17 @@ func (w *nestedWalk) persistNames(dfd int, p string, has map[string]uint32, dept
 			}
 			continue
 		}
-		if has[first] != unix.S_IFDIR || w.skip[filepath.Join(p, first)] {
+		if w.skip[filepath.Join(p, first)] {
+			continue
+		}
+		if has[first] != unix.S_IFDIR {
+			// A link (.claude -> a directory of the agent's): tools
+			// follow it, the walk does not; judged as the entry itself
+			// (TestRedteam5ClaudeSymlink). Once: later names of the same
+			// first level find it gone or unchanged.
+			if err := w.persistEntry(dfd, p, first, depth); err != nil {
+				return err
+			}
 			continue
 		}
 		// A two-level name (.claude/settings.json): the first level is the

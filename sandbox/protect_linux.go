@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -428,13 +429,43 @@ func quarantine(spec *Spec, pfd int, p string) {
 	if unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return
 	}
-	to := name + ".fedmem-quarantined-" + spec.Plan.Session
-	err := unix.Renameat2(pfd, name, pfd, to, unix.RENAME_NOREPLACE)
+	to, err := renameAside(pfd, name, spec.Plan.Session)
 	fields := map[string]any{"path": p, "moved_to": filepath.Join(dir, to)}
 	if err != nil {
 		fields["error"] = err.Error()
 	}
 	emit(spec, "persistence", fields)
+}
+
+// renameAside renames name in dfd to NAME.fedmem-quarantined-SESSION, never
+// over an existing entry. The agent knows its session (FEDMEM_SESSION) and
+// can make that name first, which would keep its plant where it is
+// (TestRedteam5QuarantineNameTaken): then a random suffix the agent, gone
+// by now, cannot have guessed is added.
+func renameAside(dfd int, name, session string) (string, error) {
+	try := func() (string, error) {
+		to := name + ".fedmem-quarantined-" + session
+		err := unix.Renameat2(dfd, name, dfd, to, unix.RENAME_NOREPLACE)
+		for i := 0; errors.Is(err, unix.EEXIST) && i < 4; i++ {
+			to = fmt.Sprintf("%s.fedmem-quarantined-%s-%016x", name, session, rand.Uint64())
+			err = unix.Renameat2(dfd, name, dfd, to, unix.RENAME_NOREPLACE)
+		}
+		return to, err
+	}
+	to, err := try()
+	var st unix.Stat_t
+	if errors.Is(err, unix.EACCES) && unix.Fstat(dfd, &st) == nil && int(st.Uid) == unix.Geteuid() {
+		// An unprivileged caller renames as itself, which needs write
+		// permission on the directory: the agent (the same uid) took
+		// it away (chmod 555) to keep its plant. The owner lends itself
+		// that permission for the rename and puts the mode back
+		// (TestRedteam5ReadOnlyParent).
+		if unix.Fchmod(dfd, st.Mode&0o7777|0o300) == nil {
+			to, err = try()
+			_ = unix.Fchmod(dfd, st.Mode&0o7777)
+		}
+	}
+	return to, err
 }
 
 // makePlaceholder creates the empty mode-0000 mount point of an absent

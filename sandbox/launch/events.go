@@ -2,6 +2,7 @@ package launch
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -103,4 +104,22 @@ func (e *events) counted() *Denials {
 	}
 	d := e.denials
 	return &d
+}
+
+// persistenceWarning is one line for a "persistence" event: what was moved
+// aside and where, what could not be, or what was not checked.
+func persistenceWarning(f map[string]any) string {
+	switch {
+	case f["covers_lost"] != nil:
+		return fmt.Sprintf("persistence: a protection was detached during the session (%v): the protected names were checked after it", f["covers_lost"])
+	case f["moved_to"] != nil && f["error"] == nil:
+		why := ""
+		if f["why"] != nil {
+			why = fmt.Sprintf(" (%v)", f["why"])
+		}
+		return fmt.Sprintf("persistence: %v moved aside to %v%s; restore it with mv if it is yours", f["path"], f["moved_to"], why)
+	case f["moved_to"] != nil:
+		return fmt.Sprintf("persistence: %v could not be moved aside to %v: %v — it may make a tool run the agent's code; check it before you use it", f["path"], f["moved_to"], f["error"])
+	}
+	return fmt.Sprintf("persistence: %v: %v — check it before you use it", f["path"], f["error"])
 }

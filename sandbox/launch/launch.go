@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fedmem/fedmem/profiles"
@@ -315,7 +316,23 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	}
 	defer std.release()
 	spec.Stdin, spec.Stdout, spec.Stderr = std.in, std.out, std.err
-	spec.Event = ev.emit
+	// What the after-session sweep moved aside, or could not check, is
+	// told to the user on stderr and in the report's warnings, not only
+	// in the --events file nobody may be writing (TestRedteam5SweepTold):
+	// a plant left under a walk bound, or a folder of the user's moved
+	// aside, must not go unnoticed.
+	var warnMu sync.Mutex
+	spec.Event = func(name string, fields map[string]any) {
+		ev.emit(name, fields)
+		if name != "persistence" {
+			return
+		}
+		w := persistenceWarning(fields)
+		warnMu.Lock()
+		defer warnMu.Unlock()
+		fmt.Fprintf(stderr, "fedmem-run: warning: %s\n", w)
+		rep.Warnings = append(rep.Warnings, w)
+	}
 	spec.Signals = sigs
 	if profiles.Proxied(prof.Network) {
 		pol, err := policy(prof)
