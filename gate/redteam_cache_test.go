@@ -1,0 +1,206 @@
+package gate
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fedmem/fedmem/test/testutil"
+)
+
+// Red team of the gate's CPU shortcuts (rawObj shared bytes, two-generation
+// tree cache, the added-lines append shortcut, the folder index that follows
+// trees by difference, pages grown in place, the changeset's HEAD reads).
+
+// rtFolderFacts reads every direct note of folder at HEAD with git itself
+// (not the gate's caches): path -> facts.
+func rtFolderFacts(t *testing.T, v, folder string) map[string]noteFacts {
+	t.Helper()
+	out := map[string]noteFacts{}
+	ls := gitCLI(t, v, "ls-tree", "HEAD", folder+"/")
+	for _, l := range strings.Split(strings.TrimSpace(ls), "\n") {
+		tab := strings.IndexByte(l, '\t')
+		if tab < 0 {
+			continue
+		}
+		f := strings.Fields(l[:tab])
+		p := l[tab+1:]
+		if len(f) != 3 || f[1] != "blob" || !strings.HasSuffix(p, ".md") || strings.HasSuffix(p, "/index.md") || strings.HasSuffix(p, "/log.md") {
+			continue
+		}
+		out[p] = factsOf([]byte(gitCLI(t, v, "cat-file", "blob", f[2])))
+	}
+	return out
+}
+
+// rtPageCount counts the lines of a folder's page and its archives (read
+// by git at HEAD) that contain s.
+func rtPageCount(t *testing.T, v, folder, kind, s string) int {
+	t.Helper()
+	n := 0
+	ls := gitCLI(t, v, "ls-tree", "-r", "--name-only", "HEAD", folder+"/")
+	for _, p := range strings.Split(strings.TrimSpace(ls), "\n") {
+		if p != folder+"/"+kind+".md" && !strings.HasPrefix(p, folder+"/"+kind+"/") {
+			continue
+		}
+		for _, l := range strings.Split(gitCLI(t, v, "show", "HEAD:"+p), "\n") {
+			if strings.Contains(l, s) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Attack: many passes, each a few small groups, a human commit between
+// passes that retitles, deprecates, removes notes, puts a folder (or a
+// note) where a note (a folder) was, and rewrites log.md/index.md without a
+// final newline or with CRLF; drafts reuse a few titles and subjects (case
+// and spacing variants). After every pass, checked with git (no gate
+// cache): no note promoted in the pass has an in-force twin (title or
+// subject) in its folder; each promotion has exactly one log line and one
+// index entry; every draft has one decision; fsck and a clean work tree.
+func TestRedteamCacheConflictsAcrossGroupsAndHumanCommits(t *testing.T) {
+	rng := testutil.Seed(t)
+	oldMax := groupMaxDrafts
+	groupMaxDrafts = 2 + rng.Intn(3)
+	defer func() { groupMaxDrafts = oldMax }()
+	v := trustVault(t)
+	const folder = "20-domains"
+	names := []string{"Deploy region", "Rotation", "Owner", "Cache policy", "Retry budget"}
+	variant := func(s string) string {
+		switch rng.Intn(3) {
+		case 0:
+			return strings.ToUpper(s)
+		case 1:
+			return strings.ReplaceAll(s, " ", "  ")
+		}
+		return s
+	}
+	humanCommit(t, v, map[string]string{folder + "/seed.md": "---\ntype: Fact\ntitle: Seed\n---\nseed\n"})
+	g := openGate(t, v)
+	sd := session(t, v, "rt")
+	seq := 0
+	for round := 0; round < 8; round++ {
+		// The human's commit between passes.
+		files := map[string]string{}
+		touched := map[string]bool{}
+		for k := 0; k < 1+rng.Intn(3); k++ {
+			name := fmt.Sprintf("h%d.md", rng.Intn(6))
+			if touched[name] {
+				continue
+			}
+			touched[name] = true
+			full := filepath.Join(v, folder, name)
+			st, err := os.Lstat(full)
+			switch op := rng.Intn(6); {
+			case op == 0 && err == nil: // remove (note or folder)
+				gitCLI(t, v, "rm", "-q", "-r", "-f", "--", folder+"/"+name)
+			case op == 1 && err == nil && !st.IsDir(): // a folder in the note's place
+				gitCLI(t, v, "rm", "-q", "-f", "--", folder+"/"+name)
+				files[folder+"/"+name+"/inner.md"] = "---\ntype: Fact\ntitle: " + names[rng.Intn(len(names))] + "\n---\nx\n"
+			case op == 2: // deprecated
+				if err == nil && st.IsDir() {
+					gitCLI(t, v, "rm", "-q", "-r", "-f", "--", folder+"/"+name)
+				}
+				files[folder+"/"+name] = "---\ntype: Fact\nstatus: deprecated\ntitle: " + names[rng.Intn(len(names))] + "\n---\nold\n"
+			case op == 3: // the pages, rewritten by hand
+				for _, pg := range []string{"log.md", "index.md"} {
+					b, err := os.ReadFile(filepath.Join(v, folder, pg))
+					if err != nil {
+						continue
+					}
+					switch rng.Intn(3) {
+					case 0:
+						b = bytes.TrimRight(b, "\n")
+					case 1:
+						b = bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n"))
+					default:
+						b = append(b, "hand-written, no newline"...)
+					}
+					files[folder+"/"+pg] = string(b)
+				}
+			default: // a note in force (retitled when it exists), maybe by subject
+				if err == nil && st.IsDir() {
+					gitCLI(t, v, "rm", "-q", "-r", "-f", "--", folder+"/"+name)
+				}
+				key := "title"
+				if rng.Intn(3) == 0 {
+					key = "subject"
+				}
+				files[folder+"/"+name] = "---\ntype: Fact\n" + key + ": " + names[rng.Intn(len(names))] + "\n---\nhuman\n"
+			}
+		}
+		if len(files) > 0 {
+			humanCommit(t, v, files)
+		} else if strings.TrimSpace(gitCLI(t, v, "status", "--porcelain")) != "" {
+			gitCLI(t, v, "-c", "user.name=Alice", "-c", "user.email=alice@example.com", "commit", "-q", "-m", "human removal")
+		}
+		// The agent's drafts.
+		want := map[string]bool{}
+		for k := 0; k < 2+rng.Intn(7); k++ {
+			seq++
+			dn := fmt.Sprintf("d%03d.md", seq)
+			key := "title"
+			if rng.Intn(4) == 0 {
+				key = "subject"
+			}
+			nm := names[rng.Intn(len(names))]
+			if rng.Intn(5) == 0 {
+				nm = fmt.Sprintf("Unique %d", seq)
+			}
+			put(t, sd, dn, "---\ntype: Fact\n"+key+": "+variant(nm)+"\nsources: [10-projects/src.md]\n---\nDraft "+dn+".\n")
+			want[dn] = true
+		}
+		s := once(t, g)
+		if !s.Handled() {
+			t.Fatalf("round %d: not every draft decided: %+v", round, s)
+		}
+		t.Logf("round %d: promoted %d, pending %d, rejected %d", round, s.Promoted, s.Pending, s.Rejected)
+		got := map[string]int{}
+		for _, d := range s.Decisions {
+			got[d.Draft]++
+		}
+		for dn := range want {
+			if got[dn] != 1 {
+				t.Errorf("round %d: %s has %d decisions", round, dn, got[dn])
+			}
+		}
+		facts := rtFolderFacts(t, v, folder)
+		for _, d := range s.Decisions {
+			if d.State != StatePromoted {
+				continue
+			}
+			fp, ok := facts[d.Path]
+			if !ok {
+				t.Errorf("round %d: %s promoted to %s, not a note at HEAD", round, d.Draft, d.Path)
+				continue
+			}
+			mine := []string{fp.Title, fp.Subject}
+			for q, fq := range facts {
+				if q == d.Path || !fq.InForce {
+					continue
+				}
+				for _, a := range mine {
+					if a != "" && (a == fq.Title || a == fq.Subject) {
+						t.Errorf("BREACH round %d: %s promoted to %s with %q while %s (in force) has it", round, d.Draft, d.Path, a, q)
+					}
+				}
+			}
+			base := filepath.Base(d.Path)
+			if n := rtPageCount(t, v, folder, "log", "promoted ["); n == 0 {
+				t.Errorf("round %d: no promoted lines in the log", round)
+			}
+			if n := rtPageCount(t, v, folder, "log", "]("+base+") from session"); n != 1 {
+				t.Errorf("round %d: %s has %d log lines", round, d.Path, n)
+			}
+			if n := rtPageCount(t, v, folder, "index", "]("+base+")"); n != 1 {
+				t.Errorf("round %d: %s has %d index entries", round, d.Path, n)
+			}
+		}
+		checkRepo(t, v)
+	}
+}
