@@ -204,3 +204,166 @@ func TestRedteamCacheConflictsAcrossGroupsAndHumanCommits(t *testing.T) {
 		checkRepo(t, v)
 	}
 }
+
+// Attack: the folder indexes and page buffers are process-wide, keyed by
+// folder or page path, not by repository. Two gates on two vaults with the
+// same folders run their passes at the same time (as a test binary, or a
+// host serving two vaults, would): vault A holds an in-force "Deploy
+// region" note, vault B none. Each vault's drafts must be judged against
+// its own notes only: in A every "Deploy region" draft is held, in B
+// exactly one promotes; each vault's log.md names only its own notes.
+func TestRedteamCacheTwoVaultsShareNoIndex(t *testing.T) {
+	oldMax := groupMaxDrafts
+	groupMaxDrafts = 2
+	defer func() { groupMaxDrafts = oldMax }()
+	va, vb := trustVault(t), trustVault(t)
+	humanCommit(t, va, map[string]string{"20-domains/region.md": "---\ntype: Fact\ntitle: Deploy region\n---\neu-west-1\n"})
+	humanCommit(t, vb, map[string]string{"20-domains/other.md": "---\ntype: Fact\ntitle: Other\n---\nx\n"})
+	ga, gb := openGate(t, va), openGate(t, vb)
+	sa, sb := session(t, va, "rt"), session(t, vb, "rt")
+	type res struct {
+		s   []*Summary
+		err error
+	}
+	run := func(g *Gate, sd, tag string, ch chan<- res) {
+		var r res
+		for round := 0; round < 4; round++ {
+			for k := 0; k < 3; k++ {
+				title := "Deploy region"
+				if k == 1 {
+					title = fmt.Sprintf("%s note %d", tag, round)
+				}
+				b := "---\ntype: Fact\ntitle: " + title + "\nsources: [10-projects/src.md]\n---\n" + tag + fmt.Sprint(round, k) + "\n"
+				if err := os.WriteFile(filepath.Join(sd, fmt.Sprintf("%s-%d-%d.md", tag, round, k)), []byte(b), 0o644); err != nil {
+					r.err = err
+					ch <- r
+					return
+				}
+			}
+			s, err := g.Once()
+			if err != nil {
+				r.err = err
+				break
+			}
+			r.s = append(r.s, s)
+		}
+		ch <- r
+	}
+	ca, cb := make(chan res, 1), make(chan res, 1)
+	go run(ga, sa, "a", ca)
+	go run(gb, sb, "b", cb)
+	ra, rb := <-ca, <-cb
+	if ra.err != nil || rb.err != nil {
+		t.Fatalf("passes: %v / %v", ra.err, rb.err)
+	}
+	count := func(rs []*Summary) (region int, all int) {
+		for _, s := range rs {
+			for _, d := range s.Decisions {
+				if d.State != StatePromoted {
+					continue
+				}
+				all++
+				if strings.Contains(d.Path, "deploy-region") {
+					region++
+				}
+			}
+		}
+		return
+	}
+	if n, _ := count(ra.s); n != 0 {
+		t.Errorf("BREACH vault A: %d drafts titled like its note in force promoted", n)
+	}
+	if n, _ := count(rb.s); n != 1 {
+		t.Errorf("vault B: %d \"Deploy region\" drafts promoted, want exactly 1", n)
+	}
+	for _, c := range []struct {
+		v, own, other string
+	}{{va, "a note", "b note"}, {vb, "b note", "a note"}} {
+		log := gitCLI(t, c.v, "show", "HEAD:20-domains/log.md")
+		if strings.Contains(log, c.other) || !strings.Contains(log, c.own) {
+			t.Errorf("BREACH %s/20-domains/log.md mixes the vaults' pages:\n%s", c.v, log)
+		}
+		checkRepo(t, c.v)
+	}
+}
+
+// Attack: the user commits to the vault while a group is being published
+// (after its pack is written, before the branch moves): the group's
+// compare-and-swap fails and the group is dropped; the caches (trees,
+// folder index, page buffers) saw the dropped group's trees and pages. The
+// human's commit puts a note in force titled like the group's drafts. The
+// next pass must judge the drafts again at the new HEAD: none of them may
+// promote next to the human's note, log.md keeps the human's line, no
+// draft loses or doubles its decision.
+func TestRedteamCacheHumanCommitDropsGroup(t *testing.T) {
+	v := trustVault(t)
+	humanCommit(t, v, map[string]string{"20-domains/seed.md": "---\ntype: Fact\ntitle: Seed\n---\nseed\n"})
+	g := openGate(t, v)
+	sd := session(t, v, "rt")
+	old := groupFault
+	defer func() { groupFault = old }()
+	fired := false
+	groupFault = func(p string) {
+		if p != "packed" || fired {
+			return
+		}
+		fired = true
+		b, _ := os.ReadFile(filepath.Join(v, "20-domains", "log.md"))
+		humanCommit(t, v, map[string]string{
+			"20-domains/human-region.md": "---\ntype: Fact\ntitle: Deploy region\n---\nus-east-1 (human)\n",
+			"20-domains/log.md":          string(b) + "- the human's own line\n",
+		})
+	}
+	put(t, sd, "r1.md", "---\ntype: Fact\ntitle: Deploy region\nsources: [10-projects/src.md]\n---\neu-west-1\n")
+	put(t, sd, "u1.md", "---\ntype: Fact\ntitle: Unrelated one\nsources: [10-projects/src.md]\n---\nx\n")
+	s1, err := g.Once()
+	if !fired {
+		t.Fatal("the group was never published: the test does not exercise a dropped group")
+	}
+	t.Logf("pass 1: err %v, summary %+v", err, s1)
+	put(t, sd, "r2.md", "---\ntype: Fact\nsubject: deploy  REGION\nsources: [10-projects/src.md]\n---\neu-west-2\n")
+	s2 := once(t, g)
+	s3 := once(t, g)
+	decided := map[string][]Decision{}
+	for _, s := range []*Summary{s1, s2, s3} {
+		if s == nil {
+			continue
+		}
+		for _, d := range s.Decisions {
+			if d.State != "" {
+				decided[d.Draft] = append(decided[d.Draft], d)
+			}
+		}
+	}
+	for _, n := range []string{"r1.md", "r2.md", "u1.md"} {
+		final := ""
+		for _, d := range decided[n] {
+			final = d.State
+			if d.State == StatePromoted && n != "u1.md" {
+				t.Errorf("BREACH %s promoted to %s beside the human's note in force", n, d.Path)
+			}
+		}
+		if final == "" {
+			t.Errorf("%s has no decision after three passes: %+v", n, decided[n])
+		}
+	}
+	facts := rtFolderFacts(t, v, "20-domains")
+	inForce := 0
+	for p, f := range facts {
+		if f.InForce && (f.Title == "deploy region" || f.Subject == "deploy region") {
+			inForce++
+			t.Logf("in force: %s", p)
+		}
+	}
+	if inForce != 1 {
+		t.Errorf("BREACH %d notes in force say \"deploy region\"", inForce)
+	}
+	log := gitCLI(t, v, "show", "HEAD:20-domains/log.md")
+	if !strings.Contains(log, "the human's own line") {
+		t.Errorf("BREACH the human's log line was lost:\n%s", log)
+	}
+	if strings.Count(log, "](unrelated-one") > 1 {
+		t.Errorf("u1 logged twice:\n%s", log)
+	}
+	checkRepo(t, v)
+}
