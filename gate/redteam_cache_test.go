@@ -47,7 +47,8 @@ func rtPageCount(t *testing.T, v, folder, kind, s string) int {
 			continue
 		}
 		for _, l := range strings.Split(gitCLI(t, v, "show", "HEAD:"+p), "\n") {
-			if strings.Contains(l, s) {
+			// (archive pages sit one folder down: "](../x.md)")
+			if strings.Contains(strings.ReplaceAll(l, "](../", "]("), s) {
 				n++
 			}
 		}
@@ -366,4 +367,70 @@ func TestRedteamCacheHumanCommitDropsGroup(t *testing.T) {
 		t.Errorf("u1 logged twice:\n%s", log)
 	}
 	checkRepo(t, v)
+}
+
+// Attack: log.md and index.md roll into their archives in the middle of a
+// group whose earlier promotions grew the same pages in place (and the
+// human's page does not end in a newline). Every human line and every
+// promotion's line is kept exactly once across the page and its archives,
+// and what each commit wrote is what git reads back.
+func TestRedteamCacheRolloverInsideGroup(t *testing.T) {
+	oldMax := groupMaxDrafts
+	groupMaxDrafts = 3
+	defer func() { groupMaxDrafts = oldMax }()
+	v := trustVault(t)
+	var lg, ix strings.Builder
+	lg.WriteString(logHeader)
+	ix.WriteString(indexHeader)
+	var human []string
+	for i := 0; lg.Len() < pageCap-400; i++ {
+		l := fmt.Sprintf("- 2026-01-01T00:00:00Z promoted [Human %d](human-%d.md) from session s by the gate (draft sha256 0123456789ab)", i, i)
+		lg.WriteString(l + "\n")
+		human = append(human, l)
+	}
+	for i := 0; ix.Len() < pageCap-150; i++ {
+		fmt.Fprintf(&ix, "- [Human %d](human-%d.md)\n", i, i)
+	}
+	humanCommit(t, v, map[string]string{
+		"20-domains/log.md":   strings.TrimSuffix(lg.String(), "\n"),
+		"20-domains/index.md": ix.String(),
+	})
+	g := openGate(t, v)
+	sd := session(t, v, "rt")
+	var promoted []Decision
+	for round := 0; round < 3; round++ {
+		for k := 0; k < 7; k++ {
+			put(t, sd, fmt.Sprintf("p%d-%d.md", round, k), fmt.Sprintf("---\ntype: Fact\ntitle: Rolled %d %d\nsources: [10-projects/src.md]\n---\nx\n", round, k))
+		}
+		s := once(t, g)
+		for _, d := range s.Decisions {
+			if d.State == StatePromoted {
+				promoted = append(promoted, d)
+			} else {
+				t.Errorf("%s: %s %v", d.Draft, d.State, d.Reasons)
+			}
+		}
+		checkRepo(t, v)
+	}
+	if len(promoted) != 21 {
+		t.Fatalf("%d promoted, want 21", len(promoted))
+	}
+	if ls := gitCLI(t, v, "ls-tree", "--name-only", "HEAD", "20-domains/log/"); !strings.Contains(ls, "000001.md") {
+		t.Fatalf("log.md never rolled over: the test does not exercise the archive:\n%s", ls)
+	}
+	for _, l := range []string{human[0], human[len(human)/2], human[len(human)-1]} {
+		key := l[strings.Index(l, "[") : strings.Index(l, ")")+1]
+		if n := rtPageCount(t, v, "20-domains", "log", key[:strings.Index(key, "(")]); n != 1 {
+			t.Errorf("BREACH the human's log line %q is there %d times", key, n)
+		}
+	}
+	for _, d := range promoted {
+		base := filepath.Base(d.Path)
+		if n := rtPageCount(t, v, "20-domains", "log", "("+base+") from session"); n != 1 {
+			t.Errorf("BREACH %s has %d log lines", d.Path, n)
+		}
+		if n := rtPageCount(t, v, "20-domains", "index", "("+base+")"); n != 1 {
+			t.Errorf("BREACH %s has %d index entries", d.Path, n)
+		}
+	}
 }
