@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/fedmem/fedmem/test/testutil"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // Red team of the gate's CPU shortcuts (rawObj shared bytes, two-generation
@@ -200,6 +202,7 @@ func TestRedteamCacheConflictsAcrossGroupsAndHumanCommits(t *testing.T) {
 			}
 		}
 		checkRepo(t, v)
+		rtSharedBytesIntact(t, g)
 	}
 }
 
@@ -283,6 +286,8 @@ func TestRedteamCacheTwoVaultsShareNoIndex(t *testing.T) {
 		}
 		checkRepo(t, c.v)
 	}
+	rtSharedBytesIntact(t, ga)
+	rtSharedBytesIntact(t, gb)
 }
 
 // Attack: the user commits to the vault while a group is being published
@@ -364,6 +369,7 @@ func TestRedteamCacheHumanCommitDropsGroup(t *testing.T) {
 		t.Errorf("u1 logged twice:\n%s", log)
 	}
 	checkRepo(t, v)
+	rtSharedBytesIntact(t, g)
 }
 
 // Attack: log.md and index.md roll into their archives in the middle of a
@@ -408,6 +414,7 @@ func TestRedteamCacheRolloverInsideGroup(t *testing.T) {
 			}
 		}
 		checkRepo(t, v)
+		rtSharedBytesIntact(t, g)
 	}
 	if len(promoted) != 21 {
 		t.Fatalf("%d promoted, want 21", len(promoted))
@@ -429,5 +436,97 @@ func TestRedteamCacheRolloverInsideGroup(t *testing.T) {
 		if n := rtPageCount(t, v, "20-domains", "index", "("+base+")"); n != 1 {
 			t.Errorf("BREACH %s has %d index entries", d.Path, n)
 		}
+	}
+}
+
+// Attack: a reviewer's approval (outside any group: loose objects, the
+// branch moved at once) grows log.md from the page the last group left in
+// memory, between passes whose groups grow it again; one approval is of a
+// draft held for the title a promoted note has. Every promotion has one
+// log line and one index entry, and fsck reads back what was committed.
+func TestRedteamCacheApprovalBetweenGroups(t *testing.T) {
+	oldMax := groupMaxDrafts
+	groupMaxDrafts = 2
+	defer func() { groupMaxDrafts = oldMax }()
+	v := trustVault(t)
+	g := openGate(t, v)
+	sd := session(t, v, "rt")
+	var promoted []string
+	for round := 0; round < 4; round++ {
+		for k := 0; k < 3; k++ {
+			title := fmt.Sprintf("Approval %d %d", round, k)
+			if k == 2 {
+				title = "Shared title"
+			}
+			put(t, sd, fmt.Sprintf("a%d-%d.md", round, k), "---\ntype: Fact\ntitle: "+title+"\nsources: [10-projects/src.md]\n---\nr"+fmt.Sprint(round, k)+"\n")
+		}
+		s := once(t, g)
+		for _, d := range s.Decisions {
+			switch d.State {
+			case StatePromoted:
+				promoted = append(promoted, d.Path)
+			case StatePending:
+				ad, err := g.Approve(d.ID, "alice")
+				if err != nil {
+					t.Fatalf("approve %s: %v", d.Draft, err)
+				}
+				if ad.State != StatePromoted {
+					t.Fatalf("approve %s: %s", d.Draft, ad.State)
+				}
+				promoted = append(promoted, ad.Path)
+			}
+		}
+		checkRepo(t, v)
+		rtSharedBytesIntact(t, g)
+	}
+	if len(promoted) != 12 {
+		t.Fatalf("%d promoted, want 12", len(promoted))
+	}
+	for _, p := range promoted {
+		base := filepath.Base(p)
+		if n := rtPageCount(t, v, "20-domains", "log", "("+base+") from session"); n != 1 {
+			t.Errorf("BREACH %s has %d log lines", p, n)
+		}
+		if n := rtPageCount(t, v, "20-domains", "index", "("+base+")"); n != 1 {
+			t.Errorf("BREACH %s has %d index entries", p, n)
+		}
+	}
+}
+
+// rtSharedBytesIntact checks every object the gate holds in memory with
+// shared bytes (the raw tree cache, both generations; the recent objects
+// of its packs; the open group's objects; the page buffers' handed-out
+// versions are checked through them): each still hashes to its id, so no
+// reader changed what it was lent after the object was made.
+func rtSharedBytesIntact(t *testing.T, g *Gate) {
+	t.Helper()
+	r := g.repo
+	r.cache.mu.Lock()
+	for _, m := range []map[plumbing.Hash][]byte{r.cache.trees, r.cache.old} {
+		for h, raw := range m {
+			if plumbing.ComputeHash(plumbing.TreeObject, raw) != h {
+				t.Errorf("BREACH cached tree %s changed after it was cached", h)
+			}
+		}
+	}
+	r.cache.mu.Unlock()
+	check := func(where string, objs map[plumbing.Hash]plumbing.EncodedObject) {
+		for h, o := range objs {
+			if ro, ok := o.(*rawObj); ok && plumbing.ComputeHash(ro.t, ro.b) != h {
+				t.Errorf("BREACH %s object %s changed after it was made", where, h)
+			}
+		}
+	}
+	s := r.s
+	if ov, ok := s.(overlay); ok {
+		check("group", ov.b.objs)
+		s = ov.Storer
+	}
+	if ri, ok := s.(*reindexing); ok {
+		ri.mu.Lock()
+		check("recent", ri.recent)
+		ri.mu.Unlock()
+	} else {
+		t.Errorf("the storer is %T, not the reindexing one: nothing recent checked", s)
 	}
 }
