@@ -37,14 +37,7 @@ func (cs *changeSet) get(p string) ([]byte, error) {
 	if b, ok := cs.files[p]; ok {
 		return b, nil
 	}
-	if b, ok := cs.base[p]; ok {
-		return b, nil
-	}
-	b, err := cs.g.repo.wholeFileAt(cs.head, p)
-	if err == nil {
-		cs.base[p] = b
-	}
-	return b, err
+	return cs.atHead(p)
 }
 
 // atHead returns path p's content at head (nil: absent).

@@ -44,8 +44,9 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 		}
 	}
 	// The secret scanner compiles its rules on first use (a few hundred
-	// ms, seconds on a loaded machine): done now, not on the first draft.
-	go validate.Secrets(nil)
+	// ms, seconds on a loaded machine): done before the first pass, so a
+	// gate that has reported a pass is ready, and not on the first draft.
+	validate.Secrets(nil)
 	// busy: drafts were decided or the inbox changed since the last tick.
 	busy := false
 	pass := func() {

@@ -87,6 +87,8 @@ func TestPersistencePlan(t *testing.T) {
 		"/w/.claude/settings.json":            {Protected, false, false},
 		"/w/.claude/commands":                 {Protected, true, true},
 		"/w/.codex":                           {Protected, true, true},
+		"/w/.cursor":                          {Protected, true, true},
+		"/w/.zed":                             {Protected, true, true},
 		"/home/u/.claude/settings.json":       {Protected, false, false},
 		"/home/u/.claude/settings.local.json": {Protected, true, false},
 		"/home/u/.claude/hooks":               {Protected, true, true},

@@ -46,6 +46,9 @@ var ProjectPersist = []Persist{
 	{".claude/hooks", true, "Claude Code hook scripts"},
 	{".claude/skills", true, "Claude Code project skills: instructions and scripts the next claude runs"},
 	{".codex", true, "Codex project config (MCP servers, notify)"},
+	{".cursor", true, "Cursor project config: .cursor/mcp.json's MCP servers are commands Cursor starts, .cursor/environment.json's install and start commands"},
+	{".gemini", true, "Gemini CLI project settings: MCP servers, tool discovery and call commands"},
+	{".zed", true, "Zed project settings and tasks: language server binaries and task commands"},
 	{".fedmem", true, "fedmem project profiles (.fedmem/profiles/NAME.yaml): a planted one decides what the next session's agent may touch"},
 }
 

@@ -9,22 +9,7 @@ import (
 
 // addedLinesSlow is addedLines without the append shortcut: the multiset
 // difference over whole files, as it was before.
-func addedLinesSlow(old, nw []byte) string {
-	have := map[string]int{}
-	for _, l := range strings.Split(string(old), "\n") {
-		have[l]++
-	}
-	var b strings.Builder
-	for _, l := range strings.Split(string(nw), "\n") {
-		if have[l] > 0 {
-			have[l]--
-			continue
-		}
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
+func addedLinesSlow(old, nw []byte) string { return lineDifference(old, nw) }
 
 // The append shortcut gives exactly what the whole-file difference gives,
 // on appends and on every other change (random pages of repeated, empty

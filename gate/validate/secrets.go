@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/logging"
+	"github.com/zricethezav/gitleaks/v8/report"
 
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -17,29 +18,57 @@ import (
 const secretDecodeDepth = 4
 
 var (
-	detOnce sync.Once
-	detMu   sync.Mutex
-	det     *detect.Detector
-	detErr  error
+	detMu    sync.Mutex
+	det      *detect.Detector
+	detErr   error
+	detFound int // findings det has kept
 )
 
-func detector() (*detect.Detector, error) {
-	detOnce.Do(func() {
-		// gitleaks logs through a package-global zerolog logger that can
-		// print fragments of what it scans; the gate must never echo a
-		// secret, so silence it.
-		logging.Logger = logging.Logger.Level(zerolog.Disabled)
-		d, err := detect.NewDetectorDefaultConfig()
-		if err != nil {
-			detErr = fmt.Errorf("gitleaks default config: %w", err)
-			return
-		}
-		d.IgnoreGitleaksAllow = true
-		d.MaxDecodeDepth = secretDecodeDepth
-		d.Redact = 100
-		det = d
-	})
-	return det, detErr
+// detRenew bounds what one detector keeps: gitleaks appends every finding
+// to the detector's own list and never drops one, and the gate scans
+// hostile drafts for as long as it runs. Past this many, the next scan
+// makes a new detector (scans in flight finish on the old one).
+const detRenew = 4096
+
+// newDetector is gitleaks with its default rules as the gate uses them.
+func newDetector() (*detect.Detector, error) {
+	// gitleaks logs through a package-global zerolog logger that can
+	// print fragments of what it scans; the gate must never echo a
+	// secret, so silence it.
+	logging.Logger = logging.Logger.Level(zerolog.Disabled)
+	d, err := detect.NewDetectorDefaultConfig()
+	if err != nil {
+		return nil, fmt.Errorf("gitleaks default config: %w", err)
+	}
+	d.IgnoreGitleaksAllow = true
+	d.MaxDecodeDepth = secretDecodeDepth
+	d.Redact = 100
+	return d, nil
+}
+
+// detectSecrets runs gitleaks over scan. Scans run in parallel, not one
+// at a time (the gate validates drafts ahead on every core): a gitleaks
+// Detector is made for concurrent scans — its rules, keyword trie and
+// regexps are only read, its byte counter is atomic and its findings list
+// has its own mutex (gitleaks scans files and commits in parallel with one).
+func detectSecrets(scan string) ([]report.Finding, error) {
+	detMu.Lock()
+	if det == nil && detErr == nil || detFound > detRenew {
+		det, detErr = newDetector()
+		detFound = 0
+	}
+	d, err := det, detErr
+	detMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	found := d.Detect(detect.Fragment{Raw: scan})
+	if len(found) > 0 {
+		detMu.Lock()
+		detFound += len(found)
+		detMu.Unlock()
+	}
+	return found, nil
 }
 
 // allowMarker is stripped from the scanned copy as a second guard besides
@@ -58,14 +87,11 @@ func Secrets(b []byte) ([]note.Finding, error) {
 // to a draft line (nil: line i is draft line i+1). where says what was
 // scanned, for the message ("" for the draft itself).
 func secretScan(out []note.Finding, lim *limiter, text string, lineOf func(int) int, rule, where string) ([]note.Finding, error) {
-	d, err := detector()
+	scan := strings.ReplaceAll(text, string(allowMarker), "gitleaks-allow")
+	found, err := detectSecrets(scan)
 	if err != nil {
 		return out, err
 	}
-	scan := strings.ReplaceAll(text, string(allowMarker), "gitleaks-allow")
-	detMu.Lock()
-	found := d.Detect(detect.Fragment{Raw: scan})
-	detMu.Unlock()
 	for _, f := range found {
 		line := f.StartLine + 1
 		if lineOf != nil {

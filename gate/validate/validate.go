@@ -311,6 +311,12 @@ func addedLines(old, nw []byte) string {
 	if len(old) > 0 && old[len(old)-1] == '\n' && len(nw) >= len(old) && bytes.Equal(nw[:len(old)], old) {
 		old, nw = nil, nw[len(old):]
 	}
+	return lineDifference(old, nw)
+}
+
+// lineDifference is the lines of nw not matched, one for one, by a line of
+// old (a multiset difference), each followed by a newline.
+func lineDifference(old, nw []byte) string {
 	have := map[string]int{}
 	for _, l := range strings.Split(string(old), "\n") {
 		have[l]++

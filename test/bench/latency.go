@@ -103,8 +103,14 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 	// more than 20 ms.
 	trace := os.Getenv("FEDMEM_BENCH_TRACE") != ""
 	start := time.Now()
+	// The burst meets a running gate: the sessions start once Run has
+	// reported its first pass (its scanner compiled, its state open), as a
+	// `fedmem gate run` service is before drafts arrive.
+	ready := make(chan struct{})
+	var readyOnce sync.Once
 	go func() {
 		ran <- g.Run(ctx, 2*time.Second, func(s *gate.Summary, err error) {
+			readyOnce.Do(func() { close(ready) })
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -138,6 +144,11 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 			}
 		})
 	}()
+	select {
+	case <-ready:
+	case err := <-ran:
+		return lt, fmt.Errorf("gate run ended before its first pass: %v", err)
+	}
 	fmt.Fprintf(log, "bench: latency, %s: %d fedmem-run sessions × %d drafts against `gate run`…\n", kind, sessions, per)
 	t0 := time.Now()
 	if trace {
@@ -218,7 +229,7 @@ func printLatency(w io.Writer, res *Result) {
 	for _, l := range res.Latency {
 		fmt.Fprintf(w, "%-40s %7d %9.2f %9.1f %9.1f %9.1f %9.1f\n", l.Name, l.Drafts, l.Seconds, l.P50, l.P90, l.P99, l.Max)
 	}
-	fmt.Fprintln(w, "(write: the draft's change time in the session folder; decision: its receipt's modification time)")
+	fmt.Fprintln(w, "(write: the draft's change time in the session folder; decision: its receipt's modification time;\n the sessions start once `gate run` has reported its first pass)")
 	fmt.Fprintf(w, "%-8s %8s %5s %6s %8s %6s %6s %8s %9s %10s %8s %8s %7s\n", "gate run", "promoted", "held", "passes", "drafts/p", "max/p", "groups", "claim ms", "decide ms", "publish ms", "busy ms", "cpu ms", "write s")
 	for _, l := range res.Latency {
 		kind, _, _ := strings.Cut(l.Name, ":")

@@ -33,6 +33,12 @@ def write(p, data, mode="w"):
     return f
 def mkdirs(p):
     return lambda: os.makedirs(p)
+def plant(p, data):
+    def f():
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as fh:
+            fh.write(data)
+    return f
 attempt("hook post-checkout", write(".git/hooks/post-checkout", "#!/bin/sh\ntouch /tmp/pwned\n"))
 attempt("hook pre-commit", write(".git/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/pwned\n"))
 attempt("git config append", write(".git/config", "[core]\n\tfsmonitor = /tmp/evil\n\thooksPath = /tmp/hooks\n", "a"))
@@ -45,6 +51,9 @@ attempt("unlink envrc", lambda: os.unlink(".envrc"))
 attempt("mcp.json", write(".mcp.json", '{"mcpServers":{"x":{"command":"/tmp/evil"}}}'))
 attempt("vscode tasks", write(".vscode/tasks.json", '{"tasks":[{"command":"/tmp/evil","runOptions":{"runOn":"folderOpen"}}]}'))
 attempt("vscode dir", mkdirs(".vscode/x"))
+attempt("cursor mcp", plant(".cursor/mcp.json", '{"mcpServers":{"x":{"command":"/tmp/evil"}}}'))
+attempt("gemini settings", plant(".gemini/settings.json", '{"mcpServers":{"x":{"command":"/tmp/evil"}}}'))
+attempt("zed tasks", plant(".zed/tasks.json", '[{"label":"x","command":"/tmp/evil"}]'))
 attempt("project claude settings", write(".claude/settings.json", '{"hooks":{}}'))
 attempt("bashrc", write(home + "/.bashrc", "touch /tmp/pwned\n", "a"))
 attempt("claude settings", write(home + "/.claude/settings.json", '{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"/tmp/evil"}]}]}}'))
@@ -114,7 +123,7 @@ func testPersistence(t *testing.T, l layout) {
 	for _, p := range watched {
 		before[p] = fingerprint(t, p)
 	}
-	absent := []string{".envrc", ".mcp.json", ".vscode", ".idea", ".claude", ".codex", ".husky", ".devcontainer",
+	absent := []string{".envrc", ".mcp.json", ".vscode", ".idea", ".claude", ".codex", ".cursor", ".gemini", ".zed", ".husky", ".devcontainer",
 		".pre-commit-config.yaml", ".git/commondir", ".git/modules", ".git/worktrees"}
 
 	r := e.run(t, []string{"--profile", "claude"}, "python3", "-c", persistProbe)
@@ -141,7 +150,7 @@ func testPersistence(t *testing.T, l layout) {
 		"hook post-checkout": readOnly, "hook pre-commit": readOnly, "git config append": readOnly,
 		"git config replace": busy, "git info attributes": readOnly, "git commondir": set(""),
 		"move .git aside": busy, "move hooks aside": busy, "envrc": readOnly, "unlink envrc": busy,
-		"mcp.json": readOnly, "vscode tasks": readOnly, "vscode dir": readOnly, "project claude settings": readOnly,
+		"mcp.json": readOnly, "vscode tasks": readOnly, "vscode dir": readOnly, "cursor mcp": readOnly, "gemini settings": readOnly, "zed tasks": readOnly, "project claude settings": readOnly,
 		"bashrc": readOnly, "claude settings": readOnly, "claude settings.local": readOnly,
 		"claude settings rename": busy, "claude hooks dir": readOnly,
 		"claude state": set(""),
