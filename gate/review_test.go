@@ -88,3 +88,42 @@ func TestReviewerRejectionIsRemembered(t *testing.T) {
 		t.Fatalf("resubmission after a human rejection: %+v", d2)
 	}
 }
+
+// TestSupersedesOwnPathNotSelfDeprecated: a draft's `supersedes` names the
+// path it will itself be promoted to (predictable: folder and title's
+// slug). It is held (supersedes-missing: no such note yet); a reviewer
+// approves it. The promotion must commit the note it scanned — not a
+// rewrite of it, deprecated and superseded by itself, that no check saw.
+func TestSupersedesOwnPathNotSelfDeprecated(t *testing.T) {
+	v := trustVault(t)
+	sd := session(t, v, "s-1")
+	g := openGate(t, v)
+	put(t, sd, "self.md", "---\ntype: Fact\ntitle: Self rule\nconfidence: verified\nsupersedes: 20-domains/self-rule.md\n---\nself\n")
+	pend := decisionFor(t, once(t, g), "self.md")
+	if pend.State != StatePending || !hasRule(pend, "supersedes-missing") {
+		t.Fatalf("%+v", pend)
+	}
+	d, err := g.Approve(pend.ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != StatePromoted || d.Path != "20-domains/self-rule.md" {
+		t.Fatalf("%+v", d)
+	}
+	checkRepo(t, v)
+	b, _ := os.ReadFile(filepath.Join(v, d.Path))
+	n, _ := note.Parse(b)
+	if n == nil {
+		t.Fatalf("promoted note does not parse:\n%s", b)
+	}
+	if s, _ := n.Scalar("status"); s == "deprecated" {
+		t.Errorf("the promoted note was committed deprecated, superseded by itself:\n%s", b)
+	}
+	if s, ok := n.Scalar("superseded_by"); ok {
+		t.Errorf("the promoted note names superseded_by %q:\n%s", s, b)
+	}
+	logMD, _ := os.ReadFile(filepath.Join(v, "20-domains", "log.md"))
+	if strings.Contains(string(logMD), "deprecated [self-rule.md]") {
+		t.Errorf("log.md says the new note deprecated itself:\n%s", logMD)
+	}
+}
