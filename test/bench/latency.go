@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fedmem/fedmem/gate"
+	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -104,8 +105,8 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 	trace := os.Getenv("FEDMEM_BENCH_TRACE") != ""
 	start := time.Now()
 	// The burst meets a running gate: the sessions start once Run has
-	// reported its first pass (its scanner compiled, its state open), as a
-	// `fedmem gate run` service is before drafts arrive.
+	// reported its first pass (its state open) and its secret scanner is
+	// compiled, as a `fedmem gate run` service is before drafts arrive.
 	ready := make(chan struct{})
 	var readyOnce sync.Once
 	go func() {
@@ -148,6 +149,11 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 	case <-ready:
 	case err := <-ran:
 		return lt, fmt.Errorf("gate run ended before its first pass: %v", err)
+	}
+	// and its secret scanner compiled (gate run starts that beside its
+	// first pass; a service that has been up a second has it).
+	if _, err := validate.Secrets(nil); err != nil {
+		return lt, fmt.Errorf("secret scanner: %w", err)
 	}
 	fmt.Fprintf(log, "bench: latency, %s: %d fedmem-run sessions × %d drafts against `gate run`…\n", kind, sessions, per)
 	t0 := time.Now()
@@ -229,7 +235,7 @@ func printLatency(w io.Writer, res *Result) {
 	for _, l := range res.Latency {
 		fmt.Fprintf(w, "%-40s %7d %9.2f %9.1f %9.1f %9.1f %9.1f\n", l.Name, l.Drafts, l.Seconds, l.P50, l.P90, l.P99, l.Max)
 	}
-	fmt.Fprintln(w, "(write: the draft's change time in the session folder; decision: its receipt's modification time;\n the sessions start once `gate run` has reported its first pass)")
+	fmt.Fprintln(w, "(write: the draft's change time in the session folder; decision: its receipt's modification time;\n the sessions start once `gate run` has reported its first pass and compiled its secret scanner)")
 	fmt.Fprintf(w, "%-8s %8s %5s %6s %8s %6s %6s %8s %9s %10s %8s %8s %7s\n", "gate run", "promoted", "held", "passes", "drafts/p", "max/p", "groups", "claim ms", "decide ms", "publish ms", "busy ms", "cpu ms", "write s")
 	for _, l := range res.Latency {
 		kind, _, _ := strings.Cut(l.Name, ":")
