@@ -68,9 +68,7 @@ func rtPageCount(t *testing.T, v, folder, kind, s string) int {
 // index entry; every draft has one decision; fsck and a clean work tree.
 func TestRedteamCacheConflictsAcrossGroupsAndHumanCommits(t *testing.T) {
 	rng := testutil.Seed(t)
-	oldMax := groupMaxDrafts
-	groupMaxDrafts = 2 + rng.Intn(3)
-	defer func() { groupMaxDrafts = oldMax }()
+	setGroupMax(t, 2+rng.Intn(3))
 	v := trustVault(t)
 	const folder = "20-domains"
 	names := []string{"Deploy region", "Rotation", "Owner", "Cache policy", "Retry budget"}
@@ -214,9 +212,7 @@ func TestRedteamCacheConflictsAcrossGroupsAndHumanCommits(t *testing.T) {
 // its own notes only: in A every "Deploy region" draft is held, in B
 // exactly one promotes; each vault's log.md names only its own notes.
 func TestRedteamCacheTwoVaultsShareNoIndex(t *testing.T) {
-	oldMax := groupMaxDrafts
-	groupMaxDrafts = 2
-	defer func() { groupMaxDrafts = oldMax }()
+	setGroupMax(t, 2)
 	va, vb := trustVault(t), trustVault(t)
 	humanCommit(t, va, map[string]string{"20-domains/region.md": "---\ntype: Fact\ntitle: Deploy region\n---\neu-west-1\n"})
 	humanCommit(t, vb, map[string]string{"20-domains/other.md": "---\ntype: Fact\ntitle: Other\n---\nx\n"})
@@ -378,9 +374,7 @@ func TestRedteamCacheHumanCommitDropsGroup(t *testing.T) {
 // promotion's line is kept exactly once across the page and its archives,
 // and what each commit wrote is what git reads back.
 func TestRedteamCacheRolloverInsideGroup(t *testing.T) {
-	oldMax := groupMaxDrafts
-	groupMaxDrafts = 3
-	defer func() { groupMaxDrafts = oldMax }()
+	setGroupMax(t, 3)
 	v := trustVault(t)
 	var lg, ix strings.Builder
 	lg.WriteString(logHeader)
@@ -445,9 +439,7 @@ func TestRedteamCacheRolloverInsideGroup(t *testing.T) {
 // draft held for the title a promoted note has. Every promotion has one
 // log line and one index entry, and fsck reads back what was committed.
 func TestRedteamCacheApprovalBetweenGroups(t *testing.T) {
-	oldMax := groupMaxDrafts
-	groupMaxDrafts = 2
-	defer func() { groupMaxDrafts = oldMax }()
+	setGroupMax(t, 2)
 	v := trustVault(t)
 	g := openGate(t, v)
 	sd := session(t, v, "rt")
@@ -529,4 +521,11 @@ func rtSharedBytesIntact(t *testing.T, g *Gate) {
 	} else {
 		t.Errorf("the storer is %T, not the reindexing one: nothing recent checked", s)
 	}
+}
+
+// setGroupMax makes the gate's groups n drafts at most for the test.
+func setGroupMax(t *testing.T, n int) {
+	old := groupMaxDrafts
+	groupMaxDrafts = n
+	t.Cleanup(func() { groupMaxDrafts = old })
 }

@@ -47,22 +47,10 @@ func TestDenialEvents(t *testing.T) {
 					t.Errorf("probe: %q, want %q", out, want)
 				}
 			}
-			f, err := os.Open(evs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
 			seen := map[string]map[string]any{}
-			sc := bufio.NewScanner(f)
-			for sc.Scan() {
-				var m map[string]any
-				if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-					t.Fatalf("event line %q: %v", sc.Bytes(), err)
-				}
-				if m["event"] == "denied" {
-					sys, _ := m["syscall"].(string)
-					seen[sys] = m
-				}
+			for _, m := range eventsOf(t, evs, "denied") {
+				sys, _ := m["syscall"].(string)
+				seen[sys] = m
 			}
 			for sys, rule := range map[string]string{"mount": "mount", "unshare": "unshare-namespaces"} {
 				m := seen[sys]
@@ -111,8 +99,10 @@ os.chdir(V)
 t("RELWRITE", lambda: open("relative.md", "x"))
 `
 
-// readEvents returns the --events file's "denied" events.
-func deniedEvents(t *testing.T, path string) []map[string]any {
+// eventsOf returns the events named event ("denied", "network",
+// "persistence"…) from the --events file at path, failing on a line that
+// is not JSON.
+func eventsOf(t *testing.T, path, event string) []map[string]any {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -126,7 +116,7 @@ func deniedEvents(t *testing.T, path string) []map[string]any {
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			t.Fatalf("event line %q: %v", sc.Bytes(), err)
 		}
-		if m["event"] == "denied" {
+		if m["event"] == event {
 			out = append(out, m)
 		}
 	}
@@ -190,7 +180,7 @@ func TestFilesystemDenialEvents(t *testing.T) {
 				t.Errorf("vault changed: %s", p)
 			}
 			fs := map[string]map[string]any{} // by op and path
-			for _, m := range deniedEvents(t, evs) {
+			for _, m := range eventsOf(t, evs, "denied") {
 				if m["kind"] != "filesystem" {
 					continue
 				}

@@ -83,7 +83,7 @@ func TestFilesystemDenialSwitch(t *testing.T) {
 			}
 			if c.events {
 				var fsEv, mountEv int
-				for _, m := range deniedEvents(t, evs) {
+				for _, m := range eventsOf(t, evs, "denied") {
 					switch {
 					case m["kind"] == "filesystem":
 						fsEv++

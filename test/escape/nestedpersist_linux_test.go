@@ -1,8 +1,6 @@
 package escape
 
 import (
-	"bufio"
-	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -70,22 +68,12 @@ echo planted`
 		t.Fatalf("no session in the report\n%s", r.stderr)
 	}
 	moved := map[string]bool{}
-	f, err := os.Open(evs)
-	must(t, err)
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("event line %q: %v", sc.Bytes(), err)
+	for _, m := range eventsOf(t, evs, "persistence") {
+		p, _ := m["path"].(string)
+		if m["error"] != nil {
+			t.Errorf("persistence event with an error: %v", m)
 		}
-		if m["event"] == "persistence" {
-			p, _ := m["path"].(string)
-			if m["error"] != nil {
-				t.Errorf("persistence event with an error: %v", m)
-			}
-			moved[p] = true
-		}
+		moved[p] = true
 	}
 	for _, name := range []string{".claude/settings.json", ".envrc", "deep/x/.mcp.json", ".vscode", ".devcontainer/devcontainer.json", ".husky"} {
 		p := filepath.Join(sub, name)

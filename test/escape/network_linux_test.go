@@ -1,7 +1,6 @@
 package escape
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -83,20 +82,9 @@ func TestNetworkAllowlist(t *testing.T) {
 			t.Errorf("%s: %q, want it to contain %q", c.key, out[c.key], c.want)
 		}
 	}
-	f, err := os.Open(evs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var allowed, denied int
 	var reasons []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var m map[string]any
-		json.Unmarshal(sc.Bytes(), &m)
-		if m["event"] != "network" {
-			continue
-		}
+	for _, m := range eventsOf(t, evs, "network") {
 		if m["allowed"] == true {
 			allowed++
 		} else {

@@ -1,8 +1,6 @@
 package escape
 
 import (
-	"bufio"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -128,19 +126,8 @@ func TestNetworkSOCKS(t *testing.T) {
 	if got != want {
 		t.Errorf("the services saw %q, want %q", got, want)
 	}
-	f, err := os.Open(evs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var socksAllowed, socksDenied, fronting int
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var m map[string]any
-		json.Unmarshal(sc.Bytes(), &m)
-		if m["event"] != "network" {
-			continue
-		}
+	for _, m := range eventsOf(t, evs, "network") {
 		reason, _ := m["reason"].(string)
 		switch {
 		case m["method"] == "SOCKS5" && m["allowed"] == true:

@@ -65,7 +65,7 @@ func TestSUIDSGIDRefusedPlainModesWork(t *testing.T) {
 				t.Errorf("GO_BUILD: %q, want ok", got["GO_BUILD"])
 			}
 			n := 0
-			for _, m := range deniedEvents(t, evs) {
+			for _, m := range eventsOf(t, evs, "denied") {
 				if m["rule"] == "suid-sgid" {
 					n++
 					if m["errno"] != "EPERM" || !strings.Contains(m["hint"].(string), "setuid/setgid bits can never be set inside fedmem") {
