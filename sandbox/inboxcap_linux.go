@@ -285,7 +285,7 @@ func (w *inboxWatch) entry(dfd int, rel, name string, walk bool) error {
 	if !walk || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil
 	}
-	cfd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	cfd, err := openSubdir(dfd, name)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			w.forget(p)
@@ -305,7 +305,7 @@ func (w *inboxWatch) openDir(rel string) (fd int, ok bool, err error) {
 		return fd, err == nil, err
 	}
 	for _, c := range strings.Split(rel, "/") {
-		nfd, err := unix.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		nfd, err := openSubdir(fd, c)
 		unix.Close(fd)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
 			return -1, false, nil

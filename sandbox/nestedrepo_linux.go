@@ -105,17 +105,11 @@ func sweepNestedRepos(spec *Spec, roots map[string]int, start time.Time, coversL
 // The owner lends itself read and search permission for the open and puts
 // the mode back; the descriptor it got stays good.
 func openRootLending(fd int) (int, error) {
-	dfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	var st unix.Stat_t
-	if !errors.Is(err, unix.EACCES) || unix.Fstat(fd, &st) != nil || int(st.Uid) != unix.Geteuid() {
-		return dfd, err
+	open := func() (int, error) { return unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) }
+	dfd, err := open()
+	if errors.Is(err, unix.EACCES) {
+		lendMode(fd, 0o500, func() { dfd, err = open() })
 	}
-	self := fmt.Sprintf("/proc/self/fd/%d", fd)
-	if cerr := unix.Chmod(self, st.Mode&0o7777|0o500); cerr != nil {
-		return dfd, err
-	}
-	dfd, err = unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	_ = unix.Chmod(self, st.Mode&0o7777)
 	return dfd, err
 }
 
@@ -154,7 +148,7 @@ func (w *nestedWalk) changedDuring(dfd int, name string) bool {
 // gitDirTouched reports whether the existing git directory .git in dfd had
 // its config, commondir, hooks directory or a hook changed in the session.
 func (w *nestedWalk) gitDirTouched(dfd int) bool {
-	gfd, err := unix.Openat(dfd, ".git", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	gfd, err := openSubdir(dfd, ".git")
 	if err != nil {
 		return false
 	}
@@ -181,7 +175,7 @@ func (w *nestedWalk) gitFDTouched(gfd, depth int) bool {
 			return true
 		}
 	}
-	hfd, err := unix.Openat(gfd, "hooks", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	hfd, err := openSubdir(gfd, "hooks")
 	if err != nil {
 		return false
 	}
@@ -202,7 +196,7 @@ func (w *nestedWalk) nestedGitDirsTouched(fd int, name string, depth int) bool {
 	if depth > 16 {
 		return true
 	}
-	sfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	sfd, err := openSubdir(fd, name)
 	if err != nil {
 		return false
 	}
@@ -212,7 +206,7 @@ func (w *nestedWalk) nestedGitDirsTouched(fd int, name string, depth int) bool {
 		if n == "." || n == ".." {
 			continue
 		}
-		cfd, err := unix.Openat(sfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		cfd, err := openSubdir(sfd, n)
 		if err != nil {
 			continue
 		}
@@ -231,12 +225,7 @@ func (w *nestedWalk) nestedGitDirsTouched(fd int, name string, depth int) bool {
 }
 
 func (w *nestedWalk) quarantine(dfd int, dir, name, why string) {
-	to, err := renameAside(dfd, name, w.spec.Plan.Session)
-	fields := map[string]any{"path": filepath.Join(dir, name), "moved_to": filepath.Join(dir, to), "why": why}
-	if err != nil {
-		fields["error"] = err.Error()
-	}
-	emit(w.spec, "persistence", fields)
+	moveAside(w.spec, dfd, dir, name, why)
 }
 
 // dir walks the directory open at dfd (path p) and closes dfd.
@@ -286,16 +275,14 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 		if has[n] != unix.S_IFDIR || n == ".git" || w.skip[filepath.Join(p, n)] {
 			continue
 		}
-		cfd, err := unix.Openat(dfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		cfd, err := w.openOnFS(dfd, n)
+		if errors.Is(err, errOtherFS) {
+			continue
+		}
 		if err != nil {
 			if err := w.unreadable(dfd, p, n, err); err != nil {
 				return err
 			}
-			continue
-		}
-		var st unix.Stat_t
-		if unix.Fstat(cfd, &st) != nil || st.Dev != w.dev {
-			unix.Close(cfd)
 			continue
 		}
 		if err := w.dir(cfd, filepath.Join(p, n), depth+1); err != nil {
@@ -368,12 +355,11 @@ func (w *nestedWalk) persistNames(dfd int, p string, has map[string]uint32, dept
 		}
 		// A two-level name (.claude/settings.json): the first level is the
 		// user's own directory, judged only for that entry.
-		cfd, err := unix.Openat(dfd, first, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		cfd, err := w.openOnFS(dfd, first)
 		if err != nil {
 			continue
 		}
-		var st unix.Stat_t
-		if unix.Fstat(cfd, &st) == nil && st.Dev == w.dev && unix.Faccessat(cfd, rest, unix.F_OK, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		if unix.Faccessat(cfd, rest, unix.F_OK, unix.AT_SYMLINK_NOFOLLOW) == nil {
 			err = w.persistEntry(cfd, filepath.Join(p, first), rest, depth+1)
 		}
 		unix.Close(cfd)
@@ -403,15 +389,11 @@ func (w *nestedWalk) persistEntry(dfd int, dir, name string, depth int) error {
 		w.quarantine(dfd, dir, name, "a file that makes a tool run code (agent or editor settings, direnv, git hook managers), made or changed during the session below the top of a writable folder, where no mount holds it")
 		return nil
 	}
-	cfd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	cfd, err := w.openOnFS(dfd, name)
 	if err != nil {
-		return nil // not a directory (or unreadable: git and editors as the user cannot read it either)
+		return nil // not a directory, another filesystem (or unreadable: git and editors as the user cannot read it either)
 	}
 	defer unix.Close(cfd)
-	var st unix.Stat_t
-	if unix.Fstat(cfd, &st) != nil || st.Dev != w.dev {
-		return nil
-	}
 	names, err := readNames(cfd)
 	if err != nil {
 		return nil
@@ -447,7 +429,7 @@ func heldPlaceholderDepth(dfd int, name string, depth int) bool {
 	if !dir {
 		return file
 	}
-	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := openSubdir(dfd, name)
 	if err != nil {
 		return errors.Is(err, unix.EACCES)
 	}
@@ -462,6 +444,30 @@ func heldPlaceholderDepth(dfd int, name string, depth int) bool {
 		}
 	}
 	return true
+}
+
+// openSubdir opens the directory name in dfd for reading, never following
+// a link (a symbolic link at name fails with ELOOP, a file with ENOTDIR).
+func openSubdir(dfd int, name string) (int, error) {
+	return unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+}
+
+// errOtherFS: a directory on another filesystem than the walk's root.
+var errOtherFS = errors.New("another filesystem")
+
+// openOnFS is openSubdir for the walk: a directory on another filesystem
+// than its root (a mount) is not opened (errOtherFS).
+func (w *nestedWalk) openOnFS(dfd int, name string) (int, error) {
+	fd, err := openSubdir(dfd, name)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Dev != w.dev {
+		unix.Close(fd)
+		return -1, errOtherFS
+	}
+	return fd, nil
 }
 
 func readNames(fd int) ([]string, error) {

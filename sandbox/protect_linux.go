@@ -429,8 +429,18 @@ func quarantine(spec *Spec, pfd int, p string) {
 	if unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return
 	}
-	to, err := renameAside(pfd, name, spec.Plan.Session)
-	fields := map[string]any{"path": p, "moved_to": filepath.Join(dir, to)}
+	moveAside(spec, pfd, dir, name, "")
+}
+
+// moveAside renames name in dfd (path dir) aside (renameAside) and reports
+// it as a "persistence" event: path, moved_to, why (when given) and the
+// error of a rename that failed.
+func moveAside(spec *Spec, dfd int, dir, name, why string) {
+	to, err := renameAside(dfd, name, spec.Plan.Session)
+	fields := map[string]any{"path": filepath.Join(dir, name), "moved_to": filepath.Join(dir, to)}
+	if why != "" {
+		fields["why"] = why
+	}
 	if err != nil {
 		fields["error"] = err.Error()
 	}
@@ -453,19 +463,33 @@ func renameAside(dfd int, name, session string) (string, error) {
 		return to, err
 	}
 	to, err := try()
-	var st unix.Stat_t
-	if errors.Is(err, unix.EACCES) && unix.Fstat(dfd, &st) == nil && int(st.Uid) == unix.Geteuid() {
+	if errors.Is(err, unix.EACCES) {
 		// An unprivileged caller renames as itself, which needs write
 		// permission on the directory: the agent (the same uid) took
-		// it away (chmod 555) to keep its plant. The owner lends itself
-		// that permission for the rename and puts the mode back
+		// it away (chmod 555) to keep its plant
 		// (TestRedteam5ReadOnlyParent).
-		if unix.Fchmod(dfd, st.Mode&0o7777|0o300) == nil {
-			to, err = try()
-			_ = unix.Fchmod(dfd, st.Mode&0o7777)
-		}
+		lendMode(dfd, 0o300, func() { to, err = try() })
 	}
 	return to, err
+}
+
+// lendMode runs f with the permission bits add set on the directory open
+// at fd (an O_PATH descriptor too), when this process owns it, and puts
+// its mode back after: an unprivileged caller's after-session work runs as
+// the agent's uid, and the agent can take the caller's own permissions
+// away from a directory to hide or keep a plant. Nothing is done (f not
+// run) for a directory of another owner or one whose mode cannot be set.
+func lendMode(fd int, add uint32, f func()) {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || int(st.Uid) != unix.Geteuid() {
+		return
+	}
+	self := fmt.Sprintf("/proc/self/fd/%d", fd)
+	if unix.Chmod(self, st.Mode&0o7777|add) != nil {
+		return
+	}
+	f()
+	_ = unix.Chmod(self, st.Mode&0o7777)
 }
 
 // makePlaceholder creates the empty mode-0000 mount point of an absent
