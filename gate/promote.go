@@ -208,12 +208,16 @@ func (g *repo) rootTree(c plumbing.Hash) (plumbing.Hash, error) {
 func (g *repo) rawTree(h plumbing.Hash) ([]byte, error) {
 	g.cache.mu.Lock()
 	raw, ok := g.cache.trees[h]
+	old := false
 	if !ok {
 		raw, ok = g.cache.old[h]
+		old = ok
 	}
 	g.cache.mu.Unlock()
 	if ok {
-		g.cacheTree(h, raw)
+		if old {
+			g.cacheTree(h, raw) // a hit in the old generation moves back
+		}
 		return raw, nil
 	}
 	raw, err := g.rawObject(plumbing.TreeObject, h)
