@@ -2,10 +2,14 @@ package netproxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/textproto"
 	"net/url"
@@ -25,10 +29,10 @@ type Decision struct {
 	Reason  string `json:"reason,omitempty"`
 }
 
-// Proxy serves connections handed to it (Serve), one request each. It
-// speaks just enough HTTP/1.x for a forward proxy — the request line and
-// headers — and deliberately does not link net/http: fedmem-run starts
-// twice per launch, and every package it links is paid for each time.
+// Proxy serves connections handed to it (Serve). HTTP is read and written
+// by net/http (http.ReadRequest, Request.Write, http.ReadResponse): a
+// plain-HTTP connection carries requests that are each framed, checked and
+// sent on their own, so the proxy never has to guess where one ends.
 type Proxy struct {
 	Policy *Policy
 	// OnDecision is called for every request; it must not block.
@@ -59,7 +63,8 @@ func (p *Proxy) Serve(c net.Conn) {
 	defer p.wg.Done()
 	defer c.Close()
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	br := bufio.NewReaderSize(io.LimitReader(c, maxHead), 4096)
+	hr := &headReader{lr: io.LimitedReader{R: c, N: maxHead}}
+	br := bufio.NewReaderSize(hr, 4096)
 	first, err := br.Peek(1)
 	if err != nil {
 		return
@@ -68,67 +73,205 @@ func (p *Proxy) Serve(c net.Conn) {
 		p.serveSOCKS(c, br)
 		return
 	}
-	req, err := readHead(br)
+	hreq, req, err := hr.next(br)
 	if err != nil {
-		p.decide(Decision{Reason: "bad request: " + err.Error()})
-		reply(c, 400, err.Error())
+		p.badRequest(c, req, err)
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	host, port, path, err := target(req)
+	if req.method != "CONNECT" {
+		p.servePlain(c, br, hr, hreq, req)
+		return
+	}
+	host, port, _, err := target(req)
 	if err != nil {
 		p.decide(Decision{Method: req.method, Host: req.target, Reason: err.Error()})
 		reply(c, 400, err.Error())
 		return
 	}
-	var check func() error
-	if req.method != "CONNECT" {
-		// Plain HTTP: the upstream server routes on the Host header, so
-		// a Host that names another host than the one the policy checked
-		// would reach that one past the allow list (domain fronting).
-		check = func() error { return sameHost(req.header, host, port) }
-	}
-	up, code, err := p.connect(req.method, host, port, check)
+	up, code, err := p.connect(req.method, host, port, nil)
 	if err != nil {
 		reply(c, code, err.Error())
 		return
 	}
 	defer up.Close()
-	var head strings.Builder
-	if req.method == "CONNECT" {
-		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-			return
-		}
-	} else {
-		// Plain HTTP: this one request in origin form, then whatever
-		// follows (a body) and the response, byte for byte; the
-		// connection is not reused.
-		fmt.Fprintf(&head, "%s %s %s\r\n", req.method, path, req.proto)
-		if len(req.header.Values("Host")) == 0 {
-			fmt.Fprintf(&head, "Host: %s\r\n", hostHeader(host, port))
-		}
-		for k, vs := range req.header {
-			switch k {
-			case "Proxy-Connection", "Proxy-Authorization", "Connection", "Keep-Alive":
-				continue
-			}
-			for _, v := range vs {
-				fmt.Fprintf(&head, "%s: %s\r\n", k, v)
-			}
-		}
-		head.WriteString("Connection: close\r\n\r\n")
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
 	}
 	// Bytes the client sent after the head, already buffered.
 	if n := br.Buffered(); n > 0 {
 		b, _ := br.Peek(n)
-		head.Write(b)
-	}
-	if head.Len() > 0 {
-		if _, err := io.WriteString(up, head.String()); err != nil {
+		if _, err := up.Write(b); err != nil {
 			return
 		}
 	}
 	Splice(c, up)
+}
+
+// servePlain serves plain-HTTP proxy requests on c, one after another,
+// each checked like the first: the policy checks its target, its Host
+// header must name that target (see sameHost), and it goes to its own
+// upstream connection, framed by net/http (Content-Length or chunked), so
+// nothing but that one request reaches the address checked for it. A
+// connection is never spliced: bytes after a request are the next request,
+// read and checked in turn, never forwarded unread (pipelined and
+// keep-alive requests used to reach the first request's upstream
+// unchecked, naming any host). The first refusal answers 403 and closes.
+func (p *Proxy) servePlain(c net.Conn, br *bufio.Reader, hr *headReader, hreq *http.Request, req *request) {
+	for {
+		host, port, _, err := target(req)
+		if err != nil {
+			p.decide(Decision{Method: req.method, Host: req.target, Reason: err.Error()})
+			reply(c, 400, err.Error())
+			return
+		}
+		// The upstream server routes on the Host header, so a Host that
+		// names another host than the one the policy checked would reach
+		// that one past the allow list (domain fronting). net/http writes
+		// the checked one (the request line's) in any case.
+		up, code, err := p.connect(req.method, host, port, func() error { return sameHost(req.header, host, port) })
+		if err != nil {
+			reply(c, code, err.Error())
+			return
+		}
+		keep := forward(c, up, hreq)
+		up.Close()
+		if !keep {
+			return
+		}
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		hreq, req, err = hr.next(br)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				p.badRequest(c, req, err)
+			}
+			return
+		}
+		_ = c.SetReadDeadline(time.Time{})
+	}
+}
+
+// badRequest answers a request head that could not be served: 403 for one
+// refused as it stands (req is its head), 400 for one that does not parse.
+func (p *Proxy) badRequest(c net.Conn, req *request, err error) {
+	if errors.Is(err, ErrDenied) && req != nil {
+		p.decide(Decision{Method: req.method, Host: req.target, Reason: err.Error()})
+		reply(c, 403, err.Error())
+		return
+	}
+	p.decide(Decision{Reason: "bad request: " + err.Error()})
+	reply(c, 400, err.Error())
+}
+
+// hopByHop are the request and response headers that describe one
+// connection, not the message; the proxy's own connections set their own.
+var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authorization", "Proxy-Authenticate", "Te", "Upgrade", "Expect"}
+
+// forward sends one request to up (one request per upstream connection:
+// Connection: close) and its response to c. It reports whether c may carry
+// another request: the client did not ask to close, everything was sent,
+// and the response was framed (a body that ends at EOF ends the
+// connection too).
+func forward(c, up net.Conn, req *http.Request) bool {
+	if req.Header.Get("Expect") != "" && !strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		reply(c, 417, "only Expect: 100-continue is supported")
+		return false
+	}
+	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		// The proxy asks for the body itself; upstream never sees Expect.
+		if _, err := io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+			return false
+		}
+	}
+	for _, k := range hopByHop {
+		req.Header.Del(k)
+	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header["User-Agent"] = []string{""} // net/http writes none then, not its own
+	}
+	clientClose := req.Close
+	req.Close = true
+	wErr := req.Write(up)
+	if wErr != nil {
+		clientClose = true
+	}
+	ubr := bufio.NewReader(up)
+	var resp *http.Response
+	var err error
+	for {
+		resp, err = http.ReadResponse(ubr, req)
+		if err != nil {
+			if wErr != nil {
+				err = wErr
+			}
+			reply(c, 502, "upstream: "+err.Error())
+			return false
+		}
+		// Interim answers (103 Early Hints) are dropped; 101 cannot come:
+		// the request carried no Upgrade.
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			break
+		}
+		resp.Body.Close()
+	}
+	defer resp.Body.Close()
+	for _, k := range hopByHop {
+		resp.Header.Del(k)
+	}
+	framed := resp.ContentLength >= 0 || (len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked")
+	keep := !clientClose && framed && resp.StatusCode != http.StatusSwitchingProtocols
+	resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, 1
+	resp.Close = !keep
+	if err := resp.Write(c); err != nil {
+		return false
+	}
+	return keep
+}
+
+// headReader is the client connection as the request parser reads it:
+// each request head is bounded by maxHead (its body is not), and the
+// bytes of the head are kept so its header can be read as sent —
+// http.ReadRequest drops the Host header of an absolute-form request
+// (RFC 9112 section 3.2.2), and sameHost refuses one that disagrees.
+type headReader struct {
+	lr  io.LimitedReader
+	rec bytes.Buffer
+	on  bool
+}
+
+func (h *headReader) Read(b []byte) (int, error) {
+	n, err := h.lr.Read(b)
+	if h.on {
+		h.rec.Write(b[:n])
+	}
+	return n, err
+}
+
+// next reads the next request on br (which reads h): net/http's parse (the
+// body framed, read through br) and the head as sent.
+func (h *headReader) next(br *bufio.Reader) (*http.Request, *request, error) {
+	h.rec.Reset()
+	if n := br.Buffered(); n > 0 {
+		b, _ := br.Peek(n)
+		h.rec.Write(b)
+	}
+	h.lr.N, h.on = maxHead, true
+	hreq, err := http.ReadRequest(br)
+	h.lr.N, h.on = math.MaxInt64, false
+	if err != nil {
+		// net/http refuses a second Host header as malformed; it is the
+		// fronting attempt sameHost refuses, and is reported as one.
+		if r, herr := readHead(bufio.NewReader(bytes.NewReader(h.rec.Bytes()))); herr == nil && len(r.header.Values("Host")) > 1 {
+			return nil, r, fmt.Errorf("%w: %d Host headers", ErrDenied, len(r.header.Values("Host")))
+		}
+		return nil, nil, err
+	}
+	// The same bytes, parsed by the same textproto reader net/http uses.
+	req, err := readHead(bufio.NewReader(bytes.NewReader(h.rec.Bytes())))
+	if err != nil {
+		return nil, nil, err
+	}
+	return hreq, req, nil
 }
 
 // connect is the one path of every protocol: the policy checks host:port
@@ -291,7 +434,7 @@ func target(req *request) (string, int, string, error) {
 	return h, port, path, nil
 }
 
-var statusText = map[int]string{400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}
+var statusText = map[int]string{400: "Bad Request", 403: "Forbidden", 417: "Expectation Failed", 502: "Bad Gateway"}
 
 func reply(c net.Conn, code int, msg string) {
 	body := "fedmem: " + msg + "\n"
