@@ -265,9 +265,12 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 		if err != nil {
 			return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
 		}
+		// No Attr_clr of MOUNT_ATTR_RDONLY: with AT_RECURSIVE it made every
+		// submount that is read-only on the host writable inside (a
+		// read-only bind alias of the vault in the project: guarantee 1).
+		// The clone keeps the host's flags, top and below (issue 22).
 		attr := unix.MountAttr{
 			Attr_set:    unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
-			Attr_clr:    unix.MOUNT_ATTR_RDONLY,
 			Propagation: unix.MS_PRIVATE,
 			Userns_fd:   uint64(userns.Fd()),
 		}

@@ -71,12 +71,19 @@ func buildRoot(pl *mounts.Plan, idmapped map[int]int) (skipped []string, err err
 			srcFds[i] = fd
 			continue
 		}
+		// A writable bind keeps the host's flags, top and below: nothing
+		// clears MOUNT_ATTR_RDONLY, so a mount read-only on the host is
+		// read-only inside (issue 22: a recursive clear made a read-only
+		// bind alias of the vault inside the workdir writable, and in a
+		// user namespace it hit the locked flag, EPERM, refusing the
+		// session). mounts.Verify checks each such mount (HostReadOnly).
 		set := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
 		var clr uint64
-		if m.Kind == mounts.BindRO && !(faultVaultWritable && m.Target == pl.Vault) {
+		switch {
+		case m.Kind == mounts.BindRO && faultVaultWritable && m.Target == pl.Vault:
+			clr = unix.MOUNT_ATTR_RDONLY // the fault build's deliberate breach
+		case m.Kind == mounts.BindRO:
 			set |= unix.MOUNT_ATTR_RDONLY
-		} else {
-			clr = unix.MOUNT_ATTR_RDONLY
 		}
 		fd, err := cloneTree(m.Source, set, clr)
 		if err != nil {
