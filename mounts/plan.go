@@ -90,6 +90,11 @@ type Plan struct {
 	// runs without them (pids: RLIMIT_NPROC where it holds) and says so,
 	// instead of refusing.
 	CgroupOptional []string `json:"cgroup_optional,omitempty"`
+	// HostReadOnly are the paths inside (under a writable bind's target)
+	// of mounts that are read-only on the host: each must be served by a
+	// read-only mount inside too (mounts.Verify, rule host-readonly). Filled
+	// from the host's mountinfo by NoteHostReadOnly.
+	HostReadOnly []string `json:"host_read_only,omitempty"`
 }
 
 // Input is what Build needs besides the profile. Paths must be absolute and

@@ -30,7 +30,9 @@ func (e *VerifyError) Error() string {
 //   - the inbox is served by a writable mount;
 //   - every masked path is served by a mount at exactly that path;
 //   - every path that runs code later (Protected) is served by a read-only
-//     mount at exactly that path, and every Pinned directory is a mount point.
+//     mount at exactly that path, and every Pinned directory is a mount point;
+//   - every mount read-only on the host under a writable root
+//     (pl.HostReadOnly, see NoteHostReadOnly) is read-only inside.
 func Verify(pl *Plan, r io.Reader) error {
 	infos, err := parseMountinfo(r)
 	if err != nil {
@@ -68,6 +70,9 @@ func Verify(pl *Plan, r io.Reader) error {
 			return &VerifyError{Path: pm.Target, Rule: "secret-masked", Detail: describe(m)}
 		}
 	}
+	if err := verifyHostReadOnly(pl, infos); err != nil {
+		return err
+	}
 	if err := verifyHostAuthority(pl, infos); err != nil {
 		return err
 	}
@@ -88,6 +93,46 @@ func serving(infos []*mountinfo.Info, path string) *mountinfo.Info {
 		}
 	}
 	return best
+}
+
+// reached returns the mount that serves path the way a path lookup finds
+// it: from the namespace's root mount, down to the child mounted at the
+// first mount point along the path (the topmost of several there, the one
+// listed last), and so on, into a mount stacked on that one at the same
+// point too. Listing order alone does not say which mount is on top: an
+// idmapped clone fedmem-run made before the init cloned the host's root is
+// listed before the root clone's own (hidden) copy of the same submount,
+// which serving (the last listed) would take. The host-readonly check uses
+// it, on the host's table and inside.
+func reached(infos []*mountinfo.Info, path string) *mountinfo.Info {
+	ids := make(map[int]bool, len(infos))
+	for _, m := range infos {
+		ids[m.ID] = true
+	}
+	var cur *mountinfo.Info
+	for _, m := range infos {
+		if (!ids[m.Parent] || m.Parent == m.ID) && vault.Within(path, m.Mountpoint) {
+			cur = m // the root: its parent is not in this namespace
+		}
+	}
+	if cur == nil {
+		return nil
+	}
+	for {
+		var next *mountinfo.Info
+		for _, m := range infos {
+			if m.Parent != cur.ID || m == cur || !vault.Within(path, m.Mountpoint) || len(m.Mountpoint) < len(cur.Mountpoint) {
+				continue
+			}
+			if next == nil || len(m.Mountpoint) <= len(next.Mountpoint) {
+				next = m
+			}
+		}
+		if next == nil {
+			return cur
+		}
+		cur = next
+	}
 }
 
 func readOnly(m *mountinfo.Info) bool {

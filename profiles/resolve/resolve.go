@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -192,11 +193,30 @@ func Resolve(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := noteHostReadOnly(s.Plan); err != nil {
+		return nil, err
+	}
 	s.Warnings = append(s.Warnings, s.Plan.Warnings...)
 	if err := checkAllowed(s, search, o.Caller); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// noteHostReadOnly records the host's read-only mounts under the plan's
+// writable roots (mounts.NoteHostReadOnly), read from this process's mount
+// table: the host's, where fedmem-run starts. Outside Linux there is no
+// sandbox to verify (the admin CLI only plans there).
+func noteHostReadOnly(pl *mounts.Plan) error {
+	if runtime.GOOS != "linux" {
+		return nil
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("host mount table: %w", err)
+	}
+	defer f.Close()
+	return mounts.NoteHostReadOnly(pl, f)
 }
 
 // checkAllowed refuses a profile built from a file an agent could have
