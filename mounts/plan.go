@@ -90,6 +90,9 @@ type Plan struct {
 	// runs without them (pids: RLIMIT_NPROC where it holds) and says so,
 	// instead of refusing.
 	CgroupOptional []string `json:"cgroup_optional,omitempty"`
+	// SocketFamilies are the profile's socket_families as AF_ numbers:
+	// socket(2) may name them besides unix, inet, inet6 and netlink.
+	SocketFamilies []uint32 `json:"socket_families,omitempty"`
 	// HostReadOnly are the paths inside (under a writable bind's target)
 	// of mounts that are read-only on the host: each must be served by a
 	// read-only mount inside too (mounts.Verify, rule host-readonly). Filled
@@ -150,6 +153,8 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		Workdir: in.Workdir,
 		Home:    in.Home,
 		Network: p.Network,
+		// The seccomp filter's socket-families rule adds these.
+		SocketFamilies: p.SocketFamilyNumbers(),
 	}
 	add := func(m Mount) { pl.Mounts = append(pl.Mounts, m) }
 	if p.Limits.OptionalMemory && p.Limits.Memory > 0 {

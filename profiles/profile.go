@@ -71,6 +71,9 @@ type Profile struct {
 	// UnixSockets are host pathname unix sockets the agent may reach; every
 	// other socket under /run and /var/run is hidden (docs/profiles.md).
 	UnixSockets []string `yaml:"unix_sockets,omitempty" json:"unix_sockets,omitempty"`
+	// SocketFamilies are address families socket(2) may name besides unix,
+	// inet, inet6 and netlink, which every session has (see SocketFamily).
+	SocketFamilies []SocketFamily `yaml:"socket_families,omitempty" json:"socket_families,omitempty"`
 	// AcceptRisks names weakenings the profile accepts knowingly, e.g.
 	// keep-groups (see RiskKeepGroups).
 	AcceptRisks []string `yaml:"accept_risks,omitempty" json:"accept_risks,omitempty"`
@@ -455,6 +458,7 @@ func merge(parent, child *Profile) *Profile {
 	out.Allow = append(append([]string{}, parent.Allow...), child.Allow...)
 	out.UnixSockets = append(append([]string{}, parent.UnixSockets...), child.UnixSockets...)
 	out.AcceptRisks = append(append([]string{}, parent.AcceptRisks...), child.AcceptRisks...)
+	out.SocketFamilies = append(append([]SocketFamily{}, parent.SocketFamilies...), child.SocketFamilies...)
 	if len(child.Vault.Visible) > 0 {
 		// A child narrows or replaces the parent's view, never adds to it
 		// silently: its list is the view.
@@ -588,6 +592,11 @@ func (p *Profile) Validate() error {
 	for _, s := range p.UnixSockets {
 		if !path.IsAbs(s) || path.Clean(s) != s {
 			errs = append(errs, fmt.Errorf("unix_sockets: %q must be a clean absolute path", s))
+		}
+	}
+	for _, f := range p.SocketFamilies {
+		if _, ok := f.Number(); !ok {
+			errs = append(errs, fmt.Errorf("socket_families: %s", unknownFamily(string(f))))
 		}
 	}
 	for _, r := range p.AcceptRisks {

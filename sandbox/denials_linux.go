@@ -69,7 +69,7 @@ func applySeccompReporting(cfg *initConfig, l *Layers, sync *os.File) (*denialRe
 	if cfg.AgentSwitch {
 		rep.agentUID, rep.agentGID = cfg.AgentUID, cfg.AgentGID
 	}
-	d, err := seccomp.NewDecider(runtime.GOARCH)
+	d, err := seccomp.NewDecider(runtime.GOARCH, cfg.Plan.SocketFamilies...)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func applySeccompReporting(cfg *initConfig, l *Layers, sync *os.File) (*denialRe
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		return nil, fmt.Errorf("pipe: %w", err)
 	}
-	fd, err := seccomp.ApplyNotify(cfg.FSDenials)
+	fd, err := seccomp.ApplyNotify(cfg.FSDenials, cfg.Plan.SocketFamilies...)
 	if errors.Is(err, seccomp.ErrNoListener) {
 		unix.Close(p[0])
 		unix.Close(p[1])

@@ -51,7 +51,7 @@ func scopeThread() (bool, error) { return landlock.ScopeThread() }
 // last step before the agent is forked: the filter forbids the mount
 // family, namespaces and ptrace to everything that follows.
 func applySeccomp(cfg *initConfig, l *Layers) error {
-	if err := seccomp.Apply(); err != nil {
+	if err := seccomp.Apply(cfg.Plan.SocketFamilies...); err != nil {
 		return err
 	}
 	l.Seccomp = true
@@ -60,7 +60,7 @@ func applySeccomp(cfg *initConfig, l *Layers) error {
 
 func describeFilters(pl *mounts.Plan) []string {
 	out := []string{"seccomp: deny-list filter on every thread:"}
-	for _, d := range seccomp.Describe() {
+	for _, d := range seccomp.Describe(pl.SocketFamilies...) {
 		out = append(out, "  "+d)
 	}
 	abi := landlock.ABI()

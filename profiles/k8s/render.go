@@ -143,7 +143,7 @@ func Render(p *profiles.Profile, hash string, o Options) (*Rendered, error) {
 	if err := o.complete(p); err != nil {
 		return nil, err
 	}
-	sc, err := SeccompProfile()
+	sc, err := SeccompProfile(p.SocketFamilyNumbers()...)
 	if err != nil {
 		return nil, err
 	}

@@ -58,8 +58,11 @@ func (r *SeccompResult) JSON() ([]byte, error) {
 // (the rules name calls, which libseccomp numbers per architecture). A call
 // from any other ABI (i386 through int 0x80, x32, arm32) meets libseccomp's
 // bad-architecture action, which kills, as fedmem's own filter does.
-func SeccompProfile() (*SeccompResult, error) {
-	s, err := seccomp.OCI("amd64")
+//
+// families are the profile's socket_families (AF_ numbers): the
+// socket-families rule allows them too, as fedmem-run's filter does.
+func SeccompProfile(families ...uint32) (*SeccompResult, error) {
+	s, err := seccomp.OCI("amd64", families...)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp profile: %w", err)
 	}

@@ -176,8 +176,11 @@ func errnoLabel(e Errno) string { return fmt.Sprintf("ret-errno-%d", e) }
 //     returns the rule's errno, a conditional one loads the low 32 bits of
 //     the argument and returns the errno or allows;
 //  4. allows everything else.
-func Assemble(goarch string) ([]bpf.Instruction, error) {
-	return assembleRules(goarch, false)
+//
+// families are address families socket(2) may name besides the default
+// ones (RulesAllowing).
+func Assemble(goarch string, families ...uint32) ([]bpf.Instruction, error) {
+	return assembleRules(goarch, false, families)
 }
 
 // assembled memoizes the filter built from the package's Rules, which
@@ -191,18 +194,19 @@ var assembled struct {
 }
 
 type assembledKey struct {
-	goarch string
-	writes bool
+	goarch   string
+	writes   bool
+	families string
 }
 
-func assembleRules(goarch string, writes bool) ([]bpf.Instruction, error) {
-	k := assembledKey{goarch, writes}
+func assembleRules(goarch string, writes bool, families []uint32) ([]bpf.Instruction, error) {
+	k := assembledKey{goarch, writes, fmt.Sprint(families)}
 	assembled.Lock()
 	defer assembled.Unlock()
 	if insts, ok := assembled.m[k]; ok {
 		return slices.Clone(insts), nil
 	}
-	insts, err := assemble(goarch, Rules, writes)
+	insts, err := assemble(goarch, RulesAllowing(families), writes)
 	if err != nil {
 		return nil, err
 	}

@@ -38,9 +38,9 @@ type vm struct {
 	m      *bpf.VM
 }
 
-func newVM(t *testing.T, goarch string) *vm {
+func newVM(t *testing.T, goarch string, families ...uint32) *vm {
 	t.Helper()
-	insts, err := Assemble(goarch)
+	insts, err := Assemble(goarch, families...)
 	if err != nil {
 		t.Fatalf("Assemble(%s): %v", goarch, err)
 	}
@@ -196,8 +196,33 @@ func TestAllowedCallsInVM(t *testing.T) {
 	for _, ga := range goarches {
 		v := newVM(t, ga)
 		for _, s := range []string{"read", "write", "openat", "close", "execve", "getpid", "mmap", "futex",
-			"exit_group", "wait4", "landlock_restrict_self", "seccomp", "prctl", "socket", "connect"} {
+			"exit_group", "wait4", "landlock_restrict_self", "seccomp", "prctl", "connect"} {
 			want(t, ga+" "+s, v.call(s), retAllow)
+		}
+	}
+}
+
+// TestSocketFamiliesInVM: socket(2) and socketpair(2) name only AF_UNIX,
+// AF_INET, AF_INET6 and AF_NETLINK, plus what a profile adds; every other
+// family, in any spelling of the high word, gets EAFNOSUPPORT.
+func TestSocketFamiliesInVM(t *testing.T) {
+	afnosupport := retErrno | uint32(EAFNOSUPPORT)
+	for _, ga := range goarches {
+		v := newVM(t, ga)
+		for _, call := range []string{"socket", "socketpair"} {
+			for _, fam := range []uint64{1, 2, 10, 16, 0xffffffff00000002, 1<<32 | 10} {
+				want(t, fmt.Sprintf("%s %s(%#x)", ga, call, fam), v.call(call, fam, 1), retAllow)
+			}
+			for _, fam := range []uint64{0, 3, 9, 17, 38, 40, 44, 45, 46, 63, 64, 0xffff, 0xffffffff, 1<<32 | 40} {
+				want(t, fmt.Sprintf("%s %s(%#x)", ga, call, fam), v.call(call, fam, 1), afnosupport)
+			}
+		}
+		w := newVM(t, ga, 40, 17)
+		for _, fam := range []uint64{1, 2, 10, 16, 17, 40} {
+			want(t, fmt.Sprintf("%s +vsock,packet socket(%d)", ga, fam), w.call("socket", fam, 1), retAllow)
+		}
+		for _, fam := range []uint64{38, 9, 41} {
+			want(t, fmt.Sprintf("%s +vsock,packet socket(%d)", ga, fam), w.call("socket", fam, 1), afnosupport)
 		}
 	}
 }

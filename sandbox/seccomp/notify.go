@@ -34,8 +34,8 @@ func notifies(e Errno) bool { return e != ENOSYS && e != EOPNOTSUPP }
 // writes only refusals reach the listener: every call the deny-list allows
 // is allowed in the kernel, as by Assemble (--fs-denials off: a write call
 // then costs nothing).
-func AssembleNotify(goarch string, writes bool) ([]bpf.Instruction, error) {
-	insts, err := assembleRules(goarch, writes)
+func AssembleNotify(goarch string, writes bool, families ...uint32) ([]bpf.Instruction, error) {
+	insts, err := assembleRules(goarch, writes, families)
 	if err != nil {
 		return nil, err
 	}
@@ -71,8 +71,8 @@ type Decider struct {
 }
 
 // NewDecider builds the ordinary (errno) filter for goarch into a BPF VM.
-func NewDecider(goarch string) (*Decider, error) {
-	insts, err := Assemble(goarch)
+func NewDecider(goarch string, families ...uint32) (*Decider, error) {
+	insts, err := Assemble(goarch, families...)
 	if err != nil {
 		return nil, err
 	}
@@ -85,9 +85,10 @@ func NewDecider(goarch string) (*Decider, error) {
 		return nil, err
 	}
 	d := &Decider{vm: vm, goarch: goarch, names: map[int]string{}, rules: map[string]*Rule{}}
-	for i := range Rules {
-		for _, s := range Rules[i].Syscalls {
-			d.rules[s] = &Rules[i]
+	rules := RulesAllowing(families)
+	for i := range rules {
+		for _, s := range rules[i].Syscalls {
+			d.rules[s] = &rules[i]
 			if nr, ok := info.SyscallNames[s]; ok {
 				d.names[nr] = s
 			}

@@ -18,8 +18,8 @@ import (
 // so that TSYNC and NEW_LISTENER can be combined). On a kernel that
 // refuses the flags it returns an error wrapping ErrNoListener and
 // installs nothing: the caller then uses Apply.
-func ApplyNotify(writes bool) (int, error) {
-	insts, err := AssembleNotify(runtime.GOARCH, writes)
+func ApplyNotify(writes bool, families ...uint32) (int, error) {
+	insts, err := AssembleNotify(runtime.GOARCH, writes, families...)
 	if err != nil {
 		return -1, err
 	}

@@ -2,6 +2,7 @@ package seccomp
 
 import (
 	"fmt"
+	"slices"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -32,12 +33,17 @@ var ociArch = map[string]specs.Arch{"amd64": specs.ArchX86_64, "arm64": specs.Ar
 //     (personality: PER_LINUX32 and UNAME26) plus, optionally, the query
 //     value 0xffffffff; one entry per other low bit, as for AnyBits. The
 //     query is then refused too (EPERM): stricter than the BPF filter,
-//     never looser — see [OCIStricter].
+//     never looser — see [OCIStricter]. Or, when every allowed value is
+//     below 64 (address families): one entry per other value below 64 and
+//     one per bit from 64 up — exact.
 //
 // A foreign architecture is killed by libseccomp's bad-arch action, as by
 // the BPF filter.
-func OCI(goarch string) (*specs.LinuxSeccomp, error) {
-	return ociRules(goarch, Rules)
+//
+// families are address families socket(2) may name besides the default
+// ones (RulesAllowing).
+func OCI(goarch string, families ...uint32) (*specs.LinuxSeccomp, error) {
+	return ociRules(goarch, RulesAllowing(families))
 }
 
 func ociRules(goarch string, rules []Rule) (*specs.LinuxSeccomp, error) {
@@ -126,6 +132,12 @@ func ociCond(c *Cond) ([]specs.LinuxSeccompArg, error) {
 		// combinations of a few bits: deny any other bit set.
 		allowed, err := bitClosure(c.Values)
 		if err != nil {
+			// Small allowed values (address families): every other value
+			// below 64 by itself, and any bit from 64 up, as for AnyBits —
+			// exactly "not in", no stricter.
+			if small := smallNotIn(idx, c.Values); small != nil {
+				return small, nil
+			}
 			return nil, err
 		}
 		for bit := uint32(1); bit != 0; bit <<= 1 {
@@ -137,6 +149,27 @@ func ociCond(c *Cond) ([]specs.LinuxSeccompArg, error) {
 		return nil, fmt.Errorf("operator %v has no OCI form", c.Op)
 	}
 	return out, nil
+}
+
+// smallNotIn is the OCI form of "uint32(arg) not in values" when every
+// value is below 64: one masked compare per refused value under 64, one
+// per bit from 64 up. nil when a value is 64 or more.
+func smallNotIn(idx uint, values []uint32) []specs.LinuxSeccompArg {
+	for _, v := range values {
+		if v >= 64 {
+			return nil
+		}
+	}
+	var out []specs.LinuxSeccompArg
+	for v := uint32(0); v < 64; v++ {
+		if !slices.Contains(values, v) {
+			out = append(out, specs.LinuxSeccompArg{Index: idx, Value: lowWord, ValueTwo: uint64(v), Op: specs.OpMaskedEqual})
+		}
+	}
+	for bit := uint32(64); bit != 0; bit <<= 1 {
+		out = append(out, specs.LinuxSeccompArg{Index: idx, Value: uint64(bit), ValueTwo: uint64(bit), Op: specs.OpMaskedEqual})
+	}
+	return out
 }
 
 // queryAll is personality(0xffffffff), which only reads the persona.

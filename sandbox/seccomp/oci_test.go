@@ -135,9 +135,9 @@ func TestOCICoversEveryRule(t *testing.T) {
 
 func TestOCIRefusesWhatItCannotSay(t *testing.T) {
 	bad := []Rule{{Name: "x", Syscalls: []string{"personality"}, Errno: EPERM, Why: "w",
-		Cond: &Cond{Arg: 0, Op: NotIn, Values: []uint32{0, 3}, Text: "t"}}}
+		Cond: &Cond{Arg: 0, Op: NotIn, Values: []uint32{0, 3, 100}, Text: "t"}}}
 	if _, err := ociRules("amd64", bad); err == nil {
-		t.Fatal("NotIn {0,3} (3 needs 1 and 2) translated; want an error")
+		t.Fatal("NotIn {0,3,100} (3 needs 1 and 2; 100 is no small value) translated; want an error")
 	}
 	if _, err := OCI("riscv64"); err == nil {
 		t.Fatal("OCI(riscv64): want ErrUnsupportedArch")

@@ -2,6 +2,7 @@ package seccomp
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -20,6 +21,10 @@ const (
 	// EOPNOTSUPP: "operation not supported" — what a file system without
 	// the feature answers; glibc's posix_fallocate then writes zeros.
 	EOPNOTSUPP Errno = 95
+	// EAFNOSUPPORT: "address family not supported by protocol" — what the
+	// kernel answers for a family it was built without, so programs that
+	// probe one (vsock, bluetooth) already take their fallback.
+	EAFNOSUPPORT Errno = 97
 )
 
 func (e Errno) String() string {
@@ -30,6 +35,8 @@ func (e Errno) String() string {
 		return "ENOSYS"
 	case EOPNOTSUPP:
 		return "EOPNOTSUPP"
+	case EAFNOSUPPORT:
+		return "EAFNOSUPPORT"
 	}
 	return fmt.Sprintf("errno(%d)", uint16(e))
 }
@@ -134,6 +141,20 @@ func setIDMode(arg int) *Cond {
 func setIDOpen(flags int) *Cond {
 	return &Cond{Arg: flags, Op: AnyBits, Mask: openCreates, Text: fmt.Sprintf("args[%d] & (O_CREAT|O_TMPFILE)", flags), And: setIDMode(flags + 1)}
 }
+
+// Address families (include/linux/socket.h; the same on every architecture)
+// every session may open: see the socket-families rule.
+const (
+	afUnix    = 1
+	afInet    = 2
+	afInet6   = 10
+	afNetlink = 16
+)
+
+// DefaultSocketFamilies are the families socket(2) and socketpair(2) may
+// name in every session; a profile's socket_families adds to them
+// (RulesAllowing).
+var DefaultSocketFamilies = []uint32{afUnix, afInet, afInet6, afNetlink}
 
 // legacyCalls exist on x86_64 only (aarch64 has the *at forms alone): a
 // rule naming one skips it where the architecture has no such call.
@@ -359,6 +380,21 @@ var Rules = []Rule{
 			"the suid-sgid test cannot be applied. ENOSYS makes libcs fall back to openat, which the filter inspects.",
 	},
 	{
+		Name:     "socket-families",
+		Syscalls: []string{"socket", "socketpair"},
+		Cond:     &Cond{Arg: 0, Op: NotIn, Values: DefaultSocketFamilies, Text: "uint32(domain) not in {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK} and the profile's socket_families"},
+		Errno:    EAFNOSUPPORT,
+		Why: "An allow-list of address families: what agents use (unix, IPv4, IPv6), never what the kernel happens to " +
+			"have. AF_VSOCK reaches a VM host's vsock services even under network: none (the port space is the " +
+			"host's, not the network namespace's); AF_PACKET, AF_ALG, AF_TIPC, AF_RDS, AF_X25, AF_CAN, AF_BLUETOOTH " +
+			"and the rest are rarely built-in code that has been a steady source of root exploits (CVE-2016-8655 and " +
+			"CVE-2020-14386 AF_PACKET, CVE-2021-26708 AF_VSOCK, CVE-2010-3904 RDS, CVE-2021-3715 AF_ALG). AF_NETLINK " +
+			"stays allowed: glibc's getaddrinfo (AI_ADDRCONFIG), Go's net.Interfaces, ip and ss list addresses " +
+			"and routes through it (NETLINK_ROUTE); in the sandbox's own network namespace it sees only that " +
+			"namespace, and the netlink families that change anything need CAP_NET_ADMIN, which the agent has not. " +
+			"EAFNOSUPPORT is the kernel's own answer for a family it lacks. Only the low 32 bits are tested: domain is an int.",
+	},
+	{
 		Name:     "nfsservctl",
 		Syscalls: []string{"nfsservctl"},
 		Errno:    EPERM,
@@ -366,11 +402,39 @@ var Rules = []Rule{
 	},
 }
 
+// RulesAllowing returns [Rules] with the socket-families rule also allowing
+// families (the profile's socket_families, as numbers): the rules of one
+// session. With none it is Rules itself.
+func RulesAllowing(families []uint32) []Rule {
+	if len(families) == 0 {
+		return Rules
+	}
+	out := slices.Clone(Rules)
+	for i := range out {
+		if out[i].Name != "socket-families" {
+			continue
+		}
+		c := *out[i].Cond
+		c.Values = slices.Clone(c.Values)
+		for _, f := range families {
+			if !slices.Contains(c.Values, f) {
+				c.Values = append(c.Values, f)
+			}
+		}
+		c.Text = fmt.Sprintf("%s (this session: %v)", c.Text, c.Values)
+		out[i].Cond = &c
+	}
+	return out
+}
+
 // Describe renders [Rules] one line per rule, for `fedmem-run --explain`.
-func Describe() []string {
-	out := make([]string, 0, len(Rules)+1)
+//
+// families are the session's socket_families (RulesAllowing).
+func Describe(families ...uint32) []string {
+	rules := RulesAllowing(families)
+	out := make([]string, 0, len(rules)+1)
 	out = append(out, "seccomp: foreign-ABI syscalls (i386 on x86_64, arm32 on arm64) kill the process; x32 syscalls get ENOSYS")
-	for _, r := range Rules {
+	for _, r := range rules {
 		cond := ""
 		if r.Cond != nil {
 			cond = " when " + condText(r)

@@ -26,8 +26,10 @@ var ErrNoNewPrivs = errors.New("seccomp: no_new_privs is not set on the calling 
 //
 // Precondition: no_new_privs is set (see [ErrNoNewPrivs]). The kernel copies
 // the caller's no_new_privs to the other threads during TSYNC.
-func Apply() error {
-	insts, err := Assemble(runtime.GOARCH)
+//
+// families are the profile's socket_families (RulesAllowing).
+func Apply(families ...uint32) error {
+	insts, err := Assemble(runtime.GOARCH, families...)
 	if err != nil {
 		return err
 	}

@@ -74,6 +74,18 @@ func nr(name string) uintptr {
 	return uintptr(n)
 }
 
+// okSocket opens (and closes) a socket of an allowed family.
+func okSocket(family, typ uintptr) func(*childEnv) result {
+	return func(*childEnv) result {
+		r, _, e := syscall.Syscall(nr("socket"), family, typ, 0)
+		if e == 0 {
+			syscall.Close(int(r))
+			r = 0
+		}
+		return result{Ret: uint64(r), Errno: int(e)}
+	}
+}
+
 func raw(name string, args ...uintptr) func(*childEnv) result {
 	return func(*childEnv) result {
 		var a [6]uintptr
@@ -206,6 +218,16 @@ func attempts() []attempt {
 		attempt{name: "personality-read-implies-exec", run: raw("personality", 0x0400000), want: syscall.EPERM},
 		attempt{name: "nfsservctl", run: raw("nfsservctl", 0, 0, 0), want: syscall.EPERM},
 		attempt{name: "fallocate", run: raw("fallocate", badFD, 1 /* FALLOC_FL_KEEP_SIZE */, 0, 1<<20), want: syscall.EOPNOTSUPP},
+		// socket-families: a type past SOCK_MAX makes the unfiltered kernel
+		// answer EINVAL for any family it knows, before creating anything;
+		// the filter refuses the family first. Families: AF_VSOCK (40),
+		// AF_PACKET (17), AF_ALG (38), AF_X25 (9); the high word is thrown
+		// away by the kernel and must not hide the family.
+		attempt{name: "socket-vsock", run: raw("socket", 40, 0xff, 0), want: syscall.EAFNOSUPPORT},
+		attempt{name: "socket-packet", run: raw("socket", 17, 0xff, 0), want: syscall.EAFNOSUPPORT},
+		attempt{name: "socket-alg", run: raw("socket", 38, 0xff, 0), want: syscall.EAFNOSUPPORT},
+		attempt{name: "socket-x25-highword", run: raw("socket", 0x100000009, 0xff, 0), want: syscall.EAFNOSUPPORT},
+		attempt{name: "socketpair-vsock", run: raw("socketpair", 40, 0xff, 0, 0), want: syscall.EAFNOSUPPORT},
 
 		// Terminal injection: on /dev/null the unfiltered kernel says
 		// ENOTTY; the filter must refuse every spelling of the cmd.
@@ -223,6 +245,10 @@ func attempts() []attempt {
 		attempt{name: "ok-tiocgwinsz", run: okTIOCGWINSZ},
 		attempt{name: "ok-unshare-files", run: raw("unshare", 0x400 /* CLONE_FILES */)},
 		attempt{name: "ok-personality-query", run: raw("personality", 0xffffffff)},
+		attempt{name: "ok-socket-unix", run: okSocket(1 /* AF_UNIX */, 1 /* SOCK_STREAM */)},
+		attempt{name: "ok-socket-inet", run: okSocket(2 /* AF_INET */, 2 /* SOCK_DGRAM */)},
+		attempt{name: "ok-socket-inet6", run: okSocket(10 /* AF_INET6 */, 2 /* SOCK_DGRAM */)},
+		attempt{name: "ok-socket-netlink", run: okSocket(16 /* AF_NETLINK */, 3 /* SOCK_RAW */)},
 	)
 	// suid-sgid: a NULL path makes the unfiltered kernel answer EFAULT
 	// (EBADF for fchmod's bad fd); the filter refuses the set-id mode

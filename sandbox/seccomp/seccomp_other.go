@@ -8,10 +8,10 @@ import "errors"
 var ErrNoNewPrivs = errors.New("seccomp: no_new_privs is not set on the calling thread")
 
 // Apply is only implemented on Linux.
-func Apply() error { return errors.New("seccomp: only supported on Linux") }
+func Apply(...uint32) error { return errors.New("seccomp: only supported on Linux") }
 
 // ErrNoListener: no seccomp user notification (not Linux).
 var ErrNoListener = errors.New("seccomp: no user-notification listener on this platform")
 
 // ApplyNotify is only implemented on Linux.
-func ApplyNotify(bool) (int, error) { return -1, ErrNoListener }
+func ApplyNotify(bool, ...uint32) (int, error) { return -1, ErrNoListener }

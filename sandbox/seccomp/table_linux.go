@@ -45,6 +45,8 @@ func commonSyscalls() map[string]int {
 		"reboot":            unix.SYS_REBOOT,
 		"request_key":       unix.SYS_REQUEST_KEY,
 		"setns":             unix.SYS_SETNS,
+		"socket":            unix.SYS_SOCKET,
+		"socketpair":        unix.SYS_SOCKETPAIR,
 		"settimeofday":      unix.SYS_SETTIMEOFDAY,
 		"swapoff":           unix.SYS_SWAPOFF,
 		"swapon":            unix.SYS_SWAPON,
