@@ -143,3 +143,46 @@ func TestOCIRefusesWhatItCannotSay(t *testing.T) {
 		t.Fatal("OCI(riscv64): want ErrUnsupportedArch")
 	}
 }
+
+// TestOCISocketFamiliesExact: the OCI form of socket-families denies
+// exactly what the BPF filter denies — every family but the allowed ones,
+// in any high word — with and without a profile's additions.
+func TestOCISocketFamiliesExact(t *testing.T) {
+	for _, extra := range [][]uint32{nil, {40, 17}} {
+		s, err := OCI("amd64", extra...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allowed := append(slices.Clone(DefaultSocketFamilies), extra...)
+		for _, call := range []string{"socket", "socketpair"} {
+			denied := func(arg uint64) bool {
+				for _, e := range s.Syscalls {
+					if !slices.Contains(e.Names, call) {
+						continue
+					}
+					match := true
+					for _, a := range e.Args {
+						if a.Index != 0 || a.Op != specs.OpMaskedEqual || arg&a.Value != a.ValueTwo {
+							match = false
+						}
+					}
+					if match {
+						return true
+					}
+				}
+				return false
+			}
+			var values []uint64
+			for v := uint64(0); v < 300; v++ {
+				values = append(values, v, v|1<<32, v|0xffffffff00000000)
+			}
+			values = append(values, 0x7fffffff, 0x80000000, 0xffffffff, 1<<20|2)
+			for _, v := range values {
+				want := !slices.Contains(allowed, uint32(v))
+				if got := denied(v); got != want {
+					t.Errorf("extra %v: OCI %s(%#x) denied=%v, want %v", extra, call, v, got, want)
+				}
+			}
+		}
+	}
+}
