@@ -3,6 +3,7 @@ package oci
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -229,7 +230,15 @@ func addMount(s *specs.Spec, m mounts.Mount, in Input) error {
 		}
 		add(specs.Mount{Destination: m.Target, Type: "bind", Source: m.Source, Options: append([]string{}, roBind...)})
 	case mounts.BindRW, mounts.Pinned:
-		add(specs.Mount{Destination: m.Target, Type: "bind", Source: m.Source, Options: append([]string{}, rwBind...)})
+		opts := rwBind
+		if m.Kind == mounts.BindRW && slices.Contains(in.Plan.HostReadOnly, m.Target) {
+			// Read-only on the host: runc's "rw" would clear the flag of
+			// the top mount (its remount); keep it, as the namespace
+			// backend does (mounts.Verify, rule host-readonly).
+			// Not rro: what is writable on the host below it stays so.
+			opts = []string{"rbind", "ro", "nosuid", "nodev"}
+		}
+		add(specs.Mount{Destination: m.Target, Type: "bind", Source: m.Source, Options: append([]string{}, opts...)})
 	case mounts.Masked:
 		if underProc(m.Target) {
 			s.Linux.MaskedPaths = append(s.Linux.MaskedPaths, m.Target)

@@ -212,3 +212,29 @@ func TestTranslateHomeIDMap(t *testing.T) {
 		}
 	}
 }
+
+// TestTranslateHostReadOnlyRoot: a writable bind whose source is on a
+// mount read-only on the host (Plan.HostReadOnly names its target) is
+// bound read-only, not "rw" (runc's remount would clear the flag of the
+// top mount); submounts keep their own flags (no rro). Others stay rw.
+func TestTranslateHostReadOnlyRoot(t *testing.T) {
+	in := base(
+		mounts.Mount{Kind: mounts.BindRW, Source: "/w", Target: "/w", Dir: true},
+		mounts.Mount{Kind: mounts.BindRW, Source: "/x", Target: "/x", Dir: true},
+	)
+	in.Plan.HostReadOnly = []string{"/w", "/x/sub"}
+	s, err := Translate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, m := range s.Mounts {
+		got[m.Destination] = m.Options
+	}
+	if d := cmp.Diff([]string{"rbind", "ro", "nosuid", "nodev"}, got["/w"]); d != "" {
+		t.Errorf("/w (read-only on the host): %s", d)
+	}
+	if d := cmp.Diff(rwBind, got["/x"]); d != "" {
+		t.Errorf("/x (writable on the host, a read-only submount): %s", d)
+	}
+}
