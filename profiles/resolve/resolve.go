@@ -188,6 +188,7 @@ func Resolve(o Options) (*Session, error) {
 		},
 		ResolvConf: resolvConf,
 		ReadFile:   host.ReadConfig,
+		List:       host.List,
 	})
 	if err != nil {
 		return nil, err
