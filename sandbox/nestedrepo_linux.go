@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -343,7 +344,9 @@ func (w *nestedWalk) unreadable(dfd int, p, n string, err error) error {
 // judged first). The walk is post-order per name: see persistEntry.
 func (w *nestedWalk) persistNames(dfd int, p string, names []string, depth int) error {
 	for _, n := range names {
-		if n == "." || n == ".." || n == ".git" {
+		if n == "." || n == ".." || n == ".git" || strings.Contains(n, quarantineMark) {
+			// A name fedmem moved aside (or one the agent made at it,
+			// TestRedteam5QuarantineNameTaken) matches .envrc.* but is read by no tool.
 			continue
 		}
 		for _, pat := range w.fams.First(n) {
