@@ -260,3 +260,43 @@ func dropLine(table, needle string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestPersistenceConfiguredAbsent: a hooks directory or script the user's
+// Git config names that does not exist yet gets no placeholder in the
+// workdir (one would be an entry Git lists): it is watched (Plan.Watch,
+// moved aside after the session if it appeared); inside .git a placeholder
+// still holds it (Git lists nothing there).
+func TestPersistenceConfiguredAbsent(t *testing.T) {
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := []string{"/w/", "/w/.git/", "/w/.git/config", "/w/.git/hooks/", "/w/tools/", "/v/"}
+	cfg := "[core]\n\thooksPath = .githooks\n\tfsmonitor = tools/monitor.sh\n[alias]\n\tx = !.git/scripts/x.sh\n"
+	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...),
+		ReadFile: func(f string) ([]byte, error) {
+			if f == "/w/.git/config" {
+				return []byte(cfg), nil
+			}
+			return nil, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := kinds(pl)
+	for _, target := range []string{"/w/.githooks", "/w/tools/monitor.sh"} {
+		if m, ok := got[target]; ok {
+			t.Errorf("%s: %+v; an absent configured path in the workdir gets no mount", target, m)
+		}
+	}
+	if strings.Join(pl.Watch, " ") != "/w/.githooks /w/tools/monitor.sh" {
+		t.Errorf("watch: %v, want the two absent configured paths", pl.Watch)
+	}
+	if m, ok := got["/w/.git/scripts"]; !ok || m.Kind != Protected || !m.Placeholder {
+		t.Errorf("/w/.git/scripts: got %+v (present %v), want a placeholder (inside .git)", m, ok)
+	}
+	qc := strings.Join(pl.QuarantineCandidates(), " ")
+	if !strings.Contains(qc, "/w/.githooks") || !strings.Contains(qc, "/w/tools/monitor.sh") || !strings.Contains(qc, "/w/.git/commondir") {
+		t.Errorf("quarantine candidates %q: want the watched names and .git/commondir", qc)
+	}
+}

@@ -292,3 +292,35 @@ func between(s, start, end string) string {
 	in, _, _ := strings.Cut(rest, end)
 	return strings.TrimSpace(in)
 }
+
+// TestPersistenceWatchedHooksPath: the user's .git/config names a hooks
+// directory that does not exist yet (core.hooksPath = tools/hooks, no
+// tools/). No placeholder holds it (the workdir outside .git gets none):
+// the agent may create tools/hooks/pre-commit inside, and after the
+// session the directory it made on the way (tools) is moved aside with a
+// persistence event, so the user's next commit runs nothing of the agent's.
+func TestPersistenceWatchedHooksPath(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	for _, a := range [][]string{{"init", "-q"}, {"config", "core.hooksPath", "tools/hooks"}} {
+		if out, err := testutil.Git(e.workdir, a...); err != nil {
+			t.Fatalf("git %v: %v %s", a, err, out)
+		}
+	}
+	evs := filepath.Join(e.outDir, "watch-events.jsonl")
+	r := e.run(t, []string{"--events", evs}, "sh", "-c", `mkdir -p tools/hooks && printf '#!/bin/sh\ntouch /tmp/pwned\n' > tools/hooks/pre-commit && chmod +x tools/hooks/pre-commit && echo planted`)
+	if r.code != 0 || !strings.Contains(string(r.stdout), "planted") {
+		t.Fatalf("agent: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(e.workdir, "tools/hooks/pre-commit")); err == nil {
+		t.Errorf("BREACH tools/hooks/pre-commit (core.hooksPath) is still there for the user's next commit")
+	}
+	moved := false
+	for _, ev := range eventsOf(t, evs, "persistence") {
+		if ev["path"] == filepath.Join(e.workdir, "tools") && ev["moved_to"] != nil && ev["error"] == nil {
+			moved = true
+		}
+	}
+	if !moved {
+		t.Errorf("no persistence event moved %s aside", filepath.Join(e.workdir, "tools"))
+	}
+}
