@@ -63,7 +63,7 @@ func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), wr
 			for _, p := range profiles.GitPersist {
 				cands = append(cands, cand{filepath.Join(m.Target, p.Path), p, false, true})
 			}
-			for _, f := range familyMatches(m.Target, fams, exists, in.List) {
+			for _, f := range familyMatches(m.Target, fams, exists, in.List, in.RealPath) {
 				cands = append(cands, cand{f.path, f.p, false, false})
 			}
 		}
@@ -97,6 +97,13 @@ func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), wr
 			// code (core.hooksPath = the workdir): holding it read-only
 			// would end the session's purpose; say so instead.
 			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s is a writable path and %s: the agent can change what runs there later", c.path, c.p.Why))
+			continue
+		}
+		if rel == "" && !c.hold {
+			// A family name that is a link to a whole writable path
+			// (.codex -> .): holding that read-only would end the
+			// session's purpose; the walk judges what changes there.
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s is a writable path and a link to it is a persistence name (%s): the agent can change what runs there later; it is checked after the session", c.path, c.p.Why))
 			continue
 		}
 		if rel == "" {
@@ -170,7 +177,16 @@ const maxFamilyList = 100000
 // of fams (segment by segment, through directories only; a non-directory
 // where a pattern goes on is a match itself: .jj/repo as a workspace's
 // pointer file). Names are read through list; nil lists nothing.
-func familyMatches(root string, fams *profiles.PatternSet, exists func(string) (bool, bool), list func(string) ([]string, error)) []familyMatch {
+//
+// A match that is a symbolic link (.clinerules -> AGENTS.md, .codex ->
+// shared/codex) cannot be made read-only by a mount on its name, and a
+// write through it lands in its target: the target (resolved by real) is
+// the match instead — held where it lies in a writable path, read-only
+// already elsewhere. Before, every such link refused the session. A link
+// real cannot resolve (dangling, or real nil) stays the match: the backend
+// refuses it, naming the path (fail closed: the agent could create its
+// target).
+func familyMatches(root string, fams *profiles.PatternSet, exists func(string) (bool, bool), list func(string) ([]string, error), real func(string) string) []familyMatch {
 	if list == nil {
 		return nil
 	}
@@ -189,10 +205,18 @@ func familyMatches(root string, fams *profiles.PatternSet, exists func(string) (
 			full := filepath.Join(dir, n)
 			_, isDir := exists(full)
 			if i == p.Len()-1 || !isDir {
-				if !seen[full] {
-					seen[full] = true
-					rel := strings.TrimPrefix(strings.TrimPrefix(full, root), "/")
-					out = append(out, familyMatch{full, profiles.Persist{Path: rel, Dir: isDir, Why: p.Why()}})
+				rel := strings.TrimPrefix(strings.TrimPrefix(full, root), "/")
+				target := full
+				if real != nil {
+					if r := real(full); r != full && filepath.IsAbs(r) {
+						target = r
+						rel += " (a link to " + r + ")"
+						_, isDir = exists(r)
+					}
+				}
+				if !seen[target] {
+					seen[target] = true
+					out = append(out, familyMatch{target, profiles.Persist{Path: rel, Dir: isDir, Why: p.Why()}})
 				}
 				continue
 			}

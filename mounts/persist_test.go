@@ -300,3 +300,44 @@ func TestPersistenceConfiguredAbsent(t *testing.T) {
 		t.Errorf("quarantine candidates %q: want the watched names and .git/commondir", qc)
 	}
 }
+
+// TestPersistenceFamilyLink: a family name at the top that is a symbolic
+// link cannot be held by a mount on its name (the session was refused);
+// its target is held instead where it lies in a writable path, and nothing
+// where it lies outside (read-only already). A link to the workdir itself
+// is a warning, not a read-only workdir.
+func TestPersistenceFamilyLink(t *testing.T) {
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := []string{"/w/", "/w/AGENTS.md", "/w/.clinerules", "/w/.codex", "/w/shared/", "/w/shared/codex/", "/w/.npmrc", "/w/.zed", "/etc/npmrc", "/v/"}
+	links := map[string]string{"/w/.clinerules": "/w/AGENTS.md", "/w/.codex": "/w/shared/codex", "/w/.npmrc": "/etc/npmrc", "/w/.zed": "/w"}
+	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...),
+		RealPath: func(p string) string {
+			if r, ok := links[p]; ok {
+				return r
+			}
+			return p
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := kinds(pl)
+	for target, dir := range map[string]bool{"/w/AGENTS.md": false, "/w/shared/codex": true} {
+		if m, ok := got[target]; !ok || m.Kind != Protected || m.Placeholder || m.Dir != dir {
+			t.Errorf("%s (a family link's target): got %+v (present %v), want protected", target, m, ok)
+		}
+	}
+	for _, target := range []string{"/w/.clinerules", "/w/.codex", "/w/.npmrc", "/etc/npmrc", "/w/.zed", "/w"} {
+		if m, ok := got[target]; ok {
+			t.Errorf("%s: unexpected %+v", target, m)
+		}
+	}
+	if m := got["/w/shared"]; m.Kind != Pinned {
+		t.Errorf("/w/shared: %+v, want pinned (holds the link's target)", m)
+	}
+	if !strings.Contains(strings.Join(pl.Warnings, "\n"), "/w is a writable path and a link to it is a persistence name") {
+		t.Errorf("no warning for .zed -> /w: %v", pl.Warnings)
+	}
+}

@@ -374,3 +374,43 @@ attempt("sub/AGENTS.md", "sub/AGENTS.md")
 		}
 	}
 }
+
+// TestPersistenceFamilyLink: family names at the top that are symbolic
+// links — .clinerules -> AGENTS.md (Cline's rules shared with other
+// agents), .codex -> shared/codex — cannot be made read-only by a mount on
+// the name; the old code refused every session in such a workdir (exit
+// 125, "is a symbolic link"). Their targets are held instead: the session
+// runs, and a write through either link fails with EROFS.
+func TestPersistenceFamilyLink(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	w := e.workdir
+	must(t, os.WriteFile(filepath.Join(w, "AGENTS.md"), []byte("rules\n"), 0o644))
+	must(t, os.MkdirAll(filepath.Join(w, "shared/codex"), 0o755))
+	must(t, os.WriteFile(filepath.Join(w, "shared/codex/config.toml"), []byte("model = \"x\"\n"), 0o644))
+	must(t, os.Symlink("AGENTS.md", filepath.Join(w, ".clinerules")))
+	must(t, os.Symlink("shared/codex", filepath.Join(w, ".codex")))
+	probe := `
+import errno, json
+for name, p in [(".clinerules", ".clinerules"), (".codex/config.toml", ".codex/config.toml")]:
+    try:
+        with open(p, "a") as fh:
+            fh.write("notify = [\"/tmp/pwned\"]\n")
+        e = ""
+    except OSError as x:
+        e = errno.errorcode.get(x.errno, str(x.errno))
+    print(json.dumps({"attempt": name, "errno": e}), flush=True)
+`
+	r := e.run(t, nil, "python3", "-c", probe)
+	if r.code != 0 {
+		t.Fatalf("exit %d (a link at a persistence name must not refuse the session)\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	got := plantResults(t, r.stdout)
+	for _, name := range []string{".clinerules", ".codex/config.toml"} {
+		if !contains([]string{"EROFS", "EACCES"}, got[name]) {
+			t.Errorf("BREACH write through %s: errno %q, want EROFS (its target held read-only)", name, got[name])
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(w, "shared/codex/config.toml")); string(b) != "model = \"x\"\n" {
+		t.Errorf("BREACH shared/codex/config.toml changed: %q", b)
+	}
+}
