@@ -36,27 +36,43 @@ const (
 // every persistence path that lies in a writable path, and a Pinned mount
 // for every existing directory between that writable path and it. It must
 // be called before the vault and the masks are added: they stay on top.
+//
+// At the top of the workdir and of every profile `writable:` directory it
+// holds profiles.GitPersist (an absent name under a placeholder: Git shows
+// no entry named .git nor anything inside one) and every existing entry that
+// matches a profiles.ProjectFamilies pattern (listed through in.List). An
+// absent family name gets no placeholder — a placeholder is a file Git
+// lists as untracked, an agent's `git add -A` commits it and the host then
+// shows it deleted (issue 23) —: the after-session walk judges it, at the
+// top as at every depth below (sandbox/nestedrepo_linux.go). A name the
+// user's configuration names as code (extra) that is absent goes to
+// pl.Watch instead of a placeholder, unless it lies in a .git.
 func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), writable []Mount, extra []configured) {
 	type cand struct {
 		path string
 		p    profiles.Persist
 		conf bool // named by the user's configuration (configuredRunLater)
+		hold bool // an absent name gets a placeholder
 	}
 	var cands []cand
 	var roots []string
+	fams := profiles.ProjectPatterns(pl.InstructionsReadOnly)
 	for _, m := range writable {
 		roots = append(roots, m.Target)
 		if m.Dir && (m.Why == "workdir" || m.Why == "profile: writable") {
-			for _, p := range profiles.ProjectPersist {
-				cands = append(cands, cand{filepath.Join(m.Target, p.Path), p, false})
+			for _, p := range profiles.GitPersist {
+				cands = append(cands, cand{filepath.Join(m.Target, p.Path), p, false, true})
+			}
+			for _, f := range familyMatches(m.Target, fams, exists, in.List, in.RealPath) {
+				cands = append(cands, cand{f.path, f.p, false, false})
 			}
 		}
 	}
 	for _, p := range profiles.HomePersist {
-		cands = append(cands, cand{filepath.Join(in.Home, p.Path), p, false})
+		cands = append(cands, cand{filepath.Join(in.Home, p.Path), p, false, true})
 	}
 	for _, c := range extra {
-		cands = append(cands, cand{c.path, c.p, true})
+		cands = append(cands, cand{c.path, c.p, true, false})
 	}
 	root := func(p string) string {
 		best := ""
@@ -68,6 +84,7 @@ func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), wr
 		return best
 	}
 	seen := map[string]bool{}
+	watched := map[string]bool{}
 	var out []Mount
 	for _, c := range cands {
 		r := root(c.path)
@@ -80,6 +97,13 @@ func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), wr
 			// code (core.hooksPath = the workdir): holding it read-only
 			// would end the session's purpose; say so instead.
 			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s is a writable path and %s: the agent can change what runs there later", c.path, c.p.Why))
+			continue
+		}
+		if rel == "" && !c.hold {
+			// A family name that is a link to a whole writable path
+			// (.codex -> .): holding that read-only would end the
+			// session's purpose; the walk judges what changes there.
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s is a writable path and a link to it is a persistence name (%s): the agent can change what runs there later; it is checked after the session", c.path, c.p.Why))
 			continue
 		}
 		if rel == "" {
@@ -105,6 +129,13 @@ func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), wr
 			}
 			ok, isDir := exists(cur)
 			switch {
+			case !ok && !c.hold && !inGitDir(strings.TrimPrefix(strings.TrimPrefix(cur, r), "/")):
+				// No placeholder outside .git: the after-session walk
+				// judges a family name; a configured one is watched.
+				if c.conf && !watched[cur] {
+					watched[cur] = true
+					pl.Watch = append(pl.Watch, cur)
+				}
 			case !ok:
 				seen[cur] = true
 				out = append(out, Mount{Kind: Protected, Target: cur, Dir: !last || c.p.Dir, Placeholder: true, Why: "absent, must not be created: " + c.p.Why})
@@ -125,12 +156,91 @@ func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), wr
 	// bound, and a read-only parent before nothing else beneath it.
 	sort.SliceStable(out, func(i, j int) bool { return depth(out[i].Target) < depth(out[j].Target) })
 	pl.Mounts = append(pl.Mounts, out...)
+	sort.Strings(pl.Watch)
 }
 
-// QuarantineCandidates are the profiles.AfterSession paths of the plan: under the
-// workdir and every profile `writable:` directory, outside the vault.
+// inGitDir reports whether the root-relative path rel is .git or lies in
+// it: Git lists neither, so a placeholder there is invisible to it.
+func inGitDir(rel string) bool {
+	return rel == ".git" || strings.HasPrefix(rel, ".git/")
+}
+
+type familyMatch struct {
+	path string
+	p    profiles.Persist
+}
+
+// maxFamilyList bounds the names familyMatches reads in one directory.
+const maxFamilyList = 100000
+
+// familyMatches lists the existing entries under root that match a pattern
+// of fams (segment by segment, through directories only; a non-directory
+// where a pattern goes on is a match itself: .jj/repo as a workspace's
+// pointer file). Names are read through list; nil lists nothing.
+//
+// A match that is a symbolic link (.clinerules -> AGENTS.md, .codex ->
+// shared/codex) cannot be made read-only by a mount on its name, and a
+// write through it lands in its target: the target (resolved by real) is
+// the match instead — held where it lies in a writable path, read-only
+// already elsewhere. Before, every such link refused the session. A link
+// real cannot resolve (dangling, or real nil) stays the match: the backend
+// refuses it, naming the path (fail closed: the agent could create its
+// target).
+func familyMatches(root string, fams *profiles.PatternSet, exists func(string) (bool, bool), list func(string) ([]string, error), real func(string) string) []familyMatch {
+	if list == nil {
+		return nil
+	}
+	var out []familyMatch
+	seen := map[string]bool{}
+	names, _ := list(root)
+	if len(names) > maxFamilyList {
+		names = names[:maxFamilyList]
+	}
+	var walk func(dir string, names []string, p *profiles.Pattern, i int)
+	walk = func(dir string, names []string, p *profiles.Pattern, i int) {
+		for _, n := range names {
+			if !p.MatchSeg(i, n) {
+				continue
+			}
+			full := filepath.Join(dir, n)
+			_, isDir := exists(full)
+			if i == p.Len()-1 || !isDir {
+				rel := strings.TrimPrefix(strings.TrimPrefix(full, root), "/")
+				target := full
+				if real != nil {
+					if r := real(full); r != full && filepath.IsAbs(r) {
+						target = r
+						rel += " (a link to " + r + ")"
+						_, isDir = exists(r)
+					}
+				}
+				if !seen[target] {
+					seen[target] = true
+					out = append(out, familyMatch{target, profiles.Persist{Path: rel, Dir: isDir, Why: p.Why()}})
+				}
+				continue
+			}
+			sub, _ := list(full)
+			if len(sub) > maxFamilyList {
+				sub = sub[:maxFamilyList]
+			}
+			walk(full, sub, p, i+1)
+		}
+	}
+	for _, n := range names {
+		for _, p := range fams.First(n) {
+			walk(root, []string{n}, p, 0)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out
+}
+
+// QuarantineCandidates are the profiles.AfterSession paths of the plan (under the
+// workdir and every profile `writable:` directory, outside the vault) and
+// its Watch names.
 func (pl *Plan) QuarantineCandidates() []string {
-	var out []string
+	out := append([]string{}, pl.Watch...)
 	for _, m := range pl.Mounts {
 		if m.Kind != BindRW || !m.Dir || (m.Why != "workdir" && m.Why != "profile: writable") {
 			continue

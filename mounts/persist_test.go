@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/vault"
 )
 
 // persistTable is the mountinfo text a correct backend adds for the plan's
@@ -43,6 +44,26 @@ func fakeHost(paths ...string) func(string) (bool, bool) {
 	}
 }
 
+// fakeList lists the same tree as fakeHost (mounts.Input List).
+func fakeList(paths ...string) func(string) ([]string, error) {
+	return func(dir string) ([]string, error) {
+		var out []string
+		seen := map[string]bool{}
+		for _, x := range paths {
+			rest, ok := strings.CutPrefix(x, dir+"/")
+			if !ok || rest == "" {
+				continue
+			}
+			name, _, _ := strings.Cut(rest, "/")
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, name)
+			}
+		}
+		return out, nil
+	}
+}
+
 func kinds(pl *Plan) map[string]Mount {
 	out := map[string]Mount{}
 	for _, m := range pl.Mounts {
@@ -56,15 +77,25 @@ func kinds(pl *Plan) map[string]Mount {
 	return out
 }
 
+// TestPersistencePlan: at the top of the workdir the plan holds the
+// repository's hooks and config (an absent .git/worktrees, .git/modules
+// under a placeholder, which Git never lists) and every existing entry
+// that matches a persistence family (.envrc, lefthook-local.yml,
+// .cargo/config.toml, .claude/settings.json, .hg/hgrc), pinning their
+// parents; an absent family name gets no mount and no placeholder — the
+// after-session walk judges it — so no placeholder lies in the workdir
+// outside .git (issue 23: placeholders were committed by git add -A).
 func TestPersistencePlan(t *testing.T) {
 	p, _, err := profiles.Load("claude")
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := fakeHost("/w/", "/w/.git/", "/w/.git/hooks/", "/w/.git/config", "/w/.git/info/", "/w/.claude/",
-		"/w/.claude/settings.json", "/home/u/", "/home/u/.claude/", "/home/u/.claude/settings.json", "/home/u/.bashrc",
-		"/v/", "/v/.git/")
-	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: host})
+	tree := []string{"/w/", "/w/.git/", "/w/.git/hooks/", "/w/.git/config", "/w/.git/info/", "/w/.claude/",
+		"/w/.claude/settings.json", "/w/.claude/CLAUDE.md", "/w/.envrc", "/w/lefthook-local.yml", "/w/.cargo/", "/w/.cargo/config.toml",
+		"/w/.hg/", "/w/.hg/hgrc", "/w/.hg/store/", "/w/README.md", "/w/CLAUDE.md",
+		"/home/u/", "/home/u/.claude/", "/home/u/.claude/settings.json", "/home/u/.bashrc",
+		"/v/", "/v/.git/"}
+	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,15 +111,14 @@ func TestPersistencePlan(t *testing.T) {
 		"/w/.git/info":                        {Protected, false, true},
 		"/w/.git/worktrees":                   {Protected, true, true},
 		"/w/.git/modules":                     {Protected, true, true},
-		"/w/.envrc":                           {Protected, true, false},
-		"/w/.mcp.json":                        {Protected, true, false},
-		"/w/.vscode":                          {Protected, true, true},
+		"/w/.envrc":                           {Protected, false, false},
+		"/w/lefthook-local.yml":               {Protected, false, false},
+		"/w/.cargo":                           {Pinned, false, true},
+		"/w/.cargo/config.toml":               {Protected, false, false},
+		"/w/.hg":                              {Pinned, false, true},
+		"/w/.hg/hgrc":                         {Protected, false, false},
 		"/w/.claude":                          {Pinned, false, true},
 		"/w/.claude/settings.json":            {Protected, false, false},
-		"/w/.claude/commands":                 {Protected, true, true},
-		"/w/.codex":                           {Protected, true, true},
-		"/w/.cursor":                          {Protected, true, true},
-		"/w/.zed":                             {Protected, true, true},
 		"/home/u/.claude/settings.json":       {Protected, false, false},
 		"/home/u/.claude/settings.local.json": {Protected, true, false},
 		"/home/u/.claude/hooks":               {Protected, true, true},
@@ -100,10 +130,19 @@ func TestPersistencePlan(t *testing.T) {
 		}
 	}
 	// Home is read-only under this profile: its rc files need no mount;
-	// the vault's own .git is the vault's read-only bind's.
-	for _, target := range []string{"/home/u/.bashrc", "/home/u/.codex/config.toml", "/v/.git/hooks", "/v/.git"} {
+	// the vault's own .git is the vault's read-only bind's; absent family
+	// names, the hg store, the project's instructions and content are not
+	// held.
+	for _, target := range []string{"/home/u/.bashrc", "/home/u/.codex/config.toml", "/v/.git/hooks", "/v/.git",
+		"/w/.mcp.json", "/w/.vscode", "/w/.claude/commands", "/w/.claude/settings.local.json", "/w/.codex", "/w/.cursor",
+		"/w/.hg/store", "/w/CLAUDE.md", "/w/.claude/CLAUDE.md", "/w/README.md", "/w/lefthook.yml", "/w/.npmrc"} {
 		if m, ok := got[target]; ok {
 			t.Errorf("%s: unexpected %+v", target, m)
+		}
+	}
+	for _, m := range pl.Placeholders() {
+		if vault.Within(m.Target, "/w") && !vault.Within(m.Target, "/w/.git") {
+			t.Errorf("placeholder %s in the workdir outside .git: git status lists it, git add -A commits it", m.Target)
 		}
 	}
 	// Order: after every writable bind, before the vault; a pin before
@@ -115,6 +154,7 @@ func TestPersistencePlan(t *testing.T) {
 	for _, pair := range [][2]string{
 		{"rw /w", "pinned /w/.git"}, {"rw /home/u/.claude", "protected /home/u/.claude/settings.json"},
 		{"pinned /w/.git", "protected /w/.git/hooks"}, {"protected /w/.git/config", "ro /v"},
+		{"pinned /w/.cargo", "protected /w/.cargo/config.toml"},
 	} {
 		a, ok1 := idx[pair[0]]
 		b, ok2 := idx[pair[1]]
@@ -124,6 +164,37 @@ func TestPersistencePlan(t *testing.T) {
 	}
 	if len(pl.Placeholders()) == 0 || pl.Placeholders()[0].Kind != Protected {
 		t.Errorf("placeholders: %+v", pl.Placeholders())
+	}
+}
+
+// TestPersistenceInstructionsReadOnly: under `instructions: read-only` the
+// existing instruction files at the top are held like a family.
+func TestPersistenceInstructionsReadOnly(t *testing.T) {
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := []string{"/w/", "/w/CLAUDE.md", "/w/AGENTS.md", "/w/.github/", "/w/.github/copilot-instructions.md", "/w/README.md", "/v/"}
+	in := Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...)}
+	pl, err := Build(p, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := kinds(pl)["/w/CLAUDE.md"]; ok {
+		t.Errorf("instructions held under the default (report): %+v", m)
+	}
+	p.Instructions = profiles.InstructionsReadOnly
+	if pl, err = Build(p, in); err != nil {
+		t.Fatal(err)
+	}
+	got := kinds(pl)
+	for _, target := range []string{"/w/CLAUDE.md", "/w/AGENTS.md", "/w/.github/copilot-instructions.md"} {
+		if m, ok := got[target]; !ok || m.Kind != Protected || m.Placeholder {
+			t.Errorf("%s under instructions: read-only: got %+v (present %v), want protected", target, m, ok)
+		}
+	}
+	if _, ok := got["/w/README.md"]; ok || !pl.InstructionsReadOnly {
+		t.Errorf("README held or plan flag unset: %v", pl.InstructionsReadOnly)
 	}
 }
 
@@ -162,12 +233,12 @@ func TestVerifyPersistence(t *testing.T) {
 	}
 	var target string
 	for _, m := range pl.Mounts {
-		if m.Kind == Protected && strings.HasSuffix(m.Target, "/.envrc") {
+		if m.Kind == Protected && strings.HasSuffix(m.Target, "/w/.git") {
 			target = m.Target
 		}
 	}
 	if target == "" {
-		t.Fatal("no protected .envrc in the test plan")
+		t.Fatal("no protected .git in the test plan")
 	}
 	for name, table := range map[string]string{
 		"writable":    strings.Replace(full, " "+target+" ro,", " "+target+" rw,", 1),
@@ -188,4 +259,85 @@ func dropLine(table, needle string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestPersistenceConfiguredAbsent: a hooks directory or script the user's
+// Git config names that does not exist yet gets no placeholder in the
+// workdir (one would be an entry Git lists): it is watched (Plan.Watch,
+// moved aside after the session if it appeared); inside .git a placeholder
+// still holds it (Git lists nothing there).
+func TestPersistenceConfiguredAbsent(t *testing.T) {
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := []string{"/w/", "/w/.git/", "/w/.git/config", "/w/.git/hooks/", "/w/tools/", "/v/"}
+	cfg := "[core]\n\thooksPath = .githooks\n\tfsmonitor = tools/monitor.sh\n[alias]\n\tx = !.git/scripts/x.sh\n"
+	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...),
+		ReadFile: func(f string) ([]byte, error) {
+			if f == "/w/.git/config" {
+				return []byte(cfg), nil
+			}
+			return nil, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := kinds(pl)
+	for _, target := range []string{"/w/.githooks", "/w/tools/monitor.sh"} {
+		if m, ok := got[target]; ok {
+			t.Errorf("%s: %+v; an absent configured path in the workdir gets no mount", target, m)
+		}
+	}
+	if strings.Join(pl.Watch, " ") != "/w/.githooks /w/tools/monitor.sh" {
+		t.Errorf("watch: %v, want the two absent configured paths", pl.Watch)
+	}
+	if m, ok := got["/w/.git/scripts"]; !ok || m.Kind != Protected || !m.Placeholder {
+		t.Errorf("/w/.git/scripts: got %+v (present %v), want a placeholder (inside .git)", m, ok)
+	}
+	qc := strings.Join(pl.QuarantineCandidates(), " ")
+	if !strings.Contains(qc, "/w/.githooks") || !strings.Contains(qc, "/w/tools/monitor.sh") || !strings.Contains(qc, "/w/.git/commondir") {
+		t.Errorf("quarantine candidates %q: want the watched names and .git/commondir", qc)
+	}
+}
+
+// TestPersistenceFamilyLink: a family name at the top that is a symbolic
+// link cannot be held by a mount on its name (the session was refused);
+// its target is held instead where it lies in a writable path, and nothing
+// where it lies outside (read-only already). A link to the workdir itself
+// is a warning, not a read-only workdir.
+func TestPersistenceFamilyLink(t *testing.T) {
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := []string{"/w/", "/w/AGENTS.md", "/w/.clinerules", "/w/.codex", "/w/shared/", "/w/shared/codex/", "/w/.npmrc", "/w/.zed", "/etc/npmrc", "/v/"}
+	links := map[string]string{"/w/.clinerules": "/w/AGENTS.md", "/w/.codex": "/w/shared/codex", "/w/.npmrc": "/etc/npmrc", "/w/.zed": "/w"}
+	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...),
+		RealPath: func(p string) string {
+			if r, ok := links[p]; ok {
+				return r
+			}
+			return p
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := kinds(pl)
+	for target, dir := range map[string]bool{"/w/AGENTS.md": false, "/w/shared/codex": true} {
+		if m, ok := got[target]; !ok || m.Kind != Protected || m.Placeholder || m.Dir != dir {
+			t.Errorf("%s (a family link's target): got %+v (present %v), want protected", target, m, ok)
+		}
+	}
+	for _, target := range []string{"/w/.clinerules", "/w/.codex", "/w/.npmrc", "/etc/npmrc", "/w/.zed", "/w"} {
+		if m, ok := got[target]; ok {
+			t.Errorf("%s: unexpected %+v", target, m)
+		}
+	}
+	if m := got["/w/shared"]; m.Kind != Pinned {
+		t.Errorf("/w/shared: %+v, want pinned (holds the link's target)", m)
+	}
+	if !strings.Contains(strings.Join(pl.Warnings, "\n"), "/w is a writable path and a link to it is a persistence name") {
+		t.Errorf("no warning for .zed -> /w: %v", pl.Warnings)
+	}
 }

@@ -98,6 +98,14 @@ type Plan struct {
 	// read-only mount inside too (mounts.Verify, rule host-readonly). Filled
 	// from the host's mountinfo by NoteHostReadOnly.
 	HostReadOnly []string `json:"host_read_only,omitempty"`
+	// InstructionsReadOnly (profile `instructions: read-only`): the files
+	// the next agent reads as instructions are a persistence family.
+	InstructionsReadOnly bool `json:"instructions_read_only,omitempty"`
+	// Watch are names in writable paths that the user's configuration
+	// names as code and that were absent when the plan was made: no
+	// placeholder holds them (it would be an entry Git shows); the backend
+	// moves aside any that appeared after the session (QuarantineCandidates).
+	Watch []string `json:"watch,omitempty"`
 }
 
 // Input is what Build needs besides the profile. Paths must be absolute and
@@ -124,6 +132,10 @@ type Input struct {
 	// Claude Code settings); (nil, nil) or an error when it is absent. Build
 	// holds what they name as code read-only (guarantee 6). nil: not read.
 	ReadFile func(p string) ([]byte, error)
+	// List returns the names in a host directory (nil: none); Build holds
+	// the existing persistence names matching profiles.ProjectFamilies at
+	// the top of each writable root read-only. nil: nothing is listed.
+	List func(dir string) ([]string, error)
 }
 
 // ErrPlan marks an invalid plan input.
@@ -155,6 +167,8 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		Network: p.Network,
 		// The seccomp filter's socket-families rule adds these.
 		SocketFamilies: p.SocketFamilyNumbers(),
+
+		InstructionsReadOnly: p.Instructions == profiles.InstructionsReadOnly,
 	}
 	add := func(m Mount) { pl.Mounts = append(pl.Mounts, m) }
 	if p.Limits.OptionalMemory && p.Limits.Memory > 0 {

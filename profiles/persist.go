@@ -13,9 +13,13 @@ type Persist struct {
 	Why  string
 }
 
-// ProjectPersist are relative to the workdir and to every directory a
-// profile's `writable:` opens: repository hooks and config, and the project
-// configuration of shells, editors, MCP clients and agents.
+// GitPersist are relative to the workdir and to every directory a
+// profile's `writable:` opens: the repository's hooks and config. They are
+// exact names, held read-only by the plan at the top of each root; an
+// absent one (or an absent .git as a whole) is held by a read-only
+// placeholder, which Git never shows: it lists no entry named .git and
+// nothing inside one. Below the top the after-session walk judges every
+// .git (sandbox/nestedrepo_linux.go).
 //
 // Not listed, on purpose: .gitattributes and .gitmodules. Attributes only
 // name filter, diff and merge drivers; the commands are defined in Git's
@@ -23,36 +27,16 @@ type Persist struct {
 // an attribute cannot make Git run anything the user did not configure.
 // .gitmodules' `update = !cmd` is ignored by Git when it comes from that file
 // (CVE-2019-19604). Both are ordinary project content agents edit.
-var ProjectPersist = []Persist{
+var GitPersist = []Persist{
 	{".git/hooks", true, "git hooks run on the user's next commit, checkout, merge"},
 	{".git/config", false, "git config runs commands: core.hooksPath, core.fsmonitor, core.sshCommand, core.pager, alias.*, filter/diff drivers, include.path"},
 	{".git/info", true, "git info/attributes and info/sparse-checkout"},
 	{".git/config.worktree", false, "per-worktree git config"},
 	{".git/worktrees", true, "linked worktrees' commondir and config.worktree"},
 	{".git/modules", true, "submodules' hooks and config"},
-	{".husky", true, "husky's git hooks (core.hooksPath=.husky/_)"},
-	{".pre-commit-config.yaml", false, "pre-commit runs its local hooks' entry commands on the next commit"},
-	{"lefthook.yml", false, "lefthook runs its commands on git hooks"},
-	{".lefthook.yml", false, "lefthook runs its commands on git hooks"},
-	{".envrc", false, "direnv runs it on the user's next cd"},
-	{".mcp.json", false, "MCP servers are commands the next agent starts"},
-	{".vscode", true, "VS Code tasks, launch configurations and settings run commands"},
-	{".idea", true, "JetBrains run configurations and startup tasks"},
-	{".devcontainer", true, "dev container initializeCommand runs on the host"},
-	{".claude/settings.json", false, "Claude Code hooks and permissions"},
-	{".claude/settings.local.json", false, "Claude Code hooks and permissions"},
-	{".claude/commands", true, "Claude Code slash commands"},
-	{".claude/agents", true, "Claude Code subagents"},
-	{".claude/hooks", true, "Claude Code hook scripts"},
-	{".claude/skills", true, "Claude Code project skills: instructions and scripts the next claude runs"},
-	{".codex", true, "Codex project config (MCP servers, notify)"},
-	{".cursor", true, "Cursor project config: .cursor/mcp.json's MCP servers are commands Cursor starts, .cursor/environment.json's install and start commands"},
-	{".gemini", true, "Gemini CLI project settings: MCP servers, tool discovery and call commands"},
-	{".zed", true, "Zed project settings and tasks: language server binaries and task commands"},
-	{".fedmem", true, "fedmem project profiles (.fedmem/profiles/NAME.yaml): a planted one decides what the next session's agent may touch"},
 }
 
-// AfterSession are relative to the same directories as ProjectPersist:
+// AfterSession are relative to the same directories as GitPersist:
 // names that redirect a tool to code the agent controls but that no
 // placeholder can hold, because the tool refuses to work when the name
 // exists at all (Git dies on an empty or unreadable .git/commondir). The
@@ -130,11 +114,20 @@ func persistenceWarnings(p *Profile) []string {
 				out = append(out, fmt.Sprintf("writable[%d] %q is %s, which makes tools run code outside the sandbox: it stays read-only inside (guarantee 6)", i, w, h.Path))
 			}
 		}
-		for _, h := range ProjectPersist {
+		for _, h := range GitPersist {
 			if strings.HasSuffix(c, "/"+h.Path) {
 				out = append(out, fmt.Sprintf("writable[%d] %q is a project's %s, which makes tools run code outside the sandbox: it stays read-only inside (guarantee 6)", i, w, h.Path))
+			}
+		}
+		parts := strings.Split(strings.TrimPrefix(c, "/"), "/")
+		for k := 1; k <= 3 && k <= len(parts); k++ {
+			if m := projectPatterns.Match(strings.Join(parts[len(parts)-k:], "/")); m != nil {
+				out = append(out, fmt.Sprintf("writable[%d] %q is a project's %s (%s), which makes tools run code outside the sandbox: it stays read-only inside (guarantee 6)", i, w, m.Path, m.Family.Name))
+				break
 			}
 		}
 	}
 	return out
 }
+
+var projectPatterns = ProjectPatterns(false)

@@ -15,10 +15,12 @@ func TestPersistenceWarnings(t *testing.T) {
 		t.Errorf("claude: no warning about ~/.claude/settings.json:\n%s", strings.Join(w, "\n"))
 	}
 	p = &Profile{Name: "x", Network: NetworkNone, Home: Home{Mode: "ro", Writable: []string{".codex/", ".cache/x/"}},
-		TTY: "auto", Writable: []string{"/srv/proj/.git/hooks", "/srv/proj/src"}, Require: []string{"seccomp"}}
+		TTY: "auto", Writable: []string{"/srv/proj/.git/hooks", "/srv/proj/src", "/srv/proj/.cargo/config.toml", "/srv/proj/lefthook-local.yml"}, Require: []string{"seccomp"}}
 	w, errs := Check(p)
 	all := strings.Join(w, "\n")
-	for _, want := range []string{`home.writable ".codex/" holds ~/.codex/config.toml`, `writable[0] "/srv/proj/.git/hooks" is a project's .git/hooks`} {
+	for _, want := range []string{`home.writable ".codex/" holds ~/.codex/config.toml`, `writable[0] "/srv/proj/.git/hooks" is a project's .git/hooks`,
+		`writable[2] "/srv/proj/.cargo/config.toml" is a project's .cargo/config.* (package managers and tool version managers)`,
+		`writable[3] "/srv/proj/lefthook-local.yml" is a project's lefthook-local.y*ml (git hook managers)`} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no warning %q in:\n%s (errors %v)", want, all, errs)
 		}

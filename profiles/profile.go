@@ -83,11 +83,24 @@ type Profile struct {
 	// CommandArgs are arguments inserted after a named command (see
 	// CommandArgs).
 	CommandArgs CommandArgs `yaml:"command_args,omitempty" json:"command_args,omitempty"`
+	// Instructions says what becomes of the files the user's next agent
+	// reads as instructions (InstructionFiles: CLAUDE.md, AGENTS.md…) in
+	// the writable folders: "report" (the default: the agent may change
+	// them, fedmem-run names each one it changed after the session) or
+	// "read-only" (held like a persistence family). A child profile cannot
+	// loosen a parent's read-only.
+	Instructions string `yaml:"instructions,omitempty" json:"instructions,omitempty"`
 
 	// Files are the files (not built-ins) the profile was built from, with
 	// the sha256 of the bytes read (LoadFrom; CheckAllowed).
 	Files []SourceFile `yaml:"-" json:"-"`
 }
+
+// Values of Profile.Instructions.
+const (
+	InstructionsReport   = "report"
+	InstructionsReadOnly = "read-only"
+)
 
 // RiskKeepGroups, in accept_risks, lets an unprivileged caller's agent keep
 // the caller's supplementary groups where fedmem-run cannot drop them.
@@ -451,6 +464,9 @@ func merge(parent, child *Profile) *Profile {
 	if child.TTY != "" {
 		out.TTY = child.TTY
 	}
+	if child.Instructions != "" && parent.Instructions != InstructionsReadOnly {
+		out.Instructions = child.Instructions
+	}
 	out.Require = append(append([]string{}, parent.Require...), child.Require...)
 	out.Writable = append(append([]string{}, parent.Writable...), child.Writable...)
 	out.State = mergeState(parent.State, child.State)
@@ -598,6 +614,11 @@ func (p *Profile) Validate() error {
 		if _, ok := f.Number(); !ok {
 			errs = append(errs, fmt.Errorf("socket_families: %s", unknownFamily(string(f))))
 		}
+	}
+	switch p.Instructions {
+	case "", InstructionsReport, InstructionsReadOnly:
+	default:
+		errs = append(errs, fmt.Errorf("instructions: %q is not report or read-only%s", p.Instructions, suggestKey(p.Instructions, []string{InstructionsReport, InstructionsReadOnly})))
 	}
 	for _, r := range p.AcceptRisks {
 		if r != RiskKeepGroups {

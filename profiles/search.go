@@ -33,7 +33,7 @@ const SystemProfileDir = "/etc/fedmem/profiles"
 //
 // The project folder lies in the workdir, which agents write: fedmem keeps
 // .fedmem (and ~/.config/fedmem) read-only inside every sandbox
-// (ProjectPersist, HomePersist), and a profile file found here is used only
+// (ProjectFamilies, HomePersist), and a profile file found here is used only
 // when trustedProfileFile accepts it.
 func SearchPath(projectDir, home string) []SearchDir {
 	var out []SearchDir

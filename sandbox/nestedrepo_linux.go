@@ -72,13 +72,21 @@ func sweepNestedRepos(spec *Spec, roots map[string]int, start time.Time, coversL
 	// unless the init found a cover gone at the end (Result.CoversLost):
 	// the agent could not write them, and a change there is the user's
 	// own (git push -u rewrites .git/config) — not moved aside.
-	skip := map[string]bool{}
+	skip, held := map[string]bool{}, map[string]bool{}
 	if !coversLost {
 		for _, m := range spec.Plan.Mounts {
 			if m.Kind == mounts.Protected || m.Kind == mounts.Pinned {
 				skip[m.Target] = true
 			}
+			if m.Kind == mounts.Protected {
+				held[m.Target] = true
+			}
 		}
+	}
+	fams := profiles.ProjectPatterns(spec.Plan.InstructionsReadOnly)
+	var instr *profiles.PatternSet
+	if !spec.Plan.InstructionsReadOnly {
+		instr = profiles.InstructionPatterns()
 	}
 	for root, fd := range roots {
 		dfd, err := openRootLending(fd)
@@ -91,7 +99,7 @@ func sweepNestedRepos(spec *Spec, roots map[string]int, start time.Time, coversL
 			unix.Close(dfd)
 			continue
 		}
-		w := &nestedWalk{spec: spec, start: start, dev: st.Dev, skip: skip}
+		w := &nestedWalk{spec: spec, start: start, dev: st.Dev, skip: skip, held: held, fams: fams, instr: instr}
 		if err := w.dir(dfd, root, 0); err != nil {
 			emit(spec, "persistence", map[string]any{"path": root, "error": err.Error() + ": repositories beyond were not checked"})
 		}
@@ -117,7 +125,10 @@ type nestedWalk struct {
 	spec    *Spec
 	start   time.Time
 	dev     uint64
-	skip    map[string]bool // protected names (none when a cover was lost)
+	skip    map[string]bool // protected and pinned names (none when a cover was lost)
+	held    map[string]bool // protected names only: read-only all session
+	fams    *profiles.PatternSet
+	instr   *profiles.PatternSet // nil: instructions are a family (fams)
 	entries int
 }
 
@@ -272,7 +283,10 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 		// (TestRedteam5BareLayoutBlindsWalk).
 	}
 	for _, n := range names {
-		if has[n] != unix.S_IFDIR || n == ".git" || w.skip[filepath.Join(p, n)] {
+		// A pinned directory (.claude, held for the settings.json in it)
+		// is walked: only its protected names were read-only, and the
+		// family names absent at the start have no placeholder there.
+		if has[n] != unix.S_IFDIR || n == ".git" || w.held[filepath.Join(p, n)] {
 			continue
 		}
 		cfd, err := w.openOnFS(dfd, n)
@@ -290,11 +304,11 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 			// directories on the way there, listed already, are still
 			// judged: a bound the agent reaches below sub does not
 			// shield sub/.envrc (TestRedteam5WalkBoundShield).
-			w.persistNames(dfd, p, has, depth)
+			w.persistNames(dfd, p, names, depth)
 			return err
 		}
 	}
-	return w.persistNames(dfd, p, has, depth)
+	return w.persistNames(dfd, p, names, depth)
 }
 
 // unreadable judges the directory n in dfd (path p) the walk could not
@@ -316,54 +330,126 @@ func (w *nestedWalk) unreadable(dfd int, p, n string, err error) error {
 	return nil
 }
 
-// persistNames moves aside the persistence names (profiles.ProjectPersist
-// other than .git's, which dir judges above) in the directory open at dfd
-// (path p) that the session made or changed. The plan holds them
-// read-only only at the top of each writable root (skip); anywhere below
-// — a monorepo's sub/.claude/settings.json, sub/.envrc, sub/.vscode/ — the
-// agent may write them, and the user's next claude, cd (direnv), editor or
-// commit in that subdirectory runs them (TestRedteamNestedPersistPlant).
+// persistNames moves aside the entries of the directory open at dfd (path
+// p) that match a persistence family (profiles.ProjectFamilies; .git is
+// judged by dir above) and that the session made or changed, and reports
+// the instruction files (profiles.InstructionFiles) it made or changed. The
+// plan holds the existing family names read-only at the top of each
+// writable root (held); an absent one has no placeholder there, and
+// anywhere below — a monorepo's sub/.claude/settings.json, sub/.envrc,
+// sub/lefthook-local.yml — no mount holds any: the user's next claude, cd
+// (direnv), commit (lefthook) or package manager command in that directory
+// would run them (TestRedteamNestedPersistPlant, TestPersistenceFamilies).
 // It runs after dir's walk of the children (a .git planted inside one is
 // judged first). The walk is post-order per name: see persistEntry.
-func (w *nestedWalk) persistNames(dfd int, p string, has map[string]uint32, depth int) error {
-	for _, pp := range profiles.ProjectPersist {
-		if pp.Path == ".git" || strings.HasPrefix(pp.Path, ".git/") {
+func (w *nestedWalk) persistNames(dfd int, p string, names []string, depth int) error {
+	for _, n := range names {
+		if n == "." || n == ".." || n == ".git" || strings.Contains(n, quarantineMark) {
+			// A name fedmem moved aside (or one the agent made at it,
+			// TestRedteam5QuarantineNameTaken) matches .envrc.* but is read by no tool.
 			continue
 		}
-		first, rest, nested := strings.Cut(pp.Path, "/")
-		if has[first] == 0 || w.skip[filepath.Join(p, pp.Path)] {
-			continue
-		}
-		if !nested {
-			if err := w.persistEntry(dfd, p, first, depth); err != nil {
+		for _, pat := range w.fams.First(n) {
+			if err := w.persistMatch(dfd, p, n, pat, 0, depth); err != nil {
 				return err
 			}
+		}
+		if w.instr == nil {
 			continue
 		}
-		if w.skip[filepath.Join(p, first)] {
-			continue
-		}
-		if has[first] != unix.S_IFDIR {
-			// A link (.claude -> a directory of the agent's): tools
-			// follow it, the walk does not; judged as the entry itself
-			// (TestRedteam5ClaudeSymlink). Once: later names of the same
-			// first level find it gone or unchanged.
-			if err := w.persistEntry(dfd, p, first, depth); err != nil {
+		for _, pat := range w.instr.First(n) {
+			if err := w.instrMatch(dfd, p, n, pat, 0, depth); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// persistMatch judges name in dfd (path dir), which matches segment i of
+// pat: the last segment — the entry itself (persistEntry); an earlier one —
+// the names in it that match the next segment, the directory being the
+// user's own. A non-directory where the pattern goes on (a link
+// .claude -> a directory of the agent's: tools follow it, the walk does
+// not; a .jj/repo pointer file) is judged as the entry itself
+// (TestRedteam5ClaudeSymlink). A name the plan held read-only is skipped.
+func (w *nestedWalk) persistMatch(dfd int, dir, name string, pat *profiles.Pattern, i, depth int) error {
+	full := filepath.Join(dir, name)
+	if w.held[full] {
+		return nil
+	}
+	if depth > nestedMaxDepth {
+		return fmt.Errorf("%w: deeper than %d levels at %s", errNestedBound, nestedMaxDepth, dir)
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return nil // gone: moved aside by an earlier pattern
+	}
+	if i == pat.Len()-1 || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return w.persistEntry(dfd, dir, name, depth, pat)
+	}
+	cfd, err := w.openOnFS(dfd, name)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(cfd)
+	names, err := readNames(cfd)
+	if err != nil {
+		return nil
+	}
+	for _, n := range names {
+		if n == "." || n == ".." || !pat.MatchSeg(i+1, n) {
 			continue
 		}
-		// A two-level name (.claude/settings.json): the first level is the
-		// user's own directory, judged only for that entry.
-		cfd, err := w.openOnFS(dfd, first)
-		if err != nil {
+		if err := w.persistMatch(cfd, full, n, pat, i+1, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// instrMatch is persistMatch for an instruction file: what the session made
+// or changed is reported ("instructions" event), never moved — an agent
+// asked to keep CLAUDE.md up to date does its job.
+func (w *nestedWalk) instrMatch(dfd int, dir, name string, pat *profiles.Pattern, i, depth int) error {
+	if depth > nestedMaxDepth {
+		return fmt.Errorf("%w: deeper than %d levels at %s", errNestedBound, nestedMaxDepth, dir)
+	}
+	full := filepath.Join(dir, name)
+	var st unix.Stat_t
+	if unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return nil
+	}
+	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	if !isDir {
+		if i == pat.Len()-1 && w.changedDuring(dfd, name) {
+			emit(w.spec, "instructions", map[string]any{"path": full, "why": pat.Why()})
+		}
+		return nil
+	}
+	cfd, err := w.openOnFS(dfd, name)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(cfd)
+	names, err := readNames(cfd)
+	if err != nil {
+		return nil
+	}
+	for _, n := range names {
+		if n == "." || n == ".." {
 			continue
 		}
-		if unix.Faccessat(cfd, rest, unix.F_OK, unix.AT_SYMLINK_NOFOLLOW) == nil {
-			err = w.persistEntry(cfd, filepath.Join(p, first), rest, depth+1)
+		if w.entries++; w.entries > nestedMaxEntries {
+			return fmt.Errorf("%w: more than %d entries", errNestedBound, nestedMaxEntries)
 		}
-		unix.Close(cfd)
-		if err != nil {
+		next := i + 1
+		if i == pat.Len()-1 {
+			next = i // inside a matched directory: every file in it
+		} else if !pat.MatchSeg(i+1, n) {
+			continue
+		}
+		if err := w.instrMatch(cfd, full, n, pat, next, depth+1); err != nil {
 			return err
 		}
 	}
@@ -378,7 +464,7 @@ func (w *nestedWalk) persistNames(dfd int, p string, has map[string]uint32, dept
 // in it); unchanged — a directory is searched, since a file written in
 // place changes its own ctime only. An empty mode-0000 placeholder a
 // concurrent session may still hold is passed over (heldPlaceholder).
-func (w *nestedWalk) persistEntry(dfd int, dir, name string, depth int) error {
+func (w *nestedWalk) persistEntry(dfd int, dir, name string, depth int, pat *profiles.Pattern) error {
 	if depth > nestedMaxDepth {
 		return fmt.Errorf("%w: deeper than %d levels at %s", errNestedBound, nestedMaxDepth, dir)
 	}
@@ -386,7 +472,7 @@ func (w *nestedWalk) persistEntry(dfd int, dir, name string, depth int) error {
 		return nil
 	}
 	if w.changedDuring(dfd, name) {
-		w.quarantine(dfd, dir, name, "a file that makes a tool run code (agent or editor settings, direnv, git hook managers), made or changed during the session below the top of a writable folder, where no mount holds it")
+		w.quarantine(dfd, dir, name, "made or changed during the session, where no mount holds it — "+pat.Why())
 		return nil
 	}
 	cfd, err := w.openOnFS(dfd, name)
@@ -402,7 +488,7 @@ func (w *nestedWalk) persistEntry(dfd int, dir, name string, depth int) error {
 		if w.entries++; w.entries > nestedMaxEntries {
 			return fmt.Errorf("%w: more than %d entries", errNestedBound, nestedMaxEntries)
 		}
-		if err := w.persistEntry(cfd, filepath.Join(dir, name), n, depth+1); err != nil {
+		if err := w.persistEntry(cfd, filepath.Join(dir, name), n, depth+1, pat); err != nil {
 			return err
 		}
 	}

@@ -239,9 +239,11 @@ func emptyROTmpfs(fd int, name string) error {
 // its cleanup are protected as existing by the next session and removed at
 // its end.
 //
-// It also moves aside, after the session, every mounts.AfterSession name
-// that was absent before it and appeared (a planted .git/commondir), and
-// reports it as a "persistence" event.
+// It also moves aside, after the session, every quarantine candidate
+// (Plan.QuarantineCandidates: the profiles.AfterSession names, such as a
+// planted .git/commondir, and the Plan.Watch names the user's configuration
+// names as code) that was absent before it and appeared, and reports it as
+// a "persistence" event.
 //
 // The shared lock is waited for at most placeholderLockWait: another
 // session's cleanup holds the exclusive lock for milliseconds, but any
@@ -294,7 +296,14 @@ func guardPlaceholders(spec *Spec) (release func(coversLost bool), err error) {
 	var refused error
 	for _, m := range pl.Mounts {
 		dir := filepath.Dir(m.Target)
-		if _, ok := locks[dir]; ok || m.Kind != mounts.Protected {
+		// A pinned directory may be another session's placeholder (a
+		// concurrent session's empty .git in a non-Git workdir, with this
+		// session's placeholders inside): its parent is held too, so that
+		// the other session cannot try to remove it while this one's
+		// mounts are inside, and this one removes it once empty
+		// (TestRedteam2ConcurrentSessionsLeaveNothing; before, the parent
+		// was always held for the placeholders beside it).
+		if _, ok := locks[dir]; ok || (m.Kind != mounts.Protected && m.Kind != mounts.Pinned) {
 			continue
 		}
 		fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{
@@ -447,6 +456,9 @@ func moveAside(spec *Spec, dfd int, dir, name, why string) {
 	emit(spec, "persistence", fields)
 }
 
+// quarantineMark is what renameAside puts between a name and the session.
+const quarantineMark = ".fedmem-quarantined-"
+
 // renameAside renames name in dfd to NAME.fedmem-quarantined-SESSION, never
 // over an existing entry. The agent knows its session (FEDMEM_SESSION) and
 // can make that name first, which would keep its plant where it is
@@ -454,10 +466,10 @@ func moveAside(spec *Spec, dfd int, dir, name, why string) {
 // by now, cannot have guessed is added.
 func renameAside(dfd int, name, session string) (string, error) {
 	try := func() (string, error) {
-		to := name + ".fedmem-quarantined-" + session
+		to := name + quarantineMark + session
 		err := unix.Renameat2(dfd, name, dfd, to, unix.RENAME_NOREPLACE)
 		for i := 0; errors.Is(err, unix.EEXIST) && i < 4; i++ {
-			to = fmt.Sprintf("%s.fedmem-quarantined-%s-%016x", name, session, rand.Uint64())
+			to = fmt.Sprintf("%s%s%s-%016x", name, quarantineMark, session, rand.Uint64())
 			err = unix.Renameat2(dfd, name, dfd, to, unix.RENAME_NOREPLACE)
 		}
 		return to, err

@@ -47,6 +47,21 @@ func Exists(p string) (bool, bool) {
 	return true, fi.IsDir()
 }
 
+// List returns the names in the directory p (the mounts.Input List
+// function); nil for a directory that is absent or unreadable. The
+// directory itself is not followed if it is a link.
+func List(p string) ([]string, error) {
+	if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
 // Home returns the symlink-free home directory of uid: $HOME for the
 // caller, the passwd entry for another uid (run_as).
 func Home(uid int) (string, error) {

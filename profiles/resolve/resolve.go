@@ -189,6 +189,7 @@ func Resolve(o Options) (*Session, error) {
 		},
 		ResolvConf: resolvConf,
 		ReadFile:   host.ReadConfig,
+		List:       host.List,
 	})
 	if err != nil {
 		return nil, err

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -122,4 +124,14 @@ func persistenceWarning(f map[string]any) string {
 		return fmt.Sprintf("persistence: %v could not be moved aside to %v: %v — it may make a tool run the agent's code; check it before you use it", f["path"], f["moved_to"], f["error"])
 	}
 	return fmt.Sprintf("persistence: %v: %v — check it before you use it", f["path"], f["error"])
+}
+
+// instructionsWarning is the one line naming the instruction files
+// (profiles.InstructionFiles) the session made or changed; "" for none.
+func instructionsWarning(paths []string) string {
+	if len(paths) == 0 {
+		return ""
+	}
+	sort.Strings(paths)
+	return fmt.Sprintf("instructions: the session changed %d file(s) your next agent reads as instructions: %s — review them before an agent runs there (a profile's `instructions: read-only` holds them)", len(paths), strings.Join(paths, ", "))
 }

@@ -322,8 +322,15 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	// a plant left under a walk bound, or a folder of the user's moved
 	// aside, must not go unnoticed.
 	var warnMu sync.Mutex
+	var instructions []string // instruction files the session changed
 	spec.Event = func(name string, fields map[string]any) {
 		ev.emit(name, fields)
+		if name == "instructions" {
+			warnMu.Lock()
+			defer warnMu.Unlock()
+			instructions = append(instructions, fmt.Sprint(fields["path"]))
+			return
+		}
 		if name != "persistence" {
 			return
 		}
@@ -373,6 +380,15 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 			rep.Error = se
 		}
 	}
+	// The files the user's next agent reads as instructions that the
+	// session made or changed: one line after the session, the same in
+	// the report (issue 22 item 5).
+	warnMu.Lock()
+	if w := instructionsWarning(instructions); w != "" {
+		fmt.Fprintf(stderr, "fedmem-run: warning: %s\n", w)
+		rep.Warnings = append(rep.Warnings, w)
+	}
+	warnMu.Unlock()
 	rep.Denials = ev.counted()
 	if rep.Denials != nil {
 		fmt.Fprintf(stderr, "fedmem-run: %d operation(s) refused by the sandbox (see --events and the report's denials)\n", rep.Denials.Total)

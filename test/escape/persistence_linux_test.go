@@ -79,9 +79,15 @@ attempt("git commondir", write(".git/commondir", "/tmp/evil\n"))
 
 // TestPersistenceReadOnly: the hostile agent, under the claude profile, in
 // a workdir that is a git repository, tries to plant hooks, git config,
-// direnv, MCP, editor and agent settings and shell startup code; every
-// attempt fails with the expected errno, the host files are unchanged, no
-// placeholder is left behind, and git commit/branch/gc still work inside.
+// direnv, MCP, editor and agent settings and shell startup code. What
+// exists on the host (the repository's hooks and config, the user's .envrc,
+// ~/.bashrc, ~/.claude/settings.json) is read-only: every attempt fails with
+// the expected errno and the host files are unchanged. A family name absent
+// from the top of the workdir (.mcp.json, .vscode, .cursor, .gemini, .zed)
+// has no placeholder — one would be an entry Git shows (issue 23) — so the
+// agent may make it; after the session it is moved aside with a persistence
+// event. No placeholder is left behind, and git commit/branch/gc still work
+// inside.
 func TestPersistenceReadOnly(t *testing.T) {
 	for _, l := range []layout{{name: "beside/root"}, {name: "own-vault/user", user: true, agentOwned: true}} {
 		t.Run(l.name, func(t *testing.T) { testPersistence(t, l) })
@@ -101,7 +107,8 @@ func testPersistence(t *testing.T, l layout) {
 	}
 	gitRun("init", "-q")
 	os.WriteFile(filepath.Join(repo, "work.txt"), []byte("start\n"), 0o644)
-	gitRun("add", "work.txt")
+	os.WriteFile(filepath.Join(repo, ".envrc"), []byte("export FOO=1\n"), 0o644)
+	gitRun("add", "work.txt", ".envrc")
 	gitRun("-c", "user.name=user", "-c", "user.email=user@example.invalid", "commit", "-q", "-m", "start")
 	claudeDir := filepath.Join(e.home, ".claude")
 	os.MkdirAll(claudeDir, 0o755)
@@ -117,16 +124,17 @@ func testPersistence(t *testing.T, l layout) {
 
 	watched := []string{
 		filepath.Join(repo, ".git", "config"), filepath.Join(repo, ".git", "hooks"), filepath.Join(repo, ".git", "info"),
-		filepath.Join(e.home, ".bashrc"), filepath.Join(claudeDir, "settings.json"),
+		filepath.Join(e.home, ".bashrc"), filepath.Join(claudeDir, "settings.json"), filepath.Join(repo, ".envrc"),
 	}
 	before := map[string]string{}
 	for _, p := range watched {
 		before[p] = fingerprint(t, p)
 	}
-	absent := []string{".envrc", ".mcp.json", ".vscode", ".idea", ".claude", ".codex", ".cursor", ".gemini", ".zed", ".husky", ".devcontainer",
+	absent := []string{".mcp.json", ".vscode", ".idea", ".claude", ".codex", ".cursor", ".gemini", ".zed", ".husky", ".devcontainer",
 		".pre-commit-config.yaml", ".git/commondir", ".git/modules", ".git/worktrees"}
 
-	r := e.run(t, []string{"--profile", "claude"}, "python3", "-c", persistProbe)
+	evs := filepath.Join(e.outDir, "persist-events.jsonl")
+	r := e.run(t, []string{"--profile", "claude", "--events", evs}, "python3", "-c", persistProbe)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -150,7 +158,8 @@ func testPersistence(t *testing.T, l layout) {
 		"hook post-checkout": readOnly, "hook pre-commit": readOnly, "git config append": readOnly,
 		"git config replace": busy, "git info attributes": readOnly, "git commondir": set(""),
 		"move .git aside": busy, "move hooks aside": busy, "envrc": readOnly, "unlink envrc": busy,
-		"mcp.json": readOnly, "vscode tasks": readOnly, "vscode dir": readOnly, "cursor mcp": readOnly, "gemini settings": readOnly, "zed tasks": readOnly, "project claude settings": readOnly,
+		// Absent at the top: free inside, judged after the session (below).
+		"mcp.json": set(""), "vscode tasks": set("ENOENT"), "vscode dir": set(""), "cursor mcp": set(""), "gemini settings": set(""), "zed tasks": set(""), "project claude settings": set("ENOENT"),
 		"bashrc": readOnly, "claude settings": readOnly, "claude settings.local": readOnly,
 		"claude settings rename": busy, "claude hooks dir": readOnly,
 		"claude state": set(""),
@@ -185,6 +194,15 @@ func testPersistence(t *testing.T, l layout) {
 		if _, err := os.Lstat(filepath.Join(repo, rel)); !os.IsNotExist(err) {
 			t.Errorf("%s left in the host workdir after the session (err %v)", rel, err)
 		}
+	}
+	// What the agent made at absent family names was moved aside, each
+	// with an event naming its family.
+	for rel, family := range map[string]string{".mcp.json": "agents' project config", ".vscode": "editors", ".cursor": "agents' project config", ".gemini": "agents' project config", ".zed": "editors"} {
+		p := filepath.Join(repo, rel)
+		if !persistenceEventNames(t, evs, p, family) {
+			t.Errorf("%s, made by the agent, was not moved aside with a %q persistence event", rel, family)
+		}
+		os.RemoveAll(p + ".fedmem-quarantined-" + r.session)
 	}
 	for _, rel := range []string{"settings.local.json", "commands", "agents", "hooks"} {
 		if _, err := os.Lstat(filepath.Join(claudeDir, rel)); !os.IsNotExist(err) {

@@ -62,30 +62,42 @@ func plantResults(t *testing.T, out []byte) map[string]string {
 	return got
 }
 
-// TestProfilePathPlantRefused: an agent under fedmem-run cannot create
-// .fedmem/profiles/x.yaml in its workdir (absent: a read-only placeholder
-// holds the name, EROFS), nor modify or rename an existing project profile
-// (read-only bind, EROFS; a mount point, EBUSY); the host keeps the user's
-// file as it was and no .fedmem appears where there was none.
+// TestProfilePathPlantRefused: an agent under fedmem-run that creates
+// .fedmem/profiles/x.yaml in a workdir without .fedmem finds it moved aside
+// after the session (no placeholder holds an absent name: one is an entry
+// Git shows; the after-session walk judges the fedmem family at the top
+// too), with a persistence event naming it; it cannot modify or rename an
+// existing project profile (read-only bind, EROFS; a mount point, EBUSY);
+// the host keeps the user's file as it was and no .fedmem is left where
+// there was none.
 func TestProfilePathPlantRefused(t *testing.T) {
 	for _, l := range []layout{{name: "beside/root"}, {name: "own-vault/user", user: true, agentOwned: true}} {
 		t.Run(l.name, func(t *testing.T) {
 			e := setup(t, l)
 			// Workdir A: no .fedmem at all.
-			r := e.run(t, []string{"--profile", "default"}, "python3", "-c", profilePlant)
+			evs := filepath.Join(e.outDir, "plant-events.jsonl")
+			r := e.run(t, []string{"--profile", "default", "--events", evs}, "python3", "-c", profilePlant)
 			if r.code != 0 {
 				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
 			got := plantResults(t, r.stdout)
-			if e := got["create .fedmem/profiles"]; e != "EROFS" && e != "EACCES" {
-				t.Errorf("BREACH create .fedmem/profiles (no .fedmem before): errno %q, want EROFS (a read-only placeholder holds .fedmem)", e)
-			}
-			// The folder could not be made: the file has nowhere to go.
-			if e := got["create profile x"]; e != "ENOENT" && e != "EROFS" && e != "EACCES" {
-				t.Errorf("BREACH create profile x (no .fedmem before): errno %q, want ENOENT or EROFS", e)
+			if e := got["create profile x"]; e != "" {
+				t.Errorf("create profile x (no .fedmem before): errno %q; the name is free inside and judged after", e)
 			}
 			if _, err := os.Lstat(filepath.Join(e.workdir, ".fedmem")); !os.IsNotExist(err) {
 				t.Errorf("BREACH .fedmem exists on the host after the session (%v)", err)
+			}
+			// The probe's last step renamed its own .fedmem to .fedmem-moved
+			// (a name nothing reads); had it not, the walk would have moved
+			// .fedmem aside (TestPersistenceFamilies judges the families).
+			if got["move .fedmem aside"] == "" {
+				os.RemoveAll(filepath.Join(e.workdir, ".fedmem-moved"))
+			} else {
+				aside := filepath.Join(e.workdir, ".fedmem.fedmem-quarantined-"+r.session)
+				if !persistenceEventNames(t, evs, filepath.Join(e.workdir, ".fedmem"), "fedmem") {
+					t.Errorf("no persistence event moved %s/.fedmem aside", e.workdir)
+				}
+				os.RemoveAll(aside)
 			}
 
 			// Workdir with the user's own project profile.

@@ -20,8 +20,8 @@ import (
 // the secure outcome: it fails while the breach exists.
 
 // TestRedteam2NestedWorkdirProfilePlant: .fedmem is read-only only at the
-// top of the workdir (ProjectPersist is relative to the workdir and to each
-// writable: directory). The agent makes sub/.fedmem/profiles/evil.yaml in a
+// top of the workdir (the plan holds ProjectFamilies only at the top of the
+// workdir and of each writable: directory). The agent makes sub/.fedmem/profiles/evil.yaml in a
 // subdirectory of its writable workdir; files it writes there are the
 // caller's on the host (idmapped owner<->agent for a root caller), 0644 in
 // 0755 folders, so trustedProfileFile accepts them. The user's next
@@ -452,7 +452,7 @@ func TestRedteam2HostMountNoPropagation(t *testing.T) {
 
 // TestRedteam2ConcurrentSessionsLeaveNothing: two sessions in one workdir,
 // the second starting and ending while the first runs. Each holds absent
-// persistence names (.git, .claude, .mcp.json, …) with placeholders and
+// persistence names (.git as a whole in this non-Git workdir) with placeholders and
 // removes them after; the second sees the first's placeholders as the
 // user's files. When both are over, the workdir must hold exactly what it
 // held before: a leftover empty .git makes git look past the workdir (to
