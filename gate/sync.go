@@ -25,6 +25,7 @@ package gate
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -167,6 +168,7 @@ func (g *Gate) syncAfterPass() {
 		return
 	case perr == nil:
 		u, br = pol.Remote.URL, pol.Remote.Branch
+		g.setRemoteTimeout(pol.Remote.Timeout)
 	case u == "":
 		return
 	default:
@@ -275,7 +277,9 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 // the remote has no such branch yet).
 func (g *Gate) fetch(rem *git.Remote, spec config.RefSpec, track plumbing.ReferenceName, au *syncAuth) (plumbing.Hash, error) {
 	err := au.do(func(a transport.AuthMethod) error {
-		return rem.Fetch(&git.FetchOptions{RemoteName: syncRemoteName, RefSpecs: []config.RefSpec{spec}, Auth: a, Tags: git.NoTags, Force: true})
+		return g.remoteOp("fetch", func(ctx context.Context) error {
+			return rem.FetchContext(ctx, &git.FetchOptions{RemoteName: syncRemoteName, RefSpecs: []config.RefSpec{spec}, Auth: a, Tags: git.NoTags, Force: true})
+		})
 	})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
@@ -300,7 +304,7 @@ func (g *Gate) push(rem *git.Remote, lb, remoteRef plumbing.ReferenceName, expec
 	}
 	err := au.do(func(a transport.AuthMethod) error {
 		opts.Auth = a
-		return rem.Push(opts)
+		return g.remoteOp("push", func(ctx context.Context) error { return rem.PushContext(ctx, opts) })
 	})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil
