@@ -8,10 +8,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fedmem/fedmem/gate/audit"
 )
 
 // silentRemote listens on loopback, accepts every connection and never
@@ -114,5 +118,73 @@ func TestRunStopsWhileRemoteSilent(t *testing.T) {
 	st, _ := ReadSyncStatus(v, "")
 	if !strings.Contains(st.LastError, "stopping") {
 		t.Errorf("sync status should say the fetch was cut off by the stop: %+v", st)
+	}
+}
+
+func auditText(t *testing.T, g *Gate) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(g.StateDir(), audit.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestSyncRefusesRewrittenHistory: a gate commit rewritten on the remote
+// with its trailers kept (a force-push) was adopted — the decision named
+// the forged commit. A remote that drops the commit (a reset) is refused
+// too. Both: a clear error, an audit entry, nothing adopted; once the
+// remote is put right the gate syncs again.
+func TestSyncRefusesRewrittenHistory(t *testing.T) {
+	for _, kind := range []string{"file", "git"} {
+		t.Run(kind, func(t *testing.T) {
+			a, _, r := twoVaults(t, kind)
+			g := openGate(t, a)
+			s := session(t, a, "s1")
+			put(t, s, "x.md", factDraft("Published one"))
+			d := decisionFor(t, once(t, g), "x.md")
+			published := strings.TrimSpace(gitCLI(t, r.bare, "rev-parse", "HEAD"))
+			if d.State != StatePromoted || d.Commit != published {
+				t.Fatalf("promotion %+v not published (remote at %s)", d, published)
+			}
+			// Rewrite: same message (trailers kept), other content.
+			human := filepath.Join(t.TempDir(), "human")
+			gitCLI(t, filepath.Dir(human), "clone", "-q", r.bare, human)
+			os.WriteFile(filepath.Join(human, d.Path), []byte("---\ntype: Fact\ntitle: Published one\n---\nForged content.\n"), 0o644)
+			gitCLI(t, human, "-c", "user.name=fedmem", "-c", "user.email=gate@x", "commit", "-q", "-a", "--amend", "-C", "HEAD")
+			gitCLI(t, human, "push", "-q", "-f", "origin", "HEAD")
+			forged := strings.TrimSpace(gitCLI(t, human, "rev-parse", "HEAD"))
+			put(t, s, "y.md", factDraft("Local two"))
+			once(t, g)
+			st, _ := ReadSyncStatus(a, "")
+			if !strings.Contains(st.LastError, "rewrote or dropped") || !strings.Contains(st.LastError, published) {
+				t.Fatalf("sync status after a rewrite: %+v", st)
+			}
+			if !strings.Contains(auditText(t, g), `"sync-refused"`) {
+				t.Error("no sync-refused audit entry")
+			}
+			dd, _ := g.loadDecision(d.ID)
+			if dd.Commit != published {
+				t.Errorf("the decision now names %s (forged %s), want %s", dd.Commit, forged, published)
+			}
+			if b, _ := os.ReadFile(filepath.Join(a, d.Path)); strings.Contains(string(b), "Forged") {
+				t.Error("the forged content reached the vault")
+			}
+			if gitCLI(t, a, "log", "--format=%H", "-n", "3", "HEAD") == "" || strings.Contains(gitCLI(t, a, "log", "--format=%H", "HEAD"), forged) {
+				t.Error("the forged commit is in the vault's history")
+			}
+			// Dropped: the remote reset to before the published commit.
+			gitCLI(t, human, "reset", "-q", "--hard", "HEAD~1")
+			gitCLI(t, human, "push", "-q", "-f", "origin", "HEAD")
+			once(t, g)
+			st, _ = ReadSyncStatus(a, "")
+			if !strings.Contains(st.LastError, "rewrote or dropped") {
+				t.Fatalf("sync status after a reset: %+v", st)
+			}
+			// Put right: the published commit back on the remote.
+			gitCLI(t, a, "push", "-q", "-f", r.bare, published+":refs/heads/"+st.Branch)
+			once(t, g)
+			checkConverged(t, r, map[string]*Gate{a: g})
+		})
 	}
 }

@@ -12,8 +12,10 @@ package gate
 //   - HEAD is behind the remote: fast-forward the branch (lock-file CAS) and
 //     the changed paths of the work tree and index;
 //   - both moved: replay the gate's own commits since the merge base onto the
-//     remote tip, one new commit each, skipping a promotion whose
-//     Fedmem-Draft id is already on the remote; then push.
+//     remote tip, one new commit each; then push. A remote commit that
+//     carries the draft id of a local promotion is a forgery, refused
+//     (syncguard.go), as is a remote tip that does not contain the last
+//     commit this gate published.
 //
 // Every step that moves the local branch writes sync.intent (state dir)
 // first, so a gate killed at any point finishes the work tree, the
@@ -96,9 +98,12 @@ type SyncStatus struct {
 	// Counters since the state dir was created.
 	Pushes   int `json:"pushes"`
 	Replayed int `json:"replayed"`
-	// Skipped counts local promotions not replayed because the remote
-	// already holds a commit with the same Fedmem-Draft id.
+	// Skipped counts local commits not replayed because the remote
+	// already holds their changes.
 	Skipped int `json:"skipped"`
+	// Published is the last commit this gate pushed (syncguard.go): every
+	// later remote tip must contain it.
+	Published string `json:"published,omitempty"`
 	// Dropped counts lifecycle commits (withhold/restore) not replayed
 	// because the remote changed the same note; the next sweep re-derives
 	// them from the new HEAD.
@@ -228,6 +233,9 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 		}
 		st.LastFetch = g.now().UTC()
 		st.RemoteHead = R.String()
+		if err := g.checkPublished(st, R, rawURL); err != nil {
+			return err
+		}
 		lb, L, err := g.repo.head()
 		if err != nil {
 			return err
@@ -247,6 +255,7 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 				syncFault("after-push")
 				st.LastPush = g.now().UTC()
 				st.Pushes++
+				st.Published = L.String()
 				st.RemoteHead = L.String()
 				_ = g.repo.s.SetReference(plumbing.NewHashReference(track, L))
 				g.note("sync-push", map[string]any{"remote": redactURL(rawURL), "branch": rbranch, "from": R.String(), "to": L.String(), "commits": len(local)})
@@ -265,7 +274,7 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 			}
 			return nil
 		default:
-			if err := g.replay(st, lb, L, R, base, local); err != nil {
+			if err := g.replay(st, lb, L, R, base, local, rawURL); err != nil {
 				return err
 			}
 		}
@@ -567,7 +576,7 @@ func (g *Gate) removePaths(paths []string) error {
 
 // replay rebuilds the gate's commits above base (local, newest first) on
 // the remote tip R, then moves the local branch from L to the result.
-func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbing.Hash, local []plumbing.Hash) error {
+func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbing.Hash, local []plumbing.Hash, rawURL string) error {
 	onRemote, err := g.draftsBetween(R, base)
 	if err != nil {
 		return err
@@ -586,9 +595,9 @@ func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbi
 		id := trailer(com.Message, TrailerDraft)
 		if id != "" {
 			if at, ok := onRemote[id]; ok {
-				remap[id] = at.String()
-				skipped++
-				continue
+				// Not this gate's commit: it never pushed this one
+				// (syncguard.go).
+				return g.forgedPromotion(id, at, com.Hash, rawURL)
 			}
 		}
 		ch, msg, newPath, err := g.replayChanges(com, tip)
