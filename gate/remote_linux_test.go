@@ -6,6 +6,7 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -187,4 +188,65 @@ func TestSyncRefusesRewrittenHistory(t *testing.T) {
 			checkConverged(t, r, map[string]*Gate{a: g})
 		})
 	}
+}
+
+// TestSyncContradictionHeldAfterReplay: two gates each auto-promote
+// "Deployment region" (us-east-1 on A, eu-west-1 on B), each against its
+// own HEAD; the sync's replay moved B's to -2.md and both stayed in force.
+// Now the replay judges B's note on the remote tip: it is not replayed,
+// B's decision is held for review naming A's note, and one note of that
+// name is in force on the remote and in both vaults. B's reviewer then
+// supersedes A's note: one commit, pushed, one note in force.
+func TestSyncContradictionHeldAfterReplay(t *testing.T) {
+	a, b, r := twoVaults(t, "file")
+	ga, gb := openGate(t, a), openGate(t, b)
+	region := func(where string) string {
+		return "---\ntype: Fact\ntitle: Deployment region\nsources: [10-projects/src.md]\n---\nProduction runs in " + where + ".\n"
+	}
+	put(t, session(t, a, "sa"), "region.md", region("us-east-1"))
+	da := decisionFor(t, once(t, ga), "region.md") // promoted and pushed
+	put(t, session(t, b, "sb"), "region.md", region("eu-west-1"))
+	sb := once(t, gb) // promoted on B's HEAD, then the sync replays it
+	if d := decisionFor(t, sb, "region.md"); d.State != StatePromoted {
+		t.Fatalf("B's pass should promote on its own HEAD first: %+v", d)
+	}
+	settle(t, r, ga, gb)
+	if da.State != StatePromoted {
+		t.Fatalf("A: %+v", da)
+	}
+	for _, v := range []string{a, b} {
+		if got := inForceNamed(t, v, "Deployment region"); len(got) != 1 || got[0] != da.Path {
+			t.Errorf("%s: notes in force named Deployment region: %v, want only A's %s", v, got, da.Path)
+		}
+	}
+	pend, err := gb.Pending()
+	if err != nil || len(pend) != 1 {
+		t.Fatalf("B's pending: %+v %v", pend, err)
+	}
+	db := pend[0]
+	if !hasRule(db, RuleConflict) || !hasRule(db, RuleSyncHeld) || !strings.Contains(reasonText(db, RuleConflict), da.Path) || db.Commit != "" {
+		t.Fatalf("B's decision after the sync: %+v", db)
+	}
+	if !strings.Contains(auditText(t, gb), `"sync-held"`) {
+		t.Error("no sync-held audit entry")
+	}
+	checkConverged(t, r, map[string]*Gate{a: ga, b: gb})
+	// The reviewer decides: supersede A's note.
+	if _, err := gb.Approve(db.ID, "alice"); !errors.Is(err, ErrContradiction) {
+		t.Fatalf("approval without a choice: %v", err)
+	}
+	d, err := gb.ApproveWith(db.ID, "alice", ApproveOptions{Supersede: true})
+	if err != nil || d.State != StatePromoted {
+		t.Fatalf("approve --supersede: %+v %v", d, err)
+	}
+	if nb, _ := os.ReadFile(filepath.Join(b, d.Path)); !strings.Contains(string(nb), "eu-west-1") {
+		t.Errorf("the approved note lost its content:\n%s", nb)
+	}
+	settle(t, r, ga, gb)
+	for _, v := range []string{a, b} {
+		if got := inForceNamed(t, v, "Deployment region"); len(got) != 1 || got[0] != d.Path {
+			t.Errorf("%s after the supersede: %v, want only %s", v, got, d.Path)
+		}
+	}
+	checkConverged(t, r, map[string]*Gate{a: ga, b: gb})
 }

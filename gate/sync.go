@@ -139,6 +139,9 @@ type syncIntent struct {
 	// id → its new path when the replay had to move the note.
 	Remap map[string]string `json:"remap,omitempty"`
 	Paths map[string]string `json:"paths,omitempty"`
+	// Held: draft id → a local promotion not replayed because it
+	// contradicts a note in force on the remote (synchold.go).
+	Held map[string]syncHold `json:"held,omitempty"`
 }
 
 // syncFault is a test hook called at named points of a sync (a test's
@@ -427,6 +430,7 @@ func (g *Gate) finishSyncIntent(st *syncFile) error {
 	if len(in.Remap) > 0 {
 		g.remapDecisions(in.Remap, in.Paths)
 	}
+	g.holdReplayed(in.Held)
 	g.recheckPending(st, head)
 	return os.Remove(g.statePath(syncIntentFile))
 }
@@ -582,7 +586,7 @@ func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbi
 		return err
 	}
 	tip := R
-	remap, paths := map[string]string{}, map[string]string{}
+	remap, paths, held := map[string]string{}, map[string]string{}, map[string]syncHold{}
 	replayed, skipped, dropped := 0, 0, 0
 	for i := len(local) - 1; i >= 0; i-- {
 		com, err := object.GetCommit(g.repo.s, local[i])
@@ -598,6 +602,18 @@ func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbi
 				// Not this gate's commit: it never pushed this one
 				// (syncguard.go).
 				return g.forgedPromotion(id, at, com.Hash, rawURL)
+			}
+		}
+		if id != "" {
+			// Judged again on the remote tip: the later of two notes of
+			// one name is held, never replayed beside it (synchold.go).
+			h, err := g.replayContradicts(com, tip)
+			if err != nil {
+				return err
+			}
+			if h != nil {
+				held[id] = *h
+				continue
 			}
 		}
 		ch, msg, newPath, err := g.replayChanges(com, tip)
@@ -633,7 +649,7 @@ func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbi
 	if _, err := g.workTreeChanges(L, tip, tip); err != nil {
 		return err
 	}
-	in := syncIntent{Kind: "replay", Old: L.String(), New: tip.String(), Remap: remap, Paths: paths}
+	in := syncIntent{Kind: "replay", Old: L.String(), New: tip.String(), Remap: remap, Paths: paths, Held: held}
 	if err := writeJSON(g.statePath(syncIntentFile), in); err != nil {
 		return err
 	}
@@ -645,7 +661,7 @@ func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbi
 	st.Replayed += replayed
 	st.Skipped += skipped
 	st.Dropped += dropped
-	g.note("sync-replay", map[string]any{"from": L.String(), "onto": R.String(), "to": tip.String(), "replayed": replayed, "skipped": skipped, "dropped": dropped})
+	g.note("sync-replay", map[string]any{"from": L.String(), "onto": R.String(), "to": tip.String(), "replayed": replayed, "skipped": skipped, "dropped": dropped, "held": len(held)})
 	g.log.Info("replayed", "onto", R.String(), "to", tip.String(), "replayed", replayed, "skipped", skipped, "dropped", dropped)
 	return g.finishSyncIntent(st)
 }
