@@ -8,11 +8,18 @@ package gate
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/fedmem/fedmem/test/testutil"
 	"github.com/fedmem/fedmem/vault/note"
 )
 
@@ -268,4 +275,135 @@ func TestApproveContradictionIsDecided(t *testing.T) {
 		t.Errorf("retitled note: %v", got)
 	}
 	checkRepo(t, v)
+}
+
+// vaultIndexWhole is the conflict index's answer computed from scratch: a
+// walk of every tree at head (the reference for TestVaultIndexFollowsTrees).
+func vaultIndexWhole(t *testing.T, g *Gate, head plumbing.Hash, k string) []namedNote {
+	t.Helper()
+	hv, err := newHeadView(g.repo, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var titles, subjects []namedNote
+	var walk func(tr *object.Tree, dir string)
+	walk = func(tr *object.Tree, dir string) {
+		for _, e := range tr.Entries {
+			p := joinPath(dir, e.Name)
+			if e.Mode == filemode.Dir {
+				if !indexedDir(p) {
+					continue
+				}
+				sub, err := object.GetTree(g.repo.s, e.Hash)
+				if err != nil {
+					t.Fatal(err)
+				}
+				walk(sub, p)
+				continue
+			}
+			if dir == "" || !e.Mode.IsFile() || e.Mode == filemode.Symlink || !strings.HasSuffix(e.Name, ".md") || e.Name == "index.md" || e.Name == "log.md" || isArchivePage(p) {
+				continue
+			}
+			f, err := hv.facts(e.Hash)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !f.InForce && !f.Withheld {
+				continue
+			}
+			w := f.Withheld && !f.InForce
+			if f.Title == k {
+				titles = append(titles, namedNote{Path: p, Withheld: w})
+			}
+			if f.Subject == k {
+				subjects = append(subjects, namedNote{Path: p, Withheld: w, BySubject: true})
+			}
+		}
+	}
+	walk(hv.root, "")
+	byPath := func(a, b namedNote) int { return strings.Compare(a.Path, b.Path) }
+	slices.SortFunc(titles, byPath)
+	slices.SortFunc(subjects, byPath)
+	return append(titles, subjects...)
+}
+
+// TestVaultIndexFollowsTrees: the conflict index moves from root tree to
+// root tree by their difference, through nested folders (notes added,
+// deprecated, withheld, retitled, removed, a note replaced by a folder, a
+// folder removed), forwards and back: at every commit, in any order, it
+// answers what a walk of the whole vault answers.
+func TestVaultIndexFollowsTrees(t *testing.T) {
+	rng := testutil.Seed(t)
+	v := newVault(t)
+	g := openGate(t, v)
+	dirs := []string{"20-domains", "20-domains/infra", "20-domains/infra/eu", "30-clients/acme", "99-archive", "90-inbox/s"}
+	keys := []string{"deploy region", "rotation", "owner"}
+	statuses := []string{"", "status: stable\n", "status: deprecated\n", "status: draft\n", "status: draft\nwithheld:\n  reason: stale\n"}
+	var heads []plumbing.Hash
+	for c := 0; c < 30; c++ {
+		for k := 0; k < 1+rng.Intn(4); k++ {
+			dir := dirs[rng.Intn(len(dirs))]
+			rel := dir + "/" + fmt.Sprintf("n%d.md", rng.Intn(6))
+			full := filepath.Join(v, filepath.FromSlash(rel))
+			switch rng.Intn(8) {
+			case 0:
+				if _, err := os.Lstat(full); err == nil {
+					gitCLI(t, v, "rm", "-q", "-r", "-f", "--", rel)
+				}
+				continue
+			case 1:
+				if _, err := os.Lstat(filepath.Join(v, dir)); err == nil {
+					gitCLI(t, v, "rm", "-q", "-r", "-f", "--ignore-unmatch", "--", dir)
+					os.RemoveAll(filepath.Join(v, dir))
+				}
+				continue
+			case 2:
+				os.RemoveAll(full)
+				if err := os.MkdirAll(full, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				os.WriteFile(filepath.Join(full, "x.md"), []byte("---\ntype: Fact\ntitle: owner\n---\n"), 0o644)
+			default:
+				os.RemoveAll(full)
+				body := "---\ntype: Fact\n" + statuses[rng.Intn(len(statuses))]
+				if rng.Intn(4) != 0 {
+					body += "title: " + strings.ToUpper(keys[rng.Intn(len(keys))]) + "\n"
+				}
+				if rng.Intn(3) == 0 {
+					body += "subject: " + keys[rng.Intn(len(keys))] + "\n"
+				}
+				body += "---\nbody " + fmt.Sprint(rng.Int()) + "\n"
+				if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			gitCLI(t, v, "add", "-A", "-f", "--", rel)
+		}
+		gitCLI(t, v, "-c", "user.name=Alice", "-c", "user.email=alice@example.com", "commit", "-q", "--allow-empty", "-m", "change")
+		heads = append(heads, plumbing.NewHash(strings.TrimSpace(gitCLI(t, v, "rev-parse", "HEAD"))))
+	}
+	check := func(head plumbing.Hash) {
+		hv, err := newHeadView(g.repo, head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			got, err := hv.named(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := vaultIndexWhole(t, g, head, k); !slices.Equal(got, want) {
+				t.Fatalf("at %s, %q: the index says %v, the whole vault %v", head, k, got, want)
+			}
+		}
+	}
+	for _, h := range heads {
+		check(h)
+	}
+	for i := 0; i < 80; i++ {
+		check(heads[rng.Intn(len(heads))])
+	}
 }

@@ -42,7 +42,9 @@ type vaultIndex struct {
 	root plumbing.Hash
 	// raws: the content of every indexed folder's tree ("" is the root),
 	// the old side of the next difference.
-	raws     map[string][]byte
+	raws map[string][]byte
+	// unsorted: indexed folders whose tree is not in Git's order.
+	unsorted map[string]bool
 	notes    map[string]indexedName
 	titles   map[string][]string
 	subjects map[string][]string
@@ -101,7 +103,7 @@ func (hv *headView) named(k string) ([]namedNote, error) {
 }
 
 func newVaultIndex() *vaultIndex {
-	return &vaultIndex{raws: map[string][]byte{}, notes: map[string]indexedName{}, titles: map[string][]string{}, subjects: map[string][]string{}}
+	return &vaultIndex{raws: map[string][]byte{}, unsorted: map[string]bool{}, notes: map[string]indexedName{}, titles: map[string][]string{}, subjects: map[string][]string{}}
 }
 
 // moveVaultIndex moves idx to hv's root tree.
@@ -141,7 +143,8 @@ func (hv *headView) diffDir(idx *vaultIndex, dir string, raw []byte) error {
 	if had && bytes.Equal(old, raw) {
 		return nil
 	}
-	if had && !(sortedTree(old) && sortedTree(raw)) {
+	sorted := sortedTree(raw)
+	if had && (idx.unsorted[dir] || !sorted) {
 		// Not in Git's order (a tree Git itself would refuse): no walk in
 		// step; drop the folder and index it anew.
 		if err := hv.dropDir(idx, dir); err != nil {
@@ -187,6 +190,11 @@ func (hv *headView) diffDir(idx *vaultIndex, dir string, raw []byte) error {
 		}
 	}
 	idx.raws[dir] = raw
+	if sorted {
+		delete(idx.unsorted, dir)
+	} else {
+		idx.unsorted[dir] = true
+	}
 	return nil
 }
 
@@ -270,5 +278,6 @@ func (hv *headView) dropDir(idx *vaultIndex, dir string) error {
 		}
 	}
 	delete(idx.raws, dir)
+	delete(idx.unsorted, dir)
 	return nil
 }
