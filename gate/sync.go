@@ -104,6 +104,9 @@ type SyncStatus struct {
 	// Published is the last commit this gate pushed (syncguard.go): every
 	// later remote tip must contain it.
 	Published string `json:"published,omitempty"`
+	// PublishedTo is the remote and branch Published was pushed to (a
+	// remote the policy names anew starts without one).
+	PublishedTo string `json:"published_to,omitempty"`
 	// Dropped counts lifecycle commits (withhold/restore) not replayed
 	// because the remote changed the same note; the next sweep re-derives
 	// them from the new HEAD.
@@ -236,7 +239,7 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 		}
 		st.LastFetch = g.now().UTC()
 		st.RemoteHead = R.String()
-		if err := g.checkPublished(st, R, rawURL); err != nil {
+		if err := g.checkPublished(st, R, rawURL, rbranch); err != nil {
 			return err
 		}
 		lb, L, err := g.repo.head()
@@ -258,7 +261,7 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 				syncFault("after-push")
 				st.LastPush = g.now().UTC()
 				st.Pushes++
-				st.Published = L.String()
+				st.Published, st.PublishedTo = L.String(), redactURL(rawURL)+" "+rbranch
 				st.RemoteHead = L.String()
 				_ = g.repo.s.SetReference(plumbing.NewHashReference(track, L))
 				g.note("sync-push", map[string]any{"remote": redactURL(rawURL), "branch": rbranch, "from": R.String(), "to": L.String(), "commits": len(local)})

@@ -26,9 +26,9 @@ var ErrRemoteRewrote = errors.New("the remote rewrote or dropped this gate's his
 
 // checkPublished refuses the remote tip R unless the last commit this gate
 // published is R or one of R's ancestors.
-func (g *Gate) checkPublished(st *syncFile, R plumbing.Hash, rawURL string) error {
-	if st.Published == "" {
-		return nil
+func (g *Gate) checkPublished(st *syncFile, R plumbing.Hash, rawURL, rbranch string) error {
+	if st.Published == "" || st.PublishedTo != redactURL(rawURL)+" "+rbranch {
+		return nil // nothing published to this remote branch yet
 	}
 	P := plumbing.NewHash(st.Published)
 	if R == P {
