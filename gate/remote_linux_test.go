@@ -250,3 +250,28 @@ func TestSyncContradictionHeldAfterReplay(t *testing.T) {
 	}
 	checkConverged(t, r, map[string]*Gate{a: ga, b: gb})
 }
+
+// TestSyncNewRemoteStartsAfresh: the published-commit check is per remote
+// branch: when the policy names another remote (a migration), the commits
+// published to the old one are not asked of the new one.
+func TestSyncNewRemoteStartsAfresh(t *testing.T) {
+	a, _, r := twoVaults(t, "file")
+	root := t.TempDir()
+	bare2 := filepath.Join(root, "vault2.git")
+	gitCLI(t, root, "clone", "-q", "--bare", r.bare, bare2) // before the promotion
+	g := openGate(t, a)
+	put(t, session(t, a, "s1"), "x.md", factDraft("Published to the first"))
+	once(t, g)
+	if st, _ := ReadSyncStatus(a, ""); st.Published == "" || st.LastError != "" {
+		t.Fatalf("first remote: %+v", st)
+	}
+	setPolicy(t, a, remotePolicy("file://"+bare2))
+	once(t, g)
+	st, _ := ReadSyncStatus(a, "")
+	if st.LastError != "" || st.Ahead != 0 {
+		t.Fatalf("the new remote was refused or not pushed to: %+v", st)
+	}
+	if h, l := strings.TrimSpace(gitCLI(t, bare2, "rev-parse", "HEAD")), strings.TrimSpace(gitCLI(t, a, "rev-parse", "HEAD")); h != l {
+		t.Fatalf("new remote at %s, vault at %s", h, l)
+	}
+}
