@@ -232,8 +232,16 @@ func TestApproveContradictionIsDecided(t *testing.T) {
 	if p, _ := g.Pending(); len(p) != 2 {
 		t.Fatalf("a failed approval decided the draft: %d pending", len(p))
 	}
-	if _, err := g.ApproveWith(eu.ID, "alice", ApproveOptions{Supersede: true, Title: "x"}); err == nil {
-		t.Fatal("--supersede with --title accepted")
+	if _, err := g.ApproveWith(eu.ID, "alice", ApproveOptions{Supersede: true, Title: "x"}); err == nil || !strings.Contains(err.Error(), "choose one") {
+		t.Fatalf("--supersede with --title: %v", err)
+	}
+	for _, bad := range []string{"   ", "a\x01b", "!!!", strings.Repeat("x", 201)} {
+		if _, err := g.ApproveWith(eu.ID, "alice", ApproveOptions{Title: bad}); err == nil || !strings.Contains(err.Error(), "not usable") {
+			t.Errorf("retitle to %q: %v", bad, err)
+		}
+	}
+	if p, _ := g.Pending(); len(p) != 2 {
+		t.Fatalf("a refused choice decided the draft: %d pending", len(p))
 	}
 
 	d, err := g.ApproveWith(eu.ID, "alice", ApproveOptions{Supersede: true})
