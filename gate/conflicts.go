@@ -123,7 +123,8 @@ func contradictions(res validate.Result, dest, self string, hv *headView) ([]con
 }
 
 // conflicts turns the contradictions into findings (rule conflict): the
-// note at the target path, and one per field (title, subject).
+// note at the target path, and one per field (title, subject). folder is
+// not used: a name clashes anywhere in the vault (kept for the callers).
 func conflicts(res validate.Result, folder, dest string, hv *headView) ([]note.Finding, error) {
 	cs, err := contradictions(res, dest, "", hv)
 	if err != nil {
