@@ -12,9 +12,9 @@ package gate
 //     evidence and waits for a human.
 //   - approved verification processes (verifier.go): the policy's
 //     verifiers for the type run under fedmem-run; exit 0 is evidence.
-//   - no conflict: a note in force (status absent or stable) in the target
-//     folder with the same title or subject, or at the target path, holds
-//     the draft — even from a trusted origin.
+//   - no conflict: a note in force (status absent or stable) or withheld,
+//     anywhere in the vault (conflictindex.go), with the same title or subject,
+//     or at the target path, holds the draft — even from a trusted origin.
 //
 // Caches here are keyed by Git object ids (blob and tree hashes): an id
 // names its content forever, so the caches are shared by every gate in the
@@ -25,7 +25,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -294,68 +293,6 @@ func NormTitle(s string) string {
 	s = norm.NFKC.String(s)
 	s = cases.Fold().String(s)
 	return strings.Join(strings.Fields(s), " ")
-}
-
-// conflicts finds notes in force that the draft would duplicate or
-// contradict: at its target path, or in its target folder with the same
-// title or `subject`. Notes the draft names in `supersedes` are left to the
-// supersession rule (a human decides those). Cost: the target folder's tree
-// at HEAD (one tree read) and, the first time each note blob is seen, its
-// frontmatter; a folder whose tree did not change since the last check
-// costs a map lookup.
-func conflicts(res validate.Result, folder, dest string, hv *headView) ([]note.Finding, error) {
-	skip := map[string]bool{}
-	for _, s := range res.Meta.Supersedes {
-		skip[path.Clean(strings.TrimPrefix(s.Value, "/"))] = true
-	}
-	var out []note.Finding
-	titleLine := res.Note.KeyLine("title")
-	if dest != "" && !skip[dest] {
-		e, err := hv.entry(dest)
-		if err != nil {
-			return nil, err
-		}
-		if e != nil && e.Mode.IsFile() {
-			f, err := hv.facts(e.Hash)
-			if err != nil {
-				return nil, err
-			}
-			if f.InForce {
-				out = append(out, note.Finding{Rule: RuleConflict, Line: titleLine, Severity: note.Flag,
-					Message: fmt.Sprintf("the target path %s holds a note in force; supersede it (`supersedes: [%s]`) or choose another title", dest, dest)})
-			}
-		}
-	}
-	report := func(what, val string, line int, paths []string) {
-		for _, p := range paths {
-			if skip[p] || p == dest {
-				continue
-			}
-			out = append(out, note.Finding{Rule: RuleConflict, Line: line, Severity: note.Flag,
-				Message: fmt.Sprintf("a note in force has the same %s %q: %s; supersede it (`supersedes: [%s]`) or narrow this note", what, clipText(val), p, p)})
-			return // one finding per field is enough
-		}
-	}
-	// A title and a subject name the same thing: each of the draft's is
-	// compared with both of every note in force (a draft with no title
-	// and `subject: Deploy region` contradicts the note titled so).
-	if t := NormTitle(res.Meta.Title); t != "" {
-		paths, err := hv.sameNamed(folder, t)
-		if err != nil {
-			return nil, err
-		}
-		report("title", res.Meta.Title, titleLine, paths)
-	}
-	if v, ok := res.Note.Scalar("subject"); ok {
-		if s := NormTitle(v); s != "" {
-			paths, err := hv.sameNamed(folder, s)
-			if err != nil {
-				return nil, err
-			}
-			report("subject", v, res.Note.KeyLine("subject"), paths)
-		}
-	}
-	return out, nil
 }
 
 // headView reads one commit's tree: entries by path, note facts by blob.

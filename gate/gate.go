@@ -82,6 +82,8 @@ type Gate struct {
 	// flushCost is what flushing a group inside a pass has cost lately
 	// (run.go, groupDue).
 	flushCost time.Duration
+	// remote bounds remote operations (remoteio.go).
+	remote remoteState
 }
 
 // Open checks the vault and the caller, prepares the state directory and

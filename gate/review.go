@@ -126,6 +126,13 @@ func validReviewer(name string) bool {
 // approval of a draft already committed adopts that commit (keyed by the
 // draft id), whoever approves.
 func (g *Gate) Approve(id, reviewer string) (*Decision, error) {
+	return g.ApproveWith(id, reviewer, ApproveOptions{})
+}
+
+// ApproveWith is Approve with the reviewer's decision about a draft that
+// contradicts a note in force (conflicts.go, approvechoice.go): without a
+// choice such an approval fails with ErrContradiction, naming the note.
+func (g *Gate) ApproveWith(id, reviewer string, opts ApproveOptions) (*Decision, error) {
 	if !validReviewer(reviewer) {
 		return nil, fmt.Errorf("reviewer name %q is not usable", reviewer)
 	}
@@ -159,12 +166,20 @@ func (g *Gate) Approve(id, reviewer string) (*Decision, error) {
 		d.Reviewed = g.now().UTC()
 		return d, g.recordReview(in, d)
 	}
+	if res, err = g.applyChoice(d, res, opts); err != nil {
+		return nil, err
+	}
 	v, o, err := g.judgeOwned(in, pol, d.Session, d.Draft, res, d.Owner)
 	if err != nil {
 		return nil, err
 	}
 	if v.State == StateRejected {
 		return nil, fmt.Errorf("draft %s is no longer valid and cannot be approved: %v", d.ID, v.Reasons)
+	}
+	// Never two notes in force for one name: the reviewer supersedes,
+	// retitles or rejects (approvechoice.go).
+	if res, err = g.decideContradiction(d, res, &v, opts); err != nil {
+		return nil, err
 	}
 	d.Reviewer = reviewer
 	if err := g.promoteDraft(pol, d, res, v, o, reviewer); err != nil {
@@ -280,6 +295,10 @@ type ReviewRequest struct {
 	Op     string `json:"op"` // list | show | approve | reject
 	ID     string `json:"id,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Supersede and Title: a reviewer's choice for a draft that
+	// contradicts a note in force (op approve; approvechoice.go).
+	Supersede bool   `json:"supersede,omitempty"`
+	Title     string `json:"title,omitempty"`
 }
 
 // ReviewResponse answers a ReviewRequest. Fields are only ever added.

@@ -22,6 +22,10 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 		return err
 	}
 	defer w.Close()
+	// SIGTERM (ctx) cuts off a fetch or push in progress (remoteio.go):
+	// a silent remote cannot keep the pass, and so Run, from ending.
+	g.setStop(ctx)
+	defer g.setStop(nil)
 	inboxDir := filepath.Join(g.vaultDir, vault.InboxDir)
 	watched := map[string]bool{}
 	watch := func() {

@@ -147,7 +147,7 @@ func (g *Gate) handle(c *net.UnixConn) ReviewResponse {
 		r.Decision, b, err = g.Show(req.ID)
 		r.Draft = string(b)
 	case "approve":
-		r.Decision, err = g.Approve(req.ID, name)
+		r.Decision, err = g.ApproveWith(req.ID, name, ApproveOptions{Supersede: req.Supersede, Title: req.Title})
 	case "reject":
 		r.Decision, err = g.RejectPending(req.ID, name, req.Reason)
 	case "reverify":

@@ -475,6 +475,12 @@ func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
 	if res.Failures, err = sourceMismatches(hv, f); err != nil {
 		return nil, err
 	}
+	// Never two in force for one name (conflicts.go).
+	if cf, err := restoreConflicts(hv, p, f); err != nil {
+		return nil, err
+	} else {
+		res.Failures = append(res.Failures, cf...)
+	}
 	content, err := g.repo.fileAt(head, p)
 	if err != nil {
 		return nil, err

@@ -12,8 +12,10 @@ package gate
 //   - HEAD is behind the remote: fast-forward the branch (lock-file CAS) and
 //     the changed paths of the work tree and index;
 //   - both moved: replay the gate's own commits since the merge base onto the
-//     remote tip, one new commit each, skipping a promotion whose
-//     Fedmem-Draft id is already on the remote; then push.
+//     remote tip, one new commit each; then push. A remote commit that
+//     carries the draft id of a local promotion is a forgery, refused
+//     (syncguard.go), as is a remote tip that does not contain the last
+//     commit this gate published.
 //
 // Every step that moves the local branch writes sync.intent (state dir)
 // first, so a gate killed at any point finishes the work tree, the
@@ -25,6 +27,7 @@ package gate
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -95,9 +98,15 @@ type SyncStatus struct {
 	// Counters since the state dir was created.
 	Pushes   int `json:"pushes"`
 	Replayed int `json:"replayed"`
-	// Skipped counts local promotions not replayed because the remote
-	// already holds a commit with the same Fedmem-Draft id.
+	// Skipped counts local commits not replayed because the remote
+	// already holds their changes.
 	Skipped int `json:"skipped"`
+	// Published is the last commit this gate pushed (syncguard.go): every
+	// later remote tip must contain it.
+	Published string `json:"published,omitempty"`
+	// PublishedTo is the remote and branch Published was pushed to (a
+	// remote the policy names anew starts without one).
+	PublishedTo string `json:"published_to,omitempty"`
 	// Dropped counts lifecycle commits (withhold/restore) not replayed
 	// because the remote changed the same note; the next sweep re-derives
 	// them from the new HEAD.
@@ -133,6 +142,9 @@ type syncIntent struct {
 	// id → its new path when the replay had to move the note.
 	Remap map[string]string `json:"remap,omitempty"`
 	Paths map[string]string `json:"paths,omitempty"`
+	// Held: draft id → a local promotion not replayed because it
+	// contradicts a note in force on the remote (synchold.go).
+	Held map[string]syncHold `json:"held,omitempty"`
 }
 
 // syncFault is a test hook called at named points of a sync (a test's
@@ -167,6 +179,7 @@ func (g *Gate) syncAfterPass() {
 		return
 	case perr == nil:
 		u, br = pol.Remote.URL, pol.Remote.Branch
+		g.setRemoteTimeout(pol.Remote.Timeout)
 	case u == "":
 		return
 	default:
@@ -226,6 +239,9 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 		}
 		st.LastFetch = g.now().UTC()
 		st.RemoteHead = R.String()
+		if err := g.checkPublished(st, R, rawURL, rbranch); err != nil {
+			return err
+		}
 		lb, L, err := g.repo.head()
 		if err != nil {
 			return err
@@ -245,6 +261,7 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 				syncFault("after-push")
 				st.LastPush = g.now().UTC()
 				st.Pushes++
+				st.Published, st.PublishedTo = L.String(), redactURL(rawURL)+" "+rbranch
 				st.RemoteHead = L.String()
 				_ = g.repo.s.SetReference(plumbing.NewHashReference(track, L))
 				g.note("sync-push", map[string]any{"remote": redactURL(rawURL), "branch": rbranch, "from": R.String(), "to": L.String(), "commits": len(local)})
@@ -263,7 +280,7 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 			}
 			return nil
 		default:
-			if err := g.replay(st, lb, L, R, base, local); err != nil {
+			if err := g.replay(st, lb, L, R, base, local, rawURL); err != nil {
 				return err
 			}
 		}
@@ -275,7 +292,9 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 // the remote has no such branch yet).
 func (g *Gate) fetch(rem *git.Remote, spec config.RefSpec, track plumbing.ReferenceName, au *syncAuth) (plumbing.Hash, error) {
 	err := au.do(func(a transport.AuthMethod) error {
-		return rem.Fetch(&git.FetchOptions{RemoteName: syncRemoteName, RefSpecs: []config.RefSpec{spec}, Auth: a, Tags: git.NoTags, Force: true})
+		return g.remoteOp("fetch", func(ctx context.Context) error {
+			return rem.FetchContext(ctx, &git.FetchOptions{RemoteName: syncRemoteName, RefSpecs: []config.RefSpec{spec}, Auth: a, Tags: git.NoTags, Force: true})
+		})
 	})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
@@ -300,7 +319,7 @@ func (g *Gate) push(rem *git.Remote, lb, remoteRef plumbing.ReferenceName, expec
 	}
 	err := au.do(func(a transport.AuthMethod) error {
 		opts.Auth = a
-		return rem.Push(opts)
+		return g.remoteOp("push", func(ctx context.Context) error { return rem.PushContext(ctx, opts) })
 	})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil
@@ -414,6 +433,7 @@ func (g *Gate) finishSyncIntent(st *syncFile) error {
 	if len(in.Remap) > 0 {
 		g.remapDecisions(in.Remap, in.Paths)
 	}
+	g.holdReplayed(in.Held)
 	g.recheckPending(st, head)
 	return os.Remove(g.statePath(syncIntentFile))
 }
@@ -563,13 +583,13 @@ func (g *Gate) removePaths(paths []string) error {
 
 // replay rebuilds the gate's commits above base (local, newest first) on
 // the remote tip R, then moves the local branch from L to the result.
-func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbing.Hash, local []plumbing.Hash) error {
+func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbing.Hash, local []plumbing.Hash, rawURL string) error {
 	onRemote, err := g.draftsBetween(R, base)
 	if err != nil {
 		return err
 	}
 	tip := R
-	remap, paths := map[string]string{}, map[string]string{}
+	remap, paths, held := map[string]string{}, map[string]string{}, map[string]syncHold{}
 	replayed, skipped, dropped := 0, 0, 0
 	for i := len(local) - 1; i >= 0; i-- {
 		com, err := object.GetCommit(g.repo.s, local[i])
@@ -582,8 +602,20 @@ func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbi
 		id := trailer(com.Message, TrailerDraft)
 		if id != "" {
 			if at, ok := onRemote[id]; ok {
-				remap[id] = at.String()
-				skipped++
+				// Not this gate's commit: it never pushed this one
+				// (syncguard.go).
+				return g.forgedPromotion(id, at, com.Hash, rawURL)
+			}
+		}
+		if id != "" {
+			// Judged again on the remote tip: the later of two notes of
+			// one name is held, never replayed beside it (synchold.go).
+			h, err := g.replayContradicts(com, tip)
+			if err != nil {
+				return err
+			}
+			if h != nil {
+				held[id] = *h
 				continue
 			}
 		}
@@ -620,7 +652,7 @@ func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbi
 	if _, err := g.workTreeChanges(L, tip, tip); err != nil {
 		return err
 	}
-	in := syncIntent{Kind: "replay", Old: L.String(), New: tip.String(), Remap: remap, Paths: paths}
+	in := syncIntent{Kind: "replay", Old: L.String(), New: tip.String(), Remap: remap, Paths: paths, Held: held}
 	if err := writeJSON(g.statePath(syncIntentFile), in); err != nil {
 		return err
 	}
@@ -632,7 +664,7 @@ func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbi
 	st.Replayed += replayed
 	st.Skipped += skipped
 	st.Dropped += dropped
-	g.note("sync-replay", map[string]any{"from": L.String(), "onto": R.String(), "to": tip.String(), "replayed": replayed, "skipped": skipped, "dropped": dropped})
+	g.note("sync-replay", map[string]any{"from": L.String(), "onto": R.String(), "to": tip.String(), "replayed": replayed, "skipped": skipped, "dropped": dropped, "held": len(held)})
 	g.log.Info("replayed", "onto", R.String(), "to", tip.String(), "replayed", replayed, "skipped", skipped, "dropped", dropped)
 	return g.finishSyncIntent(st)
 }

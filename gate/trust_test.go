@@ -183,11 +183,13 @@ func TestSameTitleNeverSquatsAPath(t *testing.T) {
 		t.Fatalf("not handled: %+v", s.Errors)
 	}
 	// Whatever the gate held (a title clash with a note in force is a
-	// conflict), a reviewer approves: every approval finds a path.
+	// conflict), a reviewer approves, superseding the note in force (an
+	// approval without that choice fails: conflicts.go): every approval
+	// finds a path.
 	paths := map[string]bool{}
 	for _, d := range s.Decisions {
 		if d.State == StatePending {
-			ad, err := g.Approve(d.ID, "alice")
+			ad, err := g.ApproveWith(d.ID, "alice", ApproveOptions{Supersede: true})
 			if err != nil {
 				t.Fatalf("approve %s: %v", d.Draft, err)
 			}

@@ -69,10 +69,19 @@ a1b2". A prefix matching several drafts is refused with the candidates.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return do(cmd, gate.ReviewRequest{Op: "list"}) }}
 	show := &cobra.Command{Use: "show ID", Short: "Show a held draft and why it was held", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error { return do(cmd, gate.ReviewRequest{Op: "show", ID: a[0]}) }}
-	approve := &cobra.Command{Use: "approve ID", Short: "Promote a held draft", Args: cobra.ExactArgs(1),
+	var supersede bool
+	var title string
+	approve := &cobra.Command{Use: "approve ID [--supersede | --title TITLE]", Short: "Promote a held draft", Args: cobra.ExactArgs(1),
+		Long: `Promote a held draft. A draft whose title or subject names a note in force
+(or a withheld one) is never promoted beside it: choose --supersede (the note
+in force is deprecated, superseded_by the new one, in the same commit),
+--title (promote it under another title), or reject it. Without a choice the
+approval fails and names the note.`,
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return do(cmd, gate.ReviewRequest{Op: "approve", ID: a[0]})
+			return do(cmd, gate.ReviewRequest{Op: "approve", ID: a[0], Supersede: supersede, Title: title})
 		}}
+	approve.Flags().BoolVar(&supersede, "supersede", false, "deprecate the note(s) in force the draft contradicts, in the promotion's commit")
+	approve.Flags().StringVar(&title, "title", "", "promote the draft under this title instead (retitle)")
 	reject := &cobra.Command{Use: "reject ID --reason TEXT", Short: "Reject a held draft (remembered)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if o.reason == "" {

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -20,9 +21,19 @@ type Remote struct {
 	URL string
 	// Branch is the remote branch; "" means the vault's own branch name.
 	Branch string
+	// Timeout bounds each remote operation (one fetch, one push), connect
+	// included: a remote that accepts and never answers costs at most
+	// this. Default DefaultRemoteTimeout.
+	Timeout time.Duration
 	// Line is where the block starts in the policy file.
 	Line int
 }
+
+// Bounds of remote.timeout.
+const (
+	DefaultRemoteTimeout = 60 * time.Second
+	MaxRemoteTimeout     = 30 * time.Minute
+)
 
 var (
 	scpLikeRe = regexp.MustCompile(`^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:[^\\]+$`)
@@ -85,7 +96,7 @@ func BranchError(b string) string {
 }
 
 func (c *checker) remote(v *yaml.Node) *Remote {
-	r := &Remote{Line: v.Line}
+	r := &Remote{Line: v.Line, Timeout: DefaultRemoteTimeout}
 	c.mapping(v, "remote", func(k string, v2 *yaml.Node) {
 		switch k {
 		case "url":
@@ -97,6 +108,14 @@ func (c *checker) remote(v *yaml.Node) *Remote {
 			r.Branch = c.str(v2, "remote.branch")
 			if why := BranchError(r.Branch); why != "" && v2.Kind == yaml.ScalarNode {
 				c.errf(v2, "remote.branch %q %s", r.Branch, why)
+			}
+		case "timeout":
+			s := c.str(v2, "remote.timeout")
+			d, err := time.ParseDuration(s)
+			if err != nil || d < time.Second || d > MaxRemoteTimeout {
+				c.errf(v2, "remote.timeout must be a duration from 1s to 30m such as 60s (got %q)", s)
+			} else {
+				r.Timeout = d
 			}
 		default:
 			c.unknown(v, "remote", k)

@@ -1,0 +1,283 @@
+package gate
+
+// The conflict index (issue 24 item 3): one index of the whole vault, every
+// folder depth, of the notes that hold a name — in force, or withheld (a
+// withheld note keeps its title and subject reserved: it comes back by
+// reverify, and must not come back beside another note of that name). A
+// name is a normalised title or `subject` (NormTitle); a title and a subject
+// name the same thing, so each is looked up against both.
+//
+// The index follows HEAD by the difference of trees, like the folder index
+// before it (evidence.go) but recursively: from the root tree it last
+// indexed to the one asked for, a folder whose tree id did not change is
+// skipped whole, a changed one is walked against its old content, and only
+// the notes that came, left or changed are read (their frontmatter, cached
+// by blob id). A promotion costs the trees along the changed paths, never a
+// scan of the vault. The first request builds it whole (once per process
+// and repository).
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/fedmem/fedmem/vault"
+)
+
+// namedNote is one note that holds a name.
+type namedNote struct {
+	Path      string
+	Withheld  bool // reserved, not in force
+	BySubject bool // the name is its subject (else its title)
+}
+
+// vaultIndex is the conflict index of one repository at one root tree.
+type vaultIndex struct {
+	root plumbing.Hash
+	// raws: the content of every indexed folder's tree ("" is the root),
+	// the old side of the next difference.
+	raws map[string][]byte
+	// unsorted: indexed folders whose tree is not in Git's order.
+	unsorted map[string]bool
+	notes    map[string]indexedName
+	titles   map[string][]string
+	subjects map[string][]string
+}
+
+type indexedName struct {
+	title, subject string
+	withheld       bool
+}
+
+// vaultIndexes holds one vaultIndex per repository (by its .git path).
+var vaultIndexes = struct {
+	sync.Mutex
+	m map[string]*vaultIndex
+}{m: map[string]*vaultIndex{}}
+
+// maxVaultIndexes bounds the repositories indexed at once (tests open many).
+const maxVaultIndexes = 16
+
+// named returns the notes (in force or withheld) anywhere in the vault at
+// hv's commit whose title or subject normalises to k: those with that title
+// first, then those with that subject, each in path order.
+func (hv *headView) named(k string) ([]namedNote, error) {
+	if hv.root == nil || k == "" {
+		return nil, nil
+	}
+	vaultIndexes.Lock()
+	defer vaultIndexes.Unlock()
+	key := hv.r.gitDir
+	idx := vaultIndexes.m[key]
+	if idx == nil || idx.root != hv.rootHash {
+		if idx == nil {
+			idx = newVaultIndex()
+		}
+		if err := hv.moveVaultIndex(idx); err != nil {
+			delete(vaultIndexes.m, key) // half moved
+			return nil, err
+		}
+		if _, ok := vaultIndexes.m[key]; !ok && len(vaultIndexes.m) >= maxVaultIndexes {
+			vaultIndexes.m = map[string]*vaultIndex{}
+		}
+		vaultIndexes.m[key] = idx
+	}
+	t := slices.Clone(idx.titles[k])
+	s := slices.Clone(idx.subjects[k])
+	slices.Sort(t)
+	slices.Sort(s)
+	var out []namedNote
+	for _, p := range t {
+		out = append(out, namedNote{Path: p, Withheld: idx.notes[p].withheld})
+	}
+	for _, p := range s {
+		out = append(out, namedNote{Path: p, Withheld: idx.notes[p].withheld, BySubject: true})
+	}
+	return out, nil
+}
+
+func newVaultIndex() *vaultIndex {
+	return &vaultIndex{raws: map[string][]byte{}, unsorted: map[string]bool{}, notes: map[string]indexedName{}, titles: map[string][]string{}, subjects: map[string][]string{}}
+}
+
+// moveVaultIndex moves idx to hv's root tree.
+func (hv *headView) moveVaultIndex(idx *vaultIndex) error {
+	raw, err := hv.r.rawTree(hv.rootHash)
+	if err != nil {
+		return fmt.Errorf("conflict index: read root tree: %w", err)
+	}
+	if err := hv.diffDir(idx, "", raw); err != nil {
+		return err
+	}
+	idx.root = hv.rootHash
+	return nil
+}
+
+// indexedDir reports whether the folder at p (vault-relative) holds notes
+// the index covers: not hidden, not the inbox, not the archive.
+func indexedDir(p string) bool {
+	top, _, _ := strings.Cut(p, "/")
+	if top == vault.InboxDir || top == "99-archive" {
+		return false
+	}
+	return !strings.HasPrefix(path.Base(p), ".")
+}
+
+func joinPath(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// diffDir moves the index of folder dir (its old content in idx.raws) to
+// the tree content raw, recursing into the sub-folders whose tree changed.
+func (hv *headView) diffDir(idx *vaultIndex, dir string, raw []byte) error {
+	old, had := idx.raws[dir]
+	if had && bytes.Equal(old, raw) {
+		return nil
+	}
+	sorted := sortedTree(raw)
+	if had && (idx.unsorted[dir] || !sorted) {
+		// Not in Git's order (a tree Git itself would refuse): no walk in
+		// step; drop the folder and index it anew.
+		if err := hv.dropDir(idx, dir); err != nil {
+			return err
+		}
+		old, had = nil, false
+	}
+	o, n := &treeCursor{raw: old}, &treeCursor{raw: raw}
+	bad := func() error { return fmt.Errorf("conflict index: folder %q: tree is malformed", dir) }
+	if !o.next() || !n.next() {
+		return bad()
+	}
+	for o.ok || n.ok {
+		c := 0
+		switch {
+		case !o.ok:
+			c = 1
+		case !n.ok:
+			c = -1
+		case !had:
+			c = 1
+		default:
+			c = compareKeys(o.name, o.dir, n.name, n.dir)
+		}
+		same := c == 0 && bytes.Equal(o.all, n.all)
+		if (c < 0 || c == 0 && !same) && o.ok {
+			p := joinPath(dir, string(o.name))
+			if o.dir {
+				if err := hv.dropDir(idx, p); err != nil {
+					return err
+				}
+			} else {
+				idx.dropNote(p)
+			}
+		}
+		if (c > 0 || c == 0 && !same) && n.ok {
+			if err := hv.addEntry(idx, dir, n); err != nil {
+				return err
+			}
+		}
+		if c <= 0 && o.ok && !o.next() || c >= 0 && n.ok && !n.next() {
+			return bad()
+		}
+	}
+	idx.raws[dir] = raw
+	if sorted {
+		delete(idx.unsorted, dir)
+	} else {
+		idx.unsorted[dir] = true
+	}
+	return nil
+}
+
+// addEntry indexes the entry at c (in folder dir): a sub-folder is walked,
+// a note in force or withheld with a title or subject is put in.
+func (hv *headView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
+	name := string(c.name)
+	p := joinPath(dir, name)
+	var id plumbing.Hash
+	copy(id[:], c.all[len(c.all)-20:])
+	if c.dir {
+		if !indexedDir(p) || string(c.mode) != "40000" {
+			return nil
+		}
+		raw, err := hv.r.rawTree(id)
+		if err != nil {
+			return fmt.Errorf("conflict index: read folder %s: %w", p, err)
+		}
+		return hv.diffDir(idx, p, raw)
+	}
+	if dir == "" || !strings.HasSuffix(name, ".md") || name == "index.md" || name == "log.md" || strings.HasPrefix(name, ".") || isArchivePage(p) {
+		return nil
+	}
+	m, err := filemode.New(string(c.mode))
+	if err != nil || !m.IsFile() || m == filemode.Symlink {
+		return nil
+	}
+	f, err := hv.facts(id)
+	if err != nil {
+		return err
+	}
+	if !(f.InForce || f.Withheld) || f.Title == "" && f.Subject == "" {
+		return nil
+	}
+	in := indexedName{f.Title, f.Subject, f.Withheld && !f.InForce}
+	idx.notes[p] = in
+	if in.title != "" {
+		idx.titles[in.title] = append(idx.titles[in.title], p)
+	}
+	if in.subject != "" {
+		idx.subjects[in.subject] = append(idx.subjects[in.subject], p)
+	}
+	return nil
+}
+
+func (idx *vaultIndex) dropNote(p string) {
+	in, ok := idx.notes[p]
+	if !ok {
+		return
+	}
+	delete(idx.notes, p)
+	if idx.titles[in.title] = dropPath(idx.titles[in.title], p); len(idx.titles[in.title]) == 0 {
+		delete(idx.titles, in.title)
+	}
+	if idx.subjects[in.subject] = dropPath(idx.subjects[in.subject], p); len(idx.subjects[in.subject]) == 0 {
+		delete(idx.subjects, in.subject)
+	}
+}
+
+// dropDir takes folder dir and everything under it out of the index.
+func (hv *headView) dropDir(idx *vaultIndex, dir string) error {
+	raw, ok := idx.raws[dir]
+	if !ok {
+		return nil // never indexed (skipped folder)
+	}
+	c := &treeCursor{raw: raw}
+	for {
+		if !c.next() {
+			return fmt.Errorf("conflict index: folder %q: indexed tree is malformed", dir)
+		}
+		if !c.ok {
+			break
+		}
+		p := joinPath(dir, string(c.name))
+		if c.dir {
+			if err := hv.dropDir(idx, p); err != nil {
+				return err
+			}
+		} else {
+			idx.dropNote(p)
+		}
+	}
+	delete(idx.raws, dir)
+	delete(idx.unsorted, dir)
+	return nil
+}
