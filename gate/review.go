@@ -277,9 +277,13 @@ const SocketName = "review.sock"
 
 // ReviewRequest is one request on the review socket (one per connection).
 type ReviewRequest struct {
-	Op     string `json:"op"` // list | show | approve | reject
+	Op     string `json:"op"` // list | show | select | approve | reject | reverify
 	ID     string `json:"id,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// IDs (approve, reject: a batch of full ids; select: ids or unique
+	// prefixes) and Filter (select) — reviewbatch.go.
+	IDs    []string      `json:"ids,omitempty"`
+	Filter *ReviewFilter `json:"filter,omitempty"`
 }
 
 // ReviewResponse answers a ReviewRequest. Fields are only ever added.
@@ -291,4 +295,8 @@ type ReviewResponse struct {
 	Decision  *Decision       `json:"decision,omitempty"`
 	Draft     string          `json:"draft,omitempty"`
 	Reverify  *ReverifyResult `json:"reverify,omitempty"` // op reverify (sweep.go)
+	// Batch: one item per id of a batch approve or reject.
+	Batch []BatchItem `json:"batch,omitempty"`
+	// Short: the unique short id of each listed decision (op list, select).
+	Short map[string]string `json:"short,omitempty"`
 }
