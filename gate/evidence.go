@@ -321,7 +321,7 @@ func conflicts(res validate.Result, folder, dest string, hv *headView) ([]note.F
 				return nil, err
 			}
 			if f.InForce {
-				out = append(out, note.Finding{Rule: RuleConflict, Line: titleLine, Severity: note.Flag,
+				out = append(out, note.Finding{Rule: RuleConflict, Line: titleLine, Severity: note.Flag, Path: dest,
 					Message: fmt.Sprintf("the target path %s holds a note in force; supersede it (`supersedes: [%s]`) or choose another title", dest, dest)})
 			}
 		}
@@ -331,7 +331,7 @@ func conflicts(res validate.Result, folder, dest string, hv *headView) ([]note.F
 			if skip[p] || p == dest {
 				continue
 			}
-			out = append(out, note.Finding{Rule: RuleConflict, Line: line, Severity: note.Flag,
+			out = append(out, note.Finding{Rule: RuleConflict, Line: line, Severity: note.Flag, Path: p,
 				Message: fmt.Sprintf("a note in force has the same %s %q: %s; supersede it (`supersedes: [%s]`) or narrow this note", what, clipText(val), p, p)})
 			return // one finding per field is enough
 		}

@@ -297,6 +297,8 @@ type ReviewResponse struct {
 	Reverify  *ReverifyResult `json:"reverify,omitempty"` // op reverify (sweep.go)
 	// Batch: one item per id of a batch approve or reject.
 	Batch []BatchItem `json:"batch,omitempty"`
+	// Context: what a reviewer decides a held draft with (op show).
+	Context *ShowContext `json:"context,omitempty"`
 	// Short: the unique short id of each listed decision (op list, select).
 	Short map[string]string `json:"short,omitempty"`
 }

@@ -156,7 +156,7 @@ func (g *Gate) handle(c *net.UnixConn) ReviewResponse {
 		}
 	case req.Op == "show":
 		var b []byte
-		r.Decision, b, err = g.Show(req.ID)
+		r.Decision, b, r.Context, err = g.ShowFull(req.ID)
 		r.Draft = string(b)
 	case (req.Op == "approve" || req.Op == "reject") && len(req.IDs) > 0:
 		r.Batch, err = g.serveBatch(c, req, name)

@@ -280,8 +280,11 @@ func printReview(w io.Writer, op string, r *gate.ReviewResponse, asJSON bool) {
 		for _, f := range d.Reasons {
 			fmt.Fprintf(w, "  %s\n", visible(f.String()))
 		}
+		if c := r.Context; c != nil {
+			printShowContext(w, c)
+		}
 		if r.Draft != "" {
-			fmt.Fprintf(w, "\n%s", visible(r.Draft))
+			fmt.Fprintf(w, "\n--- the draft as the agent wrote it ---\n%s", visible(r.Draft))
 		}
 	default:
 		printDecided(w, r.Decision, r.Reviewer, nil)
@@ -295,4 +298,53 @@ func orUnknown(o string) string {
 		return "unknown"
 	}
 	return o
+}
+
+// printShowContext prints what the gate computed for a reviewer: the
+// session as proven, where an approval writes, the diffs against notes in
+// force it touches, and the sources' state. Every string from the vault or
+// the draft goes through visible.
+func printShowContext(w io.Writer, c *gate.ShowContext) {
+	p := c.Provenance
+	fmt.Fprintf(w, "\nprovenance (%s): %s\n", visible(p.Origin), p.Meaning)
+	if p.Why != "" {
+		fmt.Fprintf(w, "  not proven: %s\n", visible(p.Why))
+	}
+	if p.Profile != "" {
+		fmt.Fprintf(w, "  profile: %s  hash %s\n", visible(p.Profile), p.ProfileHash)
+	}
+	if p.User != "" || p.UID != 0 {
+		fmt.Fprintf(w, "  agent:   %s (uid %d)\n", orUnknown(p.User), p.UID)
+	}
+	if len(p.Command) > 0 {
+		fmt.Fprintf(w, "  command: %s\n", visible(strings.Join(p.Command, " ")))
+	}
+	if p.Started != "" {
+		fmt.Fprintf(w, "  started: %s  ended: %s\n", p.Started, orUnknown(p.Ended))
+	}
+	if c.Target != "" {
+		fmt.Fprintf(w, "approving writes: %s\n", visible(c.Target))
+	}
+	for _, s := range c.Sources {
+		state := "in force"
+		switch {
+		case s.Problem != "":
+			state = s.Problem
+		case !s.InForce:
+			state = "not in force (" + s.Status + ")"
+		}
+		fmt.Fprintf(w, "source: %s  %s  %s\n", visible(s.Path), orUnknown(s.Blob), state)
+	}
+	if len(c.Sources) == 0 {
+		fmt.Fprintln(w, "sources: none cited")
+	}
+	for _, n := range c.Related {
+		fmt.Fprintf(w, "\n%s %s (%s):\n%s", n.Relation, visible(n.Path), n.Status, visible(n.Diff))
+	}
+	if len(c.Related) == 0 && c.Rendered != "" {
+		fmt.Fprintf(w, "\n--- the note as approving would commit it (no note in force at that path, superseded or contradicted) ---\n%s", visible(c.Rendered))
+	}
+	if c.Problem != "" {
+		fmt.Fprintf(w, "context incomplete: %s\n", visible(c.Problem))
+	}
 }
