@@ -45,6 +45,8 @@ type Provenance struct {
 	Command     []string `json:"command,omitempty"`
 	Started     string   `json:"started,omitempty"`
 	Ended       string   `json:"ended,omitempty"`
+	Workdir     string   `json:"workdir,omitempty"`
+	VaultHead   string   `json:"vault_head_start,omitempty"`
 	// Origin is the decision's origin word; Meaning says what it means for
 	// this draft, Why what failed when the origin is not proven.
 	Origin  string `json:"origin"`
@@ -107,6 +109,7 @@ func (g *Gate) showContext(d *Decision, b []byte) *ShowContext {
 	if r := o.Record; r != nil {
 		p := &c.Provenance
 		p.Profile, p.ProfileHash, p.UID, p.Command, p.Started, p.Ended = r.Profile, r.ProfileHash, r.UID, r.Command, r.Started, r.Ended
+		p.Workdir, p.VaultHead = r.Workdir, r.VaultHeadStart
 		if u, err := user.LookupId(strconv.Itoa(r.UID)); err == nil {
 			p.User = u.Username
 		}

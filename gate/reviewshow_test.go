@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -23,6 +24,11 @@ func TestShowContextDiffsProvenanceSources(t *testing.T) {
 	gitCLI(t, v, "add", ".")
 	gitCLI(t, v, "-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "human notes")
 	put(t, session(t, v, "s-1"), "r.md", "---\ntype: Fact\ntitle: Deployment region\nsources: [10-projects/src.md, 10-projects/gone.md]\n---\nProduction runs in eu-west-1.\n")
+	// The launcher writes its report as the record: workdir and HEAD too.
+	head := strings.TrimSpace(gitCLI(t, v, "rev-parse", "HEAD"))
+	rec := SessionRecord{Session: "s-1", Profile: testProfile, ProfileHash: testProfileHash, UID: os.Geteuid(), Command: []string{"claude"}, Started: "2026-11-29T20:00:00Z", Workdir: "/srv/project", VaultHeadStart: head}
+	rb, _ := json.Marshal(rec)
+	os.WriteFile(filepath.Join(v, "90-inbox", ".sessions", "s-1.json"), rb, 0o644)
 	g := openGate(t, v)
 	pend := decisionFor(t, once(t, g), "r.md")
 	if pend.State != StatePending {
@@ -38,6 +44,9 @@ func TestShowContextDiffsProvenanceSources(t *testing.T) {
 	p := c.Provenance
 	if p.Session != "s-1" || p.Profile != testProfile || p.ProfileHash != testProfileHash || p.UID != os.Geteuid() || len(p.Command) == 0 || p.Meaning == "" {
 		t.Errorf("provenance %+v", p)
+	}
+	if p.Workdir != "/srv/project" || p.VaultHead != head {
+		t.Errorf("workdir %q head %q", p.Workdir, p.VaultHead)
 	}
 	if u, err := user.LookupId(strconv.Itoa(os.Geteuid())); err == nil && p.User != u.Username {
 		t.Errorf("agent user %q, want %q", p.User, u.Username)

@@ -317,10 +317,13 @@ func printShowContext(w io.Writer, c *gate.ShowContext) {
 		fmt.Fprintf(w, "  agent:   %s (uid %d)\n", orUnknown(p.User), p.UID)
 	}
 	if len(p.Command) > 0 {
-		fmt.Fprintf(w, "  command: %s\n", visible(strings.Join(p.Command, " ")))
+		fmt.Fprintf(w, "  command: %s\n", oneLine(strings.Join(p.Command, " ")))
+	}
+	if p.Workdir != "" {
+		fmt.Fprintf(w, "  workdir: %s\n", visible(p.Workdir))
 	}
 	if p.Started != "" {
-		fmt.Fprintf(w, "  started: %s  ended: %s\n", p.Started, orUnknown(p.Ended))
+		fmt.Fprintf(w, "  started: %s  ended: %s  vault HEAD at start: %s\n", p.Started, orUnknown(p.Ended), orUnknown(p.VaultHead))
 	}
 	if c.Target != "" {
 		fmt.Fprintf(w, "approving writes: %s\n", visible(c.Target))
@@ -347,4 +350,10 @@ func printShowContext(w io.Writer, c *gate.ShowContext) {
 	if c.Problem != "" {
 		fmt.Fprintf(w, "context incomplete: %s\n", visible(c.Problem))
 	}
+}
+
+// oneLine is visible with newlines and tabs shown as \n and \t, for a
+// field that must stay on its line.
+func oneLine(s string) string {
+	return strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(visible(s))
 }

@@ -272,6 +272,21 @@ printf '{"session":"%s","uid":64001,"profile":"default","command":["claude"]}' "
 		t.Fatalf("review list: %v\n%s", err, list)
 	}
 	id := pendingID(t, list, "hunch.md")
+	// review show gives the reviewer the session as fedmem-run recorded it
+	// (the workdir and the vault HEAD the agent could read), what the
+	// origin word means, and the note an approval would commit.
+	show, err := exec.Command(bins.Fedmem, "review", "--vault", v, "show", id).CombinedOutput()
+	if err != nil {
+		t.Fatalf("review show %s: %v\n%s", id, err, show)
+	}
+	for _, want := range []string{"workdir: " + work, "vault HEAD at start: ", "default): fedmem-run wrote the session record (proven", "approving writes: 20-domains/a-hunch-worth-a-look.md"} {
+		if !strings.Contains(string(show), want) {
+			t.Errorf("review show lacks %q:\n%s", want, show)
+		}
+	}
+	if strings.Contains(string(show), "vault HEAD at start: unknown") {
+		t.Errorf("review show has no vault HEAD for a fedmem-run session:\n%s", show)
+	}
 	if out, err := exec.Command(bins.Fedmem, "review", "--vault", v, "approve", id).CombinedOutput(); err != nil {
 		t.Fatalf("review approve %s: %v\n%s", id, err, out)
 	}
