@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/fedmem/fedmem/gate/audit"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -284,6 +285,10 @@ type ReviewRequest struct {
 	// prefixes) and Filter (select) — reviewbatch.go.
 	IDs    []string      `json:"ids,omitempty"`
 	Filter *ReviewFilter `json:"filter,omitempty"`
+	// Change and Reviewer (op reviewers): add or remove a reviewer in the
+	// policy by a gate commit (policyedit.go).
+	Change   string `json:"change,omitempty"`
+	Reviewer string `json:"reviewer,omitempty"`
 }
 
 // ReviewResponse answers a ReviewRequest. Fields are only ever added.
@@ -299,6 +304,40 @@ type ReviewResponse struct {
 	Batch []BatchItem `json:"batch,omitempty"`
 	// Context: what a reviewer decides a held draft with (op show).
 	Context *ShowContext `json:"context,omitempty"`
+	// Commit and Reviewers answer op reviewers.
+	Commit    string   `json:"commit,omitempty"`
+	Reviewers []string `json:"reviewers,omitempty"`
+	// Audit answers op audit-verify (reviewers may not read the gate's
+	// state directory; the gate verifies its log for them).
+	Audit *AuditResult `json:"audit,omitempty"`
 	// Short: the unique short id of each listed decision (op list, select).
 	Short map[string]string `json:"short,omitempty"`
+}
+
+// AuditResult is the gate's own check of its audit log against the vault's
+// history, for a reviewer who cannot read the state directory.
+type AuditResult struct {
+	Entries  int64           `json:"entries"`
+	Problems []audit.Problem `json:"problems,omitempty"`
+	History  *History        `json:"history,omitempty"`
+	Anchors  int             `json:"anchors"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// VerifyAudit checks the gate's audit log and its anchors in the vault's
+// history (what `fedmem audit verify --vault` does with read access).
+func (g *Gate) VerifyAudit() *AuditResult {
+	r := &AuditResult{}
+	hist, err := ReadHistory(g.vaultDir, nil)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	r.History, r.Anchors = hist, len(hist.Anchors)
+	n, probs, err := audit.VerifyAnchored(g.StateDir(), hist.Anchors)
+	r.Entries, r.Problems = n, probs
+	if err != nil {
+		r.Error = err.Error()
+	}
+	return r
 }

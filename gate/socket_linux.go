@@ -164,10 +164,14 @@ func (g *Gate) handle(c *net.UnixConn) ReviewResponse {
 		r.Decision, err = g.Approve(req.ID, name)
 	case req.Op == "reject":
 		r.Decision, err = g.RejectPending(req.ID, name, req.Reason)
+	case req.Op == "reviewers":
+		r.Commit, r.Reviewers, err = g.EditReviewers(req.Change, req.Reviewer, name)
+	case req.Op == "audit-verify":
+		r.Audit = g.VerifyAudit()
 	case req.Op == "reverify":
 		r.Reverify, err = g.Reverify(req.ID, name)
 	default:
-		err = fmt.Errorf("unknown op %q (list, show, select, approve, reject, reverify)", req.Op)
+		err = fmt.Errorf("unknown op %q (list, show, select, approve, reject, reverify, reviewers, audit-verify)", req.Op)
 	}
 	if err != nil {
 		r.Error = err.Error()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -333,6 +334,38 @@ printf '{"session":"%s","uid":64001,"profile":"default","command":["claude"]}' "
 		} else if !errors.Is(err, os.ErrPermission) {
 			t.Errorf("uid %d writing %s: %v, want permission denied", agentUID, p, err)
 		}
+	}
+
+	// A reviewer who is not root (issue 19 item 5): root, a reviewer of a
+	// root-made vault, adds uid 64002 by a gate commit (trailers name the
+	// change and who asked); 64002 then reviews over the socket and checks
+	// the audit log, which it cannot read itself, through the gate.
+	const otherUID = 64002
+	if out, err := exec.Command(bins.Fedmem, "policy", "reviewers", "--vault", v, "add", strconv.Itoa(otherUID)).CombinedOutput(); err != nil {
+		t.Fatalf("policy reviewers add: %v\n%s", err, out)
+	}
+	if msg := git(t, v, "log", "-1", "--format=%an%n%B"); !strings.Contains(msg, "Fedmem-Policy: reviewers add 64002") || !strings.Contains(msg, "Fedmem-Reviewer: root") || !strings.HasPrefix(msg, "fedmem-gate") {
+		t.Errorf("reviewer change is not a gate commit naming it:\n%s", msg)
+	}
+	other := func(args ...string) (string, string, error) {
+		c := as(otherUID, otherUID, []uint32{}, bins.Fedmem, args...)
+		c.Env = []string{"PATH=/usr/bin:/bin", "HOME=/"}
+		var o, e bytes.Buffer
+		c.Stdout, c.Stderr = &o, &e
+		err := c.Run()
+		return o.String(), e.String(), err
+	}
+	if o, e, err := other("review", "--vault", v, "list"); err != nil {
+		t.Errorf("review list as reviewer uid %d: %v\n%s%s", otherUID, err, o, e)
+	}
+	if o, e, err := other("audit", "verify", "--vault", v); err != nil || !strings.Contains(o, "ok:") || !strings.Contains(e, "verified by the running gate") {
+		t.Errorf("audit verify as reviewer uid %d: %v\n%s%s", otherUID, err, o, e)
+	}
+	if _, e, err := other("policy", "reviewers", "--vault", v, "remove", strconv.Itoa(otherUID)); err != nil {
+		t.Errorf("policy reviewers remove (itself): %v %s", err, e)
+	}
+	if _, e, err := other("review", "--vault", v, "list"); err == nil || !strings.Contains(e, "is not a reviewer") {
+		t.Errorf("a removed reviewer still reviews: %v %s", err, e)
 	}
 }
 
