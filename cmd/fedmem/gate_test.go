@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -391,5 +392,80 @@ func TestReviewBatchCommands(t *testing.T) {
 	}
 	if code, _, errOut := runFedmem("review", "approve", left[0].ID, left[0].ID, "--vault", dir, "--yes"); code != 1 || !strings.Contains(errOut, "no pending draft") {
 		t.Fatalf("batch of decided ids: %d %s", code, errOut)
+	}
+}
+
+// TestReviewTUIThroughTmux: `fedmem review` on a terminal with no
+// subcommand is the interactive review — the held drafts, the gate's view
+// of the selected one, a reject with a typed reason and an approval by key,
+// each decided by the gate (a commit for the approval).
+func TestReviewTUIThroughTmux(t *testing.T) {
+	bin := buildFedmem(t)
+	dir := filepath.Join(testutil.TempDir(t), "vault")
+	if _, err := repo.Init(dir, repo.InitOptions{Reviewers: []string{strconv.Itoa(os.Geteuid())}}); err != nil {
+		t.Fatal(err)
+	}
+	sd := filepath.Join(dir, "90-inbox", "tui-1")
+	os.MkdirAll(sd, 0o700)
+	os.WriteFile(filepath.Join(sd, "a.md"), []byte("---\ntype: Fact\ntitle: Tui alpha\n---\nAlpha text for the reviewer.\n"), 0o644)
+	os.WriteFile(filepath.Join(sd, "b.md"), []byte("---\ntype: Decision\ntitle: Tui beta\n---\nBeta text for the reviewer.\n"), 0o644)
+	g, err := gate.Open(gate.Options{Vault: dir, AllowSameUser: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if s, err := g.Once(); err != nil || s.Pending != 2 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sock := filepath.Join(g.StateDir(), gate.SocketName)
+	go g.ServeReview(ctx, sock)
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	tm := testutil.StartTmux(t, "TERM=xterm-256color "+bin+" review --socket "+sock+"; echo EXIT=$?")
+	tm.WaitFor(regexp.MustCompile(`held: 2 shown of 2`), 20*time.Second)
+	// The filter narrows the list to the Fact; it is shown with the gate's
+	// context.
+	tm.Send("/")
+	tm.WaitFor(regexp.MustCompile(`filter:`), 10*time.Second)
+	tm.Send("Fact", "Enter")
+	tm.WaitFor(regexp.MustCompile(`(?s)held: 1 shown of 2.*draft:\s+a\.md.*provenance \(unverified\)`), 20*time.Second)
+	tm.Send("r")
+	tm.WaitFor(regexp.MustCompile(`reject, reason:`), 10*time.Second)
+	tm.Send("not a fact", "Enter")
+	tm.WaitFor(regexp.MustCompile(`rejected by \S+`), 20*time.Second)
+	tm.WaitFor(regexp.MustCompile(`held: 0 shown of 1`), 20*time.Second)
+	tm.Send("/")
+	tm.WaitFor(regexp.MustCompile(`filter:`), 10*time.Second)
+	tm.Send("C-u", "Enter")
+	tm.WaitFor(regexp.MustCompile(`(?s)held: 1 shown of 1.*draft:\s+b\.md`), 20*time.Second)
+	tm.Send("a")
+	tm.WaitFor(regexp.MustCompile(`promoted by \S+: 70-decisions/tui-beta\.md @ [0-9a-f]{40}`), 20*time.Second)
+	tm.Send("q")
+	tm.WaitFor(regexp.MustCompile(`2 draft\(s\) decided\s+EXIT=0`), 20*time.Second)
+	if left, _ := g.Pending(); len(left) != 0 {
+		t.Errorf("still held after the TUI: %+v", left)
+	}
+	all, _ := g.Decisions()
+	for _, d := range all {
+		switch d.Draft {
+		case "a.md":
+			if d.State != gate.StateRejected || d.ReviewReason != "not a fact" {
+				t.Errorf("a.md: %+v", d)
+			}
+		case "b.md":
+			if d.State != gate.StatePromoted || d.Commit == "" {
+				t.Errorf("b.md: %+v", d)
+			}
+		}
+	}
+	// Off a terminal, review alone is a usage error, not the TUI.
+	if code, _, errOut := runFedmem("review", "--socket", sock); code != 2 || !strings.Contains(errOut, "subcommand is required") {
+		t.Errorf("review off a terminal: %d %s", code, errOut)
 	}
 }

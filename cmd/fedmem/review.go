@@ -77,8 +77,21 @@ selected and its count and ask before deciding; --yes skips the question
 (and is required when stdin is not a terminal). Each draft is its own
 decision and, when approved, its own commit; a draft that cannot be decided
 (decided meanwhile by another reviewer, no longer valid) is reported and the
-command exits 1.`,
+command exits 1.
+
+On a terminal, fedmem review with no subcommand opens the interactive
+review: the held drafts on the left (/ filters them), the gate's view of the
+selected one on the right (what show prints), and keys to approve (a),
+reject with a reason (r), skip (n) and quit (q). docs/gate.md lists them.`,
 		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !o.isTerminal() || !term.IsTerminal(int(os.Stdout.Fd())) {
+				cmd.SetOut(cmd.ErrOrStderr())
+				_ = cmd.Help()
+				return usageErrorf("a subcommand is required (list, show, approve, reject, reverify); on a terminal, fedmem review alone opens the interactive review")
+			}
+			return runTUI(o)
+		},
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&o.vault, "vault", "", "the vault directory (finds the socket next to it)")
