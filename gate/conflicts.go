@@ -148,7 +148,7 @@ func conflicts(res validate.Result, folder, dest string, hv *headView) ([]note.F
 			fields[c.What] = true
 			msg = fmt.Sprintf("a note in force has the same %s %q: %s; supersede it (`supersedes: [%s]`) or narrow this note", c.What, clipText(c.Value), c.Path, c.Path)
 		}
-		out = append(out, note.Finding{Rule: RuleConflict, Line: c.Line, Severity: note.Flag, Message: msg})
+		out = append(out, note.Finding{Rule: RuleConflict, Line: c.Line, Severity: note.Flag, Path: c.Path, Message: msg})
 	}
 	return out, nil
 }

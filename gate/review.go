@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/fedmem/fedmem/gate/audit"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -292,13 +293,21 @@ const SocketName = "review.sock"
 
 // ReviewRequest is one request on the review socket (one per connection).
 type ReviewRequest struct {
-	Op     string `json:"op"` // list | show | approve | reject
+	Op     string `json:"op"` // list | show | select | approve | reject | reverify
 	ID     string `json:"id,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	// Supersede and Title: a reviewer's choice for a draft that
 	// contradicts a note in force (op approve; approvechoice.go).
 	Supersede bool   `json:"supersede,omitempty"`
 	Title     string `json:"title,omitempty"`
+	// IDs (approve, reject: a batch of full ids; select: ids or unique
+	// prefixes) and Filter (select) — reviewbatch.go.
+	IDs    []string      `json:"ids,omitempty"`
+	Filter *ReviewFilter `json:"filter,omitempty"`
+	// Change and Reviewer (op reviewers): add or remove a reviewer in the
+	// policy by a gate commit (policyedit.go).
+	Change   string `json:"change,omitempty"`
+	Reviewer string `json:"reviewer,omitempty"`
 }
 
 // ReviewResponse answers a ReviewRequest. Fields are only ever added.
@@ -310,4 +319,44 @@ type ReviewResponse struct {
 	Decision  *Decision       `json:"decision,omitempty"`
 	Draft     string          `json:"draft,omitempty"`
 	Reverify  *ReverifyResult `json:"reverify,omitempty"` // op reverify (sweep.go)
+	// Batch: one item per id of a batch approve or reject.
+	Batch []BatchItem `json:"batch,omitempty"`
+	// Context: what a reviewer decides a held draft with (op show).
+	Context *ShowContext `json:"context,omitempty"`
+	// Commit and Reviewers answer op reviewers.
+	Commit    string   `json:"commit,omitempty"`
+	Reviewers []string `json:"reviewers,omitempty"`
+	// Audit answers op audit-verify (reviewers may not read the gate's
+	// state directory; the gate verifies its log for them).
+	Audit *AuditResult `json:"audit,omitempty"`
+	// Short: the unique short id of each listed decision (op list, select).
+	Short map[string]string `json:"short,omitempty"`
+}
+
+// AuditResult is the gate's own check of its audit log against the vault's
+// history, for a reviewer who cannot read the state directory.
+type AuditResult struct {
+	Entries  int64           `json:"entries"`
+	Problems []audit.Problem `json:"problems,omitempty"`
+	History  *History        `json:"history,omitempty"`
+	Anchors  int             `json:"anchors"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// VerifyAudit checks the gate's audit log and its anchors in the vault's
+// history (what `fedmem audit verify --vault` does with read access).
+func (g *Gate) VerifyAudit() *AuditResult {
+	r := &AuditResult{}
+	hist, err := ReadHistory(g.vaultDir, nil)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	r.History, r.Anchors = hist, len(hist.Anchors)
+	n, probs, err := audit.VerifyAnchored(g.StateDir(), hist.Anchors)
+	r.Entries, r.Problems = n, probs
+	if err != nil {
+		r.Error = err.Error()
+	}
+	return r
 }

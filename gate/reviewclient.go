@@ -23,7 +23,8 @@ func AskReview(path string, req ReviewRequest) (*ReviewResponse, error) {
 		return nil, fmt.Errorf("review socket %s: %w (is `fedmem gate run` running?)", path, err)
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	// A batch commits once per draft (the gate grows its deadline alike).
+	_ = c.SetDeadline(time.Now().Add(60*time.Second + time.Duration(len(req.IDs))*time.Second))
 	werr := json.NewEncoder(c).Encode(req)
 	var resp ReviewResponse
 	if err := json.NewDecoder(io.LimitReader(c, 64<<20)).Decode(&resp); err != nil {

@@ -111,7 +111,7 @@ func (g *Gate) handle(c *net.UnixConn) ReviewResponse {
 	// Read the request before judging the peer, so that a refusal is an
 	// answer the client reads, not a connection closed under its write.
 	var req ReviewRequest
-	reqErr := json.NewDecoder(io.LimitReader(bufio.NewReader(c), 64<<10)).Decode(&req)
+	reqErr := json.NewDecoder(io.LimitReader(bufio.NewReader(c), maxRequest)).Decode(&req)
 	cred, err := peerCred(c)
 	if err != nil {
 		return ReviewResponse{Error: "cannot read peer credentials: " + err.Error()}
@@ -139,21 +139,39 @@ func (g *Gate) handle(c *net.UnixConn) ReviewResponse {
 		return ReviewResponse{Error: "bad request: " + reqErr.Error()}
 	}
 	r := ReviewResponse{Reviewer: name}
-	switch req.Op {
-	case "list":
+	switch {
+	case req.Op == "list":
 		r.Decisions, err = g.Pending()
-	case "show":
+		if err == nil {
+			r.Short, err = g.ShortIDs(decisionIDs(r.Decisions))
+		}
+	case req.Op == "select":
+		var f ReviewFilter
+		if req.Filter != nil {
+			f = *req.Filter
+		}
+		r.Decisions, err = g.Select(req.IDs, f)
+		if err == nil {
+			r.Short, err = g.ShortIDs(decisionIDs(r.Decisions))
+		}
+	case req.Op == "show":
 		var b []byte
-		r.Decision, b, err = g.Show(req.ID)
+		r.Decision, b, r.Context, err = g.ShowFull(req.ID)
 		r.Draft = string(b)
-	case "approve":
+	case (req.Op == "approve" || req.Op == "reject") && len(req.IDs) > 0:
+		r.Batch, err = g.serveBatch(c, req, name)
+	case req.Op == "approve":
 		r.Decision, err = g.ApproveWith(req.ID, name, ApproveOptions{Supersede: req.Supersede, Title: req.Title})
-	case "reject":
+	case req.Op == "reject":
 		r.Decision, err = g.RejectPending(req.ID, name, req.Reason)
-	case "reverify":
+	case req.Op == "reviewers":
+		r.Commit, r.Reviewers, err = g.EditReviewers(req.Change, req.Reviewer, name)
+	case req.Op == "audit-verify":
+		r.Audit = g.VerifyAudit()
+	case req.Op == "reverify":
 		r.Reverify, err = g.Reverify(req.ID, name)
 	default:
-		err = fmt.Errorf("unknown op %q (list, show, approve, reject)", req.Op)
+		err = fmt.Errorf("unknown op %q (list, show, select, approve, reject, reverify, reviewers, audit-verify)", req.Op)
 	}
 	if err != nil {
 		r.Error = err.Error()
@@ -161,4 +179,37 @@ func (g *Gate) handle(c *net.UnixConn) ReviewResponse {
 	}
 	r.OK = true
 	return r
+}
+
+// maxRequest bounds a review request (a batch of MaxBatch full ids fits).
+const maxRequest = 1 << 20
+
+// serveBatch decides a batch of full ids (reviewbatch.go). A batch commits
+// once per draft, so the connection's deadline grows with its size.
+func (g *Gate) serveBatch(c *net.UnixConn, req ReviewRequest, reviewer string) ([]BatchItem, error) {
+	if len(req.IDs) > MaxBatch {
+		return nil, fmt.Errorf("%d ids in one batch; at most %d", len(req.IDs), MaxBatch)
+	}
+	_ = c.SetDeadline(time.Now().Add(30*time.Second + time.Duration(len(req.IDs))*time.Second))
+	var items []BatchItem
+	if req.Title != "" {
+		return nil, errors.New("--title names one note: give it with one id, not a batch")
+	}
+	if req.Op == "approve" {
+		items = g.ApproveAll(req.IDs, reviewer, ApproveOptions{Supersede: req.Supersede})
+	} else {
+		items = g.RejectAll(req.IDs, reviewer, req.Reason)
+	}
+	if n := BatchFailed(items); n > 0 {
+		return items, fmt.Errorf("%d of %d drafts not decided", n, len(items))
+	}
+	return items, nil
+}
+
+func decisionIDs(ds []Decision) []string {
+	ids := make([]string, len(ds))
+	for i, d := range ds {
+		ids[i] = d.ID
+	}
+	return ids
 }

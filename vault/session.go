@@ -21,6 +21,12 @@ type SessionRecord struct {
 	// session ends (empty while it runs, or when the launcher could not
 	// write it). The gate does not trust a draft changed after it.
 	Ended string `json:"ended,omitempty"`
+	// Workdir is the agent's working directory; VaultHeadStart the vault's
+	// HEAD when the session started (what the agent could read). The
+	// launcher writes its whole report as the record, whose fields of the
+	// same names fill these (review show prints them).
+	Workdir        string `json:"workdir,omitempty"`
+	VaultHeadStart string `json:"vault_head_start,omitempty"`
 }
 
 // SessionRecordPath is where the record of session lives in the vault.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -120,9 +121,14 @@ func TestReviewCommands(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// The list shows the shortest unique prefix of the id's tail (issue 19),
+	// the JSON the full id.
 	code, out, errOut := runFedmem("review", "list", "--vault", dir)
-	if code != 0 || !strings.Contains(out, id) {
+	if f := strings.Fields(out); code != 0 || len(f) == 0 || len(f[0]) < gate.MinIDPrefix || !strings.HasPrefix(id[strings.LastIndexByte(id, '-')+1:], f[0]) {
 		t.Fatalf("list: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := runFedmem("review", "list", "--vault", dir, "--json"); code != 0 || !strings.Contains(out, id) {
+		t.Fatalf("list --json: %d %s %s", code, out, errOut)
 	}
 	code, out, _ = runFedmem("review", "show", id, "--vault", dir)
 	if code != 0 || !strings.Contains(out, "abc<U+202E>def") || strings.Contains(out, "\u202e") {
@@ -311,5 +317,155 @@ echo '{"state":"promoted"}' > "$FEDMEM_INBOX/.receipts/bad.md.json" || echo "FOR
 		if d.Draft == "bad.md" && d.State != gate.StateRejected {
 			t.Fatalf("a forged receipt changed the gate's decision: %+v", d)
 		}
+	}
+}
+
+// TestReviewBatchCommands: approve and reject take several ids and
+// filters; a batch shows what it selected and its count, refuses to decide
+// without --yes when stdin is not a terminal, decides with it (one commit
+// per draft), and a filter that matches nothing or a half-failed batch
+// exits non-zero with a message.
+func TestReviewBatchCommands(t *testing.T) {
+	dir := filepath.Join(testutil.TempDir(t), "vault")
+	if _, err := repo.Init(dir, repo.InitOptions{Reviewers: []string{strconv.Itoa(os.Geteuid())}}); err != nil {
+		t.Fatal(err)
+	}
+	for sess, drafts := range map[string][]string{"bt-1": {"one", "two", "three"}, "bt-2": {"four"}} {
+		sd := filepath.Join(dir, "90-inbox", sess)
+		os.MkdirAll(sd, 0o700)
+		for _, n := range drafts {
+			os.WriteFile(filepath.Join(sd, n+".md"), []byte("---\ntype: Fact\ntitle: Batch "+n+"\n---\nThe number "+n+" is a word.\n"), 0o644)
+		}
+	}
+	g, err := gate.Open(gate.Options{Vault: dir, AllowSameUser: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if s, err := g.Once(); err != nil || s.Pending != 4 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sock := filepath.Join(g.StateDir(), gate.SocketName)
+	go g.ServeReview(ctx, sock)
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code, _, errOut := runFedmem("review", "approve", "--vault", dir); code != 2 || !strings.Contains(errOut, "--all") {
+		t.Fatalf("approve with nothing named: %d %s", code, errOut)
+	}
+	if code, _, errOut := runFedmem("review", "approve", "--session", "bt-none", "--yes", "--vault", dir); code != 1 || !strings.Contains(errOut, "no held draft matches --session bt-none") {
+		t.Fatalf("filter matching nothing: %d %s", code, errOut)
+	}
+	// The test's stdin is not a terminal: the batch is shown, not decided.
+	code, out, errOut := runFedmem("review", "approve", "--session", "bt-1", "--vault", dir)
+	if code != 2 || !strings.Contains(out, "3 held draft(s) to approve") || !strings.Contains(errOut, "--yes") {
+		t.Fatalf("batch without --yes off a terminal: %d %s %s", code, out, errOut)
+	}
+	if s, _ := g.Pending(); len(s) != 4 {
+		t.Fatalf("a refused batch decided something: %d held", len(s))
+	}
+	before, _ := exec.Command("git", "-C", dir, "rev-list", "--count", "HEAD").Output()
+	code, out, errOut = runFedmem("review", "approve", "--session", "bt-1", "--yes", "--vault", dir)
+	if code != 0 || !strings.Contains(out, "3 of 3 draft(s) approved by") {
+		t.Fatalf("batch approve: %d %s %s", code, out, errOut)
+	}
+	after, _ := exec.Command("git", "-C", dir, "rev-list", "--count", "HEAD").Output()
+	b, _ := strconv.Atoi(strings.TrimSpace(string(before)))
+	a, _ := strconv.Atoi(strings.TrimSpace(string(after)))
+	if a != b+3 {
+		t.Errorf("commits %d -> %d: want one per approved draft", b, a)
+	}
+	left, _ := g.Pending()
+	if len(left) != 1 || left[0].Session != "bt-2" {
+		t.Fatalf("held after the batch: %+v", left)
+	}
+	// Several ids, one of them already decided: the rest is decided, the
+	// decided one is named, the exit code says not everything was.
+	code, out, errOut = runFedmem("review", "reject", left[0].ID, "--reason", "dup", "--yes", "--vault", dir, "--type", "Fact")
+	if code != 0 || !strings.Contains(out, "1 of 1 draft(s) rejected") {
+		t.Fatalf("reject by id and --type: %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut := runFedmem("review", "approve", left[0].ID, left[0].ID, "--vault", dir, "--yes"); code != 1 || !strings.Contains(errOut, "no pending draft") {
+		t.Fatalf("batch of decided ids: %d %s", code, errOut)
+	}
+}
+
+// TestReviewTUIThroughTmux: `fedmem review` on a terminal with no
+// subcommand is the interactive review — the held drafts, the gate's view
+// of the selected one, a reject with a typed reason and an approval by key,
+// each decided by the gate (a commit for the approval).
+func TestReviewTUIThroughTmux(t *testing.T) {
+	bin := buildFedmem(t)
+	dir := filepath.Join(testutil.TempDir(t), "vault")
+	if _, err := repo.Init(dir, repo.InitOptions{Reviewers: []string{strconv.Itoa(os.Geteuid())}}); err != nil {
+		t.Fatal(err)
+	}
+	sd := filepath.Join(dir, "90-inbox", "tui-1")
+	os.MkdirAll(sd, 0o700)
+	os.WriteFile(filepath.Join(sd, "a.md"), []byte("---\ntype: Fact\ntitle: Tui alpha\n---\nAlpha text for the reviewer.\n"), 0o644)
+	os.WriteFile(filepath.Join(sd, "b.md"), []byte("---\ntype: Decision\ntitle: Tui beta\n---\nBeta text for the reviewer.\n"), 0o644)
+	g, err := gate.Open(gate.Options{Vault: dir, AllowSameUser: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if s, err := g.Once(); err != nil || s.Pending != 2 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sock := filepath.Join(g.StateDir(), gate.SocketName)
+	go g.ServeReview(ctx, sock)
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	tm := testutil.StartTmux(t, "TERM=xterm-256color "+bin+" review --socket "+sock+"; echo EXIT=$?")
+	tm.WaitFor(regexp.MustCompile(`held: 2 shown of 2`), 20*time.Second)
+	// The filter narrows the list to the Fact; it is shown with the gate's
+	// context.
+	tm.Send("/")
+	tm.WaitFor(regexp.MustCompile(`filter:`), 10*time.Second)
+	tm.Send("Fact", "Enter")
+	tm.WaitFor(regexp.MustCompile(`(?s)held: 1 shown of 2.*draft:\s+a\.md.*provenance \(unverified\)`), 20*time.Second)
+	tm.Send("r")
+	tm.WaitFor(regexp.MustCompile(`reject, reason:`), 10*time.Second)
+	tm.Send("not a fact", "Enter")
+	tm.WaitFor(regexp.MustCompile(`rejected by \S+`), 20*time.Second)
+	tm.WaitFor(regexp.MustCompile(`held: 0 shown of 1`), 20*time.Second)
+	tm.Send("/")
+	tm.WaitFor(regexp.MustCompile(`filter:`), 10*time.Second)
+	tm.Send("C-u", "Enter")
+	tm.WaitFor(regexp.MustCompile(`(?s)held: 1 shown of 1.*draft:\s+b\.md`), 20*time.Second)
+	tm.Send("a")
+	tm.WaitFor(regexp.MustCompile(`promoted by \S+: 70-decisions/tui-beta\.md @ [0-9a-f]{40}`), 20*time.Second)
+	tm.Send("q")
+	tm.WaitFor(regexp.MustCompile(`2 draft\(s\) decided\s+EXIT=0`), 20*time.Second)
+	if left, _ := g.Pending(); len(left) != 0 {
+		t.Errorf("still held after the TUI: %+v", left)
+	}
+	all, _ := g.Decisions()
+	for _, d := range all {
+		switch d.Draft {
+		case "a.md":
+			if d.State != gate.StateRejected || d.ReviewReason != "not a fact" {
+				t.Errorf("a.md: %+v", d)
+			}
+		case "b.md":
+			if d.State != gate.StatePromoted || d.Commit == "" {
+				t.Errorf("b.md: %+v", d)
+			}
+		}
+	}
+	// Off a terminal, review alone is a usage error, not the TUI.
+	if code, _, errOut := runFedmem("review", "--socket", sock); code != 2 || !strings.Contains(errOut, "subcommand is required") {
+		t.Errorf("review off a terminal: %d %s", code, errOut)
 	}
 }

@@ -62,6 +62,6 @@ Exit codes: 0 valid; 1 invalid or unreadable; 2 bad usage.`,
 	}
 	check.Flags().StringVar(&vaultDir, "vault", "", "check the policy of this vault")
 	cmd := &cobra.Command{Use: "policy", Short: "Work with the gate policy", Args: cobra.NoArgs}
-	cmd.AddCommand(check)
+	cmd.AddCommand(check, newPolicyReviewersCmd())
 	return cmd
 }

@@ -178,6 +178,8 @@ func Run(ctx context.Context, o *Options) (int, error) {
 		Vault:         r.Vault, Inbox: r.Plan.Inbox, Workdir: r.Workdir, Network: r.Profile.Network, Warnings: r.Warnings,
 	}
 	rep.Started = time.Now().UTC().Format(time.RFC3339Nano)
+	// In the record too (review show names what the agent could read).
+	rep.VaultHeadStart, _ = vault.ReadHead(r.Vault)
 	// The session record before anything else, while a setgid launcher
 	// still holds its group: in a launcher install only that group may
 	// create records in 90-inbox/.sessions/, which is how the gate knows a

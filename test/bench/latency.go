@@ -313,6 +313,14 @@ func targets(res *Result) []Target {
 		}
 		out = append(out, t)
 	}
+	ratioT("review: one batch / as many single approvals", "review: batch of", "≤ 0.20× single approvals")
+	showT := Target{Name: "review show p50 on the review vault", Unit: "ms", Anchor: "≤ 50 ms", Note: "not measured in this run"}
+	for _, s := range res.Series {
+		if strings.HasPrefix(s.Name, "review show,") {
+			showT.Value, showT.Met, showT.Note = s.Median, s.Median <= 50, ""
+		}
+	}
+	out = append(out, showT)
 	lat("write→decision p99, burst of 1000 from 20 sessions", "burst", "≤ 1000 ms")
 	lat("write→decision p99, steady 10 drafts/s", "steady", "≤ 100 ms")
 	return out

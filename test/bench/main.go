@@ -48,6 +48,8 @@ type options struct {
 	promoteRuns      int
 	promoteSizes     string
 	throughputDrafts int
+	reviewSize       int
+	reviewBatch      int
 }
 
 // Series is one measured command.
@@ -100,7 +102,9 @@ func main() {
 	flag.StringVar(&o.cache, "cache", "", "directory for generated vaults (default <module>/.cache/bench)")
 	flag.StringVar(&o.bin, "bin", os.Getenv("FEDMEM_BIN"), "directory holding fedmem-run and fedmem (default $FEDMEM_BIN, else ./bin)")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the result as JSON on stdout")
-	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, backends, size, promote, throughput or latency")
+	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, backends, size, promote, throughput, latency or review")
+	flag.IntVar(&o.reviewSize, "review-size", 100000, "notes in the vault of the review bench")
+	flag.IntVar(&o.reviewBatch, "review-batch", 400, "held drafts approved by one batch in the review bench")
 	flag.IntVar(&o.throughputDrafts, "throughput-drafts", 500, "drafts in each gate throughput pass")
 	flag.IntVar(&o.promoteRuns, "promote-n", 20, "timed promotions per vault size (alternating with git add && git commit)")
 	flag.StringVar(&o.promoteSizes, "promote-sizes", "1000,10000,100000", "vault sizes (notes) for the promotion bench")
@@ -199,6 +203,11 @@ func run(o options, stdout, log io.Writer) error {
 	}
 	if o.only == "" || o.only == "latency" {
 		if err := benchLatency(o, res, runBin, small, log); err != nil {
+			return err
+		}
+	}
+	if o.only == "" || o.only == "review" {
+		if err := benchReview(o, res, bin, log); err != nil {
 			return err
 		}
 	}

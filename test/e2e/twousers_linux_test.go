@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -272,6 +273,21 @@ printf '{"session":"%s","uid":64001,"profile":"default","command":["claude"]}' "
 		t.Fatalf("review list: %v\n%s", err, list)
 	}
 	id := pendingID(t, list, "hunch.md")
+	// review show gives the reviewer the session as fedmem-run recorded it
+	// (the workdir and the vault HEAD the agent could read), what the
+	// origin word means, and the note an approval would commit.
+	show, err := exec.Command(bins.Fedmem, "review", "--vault", v, "show", id).CombinedOutput()
+	if err != nil {
+		t.Fatalf("review show %s: %v\n%s", id, err, show)
+	}
+	for _, want := range []string{"workdir: " + work, "vault HEAD at start: ", "default): fedmem-run wrote the session record (proven", "approving writes: 20-domains/a-hunch-worth-a-look.md"} {
+		if !strings.Contains(string(show), want) {
+			t.Errorf("review show lacks %q:\n%s", want, show)
+		}
+	}
+	if strings.Contains(string(show), "vault HEAD at start: unknown") {
+		t.Errorf("review show has no vault HEAD for a fedmem-run session:\n%s", show)
+	}
 	if out, err := exec.Command(bins.Fedmem, "review", "--vault", v, "approve", id).CombinedOutput(); err != nil {
 		t.Fatalf("review approve %s: %v\n%s", id, err, out)
 	}
@@ -318,6 +334,38 @@ printf '{"session":"%s","uid":64001,"profile":"default","command":["claude"]}' "
 		} else if !errors.Is(err, os.ErrPermission) {
 			t.Errorf("uid %d writing %s: %v, want permission denied", agentUID, p, err)
 		}
+	}
+
+	// A reviewer who is not root (issue 19 item 5): root, a reviewer of a
+	// root-made vault, adds uid 64002 by a gate commit (trailers name the
+	// change and who asked); 64002 then reviews over the socket and checks
+	// the audit log, which it cannot read itself, through the gate.
+	const otherUID = 64002
+	if out, err := exec.Command(bins.Fedmem, "policy", "reviewers", "--vault", v, "add", strconv.Itoa(otherUID)).CombinedOutput(); err != nil {
+		t.Fatalf("policy reviewers add: %v\n%s", err, out)
+	}
+	if msg := git(t, v, "log", "-1", "--format=%an%n%B"); !strings.Contains(msg, "Fedmem-Policy: reviewers add 64002") || !strings.Contains(msg, "Fedmem-Reviewer: root") || !strings.HasPrefix(msg, "fedmem-gate") {
+		t.Errorf("reviewer change is not a gate commit naming it:\n%s", msg)
+	}
+	other := func(args ...string) (string, string, error) {
+		c := as(otherUID, otherUID, []uint32{}, bins.Fedmem, args...)
+		c.Env = []string{"PATH=/usr/bin:/bin", "HOME=/"}
+		var o, e bytes.Buffer
+		c.Stdout, c.Stderr = &o, &e
+		err := c.Run()
+		return o.String(), e.String(), err
+	}
+	if o, e, err := other("review", "--vault", v, "list"); err != nil {
+		t.Errorf("review list as reviewer uid %d: %v\n%s%s", otherUID, err, o, e)
+	}
+	if o, e, err := other("audit", "verify", "--vault", v); err != nil || !strings.Contains(o, "ok:") || !strings.Contains(e, "verified by the running gate") {
+		t.Errorf("audit verify as reviewer uid %d: %v\n%s%s", otherUID, err, o, e)
+	}
+	if _, e, err := other("policy", "reviewers", "--vault", v, "remove", strconv.Itoa(otherUID)); err != nil {
+		t.Errorf("policy reviewers remove (itself): %v %s", err, e)
+	}
+	if _, e, err := other("review", "--vault", v, "list"); err == nil || !strings.Contains(e, "is not a reviewer") {
+		t.Errorf("a removed reviewer still reviews: %v %s", err, e)
 	}
 }
 

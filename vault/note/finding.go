@@ -21,6 +21,10 @@ type Finding struct {
 	Line     int      `json:"line"`
 	Severity Severity `json:"severity"`
 	Message  string   `json:"message"`
+	// Path is the vault note a finding is about, when it is about one (a
+	// conflict names the note in force it clashes with): what a reviewer's
+	// tools follow, instead of parsing Message.
+	Path string `json:"path,omitempty"`
 }
 
 func (f Finding) String() string {
