@@ -86,7 +86,8 @@ command exits 1.
 On a terminal, fedmem review with no subcommand opens the interactive
 review: the held drafts on the left (/ filters them), the gate's view of the
 selected one on the right (what show prints), and keys to approve (a),
-reject with a reason (r), skip (n) and quit (q). docs/gate.md lists them.`,
+approve superseding what it contradicts (s), reject with a reason (r), skip
+(n) and quit (q). docs/gate.md lists them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !o.isTerminal() || !term.IsTerminal(int(os.Stdout.Fd())) {

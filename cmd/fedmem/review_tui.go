@@ -20,7 +20,7 @@ import (
 // is the same request the commands send, so the gate judges it the same
 // way; nothing the TUI shows comes from anywhere but the gate.
 
-const tuiHelp = "↑/↓ j/k move · / filter · a approve · r reject (reason) · n skip · pgup/pgdn scroll · g refresh · q quit"
+const tuiHelp = "↑/↓ j/k move · / filter · a approve · s approve+supersede · r reject (reason) · n skip · pgup/pgdn scroll · g refresh · q quit"
 
 type tuiMode int
 
@@ -88,9 +88,9 @@ func (m tuiModel) fetchShow(id string) tea.Cmd {
 	}
 }
 
-func (m tuiModel) decide(op, id, reason string) tea.Cmd {
+func (m tuiModel) decide(op, id, reason string, supersede bool) tea.Cmd {
 	return func() tea.Msg {
-		r, err := m.o.ask(gate.ReviewRequest{Op: op, ID: id, Reason: reason})
+		r, err := m.o.ask(gate.ReviewRequest{Op: op, ID: id, Reason: reason, Supersede: supersede})
 		return decidedMsg{id, r, err}
 	}
 }
@@ -209,7 +209,7 @@ func (m tuiModel) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 				return m, nil
 			}
 			m.status = "rejecting " + shortOf(d.ID, m.short) + "…"
-			return m, m.decide("reject", d.ID, v)
+			return m, m.decide("reject", d.ID, v, false)
 		}
 		var cmd tea.Cmd
 		m.input, cmd = m.input.Update(k)
@@ -240,7 +240,14 @@ func (m tuiModel) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.status = "approving " + shortOf(d.ID, m.short) + "…"
-		return m, m.decide("approve", d.ID, "")
+		return m, m.decide("approve", d.ID, "", false)
+	case "s":
+		d, ok := m.selected()
+		if !ok {
+			return m, nil
+		}
+		m.status = "approving " + shortOf(d.ID, m.short) + ", superseding the note(s) it contradicts…"
+		return m, m.decide("approve", d.ID, "", true)
 	case "r":
 		if _, ok := m.selected(); !ok {
 			return m, nil
