@@ -9,7 +9,7 @@ export CGO_ENABLED := 0
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOFLAGS_BUILD := -trimpath -ldflags "-X main.version=$(VERSION)"
 
-.PHONY: help build test test-matrix test-root lint bench demo clean install check-install test-vm
+.PHONY: help build build-demo test test-matrix test-root lint bench demo clean install check-install test-vm dist test-dist
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -63,8 +63,56 @@ lint: ## go vet and gofmt
 bench: build ## fedmem-run vs bubblewrap, start-up vs vault size, promotion vs git, gate throughput (BENCHFLAGS=-json, -only bwrap|backends|size|promote|throughput|latency)
 	FEDMEM_BIN=$(CURDIR)/$(BIN) $(GO) run ./test/bench $(BENCHFLAGS)
 
-demo: build ## run the demo: a hostile agent against a fresh demo vault (DEMOFLAGS=--keep)
+# The demo needs fedmem and fedmem-run only (not the container backends'
+# helpers, whose cgo build is most of `make build`'s cold time).
+build-demo: ## build bin/fedmem and bin/fedmem-run only (what the demo needs)
+	@echo "build-demo: fedmem-run (1/2)…"
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/fedmem-run ./cmd/fedmem-run
+	@echo "build-demo: fedmem (2/2)…"
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/fedmem ./cmd/fedmem
+
+demo: build-demo ## run the demo: a hostile agent against a fresh demo vault (DEMOFLAGS=--keep)
 	$(BIN)/fedmem demo $(DEMOFLAGS)
+
+# Release artefacts: static binaries (CGO_ENABLED=0) in a tarball, and a
+# Debian package made by nfpm (packaging/nfpm.yaml) with the man pages
+# generated from the commands, completions, the systemd unit with
+# sysusers/tmpfiles, and the AppArmor profile. fedmem-runc (cgo, the runc
+# backend's helper) is not in them: `make build` makes it.
+DIST := dist
+NFPM ?= github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.48.0
+DEB_VERSION ?= $(shell v=$$(git describe --tags --abbrev=0 2>/dev/null) && echo "$${v#v}" || echo "0.0.0+git$$(git rev-parse --short HEAD 2>/dev/null || echo dev)")
+GOARCH_DIST := $(shell $(GO) env GOARCH)
+dist: ## static binaries (tarball) and a Debian package in dist/ (nfpm)
+	rm -rf $(DIST)/root && install -d $(DIST)/root/usr/bin $(DIST)/root/usr/share/man/man1 \
+		$(DIST)/root/usr/share/bash-completion/completions $(DIST)/root/usr/share/zsh/vendor-completions \
+		$(DIST)/root/usr/share/fish/vendor_completions.d $(DIST)/root/usr/share/fedmem/profiles \
+		$(DIST)/root/lib/systemd/system $(DIST)/root/usr/lib/sysusers.d $(DIST)/root/usr/lib/tmpfiles.d $(DIST)/root/etc/apparmor.d
+	@echo "dist: static binaries…"
+	$(GO) build $(GOFLAGS_BUILD) -o $(DIST)/root/usr/bin/fedmem-run ./cmd/fedmem-run
+	$(GO) build $(GOFLAGS_BUILD) -o $(DIST)/root/usr/bin/fedmem ./cmd/fedmem
+	$(GO) build $(GOFLAGS_BUILD) -o $(DIST)/root/usr/bin/fedmem-containerd ./cmd/fedmem-containerd
+	@echo "dist: man pages (generated from the commands), completions, units, profiles…"
+	$(DIST)/root/usr/bin/fedmem man $(DIST)/root/usr/share/man/man1 --launcher $(DIST)/root/usr/bin/fedmem-run
+	gzip -9n $(DIST)/root/usr/share/man/man1/*.1
+	$(DIST)/root/usr/bin/fedmem completion bash > $(DIST)/root/usr/share/bash-completion/completions/fedmem
+	$(DIST)/root/usr/bin/fedmem completion zsh > $(DIST)/root/usr/share/zsh/vendor-completions/_fedmem
+	$(DIST)/root/usr/bin/fedmem completion fish > $(DIST)/root/usr/share/fish/vendor_completions.d/fedmem.fish
+	$(DIST)/root/usr/bin/fedmem-run --completion bash > $(DIST)/root/usr/share/bash-completion/completions/fedmem-run
+	$(DIST)/root/usr/bin/fedmem-run --completion zsh > $(DIST)/root/usr/share/zsh/vendor-completions/_fedmem-run
+	$(DIST)/root/usr/bin/fedmem-run --completion fish > $(DIST)/root/usr/share/fish/vendor_completions.d/fedmem-run.fish
+	install -m 0644 profiles/builtin/*.yaml $(DIST)/root/usr/share/fedmem/profiles/
+	sed 's|/usr/local/bin/fedmem|/usr/bin/fedmem|g' packaging/systemd/fedmem-gate@.service > $(DIST)/root/lib/systemd/system/fedmem-gate@.service
+	install -m 0644 packaging/systemd/fedmem.sysusers $(DIST)/root/usr/lib/sysusers.d/fedmem.conf
+	install -m 0644 packaging/systemd/fedmem.tmpfiles $(DIST)/root/usr/lib/tmpfiles.d/fedmem.conf
+	sed 's|/usr/local/bin/fedmem-run|/usr/bin/fedmem-run|g' packaging/apparmor/usr.local.bin.fedmem-run > $(DIST)/root/etc/apparmor.d/usr.bin.fedmem-run
+	tar -C $(DIST)/root -czf $(DIST)/fedmem_$(DEB_VERSION)_linux_$(GOARCH_DIST).tar.gz usr/bin
+	@echo "dist: Debian package (nfpm)…"
+	FEDMEM_VERSION=$(DEB_VERSION) FEDMEM_ARCH=$(GOARCH_DIST) $(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager deb --target $(DIST)/
+	@ls -l $(DIST)/*.deb $(DIST)/*.tar.gz
+
+test-dist: dist ## install the .deb into a clean Debian 12 root (debootstrap) and run fedmem doctor and the demo there (root)
+	FEDMEM_DEB=$$(ls -t $(DIST)/*.deb | head -1) ./test/dist/run.sh
 
 PREFIX ?= /usr/local
 DATADIR ?= $(PREFIX)/share
