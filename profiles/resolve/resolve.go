@@ -61,6 +61,10 @@ type Session struct {
 	ProfileSource, ProfileSourceKind string
 	// Warnings are the profile's warnings (profiles.Check) and the plan's.
 	Warnings []string
+	// ProfileWarnings is how many of Warnings, from the first, are the
+	// profile's own (profiles.Check): for a built-in, the same on every
+	// run (fedmem-run keeps those off the user's terminal).
+	ProfileWarnings int
 	Vault    string
 	// Placeholder: Vault is Options.Placeholder, not a real vault.
 	Placeholder bool
@@ -122,7 +126,7 @@ func Resolve(o Options) (*Session, error) {
 	if err := Tighten(prof, o.Timeout, o.Network); err != nil {
 		return nil, err
 	}
-	s := &Session{Profile: prof, ProfileHash: hash, Warnings: warns,
+	s := &Session{Profile: prof, ProfileHash: hash, Warnings: warns, ProfileWarnings: len(warns),
 		ProfileSource: prof.Source, ProfileSourceKind: profiles.SourceKind(prof.Source, search)}
 	if len(o.Argv) > 0 {
 		s.Argv0 = o.Argv[0]
