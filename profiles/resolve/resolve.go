@@ -65,7 +65,7 @@ type Session struct {
 	// profile's own (profiles.Check): for a built-in, the same on every
 	// run (fedmem-run keeps those off the user's terminal).
 	ProfileWarnings int
-	Vault    string
+	Vault           string
 	// Placeholder: Vault is Options.Placeholder, not a real vault.
 	Placeholder bool
 	Workdir     string
