@@ -6,6 +6,8 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+
+	"github.com/fedmem/fedmem/vault"
 )
 
 // DefaultAgentUser is the account a root caller's agent runs as when
@@ -64,11 +66,11 @@ func ChooseAgent(callerUID, callerGID int, c AgentChoice, lookup func(name strin
 			}
 		}
 		if hasG {
-			n, err := strconv.Atoi(g)
+			grp, err := vault.ResolveGroup(g)
 			if err != nil {
-				return 0, 0, fmt.Errorf("%s %q: gid must be numeric", what, spec)
+				return 0, 0, fmt.Errorf("%s %q: %w", what, spec, err)
 			}
-			gid = n
+			gid = grp.GID
 		}
 		if uid < 0 || gid < 0 {
 			return 0, 0, fmt.Errorf("%s %q: negative id", what, spec)
@@ -109,6 +111,19 @@ func ChooseAgent(callerUID, callerGID int, c AgentChoice, lookup func(name strin
 		return 0, 0, "", fmt.Errorf("%s names uid %d gid %d: an agent never runs as host uid or gid 0 (guarantee 5); name an unprivileged user", source, uid, gid)
 	}
 	return uid, gid, source, nil
+}
+
+// KeptGroups are the supplementary groups a root caller's agent (uid, gid)
+// keeps: the vault's agent group (the inbox's group, inboxGid) when the
+// agent's user is a member of it, and nothing else. Without it the agent
+// could not walk through 90-inbox/ (mode 03770) to its own session folder:
+// `fedmem-run --agent-user alice`, alice in the agents group, was refused
+// with the very advice to join that group. Never group 0.
+func KeptGroups(uid, gid, inboxGid int) []int {
+	if inboxGid <= 0 || inboxGid == gid || !vault.MemberOf(uid, inboxGid) {
+		return []int{}
+	}
+	return []int{inboxGid}
 }
 
 // lookupUser resolves a user name to its uid and primary gid.

@@ -317,8 +317,12 @@ func startForker(cfg *initConfig) *forker {
 			Sys:   &syscall.SysProcAttr{},
 		}
 		if cfg.AgentSwitch {
-			// setgroups([]), setgid, setuid in the child, before exec.
-			attr.Sys.Credential = &syscall.Credential{Uid: uint32(cfg.AgentUID), Gid: uint32(cfg.AgentGID), Groups: []uint32{}}
+			// setgroups(AgentGroups), setgid, setuid in the child, before exec.
+			groups := []uint32{}
+			for _, g := range cfg.AgentGroups {
+				groups = append(groups, uint32(g))
+			}
+			attr.Sys.Credential = &syscall.Credential{Uid: uint32(cfg.AgentUID), Gid: uint32(cfg.AgentGID), Groups: groups}
 		}
 		if cfg.TTY {
 			// This init is the session leader of the private pty; the

@@ -42,7 +42,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	f.BoolVar(&o.Explain, "explain", false, "print the mount plan and layers, then exit")
 	f.BoolVar(&o.ExplainJSON, "json", false, "with --explain: print the plan as JSON")
 	f.StringVar(&o.Network, "network", "", "none, allowlist, public or host: may only tighten the profile's network")
-	f.StringVar(&o.AgentUser, "agent-user", "", "root only: the host user (NAME, UID or UID:GID, never 0) the agent runs as when the profile names no run_as")
+	f.StringVar(&o.AgentUser, "agent-user", "", "root only: the host user the agent runs as when the profile names no run_as: NAME, UID, or either with :GROUP (a group name or gid); never 0. A user who is a member of the vault's agent group keeps that one group")
 	f.StringVar(&o.Events, "events", "", "append the session's events (start, layers, network, limits hit, exit) to FILE as JSON lines")
 	fsDenials := f.Bool("fs-denials", false, "report refused filesystem writes as \"denied\" events and in the report (each write call then makes a round trip to the sandbox's pid 1; refused system calls are always reported). Default: on with --events, else off; $FEDMEM_FS_DENIALS=0|1 overrides the default")
 	f.DurationVar(&o.Timeout, "timeout", 0, "kill the whole sandbox after this long (exit 124); may only shorten the profile's limits.wall_time")

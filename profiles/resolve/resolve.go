@@ -319,11 +319,11 @@ func RunAs(spec string) (int, int, error) {
 		gid, _ = strconv.Atoi(pw.Gid)
 	}
 	if hasG {
-		n, err := strconv.Atoi(g)
+		grp, err := vault.ResolveGroup(g)
 		if err != nil {
-			return 0, 0, fmt.Errorf("run_as %q: gid must be numeric", spec)
+			return 0, 0, fmt.Errorf("run_as %q: %w", spec, err)
 		}
-		gid = n
+		gid = grp.GID
 	}
 	if uid != os.Getuid() && os.Geteuid() != 0 {
 		return 0, 0, fmt.Errorf("run_as %q: only root can run an agent as another user", spec)
