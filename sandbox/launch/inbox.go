@@ -52,7 +52,6 @@ func checkInboxReachable(vaultDir string, uid, gid int) error {
 	return nil
 }
 
-
 // inboxFinding is one inbox problem --explain reports beside the
 // reachability check: the rule, what was found, whether a run would be
 // refused, and the fix.
