@@ -46,8 +46,12 @@ func checkInboxReachable(vaultDir string, uid, gid int) error {
 		(int(st.Uid) != uid && member && st.Mode>>3&need == need) ||
 		(int(st.Uid) != uid && !member && st.Mode&need == need)
 	if !ok {
-		return fmt.Errorf("inbox %s (owner %s, group %s, mode %04o): the agent (%s, %s) cannot reach its session directory there; %s",
-			dir, vault.UserName(int(st.Uid)), vault.GroupName(int(st.Gid)), st.Mode&0o7777, vault.UserName(uid), vault.GroupName(gid), vault.InboxFix(vaultDir, int(st.Gid), uid, os.Geteuid() == 0))
+		verb := "create" // an unprivileged caller's agent makes its folder itself
+		if os.Geteuid() == 0 {
+			verb = "reach" // root makes it; the agent walks through the inbox to it
+		}
+		return fmt.Errorf("inbox %s (owner %s, group %s, mode %04o): the agent (%s, %s) cannot %s its session directory there; %s",
+			dir, vault.UserName(int(st.Uid)), vault.GroupName(int(st.Gid)), st.Mode&0o7777, vault.UserName(uid), vault.GroupName(gid), verb, vault.InboxFix(vaultDir, int(st.Gid), uid, os.Geteuid() == 0))
 	}
 	return nil
 }

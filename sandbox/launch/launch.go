@@ -298,7 +298,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		}
 	}
 	// Per-profile state: its store and mount points, seeded copies.
-	stateWarnings, err := prepareState(s.Plan, s.Home, s.OwnerUID, s.OwnerGID)
+	stateWarnings, err := prepareState(s.Plan, s.Home, s.OwnerUID, s.OwnerGID, s.UID)
 	if err != nil {
 		return sandbox.ExitFedmemError, staged(StageState, fmt.Errorf("profile %s: %w", prof.Name, err))
 	}

@@ -29,7 +29,16 @@ import (
 // the plan, the path stays what the home holds (read-only to the agent),
 // and a warning for each is returned; the run goes on. Any other error (a
 // link, a non-directory) refuses the run.
-func prepareState(pl *mounts.Plan, home string, uid, gid int) ([]string, error) {
+//
+// agentUID is the agent's uid: when it is not the home's owner (a root
+// caller's agent), the folders made for mount points are 0711 instead of
+// 0700, so that the agent can walk through them to the bind (a 0700 ~/go
+// made for ~/go/pkg/mod was "permission denied" to it); they list nothing.
+func prepareState(pl *mounts.Plan, home string, uid, gid, agentUID int) ([]string, error) {
+	mountMode := uint32(0o700)
+	if agentUID != uid {
+		mountMode = 0o711
+	}
 	var warnings []string
 	kept := pl.Mounts[:0:0]
 	for _, m := range pl.Mounts {
@@ -37,7 +46,7 @@ func prepareState(pl *mounts.Plan, home string, uid, gid int) ([]string, error) 
 			kept = append(kept, m)
 			continue
 		}
-		err := prepareStateMount(m, home, uid, gid)
+		err := prepareStateMount(m, home, uid, gid, mountMode)
 		if err != nil && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS)) {
 			warnings = append(warnings, fmt.Sprintf("state %s not kept (the home refuses the store: %v)", m.Target, err))
 			continue
@@ -51,7 +60,7 @@ func prepareState(pl *mounts.Plan, home string, uid, gid int) ([]string, error) 
 	return warnings, nil
 }
 
-func prepareStateMount(m mounts.Mount, home string, uid, gid int) error {
+func prepareStateMount(m mounts.Mount, home string, uid, gid int, mountMode uint32) error {
 	if m.Seed != "" {
 		if err := refreshSeed(home, m.Seed, m.Source, uid, gid); err != nil {
 			return fmt.Errorf("state %s: %w", m.Target, err)
@@ -60,11 +69,8 @@ func prepareStateMount(m mounts.Mount, home string, uid, gid int) error {
 		return fmt.Errorf("state %s: %w", m.Target, err)
 	}
 	if m.Target != m.Source {
-		// The mount point's folders are created 0755: they hold only mount
-		// points, and an agent of another uid (a root caller's) must be
-		// able to walk through them to the bind (a 0700 ~/go made for
-		// ~/go/pkg/mod was "permission denied" to the agent).
-		if err := ensureUnder(home, m.Target, m.Dir, 0o755, uid, gid); err != nil {
+		// The mount point's folders: mountMode (prepareState).
+		if err := ensureUnder(home, m.Target, m.Dir, mountMode, uid, gid); err != nil {
 			return fmt.Errorf("state %s (mount point): %w", m.Target, err)
 		}
 	}
