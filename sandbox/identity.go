@@ -152,7 +152,7 @@ func describeIdentity() string {
 		return "identity: " + err.Error()
 	}
 	if uid == 0 {
-		return fmt.Sprintf("identity: the agent runs as host uid %d gid %d (%s; run_as or --agent-user override), never 0, with no supplementary group; writable binds owned by the caller are idmapped 0→%d where the filesystem allows; fedmem's pid 1 keeps uid 0, which the agent cannot signal, prlimit, renice or see", a, g, src, a)
+		return fmt.Sprintf("identity: the agent runs as host %s, %s (%s; run_as or --agent-user override), never 0, with no supplementary group but the vault's agent group when its user is a member; writable binds owned by the caller are idmapped 0→%d where the filesystem allows; fedmem's pid 1 keeps uid 0, which the agent cannot signal, prlimit, renice or see", vault.UserName(a), vault.GroupName(g), src, a)
 	}
 	return fmt.Sprintf("identity: the agent runs as the caller, uid %d gid %d; supplementary groups other than the vault's agent group refuse the run unless the profile says accept_risks: [keep-groups]", a, g)
 }

@@ -337,7 +337,7 @@ func identityChecks(f *probeFacts) []doctorCheck {
 	case a.Error != "":
 		out = append(out, doctorCheck{Name: "agent_identity", Status: statusFail, Detail: a.Error, Fix: "name an unprivileged agent user: fedmem-run --agent-user USER, a profile's run_as, or useradd --system fedmem-agent"})
 	case f.UID == 0:
-		out = append(out, doctorCheck{Name: "agent_identity", Status: statusOK, Detail: fmt.Sprintf("a root caller's agent runs as host uid %d gid %d (%s), never uid 0; root's supplementary groups are dropped (setgroups) and fedmem's pid 1 keeps another uid, out of the agent's reach", a.UID, a.GID, a.Source)})
+		out = append(out, doctorCheck{Name: "agent_identity", Status: statusOK, Detail: fmt.Sprintf("a root caller's agent runs as host %s, %s (%s; fedmem-run --agent-user USER[:GROUP] names another), never uid 0; root's supplementary groups are dropped (setgroups) and fedmem's pid 1 keeps another uid, out of the agent's reach", vault.UserName(a.UID), vault.GroupName(a.GID), a.Source)})
 		if a.Idmap {
 			out = append(out, doctorCheck{Name: "idmap", Status: statusOK, Detail: fmt.Sprintf("%s can be idmapped: files the agent writes in a root-owned workdir stay root's on disk", a.IdmapDir)})
 		} else {
@@ -377,7 +377,7 @@ func vaultChecksFor(dir string, agent *doctorAgent) []doctorCheck {
 			Detail: fmt.Sprintf("the vault is owned by uid %d, the caller: agents started by this user are kept off the vault by the sandbox alone, and the gate runs as the same user", me),
 			Fix:    "give the vault to a gate user: sudo fedmem init --gate-user fedmem-gate --agent-group agents " + v})
 	} else {
-		out = append(out, doctorCheck{Name: "vault_owner", Status: statusOK, Detail: fmt.Sprintf("owned by the gate user uid %d (caller uid %d)", st.Uid, me)})
+		out = append(out, doctorCheck{Name: "vault_owner", Status: statusOK, Detail: fmt.Sprintf("owned by the gate user %s (caller %s)", vault.UserName(int(st.Uid)), vault.UserName(me))})
 	}
 	inbox := filepath.Join(v, vault.InboxDir)
 	if err := syscall.Stat(inbox, &st); err != nil {
