@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -198,8 +200,13 @@ func TestTwoUserFixesWork(t *testing.T) {
 	// folders in the member's 0700 home work.
 	ok("--agent-user "+member+":"+agents, []string{agentsGid}, "--agent-user", member+":"+agents)
 	ok("--agent-user "+u.Uid+":"+agentsGid, []string{agentsGid}, "--agent-user", u.Uid+":"+agentsGid)
-	if _, err := os.Stat(filepath.Join(base, "home-member", ".local/share/fedmem/default/.cache")); err != nil {
-		t.Errorf("no per-profile state in the member's home: %v", err)
+	for _, rel := range []string{".local/share/fedmem/default/.cache", ".cache", "go/pkg/mod"} {
+		fi, err := os.Stat(filepath.Join(base, "home-member", rel))
+		if err != nil {
+			t.Errorf("no per-profile state %s in the member's home: %v", rel, err)
+		} else if st := fi.Sys().(*syscall.Stat_t); strconv.Itoa(int(st.Uid)) != u.Uid {
+			t.Errorf("%s in the member's home is uid %d's, want the member's (%s)", rel, st.Uid, u.Uid)
+		}
 	}
 	// 4. A user who is not a member: refused; the usermod the refusal
 	// names, run as written, makes the same command succeed.
