@@ -6,7 +6,9 @@ import (
 	"math"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
+	"syscall"
 )
 
 // Owner is the OS identity that owns a vault's protected paths: the gate user.
@@ -172,4 +174,29 @@ func InboxFix(vaultDir string, gid, agentUID int, asRoot bool) string {
 		return fmt.Sprintf("add the agent's user to the group (usermod -aG %s %s; fedmem-run keeps that one group for the agent), or give the agent the group as its own: fedmem-run --agent-user %s:%s", group, name, name, group)
 	}
 	return fmt.Sprintf("give the agent the group as its own: fedmem-run --agent-user %s:%s, or run it as a member (fedmem-run --agent-user USER, USER in %s)", name, group, group)
+}
+
+// AgentGroup is the vault's agent group: the group of an inbox that only
+// its owner and that group may enter (fedmem init --agent-group, mode
+// 03770), when it is neither gid 0 nor the gate user's own group (whose
+// files are not the agents' business). A root caller's default agent (uid
+// 65533, no account, in no group) runs with it as its gid: fedmem-run and
+// fedmem doctor both apply this rule.
+func AgentGroup(vaultDir string) (int, bool) {
+	fi, err := os.Stat(filepath.Join(vaultDir, InboxDir))
+	if err != nil || !fi.IsDir() {
+		return 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	mode := fi.Mode().Perm()
+	if mode&0o007 != 0 || mode&0o010 == 0 || st.Gid == 0 || st.Gid == st.Uid {
+		return 0, false // everyone's inbox; or root's or (by convention) the gate uid's own group
+	}
+	if u, err := user.LookupId(strconv.Itoa(int(st.Uid))); err == nil && u.Gid == strconv.Itoa(int(st.Gid)) {
+		return 0, false // the gate user's primary group
+	}
+	return int(st.Gid), true
 }

@@ -190,6 +190,10 @@ func runDoctorAs(vaultFlag, ctrdAddr, agentUser string) (*doctorReport, error) {
 		} else {
 			if agent == nil && os.Geteuid() == 0 && facts.Agent.Error == "" {
 				agent = &doctorAgent{uid: facts.Agent.UID, gid: facts.Agent.GID, how: "fedmem-run's default agent (" + facts.Agent.Source + ")"}
+				if g, ok := vault.AgentGroup(vaultFlag); ok && facts.Agent.Source == "default" {
+					agent.gid = g // as fedmem-run gives it (vault.AgentGroup)
+					agent.how += ", with the vault's agent group"
+				}
 			}
 			rep.Probe = raw
 			add(doctorCheck{Name: "fedmem-run", Status: statusOK, Detail: runner})

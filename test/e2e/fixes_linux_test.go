@@ -99,8 +99,9 @@ func gidOf(t *testing.T, group string) string {
 // TestTwoUserFixesWork (issue 23, item 2): the two-user layout set up from
 // root by names, as the quickstart does, and every fix fedmem-run's refusal
 // and `fedmem doctor` suggest, applied as written, makes the run succeed.
-// Before: the default agent (uid 65533) was told to join a group it cannot
-// join; `--agent-user alice` (a member) dropped that very group and was
+// Before: the default agent (uid 65533) was refused and told to join a
+// group it cannot join (it has no account); now it runs with the vault's
+// agent group; `--agent-user alice` (a member) dropped that very group and was
 // refused; `--agent-user alice:agents` was "gid must be numeric"; and
 // `--agent-user UID:GID` failed with "open_tree …/.local/share/fedmem/
 // default/.cache: permission denied" on the state folders fedmem-run made
@@ -174,23 +175,39 @@ func TestTwoUserFixesWork(t *testing.T) {
 	agentsGid := gidOf(t, agents)
 	fixRe := regexp.MustCompile(`fedmem-run (--agent-user [^\s,;)]+)`)
 
-	// 1. The default agent (no passwd entry): refused, and the fix
-	// fedmem-run names works as written. doctor says the same.
-	msg := refused("default agent")
+	// 1. Root's default agent (uid 65533, no account, so in no group)
+	// runs with the vault's agent group as its gid.
+	ok("the default agent", []string{agentsGid})
+	if doc, _ := exec.Command(bins.Fedmem, "doctor", "--vault", v).CombinedOutput(); !regexp.MustCompile(`(?m)^inbox\s+OK`).Match(doc) {
+		t.Errorf("fedmem doctor --vault fails the inbox for the default agent, which fedmem-run runs:\n%s", doc)
+	}
+	// An agent uid without an account: refused, and the fix fedmem-run
+	// names works as written; doctor, asked about it, gives the same fix.
+	free := ""
+	for n := 64900; n < 65000; n++ {
+		if _, err := user.LookupId(strconv.Itoa(n)); err != nil {
+			free = strconv.Itoa(n)
+			break
+		}
+	}
+	msg := refused("--agent-user "+free, "--agent-user", free)
 	fix := fixRe.FindStringSubmatch(msg)
 	if fix == nil {
 		t.Fatalf("the refusal suggests no fedmem-run --agent-user form:\n%s", msg)
 	}
 	ok("the refusal's fix "+fix[1], []string{agentsGid}, strings.Fields(fix[1])...)
-	doc, _ := exec.Command(bins.Fedmem, "doctor", "--vault", v).CombinedOutput()
-	dfix := fixRe.FindStringSubmatch(string(doc))
-	if !strings.Contains(string(doc), "inbox") || dfix == nil {
-		t.Fatalf("fedmem doctor --vault does not fail the inbox with a fedmem-run fix:\n%s", doc)
+	doc, _ := exec.Command(bins.Fedmem, "doctor", "--vault", v, "--agent-user", free).CombinedOutput()
+	inboxAt := regexp.MustCompile(`(?m)^inbox\s`).FindIndex(doc)
+	if inboxAt == nil {
+		t.Fatalf("fedmem doctor --vault has no inbox check:\n%s", doc)
 	}
-	ok("doctor's fix "+dfix[1], []string{agentsGid}, strings.Fields(dfix[1])...)
+	dfix := fixRe.FindStringSubmatch(string(doc[inboxAt[0]:])) // the inbox check's own fix
+	if !regexp.MustCompile(`(?m)^inbox\s+FAIL`).Match(doc) || dfix == nil || dfix[1] != fix[1] {
+		t.Fatalf("fedmem doctor --agent-user %s does not fail the inbox with fedmem-run's fix %q:\n%s", free, fix[1], doc)
+	}
 	doc2, err := exec.Command(bins.Fedmem, "doctor", "--vault", v, "--agent-user", strings.TrimPrefix(dfix[1], "--agent-user ")).CombinedOutput()
-	if regexp.MustCompile(`(?m)^inbox\s+FAIL`).Match(doc2) {
-		t.Errorf("doctor --agent-user with its own fix still fails the inbox (%v):\n%s", err, doc2)
+	if !regexp.MustCompile(`(?m)^inbox\s+OK`).Match(doc2) {
+		t.Errorf("doctor --agent-user with its own fix does not pass the inbox (%v):\n%s", err, doc2)
 	}
 
 	// 2. A member by name keeps the vault's group (and only it).
