@@ -21,9 +21,11 @@ func TestPTYNoDiagnosticsWhileAgentRuns(t *testing.T) {
 	events := filepath.Join(e.outDir, "events.jsonl")
 	// The agent: a CONNECT the proxy refuses (loopback), then it waits
 	// for a line from the terminal, so the pane can be read while it runs.
-	agent := `curl -s -m 10 https://127.0.0.1:9/ >/dev/null 2>&1; echo "CURL-DONE=$?"; read line; echo AGENT-END`
-	m := startTmux(t, "clear; "+e.launchWith([]string{"--profile", "claude", "--events", events}, "sh", "-c", agent)+"; echo FEDMEM-EXIT=$?")
-	m.waitFor(regexp.MustCompile(`CURL-DONE=\d+`), 60*time.Second)
+	// A CONNECT by hand to the proxy HTTPS_PROXY names (bash's /dev/tcp:
+	// no client needed); the proxy answers 403 and logs the refusal.
+	agent := `p=${HTTPS_PROXY#http://}; exec 3<>"/dev/tcp/${p%:*}/${p##*:}" && printf 'CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n' >&3 && head -c 12 <&3 | tr -d '\r\n' | sed 's/^/ANSWER=/'; echo; echo "CONNECT-DONE"; read line; echo AGENT-END`
+	m := startTmux(t, "clear; "+e.launchWith([]string{"--profile", "claude", "--events", events}, "bash", "-c", agent)+"; echo FEDMEM-EXIT=$?")
+	m.waitFor(regexp.MustCompile(`CONNECT-DONE`), 60*time.Second)
 	// The refusal reached --events before the pane is read: nothing is
 	// still on its way to the terminal.
 	deadline := time.Now().Add(30 * time.Second)
@@ -38,6 +40,9 @@ func TestPTYNoDiagnosticsWhileAgentRuns(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	during := m.capture()
+	if !strings.Contains(during, "ANSWER=HTTP/1.1 403") {
+		t.Errorf("the proxy did not refuse the CONNECT with 403 (the test proves nothing):\n%s", during)
+	}
 	if strings.Contains(during, "fedmem-run") || strings.Contains(during, "refused") || strings.Contains(during, "warning") {
 		t.Errorf("fedmem-run wrote into the agent's terminal while it ran:\n%s", during)
 	}
