@@ -192,11 +192,15 @@ func AgentGroup(vaultDir string) (int, bool) {
 		return 0, false
 	}
 	mode := fi.Mode().Perm()
-	if mode&0o007 != 0 || mode&0o010 == 0 || st.Gid == 0 || st.Gid == st.Uid {
-		return 0, false // everyone's inbox; or root's or (by convention) the gate uid's own group
+	if mode&0o007 != 0 || mode&0o010 == 0 || st.Gid == 0 {
+		return 0, false // everyone's inbox, or root's group
 	}
-	if u, err := user.LookupId(strconv.Itoa(int(st.Uid))); err == nil && u.Gid == strconv.Itoa(int(st.Gid)) {
-		return 0, false // the gate user's primary group
+	if u, err := user.LookupId(strconv.Itoa(int(st.Uid))); err == nil {
+		if u.Gid == strconv.Itoa(int(st.Gid)) {
+			return 0, false // the gate user's primary group
+		}
+	} else if st.Gid == st.Uid {
+		return 0, false // a gate uid without an account: its group is the same number by convention
 	}
 	return int(st.Gid), true
 }
