@@ -358,7 +358,7 @@ func (l *loader) read(ref, from string) (string, []byte, error) {
 		if err == nil {
 			return "builtin:" + ref, data, nil
 		}
-		return "", nil, fmt.Errorf("%w %q (built-in: %s%s; a file needs a path: ./%s.yaml)", ErrUnknown, ref, strings.Join(Builtins(), ", "), searchWords(l.search), ref)
+		return "", nil, fmt.Errorf("%w %q%s (built-in: %s%s; a file needs a path: ./%s.yaml)", ErrUnknown, ref, suggestKey(ref, Builtins()), strings.Join(Builtins(), ", "), searchWords(l.search), ref)
 	}
 	p := ref
 	if from != "" && !filepath.IsAbs(ref) {
@@ -385,7 +385,7 @@ func readProfileFile(p string) ([]byte, error) {
 	f, err := openNoFollow(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, errNotDirectory) {
-			return nil, fmt.Errorf("profile: %w", err)
+			return nil, fmt.Errorf("profile %s: %w", p, err) // the file, by name: "profile: no such file" named none
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrUntrustedProfile, p, err)
 	}

@@ -101,7 +101,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		FSDenials: spec.FSDenials,
 	}
 	if idp.cred != nil {
-		cfg.AgentSwitch, cfg.AgentUID, cfg.AgentGID = true, spec.UID, spec.GID
+		cfg.AgentSwitch, cfg.AgentUID, cfg.AgentGID, cfg.AgentGroups = true, spec.UID, spec.GID, idp.agentGroups
 	}
 	var notes []string
 	l := spec.Limits

@@ -6,6 +6,8 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+
+	"github.com/fedmem/fedmem/vault"
 )
 
 // DefaultAgentUser is the account a root caller's agent runs as when
@@ -64,11 +66,11 @@ func ChooseAgent(callerUID, callerGID int, c AgentChoice, lookup func(name strin
 			}
 		}
 		if hasG {
-			n, err := strconv.Atoi(g)
+			grp, err := vault.ResolveGroup(g)
 			if err != nil {
-				return 0, 0, fmt.Errorf("%s %q: gid must be numeric", what, spec)
+				return 0, 0, fmt.Errorf("%s %q: %w", what, spec, err)
 			}
-			gid = n
+			gid = grp.GID
 		}
 		if uid < 0 || gid < 0 {
 			return 0, 0, fmt.Errorf("%s %q: negative id", what, spec)
@@ -111,6 +113,19 @@ func ChooseAgent(callerUID, callerGID int, c AgentChoice, lookup func(name strin
 	return uid, gid, source, nil
 }
 
+// KeptGroups are the supplementary groups a root caller's agent (uid, gid)
+// keeps: the vault's agent group (the inbox's group, inboxGid) when the
+// agent's user is a member of it, and nothing else. Without it the agent
+// could not walk through 90-inbox/ (mode 03770) to its own session folder:
+// `fedmem-run --agent-user alice`, alice in the agents group, was refused
+// with the very advice to join that group. Never group 0.
+func KeptGroups(uid, gid, inboxGid int) []int {
+	if inboxGid <= 0 || inboxGid == gid || !vault.MemberOf(uid, inboxGid) {
+		return []int{}
+	}
+	return []int{inboxGid}
+}
+
 // lookupUser resolves a user name to its uid and primary gid.
 func lookupUser(name string) (int, int, error) {
 	u, err := user.Lookup(name)
@@ -137,7 +152,7 @@ func describeIdentity() string {
 		return "identity: " + err.Error()
 	}
 	if uid == 0 {
-		return fmt.Sprintf("identity: the agent runs as host uid %d gid %d (%s; run_as or --agent-user override), never 0, with no supplementary group; writable binds owned by the caller are idmapped 0→%d where the filesystem allows; fedmem's pid 1 keeps uid 0, which the agent cannot signal, prlimit, renice or see", a, g, src, a)
+		return fmt.Sprintf("identity: the agent runs as host %s, %s (%s; run_as or --agent-user override), never 0, with no supplementary group but the vault's agent group when its user is a member; writable binds owned by the caller are idmapped 0→%d where the filesystem allows; fedmem's pid 1 keeps uid 0, which the agent cannot signal, prlimit, renice or see", vault.UserName(a), vault.GroupName(g), src, a)
 	}
 	return fmt.Sprintf("identity: the agent runs as the caller, uid %d gid %d; supplementary groups other than the vault's agent group refuse the run unless the profile says accept_risks: [keep-groups]", a, g)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/vault"
 )
 
 // idPlan is how one run realises the agent's identity (guarantee 5).
@@ -31,6 +32,9 @@ type idPlan struct {
 	// allowed so that the init drops the caller's groups.
 	newgidmap string
 	subgid    int
+	// agentGroups: a root caller's agent's supplementary groups
+	// (KeptGroups).
+	agentGroups []int
 }
 
 // mapGids runs newgidmap for the init's pid: the caller's gid to itself
@@ -109,9 +113,39 @@ func planIdentity(spec *Spec) (*idPlan, error) {
 		if spec.IdentitySource == "" {
 			spec.IdentitySource = "run_as"
 		}
-		p.id = Identity{UID: spec.UID, GID: spec.GID, Source: spec.IdentitySource, Groups: []int{}, GroupsHow: "setgroups([]) by root before the agent starts", InitUID: 0}
+		inboxGid := -1
+		var st unix.Stat_t
+		if spec.Plan != nil && unix.Stat(filepath.Dir(spec.Plan.Inbox), &st) == nil {
+			inboxGid = int(st.Gid)
+		}
+		p.agentGroups = KeptGroups(spec.UID, spec.GID, inboxGid)
+		p.id = Identity{UID: spec.UID, GID: spec.GID, Source: spec.IdentitySource, Groups: p.agentGroups, GroupsHow: "setgroups([]) by root before the agent starts", InitUID: 0}
+		if len(p.agentGroups) > 0 {
+			p.id.GroupsHow = fmt.Sprintf("setgroups(%v) by root before the agent starts: only the vault's agent group %s, of which the agent's user is a member (it reaches nothing inside: other sessions are hidden)", p.agentGroups, vault.GroupName(inboxGid))
+		}
 		p.uidMaps = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: spec.UID, HostID: spec.UID, Size: 1}}
 		p.gidMaps = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: spec.GID, HostID: spec.GID, Size: 1}}
+		mapped := []int{0, spec.GID}
+		mapGid := func(g int) {
+			if g > 0 && !slices.Contains(mapped, g) {
+				mapped = append(mapped, g)
+				p.gidMaps = append(p.gidMaps, syscall.SysProcIDMap{ContainerID: g, HostID: g, Size: 1})
+			}
+		}
+		for _, g := range p.agentGroups {
+			mapGid(g)
+		}
+		// The agent user's own primary group is mapped too (not held by
+		// the agent unless it is spec.GID): the init, uid 0 of this
+		// namespace, may act on a file only when its owner and group
+		// are both mapped, so with --agent-user UID:GROUP its home
+		// (alice:alice, 0700) and the state folders in it were
+		// "permission denied" to open_tree.
+		if u, err := user.LookupId(strconv.Itoa(spec.UID)); err == nil {
+			if g, err := strconv.Atoi(u.Gid); err == nil {
+				mapGid(g)
+			}
+		}
 		// Written by root: setgroups may stay allowed, so the init drops
 		// root's groups inside (Go calls setgroups(0) for Groups: []). The
 		// agent holds no CAP_SETGID to use it.

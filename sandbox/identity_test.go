@@ -2,11 +2,26 @@ package sandbox
 
 import (
 	"errors"
+	"os/user"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 func TestChooseAgent(t *testing.T) {
+	// A group name resolves wherever a gid is taken (issue 23): any
+	// group of this host other than gid 0 will do.
+	var anyGroup *user.Group
+	for _, id := range []string{"1", "2", "3", "4", "100", "65534"} {
+		if g, err := user.LookupGroupId(id); err == nil {
+			anyGroup = g
+			break
+		}
+	}
+	if anyGroup == nil {
+		t.Fatal("no group entry with a small gid on this host")
+	}
+	anyGroupID, _ := strconv.Atoi(anyGroup.Gid)
 	users := map[string][2]int{"bob": {1000, 1000}, "fedmem-agent": {998, 997}, "root": {0, 0}}
 	lookup := func(withAgent bool) func(string) (int, int, error) {
 		return func(n string) (int, int, error) {
@@ -32,7 +47,8 @@ func TestChooseAgent(t *testing.T) {
 		{name: "root agent-user", caller: 0, c: AgentChoice{AgentUser: "bob:5"}, uid: 1000, gid: 5, source: "agent-user"},
 		{name: "root run_as root refused", caller: 0, c: AgentChoice{RunAs: "root"}, errHas: "never runs as host uid or gid 0"},
 		{name: "root gid 0 refused", caller: 0, c: AgentChoice{RunAs: "64001:0"}, errHas: "never runs as host uid or gid 0"},
-		{name: "root bad gid", caller: 0, c: AgentChoice{RunAs: "64001:x"}, errHas: "gid must be numeric"},
+		{name: "root unknown group", caller: 0, c: AgentChoice{RunAs: "64001:nosuchgroup-fedmem"}, errHas: `group "nosuchgroup-fedmem": unknown user or group`},
+		{name: "root group by name", caller: 0, c: AgentChoice{AgentUser: "bob:" + anyGroup.Name}, uid: 1000, gid: anyGroupID, source: "agent-user"},
 		{name: "root unknown user", caller: 0, c: AgentChoice{AgentUser: "nosuch"}, errHas: "unknown user"},
 		{name: "user is the caller", caller: 1000, uid: 1000, gid: 1000, source: "caller"},
 		{name: "user ignores sudo env", caller: 1000, c: AgentChoice{SudoUID: "5"}, uid: 1000, gid: 1000, source: "caller"},

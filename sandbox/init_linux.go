@@ -123,7 +123,7 @@ func InitMain() {
 		fail(ExitFedmemError, "landlock", err)
 	}
 	phases["landlock"] = monoNow()
-	path, err := lookPath(cfg.Argv[0], cfg.Env)
+	path, err := lookPath(cfg.Argv[0], cfg.Env, cfg.Dir)
 	if err != nil {
 		code := ExitNotFound
 		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOEXEC) || errors.Is(err, unix.EISDIR) {
@@ -317,8 +317,12 @@ func startForker(cfg *initConfig) *forker {
 			Sys:   &syscall.SysProcAttr{},
 		}
 		if cfg.AgentSwitch {
-			// setgroups([]), setgid, setuid in the child, before exec.
-			attr.Sys.Credential = &syscall.Credential{Uid: uint32(cfg.AgentUID), Gid: uint32(cfg.AgentGID), Groups: []uint32{}}
+			// setgroups(AgentGroups), setgid, setuid in the child, before exec.
+			groups := []uint32{}
+			for _, g := range cfg.AgentGroups {
+				groups = append(groups, uint32(g))
+			}
+			attr.Sys.Credential = &syscall.Credential{Uid: uint32(cfg.AgentUID), Gid: uint32(cfg.AgentGID), Groups: groups}
 		}
 		if cfg.TTY {
 			// This init is the session leader of the private pty; the
@@ -414,11 +418,29 @@ func verifyMountTable(pl *mounts.Plan) error {
 	return mounts.Verify(pl, f)
 }
 
-// lookPath finds the command in the PATH of the agent's environment, inside
-// the sandbox's root.
-func lookPath(name string, env []string) (string, error) {
+// lookPath finds the command as a shell started in the agent's working
+// directory would, inside the sandbox's root: a name with a slash is that
+// path, relative to dir when it does not start with one ("./agent.sh",
+// "bin/run"); a bare name is looked up in the PATH of the agent's
+// environment, whose relative entries ("", ".", "bin") are relative to dir
+// too. This init runs from "/" of the new root, not from dir (the agent
+// gets dir only at its fork), so a relative path must never be resolved
+// from the init's own directory: `fedmem-run -- ./agent.sh` would look for
+// /agent.sh and exit 127. The path is checked as seen from dir and
+// returned as written: the fork enters dir before execve, so a script's $0
+// is "./agent.sh" as under a shell.
+func lookPath(name string, env []string, dir string) (string, error) {
+	if dir == "" {
+		dir = "/"
+	}
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
 	if strings.Contains(name, "/") {
-		return name, checkExec(name)
+		return name, checkExec(abs(name))
 	}
 	pathEnv := "/usr/local/bin:/usr/bin:/bin"
 	for _, e := range env {
@@ -427,13 +449,16 @@ func lookPath(name string, env []string) (string, error) {
 		}
 	}
 	var firstErr error
-	for _, dir := range filepath.SplitList(pathEnv) {
-		if dir == "" {
-			dir = "."
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
 		}
-		p := filepath.Join(dir, name)
-		err := checkExec(p)
+		p := filepath.Join(d, name)
+		err := checkExec(abs(p))
 		if err == nil {
+			if !filepath.IsAbs(p) && !strings.HasPrefix(p, ".") {
+				p = "./" + p // Join dropped the "./" of "./name"
+			}
 			return p, nil
 		}
 		if firstErr == nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {

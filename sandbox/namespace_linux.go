@@ -80,7 +80,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		// A root caller: the init is uid 0 of its namespace (host 0, no
 		// group) and its forker makes the agent spec.UID:GID at fork.
 		cmd.SysProcAttr.Credential = idp.cred
-		cfg.AgentSwitch, cfg.AgentUID, cfg.AgentGID = true, spec.UID, spec.GID
+		cfg.AgentSwitch, cfg.AgentUID, cfg.AgentGID, cfg.AgentGroups = true, spec.UID, spec.GID, idp.agentGroups
 	}
 
 	link.setStdio(cmd, spec)

@@ -36,7 +36,8 @@ type initConfig struct {
 	ProxyPort int `json:"proxy_port,omitempty"`
 	// AgentUID and AgentGID, when AgentSwitch, are what the agent becomes
 	// at fork (the init keeps another uid: a root caller's agent can
-	// signal, prlimit, renice or trace nothing of it). Groups are emptied.
+	// signal, prlimit, renice or trace nothing of it). Groups are
+	// AgentGroups only.
 	AgentSwitch bool `json:"agent_switch,omitempty"`
 	// DropGroups: the init empties its supplementary groups first thing
 	// (an unprivileged caller whose gid map newgidmap wrote, which leaves
@@ -44,6 +45,10 @@ type initConfig struct {
 	DropGroups bool `json:"drop_groups,omitempty"`
 	AgentUID   int  `json:"agent_uid,omitempty"`
 	AgentGID   int  `json:"agent_gid,omitempty"`
+	// AgentGroups are the agent's supplementary groups at fork: the
+	// vault's agent group when its user is a member (KeptGroups), else
+	// none.
+	AgentGroups []int `json:"agent_groups,omitempty"`
 	// Idmapped maps a plan mount's index to the fd of a detached,
 	// idmapped clone of its source that the parent (host root) made.
 	Idmapped map[int]int `json:"idmapped,omitempty"`

@@ -6,7 +6,9 @@ import (
 	"math"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
+	"syscall"
 )
 
 // Owner is the OS identity that owns a vault's protected paths: the gate user.
@@ -110,4 +112,95 @@ func parseID(s string) (id int, ok bool, err error) {
 		return 0, true, fmt.Errorf("id out of range (0..%d)", uint64(math.MaxUint32)-1)
 	}
 	return int(n), true, nil
+}
+
+// MemberOf reports whether the host user uid belongs to group gid: as its
+// primary group or by /etc/group. A uid without a passwd entry belongs to
+// none.
+func MemberOf(uid, gid int) bool {
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil {
+		return false
+	}
+	if u.Gid == strconv.Itoa(gid) {
+		return true
+	}
+	ids, err := u.GroupIds()
+	if err != nil {
+		return false
+	}
+	for _, g := range ids {
+		if g == strconv.Itoa(gid) {
+			return true
+		}
+	}
+	return false
+}
+
+// UserName is "NAME (uid N)" for a uid with a passwd entry, else "uid N":
+// messages show names beside ids.
+func UserName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return fmt.Sprintf("%s (uid %d)", u.Username, uid)
+	}
+	return fmt.Sprintf("uid %d", uid)
+}
+
+// GroupName is "NAME (gid N)" for a gid with a group entry, else "gid N".
+func GroupName(gid int) string {
+	if g, err := user.LookupGroupId(strconv.Itoa(gid)); err == nil {
+		return fmt.Sprintf("%s (gid %d)", g.Name, gid)
+	}
+	return fmt.Sprintf("gid %d", gid)
+}
+
+// InboxFix is the advice when an agent (agentUID) cannot enter the inbox
+// of vaultDir, whose group is gid (the vault's agent group): what makes the
+// agent a member, for a root caller (asRoot) or for the caller itself.
+// fedmem-run's refusal and `fedmem doctor` give the same advice, and every
+// form in it is one fedmem-run accepts as written (TestTwoUserFixesWork
+// applies them).
+func InboxFix(vaultDir string, gid, agentUID int, asRoot bool) string {
+	group := strconv.Itoa(gid)
+	if g, err := user.LookupGroupId(group); err == nil {
+		group = g.Name
+	}
+	if !asRoot {
+		return fmt.Sprintf("add this user to the group (as root: usermod -aG %s $USER, then log in again), or make the inbox everyone's (fedmem init %s without --agent-group: mode 01777)", group, vaultDir)
+	}
+	name := strconv.Itoa(agentUID)
+	if u, err := user.LookupId(name); err == nil {
+		name = u.Username
+		return fmt.Sprintf("add the agent's user to the group (usermod -aG %s %s; fedmem-run keeps that one group for the agent), or give the agent the group as its own: fedmem-run --agent-user %s:%s", group, name, name, group)
+	}
+	return fmt.Sprintf("give the agent the group as its own: fedmem-run --agent-user %s:%s, or run it as a member (fedmem-run --agent-user USER, USER in %s)", name, group, group)
+}
+
+// AgentGroup is the vault's agent group: the group of an inbox that only
+// its owner and that group may enter (fedmem init --agent-group, mode
+// 03770), when it is neither gid 0 nor the gate user's own group (whose
+// files are not the agents' business). A root caller's default agent (uid
+// 65533, no account, in no group) runs with it as its gid: fedmem-run and
+// fedmem doctor both apply this rule.
+func AgentGroup(vaultDir string) (int, bool) {
+	fi, err := os.Stat(filepath.Join(vaultDir, InboxDir))
+	if err != nil || !fi.IsDir() {
+		return 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	mode := fi.Mode().Perm()
+	if mode&0o007 != 0 || mode&0o010 == 0 || st.Gid == 0 {
+		return 0, false // everyone's inbox, or root's group
+	}
+	if u, err := user.LookupId(strconv.Itoa(int(st.Uid))); err == nil {
+		if u.Gid == strconv.Itoa(int(st.Gid)) {
+			return 0, false // the gate user's primary group
+		}
+	} else if st.Gid == st.Uid {
+		return 0, false // a gate uid without an account: its group is the same number by convention
+	}
+	return int(st.Gid), true
 }

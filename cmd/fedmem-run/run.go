@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/fedmem/fedmem/sandbox"
 	"github.com/fedmem/fedmem/sandbox/launch"
@@ -42,7 +43,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	f.BoolVar(&o.Explain, "explain", false, "print the mount plan and layers, then exit")
 	f.BoolVar(&o.ExplainJSON, "json", false, "with --explain: print the plan as JSON")
 	f.StringVar(&o.Network, "network", "", "none, allowlist, public or host: may only tighten the profile's network")
-	f.StringVar(&o.AgentUser, "agent-user", "", "root only: the host user (NAME, UID or UID:GID, never 0) the agent runs as when the profile names no run_as")
+	f.StringVar(&o.AgentUser, "agent-user", "", "root only: the host user the agent runs as when the profile names no run_as: NAME, UID, or either with :GROUP (a group name or gid); never 0. A user who is a member of the vault's agent group keeps that one group")
 	f.StringVar(&o.Events, "events", "", "append the session's events (start, layers, network, limits hit, exit) to FILE as JSON lines")
 	fsDenials := f.Bool("fs-denials", false, "report refused filesystem writes as \"denied\" events and in the report (each write call then makes a round trip to the sandbox's pid 1; refused system calls are always reported). Default: on with --events, else off; $FEDMEM_FS_DENIALS=0|1 overrides the default")
 	f.DurationVar(&o.Timeout, "timeout", 0, "kill the whole sandbox after this long (exit 124); may only shorten the profile's limits.wall_time")
@@ -60,7 +61,11 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 			return 0
 		}
 		// flag printed what was wrong. --report, when parsed before the
-		// bad flag, still gets its report.
+		// bad flag, still gets its report. Exit 125, fedmem-run's own
+		// failure: 2 could be the agent's.
+		if near := nearFlags(f, err); near != "" {
+			fmt.Fprintf(stderr, "fedmem-run: did you mean %s?\n", near)
+		}
 		fmt.Fprintln(stderr, "usage: fedmem-run [flags] [--] CMD [ARGS…] (fedmem-run --help lists the flags)")
 		earlyReport(&o, launch.StageFlags, err, stderr)
 		return sandbox.ExitFedmemError
@@ -100,4 +105,41 @@ func earlyReport(o *launch.Options, stage string, cause error, stderr *os.File) 
 	if err := launch.WriteEarlyReport(o, sandbox.ExitFedmemError, stage, cause); err != nil {
 		fmt.Fprintf(stderr, "fedmem-run: report not written: %v\n", err)
 	}
+}
+
+// nearFlags names the defined flags closest to the one err says is not
+// defined ("--vaul": --vault), or "".
+func nearFlags(f *flag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return ""
+	}
+	name = strings.TrimPrefix(name, "-")
+	var near []string
+	f.VisitAll(func(fl *flag.Flag) {
+		if editDistance(name, fl.Name) <= 2 || (len(name) > 2 && strings.HasPrefix(fl.Name, name)) {
+			near = append(near, "--"+fl.Name)
+		}
+	})
+	return strings.Join(near, " or ")
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

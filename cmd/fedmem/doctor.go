@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -88,7 +89,7 @@ type probeFacts struct {
 
 func newDoctorCmd() *cobra.Command {
 	var asJSON bool
-	var vaultFlag, ctrdAddr string
+	var vaultFlag, ctrdAddr, agentUser string
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check which sandbox guarantees hold on this machine",
@@ -102,7 +103,10 @@ Exit codes: 0 every guarantee the default profile needs holds (warnings
 allowed); 1 something needed is missing; 2 bad usage.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rep := runDoctor(vaultFlag, ctrdAddr)
+			rep, err := runDoctorAs(vaultFlag, ctrdAddr, agentUser)
+			if err != nil {
+				return usageErrorf("%w", err)
+			}
 			if asJSON {
 				if err := writeJSONOut(cmd.OutOrStdout(), rep); err != nil {
 					return err
@@ -127,10 +131,52 @@ allowed); 1 something needed is missing; 2 bad usage.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	cmd.Flags().StringVar(&ctrdAddr, "containerd-address", "", "containerd's socket for the containerd backend's check (default $CONTAINERD_ADDRESS, else /run/containerd/containerd.sock)")
 	cmd.Flags().StringVar(&vaultFlag, "vault", os.Getenv("FEDMEM_VAULT"), "also check this vault (default $FEDMEM_VAULT)")
+	cmd.Flags().StringVar(&agentUser, "agent-user", "", "root only: check the vault for this agent (NAME, UID or USER:GROUP, as fedmem-run --agent-user) instead of the default one")
 	return cmd
 }
 
-func runDoctor(vaultFlag, ctrdAddr string) *doctorReport {
+// doctorAgent is the agent whose reach the vault checks judge: for a root
+// caller fedmem-run's default agent (the probe's) or --agent-user; else
+// the caller.
+type doctorAgent struct {
+	uid, gid int
+	how      string
+}
+
+// parseAgentUser reads --agent-user as fedmem-run does: NAME or UID, then
+// an optional :GROUP (a name or a gid).
+func parseAgentUser(spec string) (doctorAgent, error) {
+	u, g, hasG := strings.Cut(spec, ":")
+	o, err := vault.ResolveUser(u)
+	if err != nil {
+		return doctorAgent{}, fmt.Errorf("--agent-user %q: %w", spec, err)
+	}
+	a := doctorAgent{uid: o.UID, gid: o.GID, how: "--agent-user " + spec}
+	if hasG {
+		grp, err := vault.ResolveGroup(g)
+		if err != nil {
+			return doctorAgent{}, fmt.Errorf("--agent-user %q: %w", spec, err)
+		}
+		a.gid = grp.GID
+	}
+	if a.uid == 0 || a.gid == 0 {
+		return doctorAgent{}, fmt.Errorf("--agent-user %q: an agent never runs as uid or gid 0", spec)
+	}
+	return a, nil
+}
+
+func runDoctorAs(vaultFlag, ctrdAddr, agentUser string) (*doctorReport, error) {
+	var agent *doctorAgent
+	if agentUser != "" {
+		if os.Geteuid() != 0 {
+			return nil, errors.New("--agent-user: only root runs an agent as another user")
+		}
+		a, err := parseAgentUser(agentUser)
+		if err != nil {
+			return nil, err
+		}
+		agent = &a
+	}
 	rep := &doctorReport{Probe: map[string]any{}, Checks: []doctorCheck{}}
 	add := func(c doctorCheck) { rep.Checks = append(rep.Checks, c) }
 	runner, err := findRunner()
@@ -142,6 +188,13 @@ func runDoctor(vaultFlag, ctrdAddr string) *doctorReport {
 		if err != nil {
 			add(doctorCheck{Name: "fedmem-run", Status: statusFail, Detail: err.Error(), Fix: "reinstall fedmem and fedmem-run from the same build"})
 		} else {
+			if agent == nil && os.Geteuid() == 0 && facts.Agent.Error == "" {
+				agent = &doctorAgent{uid: facts.Agent.UID, gid: facts.Agent.GID, how: "fedmem-run's default agent (" + facts.Agent.Source + ")"}
+				if g, ok := vault.AgentGroup(vaultFlag); ok && facts.Agent.Source == "default" {
+					agent.gid = g // as fedmem-run gives it (vault.AgentGroup)
+					agent.how += ", with the vault's agent group"
+				}
+			}
 			rep.Probe = raw
 			add(doctorCheck{Name: "fedmem-run", Status: statusOK, Detail: runner})
 			for _, c := range kernelChecks(facts) {
@@ -155,12 +208,12 @@ func runDoctor(vaultFlag, ctrdAddr string) *doctorReport {
 		}
 	}
 	if vaultFlag != "" {
-		for _, c := range vaultChecks(vaultFlag) {
+		for _, c := range vaultChecksFor(vaultFlag, agent) {
 			add(c)
 		}
 	}
 	rep.OK = !slices.ContainsFunc(rep.Checks, func(c doctorCheck) bool { return c.Status == statusFail })
-	return rep
+	return rep, nil
 }
 
 func probe(runner string) (map[string]any, *probeFacts, error) {
@@ -288,7 +341,7 @@ func identityChecks(f *probeFacts) []doctorCheck {
 	case a.Error != "":
 		out = append(out, doctorCheck{Name: "agent_identity", Status: statusFail, Detail: a.Error, Fix: "name an unprivileged agent user: fedmem-run --agent-user USER, a profile's run_as, or useradd --system fedmem-agent"})
 	case f.UID == 0:
-		out = append(out, doctorCheck{Name: "agent_identity", Status: statusOK, Detail: fmt.Sprintf("a root caller's agent runs as host uid %d gid %d (%s), never uid 0; root's supplementary groups are dropped (setgroups) and fedmem's pid 1 keeps another uid, out of the agent's reach", a.UID, a.GID, a.Source)})
+		out = append(out, doctorCheck{Name: "agent_identity", Status: statusOK, Detail: fmt.Sprintf("a root caller's agent runs as host %s, %s (%s; fedmem-run --agent-user USER[:GROUP] names another), never uid 0; root's supplementary groups are dropped (setgroups) and fedmem's pid 1 keeps another uid, out of the agent's reach", vault.UserName(a.UID), vault.GroupName(a.GID), a.Source)})
 		if a.Idmap {
 			out = append(out, doctorCheck{Name: "idmap", Status: statusOK, Detail: fmt.Sprintf("%s can be idmapped: files the agent writes in a root-owned workdir stay root's on disk", a.IdmapDir)})
 		} else {
@@ -310,9 +363,10 @@ func identityChecks(f *probeFacts) []doctorCheck {
 	return out
 }
 
-// vaultChecks: the vault resolves, it is owned by a gate user other than
+// vaultChecksFor: the vault resolves, it is owned by a gate user other than
 // the caller, the caller's agents can enter the inbox, the gate state exists.
-func vaultChecks(dir string) []doctorCheck {
+// The inbox is judged for agent (nil: the caller itself).
+func vaultChecksFor(dir string, agent *doctorAgent) []doctorCheck {
 	v, err := vault.Resolve(dir)
 	if err != nil {
 		return []doctorCheck{{Name: "vault", Status: statusFail, Detail: err.Error(), Fix: "fedmem init " + dir}}
@@ -327,7 +381,7 @@ func vaultChecks(dir string) []doctorCheck {
 			Detail: fmt.Sprintf("the vault is owned by uid %d, the caller: agents started by this user are kept off the vault by the sandbox alone, and the gate runs as the same user", me),
 			Fix:    "give the vault to a gate user: sudo fedmem init --gate-user fedmem-gate --agent-group agents " + v})
 	} else {
-		out = append(out, doctorCheck{Name: "vault_owner", Status: statusOK, Detail: fmt.Sprintf("owned by the gate user uid %d (caller uid %d)", st.Uid, me)})
+		out = append(out, doctorCheck{Name: "vault_owner", Status: statusOK, Detail: fmt.Sprintf("owned by the gate user %s (caller %s)", vault.UserName(int(st.Uid)), vault.UserName(me))})
 	}
 	inbox := filepath.Join(v, vault.InboxDir)
 	if err := syscall.Stat(inbox, &st); err != nil {
@@ -335,15 +389,26 @@ func vaultChecks(dir string) []doctorCheck {
 	} else {
 		mode := st.Mode & 0o7777
 		groups, _ := os.Getgroups()
-		member := int(st.Gid) == os.Getgid() || slices.Contains(groups, int(st.Gid))
-		ok := (int(st.Uid) == me && mode&0o300 == 0o300) ||
-			(int(st.Uid) != me && member && mode&0o030 == 0o030) ||
-			(int(st.Uid) != me && !member && mode&0o003 == 0o003)
-		detail := fmt.Sprintf("%s mode %04o, owner %d, group %d", inbox, mode, st.Uid, st.Gid)
+		who, gid, need := me, os.Getgid(), uint32(0o3)
+		member := int(st.Gid) == gid || slices.Contains(groups, int(st.Gid))
+		whoText := vault.UserName(me)
+		if agent != nil {
+			// A root caller's agent: root makes the session folder, the
+			// agent must walk through the inbox to it (search), as a
+			// member by its gid or by /etc/group (fedmem-run keeps that
+			// one group).
+			who, gid, need = agent.uid, agent.gid, 0o1
+			member = int(st.Gid) == gid || vault.MemberOf(who, int(st.Gid))
+			whoText = fmt.Sprintf("the agent, %s with group %s (%s),", vault.UserName(who), vault.GroupName(gid), agent.how)
+		}
+		ok := (int(st.Uid) == who && uint32(mode)>>6&need == need) ||
+			(int(st.Uid) != who && member && uint32(mode)>>3&need == need) ||
+			(int(st.Uid) != who && !member && uint32(mode)&need == need)
+		detail := fmt.Sprintf("%s mode %04o, owner %s, group %s", inbox, mode, vault.UserName(int(st.Uid)), vault.GroupName(int(st.Gid)))
 		switch {
 		case !ok:
-			out = append(out, doctorCheck{Name: "inbox", Status: statusFail, Detail: detail + fmt.Sprintf(": uid %d cannot create a session there", me),
-				Fix: fmt.Sprintf("add this user to group %d (see fedmem init --agent-group)", st.Gid)})
+			out = append(out, doctorCheck{Name: "inbox", Status: statusFail, Detail: detail + fmt.Sprintf(": %s cannot reach a session folder there", whoText),
+				Fix: vault.InboxFix(v, int(st.Gid), who, agent != nil)})
 		case mode&0o1000 == 0 && mode&0o022 != 0:
 			out = append(out, doctorCheck{Name: "inbox", Status: statusWarn, Detail: detail + ": group/world-writable without the sticky bit, sessions can remove each other's drafts", Fix: "fedmem init " + v + " (repairs the mode)"})
 		default:

@@ -186,7 +186,7 @@ func printInit(w io.Writer, r repo.Result) {
 		}
 	}
 	if r.Created {
-		fmt.Fprintf(w, "Agents read %s; run them with: fedmem run -- <agent>\n", vault.AgentContract)
+		fmt.Fprintf(w, "Agents read %s; run them with: fedmem-run --vault %s -- <agent>\n", vault.AgentContract, r.Dir)
 	}
 }
 

@@ -115,7 +115,7 @@ func newRootCmd(started *bool) *cobra.Command {
 		Version:       buildVersion(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Args:          cobra.NoArgs,
+		Args:          commandArgs,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			*started = true
 			return nil
@@ -132,6 +132,8 @@ func newRootCmd(started *bool) *cobra.Command {
 	for _, f := range subcommands {
 		root.AddCommand(f())
 	}
+	groupCommands(root)
+	root.SetFlagErrorFunc(flagError)
 	return root
 }
 

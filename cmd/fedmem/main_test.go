@@ -57,7 +57,8 @@ func TestInitCommand(t *testing.T) {
 
 	fresh := filepath.Join(testutil.TempDir(t), "v2")
 	code, out, _ = runFedmem("init", fresh)
-	if code != 0 || !strings.Contains(out, "Created fedmem vault "+fresh+"\n") || !strings.Contains(out, "by fedmem-gate <gate@fedmem.invalid> (16 files)") {
+	if code != 0 || !strings.Contains(out, "Created fedmem vault "+fresh+"\n") || !strings.Contains(out, "by fedmem-gate <gate@fedmem.invalid> (16 files)") ||
+		!strings.Contains(out, "run them with: fedmem-run --vault "+fresh+" -- <agent>\n") {
 		t.Errorf("human output (code %d):\n%s", code, out)
 	}
 }
@@ -103,6 +104,15 @@ func TestExitCodes(t *testing.T) {
 		{args: []string{"init", "--help"}, code: 0, stdout: "Usage:\n  fedmem init DIR [flags]"},
 		{args: nil, code: 2, stderr: "fedmem: a command is required\nRun 'fedmem --help' for usage."},
 		{args: []string{"bogus"}, code: 2, stderr: `fedmem: unknown command "bogus" for "fedmem"`},
+		// Issue 23: a typo is exit 2 with what was meant, in every group.
+		{args: []string{"reviw"}, code: 2, stderr: `fedmem: unknown command "reviw" for "fedmem"; did you mean review?`},
+		{args: []string{"review", "lst"}, code: 2, stderr: `fedmem: unknown command "lst" for "fedmem review"; did you mean list?`},
+		{args: []string{"review", "--vault", notVault, "lst"}, code: 2, stderr: `unknown command "lst" for "fedmem review"; did you mean list?`},
+		{args: []string{"gate", "onse", "--vault", notVault}, code: 2, stderr: `fedmem: unknown command "onse" for "fedmem gate"; did you mean once?`},
+		{args: []string{"gate"}, code: 2, stderr: "fedmem: fedmem gate needs a subcommand"},
+		{args: []string{"profile", "chek"}, code: 2, stderr: `did you mean check?`},
+		{args: []string{"audit", "verfy"}, code: 2, stderr: `did you mean verify?`},
+		{args: []string{"init", "--gate-usr", "x", notVault}, code: 2, stderr: "fedmem: unknown flag: --gate-usr; did you mean --gate-user?"},
 		{args: []string{"init"}, code: 2, stderr: "fedmem: init takes exactly one argument, the vault directory (got 0)\nRun 'fedmem init --help' for usage."},
 		{args: []string{"init", "a", "b"}, code: 2, stderr: "(got 2)"},
 		{args: []string{"init", "--nope", "x"}, code: 2, stderr: "unknown flag: --nope"},

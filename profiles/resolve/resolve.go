@@ -62,7 +62,11 @@ type Session struct {
 	ProfileSource, ProfileSourceKind string
 	// Warnings are the profile's warnings (profiles.Check) and the plan's.
 	Warnings []string
-	Vault    string
+	// ProfileWarnings is how many of Warnings, from the first, are the
+	// profile's own (profiles.Check): for a built-in, the same on every
+	// run (fedmem-run keeps those off the user's terminal).
+	ProfileWarnings int
+	Vault           string
 	// Placeholder: Vault is Options.Placeholder, not a real vault.
 	Placeholder bool
 	Workdir     string
@@ -123,7 +127,7 @@ func Resolve(o Options) (*Session, error) {
 	if err := Tighten(prof, o.Timeout, o.Network); err != nil {
 		return nil, err
 	}
-	s := &Session{Profile: prof, ProfileHash: hash, Warnings: warns,
+	s := &Session{Profile: prof, ProfileHash: hash, Warnings: warns, ProfileWarnings: len(warns),
 		ProfileSource: prof.Source, ProfileSourceKind: profiles.SourceKind(prof.Source, search)}
 	if len(o.Argv) > 0 {
 		s.Argv0 = o.Argv[0]
@@ -336,11 +340,11 @@ func RunAs(spec string) (int, int, error) {
 		gid, _ = strconv.Atoi(pw.Gid)
 	}
 	if hasG {
-		n, err := strconv.Atoi(g)
+		grp, err := vault.ResolveGroup(g)
 		if err != nil {
-			return 0, 0, fmt.Errorf("run_as %q: gid must be numeric", spec)
+			return 0, 0, fmt.Errorf("run_as %q: %w", spec, err)
 		}
-		gid = n
+		gid = grp.GID
 	}
 	if uid != os.Getuid() && os.Geteuid() != 0 {
 		return 0, 0, fmt.Errorf("run_as %q: only root can run an agent as another user", spec)

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fedmem/fedmem/sandbox"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -29,7 +30,10 @@ func checkInboxReachable(vaultDir string, uid, gid int) error {
 	}
 	groups, _ := unix.Getgroups()
 	if uid != os.Getuid() {
-		groups = nil // another agent uid: only its primary group counts
+		// Another agent uid (a root caller's): its primary group, and the
+		// vault's agent group when its user is a member, which it keeps
+		// (sandbox.KeptGroups).
+		groups = sandbox.KeptGroups(uid, gid, int(st.Gid))
 	}
 	member := int(st.Gid) == gid || slices.Contains(groups, int(st.Gid))
 	// The agent must reach its session directory through 90-inbox
@@ -42,8 +46,12 @@ func checkInboxReachable(vaultDir string, uid, gid int) error {
 		(int(st.Uid) != uid && member && st.Mode>>3&need == need) ||
 		(int(st.Uid) != uid && !member && st.Mode&need == need)
 	if !ok {
-		return fmt.Errorf("inbox %s (owner %d, group %d, mode %04o): uid %d cannot create its session directory there; agents of this vault must be in group %d (see `fedmem init --agent-group`; root too, or use a profile with run_as)",
-			dir, st.Uid, st.Gid, st.Mode&0o7777, uid, st.Gid)
+		verb := "create" // an unprivileged caller's agent makes its folder itself
+		if os.Geteuid() == 0 {
+			verb = "reach" // root makes it; the agent walks through the inbox to it
+		}
+		return fmt.Errorf("inbox %s (owner %s, group %s, mode %04o): the agent (%s, %s) cannot %s its session directory there; %s",
+			dir, vault.UserName(int(st.Uid)), vault.GroupName(int(st.Gid)), st.Mode&0o7777, vault.UserName(uid), vault.GroupName(gid), verb, vault.InboxFix(vaultDir, int(st.Gid), uid, os.Geteuid() == 0))
 	}
 	return nil
 }

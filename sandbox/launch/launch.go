@@ -40,6 +40,15 @@ func Resolve(o *Options) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.IdentitySource == "default" && !s.Placeholder {
+		// A root caller's default agent (uid 65533) has no account, so it
+		// is in no group, and a vault whose inbox only its agent group may
+		// enter (fedmem init --agent-group, mode 03770) refused it with
+		// advice it could not follow. It runs with that group as its gid.
+		if g, ok := vault.AgentGroup(s.Vault); ok {
+			s.GID = g
+		}
+	}
 	environ := o.Environ
 	if environ == nil {
 		environ = os.Environ()
@@ -280,8 +289,16 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		}
 	}
 	s, spec, prof := r.Session, r.Spec, r.Profile
-	for _, w := range s.Warnings {
-		fmt.Fprintf(stderr, "fedmem-run: warning: %s\n", w)
+	// From here until the agent has exited, fedmem-run writes nothing to
+	// the user's terminal: its messages wait in nt (notices.go).
+	nt := &notices{}
+	defer func() { nt.flush(stderr, s.ID, 0, nil) }() // a run refused before its agent: its warnings still said once
+	for i, w := range s.Warnings {
+		if i < s.ProfileWarnings && s.ProfileSourceKind == "builtin" {
+			nt.quiet++ // the built-in's own, said by fedmem profile check
+			continue
+		}
+		nt.warn(w)
 	}
 	// Writable home paths the profile names must exist to be bound.
 	for _, m := range s.Plan.Mounts {
@@ -292,12 +309,12 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		}
 	}
 	// Per-profile state: its store and mount points, seeded copies.
-	stateWarnings, err := prepareState(s.Plan, s.Home, s.OwnerUID, s.OwnerGID)
+	stateWarnings, err := prepareState(s.Plan, s.Home, s.OwnerUID, s.OwnerGID, s.UID)
 	if err != nil {
 		return sandbox.ExitFedmemError, staged(StageState, fmt.Errorf("profile %s: %w", prof.Name, err))
 	}
 	for _, w := range stateWarnings {
-		fmt.Fprintf(stderr, "fedmem-run: warning: %s\n", w)
+		nt.warn(w)
 		rep.Warnings = append(rep.Warnings, w)
 	}
 	started := time.Now()
@@ -319,10 +336,10 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	defer std.release()
 	spec.Stdin, spec.Stdout, spec.Stderr = std.in, std.out, std.err
 	// What the after-session sweep moved aside, or could not check, is
-	// told to the user on stderr and in the report's warnings, not only
-	// in the --events file nobody may be writing (TestRedteam5SweepTold):
-	// a plant left under a walk bound, or a folder of the user's moved
-	// aside, must not go unnoticed.
+	// told to the user on stderr (after the agent exits) and in the
+	// report's warnings, not only in the --events file nobody may be
+	// writing (TestRedteam5SweepTold): a plant left under a walk bound, or
+	// a folder of the user's moved aside, must not go unnoticed.
 	var warnMu sync.Mutex
 	var instructions []string // instruction files the session changed
 	spec.Event = func(name string, fields map[string]any) {
@@ -337,9 +354,9 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 			return
 		}
 		w := persistenceWarning(fields)
+		nt.warn(w)
 		warnMu.Lock()
 		defer warnMu.Unlock()
-		fmt.Fprintf(stderr, "fedmem-run: warning: %s\n", w)
 		rep.Warnings = append(rep.Warnings, w)
 	}
 	spec.Signals = sigs
@@ -351,7 +368,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		spec.Proxy = &netproxy.Proxy{Policy: pol, OnDecision: func(d netproxy.Decision) {
 			ev.emit("network", map[string]any{"method": d.Method, "host": d.Host, "port": d.Port, "allowed": d.Allowed, "addr": d.Addr, "reason": d.Reason})
 			if !d.Allowed {
-				fmt.Fprintf(stderr, "fedmem-run: network: refused %s %s:%d: %s\n", d.Method, d.Host, d.Port, d.Reason)
+				nt.refuse(d)
 			}
 		}}
 	}
@@ -370,9 +387,6 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		rep.LimitsHit = res.LimitsHit
 		rep.CoversLost = res.CoversLost
 		code = res.ExitCode
-		for _, l := range res.LimitsHit {
-			fmt.Fprintf(stderr, "fedmem-run: limit hit: %s\n", l)
-		}
 	}
 	if runErr != nil {
 		code = sandbox.ExitCodeOf(runErr)
@@ -392,9 +406,12 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	}
 	warnMu.Unlock()
 	rep.Denials = ev.counted()
+	denied := 0
 	if rep.Denials != nil {
-		fmt.Fprintf(stderr, "fedmem-run: %d operation(s) refused by the sandbox (see --events and the report's denials)\n", rep.Denials.Total)
+		denied = rep.Denials.Total
 	}
+	// The agent has exited: now the user hears what happened.
+	nt.flush(stderr, s.ID, denied, rep.LimitsHit)
 	if rewriteRecord {
 		// The end, for the gate: a draft changed in the session folder
 		// after it is not the session's (gate/origin.go forDraft).

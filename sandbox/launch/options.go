@@ -22,7 +22,7 @@ type Options struct {
 	Timeout                 time.Duration
 	Network                 string
 	// AgentUser names the agent's host user for a root caller
-	// (--agent-user USER|UID[:GID]); never uid 0.
+	// (--agent-user USER|UID[:GROUP], GROUP a name or gid); never uid 0.
 	AgentUser string
 	// Report, when set, receives the JSON session report; Events, when
 	// set, the session's events as JSON lines (appended).

@@ -29,7 +29,16 @@ import (
 // the plan, the path stays what the home holds (read-only to the agent),
 // and a warning for each is returned; the run goes on. Any other error (a
 // link, a non-directory) refuses the run.
-func prepareState(pl *mounts.Plan, home string, uid, gid int) ([]string, error) {
+//
+// agentUID is the agent's uid: when it is not the home's owner (a root
+// caller's agent), the folders made for mount points are 0711 instead of
+// 0700, so that the agent can walk through them to the bind (a 0700 ~/go
+// made for ~/go/pkg/mod was "permission denied" to it); they list nothing.
+func prepareState(pl *mounts.Plan, home string, uid, gid, agentUID int) ([]string, error) {
+	mountMode := uint32(0o700)
+	if agentUID != uid {
+		mountMode = 0o711
+	}
 	var warnings []string
 	kept := pl.Mounts[:0:0]
 	for _, m := range pl.Mounts {
@@ -37,7 +46,7 @@ func prepareState(pl *mounts.Plan, home string, uid, gid int) ([]string, error) 
 			kept = append(kept, m)
 			continue
 		}
-		err := prepareStateMount(m, home, uid, gid)
+		err := prepareStateMount(m, home, uid, gid, mountMode)
 		if err != nil && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS)) {
 			warnings = append(warnings, fmt.Sprintf("state %s not kept (the home refuses the store: %v)", m.Target, err))
 			continue
@@ -51,16 +60,17 @@ func prepareState(pl *mounts.Plan, home string, uid, gid int) ([]string, error) 
 	return warnings, nil
 }
 
-func prepareStateMount(m mounts.Mount, home string, uid, gid int) error {
+func prepareStateMount(m mounts.Mount, home string, uid, gid int, mountMode uint32) error {
 	if m.Seed != "" {
 		if err := refreshSeed(home, m.Seed, m.Source, uid, gid); err != nil {
 			return fmt.Errorf("state %s: %w", m.Target, err)
 		}
-	} else if err := ensureUnder(home, m.Source, m.Dir, uid, gid); err != nil {
+	} else if err := ensureUnder(home, m.Source, m.Dir, 0o700, uid, gid); err != nil {
 		return fmt.Errorf("state %s: %w", m.Target, err)
 	}
 	if m.Target != m.Source {
-		if err := ensureUnder(home, m.Target, m.Dir, uid, gid); err != nil {
+		// The mount point's folders: mountMode (prepareState).
+		if err := ensureUnder(home, m.Target, m.Dir, mountMode, uid, gid); err != nil {
 			return fmt.Errorf("state %s (mount point): %w", m.Target, err)
 		}
 	}
@@ -69,8 +79,8 @@ func prepareStateMount(m mounts.Mount, home string, uid, gid int) error {
 
 // openDirUnder opens directory rel (slash-separated, relative to home)
 // without following a link at any component, creating missing ones (mode
-// 0700, owned by uid:gid when fedmem-run is root) when create is set.
-func openDirUnder(home, rel string, create bool, uid, gid int) (int, error) {
+// mode, owned by uid:gid when fedmem-run is root) when create is set.
+func openDirUnder(home, rel string, create bool, mode uint32, uid, gid int) (int, error) {
 	fd, err := unix.Open(home, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("open %s: %w", home, err)
@@ -87,7 +97,7 @@ func openDirUnder(home, rel string, create bool, uid, gid int) (int, error) {
 		cur = filepath.Join(cur, part)
 		next, err := unix.Openat(fd, part, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) && create {
-			if err = unix.Mkdirat(fd, part, 0o700); err == nil || errors.Is(err, unix.EEXIST) {
+			if err = unix.Mkdirat(fd, part, mode); err == nil || errors.Is(err, unix.EEXIST) {
 				if err == nil && os.Geteuid() == 0 {
 					_ = unix.Fchownat(fd, part, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
 				}
@@ -115,19 +125,19 @@ func relUnder(home, p string) (string, error) {
 }
 
 // ensureUnder makes p (under home) exist: a directory, or an empty file.
-func ensureUnder(home, p string, dir bool, uid, gid int) error {
+func ensureUnder(home, p string, dir bool, mode uint32, uid, gid int) error {
 	rel, err := relUnder(home, p)
 	if err != nil {
 		return err
 	}
 	if dir {
-		fd, err := openDirUnder(home, rel, true, uid, gid)
+		fd, err := openDirUnder(home, rel, true, mode, uid, gid)
 		if err == nil {
 			unix.Close(fd)
 		}
 		return err
 	}
-	dfd, err := openDirUnder(home, filepath.ToSlash(filepath.Dir(rel)), true, uid, gid)
+	dfd, err := openDirUnder(home, filepath.ToSlash(filepath.Dir(rel)), true, mode, uid, gid)
 	if err != nil {
 		return err
 	}
@@ -163,7 +173,7 @@ func refreshSeed(home, seed, copyPath string, uid, gid int) error {
 	if err != nil {
 		return err
 	}
-	sdir, err := openDirUnder(home, filepath.ToSlash(filepath.Dir(srcRel)), false, uid, gid)
+	sdir, err := openDirUnder(home, filepath.ToSlash(filepath.Dir(srcRel)), false, 0, uid, gid)
 	if errors.Is(err, unix.ENOENT) {
 		return nil
 	}
@@ -184,7 +194,7 @@ func refreshSeed(home, seed, copyPath string, uid, gid int) error {
 	if err := unix.Fstat(sfd, &sst); err != nil || sst.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("%s is not a regular file: not used as a seed", seed)
 	}
-	ddir, err := openDirUnder(home, filepath.ToSlash(filepath.Dir(dstRel)), true, uid, gid)
+	ddir, err := openDirUnder(home, filepath.ToSlash(filepath.Dir(dstRel)), true, 0o700, uid, gid)
 	if err != nil {
 		return err
 	}

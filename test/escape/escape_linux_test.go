@@ -333,7 +333,7 @@ func TestHostileAgent(t *testing.T) {
 			// The launcher (not the agent) may add the profile's per-profile
 			// state (ec14b22): its store under ~/.local/share/fedmem/ and
 			// the mount points it binds at; nothing else in the home.
-			allowState, stateProblems := launcherStateOnly(homeBefore, homeAfter)
+			allowState, stateProblems := launcherStateOnly(homeBefore, homeAfter, agentUIDOf(l, r))
 			for _, p := range stateProblems {
 				t.Errorf("[%s] home: %s", l.name, p)
 			}
@@ -517,10 +517,12 @@ const stateStore = ".local/share/fedmem"
 // additions allowed are the directories fedmem-run makes for the profile's
 // state (the store ~/.local/share/fedmem/<profile>/X and the mount point
 // ~/X it binds there, with their parents), each an empty directory of the
-// home's owner, mode 0700, and the home's own mtime/nlink from them. Any
+// home's owner, mode 0700 — a mount point's folders 0711 when the agent is
+// another uid, which must walk through them to the bind and lists
+// nothing there — and the home's own mtime/nlink from them. Any
 // file, link or other mode there is a problem: nothing the agent writes may
 // land in the home. allow tells testutil.Diff which entries were checked.
-func launcherStateOnly(before, after testutil.Snapshot) (allow func(rel string) bool, problems []string) {
+func launcherStateOnly(before, after testutil.Snapshot, agentUID int) (allow func(rel string) bool, problems []string) {
 	owner := before["."].UID
 	mirrored := map[string]bool{}
 	for rel := range after {
@@ -542,8 +544,12 @@ func launcherStateOnly(before, after testutil.Snapshot) (allow func(rel string) 
 			continue // testutil.Diff reports it
 		}
 		added[rel] = true
-		if !a.Mode.IsDir() || a.Mode.Perm() != 0o700 || a.UID != owner {
-			problems = append(problems, fmt.Sprintf("state path %s: %s, want an empty directory of uid %d, mode 0700", rel, a, owner))
+		want := os.FileMode(0o700)
+		if mirrored[rel] && !vault.Within(rel, stateStore) && rel != ".local" && rel != ".local/share" && agentUID != int(owner) {
+			want = 0o711
+		}
+		if !a.Mode.IsDir() || a.Mode.Perm() != want || a.UID != owner {
+			problems = append(problems, fmt.Sprintf("state path %s: %s, want an empty directory of uid %d, mode %04o", rel, a, owner, want))
 		}
 	}
 	if b, a := before["."], after["."]; b.Mode != a.Mode || b.UID != a.UID || b.GID != a.GID {

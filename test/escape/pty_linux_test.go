@@ -70,10 +70,13 @@ func (m *tmux) send(keys ...string) { m.run(append([]string{"send-keys", "-t", "
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // launch is the shell command that starts fedmem-run in the layout.
-func (e *env) launch(argv ...string) string {
+func (e *env) launch(argv ...string) string { return e.launchWith(nil, argv...) }
+
+// launchWith is launch with fedmem-run flags before the command.
+func (e *env) launchWith(flags []string, argv ...string) string {
 	parts := []string{"cd", shellQuote(e.workdir), "&&", "env", "-i", "PATH=/usr/bin:/bin", "HOME=" + shellQuote(e.home), "TERM=xterm",
 		shellQuote(e.bins.FedmemRun), "--vault", shellQuote(e.vault.Dir), "--workdir", shellQuote(e.workdir)}
-	for _, a := range testutil.BackendArgs() { // FEDMEM_BACKEND's matrix
+	for _, a := range append(testutil.BackendArgs(), flags...) { // FEDMEM_BACKEND's matrix
 		parts = append(parts, shellQuote(a))
 	}
 	parts = append(parts, "--")

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// A mistyped command or flag is a usage error (exit 2) that says what was
+// meant. Cobra suggests only for the root's own legacy argument check;
+// `fedmem review lst` printed review's help and exited 0, and `fedmem gate
+// onse --vault V` complained about --vault instead of onse.
+
+// commandArgs refuses an argument where cmd takes a subcommand, with the
+// nearest subcommand names.
+func commandArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's own default, which SuggestionsFor does not apply
+	}
+	return usageErrorf("unknown command %q for %q%s", args[0], cmd.CommandPath(), didYouMean(cmd.SuggestionsFor(args[0])))
+}
+
+func didYouMean(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(s, " or ") + "?"
+}
+
+// groupCommands makes every command that only groups subcommands (review,
+// gate, profile…) refuse an unknown one with exit 2 and suggestions, and a
+// bare call with its help on stderr and exit 2. Unknown flags are let
+// through to that check: the unknown command is the mistake to report.
+func groupCommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		if sub.HasSubCommands() {
+			// A group's own RunE, where it has one, only says that a
+			// subcommand is required (profile, render).
+			sub.Args = commandArgs
+			sub.FParseErrWhitelist.UnknownFlags = true
+			if sub.Run == nil && sub.RunE == nil {
+				sub.RunE = func(cmd *cobra.Command, args []string) error {
+					cmd.SetOut(cmd.ErrOrStderr())
+					_ = cmd.Help()
+					return usageErrorf("%s needs a subcommand", cmd.CommandPath())
+				}
+			}
+		}
+		groupCommands(sub)
+	}
+}
+
+// flagError is the root's flag error function: an unknown flag names the
+// nearest flags the command has.
+func flagError(cmd *cobra.Command, err error) error {
+	msg := err.Error()
+	name, ok := strings.CutPrefix(msg, "unknown flag: --")
+	if !ok {
+		return usageErrorf("%w", err)
+	}
+	var near []string
+	seen := map[string]bool{}
+	visit := func(f *pflag.Flag) {
+		if !seen[f.Name] && (levenshtein(name, f.Name) <= 2 || (len(name) > 2 && strings.HasPrefix(f.Name, name))) {
+			seen[f.Name] = true
+			near = append(near, "--"+f.Name)
+		}
+	}
+	cmd.Flags().VisitAll(visit)
+	cmd.InheritedFlags().VisitAll(visit)
+	return usageErrorf("%s%s", msg, didYouMean(near))
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
