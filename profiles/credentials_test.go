@@ -24,16 +24,16 @@ func TestCredentialsParse(t *testing.T) {
 func TestCredentialsErrors(t *testing.T) {
 	for body, want := range map[string]string{
 		"  - {name: k, env: A, file: ~/x, path: a, hosts: [h.com], header: x}": "p.yaml:3: credentials[0] \"k\": needs exactly one source",
-		"  - {name: k, hosts: [h.com], header: x}":                              "needs exactly one source",
-		"  - {name: k, file: ~/x, hosts: [h.com], header: x}":                   "needs path:",
-		"  - {name: k, env: A, hosts: [h.com]}":                                 "hosts need header",
-		"  - {name: k, env: A, header: x}":                                      "without hosts",
-		"  - {name: k, env: A, hosts: [\"*\"], header: x}":                      "hosts:",
-		"  - {name: k, env: A, hosts: [h.com], header: x, basic_auth: true}":    "one way to travel",
-		"  - {name: k, file: x.json, path: a, hosts: [h.com], header: x}":       "must be ~/",
-		"  - {name: k, env: A}\n  - {name: k, env: B}":                          "p.yaml:4: credentials[1] \"k\": a second credential",
-		"  - {name: k, env: A, path: a.b}":                                      "path: is for a file source",
-		"  - {name: k, env: A, hostz: [x]}":                                     "p.yaml:3: credentials[0].name: credentials entry key \"hostz\"",
+		"  - {name: k, hosts: [h.com], header: x}":                             "needs exactly one source",
+		"  - {name: k, file: ~/x, hosts: [h.com], header: x}":                  "needs path:",
+		"  - {name: k, env: A, hosts: [h.com]}":                                "hosts need header",
+		"  - {name: k, env: A, header: x}":                                     "without hosts",
+		"  - {name: k, env: A, hosts: [\"*\"], header: x}":                     "hosts:",
+		"  - {name: k, env: A, hosts: [h.com], header: x, basic_auth: true}":   "one way to travel",
+		"  - {name: k, file: x.json, path: a, hosts: [h.com], header: x}":      "must be ~/",
+		"  - {name: k, env: A}\n  - {name: k, env: B}":                         "p.yaml:4: credentials[1] \"k\": a second credential",
+		"  - {name: k, env: A, path: a.b}":                                     "path: is for a file source",
+		"  - {name: k, env: A, hostz: [x]}":                                    "p.yaml:3: credentials[0].name: credentials entry key \"hostz\"",
 	} {
 		p, err := Parse("p.yaml", []byte("name: p\ncredentials:\n"+body+"\n"))
 		if err == nil {

@@ -35,6 +35,9 @@ type Proxy struct {
 	OnDecision func(Decision)
 	// DialTimeout bounds each upstream dial (default 15s).
 	DialTimeout time.Duration
+	// Credentials, when set, intercept the CONNECTs to credentials' hosts
+	// and refuse placeholders seen anywhere else (creds.go).
+	Credentials *Credentials
 	// Dial dials the address the policy checked (nil: a net.Dialer). Only
 	// tests set it.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -81,6 +84,9 @@ func (p *Proxy) Serve(c net.Conn) {
 		reply(c, 400, err.Error())
 		return
 	}
+	if p.credentialHead(c, br, req, host, port) {
+		return
+	}
 	var check func() error
 	if req.method != "CONNECT" {
 		// Plain HTTP: the upstream server routes on the Host header, so
@@ -117,6 +123,7 @@ func (p *Proxy) Serve(c net.Conn) {
 			}
 		}
 		head.WriteString("Connection: close\r\n\r\n")
+		c = p.scanBody(c, host, port)
 	}
 	// Bytes the client sent after the head, already buffered.
 	if n := br.Buffered(); n > 0 {

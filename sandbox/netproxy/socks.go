@@ -82,6 +82,10 @@ func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader) {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
+	if err := p.credentialTarget("SOCKS5", host, port); err != nil {
+		socksReply(c, socksNotAllowed)
+		return
+	}
 	up, code, err := p.connect("SOCKS5", host, port, nil)
 	if err != nil {
 		rep := byte(socksHostUnreachable)
