@@ -278,6 +278,16 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		}
 	}
 	s, spec, prof := r.Session, r.Spec, r.Profile
+	// Guarantee 8: every credential's source is read before anything
+	// else of the session exists; one that cannot be refuses it (125).
+	environ := o.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	secrets, err := readCredentials(prof, environ, s.Home)
+	if err != nil {
+		return sandbox.ExitFedmemError, err
+	}
 	for _, w := range s.Warnings {
 		fmt.Fprintf(stderr, "fedmem-run: warning: %s\n", w)
 	}
@@ -334,6 +344,14 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		rep.Warnings = append(rep.Warnings, w)
 	}
 	spec.Signals = sigs
+	var creds *credSession
+	if len(secrets) > 0 {
+		if creds, err = startCredentials(r, secrets, environ, ev.emit); err != nil {
+			return sandbox.ExitFedmemError, err
+		}
+		defer creds.stop()
+		spec.Env = creds.caEnv(spec.Env)
+	}
 	if profiles.Proxied(prof.Network) {
 		pol, err := policy(prof)
 		if err != nil {
@@ -344,7 +362,10 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 			if !d.Allowed {
 				fmt.Fprintf(stderr, "fedmem-run: network: refused %s %s:%d: %s\n", d.Method, d.Host, d.Port, d.Reason)
 			}
-		}}
+		}, Credentials: creds.proxyCredentials(func(name, host string, port int, where string) {
+			ev.emit("credential", map[string]any{"credential": name, "host": host, "port": port, "where": where, "allowed": false,
+				"reason": "the placeholder of credential " + name + " in " + where + ": refused"})
+		})}
 	}
 	ev.emit("start", map[string]any{"profile": prof.Name, "profile_hash": s.ProfileHash, "vault": s.Vault, "inbox": s.Plan.Inbox,
 		"workdir": s.Workdir, "command": o.Argv, "uid": s.UID, "network": prof.Network, "warnings": s.Warnings})

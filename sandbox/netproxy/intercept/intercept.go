@@ -39,20 +39,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/sandbox/netproxy"
 )
 
-// Cred is one credential as the interceptor needs it.
-type Cred struct {
-	Name        string                `json:"name"`
-	Placeholder string                `json:"placeholder"`
-	Real        string                `json:"real"`
-	Header      string                `json:"header,omitempty"` // canonical or not; compared case-insensitively
-	Basic       bool                  `json:"basic,omitempty"`
-	Hosts       []profiles.AllowEntry `json:"hosts,omitempty"`
-}
+// Cred is one credential as the interceptor needs it (the wire type).
+type Cred = netproxy.HelperCred
 
-func (c *Cred) allowed(host string, port int) bool {
+func allowed(c *Cred, host string, port int) bool {
 	for _, h := range c.Hosts {
 		if h.Matches(host, port) {
 			return true
@@ -63,10 +56,7 @@ func (c *Cred) allowed(host string, port int) bool {
 
 // Event is what the interceptor reports: "credential" (a refusal) or
 // "network" (a request forwarded or failed).
-type Event struct {
-	Name   string         `json:"event"`
-	Fields map[string]any `json:"fields"`
-}
+type Event = netproxy.HelperEvent
 
 // Server serves intercepted connections.
 type Server struct {
@@ -231,7 +221,7 @@ func (s *Server) Serve(c net.Conn, pre []byte, host string, port int, addrs []ne
 func (s *Server) inject(r *http.Request, host string, port int) (string, string) {
 	for i := range s.Creds {
 		c := &s.Creds[i]
-		if !c.allowed(host, port) {
+		if !allowed(c, host, port) {
 			continue
 		}
 		switch {
