@@ -38,13 +38,19 @@ type Credential struct {
 	// is skipped instead of refusing the session. A source that exists
 	// but cannot be read or parsed always refuses it.
 	Optional bool `yaml:"optional,omitempty" json:"optional,omitempty"`
+	// KeepSuffix keeps the value's last characters in the placeholder:
+	// for a client that recognises a key by its suffix (Claude Code
+	// stores the last 20 characters of an approved API key, in clear, in
+	// ~/.claude.json). At most 24, and at least 20 other characters are
+	// replaced.
+	KeepSuffix int `yaml:"keep_suffix,omitempty" json:"keep_suffix,omitempty"`
 
 	// Where is "FILE:LINE" of the entry, for errors at launch.
 	Where string `yaml:"-" json:"where,omitempty"`
 	line  int
 }
 
-var credentialKeys = []string{"name", "env", "file", "path", "hosts", "header", "basic_auth", "optional"}
+var credentialKeys = []string{"name", "env", "file", "path", "hosts", "header", "basic_auth", "optional", "keep_suffix"}
 
 // UnmarshalYAML decodes one entry strictly (unknown keys named with their
 // line) and remembers its line.
@@ -164,6 +170,9 @@ func credentialErrors(p *Profile) []error {
 			bad("file %q must be ~/… or absolute", c.File)
 		case c.File != "" && path.Clean(strings.TrimPrefix(c.File, "~/")) != strings.TrimPrefix(c.File, "~/"):
 			bad("file %q must be a clean path", c.File)
+		}
+		if c.KeepSuffix < 0 || c.KeepSuffix > 24 {
+			bad("keep_suffix: %d is not between 0 and 24", c.KeepSuffix)
 		}
 		if c.Path != "" {
 			for _, k := range strings.Split(c.Path, ".") {

@@ -118,7 +118,7 @@ func readCredentials(p *profiles.Profile, environ []string, home string) ([]secr
 				return nil, fail("the value has a character outside printable ASCII: not a token")
 			}
 		}
-		ph, err := placeholderFor(real)
+		ph, err := placeholderFor(real, c.KeepSuffix)
 		if err != nil {
 			return nil, fail("placeholder: %v", err)
 		}
@@ -192,7 +192,10 @@ func setPath(doc any, path string, v string) {
 // one of the same class, punctuation kept. A JWT keeps its header and
 // claims (clients read the expiry and the account from them) and gets a
 // random signature: without the issuer's key it is worth nothing.
-func placeholderFor(real string) (string, error) {
+//
+// keepSuffix keeps that many last characters too (Credential.KeepSuffix);
+// at least 20 letters or digits are then replaced.
+func placeholderFor(real string, keepSuffix int) (string, error) {
 	keep := 0
 	if parts := strings.Split(real, "."); len(parts) == 3 && strings.HasPrefix(real, "eyJ") {
 		keep = len(parts[0]) + 1 + len(parts[1]) + 1
@@ -206,7 +209,8 @@ func placeholderFor(real string) (string, error) {
 	for attempt := 0; attempt < 4; attempt++ {
 		b := []byte(real)
 		changed := 0
-		for i := keep; i < len(b); i++ {
+		end := len(b) - keepSuffix
+		for i := keep; i < end; i++ {
 			var set string
 			switch c := b[i]; {
 			case c >= 'a' && c <= 'z':
@@ -225,8 +229,8 @@ func placeholderFor(real string) (string, error) {
 			b[i] = set[n.Int64()]
 			changed++
 		}
-		if changed < 8 {
-			return "", fmt.Errorf("fewer than 8 letters or digits after the prefix")
+		if min := 8 + 12*min(keepSuffix, 1); changed < min {
+			return "", fmt.Errorf("fewer than %d letters or digits between the prefix and the kept suffix", min)
 		}
 		if string(b) != real {
 			return string(b), nil

@@ -15,7 +15,7 @@ import (
 func TestPlaceholderShape(t *testing.T) {
 	for _, real := range []string{"sk-ant-api03-abcDEF0123456789xyzXYZ_-abcdef", "sk-proj-ABCDEFabcdef0123456789", "ghp_0123456789abcdefABCDEF0123456789ab",
 		"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1c2VyIiwiZXhwIjoxfQ.c2lnbmF0dXJlc2lnbmF0dXJlc2lnbmF0dXJl"} {
-		ph, err := placeholderFor(real)
+		ph, err := placeholderFor(real, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,8 +46,17 @@ func TestPlaceholderShape(t *testing.T) {
 			}
 		}
 	}
-	if _, err := placeholderFor("sk-ant-api03-abc"); err == nil {
+	if _, err := placeholderFor("sk-ant-api03-abc", 0); err == nil {
 		t.Errorf("a value with 3 random characters got a placeholder")
+	}
+	// Claude Code recognises an approved key by its last 20 characters.
+	real := "sk-ant-api03-" + strings.Repeat("aB3", 30) + "-suffixOf20charsXYZ9"
+	ph, err := placeholderFor(real, 20)
+	if err != nil || ph[len(ph)-20:] != real[len(real)-20:] || ph == real || !strings.HasPrefix(ph, "sk-ant-api03-") {
+		t.Errorf("keep_suffix 20: %s → %s (%v)", real, ph, err)
+	}
+	if _, err := placeholderFor("sk-ant-api03-0123456789abcdefghijklmnop", 20); err == nil {
+		t.Errorf("keep_suffix 20 of a value with 6 other characters got a placeholder")
 	}
 }
 
