@@ -134,6 +134,27 @@ func (p *Proxy) credentialHead(c net.Conn, br *bufio.Reader, req *request, host 
 	return true
 }
 
+// socksIntercept is credentialHead's CONNECT path for a SOCKS5 CONNECT to
+// a credential's host: checked by the policy, then handed over.
+func (p *Proxy) socksIntercept(c net.Conn, br *bufio.Reader, host string, port int) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.dialTimeout())
+	cands, err := p.Policy.Candidates(ctx, host, port)
+	cancel()
+	if err != nil {
+		p.decide(Decision{Method: "SOCKS5", Host: host, Port: port, Reason: err.Error()})
+		socksReply(c, socksNotAllowed)
+		return
+	}
+	p.decide(Decision{Method: "SOCKS5", Host: host, Port: port, Allowed: true, Addr: cands[0].String(), Reason: "credential host: intercepted"})
+	socksReply(c, socksSucceeded)
+	var pre []byte
+	if n := br.Buffered(); n > 0 {
+		b, _ := br.Peek(n)
+		pre = append(pre, b...)
+	}
+	p.Credentials.Hand(c, pre, host, port, cands)
+}
+
 // credentialTarget refuses a SOCKS target that carries a placeholder.
 func (p *Proxy) credentialTarget(method, host string, port int) error {
 	if name := p.Credentials.find(host); name != "" {

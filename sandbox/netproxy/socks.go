@@ -86,6 +86,10 @@ func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader) {
 		socksReply(c, socksNotAllowed)
 		return
 	}
+	if p.Credentials.intercepts(host, port) {
+		p.socksIntercept(c, br, host, port)
+		return
+	}
 	up, code, err := p.connect("SOCKS5", host, port, nil)
 	if err != nil {
 		rep := byte(socksHostUnreachable)

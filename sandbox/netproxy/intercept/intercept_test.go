@@ -269,3 +269,22 @@ func TestOtherHostsTunnelled(t *testing.T) {
 		t.Fatalf("tunnel: %q", b)
 	}
 }
+
+// TestSOCKSInjects: a SOCKS5 CONNECT (socks5h: the proxy resolves) to the
+// credential's host is intercepted like an HTTP CONNECT.
+func TestSOCKSInjects(t *testing.T) {
+	r := newRig(t)
+	tr := &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "socks5h", Host: r.proxyURL.Host}),
+		TLSClientConfig: &tls.Config{RootCAs: r.sessionCAs}}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest("GET", "https://api.test/v1/models", nil)
+	req.Header.Set("x-api-key", placeholder)
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got, _ := r.apiSaw.Load().(string); resp.StatusCode != 200 || got != realKey {
+		t.Fatalf("status %d, the api server received %q: want the real key", resp.StatusCode, got)
+	}
+}
