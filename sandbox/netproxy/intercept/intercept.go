@@ -16,6 +16,7 @@
 package intercept
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -197,7 +198,9 @@ func (s *Server) Serve(c net.Conn, pre []byte, host string, port int, addrs []ne
 			s.event("network", map[string]any{"method": r.Method, "host": host, "port": port, "allowed": false, "reason": "credential proxy: upstream: " + err.Error()})
 			http.Error(w, "fedmem: upstream "+hostport+": "+err.Error(), http.StatusBadGateway)
 		},
-		FlushInterval: -1, // stream (server-sent events of the model APIs)
+		// 0: ReverseProxy flushes a streaming response (server-sent
+		// events of the model APIs, no Content-Length) at every write
+		// by itself; a sized body is copied in large writes.
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if name, where := s.inject(r, host, port); name != "" {
@@ -277,61 +280,66 @@ func (s *Server) scrubResponse(r *http.Response) {
 		}
 	}
 	if r.Body != nil && len(s.Creds) > 0 {
-		r.Body = &scrubBody{rc: r.Body, creds: s.Creds}
+		keep := 0
+		for _, c := range s.Creds {
+			keep = max(keep, len(c.Real)-1)
+		}
+		r.Body = &scrubBody{rc: r.Body, creds: s.Creds, keep: keep, buf: make([]byte, 64<<10+keep)}
 	}
 }
 
 // scrubBody replaces every real value in a response body by its
-// placeholder (the same length, so the body's length holds), keeping back
-// the last bytes of each read that could begin a value split across reads.
+// placeholder, in place (the same length, so the body's length holds),
+// keeping back the last bytes of each read that could begin a value split
+// across reads.
 type scrubBody struct {
 	rc    io.ReadCloser
 	creds []Cred
-	buf   []byte // read, not yet returned
-	out   []byte // scrubbed, ready
+	keep  int
+	buf   []byte // buf[:n]: read, scrubbed; buf[:n-keep] may go out
+	n     int
+	out   int // buf[:out] already returned
 	eof   bool
 }
 
 func (b *scrubBody) Read(p []byte) (int, error) {
-	for len(b.out) == 0 {
+	for {
+		ready := b.n - b.keep
 		if b.eof {
-			if len(b.buf) == 0 {
-				return 0, io.EOF
-			}
-			b.out, b.buf = b.scrub(b.buf), nil
-			break
+			ready = b.n
 		}
-		chunk := make([]byte, 32<<10)
-		n, err := b.rc.Read(chunk)
-		b.buf = append(b.buf, chunk[:n]...)
+		if b.out < ready {
+			k := copy(p, b.buf[b.out:ready])
+			b.out += k
+			return k, nil
+		}
+		if b.eof {
+			return 0, io.EOF
+		}
+		// Move the kept tail to the front, read after it.
+		tail := b.n - b.out
+		copy(b.buf, b.buf[b.out:b.n])
+		b.n, b.out = tail, 0
+		k, err := b.rc.Read(b.buf[b.n:])
+		if k > 0 {
+			start := max(0, b.n-b.keep)
+			b.n += k
+			win := b.buf[start:b.n]
+			for _, c := range b.creds {
+				if len(c.Real) != len(c.Placeholder) || c.Real == "" {
+					continue
+				}
+				for i := bytes.Index(win, []byte(c.Real)); i >= 0; i = bytes.Index(win, []byte(c.Real)) {
+					copy(win[i:], c.Placeholder)
+				}
+			}
+		}
 		if err == io.EOF {
 			b.eof = true
 		} else if err != nil {
 			return 0, err
 		}
-		keep := 0
-		for _, c := range b.creds {
-			keep = max(keep, len(c.Real)-1)
-		}
-		if !b.eof && len(b.buf) > keep {
-			s := b.scrub(b.buf)
-			b.out = append(b.out, s[:len(s)-keep]...)
-			b.buf = append([]byte(nil), s[len(s)-keep:]...)
-		}
 	}
-	n := copy(p, b.out)
-	b.out = b.out[n:]
-	return n, nil
-}
-
-func (b *scrubBody) scrub(p []byte) []byte {
-	s := string(p)
-	for _, c := range b.creds {
-		if len(c.Real) == len(c.Placeholder) {
-			s = strings.ReplaceAll(s, c.Real, c.Placeholder)
-		}
-	}
-	return []byte(s)
 }
 
 func (b *scrubBody) Close() error { return b.rc.Close() }

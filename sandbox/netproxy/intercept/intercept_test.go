@@ -12,10 +12,13 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/sandbox/netproxy"
@@ -50,6 +53,7 @@ type rig struct {
 	apiAddr    string
 	otherAddr  string
 	sessionCAs *x509.CertPool
+	roots      *x509.CertPool // the test roots the api server's certificate is from
 }
 
 func (r *rig) evs() ([]Event, []string) {
@@ -61,7 +65,7 @@ func (r *rig) evs() ([]Event, []string) {
 // newRig: an "api" TLS server (api.test, certificate from a test CA) and
 // an "other" plain-HTTP server (other.test), both on loopback; fedmem's
 // proxy with one credential for api.test, its interceptor in-process.
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	r := &rig{}
 	// The test CA stands in for the public roots.
@@ -77,6 +81,18 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	api := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		if q.URL.Path == "/big" {
+			// The throughput benchmark's download.
+			n, _ := strconv.Atoi(q.URL.Query().Get("n"))
+			w.Header().Set("Content-Length", strconv.Itoa(n))
+			buf := make([]byte, 64<<10)
+			for n > 0 {
+				k := min(n, len(buf))
+				w.Write(buf[:k])
+				n -= k
+			}
+			return
+		}
 		r.apiHits.Add(1)
 		r.apiSaw.Store(q.Header.Get("X-Api-Key"))
 		// A server that echoes the key back (an error page) must not
@@ -97,6 +113,7 @@ func newRig(t *testing.T) *rig {
 	}))
 	t.Cleanup(other.Close)
 	r.apiAddr, r.otherAddr = api.Listener.Addr().String(), other.Listener.Addr().String()
+	r.roots = roots
 	apiIP, otherIP := netip.MustParseAddr("203.0.113.10"), netip.MustParseAddr("203.0.113.20")
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		switch addr {
@@ -156,7 +173,7 @@ func newRig(t *testing.T) *rig {
 	return r
 }
 
-func (r *rig) do(t *testing.T, method, u string, hdr map[string]string, body string) (int, string) {
+func (r *rig) do(t testing.TB, method, u string, hdr map[string]string, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, u, strings.NewReader(body))
 	for k, v := range hdr {
@@ -286,5 +303,102 @@ func TestSOCKSInjects(t *testing.T) {
 	resp.Body.Close()
 	if got, _ := r.apiSaw.Load().(string); resp.StatusCode != 200 || got != realKey {
 		t.Fatalf("status %d, the api server received %q: want the real key", resp.StatusCode, got)
+	}
+}
+
+// direct is a client of the api server without the proxy (the baseline).
+func (r *rig) direct() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, r.apiAddr)
+		},
+		TLSClientConfig: &tls.Config{RootCAs: r.roots, ServerName: "api.test"}}}
+}
+
+// BenchmarkRequestLatency: p50 of one small request on a kept-alive
+// connection, through the injecting path (proxy, interceptor, TLS twice)
+// and directly. No assertion: make bench style numbers only.
+func BenchmarkRequestLatency(b *testing.B) {
+	r := newRig(b)
+	for _, c := range []struct {
+		name   string
+		client *http.Client
+	}{{"direct", r.direct()}, {"injected", r.client}} {
+		b.Run(c.name, func(b *testing.B) {
+			var ds []time.Duration
+			for i := 0; i < b.N; i++ {
+				req, _ := http.NewRequest("GET", "https://api.test/v1/models", nil)
+				req.Header.Set("x-api-key", placeholder)
+				t0 := time.Now()
+				resp, err := c.client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				ds = append(ds, time.Since(t0))
+			}
+			sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+			b.ReportMetric(float64(ds[len(ds)/2].Microseconds()), "p50-µs")
+		})
+	}
+}
+
+// BenchmarkDownload100MB: a 100 MB response through the injecting path and
+// directly (its body is scrubbed of real values on the way).
+func BenchmarkDownload100MB(b *testing.B) {
+	r := newRig(b)
+	const n = 100 << 20
+	for _, c := range []struct {
+		name   string
+		client *http.Client
+	}{{"direct", r.direct()}, {"injected", r.client}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(n)
+			for i := 0; i < b.N; i++ {
+				req, _ := http.NewRequest("GET", "https://api.test/big?n="+strconv.Itoa(n), nil)
+				req.Header.Set("x-api-key", placeholder)
+				resp, err := c.client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got, _ := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if got != n {
+					b.Fatalf("got %d bytes", got)
+				}
+			}
+		})
+	}
+}
+
+// oneByte returns its bytes one read at a time.
+type oneByte struct{ s []byte }
+
+func (o *oneByte) Read(p []byte) (int, error) {
+	if len(o.s) == 0 {
+		return 0, io.EOF
+	}
+	p[0], o.s = o.s[0], o.s[1:]
+	return 1, nil
+}
+func (o *oneByte) Close() error { return nil }
+
+// TestScrubSplitAcrossReads: a real value echoed in a body arrives as its
+// placeholder even when it is split across reads, and the body keeps its
+// length.
+func TestScrubSplitAcrossReads(t *testing.T) {
+	body := "head " + realKey + " middle " + realKey + realKey + " tail"
+	s := &Server{Creds: []Cred{{Name: "k", Placeholder: placeholder, Real: realKey}}}
+	resp := &http.Response{Header: http.Header{"X-Echo": {realKey}}, Body: &oneByte{s: []byte(body)}}
+	s.scrubResponse(resp)
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.ReplaceAll(body, realKey, placeholder)
+	if string(got) != want || resp.Header.Get("X-Echo") != placeholder {
+		t.Fatalf("got %q (header %q), want %q", got, resp.Header.Get("X-Echo"), want)
 	}
 }
