@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -265,6 +266,47 @@ func credentialEnv(env []string, secrets []secret) []string {
 	return out
 }
 
+// gitCredentialHelpers gives Git a credential helper for each host of a
+// basic_auth credential, through the command-scope configuration
+// (GIT_CONFIG_COUNT/KEY_n/VALUE_n, after agentEnv's): it hands out the
+// placeholder as the password, which the proxy exchanges on the wire. The
+// helper is inline shell in the environment: nothing the agent could
+// rewrite for a later run outside.
+func gitCredentialHelpers(env []string, secrets []secret) []string {
+	n := 0
+	if i := index(env, "GIT_CONFIG_COUNT"); i >= 0 {
+		n, _ = strconv.Atoi(strings.TrimPrefix(env[i], "GIT_CONFIG_COUNT="))
+		env = append(env[:i:i], env[i+1:]...)
+	}
+	added := false
+	for _, s := range secrets {
+		if !s.cred.BasicAuth {
+			continue
+		}
+		hosts, _ := s.cred.HostRules()
+		for _, h := range hosts {
+			if h.Wildcard {
+				continue // Git's credential URLs match a host, not a pattern of them
+			}
+			u := "https://" + h.Host
+			if h.Port != 443 {
+				u += ":" + strconv.Itoa(h.Port)
+			}
+			if strings.ContainsAny(s.placeholder, "'\n") {
+				continue // not quotable in the helper's shell line
+			}
+			helper := "!f() { test \"$1\" = get || exit 0; echo username=x-access-token; echo 'password=" + s.placeholder + "'; }; f"
+			env = append(env, "GIT_CONFIG_KEY_"+strconv.Itoa(n)+"=credential."+u+".helper", "GIT_CONFIG_VALUE_"+strconv.Itoa(n)+"="+helper)
+			n++
+			added = true
+		}
+	}
+	if n > 0 || added {
+		env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(n))
+	}
+	return env
+}
+
 // startCredentials prepares a session's credentials once the sources are
 // read: the generated copies of source files (placeholders in place of
 // every real value) bound read-only over the real files, the helper that
@@ -325,7 +367,7 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 		r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: p, Target: f,
 			Why: "credential placeholders (guarantee 8): the real file stays outside"})
 	}
-	r.Spec.Env = credentialEnv(r.Spec.Env, secrets)
+	r.Spec.Env = gitCredentialHelpers(credentialEnv(r.Spec.Env, secrets), secrets)
 	if !profiles.Proxied(r.Profile.Network) {
 		// No proxy, no injection: the agent holds placeholders only.
 		return cs, nil

@@ -14,8 +14,10 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/cgi"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -234,3 +236,86 @@ func TestCredentialSourceMissing(t *testing.T) {
 		t.Errorf("the agent ran")
 	}
 }
+
+// TestCredentialGitClone: `git clone` over HTTPS from a loopback git
+// server (git http-backend, basic auth) authenticates with the real token
+// through a placeholder: Git asks fedmem's credential helper, which hands
+// out the placeholder as the password; the proxy puts the real one on the
+// wire. The agent never sees the token.
+func TestCredentialGitClone(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	// Git is a hard dependency of the suite (the vault is a repository).
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpBackend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	if _, err := os.Stat(httpBackend); err != nil {
+		t.Fatalf("git-http-backend: %v", err)
+	}
+	repos := filepath.Join(e.base, "repos")
+	src := filepath.Join(e.base, "src")
+	for _, c := range [][]string{{"init", "-q", "-b", "main", src}, {"-C", src, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "cloned through a placeholder"},
+		{"clone", "-q", "--bare", src, filepath.Join(repos, "repo.git")}} {
+		if out, err := exec.Command("git", c...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", c, err, out)
+		}
+	}
+	leaf, caPEM := testCA(t)
+	var mu sync.Mutex
+	var passwords []string
+	gitSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, pass, ok := r.BasicAuth()
+		mu.Lock()
+		if ok {
+			passwords = append(passwords, pass)
+		}
+		mu.Unlock()
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "auth", http.StatusUnauthorized)
+			return
+		}
+		if pass != realGitToken {
+			http.Error(w, "bad token", http.StatusForbidden)
+			return
+		}
+		(&cgi.Handler{Path: httpBackend, Env: []string{"GIT_PROJECT_ROOT=" + repos, "GIT_HTTP_EXPORT_ALL=1"}}).ServeHTTP(w, r)
+	}))
+	gitSrv.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
+	gitSrv.StartTLS()
+	defer gitSrv.Close()
+	addr := gitSrv.Listener.Addr().String()
+	roots := filepath.Join(e.outDir, "test-roots.pem")
+	os.WriteFile(roots, caPEM, 0o644)
+	prof := filepath.Join(e.outDir, "git.yaml")
+	os.WriteFile(prof, []byte("name: gitcred\nextends: default\nnetwork: allowlist\nallow: [\""+addr+"\"]\n"+
+		"credentials:\n  - {name: git-token, env: GIT_TOKEN, hosts: [\""+addr+"\"], basic_auth: true}\n"), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	script := `cd /tmp && git clone -q https://` + addr + `/repo.git c && git -C c log --format=%s; echo TOKEN=$GIT_TOKEN; env | grep -c "` + credMarker[:10] + `" || true`
+	cmd := e.command(ctx, "", []string{"--profile", prof}, "sh", "-c", script)
+	cmd.Env = append(cmd.Env, "GIT_TOKEN="+realGitToken, "SSL_CERT_FILE="+roots)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err = cmd.Run()
+	t.Logf("agent (exit %v):\n%s\nstderr:\n%s", err, so.String(), se.String())
+	if err != nil || !strings.Contains(so.String(), "cloned through a placeholder") {
+		t.Fatalf("git clone through the credential proxy failed")
+	}
+	if strings.Contains(so.String(), credMarker) || !strings.Contains(so.String(), "TOKEN=ghp_") {
+		t.Errorf("the agent's GIT_TOKEN is not a placeholder of the token's shape:\n%s", so.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range passwords {
+		if p != realGitToken {
+			t.Errorf("the git server received the password %q: want the real token only", p)
+		}
+	}
+	if len(passwords) == 0 {
+		t.Errorf("the git server received no password")
+	}
+}
+
+const realGitToken = "ghp_" + credMarker + "gittoken0123456789abcdef"
