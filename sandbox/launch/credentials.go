@@ -51,6 +51,43 @@ type credSession struct {
 	helper  *exec.Cmd
 	ctl     *os.File // fedmem-run's end of the handoff socket
 	wg      sync.WaitGroup
+	onEvent func(string, map[string]any)
+
+	mu      sync.Mutex
+	refused map[string]int // credential → placeholders refused
+}
+
+// count records a "credential" event for the summary after the session.
+func (cs *credSession) count(name string, fields map[string]any) {
+	if name != "credential" {
+		return
+	}
+	c, _ := fields["credential"].(string)
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.refused == nil {
+		cs.refused = map[string]int{}
+	}
+	cs.refused[c]++
+}
+
+// summary is one line after the session, when placeholders were refused
+// (never while the agent runs: it would be written over its screen).
+func (cs *credSession) summary() string {
+	if cs == nil {
+		return ""
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if len(cs.refused) == 0 {
+		return ""
+	}
+	var parts []string
+	for c, n := range cs.refused {
+		parts = append(parts, fmt.Sprintf("%s ×%d", c, n))
+	}
+	sort.Strings(parts)
+	return "credentials: placeholders sent where they may not go were refused: " + strings.Join(parts, ", ") + " (see --events, event credential)"
 }
 
 // maxCredentialFile bounds a credential source file.
@@ -314,6 +351,12 @@ func gitCredentialHelpers(env []string, secrets []secret) []string {
 // changes spec's environment and plan. The caller stops it (stop).
 func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent func(string, map[string]any)) (*credSession, error) {
 	cs := &credSession{secrets: secrets}
+	cs.onEvent = func(name string, f map[string]any) {
+		cs.count(name, f)
+		if onEvent != nil {
+			onEvent(name, f)
+		}
+	}
 	dir, err := os.MkdirTemp("/var/tmp", "fedmem-cred-"+r.ID+"-")
 	if err != nil {
 		return nil, staged(StageCredentials, fmt.Errorf("credentials: %w", err))
@@ -372,7 +415,7 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 		// No proxy, no injection: the agent holds placeholders only.
 		return cs, nil
 	}
-	if err := cs.startHelper(r.ID, environ, onEvent); err != nil {
+	if err := cs.startHelper(r.ID, environ, cs.onEvent); err != nil {
 		return fail(err)
 	}
 	return cs, nil
@@ -518,7 +561,12 @@ func (cs *credSession) proxyCredentials(onRefused func(credential, host string, 
 	if cs == nil {
 		return nil
 	}
-	cr := &netproxy.Credentials{OnRefused: onRefused}
+	cr := &netproxy.Credentials{OnRefused: func(name, host string, port int, where string) {
+		cs.count("credential", map[string]any{"credential": name})
+		if onRefused != nil {
+			onRefused(name, host, port, where)
+		}
+	}}
 	for _, s := range cs.secrets {
 		hosts, _ := s.cred.HostRules()
 		cr.Secrets = append(cr.Secrets, netproxy.Secret{Name: s.cred.Name, Placeholder: s.placeholder, Hosts: hosts})
@@ -548,9 +596,15 @@ func (cs *credSession) hand(c net.Conn, pre []byte, host string, port int, addrs
 	if err != nil {
 		return
 	}
-	_ = raw.Control(func(fd uintptr) {
-		_ = unix.Sendmsg(int(cs.ctl.Fd()), msg, unix.UnixRights(int(fd)), nil, 0)
+	var serr error
+	cerr := raw.Control(func(fd uintptr) {
+		serr = unix.Sendmsg(int(cs.ctl.Fd()), msg, unix.UnixRights(int(fd)), nil, 0)
 	})
+	if err := errors.Join(cerr, serr); err != nil && cs.onEvent != nil {
+		// The helper is gone: the agent's connection closes unserved.
+		cs.onEvent("network", map[string]any{"method": "CONNECT", "host": host, "port": port, "allowed": false,
+			"reason": "credential proxy: fedmem-cred did not take the connection: " + err.Error()})
+	}
 }
 
 // stop ends the helper and removes the generated files.

@@ -394,6 +394,10 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 			rep.Error = se
 		}
 	}
+	if line := creds.summary(); line != "" {
+		fmt.Fprintf(stderr, "fedmem-run: %s\n", line)
+		rep.Warnings = append(rep.Warnings, line)
+	}
 	rep.Denials = ev.counted()
 	if rep.Denials != nil {
 		fmt.Fprintf(stderr, "fedmem-run: %d operation(s) refused by the sandbox (see --events and the report's denials)\n", rep.Denials.Total)

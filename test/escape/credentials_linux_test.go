@@ -206,6 +206,9 @@ func TestCredentialsNeverInside(t *testing.T) {
 	if !strings.HasPrefix(out["LEAK"], "HTTP 403") || otherHits.Load() != 0 {
 		t.Errorf("the placeholder sent to another host: %q (%d request(s) reached it)", out["LEAK"], otherHits.Load())
 	}
+	if !strings.Contains(se.String(), "fedmem-run: credentials: placeholders sent where they may not go were refused: test-api-key ×1") {
+		t.Errorf("no summary of the refused placeholder after the session on stderr")
+	}
 	ce := eventsOf(t, evs, "credential")
 	if len(ce) == 0 || ce[0]["credential"] != "test-api-key" || ce[0]["allowed"] != false {
 		t.Errorf("credential events: %v; want a refusal naming test-api-key", ce)
