@@ -52,6 +52,8 @@ type credSession struct {
 	ctl     *os.File // fedmem-run's end of the handoff socket
 	wg      sync.WaitGroup
 	onEvent func(string, map[string]any)
+	// stopWatch ends watch's watcher.
+	stopWatch func()
 
 	mu      sync.Mutex
 	refused map[string]int // credential → placeholders refused
@@ -611,6 +613,9 @@ func (cs *credSession) hand(c net.Conn, pre []byte, host string, port int, addrs
 func (cs *credSession) stop() {
 	if cs == nil {
 		return
+	}
+	if cs.stopWatch != nil {
+		cs.stopWatch()
 	}
 	if cs.ctl != nil {
 		cs.ctl.Close()

@@ -351,6 +351,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		}
 		defer creds.stop()
 		spec.Env = creds.caEnv(spec.Env)
+		ctx = creds.watch(ctx)
 	}
 	if profiles.Proxied(prof.Network) {
 		pol, err := policy(prof)

@@ -322,3 +322,53 @@ func TestCredentialGitClone(t *testing.T) {
 }
 
 const realGitToken = "ghp_" + credMarker + "gittoken0123456789abcdef"
+
+// TestCredentialFileReplacedOutside: a rename over the credential's source
+// file outside during the session (a login or token refresh of the
+// unsandboxed tool) detaches the sandbox's cover of it — the kernel
+// lazily unmounts mounts on a dentry renamed over in another mount
+// namespace — and the agent would read the new real file. fedmem-run ends
+// the session when the file is replaced, with a credential event naming
+// it. (An agent already waiting on the name may read in between: the
+// limit is in docs/threat-model.md.)
+func TestCredentialFileReplacedOutside(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	prof := credProfile(t, e, "1", "2", "TEST_API_KEY")
+	evs := filepath.Join(e.outDir, "events.jsonl")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := e.command(ctx, "", []string{"--profile", prof, "--events", evs}, "sh", "-c", "echo READY; exec sleep 100")
+	cmd.Env = append(cmd.Env, "TEST_API_KEY="+realEnvKey)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var se bytes.Buffer
+	cmd.Stderr = &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 6)
+	if _, err := io.ReadFull(out, line); err != nil || string(line) != "READY\n" {
+		t.Fatalf("agent: %q %v\n%s", line, err, se.String())
+	}
+	auth := filepath.Join(e.home, ".testagent", "auth.json")
+	tmp := auth + ".new"
+	os.WriteFile(tmp, []byte(`{"tokens": {"access_token": "tok_`+credMarker+`refreshedoutside0123456789"}}`), 0o644)
+	if err := os.Rename(tmp, auth); err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, out)
+	err = cmd.Wait()
+	t.Logf("exit %v\n%s", err, se.String())
+	if exitCode(err) == 0 || ctx.Err() != nil {
+		t.Fatalf("the session went on after its credential file was replaced outside (exit %v)", err)
+	}
+	found := false
+	for _, m := range eventsOf(t, evs, "credential") {
+		found = found || (m["where"] == auth && m["allowed"] == false)
+	}
+	if !found {
+		t.Errorf("no credential event naming %s", auth)
+	}
+}
