@@ -44,13 +44,23 @@ type Credential struct {
 	// ~/.claude.json). At most 24, and at least 20 other characters are
 	// replaced.
 	KeepSuffix int `yaml:"keep_suffix,omitempty" json:"keep_suffix,omitempty"`
+	// Body: the placeholder may travel in the body of a request to Hosts
+	// (an OAuth refresh token sent to its token endpoint) and is replaced
+	// there. A request that carries it is a refresh: see FromResponse.
+	Body bool `yaml:"body,omitempty" json:"body,omitempty"`
+	// FromResponse names the field of a refresh's JSON answer that holds
+	// this credential's new value (access_token, refresh_token): the
+	// proxy keeps the new real value, the agent gets the placeholder, and
+	// after the session fedmem-run writes the new values into the source
+	// file (atomically, keeping its mode and owner).
+	FromResponse string `yaml:"from_response,omitempty" json:"from_response,omitempty"`
 
 	// Where is "FILE:LINE" of the entry, for errors at launch.
 	Where string `yaml:"-" json:"where,omitempty"`
 	line  int
 }
 
-var credentialKeys = []string{"name", "env", "file", "path", "hosts", "header", "basic_auth", "optional", "keep_suffix"}
+var credentialKeys = []string{"name", "env", "file", "path", "hosts", "header", "basic_auth", "optional", "keep_suffix", "body", "from_response"}
 
 // UnmarshalYAML decodes one entry strictly (unknown keys named with their
 // line) and remembers its line.
@@ -123,13 +133,22 @@ func (c *Credential) Injection() string {
 		return src + ": placeholder only, never sent"
 	}
 	how := "header " + c.HeaderName()
+	if c.Header == "" && c.Body {
+		how = "request body"
+	} else if c.Body {
+		how += " and request body"
+	}
 	if s := c.Scheme(); s != "" && !c.BasicAuth {
 		how += " (" + s + ")"
 	}
 	if c.BasicAuth {
 		how = "basic-auth password"
 	}
-	return src + ": " + how + " to " + strings.Join(c.Hosts, ", ")
+	out := src + ": " + how + " to " + strings.Join(c.Hosts, ", ")
+	if c.FromResponse != "" {
+		out += "; refreshed from a refresh's " + c.FromResponse
+	}
+	return out
 }
 
 // setWhere records the source of each entry that does not have one yet.
@@ -171,6 +190,9 @@ func credentialErrors(p *Profile) []error {
 		case c.File != "" && path.Clean(strings.TrimPrefix(c.File, "~/")) != strings.TrimPrefix(c.File, "~/"):
 			bad("file %q must be a clean path", c.File)
 		}
+		if c.FromResponse != "" && c.File == "" {
+			bad("from_response: only a file source can take a refreshed value")
+		}
 		if c.KeepSuffix < 0 || c.KeepSuffix > 24 {
 			bad("keep_suffix: %d is not between 0 and 24", c.KeepSuffix)
 		}
@@ -188,10 +210,10 @@ func credentialErrors(p *Profile) []error {
 		switch {
 		case c.Header != "" && c.BasicAuth:
 			bad("header and basic_auth: one way to travel, not two")
-		case len(c.Hosts) > 0 && c.Header == "" && !c.BasicAuth:
-			bad("hosts need header: NAME (or \"Authorization: Bearer\") or basic_auth: true: where the value travels")
-		case len(c.Hosts) == 0 && (c.Header != "" || c.BasicAuth):
-			bad("header/basic_auth without hosts: the value would be sent nowhere")
+		case len(c.Hosts) > 0 && c.Header == "" && !c.BasicAuth && !c.Body:
+			bad("hosts need header: NAME (or \"Authorization: Bearer\"), basic_auth: true or body: true: where the value travels")
+		case len(c.Hosts) == 0 && (c.Header != "" || c.BasicAuth || c.Body):
+			bad("header/basic_auth/body without hosts: the value would be sent nowhere")
 		case c.Header != "" && (c.HeaderName() == "" || strings.ContainsAny(c.HeaderName(), " \t\r\n")):
 			bad("header %q is not NAME or \"NAME: SCHEME\"", c.Header)
 		}

@@ -20,7 +20,21 @@ type HelperCred struct {
 	Header string `json:"header,omitempty"`
 	Basic  bool   `json:"basic,omitempty"`
 	Hosts  []Rule `json:"hosts,omitempty"`
+	// Body: replaced in request bodies to Hosts too; a request that
+	// carries it is a refresh, whose JSON answer's FromResponse fields
+	// are new values.
+	Body         bool   `json:"body,omitempty"`
+	FromResponse string `json:"from_response,omitempty"`
+	// File groups the credentials of one source file (a refresh answers
+	// for all of them); empty for an env source.
+	File string `json:"file,omitempty"`
 }
+
+// HelperRefreshed is the name of the helper's line that carries a
+// credential's new real value after a refresh (Fields: credential,
+// value). fedmem-run keeps it for the source file and never writes it to
+// the session's events.
+const HelperRefreshed = "fedmem-cred-refreshed"
 
 // HelperConfig is the helper's whole configuration.
 type HelperConfig struct {

@@ -73,6 +73,14 @@ type Server struct {
 
 	mu     sync.Mutex
 	leaves map[string]*tls.Certificate
+	credMu sync.RWMutex // Creds' Real values change on a refresh
+}
+
+// creds is a snapshot of Creds.
+func (s *Server) creds() []Cred {
+	s.credMu.RLock()
+	defer s.credMu.RUnlock()
+	return append([]Cred(nil), s.Creds...)
 }
 
 func (s *Server) event(name string, f map[string]any) {
@@ -191,6 +199,9 @@ func (s *Server) Serve(c net.Conn, pre []byte, host string, port int, addrs []ne
 		},
 		Transport: tr,
 		ModifyResponse: func(r *http.Response) error {
+			if from, ok := r.Request.Context().Value(refreshKey{}).(string); ok {
+				s.refreshed(r, from)
+			}
 			s.scrubResponse(r)
 			return nil
 		},
@@ -203,6 +214,11 @@ func (s *Server) Serve(c net.Conn, pre []byte, host string, port int, addrs []ne
 		// by itself; a sized body is copied in large writes.
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, err := s.injectBody(r, host, port)
+		if err != nil {
+			http.Error(w, "fedmem: "+err.Error(), http.StatusRequestEntityTooLarge)
+			return
+		}
 		if name, where := s.inject(r, host, port); name != "" {
 			s.event("credential", map[string]any{"credential": name, "host": host, "port": port, "where": where, "allowed": false,
 				"reason": "the placeholder of credential " + name + " in " + where + " of a request to " + hostport + ": refused"})
@@ -222,8 +238,9 @@ func (s *Server) Serve(c net.Conn, pre []byte, host string, port int, addrs []ne
 // value. Any placeholder left anywhere in the URL or a header refuses the
 // request: it returns the credential's name and where it was seen.
 func (s *Server) inject(r *http.Request, host string, port int) (string, string) {
-	for i := range s.Creds {
-		c := &s.Creds[i]
+	creds := s.creds()
+	for i := range creds {
+		c := &creds[i]
 		if !allowed(c, host, port) {
 			continue
 		}
@@ -247,8 +264,8 @@ func (s *Server) inject(r *http.Request, host string, port int) (string, string)
 			}
 		}
 	}
-	for i := range s.Creds {
-		c := &s.Creds[i]
+	for i := range creds {
+		c := &creds[i]
 		if strings.Contains(r.URL.String(), c.Placeholder) || strings.Contains(r.Host, c.Placeholder) {
 			return c.Name, "the URL"
 		}
@@ -271,20 +288,21 @@ func (s *Server) inject(r *http.Request, host string, port int) (string, string)
 // scrubResponse replaces a real value echoed in the response headers by
 // its placeholder: the agent never reads a real value off the wire.
 func (s *Server) scrubResponse(r *http.Response) {
+	creds := s.creds()
 	for _, vs := range r.Header {
 		for j, v := range vs {
-			for i := range s.Creds {
-				v = strings.ReplaceAll(v, s.Creds[i].Real, s.Creds[i].Placeholder)
+			for i := range creds {
+				v = strings.ReplaceAll(v, creds[i].Real, creds[i].Placeholder)
 			}
 			vs[j] = v
 		}
 	}
-	if r.Body != nil && len(s.Creds) > 0 {
+	if r.Body != nil && len(creds) > 0 {
 		keep := 0
-		for _, c := range s.Creds {
+		for _, c := range creds {
 			keep = max(keep, len(c.Real)-1)
 		}
-		r.Body = &scrubBody{rc: r.Body, creds: s.Creds, keep: keep, buf: make([]byte, 64<<10+keep)}
+		r.Body = &scrubBody{rc: r.Body, creds: creds, keep: keep, buf: make([]byte, 64<<10+keep)}
 	}
 }
 

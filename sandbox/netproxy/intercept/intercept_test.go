@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -54,6 +55,9 @@ type rig struct {
 	otherAddr  string
 	sessionCAs *x509.CertPool
 	roots      *x509.CertPool // the test roots the api server's certificate is from
+	authAddr   string
+	authSaw    atomic.Value // the refresh_token the token endpoint received
+	apiAuth    atomic.Value // the Authorization the api server received
 }
 
 func (r *rig) evs() ([]Event, []string) {
@@ -65,7 +69,11 @@ func (r *rig) evs() ([]Event, []string) {
 // newRig: an "api" TLS server (api.test, certificate from a test CA) and
 // an "other" plain-HTTP server (other.test), both on loopback; fedmem's
 // proxy with one credential for api.test, its interceptor in-process.
-func newRig(t testing.TB) *rig {
+func newRig(t testing.TB) *rig { return newRigWith(t, nil) }
+
+// newRigWith is newRig with more credentials, and an OAuth token endpoint
+// at auth.test/token that answers a refresh with new tokens.
+func newRigWith(t testing.TB, extra []Cred) *rig {
 	t.Helper()
 	r := &rig{}
 	// The test CA stands in for the public roots.
@@ -95,6 +103,7 @@ func newRig(t testing.TB) *rig {
 		}
 		r.apiHits.Add(1)
 		r.apiSaw.Store(q.Header.Get("X-Api-Key"))
+		r.apiAuth.Store(q.Header.Get("Authorization"))
 		// A server that echoes the key back (an error page) must not
 		// hand the agent the real value.
 		io.WriteString(w, "you sent "+q.Header.Get("X-Api-Key")+" to "+q.Host+q.URL.Path)
@@ -102,6 +111,21 @@ func newRig(t testing.TB) *rig {
 	api.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
 	api.StartTLS()
 	t.Cleanup(api.Close)
+	authLeaf, err := upstreamCerts.leaf("auth.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		var req map[string]string
+		json.NewDecoder(q.Body).Decode(&req)
+		r.authSaw.Store(req["refresh_token"])
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token": "`+newAccess+`", "refresh_token": "`+newRefresh+`", "expires_in": 3600}`)
+	}))
+	auth.TLS = &tls.Config{Certificates: []tls.Certificate{*authLeaf}}
+	auth.StartTLS()
+	t.Cleanup(auth.Close)
+	r.authAddr = auth.Listener.Addr().String()
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
 		// Counted once the whole request arrived: a request cut on its
 		// way (the body) never reaches a handler's end.
@@ -114,13 +138,15 @@ func newRig(t testing.TB) *rig {
 	t.Cleanup(other.Close)
 	r.apiAddr, r.otherAddr = api.Listener.Addr().String(), other.Listener.Addr().String()
 	r.roots = roots
-	apiIP, otherIP := netip.MustParseAddr("203.0.113.10"), netip.MustParseAddr("203.0.113.20")
+	apiIP, otherIP, authIP := netip.MustParseAddr("203.0.113.10"), netip.MustParseAddr("203.0.113.20"), netip.MustParseAddr("203.0.113.30")
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		switch addr {
 		case netip.AddrPortFrom(apiIP, 443).String():
 			addr = r.apiAddr
 		case netip.AddrPortFrom(otherIP, 80).String():
 			addr = r.otherAddr
+		case netip.AddrPortFrom(authIP, 443).String():
+			addr = r.authAddr
 		default:
 			return nil, errors.New("test dial: unexpected " + addr)
 		}
@@ -135,13 +161,17 @@ func newRig(t testing.TB) *rig {
 	r.sessionCAs.AddCert(sessCA)
 	hosts := []profiles.AllowEntry{{Host: "api.test", Port: 443}}
 	ic := &Server{CA: sessCA, CAKey: sessKey, RootCAs: roots, Dial: dial,
-		Creds:   []Cred{{Name: "anthropic-api-key", Placeholder: placeholder, Real: realKey, Header: "x-api-key", Hosts: hosts}},
+		Creds:   append([]Cred{{Name: "anthropic-api-key", Placeholder: placeholder, Real: realKey, Header: "x-api-key", Hosts: hosts}}, extra...),
 		OnEvent: func(e Event) { r.mu.Lock(); r.events = append(r.events, e); r.mu.Unlock() }}
+	secrets := []netproxy.Secret{{Name: "anthropic-api-key", Placeholder: placeholder, Hosts: hosts}}
+	for _, c := range extra {
+		secrets = append(secrets, netproxy.Secret{Name: c.Name, Placeholder: c.Placeholder, Hosts: c.Hosts})
+	}
 	p := &netproxy.Proxy{
-		Policy: &netproxy.Policy{Mode: netproxy.Public, Resolver: resolver{"api.test": apiIP, "other.test": otherIP}},
+		Policy: &netproxy.Policy{Mode: netproxy.Public, Resolver: resolver{"api.test": apiIP, "other.test": otherIP, "auth.test": authIP}},
 		Dial:   dial,
 		Credentials: &netproxy.Credentials{
-			Secrets: []netproxy.Secret{{Name: "anthropic-api-key", Placeholder: placeholder, Hosts: hosts}},
+			Secrets: secrets,
 			Hand: func(c net.Conn, pre []byte, host string, port int, addrs []netip.AddrPort) {
 				ic.Serve(c, pre, host, port, addrs)
 			},
@@ -400,5 +430,54 @@ func TestScrubSplitAcrossReads(t *testing.T) {
 	want := strings.ReplaceAll(body, realKey, placeholder)
 	if string(got) != want || resp.Header.Get("X-Echo") != placeholder {
 		t.Fatalf("got %q (header %q), want %q", got, resp.Header.Get("X-Echo"), want)
+	}
+}
+
+const (
+	oldAccess  = "sk-ant-oat01-OLDaccessOLDaccessOLDaccess0123456789"
+	phAccess   = "sk-ant-oat01-PHaccessPHaccessPHaccessPHa9876543210"
+	oldRefresh = "sk-ant-ort01-OLDrefreshOLDrefreshOLDrefresh01234567"
+	phRefresh  = "sk-ant-ort01-PHrefreshPHrefreshPHrefreshPHr98765432"
+	newAccess  = "sk-ant-oat01-NEWaccessNEWaccessNEWaccess0123456789"
+	newRefresh = "sk-ant-ort01-NEWrefreshNEWrefreshNEWrefresh01234567"
+)
+
+// TestRefresh: the agent refreshes its OAuth login with its placeholder
+// refresh token; the token endpoint receives the real one, the agent gets
+// placeholders back (not the new tokens), the next API request carries
+// the new real access token, and the new values are reported for the
+// caller's file.
+func TestRefresh(t *testing.T) {
+	authHosts := []profiles.AllowEntry{{Host: "auth.test", Port: 443}}
+	apiHosts := []profiles.AllowEntry{{Host: "api.test", Port: 443}}
+	r := newRigWith(t, []Cred{
+		{Name: "oauth-access", Placeholder: phAccess, Real: oldAccess, Header: "Authorization", Hosts: apiHosts, File: "/f", FromResponse: "access_token"},
+		{Name: "oauth-refresh", Placeholder: phRefresh, Real: oldRefresh, Body: true, Hosts: authHosts, File: "/f", FromResponse: "refresh_token"},
+	})
+	code, body := r.do(t, "POST", "https://auth.test/token", nil, `{"grant_type": "refresh_token", "refresh_token": "`+phRefresh+`"}`)
+	if code != 200 {
+		t.Fatalf("refresh: %d %s", code, body)
+	}
+	if got, _ := r.authSaw.Load().(string); got != oldRefresh {
+		t.Fatalf("the token endpoint received %q: want the real refresh token", got)
+	}
+	if strings.Contains(body, "NEW") || !strings.Contains(body, phAccess) || !strings.Contains(body, phRefresh) {
+		t.Fatalf("the agent got %s: want the placeholders, never the new tokens", body)
+	}
+	if code, _ := r.do(t, "GET", "https://api.test/v1/models", map[string]string{"Authorization": "Bearer " + phAccess}, ""); code != 200 {
+		t.Fatalf("api after refresh: %d", code)
+	}
+	if got, _ := r.apiAuth.Load().(string); got != "Bearer "+newAccess {
+		t.Fatalf("the api received %q after the refresh: want the new real access token", got)
+	}
+	evs, _ := r.evs()
+	got := map[string]string{}
+	for _, e := range evs {
+		if e.Name == netproxy.HelperRefreshed {
+			got[e.Fields["credential"].(string)] = e.Fields["value"].(string)
+		}
+	}
+	if got["oauth-access"] != newAccess || got["oauth-refresh"] != newRefresh {
+		t.Fatalf("refreshed values reported: %v", got)
 	}
 }
