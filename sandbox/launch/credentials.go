@@ -54,15 +54,109 @@ type credSession struct {
 	onEvent func(string, map[string]any)
 	// stopWatch ends watch's watcher.
 	stopWatch func()
+	finished  sync.Once
 
 	mu      sync.Mutex
-	refused map[string]int // credential → placeholders refused
+	refused map[string]int    // credential → placeholders refused
+	renewed map[string]string // credential → its new real value (a refresh)
+}
+
+// refresh records a credential's new real value.
+func (cs *credSession) refresh(name, v string) {
+	if v == "" {
+		return
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.renewed == nil {
+		cs.renewed = map[string]string{}
+	}
+	cs.renewed[name] = v
+}
+
+// persist writes refreshed values into their source files, after the
+// session: the sandbox is gone (a rename during it would detach the
+// cover of the file, see watch). Each file is replaced atomically (a
+// temporary file beside it, renamed over it) with its mode and owner.
+func (cs *credSession) persist() []error {
+	cs.mu.Lock()
+	renewed := cs.renewed
+	cs.mu.Unlock()
+	byFile := map[string][]secret{}
+	for _, s := range cs.secrets {
+		if v, ok := renewed[s.cred.Name]; ok && s.file != "" {
+			s.real = v
+			byFile[s.file] = append(byFile[s.file], s)
+		}
+	}
+	var errs []error
+	for f, ss := range byFile {
+		if err := rewriteCredentialFile(f, ss); err != nil {
+			errs = append(errs, fmt.Errorf("credentials: store the refreshed tokens in %s: %w", f, err))
+		}
+	}
+	return errs
+}
+
+func rewriteCredentialFile(f string, ss []secret) error {
+	b, err := readBounded(f)
+	if err != nil {
+		return err
+	}
+	st, err := os.Lstat(f)
+	if err != nil {
+		return err
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return err
+	}
+	for _, s := range ss {
+		if v, err := lookupPath(doc, s.cred.Path); err != nil || v == nil {
+			return fmt.Errorf("%s: no %s any more", f, s.cred.Path)
+		}
+		setPath(doc, s.cred.Path, s.real)
+	}
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(f), "."+filepath.Base(f)+".fedmem-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
+		if err := tmp.Chown(int(sys.Uid), int(sys.Gid)); err != nil {
+			tmp.Close()
+			return err
+		}
+	}
+	if _, err := tmp.Write(append(out, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), f)
 }
 
 // count records a "credential" event for the summary after the session.
 func (cs *credSession) count(name string, fields map[string]any) {
 	if name != "credential" {
 		return
+	}
+	if ok, _ := fields["allowed"].(bool); ok {
+		return // a refresh, not a refusal
 	}
 	c, _ := fields["credential"].(string)
 	cs.mu.Lock()
@@ -441,8 +535,9 @@ func (cs *credSession) startHelper(session string, environ []string, onEvent fun
 	for _, s := range cs.secrets {
 		hosts, _ := s.cred.HostRules()
 		cfg.Creds = append(cfg.Creds, netproxy.HelperCred{Name: s.cred.Name, Placeholder: s.placeholder, Real: s.real,
-			Header: s.cred.HeaderName(), Basic: s.cred.BasicAuth, Hosts: hosts})
-		if s.cred.BasicAuth || len(hosts) == 0 {
+			Header: s.cred.HeaderName(), Basic: s.cred.BasicAuth, Hosts: hosts,
+			Body: s.cred.Body, FromResponse: s.cred.FromResponse, File: s.file})
+		if s.cred.BasicAuth || len(hosts) == 0 || s.cred.Header == "" {
 			cfg.Creds[len(cfg.Creds)-1].Header = ""
 		}
 	}
@@ -494,7 +589,14 @@ func (cs *credSession) startHelper(session string, environ []string, onEvent fun
 			line, err := br.ReadBytes('\n')
 			if len(line) > 0 {
 				var e netproxy.HelperEvent
-				if json.Unmarshal(line, &e) == nil && e.Name != "" && onEvent != nil {
+				switch {
+				case json.Unmarshal(line, &e) != nil || e.Name == "":
+				case e.Name == netproxy.HelperRefreshed:
+					// A new real value: kept for the file, never an event.
+					name, _ := e.Fields["credential"].(string)
+					v, _ := e.Fields["value"].(string)
+					cs.refresh(name, v)
+				case onEvent != nil:
 					onEvent(e.Name, e.Fields)
 				}
 			}
@@ -609,30 +711,62 @@ func (cs *credSession) hand(c net.Conn, pre []byte, host string, port int, addrs
 	}
 }
 
-// stop ends the helper and removes the generated files.
+// finish ends the watcher and the helper and stores refreshed values in
+// their files; it runs once the sandbox is gone, and returns what to tell
+// the user.
+func (cs *credSession) finish() []string {
+	if cs == nil {
+		return nil
+	}
+	var out []string
+	cs.finished.Do(func() {
+		if cs.stopWatch != nil {
+			cs.stopWatch()
+		}
+		if cs.ctl != nil {
+			cs.ctl.Close()
+		}
+		if cs.helper != nil {
+			// The helper ends when the handoff socket closes; its stdout
+			// then ends the event reader. One that does not is killed.
+			read := make(chan struct{})
+			go func() { cs.wg.Wait(); close(read) }()
+			select {
+			case <-read:
+			case <-time.After(2 * time.Second):
+				_ = cs.helper.Process.Kill()
+				<-read
+			}
+			_ = cs.helper.Wait()
+		}
+		stored := map[string]bool{}
+		cs.mu.Lock()
+		for _, s := range cs.secrets {
+			if _, ok := cs.renewed[s.cred.Name]; ok && s.file != "" {
+				stored[s.file] = true
+			}
+		}
+		cs.mu.Unlock()
+		errs := cs.persist()
+		for _, err := range errs {
+			out = append(out, err.Error())
+		}
+		if len(errs) == 0 {
+			for f := range stored {
+				out = append(out, "credentials: the tokens refreshed during the session are stored in "+f)
+			}
+		}
+		sort.Strings(out)
+	})
+	return out
+}
+
+// stop finishes (if the session did not) and removes the generated files.
 func (cs *credSession) stop() {
 	if cs == nil {
 		return
 	}
-	if cs.stopWatch != nil {
-		cs.stopWatch()
-	}
-	if cs.ctl != nil {
-		cs.ctl.Close()
-	}
-	if cs.helper != nil {
-		// The helper ends when the handoff socket closes; its stdout then
-		// ends the event reader. One that does not is killed.
-		read := make(chan struct{})
-		go func() { cs.wg.Wait(); close(read) }()
-		select {
-		case <-read:
-		case <-time.After(2 * time.Second):
-			_ = cs.helper.Process.Kill()
-			<-read
-		}
-		_ = cs.helper.Wait()
-	}
+	cs.finish()
 	if cs.dir != "" {
 		os.RemoveAll(cs.dir)
 	}

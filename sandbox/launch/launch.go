@@ -395,6 +395,10 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 			rep.Error = se
 		}
 	}
+	for _, line := range creds.finish() {
+		fmt.Fprintf(stderr, "fedmem-run: %s\n", line)
+		rep.Warnings = append(rep.Warnings, line)
+	}
 	if line := creds.summary(); line != "" {
 		fmt.Fprintf(stderr, "fedmem-run: %s\n", line)
 		rep.Warnings = append(rep.Warnings, line)

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"io"
 	"math/big"
@@ -371,4 +372,123 @@ func TestCredentialFileReplacedOutside(t *testing.T) {
 	if !found {
 		t.Errorf("no credential event naming %s", auth)
 	}
+}
+
+// refreshProbe refreshes its OAuth login with the placeholder refresh
+// token from its copy of the credentials file, then calls the API with
+// its access placeholder. argv: auth port, api port.
+const refreshProbe = `
+import json, os, sys, urllib.request
+auth, api = sys.argv[1], sys.argv[2]
+c = json.load(open(os.path.join(os.environ["HOME"], ".oauthagent/creds.json")))["oauth"]
+def req(url, body=None, hdrs={}):
+    try:
+        r = urllib.request.Request(url, data=body, headers=hdrs)
+        return urllib.request.urlopen(r, timeout=20).read().decode()
+    except Exception as e:
+        return "ERR %s" % e
+ans = req("https://127.0.0.1:%s/token" % auth, json.dumps({"grant_type": "refresh_token", "refresh_token": c["refresh"]}).encode(), {"Content-Type": "application/json"})
+print("REFRESH", ans)
+tok = json.loads(ans)["access_token"]
+print("API", req("https://127.0.0.1:%s/v1/messages" % api, None, {"Authorization": "Bearer " + tok}))
+`
+
+// TestCredentialRefresh: an OAuth refresh inside works with placeholders:
+// the token endpoint receives the real refresh token, the agent gets
+// placeholders back (never the new tokens), the API then receives the new
+// real access token, and after the session the caller's file holds the
+// new real tokens, with its mode kept.
+func TestCredentialRefresh(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	const (
+		oldA = "sk-ant-oat01-" + credMarker + "oldaccess0123456789abcdefghij"
+		oldR = "sk-ant-ort01-" + credMarker + "oldrefresh0123456789abcdefghi"
+		newA = "sk-ant-oat01-" + credMarker + "newaccess9876543210zyxwvutsrq"
+		newR = "sk-ant-ort01-" + credMarker + "newrefresh9876543210zyxwvutsr"
+	)
+	leaf, caPEM := testCA(t)
+	var mu sync.Mutex
+	var authGot, apiGot []string
+	authSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req map[string]string
+		json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		authGot = append(authGot, req["refresh_token"])
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token": "`+newA+`", "refresh_token": "`+newR+`", "expires_in": 3600}`)
+	}))
+	apiSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		apiGot = append(apiGot, r.Header.Get("Authorization"))
+		mu.Unlock()
+		io.WriteString(w, "model reply")
+	}))
+	for _, s := range []*httptest.Server{authSrv, apiSrv} {
+		s.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
+		s.StartTLS()
+		defer s.Close()
+	}
+	authAddr, apiAddr := authSrv.Listener.Addr().String(), apiSrv.Listener.Addr().String()
+	roots := filepath.Join(e.outDir, "test-roots.pem")
+	os.WriteFile(roots, caPEM, 0o644)
+	dir := filepath.Join(e.home, ".oauthagent")
+	os.MkdirAll(dir, 0o755)
+	credFile := filepath.Join(dir, "creds.json")
+	os.WriteFile(credFile, []byte(`{"oauth": {"access": "`+oldA+`", "refresh": "`+oldR+`", "scopes": ["x"]}}`), 0o644)
+	os.Chmod(credFile, 0o644) // the agent (another uid) reads its copy; the mode must survive
+	prof := filepath.Join(e.outDir, "oauth.yaml")
+	os.WriteFile(prof, []byte("name: oauth\nextends: default\nnetwork: allowlist\nallow: [\""+authAddr+"\", \""+apiAddr+"\"]\ncredentials:\n"+
+		"  - {name: oauth-access, file: ~/.oauthagent/creds.json, path: oauth.access, hosts: [\""+apiAddr+"\"], header: \"Authorization: Bearer\", from_response: access_token}\n"+
+		"  - {name: oauth-refresh, file: ~/.oauthagent/creds.json, path: oauth.refresh, hosts: [\""+authAddr+"\"], body: true, from_response: refresh_token}\n"), 0o644)
+	evs := filepath.Join(e.outDir, "events.jsonl")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, authPort, _ := net.SplitHostPort(authAddr)
+	_, apiPort, _ := net.SplitHostPort(apiAddr)
+	cmd := e.command(ctx, "", []string{"--profile", prof, "--events", evs}, "python3", "-c", refreshProbe, authPort, apiPort)
+	cmd.Env = append(cmd.Env, "SSL_CERT_FILE="+roots)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	t.Logf("agent (exit %v):\n%s\nstderr:\n%s", err, so.String(), se.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(so.String(), credMarker) {
+		t.Errorf("the agent read a real token")
+	}
+	mu.Lock()
+	if len(authGot) != 1 || authGot[0] != oldR || len(apiGot) != 1 || apiGot[0] != "Bearer "+newA {
+		t.Errorf("the token endpoint got %q, the API %q: want the real refresh token, then the new real access token", authGot, apiGot)
+	}
+	mu.Unlock()
+	b, _ := os.ReadFile(credFile)
+	var doc struct {
+		OAuth map[string]any `json:"oauth"`
+	}
+	json.Unmarshal(b, &doc)
+	if doc.OAuth["access"] != newA || doc.OAuth["refresh"] != newR || doc.OAuth["scopes"] == nil {
+		t.Errorf("the caller's file after the session: %s", b)
+	}
+	if st, _ := os.Stat(credFile); st == nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("the file's mode changed: %v", st)
+	}
+	for _, m := range eventsOf(t, evs, "credential") {
+		if m["allowed"] != true {
+			t.Errorf("a refusal: %v", m)
+		}
+	}
+	if strings.Contains(string(mustRead(t, evs)), credMarker) {
+		t.Errorf("a real token reached the events file")
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
