@@ -112,7 +112,7 @@ func Check(p *Profile) (warnings []string, errs []error) {
 		if len(secret) > 0 {
 			note := ""
 			if len(creds) > 0 {
-				note = fmt.Sprintf(" (%s reach it as placeholders: credentials; any other variable these match passes as is)", strings.Join(creds, ", "))
+				note = fmt.Sprintf(" (the agent gets placeholders for %s: credentials; any other variable these match passes as is)", strings.Join(creds, ", "))
 			}
 			warnings = append(warnings, fmt.Sprintf("network: %s with env.pass %s: the agent can send these secrets anywhere%s; give it its own, narrowly scoped key, name it under credentials, or use network: allowlist or none", p.Network, strings.Join(secret, ", "), note))
 		}

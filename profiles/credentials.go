@@ -130,7 +130,11 @@ func (c *Credential) Injection() string {
 		src = "file " + c.File + " at " + c.Path
 	}
 	if len(c.Hosts) == 0 {
-		return src + ": placeholder only, never sent"
+		out := src + ": placeholder only, never sent"
+		if c.FromResponse != "" {
+			out += "; refreshed from a refresh's " + c.FromResponse
+		}
+		return out
 	}
 	how := "header " + c.HeaderName()
 	if c.Header == "" && c.Body {
