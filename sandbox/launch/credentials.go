@@ -772,6 +772,22 @@ func (cs *credSession) stop() {
 	}
 }
 
+// explainCredentials says, for --explain, whether the credential helper a
+// run would start is there ("" for a profile without credentials).
+func explainCredentials(r *Resolved) string {
+	if len(r.Profile.Credentials) == 0 {
+		return ""
+	}
+	if !profiles.Proxied(r.Profile.Network) {
+		return "credentials: network " + r.Profile.Network + ": no proxy, the agent's placeholders are never exchanged"
+	}
+	p, err := credHelperPath()
+	if err != nil {
+		return "credentials: MISSING: fedmem-cred not beside fedmem-run nor in PATH: a run with a credential source present would be refused"
+	}
+	return "credentials: injected by " + p + " (per-session CA; TLS terminated for the credentials' hosts only)"
+}
+
 // credHelperPath finds fedmem-cred beside the running executable, then in
 // PATH.
 func credHelperPath() (string, error) {

@@ -76,6 +76,9 @@ func Resolve(o *Options) (*Resolved, error) {
 func Explain(w io.Writer, r *Resolved, backend sandbox.Backend, asJSON bool) error {
 	layers := append(sandbox.DescribeBackend(backend), sandbox.DescribeLayers(r.Plan)...)
 	layers = append(layers, explainInbox(r), explainFSDenials(r))
+	if l := explainCredentials(r); l != "" {
+		layers = append(layers, l)
+	}
 	return resolve.Explain(w, r.Session, resolve.ExplainOptions{JSON: asJSON, Layers: layers})
 }
 
