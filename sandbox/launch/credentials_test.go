@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/fedmem/fedmem/profiles"
@@ -115,5 +116,46 @@ func TestCredentialEnv(t *testing.T) {
 	env = credentialEnv([]string{"A=1"}, s)
 	if !strings.Contains(strings.Join(env, "\n"), "API_KEY=sk-real-9876543210") {
 		t.Errorf("an env credential not passed by env.pass is set anyway: %v", env)
+	}
+}
+
+// TestRewriteCredentialFile: refreshed values replace the named keys, the
+// rest of the file stays, and the file keeps its mode (and, for a root
+// caller, its owner), replaced by a rename (no temporary file left).
+func TestRewriteCredentialFile(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "creds.json")
+	os.WriteFile(f, []byte(`{"o": {"a": "old-access-0123456789", "r": "old-refresh-0123456789", "exp": 5}, "other": true}`), 0o640)
+	os.Chmod(f, 0o640)
+	uid, gid := os.Getuid(), os.Getgid()
+	if os.Geteuid() == 0 {
+		uid, gid = 4321, 4322
+		os.Chown(f, uid, gid)
+	}
+	ss := []secret{
+		{cred: &profiles.Credential{Path: "o.a"}, real: "new-access-9876543210"},
+		{cred: &profiles.Credential{Path: "o.r"}, real: "new-refresh-9876543210"},
+	}
+	if err := rewriteCredentialFile(f, ss); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(f)
+	for _, want := range []string{`"a": "new-access-9876543210"`, `"r": "new-refresh-9876543210"`, `"exp": 5`, `"other": true`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("file lacks %s:\n%s", want, b)
+		}
+	}
+	st, _ := os.Stat(f)
+	if st.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want 0640", st.Mode().Perm())
+	}
+	if sys := st.Sys().(*syscall.Stat_t); int(sys.Uid) != uid || int(sys.Gid) != gid {
+		t.Errorf("owner %d:%d, want %d:%d", sys.Uid, sys.Gid, uid, gid)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("left beside it: %v", ents)
+	}
+	if err := rewriteCredentialFile(f, []secret{{cred: &profiles.Credential{Path: "o.gone"}, real: "x"}}); err == nil {
+		t.Errorf("a key no longer in the file was written anyway")
 	}
 }
