@@ -18,6 +18,7 @@ build: ## build bin/fedmem, bin/fedmem-run and the container backends' helpers
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/fedmem-run ./cmd/fedmem-run
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/fedmem ./cmd/fedmem
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/fedmem-containerd ./cmd/fedmem-containerd
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/fedmem-cred ./cmd/fedmem-cred
 	@# libcontainer's nsexec is C: the runc backend's helper alone needs cgo.
 	CGO_ENABLED=1 $(GO) build $(GOFLAGS_BUILD) -o $(BIN)/fedmem-runc ./cmd/fedmem-runc
 

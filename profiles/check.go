@@ -98,14 +98,23 @@ func Check(p *Profile) (warnings []string, errs []error) {
 		warnings = append(warnings, "network: host shares the host's network: the agent reaches every service on the host's loopback (databases, Docker or Kubernetes APIs) and the cloud metadata endpoint (169.254.169.254); use network: public (any public address, through fedmem-run's proxy)")
 	}
 	if p.Network == NetworkHost || p.Network == NetworkPublic {
-		var secret []string
+		var secret, creds []string
+		for _, c := range p.Credentials {
+			if c.Env != "" {
+				creds = append(creds, c.Env)
+			}
+		}
 		for _, e := range p.Env.Pass {
-			if SecretLooking(e) {
+			if SecretLooking(e) && !contains(creds, e) {
 				secret = append(secret, e)
 			}
 		}
 		if len(secret) > 0 {
-			warnings = append(warnings, fmt.Sprintf("network: %s with env.pass %s: the agent can send these secrets anywhere; give it its own, narrowly scoped key, or use network: allowlist or none", p.Network, strings.Join(secret, ", ")))
+			note := ""
+			if len(creds) > 0 {
+				note = fmt.Sprintf(" (the agent gets placeholders for %s: credentials; any other variable these match passes as is)", strings.Join(creds, ", "))
+			}
+			warnings = append(warnings, fmt.Sprintf("network: %s with env.pass %s: the agent can send these secrets anywhere%s; give it its own, narrowly scoped key, name it under credentials, or use network: allowlist or none", p.Network, strings.Join(secret, ", "), note))
 		}
 	}
 	errs = append(errs, stateErrors(p)...)

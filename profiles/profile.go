@@ -90,6 +90,9 @@ type Profile struct {
 	// "read-only" (held like a persistence family). A child profile cannot
 	// loosen a parent's read-only.
 	Instructions string `yaml:"instructions,omitempty" json:"instructions,omitempty"`
+	// Credentials are the caller's secrets the agent uses through
+	// placeholders (see Credential).
+	Credentials []Credential `yaml:"credentials,omitempty" json:"credentials,omitempty"`
 
 	// Files are the files (not built-ins) the profile was built from, with
 	// the sha256 of the bytes read (LoadFrom; CheckAllowed).
@@ -428,6 +431,7 @@ func Parse(src string, data []byte) (*Profile, error) {
 	}
 	p.Limits.OptionalMemory, p.Limits.OptionalPids = p.Limits.CgroupOptional, p.Limits.CgroupOptional
 	p.Limits.OptionalCPU = p.Limits.CgroupOptional
+	setCredentialWhere(p.Credentials, src)
 	return &p, nil
 }
 
@@ -471,6 +475,7 @@ func merge(parent, child *Profile) *Profile {
 	out.Writable = append(append([]string{}, parent.Writable...), child.Writable...)
 	out.State = mergeState(parent.State, child.State)
 	out.CommandArgs = mergeCommandArgs(parent.CommandArgs, child.CommandArgs)
+	out.Credentials = mergeCredentials(parent.Credentials, child.Credentials)
 	out.Allow = append(append([]string{}, parent.Allow...), child.Allow...)
 	out.UnixSockets = append(append([]string{}, parent.UnixSockets...), child.UnixSockets...)
 	out.AcceptRisks = append(append([]string{}, parent.AcceptRisks...), child.AcceptRisks...)
@@ -632,5 +637,6 @@ func (p *Profile) Validate() error {
 			errs = append(errs, fmt.Errorf("require: %q is not userns, seccomp or landlock", r))
 		}
 	}
+	errs = append(errs, credentialErrors(p)...)
 	return errors.Join(errs...)
 }

@@ -34,6 +34,7 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 			"owner_uid": s.OwnerUID, "owner_gid": s.OwnerGID, "warnings": s.Warnings,
 		}
 		out["nested_sandbox"] = profiles.NestedSandboxNote(p, s.Argv0)
+		out["credentials"] = credentialRows(p)
 		if o.Layers != nil {
 			out["layers"] = o.Layers
 		}
@@ -54,6 +55,9 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 	}
 	if len(p.Allow) > 0 {
 		fmt.Fprintf(w, "allow   %s (through fedmem-run's proxy)\n", strings.Join(p.Allow, ", "))
+	}
+	for _, c := range credentialRows(p) {
+		fmt.Fprintf(w, "credential %s: %s\n", c["name"], c["injected"])
 	}
 	if len(pl.Visible) > 0 {
 		fmt.Fprintf(w, "visible %s (nothing else of the vault exists inside)\n", strings.Join(pl.Visible, ", "))
@@ -80,6 +84,29 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
 	return nil
+}
+
+// credentialRows are the profile's credentials as explain shows them:
+// name, source, hosts and how the real value travels (guarantee 8). No
+// source is read: explain runs without the caller's secrets.
+func credentialRows(p *profiles.Profile) []map[string]any {
+	rows := []map[string]any{}
+	for i := range p.Credentials {
+		c := &p.Credentials[i]
+		how := c.Injection() + "; the agent holds a placeholder of the same shape"
+		if c.File != "" {
+			how += " (a generated copy of the file at its path; the real file is not visible)"
+		}
+		if c.Optional {
+			how += "; optional: skipped when the source does not exist"
+		}
+		if !profiles.Proxied(p.Network) && len(c.Hosts) > 0 {
+			how += "; network " + p.Network + " has no proxy: never injected"
+		}
+		rows = append(rows, map[string]any{"name": c.Name, "env": c.Env, "file": c.File, "path": c.Path, "hosts": c.Hosts,
+			"header": c.HeaderName(), "scheme": c.Scheme(), "optional": c.Optional, "where": c.Where, "injected": how})
+	}
+	return rows
 }
 
 func networkWords(p *profiles.Profile) string {

@@ -69,3 +69,31 @@ func TestResolveExplainPlaceholder(t *testing.T) {
 		t.Errorf("ProfileName(bash) = %s", n)
 	}
 }
+
+// TestExplainCredentials: explain (fedmem profile explain and
+// fedmem-run --explain) lists each credential, its hosts and how it is
+// injected, in text and JSON, without reading any source.
+func TestExplainCredentials(t *testing.T) {
+	for name, want := range map[string]string{
+		"claude": "credential anthropic-api-key: env ANTHROPIC_API_KEY: header x-api-key to api.anthropic.com",
+		"codex":  "credential codex-access-token: file ~/.codex/auth.json at tokens.access_token: header Authorization (Bearer) to api.openai.com, chatgpt.com",
+	} {
+		s, err := Resolve(Options{Profile: name, Placeholder: "/path/to/vault", Workdir: t.TempDir(), Session: "SESSION", Caller: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text, js strings.Builder
+		if err := Explain(&text, s, ExplainOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("%s: explain lacks %q:\n%s", name, want, text.String())
+		}
+		if err := Explain(&js, s, ExplainOptions{JSON: true}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(js.String(), `"credentials": [`) || !strings.Contains(js.String(), `"injected": `) {
+			t.Errorf("%s: explain --json lacks credentials:\n%s", name, js.String())
+		}
+	}
+}

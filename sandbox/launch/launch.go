@@ -85,6 +85,9 @@ func Resolve(o *Options) (*Resolved, error) {
 func Explain(w io.Writer, r *Resolved, backend sandbox.Backend, asJSON bool) error {
 	layers := append(sandbox.DescribeBackend(backend), sandbox.DescribeLayers(r.Plan)...)
 	layers = append(layers, explainInbox(r), explainFSDenials(r))
+	if l := explainCredentials(r); l != "" {
+		layers = append(layers, l)
+	}
 	return resolve.Explain(w, r.Session, resolve.ExplainOptions{JSON: asJSON, Layers: layers})
 }
 
@@ -289,6 +292,16 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		}
 	}
 	s, spec, prof := r.Session, r.Spec, r.Profile
+	// Guarantee 8: every credential's source is read before anything
+	// else of the session exists; one that cannot be refuses it (125).
+	environ := o.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	secrets, err := readCredentials(prof, environ, s.Home)
+	if err != nil {
+		return sandbox.ExitFedmemError, err
+	}
 	// From here until the agent has exited, fedmem-run writes nothing to
 	// the user's terminal: its messages wait in nt (notices.go).
 	nt := &notices{}
@@ -360,6 +373,15 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		rep.Warnings = append(rep.Warnings, w)
 	}
 	spec.Signals = sigs
+	var creds *credSession
+	if len(secrets) > 0 {
+		if creds, err = startCredentials(r, secrets, environ, ev.emit); err != nil {
+			return sandbox.ExitFedmemError, err
+		}
+		defer creds.stop()
+		spec.Env = creds.caEnv(spec.Env)
+		ctx = creds.watch(ctx)
+	}
 	if profiles.Proxied(prof.Network) {
 		pol, err := policy(prof)
 		if err != nil {
@@ -370,7 +392,10 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 			if !d.Allowed {
 				nt.refuse(d)
 			}
-		}}
+		}, Credentials: creds.proxyCredentials(func(name, host string, port int, where string) {
+			ev.emit("credential", map[string]any{"credential": name, "host": host, "port": port, "where": where, "allowed": false,
+				"reason": "the placeholder of credential " + name + " in " + where + ": refused"})
+		})}
 	}
 	ev.emit("start", map[string]any{"profile": prof.Name, "profile_hash": s.ProfileHash, "vault": s.Vault, "inbox": s.Plan.Inbox,
 		"workdir": s.Workdir, "command": o.Argv, "uid": s.UID, "network": prof.Network, "warnings": s.Warnings})
@@ -395,6 +420,16 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		if errors.As(runErr, &se) {
 			rep.Error = se
 		}
+	}
+	// The credentials' end (refreshed tokens written back, refusals
+	// counted): said after the agent, with the other warnings.
+	for _, line := range creds.finish() {
+		nt.warn(line)
+		rep.Warnings = append(rep.Warnings, line)
+	}
+	if line := creds.summary(); line != "" {
+		nt.warn(line)
+		rep.Warnings = append(rep.Warnings, line)
 	}
 	// The files the user's next agent reads as instructions that the
 	// session made or changed: one line after the session, the same in

@@ -39,6 +39,9 @@ type Proxy struct {
 	OnDecision func(Decision)
 	// DialTimeout bounds each upstream dial (default 15s).
 	DialTimeout time.Duration
+	// Credentials, when set, intercept the CONNECTs to credentials' hosts
+	// and refuse placeholders seen anywhere else (creds.go).
+	Credentials *Credentials
 	// Dial dials the address the policy checked (nil: a net.Dialer). Only
 	// tests set it.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -62,6 +65,10 @@ func (p *Proxy) Serve(c net.Conn) {
 	p.wg.Add(1)
 	defer p.wg.Done()
 	defer c.Close()
+	// With credentials, everything the agent sends is searched for their
+	// placeholders (request heads, plain-HTTP bodies, plain tunnels): a
+	// hit cuts the connection and is reported (creds.go).
+	c = p.scanBody(c, "", 0)
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	hr := &headReader{lr: io.LimitedReader{R: c, N: maxHead}}
 	br := bufio.NewReaderSize(hr, 4096)
@@ -89,6 +96,10 @@ func (p *Proxy) Serve(c net.Conn) {
 		reply(c, 400, err.Error())
 		return
 	}
+	if p.credentialHead(c, br, req, host, port) {
+		return
+	}
+	scanFrom(c, br, host, port)
 	up, code, err := p.connect(req.method, host, port, nil)
 	if err != nil {
 		reply(c, code, err.Error())
@@ -125,6 +136,10 @@ func (p *Proxy) servePlain(c net.Conn, br *bufio.Reader, hr *headReader, hreq *h
 			reply(c, 400, err.Error())
 			return
 		}
+		if p.credentialHead(c, br, req, host, port) {
+			return
+		}
+		scanFrom(c, br, host, port)
 		// The upstream server routes on the Host header, so a Host that
 		// names another host than the one the policy checked would reach
 		// that one past the allow list (domain fronting). net/http writes
@@ -138,6 +153,9 @@ func (p *Proxy) servePlain(c net.Conn, br *bufio.Reader, hr *headReader, hreq *h
 		up.Close()
 		if !keep {
 			return
+		}
+		if s, ok := c.(*scanConn); ok {
+			s.off()
 		}
 		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 		hreq, req, err = hr.next(br)
@@ -191,9 +209,20 @@ func forward(c, up net.Conn, req *http.Request) bool {
 	}
 	clientClose := req.Close
 	req.Close = true
+	var body *errReader
+	if req.Body != nil && req.Body != http.NoBody {
+		body = &errReader{r: req.Body}
+		req.Body = body
+	}
 	wErr := req.Write(up)
 	if wErr != nil {
 		clientClose = true
+	}
+	if body != nil && body.err != nil && body.err != io.EOF {
+		// The client's side of the body failed (it went away, or a
+		// credential's placeholder cut it, creds.go): the upstream holds
+		// a request it will never get the rest of, so no answer is coming.
+		return false
 	}
 	ubr := bufio.NewReader(up)
 	var resp *http.Response
@@ -227,6 +256,36 @@ func forward(c, up net.Conn, req *http.Request) bool {
 	}
 	return keep
 }
+
+// scanFrom turns a credential scan of c on for what follows a request
+// head that credentialHead passed (creds.go).
+func scanFrom(c net.Conn, br *bufio.Reader, host string, port int) {
+	s, ok := c.(*scanConn)
+	if !ok {
+		return
+	}
+	var seed []byte
+	if n := br.Buffered(); n > 0 {
+		seed, _ = br.Peek(n)
+	}
+	s.at(host, port, seed)
+}
+
+// errReader remembers the first error of the request body it reads.
+type errReader struct {
+	r   io.ReadCloser
+	err error
+}
+
+func (e *errReader) Read(b []byte) (int, error) {
+	n, err := e.r.Read(b)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
+}
+
+func (e *errReader) Close() error { return e.r.Close() }
 
 // headReader is the client connection as the request parser reads it:
 // each request head is bounded by maxHead (its body is not), and the

@@ -82,6 +82,14 @@ func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader) {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
+	if err := p.credentialTarget("SOCKS5", host, port); err != nil {
+		socksReply(c, socksNotAllowed)
+		return
+	}
+	if p.Credentials.intercepts(host, port) {
+		p.socksIntercept(c, br, host, port)
+		return
+	}
 	up, code, err := p.connect("SOCKS5", host, port, nil)
 	if err != nil {
 		rep := byte(socksHostUnreachable)

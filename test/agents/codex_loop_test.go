@@ -77,7 +77,7 @@ func TestCodexAgentInTheLoop(t *testing.T) {
 			return shell(`printf -- '---\ntype: fact\n---\nwritten around the gate\n' > "$FEDMEM_VAULT/` + rel + `"`)
 		},
 	}}}
-	addr, err := m.Start()
+	addr, _, err := m.StartTLS(base) // runCodex names base/test-roots.pem
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +93,11 @@ func TestCodexAgentInTheLoop(t *testing.T) {
 	}
 	if runErr != nil {
 		t.Fatalf("fedmem-run codex exec: %v", runErr)
+	}
+	// Guarantee 8: the model authenticated the real key over TLS; the
+	// agent held a placeholder.
+	if keys := m.Keys(); len(keys) != 1 || keys[0] != "Bearer "+codexKey {
+		t.Fatalf("the model received %q: want the real key only", keys)
 	}
 	if len(res) < 3 {
 		t.Fatalf("the model got %d tool results, want 3 (go build, inbox draft, vault write)", len(res))
@@ -202,7 +207,7 @@ func TestCodexOwnSandboxCannotStartInside(t *testing.T) {
 			return ToolCall{"exec_command", map[string]any{"cmd": "echo RAN-INSIDE > ran.txt && cat ran.txt"}}
 		},
 	}}}
-	addr, err := m.Start()
+	addr, _, err := m.StartTLS(base) // runCodex names base/test-roots.pem
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,6 +235,9 @@ type codexRun struct {
 	err            error
 }
 
+// codexKey is the caller's API key in the Codex tests.
+const codexKey = "sk-proj-scripted-test-key-0123456789abcdefghijABCDEFGHIJ"
+
 // runCodex runs `codex exec` under fedmem-run with the codex profile,
 // extended by an allow list that names the scripted model at addr and
 // nothing else. The provider is named on the command line: OPENAI_BASE_URL
@@ -242,7 +250,8 @@ func runCodex(t *testing.T, fedmemRun, codex, vaultDir, work, home, goBin, addr,
 	t.Helper()
 	base := filepath.Dir(work)
 	prof := filepath.Join(base, "loop.yaml")
-	if err := os.WriteFile(prof, []byte(fmt.Sprintf("name: loop\nextends: codex\nnetwork: allowlist\nallow: [%q]\n", addr)), 0o644); err != nil {
+	if err := os.WriteFile(prof, []byte(fmt.Sprintf("name: loop\nextends: codex\nnetwork: allowlist\nallow: [%q]\n"+
+		"credentials:\n  - {name: openai-api-key, env: OPENAI_API_KEY, hosts: [%q], header: \"Authorization: Bearer\"}\n", addr, addr)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	report, events := filepath.Join(base, "report.json"), filepath.Join(base, "events.jsonl")
@@ -251,7 +260,7 @@ func runCodex(t *testing.T, fedmemRun, codex, vaultDir, work, home, goBin, addr,
 	args := []string{"--vault", vaultDir, "--profile", prof, "--report", report, "--events", events, "--",
 		codex, "exec", "--skip-git-repo-check", "--color", "never", "-m", "scripted",
 		"-c", "model_provider=scripted",
-		"-c", fmt.Sprintf(`model_providers.scripted={name="scripted",base_url="http://%s/v1",wire_api="responses",env_key="OPENAI_API_KEY"}`, addr),
+		"-c", fmt.Sprintf(`model_providers.scripted={name="scripted",base_url="https://%s/v1",wire_api="responses",env_key="OPENAI_API_KEY"}`, addr),
 		"-c", "analytics.enabled=false", "--disable", "plugins"}
 	args = append(append(args, extra...), prompt)
 	cmd := exec.CommandContext(ctx, fedmemRun, args...)
@@ -260,7 +269,7 @@ func runCodex(t *testing.T, fedmemRun, codex, vaultDir, work, home, goBin, addr,
 	if goBin != "" {
 		path = filepath.Dir(goBin) + ":" + path
 	}
-	cmd.Env = []string{"HOME=" + home, "PATH=" + path, "TERM=dumb", "LANG=C.UTF-8", "OPENAI_API_KEY=sk-scripted-test-key-0123456789"}
+	cmd.Env = []string{"HOME=" + home, "PATH=" + path, "TERM=dumb", "LANG=C.UTF-8", "OPENAI_API_KEY=" + codexKey, "SSL_CERT_FILE=" + filepath.Join(base, "test-roots.pem")}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

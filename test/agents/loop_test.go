@@ -56,13 +56,18 @@ func TestClaudeAgentInTheLoop(t *testing.T) {
 			return ToolCall{"Write", map[string]any{"file_path": vaultTarget, "content": "---\ntype: fact\n---\nwritten around the gate\n"}}
 		},
 	}}
-	addr, err := m.Start()
+	// The model over TLS (a test CA stands in for the public roots), and
+	// the API key a credential for its address (guarantee 8): the agent
+	// holds a placeholder, fedmem-run's proxy puts the real key on the
+	// wire to the model only.
+	addr, roots, err := m.StartTLS(base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	prof := filepath.Join(base, "loop.yaml")
-	if err := os.WriteFile(prof, []byte(fmt.Sprintf("name: loop\nextends: claude\nnetwork: allowlist\nallow: [%q]\n", addr)), 0o644); err != nil {
+	if err := os.WriteFile(prof, []byte(fmt.Sprintf("name: loop\nextends: claude\nnetwork: allowlist\nallow: [%q]\n"+
+		"credentials:\n  - {name: anthropic-api-key, env: ANTHROPIC_API_KEY, hosts: [%q], header: x-api-key}\n", addr, addr)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	report := filepath.Join(base, "report.json")
@@ -74,7 +79,7 @@ func TestClaudeAgentInTheLoop(t *testing.T) {
 	cmd.Dir = work
 	cmd.Env = []string{
 		"HOME=" + home, "PATH=" + filepath.Dir(goBin) + ":/usr/local/bin:/usr/bin:/bin", "TERM=dumb", "LANG=C.UTF-8",
-		"ANTHROPIC_BASE_URL=http://" + addr, "ANTHROPIC_API_KEY=sk-ant-scripted-test-key-0123456789",
+		"ANTHROPIC_BASE_URL=https://" + addr, "ANTHROPIC_API_KEY=" + loopKey, "SSL_CERT_FILE=" + roots,
 		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1",
 	}
 	var stdout, stderr bytes.Buffer
@@ -126,7 +131,14 @@ func TestClaudeAgentInTheLoop(t *testing.T) {
 	if b, err := os.ReadFile(report); err != nil || !bytes.Contains(b, []byte(`"exit_code": 0`)) {
 		t.Fatalf("session report: %s %v", b, err)
 	}
+	// 5. The model authenticated the real key, and nothing else.
+	if keys := m.Keys(); len(keys) != 1 || keys[0] != loopKey {
+		t.Fatalf("the model received the keys %q: want the real one only (the agent holds a placeholder)", keys)
+	}
 }
+
+// loopKey is the caller's API key in the loop test.
+const loopKey = "sk-ant-api03-scripted-test-key-0123456789abcdefghijABCDEFGHIJ"
 
 func need(t *testing.T, tool string) string {
 	t.Helper()

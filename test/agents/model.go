@@ -1,13 +1,24 @@
 package agents
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ToolCall is one tool use the scripted model asks for.
@@ -42,18 +53,95 @@ type Model struct {
 	turns   int
 	ln      net.Listener
 	srv     *http.Server
+	keys    map[string]bool // x-api-key and Authorization values received
+	tlsCert *tls.Certificate
 }
 
 // Start listens on 127.0.0.1 and serves until Close.
 func (m *Model) Start() (string, error) { return m.listen(m.serve) }
+
+// StartTLS is Start over TLS, with a certificate for 127.0.0.1 from a test
+// CA standing in for the public roots: the CA's PEM is written to
+// dir/test-roots.pem, returned for the caller's SSL_CERT_FILE (fedmem-run's
+// credential helper verifies the model against it).
+func (m *Model) StartTLS(dir string) (string, string, error) { return m.listenTLS(m.serve, dir) }
+
+func (m *Model) listenTLS(h http.HandlerFunc, dir string) (string, string, error) {
+	cert, caPEM, err := testServerCert()
+	if err != nil {
+		return "", "", err
+	}
+	roots := filepath.Join(dir, "test-roots.pem")
+	if err := os.WriteFile(roots, caPEM, 0o644); err != nil {
+		return "", "", err
+	}
+	m.tlsCert = cert
+	addr, err := m.listen(h)
+	return addr, roots, err
+}
+
+func testServerCert() (*tls.Certificate, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "fedmem agents test roots"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(2 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ca, err = x509.ParseCertificate(caDER); err != nil {
+		return nil, nil, err
+	}
+	lkey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(2 * time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &lkey.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: lkey}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
+}
+
+// Keys are the x-api-key and Authorization values the model received.
+func (m *Model) Keys() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for k := range m.keys {
+		out = append(out, k)
+	}
+	return out
+}
 
 func (m *Model) listen(h http.HandlerFunc) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
+	if m.tlsCert != nil {
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*m.tlsCert}})
+	}
 	m.ln = ln
-	m.srv = &http.Server{Handler: h}
+	m.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.mu.Lock()
+		if m.keys == nil {
+			m.keys = map[string]bool{}
+		}
+		for _, k := range []string{r.Header.Get("X-Api-Key"), r.Header.Get("Authorization")} {
+			if k != "" {
+				m.keys[k] = true
+			}
+		}
+		m.mu.Unlock()
+		h(w, r)
+	})}
 	go m.srv.Serve(ln)
 	return ln.Addr().String(), nil
 }

@@ -35,6 +35,11 @@ type ResponsesModel struct {
 // Start listens on 127.0.0.1 and serves until Close.
 func (m *ResponsesModel) Start() (string, error) { return m.listen(m.serve) }
 
+// StartTLS is Start over TLS (Model.StartTLS).
+func (m *ResponsesModel) StartTLS(dir string) (string, string, error) {
+	return m.listenTLS(m.serve, dir)
+}
+
 // Requests lists every request the server got: method, path, whether it
 // was the main conversation and how many tool results it carried.
 func (m *ResponsesModel) Requests() []string {

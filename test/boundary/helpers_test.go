@@ -70,3 +70,31 @@ func TestContainerHelpersBoundary(t *testing.T) {
 		}
 	}
 }
+
+// TestCredentialHelperBoundary: the credential proxy's TLS and HTTP stack
+// (net/http, crypto/tls, package intercept) lives in fedmem-cred, which
+// fedmem-run starts only for a session with credentials; fedmem-run links
+// the wire types (sandbox/netproxy) and never intercept. The helper holds
+// the caller's real credentials and links nothing of the trusted side.
+func TestCredentialHelperBoundary(t *testing.T) {
+	root := moduleRoot(t)
+	run := goListDeps(t, root, "./cmd/fedmem-run")
+	if containsPrefix(run, module+"/sandbox/netproxy/intercept") {
+		t.Errorf("cmd/fedmem-run links sandbox/netproxy/intercept: it belongs in fedmem-cred")
+	}
+	if !contains(run, module+"/sandbox/netproxy") {
+		t.Errorf("cmd/fedmem-run does not link sandbox/netproxy (positive control)")
+	}
+	deps := goListDeps(t, root, "./cmd/fedmem-cred")
+	for _, must := range []string{module + "/sandbox/netproxy/intercept", "net/http/httputil", "crypto/tls"} {
+		if !contains(deps, must) {
+			t.Errorf("cmd/fedmem-cred does not link %s (positive control)", must)
+		}
+	}
+	if bad := violations(deps, helperForbidden); len(bad) > 0 {
+		t.Errorf("cmd/fedmem-cred links trusted-side packages:\n  %s", strings.Join(bad, "\n  "))
+	}
+	if containsPrefix(deps, module+"/sandbox/oci") || contains(deps, module+"/sandbox") {
+		t.Errorf("cmd/fedmem-cred links a sandbox backend: it needs the proxy's wire types only")
+	}
+}

@@ -19,6 +19,8 @@ type Bins struct {
 	FedmemRun string // the launcher (bin/fedmem-run)
 	Fedmem    string // the admin tool (bin/fedmem)
 	Hostile   string // the hostile agent (test/hostile)
+	// FedmemCred is the credential helper, beside FedmemRun.
+	FedmemCred string
 }
 
 var (
@@ -87,6 +89,13 @@ func buildAll() (Bins, error) {
 	}
 	if b.Fedmem, err = pick("fedmem", "./cmd/fedmem"); err != nil {
 		return b, err
+	}
+	// fedmem-run finds its credential helper beside itself (guarantee 8).
+	if b.FedmemCred, err = pick("fedmem-cred", "./cmd/fedmem-cred"); err != nil {
+		return b, err
+	}
+	if filepath.Dir(b.FedmemCred) != filepath.Dir(b.FedmemRun) {
+		return b, fmt.Errorf("fedmem-cred (%s) is not beside fedmem-run (%s): build both into FEDMEM_BIN (make build)", b.FedmemCred, b.FedmemRun)
 	}
 	// Always the tree's own hostile program: it is part of the test.
 	if b.Hostile, err = build(root, "./test/hostile", filepath.Join(binDir, "hostile")); err != nil {

@@ -1,0 +1,801 @@
+package launch
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/big"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/sandbox/netproxy"
+)
+
+// StageCredentials: a credential's source is missing, unreadable or
+// malformed, or the credential helper could not start.
+const StageCredentials = "credentials"
+
+// secret is one credential read from its source: the real value stays in
+// fedmem-run and its helper; the agent gets placeholder.
+type secret struct {
+	cred        *profiles.Credential
+	file        string // the source file's absolute path (file sources)
+	real        string
+	placeholder string
+}
+
+// credSession is a session's credentials: what the agent gets instead
+// (environment, generated files, the CA bundle) and the helper that
+// injects the real values.
+type credSession struct {
+	secrets []secret
+	dir     string // generated files, outside the sandbox, read-only inside
+	helper  *exec.Cmd
+	ctl     *os.File // fedmem-run's end of the handoff socket
+	wg      sync.WaitGroup
+	onEvent func(string, map[string]any)
+	// stopWatch ends watch's watcher.
+	stopWatch func()
+	finished  sync.Once
+
+	mu      sync.Mutex
+	refused map[string]int    // credential → placeholders refused
+	renewed map[string]string // credential → its new real value (a refresh)
+}
+
+// refresh records a credential's new real value.
+func (cs *credSession) refresh(name, v string) {
+	if v == "" {
+		return
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.renewed == nil {
+		cs.renewed = map[string]string{}
+	}
+	cs.renewed[name] = v
+}
+
+// persist writes refreshed values into their source files, after the
+// session: the sandbox is gone (a rename during it would detach the
+// cover of the file, see watch). Each file is replaced atomically (a
+// temporary file beside it, renamed over it) with its mode and owner.
+func (cs *credSession) persist() []error {
+	cs.mu.Lock()
+	renewed := cs.renewed
+	cs.mu.Unlock()
+	byFile := map[string][]secret{}
+	for _, s := range cs.secrets {
+		if v, ok := renewed[s.cred.Name]; ok && s.file != "" {
+			s.real = v
+			byFile[s.file] = append(byFile[s.file], s)
+		}
+	}
+	var errs []error
+	for f, ss := range byFile {
+		if err := rewriteCredentialFile(f, ss); err != nil {
+			errs = append(errs, fmt.Errorf("credentials: store the refreshed tokens in %s: %w", f, err))
+		}
+	}
+	return errs
+}
+
+func rewriteCredentialFile(f string, ss []secret) error {
+	b, err := readBounded(f)
+	if err != nil {
+		return err
+	}
+	st, err := os.Lstat(f)
+	if err != nil {
+		return err
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return err
+	}
+	for _, s := range ss {
+		if v, err := lookupPath(doc, s.cred.Path); err != nil || v == nil {
+			return fmt.Errorf("%s: no %s any more", f, s.cred.Path)
+		}
+		setPath(doc, s.cred.Path, s.real)
+	}
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(f), "."+filepath.Base(f)+".fedmem-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
+		if err := tmp.Chown(int(sys.Uid), int(sys.Gid)); err != nil {
+			tmp.Close()
+			return err
+		}
+	}
+	if _, err := tmp.Write(append(out, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), f)
+}
+
+// count records a "credential" event for the summary after the session.
+func (cs *credSession) count(name string, fields map[string]any) {
+	if name != "credential" {
+		return
+	}
+	if ok, _ := fields["allowed"].(bool); ok {
+		return // a refresh, not a refusal
+	}
+	c, _ := fields["credential"].(string)
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.refused == nil {
+		cs.refused = map[string]int{}
+	}
+	cs.refused[c]++
+}
+
+// summary is one line after the session, when placeholders were refused
+// (never while the agent runs: it would be written over its screen).
+func (cs *credSession) summary() string {
+	if cs == nil {
+		return ""
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if len(cs.refused) == 0 {
+		return ""
+	}
+	var parts []string
+	for c, n := range cs.refused {
+		parts = append(parts, fmt.Sprintf("%s ×%d", c, n))
+	}
+	sort.Strings(parts)
+	return "credentials: placeholders sent where they may not go were refused: " + strings.Join(parts, ", ") + " (see --events, event credential)"
+}
+
+// maxCredentialFile bounds a credential source file.
+const maxCredentialFile = 1 << 20
+
+// readCredentials reads every credential of p from its source: env from
+// environ, files under home. A missing source of an optional credential is
+// skipped; any other missing, unreadable or malformed source is an error
+// naming the profile's file and line — the session must not start with
+// the real value inside (or without the placeholder the agent expects).
+func readCredentials(p *profiles.Profile, environ []string, home string) ([]secret, error) {
+	var out []secret
+	for i := range p.Credentials {
+		c := &p.Credentials[i]
+		fail := func(f string, a ...any) error {
+			return staged(StageCredentials, fmt.Errorf("%s: credential %q: %s (the session is refused: fedmem never starts an agent with a credential it could not replace)", c.Where, c.Name, fmt.Sprintf(f, a...)))
+		}
+		var real, file string
+		switch {
+		case c.Env != "":
+			v, ok := lookupEnv(environ, c.Env)
+			if !ok || v == "" {
+				if c.Optional {
+					continue
+				}
+				return nil, fail("environment variable %s is not set", c.Env)
+			}
+			real = v
+		default:
+			file = c.File
+			if rest, ok := strings.CutPrefix(file, "~/"); ok {
+				file = filepath.Join(home, rest)
+			}
+			b, err := readBounded(file)
+			if errors.Is(err, fs.ErrNotExist) && c.Optional {
+				continue
+			}
+			if err != nil {
+				return nil, fail("%v", err)
+			}
+			var doc any
+			if err := json.Unmarshal(b, &doc); err != nil {
+				return nil, fail("%s is not JSON: %v", file, err)
+			}
+			v, err := lookupPath(doc, c.Path)
+			if v == nil && err == nil && c.Optional {
+				continue
+			}
+			if err == nil && v == nil {
+				err = fmt.Errorf("no %s in it", c.Path)
+			}
+			if err != nil {
+				return nil, fail("%s: %v", file, err)
+			}
+			s, ok := v.(string)
+			if !ok {
+				return nil, fail("%s: %s is not a string", file, c.Path)
+			}
+			real = s
+		}
+		if len(real) < 8 {
+			return nil, fail("the value is shorter than 8 characters: a placeholder that short would be found by chance")
+		}
+		for _, r := range real {
+			if r < 0x21 || r > 0x7e {
+				return nil, fail("the value has a character outside printable ASCII: not a token")
+			}
+		}
+		ph, err := placeholderFor(real, c.KeepSuffix)
+		if err != nil {
+			return nil, fail("placeholder: %v", err)
+		}
+		out = append(out, secret{cred: c, file: file, real: real, placeholder: ph})
+	}
+	return out, nil
+}
+
+func lookupEnv(environ []string, k string) (string, bool) {
+	v, ok := "", false
+	for _, kv := range environ {
+		if rest, found := strings.CutPrefix(kv, k+"="); found {
+			v, ok = rest, true
+		}
+	}
+	return v, ok
+}
+
+func readBounded(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxCredentialFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	if len(b) > maxCredentialFile {
+		return nil, fmt.Errorf("%s is larger than %d bytes", p, maxCredentialFile)
+	}
+	return b, nil
+}
+
+// lookupPath follows a dotted key path through JSON objects: nil, nil when
+// a key is absent or null.
+func lookupPath(doc any, path string) (any, error) {
+	cur := doc
+	for _, k := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: not an object on the way", path)
+		}
+		if cur, ok = m[k]; !ok || cur == nil {
+			return nil, nil
+		}
+	}
+	return cur, nil
+}
+
+// setPath replaces the string at path (lookupPath found it).
+func setPath(doc any, path string, v string) {
+	keys := strings.Split(path, ".")
+	cur := doc
+	for _, k := range keys[:len(keys)-1] {
+		cur = cur.(map[string]any)[k]
+	}
+	cur.(map[string]any)[keys[len(keys)-1]] = v
+}
+
+// placeholderFor makes a value of real's shape that clients accept: its
+// vendor prefix (up to the last '-' or '_' in the first 16 characters,
+// "sk-ant-api03-") kept, every other letter or digit replaced by a random
+// one of the same class, punctuation kept. A JWT keeps its header and
+// claims (clients read the expiry and the account from them) and gets a
+// random signature: without the issuer's key it is worth nothing.
+//
+// keepSuffix keeps that many last characters too (Credential.KeepSuffix);
+// at least 20 letters or digits are then replaced.
+func placeholderFor(real string, keepSuffix int) (string, error) {
+	keep := 0
+	if parts := strings.Split(real, "."); len(parts) == 3 && strings.HasPrefix(real, "eyJ") {
+		keep = len(parts[0]) + 1 + len(parts[1]) + 1
+	} else {
+		for i := 0; i < len(real) && i < 16; i++ {
+			if real[i] == '-' || real[i] == '_' {
+				keep = i + 1
+			}
+		}
+	}
+	for attempt := 0; attempt < 4; attempt++ {
+		b := []byte(real)
+		changed := 0
+		end := len(b) - keepSuffix
+		for i := keep; i < end; i++ {
+			var set string
+			switch c := b[i]; {
+			case c >= 'a' && c <= 'z':
+				set = "abcdefghijklmnopqrstuvwxyz"
+			case c >= 'A' && c <= 'Z':
+				set = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			case c >= '0' && c <= '9':
+				set = "0123456789"
+			default:
+				continue
+			}
+			n, err := rand.Int(rand.Reader, big.NewInt(int64(len(set))))
+			if err != nil {
+				return "", err
+			}
+			b[i] = set[n.Int64()]
+			changed++
+		}
+		if min := 8 + 12*min(keepSuffix, 1); changed < min {
+			return "", fmt.Errorf("fewer than %d letters or digits between the prefix and the kept suffix", min)
+		}
+		if string(b) != real {
+			return string(b), nil
+		}
+	}
+	return "", fmt.Errorf("could not make a placeholder that differs")
+}
+
+// credentialEnv rewrites the agent's environment: each env credential's
+// variable holds its placeholder (set even where env.pass would not pass
+// it: the agent is meant to use it), and any real value found in another
+// variable is replaced too.
+func credentialEnv(env []string, secrets []secret) []string {
+	out := make([]string, 0, len(env)+len(secrets))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		for _, s := range secrets {
+			v = strings.ReplaceAll(v, s.real, s.placeholder)
+		}
+		out = append(out, k+"="+v)
+	}
+	for _, s := range secrets {
+		if s.cred.Env == "" {
+			continue
+		}
+		if i := index(out, s.cred.Env); i >= 0 {
+			out[i] = s.cred.Env + "=" + s.placeholder
+		} else {
+			out = append(out, s.cred.Env+"="+s.placeholder)
+		}
+	}
+	return out
+}
+
+// gitCredentialHelpers gives Git a credential helper for each host of a
+// basic_auth credential, through the command-scope configuration
+// (GIT_CONFIG_COUNT/KEY_n/VALUE_n, after agentEnv's): it hands out the
+// placeholder as the password, which the proxy exchanges on the wire. The
+// helper is inline shell in the environment: nothing the agent could
+// rewrite for a later run outside.
+func gitCredentialHelpers(env []string, secrets []secret) []string {
+	n := 0
+	if i := index(env, "GIT_CONFIG_COUNT"); i >= 0 {
+		n, _ = strconv.Atoi(strings.TrimPrefix(env[i], "GIT_CONFIG_COUNT="))
+		env = append(env[:i:i], env[i+1:]...)
+	}
+	added := false
+	for _, s := range secrets {
+		if !s.cred.BasicAuth {
+			continue
+		}
+		hosts, _ := s.cred.HostRules()
+		for _, h := range hosts {
+			if h.Wildcard {
+				continue // Git's credential URLs match a host, not a pattern of them
+			}
+			u := "https://" + h.Host
+			if h.Port != 443 {
+				u += ":" + strconv.Itoa(h.Port)
+			}
+			if strings.ContainsAny(s.placeholder, "'\n") {
+				continue // not quotable in the helper's shell line
+			}
+			helper := "!f() { test \"$1\" = get || exit 0; echo username=x-access-token; echo 'password=" + s.placeholder + "'; }; f"
+			env = append(env, "GIT_CONFIG_KEY_"+strconv.Itoa(n)+"=credential."+u+".helper", "GIT_CONFIG_VALUE_"+strconv.Itoa(n)+"="+helper)
+			n++
+			added = true
+		}
+	}
+	if n > 0 || added {
+		env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(n))
+	}
+	return env
+}
+
+// startCredentials prepares a session's credentials once the sources are
+// read: the generated copies of source files (placeholders in place of
+// every real value) bound read-only over the real files, the helper that
+// holds the CA key and injects, and the CA bundle the agent trusts. It
+// changes spec's environment and plan. The caller stops it (stop).
+func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent func(string, map[string]any)) (*credSession, error) {
+	cs := &credSession{secrets: secrets}
+	cs.onEvent = func(name string, f map[string]any) {
+		cs.count(name, f)
+		if onEvent != nil {
+			onEvent(name, f)
+		}
+	}
+	dir, err := os.MkdirTemp("/var/tmp", "fedmem-cred-"+r.ID+"-")
+	if err != nil {
+		return nil, staged(StageCredentials, fmt.Errorf("credentials: %w", err))
+	}
+	cs.dir = dir
+	fail := func(err error) (*credSession, error) {
+		cs.stop()
+		return nil, staged(StageCredentials, fmt.Errorf("credentials: %w", err))
+	}
+	// The agent (another uid for a root caller) reads these; none is
+	// secret.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return fail(err)
+	}
+	// Generated copies, one per source file.
+	files := map[string][]*secret{}
+	var order []string
+	for i := range secrets {
+		if f := secrets[i].file; f != "" {
+			if files[f] == nil {
+				order = append(order, f)
+			}
+			files[f] = append(files[f], &secrets[i])
+		}
+	}
+	for n, f := range order {
+		b, err := readBounded(f)
+		if err != nil {
+			return fail(err)
+		}
+		var doc any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return fail(fmt.Errorf("%s: %w", f, err))
+		}
+		for _, s := range files[f] {
+			setPath(doc, s.cred.Path, s.placeholder)
+		}
+		gen, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			return fail(err)
+		}
+		// A real value elsewhere in the file (another key holding the
+		// same token) is a placeholder too.
+		for _, s := range secrets {
+			gen = bytes.ReplaceAll(gen, []byte(s.real), []byte(s.placeholder))
+		}
+		p := filepath.Join(dir, fmt.Sprintf("file-%d-%s", n, filepath.Base(f)))
+		if err := os.WriteFile(p, append(gen, '\n'), 0o644); err != nil {
+			return fail(err)
+		}
+		r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: p, Target: f,
+			Why: "credential placeholders (guarantee 8): the real file stays outside"})
+	}
+	r.Spec.Env = gitCredentialHelpers(credentialEnv(r.Spec.Env, secrets), secrets)
+	if !profiles.Proxied(r.Profile.Network) {
+		// No proxy, no injection: the agent holds placeholders only.
+		return cs, nil
+	}
+	if err := cs.startHelper(r.ID, environ, cs.onEvent); err != nil {
+		return fail(err)
+	}
+	return cs, nil
+}
+
+// startHelper starts fedmem-cred with its config on stdin and the handoff
+// socket on fd 3, and writes the CA bundle from its hello.
+func (cs *credSession) startHelper(session string, environ []string, onEvent func(string, map[string]any)) error {
+	path, err := credHelperPath()
+	if err != nil {
+		return fmt.Errorf("fedmem-cred not found beside fedmem-run nor in PATH: %w", err)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	cs.ctl = os.NewFile(uintptr(fds[0]), "cred-ctl")
+	theirs := os.NewFile(uintptr(fds[1]), "cred-helper")
+	defer theirs.Close()
+	cfg := netproxy.HelperConfig{Session: session}
+	for _, s := range cs.secrets {
+		hosts, _ := s.cred.HostRules()
+		cfg.Creds = append(cfg.Creds, netproxy.HelperCred{Name: s.cred.Name, Placeholder: s.placeholder, Real: s.real,
+			Header: s.cred.HeaderName(), Basic: s.cred.BasicAuth, Hosts: hosts,
+			Body: s.cred.Body, FromResponse: s.cred.FromResponse, File: s.file})
+		if s.cred.BasicAuth || len(hosts) == 0 || s.cred.Header == "" {
+			cfg.Creds[len(cfg.Creds)-1].Header = ""
+		}
+	}
+	cfgJSON, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(path, "serve")
+	cmd.ExtraFiles = []*os.File{theirs}
+	cmd.Stdin = bytes.NewReader(cfgJSON)
+	cmd.Stderr = os.Stderr
+	// The helper verifies the real hosts against the system roots (Go
+	// honours SSL_CERT_FILE and SSL_CERT_DIR); nothing else of the
+	// caller's environment, none of its secrets.
+	cmd.Env = []string{}
+	for _, k := range []string{"SSL_CERT_FILE", "SSL_CERT_DIR"} {
+		if v, ok := lookupEnv(environ, k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	cs.helper = cmd
+	br := bufio.NewReaderSize(stdout, 64<<10)
+	line, err := br.ReadBytes('\n')
+	var hello netproxy.HelperHello
+	if err == nil {
+		err = json.Unmarshal(line, &hello)
+	}
+	if err == nil && hello.Error != "" {
+		err = errors.New(hello.Error)
+	}
+	if err == nil && hello.CAPEM == "" {
+		err = errors.New("no CA certificate in its hello")
+	}
+	if err != nil {
+		return fmt.Errorf("fedmem-cred: %w", err)
+	}
+	cs.wg.Add(1)
+	go func() {
+		defer cs.wg.Done()
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 {
+				var e netproxy.HelperEvent
+				switch {
+				case json.Unmarshal(line, &e) != nil || e.Name == "":
+				case e.Name == netproxy.HelperRefreshed:
+					// A new real value: kept for the file, never an event.
+					name, _ := e.Fields["credential"].(string)
+					v, _ := e.Fields["value"].(string)
+					cs.refresh(name, v)
+				case onEvent != nil:
+					onEvent(e.Name, e.Fields)
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	roots, _ := systemRoots(environ)
+	caFile := filepath.Join(cs.dir, "session-ca.pem")
+	bundle := filepath.Join(cs.dir, "ca-bundle.pem")
+	if err := os.WriteFile(caFile, []byte(hello.CAPEM), 0o644); err != nil {
+		return err
+	}
+	all := append(append(roots, '\n'), hello.CAPEM...)
+	if err := os.WriteFile(bundle, all, 0o644); err != nil {
+		return err
+	}
+	return nil
+}
+
+// caEnv are the variables that point the agent's TLS clients at the CA
+// bundle (system roots + the session CA), or, for Node, at the session CA
+// it adds to its own roots.
+func (cs *credSession) caEnv(env []string) []string {
+	if cs == nil || cs.helper == nil {
+		return env
+	}
+	bundle, ca := filepath.Join(cs.dir, "ca-bundle.pem"), filepath.Join(cs.dir, "session-ca.pem")
+	set := map[string]string{"SSL_CERT_FILE": bundle, "REQUESTS_CA_BUNDLE": bundle, "CURL_CA_BUNDLE": bundle,
+		"GIT_SSL_CAINFO": bundle, "NODE_EXTRA_CA_CERTS": ca}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if i := index(env, k); i >= 0 {
+			env[i] = k + "=" + set[k]
+		} else {
+			env = append(env, k+"="+set[k])
+		}
+	}
+	return env
+}
+
+// systemRoots are the trust anchors the agent keeps: the caller's
+// SSL_CERT_FILE, else the first system bundle that exists (Go's list).
+func systemRoots(environ []string) ([]byte, error) {
+	cands := []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/ca-bundle.pem",
+		"/etc/pki/tls/cacert.pem", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", "/etc/ssl/cert.pem"}
+	if v, ok := lookupEnv(environ, "SSL_CERT_FILE"); ok && v != "" {
+		cands = []string{v}
+	}
+	for _, c := range cands {
+		if b, err := os.ReadFile(c); err == nil {
+			return b, nil
+		}
+	}
+	return nil, errors.New("no system CA bundle")
+}
+
+// proxyCredentials is the proxy's view: placeholders and hosts, and the
+// handoff of an intercepted connection to the helper.
+func (cs *credSession) proxyCredentials(onRefused func(credential, host string, port int, where string)) *netproxy.Credentials {
+	if cs == nil {
+		return nil
+	}
+	cr := &netproxy.Credentials{OnRefused: func(name, host string, port int, where string) {
+		cs.count("credential", map[string]any{"credential": name})
+		if onRefused != nil {
+			onRefused(name, host, port, where)
+		}
+	}}
+	for _, s := range cs.secrets {
+		hosts, _ := s.cred.HostRules()
+		cr.Secrets = append(cr.Secrets, netproxy.Secret{Name: s.cred.Name, Placeholder: s.placeholder, Hosts: hosts})
+	}
+	if cs.helper != nil {
+		cr.Hand = cs.hand
+	}
+	return cr
+}
+
+// hand sends the agent's connection to the helper (SCM_RIGHTS); this
+// process's copy is closed by the proxy when hand returns.
+func (cs *credSession) hand(c net.Conn, pre []byte, host string, port int, addrs []netip.AddrPort) {
+	h := netproxy.Handoff{Host: host, Port: port, Pre: pre}
+	for _, a := range addrs {
+		h.Addrs = append(h.Addrs, a.String())
+	}
+	msg, err := json.Marshal(h)
+	if err != nil {
+		return
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	var serr error
+	cerr := raw.Control(func(fd uintptr) {
+		serr = unix.Sendmsg(int(cs.ctl.Fd()), msg, unix.UnixRights(int(fd)), nil, 0)
+	})
+	if err := errors.Join(cerr, serr); err != nil && cs.onEvent != nil {
+		// The helper is gone: the agent's connection closes unserved.
+		cs.onEvent("network", map[string]any{"method": "CONNECT", "host": host, "port": port, "allowed": false,
+			"reason": "credential proxy: fedmem-cred did not take the connection: " + err.Error()})
+	}
+}
+
+// finish ends the watcher and the helper and stores refreshed values in
+// their files; it runs once the sandbox is gone, and returns what to tell
+// the user.
+func (cs *credSession) finish() []string {
+	if cs == nil {
+		return nil
+	}
+	var out []string
+	cs.finished.Do(func() {
+		if cs.stopWatch != nil {
+			cs.stopWatch()
+		}
+		if cs.ctl != nil {
+			cs.ctl.Close()
+		}
+		if cs.helper != nil {
+			// The helper ends when the handoff socket closes; its stdout
+			// then ends the event reader. One that does not is killed.
+			read := make(chan struct{})
+			go func() { cs.wg.Wait(); close(read) }()
+			select {
+			case <-read:
+			case <-time.After(2 * time.Second):
+				_ = cs.helper.Process.Kill()
+				<-read
+			}
+			_ = cs.helper.Wait()
+		}
+		stored := map[string]bool{}
+		cs.mu.Lock()
+		for _, s := range cs.secrets {
+			if _, ok := cs.renewed[s.cred.Name]; ok && s.file != "" {
+				stored[s.file] = true
+			}
+		}
+		cs.mu.Unlock()
+		errs := cs.persist()
+		for _, err := range errs {
+			out = append(out, err.Error())
+		}
+		if len(errs) == 0 {
+			for f := range stored {
+				out = append(out, "credentials: the tokens refreshed during the session are stored in "+f)
+			}
+		}
+		sort.Strings(out)
+	})
+	return out
+}
+
+// stop finishes (if the session did not) and removes the generated files.
+func (cs *credSession) stop() {
+	if cs == nil {
+		return
+	}
+	cs.finish()
+	if cs.dir != "" {
+		os.RemoveAll(cs.dir)
+	}
+}
+
+// explainCredentials says, for --explain, whether the credential helper a
+// run would start is there ("" for a profile without credentials).
+func explainCredentials(r *Resolved) string {
+	if len(r.Profile.Credentials) == 0 {
+		return ""
+	}
+	if !profiles.Proxied(r.Profile.Network) {
+		return "credentials: network " + r.Profile.Network + ": no proxy, the agent's placeholders are never exchanged"
+	}
+	p, err := credHelperPath()
+	if err != nil {
+		return "credentials: MISSING: fedmem-cred not beside fedmem-run nor in PATH: a run with a credential source present would be refused"
+	}
+	return "credentials: injected by " + p + " (per-session CA; TLS terminated for the credentials' hosts only)"
+}
+
+// credHelperPath finds fedmem-cred beside the running executable, then in
+// PATH.
+func credHelperPath() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "fedmem-cred")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return exec.LookPath("fedmem-cred")
+}

@@ -1,0 +1,423 @@
+// Package intercept is the credential-injecting half of fedmem-run's
+// network proxy (guarantee 8). It runs in its own helper process,
+// fedmem-cred, outside the sandbox: fedmem-run's proxy (sandbox/netproxy,
+// which does not link net/http or crypto/tls so that every other session
+// starts without them) checks a CONNECT to a credential's host against the
+// network policy, and hands the agent's connection and the addresses it
+// checked to this package. Here TLS is terminated with a certificate for
+// that host signed by the session's CA (whose key never enters the
+// sandbox), each request's placeholder is replaced by the real value in the
+// header its credential names, and the request is forwarded with
+// httputil.ReverseProxy to exactly the checked addresses, verifying the
+// real host's certificate (system roots, or RootCAs in tests). A
+// placeholder anywhere else in a request — another header, the URL, a host
+// its credential does not name — refuses the request and is reported as a
+// "credential" event.
+package intercept
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fedmem/fedmem/sandbox/netproxy"
+)
+
+// Cred is one credential as the interceptor needs it (the wire type).
+type Cred = netproxy.HelperCred
+
+func allowed(c *Cred, host string, port int) bool {
+	for _, h := range c.Hosts {
+		if h.Matches(host, port) {
+			return true
+		}
+	}
+	return false
+}
+
+// Event is what the interceptor reports: "credential" (a refusal) or
+// "network" (a request forwarded or failed).
+type Event = netproxy.HelperEvent
+
+// Server serves intercepted connections.
+type Server struct {
+	Creds []Cred
+	CA    *x509.Certificate
+	CAKey crypto.Signer
+	// RootCAs verify the real hosts (nil: the system roots, which honour
+	// SSL_CERT_FILE).
+	RootCAs *x509.CertPool
+	// Dial dials one checked address (nil: a net.Dialer); only tests set it.
+	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	OnEvent func(Event)
+
+	mu     sync.Mutex
+	leaves map[string]*tls.Certificate
+	credMu sync.RWMutex // Creds' Real values change on a refresh
+}
+
+// creds is a snapshot of Creds.
+func (s *Server) creds() []Cred {
+	s.credMu.RLock()
+	defer s.credMu.RUnlock()
+	return append([]Cred(nil), s.Creds...)
+}
+
+func (s *Server) event(name string, f map[string]any) {
+	if s.OnEvent != nil {
+		s.OnEvent(Event{Name: name, Fields: f})
+	}
+}
+
+// NewCA makes a session CA: an ECDSA P-256 key and a self-signed
+// certificate that may sign server certificates only, valid for a day.
+func NewCA(session string) (*x509.Certificate, crypto.Signer, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: "fedmem session " + session + " credential proxy"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, MaxPathLenZero: true,
+		KeyUsage:    x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+// leaf is the session CA's certificate for host (cached).
+func (s *Server) leaf(host string) (*tls.Certificate, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.leaves[host]; c != nil {
+		return c, nil
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: host},
+		NotBefore: now.Add(-time.Hour), NotAfter: s.CA.NotAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		tmpl.IPAddresses = []net.IP{a.AsSlice()}
+	} else {
+		tmpl.DNSNames = []string{host}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, s.CA, &key.PublicKey, s.CAKey)
+	if err != nil {
+		return nil, err
+	}
+	c := &tls.Certificate{Certificate: [][]byte{der, s.CA.Raw}, PrivateKey: key}
+	if s.leaves == nil {
+		s.leaves = map[string]*tls.Certificate{}
+	}
+	s.leaves[host] = c
+	return c, nil
+}
+
+// Serve serves one connection the agent opened with CONNECT host:port
+// (the proxy already answered 200), pre being bytes it sent after the
+// CONNECT head. The upstream is dialled at addrs only: the addresses the
+// network policy checked. Serve returns when the connection is done.
+func (s *Server) Serve(c net.Conn, pre []byte, host string, port int, addrs []netip.AddrPort) {
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if len(pre) > 0 {
+		c = &prefixConn{Conn: c, pre: pre}
+	}
+	leaf, err := s.leaf(host)
+	if err != nil {
+		s.event("network", map[string]any{"method": "CONNECT", "host": host, "port": port, "allowed": false, "reason": "credential proxy: certificate: " + err.Error()})
+		c.Close()
+		return
+	}
+	tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{*leaf}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
+	hostport := net.JoinHostPort(host, strconv.Itoa(port))
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			dial := s.Dial
+			if dial == nil {
+				var d net.Dialer
+				dial = d.DialContext
+			}
+			var errs []error
+			for _, a := range addrs {
+				up, err := dial(ctx, "tcp", a.String())
+				if err == nil {
+					return up, nil
+				}
+				errs = append(errs, err)
+			}
+			return nil, fmt.Errorf("dial %s: %w", hostport, errors.Join(errs...))
+		},
+		TLSClientConfig:     &tls.Config{ServerName: host, RootCAs: s.RootCAs, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	defer tr.CloseIdleConnections()
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme, pr.Out.URL.Host = "https", hostport
+			pr.Out.Host = hostHeader(host, port)
+		},
+		Transport: tr,
+		ModifyResponse: func(r *http.Response) error {
+			if from, ok := r.Request.Context().Value(refreshKey{}).(string); ok {
+				s.refreshed(r, from)
+			}
+			s.scrubResponse(r)
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.event("network", map[string]any{"method": r.Method, "host": host, "port": port, "allowed": false, "reason": "credential proxy: upstream: " + err.Error()})
+			http.Error(w, "fedmem: upstream "+hostport+": "+err.Error(), http.StatusBadGateway)
+		},
+		// 0: ReverseProxy flushes a streaming response (server-sent
+		// events of the model APIs, no Content-Length) at every write
+		// by itself; a sized body is copied in large writes.
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, err := s.injectBody(r, host, port)
+		if err != nil {
+			http.Error(w, "fedmem: "+err.Error(), http.StatusRequestEntityTooLarge)
+			return
+		}
+		if name, where := s.inject(r, host, port); name != "" {
+			s.event("credential", map[string]any{"credential": name, "host": host, "port": port, "where": where, "allowed": false,
+				"reason": "the placeholder of credential " + name + " in " + where + " of a request to " + hostport + ": refused"})
+			http.Error(w, "fedmem: credential "+name+" may not be sent there ("+where+")", http.StatusForbidden)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	})
+	ln := &oneConn{c: tc, done: make(chan struct{})}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, ErrorLog: nil}
+	_ = srv.Serve(ln)
+	<-ln.done
+}
+
+// inject replaces, in r's headers, the placeholder of each credential
+// allowed for host:port in the header that credential names with its real
+// value. Any placeholder left anywhere in the URL or a header refuses the
+// request: it returns the credential's name and where it was seen.
+func (s *Server) inject(r *http.Request, host string, port int) (string, string) {
+	creds := s.creds()
+	for i := range creds {
+		c := &creds[i]
+		if !allowed(c, host, port) {
+			continue
+		}
+		switch {
+		case c.Basic:
+			v := r.Header.Get("Authorization")
+			if b, ok := strings.CutPrefix(v, "Basic "); ok {
+				raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b))
+				if err == nil {
+					user, pass, ok := strings.Cut(string(raw), ":")
+					if ok && strings.Contains(pass, c.Placeholder) && !strings.Contains(user, c.Placeholder) {
+						pass = strings.ReplaceAll(pass, c.Placeholder, c.Real)
+						r.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(user+":"+pass)))
+					}
+				}
+			}
+		case c.Header != "":
+			vs := r.Header.Values(c.Header)
+			for j, v := range vs {
+				vs[j] = strings.ReplaceAll(v, c.Placeholder, c.Real)
+			}
+		}
+	}
+	for i := range creds {
+		c := &creds[i]
+		if strings.Contains(r.URL.String(), c.Placeholder) || strings.Contains(r.Host, c.Placeholder) {
+			return c.Name, "the URL"
+		}
+		for k, vs := range r.Header {
+			for _, v := range vs {
+				if strings.Contains(v, c.Placeholder) {
+					return c.Name, "header " + k
+				}
+				if strings.HasPrefix(v, "Basic ") {
+					if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v[6:])); err == nil && strings.Contains(string(raw), c.Placeholder) {
+						return c.Name, "header " + k + " (basic auth)"
+					}
+				}
+			}
+		}
+	}
+	return "", ""
+}
+
+// scrubResponse replaces a real value echoed in the response headers by
+// its placeholder: the agent never reads a real value off the wire.
+func (s *Server) scrubResponse(r *http.Response) {
+	creds := s.creds()
+	for _, vs := range r.Header {
+		for j, v := range vs {
+			for i := range creds {
+				v = strings.ReplaceAll(v, creds[i].Real, creds[i].Placeholder)
+			}
+			vs[j] = v
+		}
+	}
+	if r.Body != nil && len(creds) > 0 {
+		keep := 0
+		for _, c := range creds {
+			keep = max(keep, len(c.Real)-1)
+		}
+		r.Body = &scrubBody{rc: r.Body, creds: creds, keep: keep, buf: make([]byte, 64<<10+keep)}
+	}
+}
+
+// scrubBody replaces every real value in a response body by its
+// placeholder, in place (the same length, so the body's length holds),
+// keeping back the last bytes of each read that could begin a value split
+// across reads.
+type scrubBody struct {
+	rc    io.ReadCloser
+	creds []Cred
+	keep  int
+	buf   []byte // buf[:n]: read, scrubbed; buf[:n-keep] may go out
+	n     int
+	out   int // buf[:out] already returned
+	eof   bool
+}
+
+func (b *scrubBody) Read(p []byte) (int, error) {
+	for {
+		ready := b.n - b.keep
+		if b.eof {
+			ready = b.n
+		}
+		if b.out < ready {
+			k := copy(p, b.buf[b.out:ready])
+			b.out += k
+			return k, nil
+		}
+		if b.eof {
+			return 0, io.EOF
+		}
+		// Move the kept tail to the front, read after it.
+		tail := b.n - b.out
+		copy(b.buf, b.buf[b.out:b.n])
+		b.n, b.out = tail, 0
+		k, err := b.rc.Read(b.buf[b.n:])
+		if k > 0 {
+			start := max(0, b.n-b.keep)
+			b.n += k
+			win := b.buf[start:b.n]
+			for _, c := range b.creds {
+				if len(c.Real) != len(c.Placeholder) || c.Real == "" {
+					continue
+				}
+				for i := bytes.Index(win, []byte(c.Real)); i >= 0; i = bytes.Index(win, []byte(c.Real)) {
+					copy(win[i:], c.Placeholder)
+				}
+			}
+		}
+		if err == io.EOF {
+			b.eof = true
+		} else if err != nil {
+			return 0, err
+		}
+	}
+}
+
+func (b *scrubBody) Close() error { return b.rc.Close() }
+
+func hostHeader(host string, port int) string {
+	if port == 443 {
+		if strings.Contains(host, ":") {
+			return "[" + host + "]"
+		}
+		return host
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// prefixConn reads pre before the connection's own bytes.
+type prefixConn struct {
+	net.Conn
+	pre []byte
+}
+
+func (p *prefixConn) Read(b []byte) (int, error) {
+	if len(p.pre) > 0 {
+		n := copy(b, p.pre)
+		p.pre = p.pre[n:]
+		return n, nil
+	}
+	return p.Conn.Read(b)
+}
+
+// oneConn is a listener that accepts one connection, then waits for it to
+// close.
+type oneConn struct {
+	mu   sync.Mutex
+	c    net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func (l *oneConn) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	c := l.c
+	l.c = nil
+	l.mu.Unlock()
+	if c != nil {
+		return &closeNotify{Conn: c, l: l}, nil
+	}
+	<-l.done
+	return nil, net.ErrClosed
+}
+
+func (l *oneConn) Close() error   { return nil }
+func (l *oneConn) Addr() net.Addr { return &net.UnixAddr{Name: "fedmem-cred", Net: "unix"} }
+
+type closeNotify struct {
+	net.Conn
+	l *oneConn
+}
+
+func (c *closeNotify) Close() error {
+	err := c.Conn.Close()
+	c.l.once.Do(func() { close(c.l.done) })
+	return err
+}

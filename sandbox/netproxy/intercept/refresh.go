@@ -1,0 +1,122 @@
+package intercept
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/fedmem/fedmem/sandbox/netproxy"
+)
+
+// maxRefreshBody bounds the bodies the interceptor reads whole: requests
+// to a host of a body credential (token endpoints) and refresh answers.
+const maxRefreshBody = 1 << 20
+
+type refreshKey struct{}
+
+// injectBody replaces, in the body of a request to a host of a body
+// credential (Cred.Body: a refresh token sent to its token endpoint),
+// that credential's placeholder with its real value. A request that
+// carried one is a refresh: its context names the credential, whose
+// siblings' new values the answer holds (refreshed).
+func (s *Server) injectBody(r *http.Request, host string, port int) (*http.Request, error) {
+	var mine []Cred
+	for _, c := range s.creds() {
+		if c.Body && allowed(&c, host, port) {
+			mine = append(mine, c)
+		}
+	}
+	if len(mine) == 0 || r.Body == nil || r.Body == http.NoBody {
+		return r, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxRefreshBody+1))
+	r.Body.Close()
+	if err != nil {
+		return r, err
+	}
+	if len(b) > maxRefreshBody {
+		return r, fmt.Errorf("a request body to %s larger than %d bytes (a host of a body credential)", host, maxRefreshBody)
+	}
+	from := ""
+	for _, c := range mine {
+		if bytes.Contains(b, []byte(c.Placeholder)) {
+			b = bytes.ReplaceAll(b, []byte(c.Placeholder), []byte(c.Real))
+			from = c.Name
+		}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.ContentLength = int64(len(b))
+	r.Header.Set("Content-Length", strconv.Itoa(len(b)))
+	if from != "" {
+		r = r.WithContext(context.WithValue(r.Context(), refreshKey{}, from))
+	}
+	return r, nil
+}
+
+// refreshed reads a refresh's JSON answer: each credential of the same
+// source file as from whose FromResponse field it holds gets that value as
+// its new real one (injected from now on, reported to fedmem-run for the
+// file after the session), and the agent gets the placeholder in its
+// place.
+func (s *Server) refreshed(r *http.Response, from string) {
+	if r.StatusCode != http.StatusOK || r.Body == nil {
+		return
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		return
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxRefreshBody+1))
+	r.Body.Close()
+	keep := func(b []byte) {
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.ContentLength = int64(len(b))
+		r.Header.Set("Content-Length", strconv.Itoa(len(b)))
+	}
+	var doc map[string]any
+	if err != nil || len(b) > maxRefreshBody || json.Unmarshal(b, &doc) != nil {
+		keep(b)
+		return
+	}
+	s.credMu.Lock()
+	file := ""
+	for _, c := range s.Creds {
+		if c.Name == from {
+			file = c.File
+		}
+	}
+	var updated []netproxy.HelperCred
+	for i := range s.Creds {
+		c := &s.Creds[i]
+		if c.FromResponse == "" || c.File != file {
+			continue
+		}
+		v, ok := doc[c.FromResponse].(string)
+		if !ok || v == "" {
+			continue
+		}
+		c.Real = v
+		doc[c.FromResponse] = c.Placeholder
+		updated = append(updated, *c)
+	}
+	s.credMu.Unlock()
+	if len(updated) == 0 {
+		keep(b)
+		return
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		keep(b)
+		return
+	}
+	keep(out)
+	for _, c := range updated {
+		s.event(netproxy.HelperRefreshed, map[string]any{"credential": c.Name, "value": c.Real})
+		s.event("credential", map[string]any{"credential": c.Name, "allowed": true, "where": "a refresh's " + c.FromResponse,
+			"reason": "credential " + c.Name + " refreshed: the new value is injected from now on and stored in its file after the session; the agent holds the placeholder"})
+	}
+}
