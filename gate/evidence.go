@@ -195,7 +195,8 @@ func sourcePathError(p string) string {
 func resolveSources(res validate.Result, hv *headView) ([]SourceProof, []note.Finding, error) {
 	var proofs []SourceProof
 	var out []note.Finding
-	gateMade := 0
+	gateMade, discounted := 0, 0
+	subject := draftSubject(res)
 	for _, ref := range res.Meta.Sources {
 		p := SourceProof{Resource: ref.Value, Line: ref.Line}
 		if schemeRe.MatchString(ref.Value) {
@@ -226,11 +227,16 @@ func resolveSources(res validate.Result, hv *headView) ([]SourceProof, []note.Fi
 			// verifiers are processes) is an agent's word: citing it
 			// would let a session bootstrap its own evidence. It is
 			// recorded and fingerprinted but does not count.
+			var f noteFacts
 			if strings.HasSuffix(ref.Value, ".md") {
-				f, err := hv.facts(e.Hash)
-				if err != nil {
+				if f, err = hv.facts(e.Hash); err != nil {
 					return nil, nil, err
 				}
+			}
+			if rule, why := sourceDiscount(ref.Value, f, subject); rule != "" { // sources.go
+				discounted++
+				out = append(out, discountFinding(ref, rule, why))
+			} else if strings.HasSuffix(ref.Value, ".md") {
 				if f.GateMade {
 					gateMade++
 					out = append(out, note.Finding{Rule: RuleSourceGateMade, Line: ref.Line, Severity: note.Info,
@@ -240,7 +246,7 @@ func resolveSources(res validate.Result, hv *headView) ([]SourceProof, []note.Fi
 		}
 		proofs = append(proofs, p)
 	}
-	resolved := -gateMade
+	resolved := -gateMade - discounted
 	for _, p := range proofs {
 		if p.Fingerprint != "" {
 			resolved++
@@ -251,6 +257,9 @@ func resolveSources(res validate.Result, hv *headView) ([]SourceProof, []note.Fi
 		msg := "the draft names no vault source (`sources:` with a path such as 20-domains/x.md that exists at HEAD); URLs alone are recorded, not evidence"
 		if gateMade > 0 {
 			msg = "the draft's only vault sources are notes the gate promoted without a reviewer, which are not evidence (see source-unreviewed)"
+		}
+		if discounted > 0 {
+			msg = "no vault source of the draft is evidence: a source counts when it is a note in force, vouched for by a human, about the draft's subject (see the source-* findings)"
 		}
 		if len(res.Meta.Sources) == 0 {
 			msg = "the draft has no `sources`; a note promotes on its own only when a vault source supports it (e.g. `sources: [20-domains/x.md]`)"

@@ -71,6 +71,10 @@ type AutoPromote struct {
 	// setgid to and that owns 90-inbox/.sessions/. Without it only records
 	// written by root are trusted.
 	LauncherGroup string
+	// Shapes are the content shapes, by folded type name, that a note must
+	// have to promote on its own (shape.go); nil: DefaultShapes. A type
+	// with no shape never auto-promotes.
+	Shapes map[string]*Shape
 	// Line is where the block starts in the policy file.
 	Line int
 }
@@ -328,6 +332,8 @@ func (c *checker) autoPromote(v *yaml.Node) *AutoPromote {
 			}
 		case "types":
 			a.Types = c.strings(v2, "auto_promote.types")
+		case "shapes":
+			a.Shapes = c.shapes(v2)
 		case "max_per_session":
 			a.MaxPerSession = c.int(v2, "auto_promote.max_per_session", 0, 1000000)
 		case "max_per_day":
