@@ -30,24 +30,24 @@ import (
 
 // Shape rules (finding rules; all Flags).
 const (
-	RuleShapeType      = "shape-type"       // the type has no shape: never promotes on its own
-	RuleShapeSize      = "shape-size"       // body longer than the shape allows
-	RuleShapeCode      = "shape-code"       // a code block or a code span that is not one identifier
-	RuleShapeHTML      = "shape-html"       // raw HTML
-	RuleShapeURL       = "shape-url"        // a link, image or autolink that is not a vault link; a host name in prose
-	RuleShapeSteps     = "shape-steps"      // numbered steps (a procedure, not a fact)
-	RuleShapeStructure = "shape-structure"  // a thematic break (---) or a body that would not parse
-	RuleShapeScript    = "shape-script"     // a letter from a script the shape does not allow
+	RuleShapeType      = "shape-type"      // the type has no shape: never promotes on its own
+	RuleShapeSize      = "shape-size"      // body longer than the shape allows
+	RuleShapeCode      = "shape-code"      // a code block or a code span that is not one identifier
+	RuleShapeHTML      = "shape-html"      // raw HTML
+	RuleShapeURL       = "shape-url"       // a link, image or autolink that is not a vault link; a host name in prose
+	RuleShapeSteps     = "shape-steps"     // numbered steps (a procedure, not a fact)
+	RuleShapeStructure = "shape-structure" // a thematic break (---) or a body that would not parse
+	RuleShapeScript    = "shape-script"    // a letter from a script the shape does not allow
 	RuleShapeMixed     = "shape-mixed-script"
-	RuleShapeChar      = "shape-char"       // a character outside letters, ASCII digits and plain punctuation
-	RuleShapeToken     = "shape-token"      // a token no sentence is made of (too long, options, encoded runs)
+	RuleShapeChar      = "shape-char"  // a character outside letters, ASCII digits and plain punctuation
+	RuleShapeToken     = "shape-token" // a token no sentence is made of (too long, options, encoded runs)
 	RuleShapeSecond    = "shape-second-person"
 	RuleShapeImper     = "shape-imperative" // a sentence that opens as an instruction
 	RuleShapeRole      = "shape-role-marker"
 	RuleShapeAddressee = "shape-agent-subject" // a sentence about what agents, models or reviewers do
-	RuleShapeLanguage  = "shape-language"   // a sentence that is not English prose
-	RuleShapeSentence  = "shape-sentence"   // a sentence longer than the shape allows, or without a verb
-	RuleShapeKey       = "shape-key"        // a frontmatter key the shape does not know
+	RuleShapeLanguage  = "shape-language"      // a sentence that is not English prose
+	RuleShapeSentence  = "shape-sentence"      // a sentence longer than the shape allows, or without a verb
+	RuleShapeKey       = "shape-key"           // a frontmatter key the shape does not know
 )
 
 // maxShapeFindings: one is enough to hold a draft; a few help the reviewer.
@@ -132,9 +132,9 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 }
 
 type shapeCheck struct {
-	sh      *policy.Shape
-	out     []note.Finding
-	seen    map[string]bool
+	sh   *policy.Shape
+	out  []note.Finding
+	seen map[string]bool
 }
 
 func (c *shapeCheck) add(rule string, line int, format string, args ...any) {
@@ -386,9 +386,9 @@ var (
 	// agentWords name who reads a note and acts on it: a Fact that says what
 	// they do or may do changes the agent contract (00-global/), which a
 	// human reviews.
-	agentWords = wordSet("agent agents agent's assistant assistants llm llms ai bot bots chatbot reviewer reviewers claude codex copilot gpt chatgpt gemini aider cursor")
+	agentWords   = wordSet("agent agents agent's assistant assistants llm llms ai bot bots chatbot reviewer reviewers claude codex copilot gpt chatgpt gemini aider cursor")
 	prepositions = wordSet("in on at to for with from into onto by about through over under after before without within across against toward towards upon")
-	roleWords = wordSet("system assistant user human ai developer tool instruction instructions admin administrator root agent model bot operator inst sys prompt")
+	roleWords    = wordSet("system assistant user human ai developer tool instruction instructions admin administrator root agent model bot operator inst sys prompt")
 )
 
 func wordSet(s string) map[string]bool {

@@ -33,11 +33,11 @@ import (
 // Source rules (Info on the source; the draft is held by no-evidence when
 // no source counts).
 const (
-	RuleSourceGenerated  = "source-generated"   // index.md or log.md: the gate's own lists
-	RuleSourceContract   = "source-contract"    // 00-global/: the agent contract, not a fact
-	RuleSourceNotNote    = "source-not-note"    // not a Markdown note with a frontmatter
+	RuleSourceGenerated  = "source-generated"    // index.md or log.md: the gate's own lists
+	RuleSourceContract   = "source-contract"     // 00-global/: the agent contract, not a fact
+	RuleSourceNotNote    = "source-not-note"     // not a Markdown note with a frontmatter
 	RuleSourceNotInForce = "source-not-in-force" // draft, deprecated or withheld
-	RuleSourceOffSubject = "source-off-subject" // shares no subject word with the draft
+	RuleSourceOffSubject = "source-off-subject"  // shares no subject word with the draft
 )
 
 // subjectStop are words that name no subject.
