@@ -40,6 +40,9 @@ func nestedClaims(n *note.Note) []note.Finding {
 			continue // top-level claims: their own rule
 		}
 		walkNested(v, 1, func(key *yaml.Node) {
+			if k.Value == "sources" && note.FoldKey(key.Value) == "fingerprint" {
+				return // the gate's own is computed; the draft's is dropped (source-fingerprint)
+			}
 			if len(out) < 4 {
 				out = append(out, flag("claims-authority", key.Line, "`%s` under `%s` claims what only the gate or a reviewer records; it is kept only under `claimed:` and the draft waits for a reviewer", clip(key.Value), clip(k.Value)))
 			}
@@ -85,18 +88,21 @@ func moveNestedClaims(front *yaml.Node, gateKeys map[string]bool) {
 		if k == "claimed" || gateKeys[k] {
 			continue
 		}
-		moveIn(front.Content[i+1], 1)
+		// In `sources`, stampNote already put the entries' gate-owned
+		// keys under their `claimed:` and wrote the gate's own
+		// `fingerprint`: only authorship keys are left to move.
+		moveIn(front.Content[i+1], 1, k == "sources")
 	}
 }
 
-func moveIn(v *yaml.Node, depth int) {
+func moveIn(v *yaml.Node, depth int, authorshipOnly bool) {
 	if depth > note.MaxDepth {
 		return
 	}
 	switch v.Kind {
 	case yaml.SequenceNode:
 		for _, e := range v.Content {
-			moveIn(e, depth+1)
+			moveIn(e, depth+1, authorshipOnly)
 		}
 	case yaml.MappingNode:
 		var kept, moved []*yaml.Node
@@ -107,10 +113,10 @@ func moveIn(v *yaml.Node, depth int) {
 			case k.Value == "claimed" && val.Kind == yaml.MappingNode && claimed == nil:
 				claimed = val
 				kept = append(kept, k, val)
-			case isProvenanceKey(k.Value):
+			case authorshipKeys[note.FoldKey(k.Value)] || !authorshipOnly && note.IsGateOwned(k.Value):
 				moved = append(moved, k, val)
 			default:
-				moveIn(val, depth+1)
+				moveIn(val, depth+1, authorshipOnly)
 				kept = append(kept, k, val)
 			}
 		}

@@ -116,7 +116,7 @@ func checkEvidence(ctx context.Context, pol *policy.Policy, in evidenceInput, hv
 	if in.Res.Note == nil {
 		return ev, nil, nil
 	}
-	proofs, out, err := resolveSources(in.Res, hv)
+	proofs, out, err := resolveSources(pol, in.Res, hv)
 	if err != nil {
 		return ev, nil, err
 	}
@@ -192,11 +192,14 @@ func sourcePathError(p string) string {
 
 // resolveSources resolves every `sources` entry: URLs are recorded, vault
 // paths must be regular files at HEAD and are fingerprinted.
-func resolveSources(res validate.Result, hv *headView) ([]SourceProof, []note.Finding, error) {
+func resolveSources(pol *policy.Policy, res validate.Result, hv *headView) ([]SourceProof, []note.Finding, error) {
 	var proofs []SourceProof
 	var out []note.Finding
 	gateMade, discounted := 0, 0
 	subject := draftSubject(res)
+	if pol.AutoPromote != nil && pol.AutoPromote.AnySubject {
+		subject = nil // sources.go: same_subject: false
+	}
 	for _, ref := range res.Meta.Sources {
 		p := SourceProof{Resource: ref.Value, Line: ref.Line}
 		if schemeRe.MatchString(ref.Value) {

@@ -470,7 +470,7 @@ func (c *shapeCheck) sentence(s string, line int) {
 	if words >= 4 && function*6 < words {
 		c.add(RuleShapeLanguage, line, "%q is not an English sentence (%d of its %d words are articles, prepositions, pronouns or auxiliaries); the shape's language is en", clip(s), function, words)
 	}
-	if r, _ := utf8.DecodeRuneInString(trimToken(first)); unicode.IsLower(r) && !nameLike(first) {
+	if r, _ := utf8.DecodeRuneInString(trimToken(first)); words >= 3 && unicode.IsLower(r) && !nameLike(first) {
 		c.add(RuleShapeSentence, line, "%q does not open as a sentence (a capital letter, a number or a name)", clip(s))
 	}
 	c.opening(toks, s, line)

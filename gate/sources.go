@@ -96,6 +96,9 @@ func sourceDiscount(p string, f noteFacts, subject []map[string]bool) (rule, why
 	case !f.InForce:
 		return RuleSourceNotInForce, fmt.Sprintf("is not in force (status %s)", f.Status)
 	}
+	if subject == nil {
+		return "", "" // same_subject: false
+	}
 	src := map[string]bool{}
 	addSubjectWords(src, f.Title)
 	addSubjectWords(src, f.Subject)
