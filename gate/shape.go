@@ -81,6 +81,12 @@ func shapeReasons(in *judgeInput, typ string) []note.Finding {
 // checkShape returns the findings of res outside shape sh.
 func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 	c := shapeCheck{sh: sh}
+	for _, name := range sh.Scripts {
+		if t := unicode.Scripts[name]; t != nil {
+			c.scripts = append(c.scripts, t)
+			c.latin = c.latin || t == unicode.Latin
+		}
+	}
 	n := res.Note
 	for i := 0; i+1 < len(n.Front.Content); i += 2 {
 		k, v := n.Front.Content[i], n.Front.Content[i+1]
@@ -102,7 +108,10 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 		return c.out
 	}
 	if len(n.Body) > sh.MaxBytes {
+		// Held already: the prose of a body past the bound is not read
+		// (the cost of the check follows the shape's bound, not the draft).
 		c.add(RuleShapeSize, n.BodyLine, "the body is %d bytes; a %s is at most %d (auto_promote.shapes.%s.max_bytes)", len(n.Body), sh.Type, sh.MaxBytes, sh.Type)
+		return c.out
 	}
 	for _, k := range s.Constructs {
 		switch k.Kind {
@@ -132,9 +141,11 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 }
 
 type shapeCheck struct {
-	sh   *policy.Shape
-	out  []note.Finding
-	seen map[string]bool
+	sh      *policy.Shape
+	scripts []*unicode.RangeTable // sh.Scripts' tables
+	latin   bool                  // Latin is among them (ASCII letters need no lookup)
+	out     []note.Finding
+	seen    map[string]bool
 }
 
 func (c *shapeCheck) add(rule string, line int, format string, args ...any) {
@@ -188,12 +199,19 @@ func (c *shapeCheck) prose(text string, line int, sentences bool) {
 		case r == ' ' || r == '\t' || r == '\n':
 			wordScript = nil
 		case r < utf8.RuneSelf && (r >= '0' && r <= '9'):
+		case c.latin && r < utf8.RuneSelf && (r|0x20 >= 'a' && r|0x20 <= 'z'):
+			if wordScript == nil {
+				wordScript = unicode.Latin
+			} else if wordScript != unicode.Latin {
+				c.add(RuleShapeMixed, line, "a word mixes scripts at %q (%U)", string(r), r)
+			}
 		case unicode.IsLetter(r):
-			if !c.sh.AllowsScript(r) {
+			t := c.scriptOf(r)
+			if t == nil {
 				c.add(RuleShapeScript, line, "%q (%U) is a letter of a script the shape does not allow (scripts: %s)", string(r), r, strings.Join(c.sh.Scripts, ", "))
 				continue
 			}
-			if t := scriptTable(c.sh, r); wordScript == nil {
+			if wordScript == nil {
 				wordScript = t
 			} else if t != wordScript {
 				c.add(RuleShapeMixed, line, "a word mixes scripts at %q (%U)", string(r), r)
@@ -225,9 +243,9 @@ func (c *shapeCheck) prose(text string, line int, sentences bool) {
 	}
 }
 
-func scriptTable(sh *policy.Shape, r rune) *unicode.RangeTable {
-	for _, name := range sh.Scripts {
-		if t := unicode.Scripts[name]; t != nil && unicode.Is(t, r) {
+func (c *shapeCheck) scriptOf(r rune) *unicode.RangeTable {
+	for _, t := range c.scripts {
+		if unicode.Is(t, r) {
 			return t
 		}
 	}
@@ -257,7 +275,23 @@ func splitSentences(text string) []string {
 
 // trimToken strips the punctuation that surrounds a word in prose.
 func trimToken(t string) string {
-	return strings.TrimRight(strings.TrimLeft(t, "\"'(\u201c\u2018"), "\"').,;:!?\u201d\u2019\u2026")
+	for t != "" {
+		r, n := utf8.DecodeRuneInString(t)
+		if r != '"' && r != '\'' && r != '(' && r != '\u201c' && r != '\u2018' {
+			break
+		}
+		t = t[n:]
+	}
+	for t != "" {
+		r, n := utf8.DecodeLastRuneInString(t)
+		switch r {
+		case '"', '\'', ')', '.', ',', ';', ':', '!', '?', '\u201d', '\u2019', '\u2026':
+			t = t[:len(t)-n]
+			continue
+		}
+		break
+	}
+	return t
 }
 
 // fileExts are the extensions a file name in prose may end with (a dotted
@@ -391,6 +425,23 @@ var (
 	roleWords    = wordSet("system assistant user human ai developer tool instruction instructions admin administrator root agent model bot operator inst sys prompt")
 )
 
+// wordKinds folds the sets every word is looked up in into one map.
+var wordKinds = func() map[string]uint8 {
+	m := map[string]uint8{}
+	for bit, set := range []map[string]bool{functionWords, secondPerson, agentWords} {
+		for w := range set {
+			m[w] |= 1 << bit
+		}
+	}
+	return m
+}()
+
+const (
+	kindFunction = 1 << iota
+	kindSecond
+	kindAgent
+)
+
 func wordSet(s string) map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(s) {
@@ -442,7 +493,7 @@ func (c *shapeCheck) sentence(s string, line int) {
 			continue
 		}
 		words++
-		if functionWords[w] {
+		if wordKinds[w]&kindFunction != 0 {
 			function++
 		}
 	}
@@ -486,10 +537,11 @@ func (c *shapeCheck) sentence(s string, line int) {
 // word checks one token as a word and returns it normalised.
 func (c *shapeCheck) word(raw string, line int) string {
 	w := normWord(raw)
-	if secondPerson[w] {
+	k := wordKinds[w]
+	if k&kindSecond != 0 {
 		c.add(RuleShapeSecond, line, "%q addresses the reader: a %s describes, it does not tell anyone what to do", clip(raw), c.sh.Type)
 	}
-	if agentWords[w] {
+	if k&kindAgent != 0 {
 		c.add(RuleShapeAddressee, line, "%q: a %s about what agents, models or reviewers do or may do is a change to the agent contract", clip(raw), c.sh.Type)
 	}
 	return w
