@@ -97,6 +97,10 @@ func TestShapeTypeAndPolicy(t *testing.T) {
 	if fs := checkShape(p.AutoPromote.ShapeFor("Fact"), res); len(fs) != 0 {
 		t.Fatalf("Cyrillic allowed by the policy yet held: %v", fs)
 	}
+	w, err := policy.Parse("p.yaml", []byte("version: 1\nauto_promote:\n  profiles: [ci]\n  launcher_group: launch\n  same_subject: false\n"))
+	if err != nil || !w.AutoPromote.AnySubject || !strings.Contains(strings.Join(w.Warnings([]string{"ci"}), "\n"), "same_subject: false") {
+		t.Errorf("same_subject: false must parse and be warned about: %v %v", err, w)
+	}
 	for _, bad := range []string{"scripts: [Klingon]", "language: fr", "max_bytes: 1", "colour: red"} {
 		if _, err := policy.Parse("p.yaml", []byte("version: 1\nauto_promote:\n  profiles: [ci]\n  shapes:\n    Fact:\n      "+bad+"\n")); err == nil {
 			t.Errorf("%s accepted", bad)
