@@ -41,7 +41,7 @@ const (
 )
 
 // subjectStop are words that name no subject.
-var subjectStop = wordSet("note notes fact facts reference references info information update updates summary overview misc general new old current latest detail details answer answers")
+var subjectStop = wordSet("fact facts reference references info information update updates summary overview misc general new old current latest detail details answer answers")
 
 // subjectKey folds a word for the subject comparison.
 func subjectKey(w string) string {
@@ -56,6 +56,9 @@ func subjectKey(w string) string {
 // digit) to m.
 func addSubjectWords(m map[string]bool, s string) {
 	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if strings.ContainsAny(w, "0123456789") {
+			continue // a number or an id names no subject ("Bench note 12", a session id)
+		}
 		if k := subjectKey(w); k != "" {
 			m[k] = true
 		}
