@@ -294,7 +294,7 @@ func TestSourceSubject(t *testing.T) {
 	f := func(title string) noteFacts { return noteFacts{Parsed: true, InForce: true, Title: NormTitle(title)} }
 	for _, c := range []struct {
 		draft, src, file string
-		counts         bool
+		counts           bool
 	}{
 		{"Bench note 20261201T221500Z-3fa2b19c 12", "Bench note 0", "note-000000.md", true},
 		{"Bench note promotion 3 of 100", "Bench note 0", "note-000000.md", true},
