@@ -260,7 +260,7 @@ printf '{"session":"%s","uid":64001,"profile":"default","command":["claude"]}' "
 
 	// The promoted note is committed by the gate, with provenance from the
 	// enforcer: the agent's uid and proven origin, not anything the draft said.
-	good := filepath.Join(v, "20-domains", "gate-runs-as-its-own-user.md")
+	good := filepath.Join(v, "20-domains", "gate-user-account.md")
 	b, err := os.ReadFile(good)
 	if err != nil {
 		t.Fatalf("promoted note: %v\n%s", err, git(t, v, "log", "--stat"))
@@ -332,7 +332,7 @@ printf '{"session":"%s","uid":64001,"profile":"default","command":["claude"]}' "
 
 	// On the host, outside any sandbox, the agent's uid still cannot write
 	// the vault's protected paths: only the gate does.
-	for _, p := range []string{"00-global/AGENT.md", ".git/config", ".git/refs/heads/main", "20-domains/gate-runs-as-its-own-user.md"} {
+	for _, p := range []string{"00-global/AGENT.md", ".git/config", ".git/refs/heads/main", "20-domains/gate-user-account.md"} {
 		f, err := openAs(t, agentUID, filepath.Join(v, p))
 		if err == nil {
 			t.Errorf("uid %d opened %s for writing on the host", agentUID, p)
