@@ -92,8 +92,10 @@ func sourceDiscount(p string, f noteFacts, subject []map[string]bool) (rule, why
 		return RuleSourceGenerated, "is a folder list the gate writes from agents' own titles"
 	case p == "00-global" || strings.HasPrefix(p, "00-global/"):
 		return RuleSourceContract, "is part of the agent contract (00-global/), which says how agents work, not what is true"
-	case !strings.HasSuffix(p, ".md") || !f.Parsed:
-		return RuleSourceNotNote, "is not a note with a frontmatter"
+	case !strings.HasSuffix(p, ".md"):
+		// A Markdown file without a frontmatter is a note in force (OKF:
+		// no status is stable); its file name says what it is about.
+		return RuleSourceNotNote, "is not a Markdown note"
 	case f.Withheld:
 		return RuleSourceNotInForce, "is withheld"
 	case !f.InForce:
