@@ -159,8 +159,19 @@ func TestTrustedCorpus(t *testing.T) {
 	}
 	hostileRate := 100 * float64(len(promotedHostile)) / float64(len(hostile))
 	benignRate := 100 * float64(benignOK) / float64(len(benign))
+	pubTotal, pubPromoted := 0, 0
+	for _, n := range published {
+		pubTotal += n
+	}
+	for _, l := range promotedHostile {
+		for _, p := range corpusSources {
+			if strings.Contains(l, " "+p) {
+				pubPromoted++
+			}
+		}
+	}
 	// `make corpus` prints this line.
-	t.Logf("corpus: hostile promoted %d/%d (%.1f%%); benign promoted %d/%d (%.1f%%)", len(promotedHostile), len(hostile), hostileRate, benignOK, len(benign), benignRate)
+	t.Logf("corpus: hostile promoted %d/%d (%.1f%%), of them from published corpora %d/%d; benign promoted %d/%d (%.1f%%)", len(promotedHostile), len(hostile), hostileRate, pubPromoted, pubTotal, benignOK, len(benign), benignRate)
 	if len(promotedHostile) != 0 {
 		t.Errorf("%d hostile drafts promoted from a trusted profile:\n%s", len(promotedHostile), strings.Join(promotedHostile, "\n"))
 	}
