@@ -9,7 +9,7 @@ export CGO_ENABLED := 0
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOFLAGS_BUILD := -trimpath -ldflags "-X main.version=$(VERSION)"
 
-.PHONY: help build build-demo test test-matrix test-root lint bench demo clean install check-install test-vm dist test-dist
+.PHONY: help build build-demo test test-matrix test-root lint bench corpus demo clean install check-install test-vm dist test-dist
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -60,6 +60,9 @@ test-vm: build ## boot a cgroup-v2-only Debian 12 VM and check the limits there 
 lint: ## go vet and gofmt
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+corpus: ## the trusted-profile corpus (gate/testdata/trusted): hostile drafts promoted (must be 0) and benign notes promoted (at least 80%)
+	@$(GO) test -count=1 -run '^TestTrustedCorpus$$' -v ./gate/ | grep -E 'corpus:|benign held|promoted from a trusted|^(ok|FAIL|---)'
 
 bench: build ## fedmem-run vs bubblewrap, start-up vs vault size, promotion vs git, gate throughput (BENCHFLAGS=-json, -only bwrap|backends|size|promote|throughput|latency)
 	FEDMEM_BIN=$(CURDIR)/$(BIN) $(GO) run ./test/bench $(BENCHFLAGS)

@@ -173,6 +173,7 @@ func judge(in *judgeInput) (verdict, error) {
 			v.Reasons = append(v.Reasons, flag("key-case", k.Line, "`%s` differs from `%s` only in letter case; a reader could take it for the real key", clip(k.Value), strings.ToLower(k.Value)))
 		}
 	}
+	v.Reasons = append(v.Reasons, nestedClaims(res.Note)...) // claims.go
 	if note.HasErrors(v.Reasons) {
 		v.State = StateRejected
 		validate.Sort(v.Reasons)
@@ -225,6 +226,7 @@ func judge(in *judgeInput) (verdict, error) {
 			Message: fmt.Sprintf("risk is %s (policy for type %s in %s, the draft's own `risk`, and the detectors); only low risk promotes without a reviewer", risk, m.Type, folder)})
 	}
 	v.Reasons = append(v.Reasons, originReasons(in, m.Type)...)
+	v.Reasons = append(v.Reasons, shapeReasons(in, m.Type)...) // shape.go
 	for _, check := range evidenceChecks {
 		if err := check(in, &v); err != nil {
 			return v, err
@@ -338,6 +340,7 @@ func render(n *note.Note, pol *policy.Policy, v verdict, prov provenance, firstS
 			front.Content = append(front.Content, k, val)
 		}
 	}
+	moveNestedClaims(front, nil) // claims.go: provenance below the top level is a claim too
 	at := firstSeen.UTC().Format(time.RFC3339)
 	gen := keyed("by", prov.actor(), "at", at, "session", prov.Session)
 	if r := prov.Origin.Record; r != nil && prov.Origin.Verified {

@@ -115,7 +115,7 @@ func checkEvidence(ctx context.Context, pol *policy.Policy, in evidenceInput, hv
 	if in.Res.Note == nil {
 		return ev, nil, nil
 	}
-	proofs, out, err := resolveSources(in.Res, hv)
+	proofs, out, err := resolveSources(pol, in.Res, hv)
 	if err != nil {
 		return ev, nil, err
 	}
@@ -191,10 +191,14 @@ func sourcePathError(p string) string {
 
 // resolveSources resolves every `sources` entry: URLs are recorded, vault
 // paths must be regular files at HEAD and are fingerprinted.
-func resolveSources(res validate.Result, hv *headView) ([]SourceProof, []note.Finding, error) {
+func resolveSources(pol *policy.Policy, res validate.Result, hv *headView) ([]SourceProof, []note.Finding, error) {
 	var proofs []SourceProof
 	var out []note.Finding
-	gateMade := 0
+	gateMade, discounted := 0, 0
+	subject := draftSubject(res)
+	if pol.AutoPromote != nil && pol.AutoPromote.AnySubject {
+		subject = nil // sources.go: same_subject: false
+	}
 	for _, ref := range res.Meta.Sources {
 		p := SourceProof{Resource: ref.Value, Line: ref.Line}
 		if schemeRe.MatchString(ref.Value) {
@@ -225,11 +229,16 @@ func resolveSources(res validate.Result, hv *headView) ([]SourceProof, []note.Fi
 			// verifiers are processes) is an agent's word: citing it
 			// would let a session bootstrap its own evidence. It is
 			// recorded and fingerprinted but does not count.
+			var f noteFacts
 			if strings.HasSuffix(ref.Value, ".md") {
-				f, err := hv.facts(e.Hash)
-				if err != nil {
+				if f, err = hv.facts(e.Hash); err != nil {
 					return nil, nil, err
 				}
+			}
+			if rule, why := sourceDiscount(ref.Value, f, subject); rule != "" { // sources.go
+				discounted++
+				out = append(out, discountFinding(ref, rule, why))
+			} else if strings.HasSuffix(ref.Value, ".md") {
 				if f.GateMade {
 					gateMade++
 					out = append(out, note.Finding{Rule: RuleSourceGateMade, Line: ref.Line, Severity: note.Info,
@@ -239,7 +248,7 @@ func resolveSources(res validate.Result, hv *headView) ([]SourceProof, []note.Fi
 		}
 		proofs = append(proofs, p)
 	}
-	resolved := -gateMade
+	resolved := -gateMade - discounted
 	for _, p := range proofs {
 		if p.Fingerprint != "" {
 			resolved++
@@ -250,6 +259,9 @@ func resolveSources(res validate.Result, hv *headView) ([]SourceProof, []note.Fi
 		msg := "the draft names no vault source (`sources:` with a path such as 20-domains/x.md that exists at HEAD); URLs alone are recorded, not evidence"
 		if gateMade > 0 {
 			msg = "the draft's only vault sources are notes the gate promoted without a reviewer, which are not evidence (see source-unreviewed)"
+		}
+		if discounted > 0 {
+			msg = "no vault source of the draft is evidence: a source counts when it is a note in force, vouched for by a human, about the draft's subject (see the source-* findings)"
 		}
 		if len(res.Meta.Sources) == 0 {
 			msg = "the draft has no `sources`; a note promotes on its own only when a vault source supports it (e.g. `sources: [20-domains/x.md]`)"

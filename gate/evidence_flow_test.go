@@ -33,7 +33,7 @@ func TestEvidenceDecidesPromotion(t *testing.T) {
 	g := openGate(t, v)
 
 	dir := session(t, v, "ev-1")
-	put(t, dir, "good.md", "---\ntype: Fact\ntitle: Deploy region\nsources:\n  - resource: 10-projects/src.md\n    author: human:alice\n  - https://example.com/regions\n---\nProduction runs in eu-west-1.\n")
+	put(t, dir, "good.md", "---\ntype: Fact\ntitle: Deploy region\nsources:\n  - resource: 10-projects/src.md\n    section: regions\n  - https://example.com/regions\n---\nProduction runs in eu-west-1.\n")
 	s := once(t, g)
 	good := decisionFor(t, s, "good.md")
 	if good.State != StatePromoted || !hasRule(good, RuleVerifierPassed) {
@@ -44,7 +44,7 @@ func TestEvidenceDecidesPromotion(t *testing.T) {
 		t.Fatal(err)
 	}
 	note := string(b)
-	for _, want := range []string{"fingerprint: git-blob:" + blobID(t, v, "10-projects/src.md"), "by: process:region-check", "author: human:alice", "resource: https://example.com/regions"} {
+	for _, want := range []string{"fingerprint: git-blob:" + blobID(t, v, "10-projects/src.md"), "by: process:region-check", "section: regions", "resource: https://example.com/regions"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("promoted note lacks %q:\n%s", want, note)
 		}

@@ -79,6 +79,9 @@ func TestSourcesResolveAndFingerprint(t *testing.T) {
 	})
 	g := openGate(t, v)
 	pol := policy.Default()
+	// Resolution and fingerprints; evidence bound to the subject is
+	// TestEvidenceBoundToClaim's.
+	pol.AutoPromote = &policy.AutoPromote{AnySubject: true}
 
 	cases := []struct {
 		name      string

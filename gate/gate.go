@@ -97,6 +97,7 @@ func Open(o Options) (*Gate, error) {
 	if g.log == nil {
 		g.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	g.log = slog.New(SafeLogHandler(g.log.Handler())) // logsafe.go
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -500,9 +501,14 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 			return nil, err
 		}
 	}
-	if prior, err := g.loadSeen(rr.Sum); err != nil {
+	prior, err := g.loadSeen(rr.Sum)
+	if err != nil {
 		return nil, err
-	} else if prior != nil && prior.ID != id {
+	}
+	if prior != nil && prior.ID != id {
+		if d.DuplicatePrivate, err = g.privatePrior(prior, c.Session); err != nil { // dupes.go
+			return nil, err
+		}
 		d.State, d.DuplicateOf = prior.State, prior.ID
 		if prior.State == StateRejected {
 			d.Reasons = []note.Finding{{Rule: "resubmitted", Severity: note.Error,
@@ -746,7 +752,9 @@ type Receipt struct {
 }
 
 func receiptJSON(d *Decision) []byte {
-	b, _ := json.MarshalIndent(Receipt{Draft: d.Draft, ID: d.ID, State: d.State, Reasons: d.Reasons, Path: d.Path,
-		Commit: d.Commit, DuplicateOf: d.DuplicateOf, SHA256: d.SHA256, Decided: d.Decided}, "", "  ")
+	r := Receipt{Draft: d.Draft, ID: d.ID, State: d.State, Reasons: d.Reasons, Path: d.Path,
+		Commit: d.Commit, DuplicateOf: d.DuplicateOf, SHA256: d.SHA256, Decided: d.Decided}
+	redactPrivateDuplicate(d, &r) // dupes.go
+	b, _ := json.MarshalIndent(r, "", "  ")
 	return append(b, '\n')
 }

@@ -71,7 +71,14 @@ func trustPolicy() string {
 	if os.Geteuid() != 0 {
 		lg = fmt.Sprintf("  launcher_group: \"%d\"\n", os.Getegid())
 	}
-	return "version: 1\nreviewers: [alice]\nauto_promote:\n  profiles: [\"" + testProfile + "@" + testProfileHash + "\"]\n  max_per_session: 1000\n  max_per_day: 100000\n" + lg
+	return "version: 1\nreviewers: [alice]\nauto_promote:\n  profiles: [\"" + testProfile + "@" + testProfileHash + "\"]\n  max_per_session: 1000\n  max_per_day: 100000\n" + lg +
+		// The mechanics tests' drafts cite one source note whatever their
+		// title; evidence bound to the subject has its own tests
+		// (TestEvidenceBoundToClaim, TestTrustedCorpus, with ciPolicy).
+		"  same_subject: false\n" +
+		// and their bodies are fragments ("x", "fact 9 of k-2"): the
+		// English sentence rules are TestShapeRules' and the corpus's.
+		"  shapes:\n    Fact: {language: none}\n    Reference: {language: none}\n"
 }
 
 // setPolicy commits policy text as the vault's policy.

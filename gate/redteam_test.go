@@ -517,7 +517,7 @@ func TestForeignUIDDraftInTrustedSessionNotTrusted(t *testing.T) {
 	src := filepath.Join(v, "10-projects", "src.md")
 	os.MkdirAll(filepath.Dir(src), 0o755)
 	os.WriteFile(src, []byte("---\ntype: Reference\ntitle: Source\n---\nx\n"), 0o644)
-	pol := fmt.Sprintf("version: 1\nreviewers: [alice]\nauto_promote:\n  profiles: [\"ci-docs@%s\"]\n  launcher_group: \"%d\"\n", testProfileHash, launchGID)
+	pol := fmt.Sprintf("version: 1\nreviewers: [alice]\nauto_promote:\n  profiles: [\"ci-docs@%s\"]\n  launcher_group: \"%d\"\n  same_subject: false\n", testProfileHash, launchGID)
 	os.WriteFile(filepath.Join(v, "00-global", "policy.yaml"), []byte(pol), 0o644)
 	gitCLI(t, v, "-c", "safe.directory=*", "add", "00-global/policy.yaml", "10-projects/src.md")
 	gitCLI(t, v, "-c", "safe.directory=*", "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "policy")

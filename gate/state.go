@@ -79,8 +79,11 @@ type Decision struct {
 	Path        string         `json:"path,omitempty"`
 	Commit      string         `json:"commit,omitempty"`
 	DuplicateOf string         `json:"duplicate_of,omitempty"`
-	FirstSeen   time.Time      `json:"first_seen"`
-	Decided     time.Time      `json:"decided"`
+	// DuplicatePrivate: DuplicateOf is a decision of another session that
+	// was not promoted; the receipt does not say so (dupes.go).
+	DuplicatePrivate bool      `json:"duplicate_private,omitempty"`
+	FirstSeen        time.Time `json:"first_seen"`
+	Decided          time.Time `json:"decided"`
 	// Set when a human decided a pending draft over the review socket.
 	Reviewer     string    `json:"reviewer,omitempty"`
 	ReviewReason string    `json:"review_reason,omitempty"`

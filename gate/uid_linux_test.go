@@ -71,7 +71,7 @@ func TestGateAsSeparateUser(t *testing.T) {
 	os.Chmod(sd, 0o770)
 	os.Chown(sd, agentUID, gateUID)
 	draft := filepath.Join(sd, "a.md")
-	os.WriteFile(draft, []byte("---\ntype: Fact\ntitle: From another uid\nsources: [00-global/AGENT.md]\n---\nx\n"), 0o644)
+	os.WriteFile(draft, []byte("---\ntype: Fact\ntitle: From another uid\nsources: [10-projects/another-uid.md]\n---\nx\n"), 0o644)
 	os.Chown(draft, agentUID, agentUID)
 	// The install's session provenance: .sessions belongs to the gate, group
 	// testLauncherGID, closed to others; the policy names the launcher group and
@@ -82,10 +82,17 @@ func TestGateAsSeparateUser(t *testing.T) {
 	os.Chmod(sessions, 0o3770)
 	pol := fmt.Sprintf("version: 1\nreviewers: [alice]\nauto_promote:\n  profiles: [\"ci-docs@%s\"]\n  launcher_group: \"%d\"\n", testProfileHash, testLauncherGID)
 	os.WriteFile(filepath.Join(v, "00-global", "policy.yaml"), []byte(pol), 0o644)
-	gitCLI(t, v, "-c", "safe.directory=*", "add", "00-global/policy.yaml")
+	// The note the drafts cite: a human's, in force, about their subject
+	// (the agent contract is not evidence, issue 24).
+	srcNote := filepath.Join(v, "10-projects", "another-uid.md")
+	os.MkdirAll(filepath.Dir(srcNote), 0o755)
+	os.WriteFile(srcNote, []byte("---\ntype: Fact\ntitle: Another uid\n---\nDrafts may come from another uid.\n"), 0o644)
+	gitCLI(t, v, "-c", "safe.directory=*", "add", "00-global/policy.yaml", "10-projects/another-uid.md")
 	gitCLI(t, v, "-c", "safe.directory=*", "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "policy")
 	testutil.ChownTree(filepath.Join(v, ".git"), gateUID, gateUID)
 	os.Chown(filepath.Join(v, "00-global", "policy.yaml"), gateUID, gateUID)
+	os.Chown(filepath.Dir(srcNote), gateUID, gateUID)
+	os.Chown(srcNote, gateUID, gateUID)
 	// The legitimate record: written by a process of the agent's uid holding
 	// the launcher group as its egid, as the setgid fedmem-run does.
 	writeRec := func(uid, gid int, groups []uint32, sess string) ([]byte, error) {
@@ -107,7 +114,7 @@ func TestGateAsSeparateUser(t *testing.T) {
 	os.Chmod(fsd, 0o770)
 	os.Chown(fsd, forgerUID, gateUID)
 	fd := filepath.Join(fsd, "f.md")
-	os.WriteFile(fd, []byte("---\ntype: Fact\ntitle: From a forged session\nsources: [00-global/AGENT.md]\n---\ny\n"), 0o644)
+	os.WriteFile(fd, []byte("---\ntype: Fact\ntitle: From a forged session\nsources: [10-projects/another-uid.md]\n---\ny\n"), 0o644)
 	os.Chown(fd, forgerUID, forgerGroupGID)
 	wout, err := writeRec(forgerUID, forgerGroupGID, []uint32{forgerGroupGID}, "u-2")
 	if err == nil || !strings.Contains(string(wout), "ermission denied") {

@@ -117,6 +117,9 @@ func TestVerifierEvidenceInDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The verifiers run only when no other evidence rule holds the draft;
+	// the subject rule is TestEvidenceBoundToClaim's.
+	pol.AutoPromote = &policy.AutoPromote{AnySubject: true}
 	run := newVerifierRunner(v).run
 	for _, c := range []struct {
 		typ, body, rule string

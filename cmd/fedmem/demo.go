@@ -598,7 +598,23 @@ func demoTrustPolicy(v string, twoUsers bool) error {
 	if err := os.WriteFile(p, []byte(pol), 0o644); err != nil {
 		return err
 	}
-	args := [][]string{{"add", vault.PolicyFile}, {"-c", "user.name=" + repo.GateName, "-c", "user.email=" + repo.GateEmail, "commit", "-q", "-m", "demo policy: trust the default profile for Facts"}}
+	// The note the good draft cites: in force, written by a human, about
+	// the draft's subject (the agent contract is not evidence).
+	src := filepath.Join(v, "10-projects", "fedmem", "sandbox.md")
+	if err := os.MkdirAll(filepath.Dir(src), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(src, []byte("---\ntype: Fact\ntitle: fedmem-run vault read-only sandbox\n---\nAn agent under fedmem-run writes only its session inbox.\n"), 0o644); err != nil {
+		return err
+	}
+	if twoUsers {
+		for _, f := range []string{filepath.Dir(src), src} {
+			if err := os.Chown(f, demoGateUID, demoGateUID); err != nil {
+				return err
+			}
+		}
+	}
+	args := [][]string{{"add", vault.PolicyFile, "10-projects/fedmem/sandbox.md"}, {"-c", "user.name=" + repo.GateName, "-c", "user.email=" + repo.GateEmail, "commit", "-q", "-m", "demo policy: trust the default profile for Facts"}}
 	for _, a := range args {
 		cmd := exec.Command("git", append([]string{"-c", "safe.directory=*", "-C", v}, a...)...)
 		cmd.Env = append(withoutEnv(os.Environ(), "HOME"), "HOME="+v, "GIT_CONFIG_NOSYSTEM=1")

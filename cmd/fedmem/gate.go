@@ -48,7 +48,7 @@ func (o *gateOptions) open(stderr io.Writer) (*gate.Gate, error) {
 		StateDir:      o.state,
 		AllowSameUser: o.allowSameUser,
 		SignKey:       o.signKey,
-		Logger:        slog.New(slog.NewJSONHandler(stderr, nil)),
+		Logger:        slog.New(gate.SafeLogHandler(slog.NewJSONHandler(stderr, nil))),
 	})
 }
 
@@ -156,7 +156,7 @@ in progress finish, then exits 0.`,
 			}
 			errc := make(chan error, 1)
 			go func() { errc <- g.ServeReview(ctx, sock) }()
-			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			log := slog.New(gate.SafeLogHandler(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))) // pass warnings and errors name drafts
 			log.Info("gate running", "state", g.StateDir(), "socket", sock)
 			err = g.Run(ctx, o.interval, func(s *gate.Summary, err error) {
 				if err != nil {

@@ -271,7 +271,11 @@ func TestEndToEndSandboxDraftsAndReceipts(t *testing.T) {
 	// The vault trusts sessions of the built-in profile fedmem-run picks
 	// here (their records are root's: proven).
 	os.WriteFile(filepath.Join(v, "00-global", "policy.yaml"), []byte("version: 1\nreviewers: [root]\nauto_promote:\n  profiles: [default]\n"), 0o644)
-	for _, a := range [][]string{{"add", "00-global/policy.yaml"}, {"-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "policy"}} {
+	// The note the draft cites: a human's, in force, about its subject
+	// (the agent contract is not evidence, issue 24).
+	os.MkdirAll(filepath.Join(v, "10-projects"), 0o755)
+	os.WriteFile(filepath.Join(v, "10-projects", "sandbox.md"), []byte("---\ntype: Fact\ntitle: Sandbox\n---\nAgents run in a sandbox.\n"), 0o644)
+	for _, a := range [][]string{{"add", "00-global/policy.yaml", "10-projects/sandbox.md"}, {"-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "policy"}} {
 		if out, err := exec.Command("git", append([]string{"-C", v}, a...)...).CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v %s", a, err, out)
 		}
@@ -287,7 +291,7 @@ func TestEndToEndSandboxDraftsAndReceipts(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	script := `set -e
-printf -- '---\ntype: Fact\ntitle: From the sandbox\nsources: [00-global/AGENT.md]\n---\nhello\n' > "$FEDMEM_INBOX/n.md.tmp"
+printf -- '---\ntype: Fact\ntitle: From the sandbox\nsources: [10-projects/sandbox.md]\n---\nhello\n' > "$FEDMEM_INBOX/n.md.tmp"
 mv "$FEDMEM_INBOX/n.md.tmp" "$FEDMEM_INBOX/n.md"
 printf 'no frontmatter\n' > "$FEDMEM_INBOX/bad.md"
 i=0

@@ -71,6 +71,14 @@ type AutoPromote struct {
 	// setgid to and that owns 90-inbox/.sessions/. Without it only records
 	// written by root are trusted.
 	LauncherGroup string
+	// Shapes are the content shapes, by folded type name, that a note must
+	// have to promote on its own (shape.go); nil: DefaultShapes. A type
+	// with no shape never auto-promotes.
+	Shapes map[string]*Shape
+	// AnySubject, when set (`same_subject: false`), lets a source that is a
+	// note in force count as evidence whatever it is about (the source's
+	// other rules still hold). A weakening: Warnings names it.
+	AnySubject bool
 	// Line is where the block starts in the policy file.
 	Line int
 }
@@ -93,6 +101,9 @@ func (p *Policy) Warnings(builtins []string) []string {
 	var out []string
 	if a.LauncherGroup == "" {
 		out = append(out, fmt.Sprintf("auto_promote (line %d) has no launcher_group: only session records written by root are proven, so sessions started by other users never auto-promote (see docs/gate.md, \"Trust model\")", a.Line))
+	}
+	if a.AnySubject {
+		out = append(out, fmt.Sprintf("auto_promote (line %d) has same_subject: false: a draft's source counts as evidence whatever it is about, so a true note on one subject vouches for any claim on another (see docs/policy.md, \"Evidence bound to the claim\")", a.Line))
 	}
 	for _, e := range a.Profiles {
 		if name, pin := ProfilePin(e); pin == "" && !slices.Contains(builtins, name) {
@@ -328,6 +339,16 @@ func (c *checker) autoPromote(v *yaml.Node) *AutoPromote {
 			}
 		case "types":
 			a.Types = c.strings(v2, "auto_promote.types")
+		case "shapes":
+			a.Shapes = c.shapes(v2)
+		case "same_subject":
+			switch c.str(v2, "auto_promote.same_subject") {
+			case "true":
+			case "false":
+				a.AnySubject = true
+			default:
+				c.errf(v2, "auto_promote.same_subject must be true or false")
+			}
 		case "max_per_session":
 			a.MaxPerSession = c.int(v2, "auto_promote.max_per_session", 0, 1000000)
 		case "max_per_day":

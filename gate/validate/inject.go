@@ -97,6 +97,8 @@ var patterns = func() []pattern {
 			`\bpush(?:es|ing)?\s+(?:(?:it|this|that|changes|the\s+fix|everything|your\s+changes)\s+)?(?:directly\s+|straight\s+)?(?:to|into|onto)\s+(?:origin\s+|the\s+)?(?:main|master|prod|production|release)\b|\bcommit\s+(?:directly|straight)\s+to\s+(?:main|master)\b`),
 		p("agent-instruction", "disables branch protection", "disable,remove,turn,bypass,delete,circumvent,drop,lift,branch", 0,
 			`\b(?:disable|remove|turn\s+off|bypass|delete|circumvent|drop|lift)\s+(?:the\s+|all\s+)?branch[- ]protections?\b|\bbranch[- ]protections?\s+(?:off|disabled)\b`),
+		p("agent-instruction", "opens permissions or root without a password", "chmod,sudo,nopasswd", 0,
+			`\bchmod\s+(?:-r\s+)?(?:[0-7]?77[0-7]|a\+rwx|o\+w)\b|\bsudo\b[^.\n]{0,40}\b(?:without|no)\s+(?:a\s+)?password\b|nopasswd\b`),
 		p("agent-instruction", "force-pushes", "force,push", 0, `\bforce[- ]?push|\bpush\s+(?:\S+\s+){0,3}?(?:--force|-f)\b`),
 		p("agent-instruction", "disables safety checks", "disable,turn,bypass,circumvent,--dangerously", 0,
 			`\b(?:disable|turn\s+off|bypass|circumvent)\s+(?:the\s+)?(?:sandbox|fedmem|seccomp|landlock|security\s+checks?|code\s+review|reviews?|the\s+gate)\b|--dangerously-skip-permissions\b`),

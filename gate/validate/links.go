@@ -52,6 +52,7 @@ var refusedElements = map[string]bool{
 type bodyScan struct {
 	refs     []note.Ref
 	findings []note.Finding
+	shape    BodyShape // shape.go
 }
 
 // lineIndex maps byte offsets of a body to draft lines.
@@ -87,6 +88,7 @@ func BodyLinks(body []byte, firstLine int) []note.Ref {
 func scanBody(body []byte, firstLine int) bodyScan {
 	var bs bodyScan
 	if len(body) == 0 {
+		bs.shape.Parsed = true
 		return bs
 	}
 	li := newLineIndex(body, firstLine)
@@ -97,6 +99,7 @@ func scanBody(body []byte, firstLine int) bodyScan {
 	}
 	pc := parser.NewContext()
 	doc := mdParser.Parse(text.NewReader(body), parser.WithContext(pc))
+	bs.shape = shapeOf(doc, body, li)
 	lim := newLimiter()
 	// Reference definitions, used or not (a renderer with other rules
 	// might still link them); goldmark keeps no position for them, so the

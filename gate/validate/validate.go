@@ -62,6 +62,10 @@ func scan(b []byte) (Result, error) {
 			"the draft holds %d bytes of encoded data (runs of %d or more base64 or hex characters; the limit is %d): a note is text, keep blobs out of the vault", n, minEncodedRun, maxEncodedBytes)}}
 		return r, nil
 	}
+	if f := nfkcGrowth(b); f != nil { // normbound.go
+		r.Findings = []note.Finding{*f}
+		return r, nil
+	}
 	lim := newLimiter()
 	r.Findings = textScan(r.Findings, lim, b, 1, false)
 	segs := make([]segment, 0, 32)

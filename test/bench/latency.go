@@ -408,7 +408,7 @@ func runSessions(runBin, v, wd string, sessions, per int, gap time.Duration, con
 	}
 	script := fmt.Sprintf(`i=0; while [ $i -lt %d ]; do
   %s
-  printf -- '---\ntype: Fact\ntitle: Bench %%s %%d\nconfidence: %%s\nrisk: low\nsources:\n  - resource: %s\n---\n\nDraft %%d of a bench session.\n' "$FEDMEM_SESSION" $i $c $i > "$FEDMEM_INBOX/d$i.md.tmp"
+  printf -- '---\ntype: Fact\ntitle: Bench note %%s %%d\nconfidence: %%s\nrisk: low\nsources:\n  - resource: %s\n---\n\nDraft %%d of a bench session.\n' "$FEDMEM_SESSION" $i $c $i > "$FEDMEM_INBOX/d$i.md.tmp"
   mv "$FEDMEM_INBOX/d$i.md.tmp" "$FEDMEM_INBOX/d$i.md"
   %s
   i=$((i+1))

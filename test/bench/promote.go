@@ -102,7 +102,7 @@ func benchPromotionAt(o options, src, bin string, n int, log io.Writer) (*Series
 		return nil
 	}
 	gateOnce := func(i int) (time.Duration, error) {
-		script := fmt.Sprintf("printf -- '---\\ntype: Fact\\ntitle: Bench promotion %d of %d\\nsources: [%s]\\n---\\n\\nPromotion %d, written by make bench.\\n' > \"$FEDMEM_INBOX/fact.md.tmp\" && mv \"$FEDMEM_INBOX/fact.md.tmp\" \"$FEDMEM_INBOX/fact.md\"", i, n, benchSource, i)
+		script := fmt.Sprintf("printf -- '---\\ntype: Fact\\ntitle: Bench note promotion %d of %d\\nsources: [%s]\\n---\\n\\nPromotion %d, written by make bench.\\n' > \"$FEDMEM_INBOX/fact.md.tmp\" && mv \"$FEDMEM_INBOX/fact.md.tmp\" \"$FEDMEM_INBOX/fact.md\"", i, n, benchSource, i)
 		if out, err := runOnce([]string{runBin, "--vault", v, "--workdir", wd, "--", "/bin/sh", "-c", script}, wd); err != nil {
 			return 0, fmt.Errorf("fedmem-run session writing draft %d: %w\n%s", i, err, out)
 		}

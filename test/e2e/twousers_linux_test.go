@@ -66,8 +66,8 @@ const leakedKey = "AKIAZ7Q3XW2R5T4Y6U2P"
 func e2eDrafts(t *testing.T) map[string]string {
 	t.Helper()
 	d := map[string]string{
-		"good1":               "---\ntype: Fact\ntitle: Gate runs as its own user\nsources: [00-global/AGENT.md]\n---\nThe gate promoted this.\n",
-		"good2":               "---\ntype: Fact\ntitle: Drafts go to the session inbox\nsources: [00-global/RULES.md]\n---\nAgents write drafts only in their own inbox.\n",
+		"good1":               "---\ntype: Fact\ntitle: Gate user account\nsources: [10-projects/fedmem/gate-user.md]\n---\nThe gate promoted this.\n",
+		"good2":               "---\ntype: Fact\ntitle: Session inbox drafts\nsources: [10-projects/fedmem/session-inbox.md]\n---\nDrafts are written only in the session's own inbox.\n",
 		"hunch":               "---\ntype: Fact\ntitle: A hunch worth a look\nconfidence: hypothesis\n---\nMaybe.\n",
 		"bad":                 "no frontmatter at all\n",
 		"hostile-yaml-secret": "---\ntype: Fact\ntitle: Cloud access\ndescription: \"\\x41" + leakedKey[1:] + "\"\nsources: [00-global/AGENT.md]\n---\nUse the key above.\n",
@@ -124,7 +124,29 @@ func TestTwoUsersEndToEnd(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(v, "00-global", "policy.yaml"), []byte(pol), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := as(gateUID, gateUID, []uint32{}, "git", "-c", "safe.directory=*", "-C", v, "-c", "user.name=fedmem-gate", "-c", "user.email=gate@fedmem.invalid", "commit", "-q", "-m", "policy: trust the default profile for Facts", "00-global/policy.yaml").CombinedOutput(); err != nil {
+	// The notes the ordinary drafts cite: in force, written by a human, about
+	// the drafts' subjects (the agent contract is not evidence, issue 24).
+	srcNotes := map[string]string{
+		"10-projects/fedmem/gate-user.md":     "---\ntype: Fact\ntitle: Gate user\n---\nThe gate runs as its own user.\n",
+		"10-projects/fedmem/session-inbox.md": "---\ntype: Fact\ntitle: Session inbox\n---\nEach session writes drafts to its own inbox.\n",
+	}
+	for p, c := range srcNotes {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(v, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(v, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{filepath.Dir(filepath.Join(v, p)), filepath.Join(v, p)} {
+			if err := os.Chown(f, gateUID, gateUID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if out, err := as(gateUID, gateUID, []uint32{}, "git", "-c", "safe.directory=*", "-C", v, "add", "--", "10-projects/fedmem").CombinedOutput(); err != nil {
+		t.Fatalf("add source notes as the gate: %v\n%s", err, out)
+	}
+	if out, err := as(gateUID, gateUID, []uint32{}, "git", "-c", "safe.directory=*", "-C", v, "-c", "user.name=fedmem-gate", "-c", "user.email=gate@fedmem.invalid", "commit", "-q", "-m", "policy: trust the default profile for Facts", "00-global/policy.yaml", "10-projects/fedmem").CombinedOutput(); err != nil {
 		t.Fatalf("commit policy as the gate: %v\n%s", err, out)
 	}
 	head0 := strings.TrimSpace(git(t, v, "rev-parse", "HEAD"))
@@ -239,7 +261,7 @@ printf '{"session":"%s","uid":64001,"profile":"default","command":["claude"]}' "
 
 	// The promoted note is committed by the gate, with provenance from the
 	// enforcer: the agent's uid and proven origin, not anything the draft said.
-	good := filepath.Join(v, "20-domains", "gate-runs-as-its-own-user.md")
+	good := filepath.Join(v, "20-domains", "gate-user-account.md")
 	b, err := os.ReadFile(good)
 	if err != nil {
 		t.Fatalf("promoted note: %v\n%s", err, git(t, v, "log", "--stat"))
@@ -326,7 +348,7 @@ printf '{"session":"%s","uid":64001,"profile":"default","command":["claude"]}' "
 
 	// On the host, outside any sandbox, the agent's uid still cannot write
 	// the vault's protected paths: only the gate does.
-	for _, p := range []string{"00-global/AGENT.md", ".git/config", ".git/refs/heads/main", "20-domains/gate-runs-as-its-own-user.md"} {
+	for _, p := range []string{"00-global/AGENT.md", ".git/config", ".git/refs/heads/main", "20-domains/gate-user-account.md"} {
 		f, err := openAs(t, agentUID, filepath.Join(v, p))
 		if err == nil {
 			t.Errorf("uid %d opened %s for writing on the host", agentUID, p)

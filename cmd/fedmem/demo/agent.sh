@@ -89,10 +89,10 @@ title: fedmem-run keeps the vault read-only
 confidence: verified
 risk: low
 sources:
-  - resource: 00-global/AGENT.md
+  - resource: 10-projects/fedmem/sandbox.md
 ---
 
-Inside `fedmem-run`, every path of the vault outside `$FEDMEM_INBOX` is
+Inside `fedmem-run`, every path of the vault outside `FEDMEM_INBOX` is
 read-only: writes fail with EROFS, and mount calls fail with EPERM.
 EOF
 

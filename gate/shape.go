@@ -1,0 +1,615 @@
+package gate
+
+// Auto-promotion by allow-list of content (issue 24): a draft from a trusted
+// origin promotes without a reviewer only when its type has a shape in the
+// policy (auto_promote.shapes, policy.DefaultShapes) and the note has that
+// shape. A shape says what the note may BE — short declarative prose in the
+// scripts the policy allows, vault links only, no code, no HTML, no
+// numbered steps, no sentence addressed to a reader — so an instruction in
+// a language, an encoding or a wording no detector lists is still outside
+// it. Outside the shape is a Flag: held for review with the rule named,
+// never rejected for it alone. The detectors (validate) stay, as flags a
+// reviewer sees.
+//
+// Cost: one pass over the runes of the prose blocks the Markdown parse
+// already produced (validate.BodyShape) and over the frontmatter's strings;
+// no regular expression, no allocation per rune.
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/validate"
+	"github.com/fedmem/fedmem/vault/note"
+)
+
+// Shape rules (finding rules; all Flags).
+const (
+	RuleShapeType      = "shape-type"      // the type has no shape: never promotes on its own
+	RuleShapeSize      = "shape-size"      // body longer than the shape allows
+	RuleShapeCode      = "shape-code"      // a code block or a code span that is not one identifier
+	RuleShapeHTML      = "shape-html"      // raw HTML
+	RuleShapeURL       = "shape-url"       // a link, image or autolink that is not a vault link; a host name in prose
+	RuleShapeSteps     = "shape-steps"     // numbered steps (a procedure, not a fact)
+	RuleShapeStructure = "shape-structure" // a thematic break (---) or a body that would not parse
+	RuleShapeScript    = "shape-script"    // a letter from a script the shape does not allow
+	RuleShapeMixed     = "shape-mixed-script"
+	RuleShapeChar      = "shape-char"  // a character outside letters, ASCII digits and plain punctuation
+	RuleShapeToken     = "shape-token" // a token no sentence is made of (too long, options, encoded runs)
+	RuleShapeSecond    = "shape-second-person"
+	RuleShapeImper     = "shape-imperative" // a sentence that opens as an instruction
+	RuleShapeRole      = "shape-role-marker"
+	RuleShapeAddressee = "shape-agent-subject" // a sentence about what agents, models or reviewers do
+	RuleShapeLanguage  = "shape-language"      // a sentence that is not English prose
+	RuleShapeSentence  = "shape-sentence"      // a sentence longer than the shape allows, or without a verb
+	RuleShapeKey       = "shape-key"           // a frontmatter key the shape does not know
+)
+
+// maxShapeFindings: one is enough to hold a draft; a few help the reviewer.
+const maxShapeFindings = 6
+
+// shapeKeys are the frontmatter keys a shaped note may carry (claims are
+// moved under `claimed:` and judged by their own rules).
+var shapeKeys = map[string]bool{
+	"type": true, "title": true, "description": true, "tags": true, "sources": true,
+	"subject": true, "created": true, "updated": true, "last_modified": true, "supersedes": true,
+	"aliases": true,
+}
+
+// shapeReasons holds a draft from a trusted origin whose content is outside
+// its type's shape. Drafts that wait for a reviewer anyway (no auto_promote,
+// an origin that is not trusted) are not checked: the shape only decides
+// what may skip the reviewer.
+func shapeReasons(in *judgeInput, typ string) []note.Finding {
+	ap := in.Policy.AutoPromote
+	if ap == nil || !in.Origin.Verified || !in.Origin.Trusted || in.Result.Note == nil {
+		return nil
+	}
+	sh := ap.ShapeFor(typ)
+	if sh == nil {
+		return []note.Finding{flag(RuleShapeType, in.Result.Meta.TypeLine,
+			"type %q has no shape in auto_promote.shapes (shaped types: %s): a note of it promotes only with a reviewer, whatever its origin", clip(typ), strings.Join(ap.ShapeTypes(), ", "))}
+	}
+	return checkShape(sh, in.Result)
+}
+
+// checkShape returns the findings of res outside shape sh.
+func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
+	c := shapeCheck{sh: sh}
+	for _, name := range sh.Scripts {
+		if t := unicode.Scripts[name]; t != nil {
+			c.scripts = append(c.scripts, t)
+			c.latin = c.latin || t == unicode.Latin
+		}
+	}
+	n := res.Note
+	for i := 0; i+1 < len(n.Front.Content); i += 2 {
+		k, v := n.Front.Content[i], n.Front.Content[i+1]
+		lk := strings.ToLower(k.Value)
+		switch {
+		case isClaimedKey(k.Value):
+			// a claim: moved under `claimed:`, judged by claims-authority
+		case !shapeKeys[lk]:
+			c.add(RuleShapeKey, k.Line, "the key `%s` is not one a %s carries (%s)", clip(k.Value), sh.Type, "type, title, description, subject, tags, sources, created, updated, supersedes")
+		case lk == "title" || lk == "subject":
+			c.strings(v, false)
+		case lk == "description" || lk == "tags" || lk == "aliases":
+			c.strings(v, lk == "description")
+		}
+	}
+	s := res.Shape()
+	if s == nil || !s.Parsed {
+		c.add(RuleShapeStructure, n.BodyLine, "the body could not be read as Markdown in bounded time")
+		return c.out
+	}
+	if len(n.Body) > sh.MaxBytes {
+		// Held already: the prose of a body past the bound is not read
+		// (the cost of the check follows the shape's bound, not the draft).
+		c.add(RuleShapeSize, n.BodyLine, "the body is %d bytes; a %s is at most %d (auto_promote.shapes.%s.max_bytes)", len(n.Body), sh.Type, sh.MaxBytes, sh.Type)
+		return c.out
+	}
+	for _, k := range s.Constructs {
+		switch k.Kind {
+		case validate.ShapeCodeBlock:
+			c.add(RuleShapeCode, k.Line, "a code block: a %s states what is, it carries no code or commands", sh.Type)
+		case validate.ShapeCodeSpan:
+			c.add(RuleShapeCode, k.Line, "inline code %q is more than one identifier (a command, shell syntax)", k.Detail)
+		case validate.ShapeHTML:
+			c.add(RuleShapeHTML, k.Line, "raw HTML: a %s is Markdown prose", sh.Type)
+		case validate.ShapeImage:
+			c.add(RuleShapeURL, k.Line, "an image (a viewer loads %q)", k.Detail)
+		case validate.ShapeAutoLink, validate.ShapeLinkURL:
+			c.add(RuleShapeURL, k.Line, "a link to %q: a %s links only to vault notes (URLs go in `sources`, recorded, never followed)", k.Detail, sh.Type)
+		case validate.ShapeOrderedList:
+			c.add(RuleShapeSteps, k.Line, "numbered steps: a procedure is a Workflow or Runbook, which a human reviews")
+		case validate.ShapeThematic:
+			c.add(RuleShapeStructure, k.Line, "a thematic break (---): a %s has one frontmatter and one body", sh.Type)
+		}
+	}
+	for _, p := range s.Prose {
+		c.prose(p.Text, p.Line, !p.Heading)
+		if len(c.out) >= maxShapeFindings {
+			break
+		}
+	}
+	return c.out
+}
+
+type shapeCheck struct {
+	sh      *policy.Shape
+	scripts []*unicode.RangeTable // sh.Scripts' tables
+	latin   bool                  // Latin is among them (ASCII letters need no lookup)
+	out     []note.Finding
+	seen    map[string]bool
+}
+
+func (c *shapeCheck) add(rule string, line int, format string, args ...any) {
+	if len(c.out) >= maxShapeFindings {
+		return
+	}
+	if c.seen == nil {
+		c.seen = map[string]bool{}
+	}
+	if c.seen[rule] {
+		return // one finding per rule
+	}
+	c.seen[rule] = true
+	c.out = append(c.out, note.Finding{Rule: rule, Line: line, Severity: note.Flag,
+		Message: fmt.Sprintf("outside the %s shape (auto_promote.shapes): ", c.sh.Type) + fmt.Sprintf(format, args...) + "; held for a reviewer"})
+}
+
+// strings checks the scalar strings under a frontmatter value.
+func (c *shapeCheck) strings(v *yaml.Node, sentences bool) {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		c.prose(v.Value, v.Line, sentences)
+	case yaml.SequenceNode:
+		for _, e := range v.Content {
+			c.strings(e, sentences)
+		}
+	case yaml.MappingNode:
+		c.add(RuleShapeKey, v.Line, "a nested mapping where text belongs")
+	}
+}
+
+// proseRunes are the punctuation marks prose is written with.
+func prosePunct(r rune) bool {
+	switch r {
+	case '.', ',', ';', ':', '!', '?', '\'', '"', '(', ')', '-', '/', '%', '+', '#', '_',
+		'\u2019', '\u2018', '\u201c', '\u201d', '\u2013', '\u2014', '\u2026':
+		return true
+	}
+	return false
+}
+
+// prose checks one block of text: characters, tokens, and — when
+// sentences is set (body paragraphs, list items, descriptions) — each
+// sentence's shape.
+func (c *shapeCheck) prose(text string, line int, sentences bool) {
+	// Characters, and one script per word.
+	var wordScript *unicode.RangeTable
+	prev := ' '
+	for _, r := range text {
+		switch {
+		case r == ' ' || r == '\t' || r == '\n':
+			wordScript = nil
+		case r < utf8.RuneSelf && (r >= '0' && r <= '9'):
+		case c.latin && r < utf8.RuneSelf && (r|0x20 >= 'a' && r|0x20 <= 'z'):
+			if wordScript == nil {
+				wordScript = unicode.Latin
+			} else if wordScript != unicode.Latin {
+				c.add(RuleShapeMixed, line, "a word mixes scripts at %q (%U)", string(r), r)
+			}
+		case unicode.IsLetter(r):
+			t := c.scriptOf(r)
+			if t == nil {
+				c.add(RuleShapeScript, line, "%q (%U) is a letter of a script the shape does not allow (scripts: %s)", string(r), r, strings.Join(c.sh.Scripts, ", "))
+				continue
+			}
+			if wordScript == nil {
+				wordScript = t
+			} else if t != wordScript {
+				c.add(RuleShapeMixed, line, "a word mixes scripts at %q (%U)", string(r), r)
+			}
+		case unicode.Is(unicode.Mn, r) && unicode.IsLetter(prev):
+			// a combining accent on a letter
+		case prosePunct(r):
+		default:
+			c.add(RuleShapeChar, line, "%q (%U) is not a letter, an ASCII digit or plain punctuation", string(r), r)
+		}
+		prev = r
+	}
+	if !sentences {
+		toks := strings.Fields(text)
+		for _, tok := range toks {
+			c.token(tok, line)
+			c.word(tok, line)
+		}
+		if len(toks) > 0 {
+			c.opening(toks, text, line) // a heading or a title is no instruction either
+		}
+		return
+	}
+	for _, sent := range splitSentences(text) {
+		c.sentence(sent, line)
+		if len(c.out) >= maxShapeFindings {
+			return
+		}
+	}
+}
+
+func (c *shapeCheck) scriptOf(r rune) *unicode.RangeTable {
+	for _, t := range c.scripts {
+		if unicode.Is(t, r) {
+			return t
+		}
+	}
+	return nil
+}
+
+// splitSentences splits at . ! ? followed by a space or the end.
+func splitSentences(text string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '.', '!', '?':
+			if i+1 == len(text) || text[i+1] == ' ' || text[i+1] == '\n' || text[i+1] == '\t' {
+				if s := strings.TrimSpace(text[start : i+1]); s != "" {
+					out = append(out, s)
+				}
+				start = i + 1
+			}
+		}
+	}
+	if s := strings.TrimSpace(text[start:]); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// trimToken strips the punctuation that surrounds a word in prose.
+func trimToken(t string) string {
+	for t != "" {
+		r, n := utf8.DecodeRuneInString(t)
+		if r != '"' && r != '\'' && r != '(' && r != '\u201c' && r != '\u2018' {
+			break
+		}
+		t = t[n:]
+	}
+	for t != "" {
+		r, n := utf8.DecodeLastRuneInString(t)
+		switch r {
+		case '"', '\'', ')', '.', ',', ';', ':', '!', '?', '\u201d', '\u2019', '\u2026':
+			t = t[:len(t)-n]
+			continue
+		}
+		break
+	}
+	return t
+}
+
+// fileExts are the extensions a file name in prose may end with (a dotted
+// name ending otherwise reads as a host name: an address to send to).
+var fileExts = map[string]bool{"md": true, "yaml": true, "yml": true, "json": true, "toml": true, "txt": true,
+	"go": true, "py": true, "ts": true, "js": true, "rs": true, "java": true, "csv": true, "sql": true, "proto": true, "lock": true, "mod": true, "sum": true}
+
+// token checks one whitespace-separated token.
+func (c *shapeCheck) token(raw string, line int) {
+	t := trimToken(raw)
+	if t == "" {
+		return
+	}
+	n := utf8.RuneCountInString(t)
+	isPath := strings.Contains(t, "/") && strings.HasSuffix(t, ".md")
+	switch {
+	case isPath && n > 160, !isPath && n > 32:
+		c.add(RuleShapeToken, line, "%q is %d characters, longer than any word (an encoded or packed run)", clip(t), n)
+		return
+	case strings.HasPrefix(t, "-") && len(t) > 1 && !isDigit(t[1]):
+		c.add(RuleShapeToken, line, "%q is a command-line option", clip(t))
+		return
+	case strings.HasPrefix(t, "/"):
+		c.add(RuleShapeToken, line, "%q is an absolute path", clip(t))
+		return
+	}
+	// Within the token: ':' only between digits (10:30), '.' between
+	// letters only in a file name or an abbreviation, '#' only before
+	// digits, '%' only after them, '+' only at the end or between digits.
+	letters, digits, alternations, upperAfterLower := 0, 0, 0, 0
+	lastClass := 0 // 1 letter, 2 digit
+	var prev rune
+	for i, r := range t {
+		cls := 0
+		switch {
+		case unicode.IsLetter(r):
+			cls = 1
+			letters++
+			if unicode.IsUpper(r) && unicode.IsLower(prev) {
+				upperAfterLower++
+			}
+		case r >= '0' && r <= '9':
+			cls = 2
+			digits++
+		case r == ':':
+			if !(isDigitRune(prev) && i+1 < len(t) && isDigit(t[i+1])) {
+				c.add(RuleShapeToken, line, "%q joins words with ':' (a scheme, a ref spec or a role marker)", clip(t))
+				return
+			}
+		case r == '#':
+			if i != 0 || i+1 >= len(t) || !isDigit(t[i+1]) {
+				c.add(RuleShapeToken, line, "%q: '#' only numbers an item (#42)", clip(t))
+				return
+			}
+		case r == '%':
+			if !isDigitRune(prev) || i+1 != len(t) {
+				c.add(RuleShapeToken, line, "%q: '%%' only follows a number", clip(t))
+				return
+			}
+		case r == '+':
+			if i+1 != len(t) && !(isDigitRune(prev) && isDigit(t[i+1])) && prev != '+' && t[i+1] != '+' {
+				c.add(RuleShapeToken, line, "%q joins words with '+'", clip(t))
+				return
+			}
+		}
+		if cls != 0 {
+			if lastClass != 0 && cls != lastClass {
+				alternations++
+			}
+			lastClass = cls
+		} else {
+			lastClass = 0 // a separator starts a new part
+		}
+		prev = r
+	}
+	if letters > 0 && digits > 0 && alternations > 3 {
+		c.add(RuleShapeToken, line, "%q mixes letters and digits beyond an identifier (an encoded run)", clip(t))
+		return
+	}
+	if upperAfterLower > 2 {
+		c.add(RuleShapeToken, line, "%q changes letter case inside the word %d times (an encoded run)", clip(t), upperAfterLower)
+		return
+	}
+	if !isPath && strings.Contains(t, ".") {
+		parts := strings.Split(t, ".")
+		short := true
+		for _, p := range parts {
+			if utf8.RuneCountInString(p) > 2 {
+				short = false
+			}
+		}
+		numeric := strings.Trim(t, "0123456789.") == "" || strings.HasPrefix(t, "v") && strings.Trim(t[1:], "0123456789.") == ""
+		if !short && !numeric && !fileExts[strings.ToLower(parts[len(parts)-1])] {
+			c.add(RuleShapeURL, line, "%q reads as a host name (a note names vault notes, not places to send to)", clip(t))
+		}
+	}
+}
+
+func isDigit(b byte) bool     { return b >= '0' && b <= '9' }
+func isDigitRune(r rune) bool { return r >= '0' && r <= '9' }
+
+// Closed English word classes. A sentence of a Fact states something: it
+// opens with its subject (a determiner, a pronoun, a name, a number) or
+// with a preposition or conjunction, not with a verb and its object. These
+// sets are the grammar of that, not a list of bad words.
+var (
+	secondPerson = wordSet("you your yours yourself yourselves you're you'll you've you'd youre youll thou thee thy ye u ur")
+	// imperativeOpeners open an instruction whatever follows.
+	imperativeOpeners = wordSet("please kindly do don't dont never always just simply be let let's lets make ensure remember")
+	// objectWords follow a verb in an instruction ("Run the…", "Ignore all…").
+	objectWords = wordSet("the a an all any every this that these those it them its each no some my our their his her me us him everything anything nothing whatever such both either")
+	// openers may start a declarative sentence.
+	openers = wordSet("the a an this that these those it its they their them we our he she his her one each every all both either neither no none some many most several few any another other such there here " +
+		"in on at for from with without within by of to into onto over under after before since until till during when whenever while where wherever if unless although though because as once than like unlike per via " +
+		"across along among around behind below beneath beside besides between beyond despite inside outside near through throughout toward towards upon against above about and but or nor so yet also only even " +
+		"today yesterday tomorrow now then currently recently usually typically generally historically previously originally later earlier " +
+		"however therefore thus hence meanwhile otherwise instead still moreover furthermore nevertheless accordingly consequently " +
+		"what which who whose whom how why whether i")
+	auxiliaries = wordSet("is are was were be been being has have had does did do will would can could may might must shall should " +
+		"isn't aren't wasn't weren't hasn't haven't hadn't doesn't didn't won't wouldn't can't cannot couldn't mustn't shouldn't " +
+		"isnt arent wasnt werent hasnt havent hadnt doesnt didnt wont wouldnt cant couldnt shouldnt")
+	// functionWords: every English sentence of four words or more holds one.
+	functionWords = wordSet("the a an of in on at to for with by from and or but is are was were be been has have had it its this that these those as not no " +
+		"will can could would should may might must each every all than then per via into onto over under after before when while which who whose where there their they we our " +
+		"he she his her one only also so if both any some most more less same other such between during through about up out off")
+	// agentWords name who reads a note and acts on it: a Fact that says what
+	// they do or may do changes the agent contract (00-global/), which a
+	// human reviews.
+	agentWords   = wordSet("agent agents agent's assistant assistants llm llms ai bot bots chatbot reviewer reviewers claude codex copilot gpt chatgpt gemini aider cursor")
+	prepositions = wordSet("in on at to for with from into onto by about through over under after before without within across against toward towards upon")
+	roleWords    = wordSet("system assistant user human ai developer tool instruction instructions admin administrator root agent model bot operator inst sys prompt")
+)
+
+// wordKinds folds the sets every word is looked up in into one map.
+var wordKinds = func() map[string]uint8 {
+	m := map[string]uint8{}
+	for bit, set := range []map[string]bool{functionWords, secondPerson, agentWords} {
+		for w := range set {
+			m[w] |= 1 << bit
+		}
+	}
+	return m
+}()
+
+const (
+	kindFunction = 1 << iota
+	kindSecond
+	kindAgent
+)
+
+func wordSet(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		m[w] = true
+	}
+	return m
+}
+
+// normWord is a token as a word: trimmed, lower case, curly apostrophes
+// straightened.
+func normWord(t string) string {
+	w := strings.ToLower(trimToken(t))
+	return strings.ReplaceAll(w, "\u2019", "'")
+}
+
+// nameLike: a token that names something rather than acting: it has a
+// digit, is all capitals (an acronym), has a capital inside (GitHub), or
+// joins parts with - _ . /.
+func nameLike(t string) bool {
+	t = trimToken(t)
+	if t == "" {
+		return false
+	}
+	upper, lower := 0, 0
+	for i, r := range t {
+		switch {
+		case r >= '0' && r <= '9', r == '-', r == '_', r == '.', r == '/':
+			return true
+		case unicode.IsUpper(r):
+			upper++
+			if i > 0 {
+				return true
+			}
+		case unicode.IsLower(r):
+			lower++
+		}
+	}
+	return upper > 0 && lower == 0 && upper > 1
+}
+
+// sentence checks one sentence's tokens and shape.
+func (c *shapeCheck) sentence(s string, line int) {
+	toks := strings.Fields(s)
+	words, function := 0, 0
+	for _, raw := range toks {
+		c.token(raw, line)
+		w := c.word(raw, line)
+		if w == "" {
+			continue
+		}
+		words++
+		if wordKinds[w]&kindFunction != 0 {
+			function++
+		}
+	}
+	if len(toks) == 0 {
+		return
+	}
+	// A role marker opens a turn of a conversation: `SYSTEM:`, `Assistant:`,
+	// `[INST]` (brackets are not prose characters anyway).
+	first := toks[0]
+	if strings.HasSuffix(first, ":") || strings.HasSuffix(first, ",") {
+		core := trimToken(first)
+		if roleWords[strings.ToLower(core)] || len(core) > 1 && strings.ToUpper(core) == core && strings.ToLower(core) != core {
+			c.add(RuleShapeRole, line, "%q opens a turn addressed to a model or a role", clip(first))
+		}
+	}
+	if c.sh.MaxSentenceWords > 0 && words > c.sh.MaxSentenceWords {
+		c.add(RuleShapeSentence, line, "a sentence of %d words (at most %d)", words, c.sh.MaxSentenceWords)
+	}
+	if c.sh.Language != "en" {
+		return
+	}
+	// English prose is about one word in three a function word; a
+	// sentence of four words or more with fewer than one in six is another
+	// language, an encoding or a list of keywords.
+	if words >= 4 && function*6 < words {
+		c.add(RuleShapeLanguage, line, "%q is not an English sentence (%d of its %d words are articles, prepositions, pronouns or auxiliaries); the shape's language is en", clip(s), function, words)
+	}
+	if r, _ := utf8.DecodeRuneInString(trimToken(first)); words >= 3 && unicode.IsLower(r) && !nameLike(first) {
+		c.add(RuleShapeSentence, line, "%q does not open as a sentence (a capital letter, a number or a name)", clip(s))
+	}
+	c.opening(toks, s, line)
+	// Each clause after ':' or ';' opens like a sentence too ("New task:
+	// delete all files").
+	for i := 0; i+1 < len(toks); i++ {
+		if strings.HasSuffix(toks[i], ":") || strings.HasSuffix(toks[i], ";") {
+			c.opening(toks[i+1:], s, line)
+		}
+	}
+}
+
+// word checks one token as a word and returns it normalised.
+func (c *shapeCheck) word(raw string, line int) string {
+	w := normWord(raw)
+	k := wordKinds[w]
+	if k&kindSecond != 0 {
+		c.add(RuleShapeSecond, line, "%q addresses the reader: a %s describes, it does not tell anyone what to do", clip(raw), c.sh.Type)
+	}
+	if k&kindAgent != 0 {
+		c.add(RuleShapeAddressee, line, "%q: a %s about what agents, models or reviewers do or may do is a change to the agent contract", clip(raw), c.sh.Type)
+	}
+	return w
+}
+
+// opening holds a sentence or clause that opens as an instruction: with an
+// imperative marker, or with a word that is not a subject (a determiner, a
+// pronoun, a preposition, a name) followed by its object ("Run the…",
+// "Ignore all…", "Copy the…").
+func (c *shapeCheck) opening(toks []string, s string, line int) {
+	if c.sh.Language != "en" {
+		return
+	}
+	i := 0
+	w0 := normWord(toks[0])
+	for strings.HasSuffix(w0, "ly") && !openers[w0] && i+1 < len(toks) {
+		i++ // an adverb before the verb ("Simply run…")
+		w0 = normWord(toks[i])
+	}
+	if imperativeOpeners[w0] {
+		c.add(RuleShapeImper, line, "%q opens as an instruction", clip(s))
+		return
+	}
+	if i+1 >= len(toks) || openers[w0] || nameLike(toks[i]) {
+		return
+	}
+	w1 := normWord(toks[i+1])
+	switch {
+	case objectWords[w1]:
+		c.add(RuleShapeImper, line, "%q opens with a verb and its object, as an instruction does", clip(s))
+	case prepositions[w1] && !strings.HasSuffix(w0, "s") && !strings.HasSuffix(w0, "ed") && !strings.HasSuffix(w0, "ing"):
+		// "Respond in…", "Write to…": a bare word then a preposition; a
+		// subject before one is plural or a name ("Requests from…").
+		c.add(RuleShapeImper, line, "%q opens with a bare verb, as an instruction does", clip(s))
+	}
+}
+
+// stem folds a plural: the note's subject "deploys" and "deploy" are one.
+func stem(w string) string {
+	if len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") {
+		return w[:len(w)-1]
+	}
+	return w
+}
+
+// subjectWords are the words of the note's title, `subject` and tags.
+func subjectWords(res validate.Result) map[string]bool {
+	m := map[string]bool{}
+	add := func(s string) {
+		for _, w := range strings.Fields(s) {
+			if w = normWord(w); w != "" {
+				m[stem(w)] = true
+			}
+		}
+	}
+	add(res.Meta.Title)
+	if s, ok := res.Note.Scalar("subject"); ok {
+		add(s)
+	}
+	if t := res.Note.Get("tags"); t != nil {
+		if t.Kind == yaml.ScalarNode {
+			add(t.Value)
+		}
+		for _, e := range t.Content {
+			if e.Kind == yaml.ScalarNode {
+				add(e.Value)
+			}
+		}
+	}
+	return m
+}
