@@ -323,7 +323,9 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 func homeNeedsIdmap(spec *Spec, owner int) bool {
 	var st unix.Stat_t
 	h := spec.Plan.Home
-	return h != "" && h != "/" && unix.Lstat(h, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == owner && owner != spec.UID && st.Mode&0o001 == 0
+	// An allow-list home is a tmpfs: the caller's home is never attached
+	// whole, only the entries the profile names.
+	return !spec.Plan.HomeAllowlist && h != "" && h != "/" && unix.Lstat(h, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == owner && owner != spec.UID && st.Mode&0o001 == 0
 }
 
 // homeIdmapIndex is the key of cfg.Idmapped for the caller's home (not a

@@ -1,0 +1,87 @@
+package mounts
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/fedmem/fedmem/profiles"
+)
+
+// homePlan builds the default profile's plan for a host with a Git config,
+// SSH keys and a docker socket in the home, and sockets and a FIFO in the
+// workdir (specials).
+func homePlan(t *testing.T, specials func(string) ([]string, error), sockets ...string) (*Plan, error) {
+	t.Helper()
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.UnixSockets = sockets
+	dirs := map[string]bool{"/w": true, "/home/u/.ssh": true, "/home/u/.colima": true, "/home/u/.local/bin": true}
+	files := map[string]bool{"/home/u/.gitconfig": true, "/home/u/.colima/docker.sock": true, "/w/s.sock": true, "/w/listed.sock": true}
+	return Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u",
+		Exists:   func(p string) (bool, bool) { return dirs[p] || files[p], dirs[p] },
+		Specials: specials})
+}
+
+func planHas(pl *Plan, k Kind, target string) bool {
+	return slices.ContainsFunc(pl.Mounts, func(m Mount) bool { return m.Kind == k && m.Target == target })
+}
+
+// TestBuildHomeAllowlist: the home is an empty read-only tmpfs holding the
+// profile's home.show entries; what it does not name (the SSH keys, the
+// docker socket) is neither bound nor masked — it does not exist inside.
+// The workdir's sockets and FIFO are masked unless unix_sockets lists
+// them; a socket listed under the home is bound back into it.
+func TestBuildHomeAllowlist(t *testing.T) {
+	scanned := map[string]bool{}
+	pl, err := homePlan(t, func(root string) ([]string, error) {
+		scanned[root] = true
+		if root == "/w" {
+			return []string{"/w/s.sock", "/w/fifo", "/w/listed.sock"}, nil
+		}
+		return nil, nil
+	}, "/w/listed.sock", "/home/u/.colima/docker.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pl.HomeAllowlist || !planHas(pl, Hidden, "/home/u") {
+		t.Fatalf("home is not an allow-list tmpfs: %+v", pl.Mounts)
+	}
+	for _, w := range []struct {
+		k    Kind
+		t    string
+		want bool
+	}{
+		{BindRO, "/home/u/.gitconfig", true},
+		{BindRO, "/home/u/.local/bin", true},
+		{Masked, "/home/u/.ssh", false},
+		{BindRO, "/home/u/.colima/docker.sock", true},
+		{Masked, "/w/s.sock", true},
+		{Masked, "/w/fifo", true},
+		{Masked, "/w/listed.sock", false},
+	} {
+		if planHas(pl, w.k, w.t) != w.want {
+			t.Errorf("%s %s in plan: %v, want %v", w.k, w.t, !w.want, w.want)
+		}
+	}
+	for _, r := range []string{"/w", "/home/u/.gitconfig", "/home/u/.local/bin"} {
+		if !scanned[r] {
+			t.Errorf("%s not scanned for sockets", r)
+		}
+	}
+	if scanned["/v"] {
+		t.Error("the vault was scanned (it is the gate's)")
+	}
+}
+
+// TestBuildSpecialsFailClosed: a scan that fails (its bound passed, a
+// directory it cannot list) refuses the plan.
+func TestBuildSpecialsFailClosed(t *testing.T) {
+	boom := errors.New("more entries than the scan reads")
+	_, err := homePlan(t, func(string) ([]string, error) { return nil, boom })
+	if !errors.Is(err, ErrPlan) {
+		t.Fatalf("want ErrPlan, got %v", err)
+	}
+}
