@@ -8,6 +8,9 @@ import (
 	"github.com/fedmem/fedmem/vault"
 )
 
+// WhySpecial is the Why of a socket's or FIFO's mask (maskSpecials).
+const WhySpecial = "unix socket or FIFO, not listed in unix_sockets"
+
 // MaxSpecialMasks bounds how many sockets and FIFOs a plan masks (one
 // mount each): past it the plan is refused, not left half-masked.
 const MaxSpecialMasks = 4096
@@ -73,7 +76,7 @@ func maskSpecials(pl *Plan, p *profiles.Profile, in Input, planned []Mount) erro
 				continue // another tree serves that path; its own scan decides
 			}
 			seen[t] = true
-			masks = append(masks, Mount{Kind: Masked, Target: t, Why: "unix socket or FIFO, not listed in unix_sockets"})
+			masks = append(masks, Mount{Kind: Masked, Target: t, Why: WhySpecial})
 		}
 	}
 	if len(masks) > MaxSpecialMasks {
@@ -97,4 +100,51 @@ func servingMount(ms []Mount, t string) *Mount {
 		}
 	}
 	return best
+}
+
+// HomeEntry is one row of the allow-list home's table (HomeTable).
+type HomeEntry struct {
+	// Path is relative to the home.
+	Path string `json:"path"`
+	// Access is "ro", "rw" or "masked" (a socket or FIFO in an entry).
+	Access string `json:"access"`
+	Source string `json:"source,omitempty"`
+	Why    string `json:"why"`
+}
+
+// HomeTable lists what exists in an allow-list home (Plan.HomeAllowlist),
+// in mount order: the entries the profile names and the masks laid over
+// them. nil for another home.
+func HomeTable(pl *Plan) []HomeEntry {
+	if !pl.HomeAllowlist {
+		return nil
+	}
+	var out []HomeEntry
+	for _, m := range pl.Mounts {
+		if m.Target == pl.Home || !vault.Within(m.Target, pl.Home) {
+			continue
+		}
+		rel, err := filepath.Rel(pl.Home, m.Target)
+		if err != nil {
+			continue
+		}
+		e := HomeEntry{Path: rel, Why: m.Why}
+		switch m.Kind {
+		case BindRO:
+			e.Access = "ro"
+		case BindRW:
+			e.Access = "rw"
+		case Masked:
+			e.Access = "masked"
+		case Protected, Pinned:
+			e.Access = "ro"
+		default:
+			e.Access = string(m.Kind)
+		}
+		if m.Source != m.Target {
+			e.Source = m.Source
+		}
+		out = append(out, e)
+	}
+	return out
 }
