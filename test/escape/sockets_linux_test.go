@@ -97,6 +97,11 @@ func TestUnlistedSocketsUnreachable(t *testing.T) {
 			uid, gid := 0, 0
 			if l.user {
 				uid, gid = agentUID, agentUID
+			} else {
+				// Root's home is 0700 on most hosts: the old model
+				// attached it idmapped root→agent, making the agent the
+				// owner of every 0600 socket in it.
+				must(t, os.Chmod(e.home, 0o700))
 			}
 			var b [4]byte
 			rand.Read(b[:])
