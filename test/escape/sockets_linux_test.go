@@ -177,3 +177,25 @@ func TestUnlistedSocketsUnreachable(t *testing.T) {
 		})
 	}
 }
+
+// TestSocketScanFailsClosed: a workdir larger than the profile's bound
+// for the start-time socket scan (limits.scan_entries) refuses the
+// session (exit 125, the tree and the key named) before the agent runs,
+// rather than start with sockets unchecked.
+func TestSocketScanFailsClosed(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	for i := 0; i < 40; i++ {
+		must(t, os.WriteFile(filepath.Join(e.workdir, "f"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+".txt"), nil, 0o644))
+	}
+	prof := filepath.Join(e.outDir, "small.yaml")
+	must(t, os.WriteFile(prof, []byte("name: small\nextends: default\nlimits:\n  scan_entries: 16\n"), 0o644))
+	r := e.run(t, []string{"--profile", prof}, "/bin/sh", "-c", "echo AGENT-RAN")
+	if r.code != 125 || strings.Contains(string(r.stdout), "AGENT-RAN") {
+		t.Fatalf("exit %d (want 125, agent not started)\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, w := range []string{e.workdir, "scan_entries", "unix sockets and FIFOs"} {
+		if !strings.Contains(string(r.stderr), w) {
+			t.Errorf("stderr does not name %q:\n%s", w, r.stderr)
+		}
+	}
+}
