@@ -121,7 +121,7 @@ var expected = map[string]map[string]bool{
 	// ENOENT: the allow-list home does not show ~/.bashrc (issue 22);
 	// home-create below proves the home itself read-only (EROFS).
 	"bashrc-open-write": set("EROFS", "EACCES", "EPERM", "ENOENT"),
-	"home-create": writeDenied, "usr-bin-create": writeDenied,
+	"home-create":       writeDenied, "usr-bin-create": writeDenied,
 	// secrets
 	"read-secret": noSecret, "list-secret-dir": noSecret,
 	// an abstract unix socket outside (X11, D-Bus): Landlock scoping
