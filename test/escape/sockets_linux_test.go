@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -197,5 +198,69 @@ func TestSocketScanFailsClosed(t *testing.T) {
 		if !strings.Contains(string(r.stderr), w) {
 			t.Errorf("stderr does not name %q:\n%s", w, r.stderr)
 		}
+	}
+}
+
+// TestAllowlistHomeEverydayBuilds: under the allow-list home of the
+// built-in default profile, the everyday builds still work for a root and
+// an unprivileged caller — git with the user's ~/.gitconfig (home.show),
+// go build (module and build caches in the profile's state), make, a
+// Python venv and npm install of a local package (~/.npm in state) —
+// offline, in the workdir.
+func TestAllowlistHomeEverydayBuilds(t *testing.T) {
+	for _, tool := range []string{"/usr/local/go/bin/go", "make", "git", "python3", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed: %v", tool, err) // the host's toolchain, not fedmem's
+		}
+	}
+	for _, l := range []layout{{name: "beside/root"}, {name: "beside/user", gateOwned: true, user: true}} {
+		t.Run(l.name, func(t *testing.T) {
+			e := setup(t, l)
+			uid := 0
+			if l.user {
+				uid = agentUID
+			}
+			files := map[string]string{
+				"go.mod":           "module example.com/m\n\ngo 1.21\n",
+				"main.go":          "package main\n\nfunc main() { println(\"built\") }\n",
+				"Makefile":         "all:\n\techo MAKE-OK > made.txt\n",
+				"dep/package.json": `{"name":"dep","version":"1.0.0"}`,
+				"package.json":     `{"name":"app","version":"1.0.0"}`,
+			}
+			for rel, c := range files {
+				p := filepath.Join(e.workdir, rel)
+				must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+				must(t, os.WriteFile(p, []byte(c), 0o644))
+				must(t, os.Chown(filepath.Dir(p), uid, uid))
+				must(t, os.Chown(p, uid, uid))
+			}
+			// The repository exists before the session: the agent may
+			// not create .git (guarantee 6 holds its hooks and config).
+			if _, err := testutil.Git(e.workdir, "init", "-q"); err != nil {
+				t.Fatal(err)
+			}
+			must(t, testutil.ChownTree(filepath.Join(e.workdir, ".git"), uid, uid))
+			gc := filepath.Join(e.home, ".gitconfig")
+			must(t, os.WriteFile(gc, []byte("[user]\n\tname = Fedmem Test\n\temail = t@example.com\n[init]\n\tdefaultBranch = main\n"), 0o644))
+			must(t, os.Chown(gc, uid, uid))
+			script := `set -e
+export GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off
+git add -A && git commit -qm agent-commit && echo GIT-OK "$(git log -1 --format=%an)"
+/usr/local/go/bin/go build -o app . && ./app 2>&1 && echo GO-OK
+make -s && cat made.txt
+python3 -m venv venv && ./venv/bin/python -c 'print("VENV-OK")'
+npm install --offline --no-audit --no-fund ./dep >/dev/null && test -e node_modules/dep/package.json && echo NPM-OK
+`
+			r := e.run(t, nil, "/bin/sh", "-c", script)
+			t.Logf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			for _, w := range []string{"GIT-OK Fedmem Test", "built", "GO-OK", "MAKE-OK", "VENV-OK", "NPM-OK"} {
+				if !strings.Contains(string(r.stdout), w) {
+					t.Errorf("no %q in the output", w)
+				}
+			}
+		})
 	}
 }
