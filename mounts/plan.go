@@ -184,7 +184,17 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	// path that contains the home is not covered by it; what the profile
 	// names is bound into it, nothing else of the caller's home exists.
 	var shown []Mount
-	if p.Home.Mode == profiles.HomeAllowlist && in.Home != "/" && !vault.Within(in.Home, in.Vault) {
+	homeInWritable := vault.Within(in.Home, in.Workdir) && !vault.Within(in.Workdir, in.Vault)
+	for _, w := range p.Writable {
+		homeInWritable = homeInWritable || vault.Within(in.Home, filepath.Clean(w))
+	}
+	if p.Home.Mode == profiles.HomeAllowlist && homeInWritable {
+		// The workdir (or a writable path) is the home or holds it: the
+		// whole home is shown through it, writable; an allow-list under it
+		// would be covered (and its seal would land on the bind above).
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("the home %s lies in a writable path (workdir or writable:): it is shown whole, with its secrets masked, not as an allow-list", in.Home))
+	}
+	if p.Home.Mode == profiles.HomeAllowlist && !homeInWritable && in.Home != "/" && !vault.Within(in.Home, in.Vault) {
 		pl.HomeAllowlist = true
 		writable = append(writable, Mount{Kind: Hidden, Target: in.Home, Dir: true, Why: "home: an allow-list, only what the profile names exists (home.show, home.writable, state)"})
 		for _, rel := range profiles.HomeShowRel(p) {
