@@ -3,6 +3,7 @@ package mounts
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fedmem/fedmem/profiles"
@@ -83,5 +84,31 @@ func TestBuildSpecialsFailClosed(t *testing.T) {
 	_, err := homePlan(t, func(string) ([]string, error) { return nil, boom })
 	if !errors.Is(err, ErrPlan) {
 		t.Fatalf("want ErrPlan, got %v", err)
+	}
+}
+
+// TestBuildHomeInWorkdir: a workdir that is the home shows it whole
+// (writable, secrets masked, as before), with no allow-list tmpfs beneath
+// it that its seal would turn the workdir read-only through; the plan
+// says so.
+func TestBuildHomeInWorkdir(t *testing.T) {
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]bool{"/home/u": true, "/home/u/.ssh": true}
+	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
+		Exists: func(p string) (bool, bool) { return dirs[p], dirs[p] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.HomeAllowlist || planHas(pl, Hidden, "/home/u") {
+		t.Fatalf("an allow-list under the workdir: %+v", pl.Mounts)
+	}
+	if !planHas(pl, BindRW, "/home/u") || !planHas(pl, Masked, "/home/u/.ssh") {
+		t.Fatalf("the home as workdir, secrets masked: %+v", pl.Mounts)
+	}
+	if !slices.ContainsFunc(pl.Warnings, func(w string) bool { return strings.Contains(w, "not as an allow-list") }) {
+		t.Errorf("no warning: %v", pl.Warnings)
 	}
 }
