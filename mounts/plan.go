@@ -55,6 +55,11 @@ type Mount struct {
 	// State marks a profile state bind (profiles.State): the launcher
 	// creates a missing Source and Target itself, without following links.
 	State bool `json:"state,omitempty"`
+	// Idmap asks, for a BindRO of a listed unix socket (unix_sockets), that
+	// a root caller's backend attach it idmapped owner→agent like the
+	// writable binds: a listed socket the caller owns then answers the
+	// agent's uid (connect needs write permission on it).
+	Idmap bool `json:"idmap,omitempty"`
 	// Placeholder marks a Protected path that did not exist: the backend
 	// holds its name with a read-only placeholder (see Protected).
 	Placeholder bool `json:"placeholder,omitempty"`
@@ -265,7 +270,7 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 				continue
 			}
 			if ok, isDir := exists(s); ok && !isDir {
-				add(Mount{Kind: BindRO, Source: s, Target: s, Why: "profile: unix_sockets"})
+				add(Mount{Kind: BindRO, Source: s, Target: s, Idmap: true, Why: "profile: unix_sockets"})
 			}
 		}
 	}

@@ -215,7 +215,11 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 		}
 	}()
 	for i, m := range spec.Plan.Mounts {
-		if m.Kind != mounts.BindRW {
+		// A listed unix socket (mounts.Mount.Idmap) is idmapped too, and
+		// stays read-only: it must answer the agent's uid as it answers
+		// the caller.
+		sock := m.Kind == mounts.BindRO && m.Idmap
+		if m.Kind != mounts.BindRW && !sock {
 			continue
 		}
 		if i == homeIdmapIndex {
@@ -270,6 +274,9 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 			Attr_clr:    unix.MOUNT_ATTR_RDONLY,
 			Propagation: unix.MS_PRIVATE,
 			Userns_fd:   uint64(userns.Fd()),
+		}
+		if sock {
+			attr.Attr_set, attr.Attr_clr = attr.Attr_set|unix.MOUNT_ATTR_RDONLY, 0
 		}
 		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
 			unix.Close(fd)

@@ -264,3 +264,43 @@ npm install --offline --no-audit --no-fund ./dep >/dev/null && test -e node_modu
 		})
 	}
 }
+
+// TestListedHomeSocketAnswers: a socket of the caller's in its home that
+// the profile lists (a docker socket the user means the agent to have)
+// answers the agent for a root caller too — bound into the allow-list
+// home idmapped caller→agent, read-only (connect needs write permission
+// on a 0600 socket, which the agent's uid holds only through the idmap) —
+// while its unlisted sibling does not exist there (ENOENT). The container
+// backends bind it without the idmap (DAC decides: EACCES for a root
+// caller's 0600 socket).
+func TestListedHomeSocketAnswers(t *testing.T) {
+	for _, l := range []layout{{name: "beside/root"}, {name: "beside/user", gateOwned: true, user: true}} {
+		t.Run(l.name, func(t *testing.T) {
+			e := setup(t, l)
+			uid := 0
+			if l.user {
+				uid = agentUID
+			} else {
+				must(t, os.Chmod(e.home, 0o700))
+			}
+			dir := mkdirOwned(t, e.home, ".colima/default", uid, uid)
+			listed, other := filepath.Join(dir, "docker.sock"), filepath.Join(dir, "other.sock")
+			serveSocket(t, listed, uid, uid, 0o600)
+			serveSocket(t, other, uid, uid, 0o600)
+			prof := filepath.Join(e.outDir, "dock.yaml")
+			must(t, os.WriteFile(prof, []byte("name: dock\nextends: default\nunix_sockets: ["+listed+"]\n"), 0o644))
+			r := e.run(t, []string{"--profile", prof}, "python3", "-c", socketProbe, "LISTED="+listed, "OTHER="+other)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			got := parseProbe(r.stdout)
+			want := "HOST-SOCKET"
+			if !l.user && testutil.Backend() != "namespace" {
+				want = "EACCES"
+			}
+			if got["LISTED"] != want || got["OTHER"] != "ENOENT" {
+				t.Fatalf("listed home socket %q (want %s), unlisted sibling %q (want ENOENT)\n%s", got["LISTED"], want, got["OTHER"], r.stdout)
+			}
+		})
+	}
+}
