@@ -1,6 +1,8 @@
 package escape
 
 import (
+	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/fedmem/fedmem/test/testutil"
 )
@@ -251,13 +254,20 @@ make -s && cat made.txt
 python3 -m venv venv && ./venv/bin/python -c 'print("VENV-OK")'
 npm install --offline --no-audit --no-fund ./dep >/dev/null && test -e node_modules/dep/package.json && echo NPM-OK
 `
-			r := e.run(t, nil, "/bin/sh", "-c", script)
-			t.Logf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
-			if r.code != 0 {
-				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			// A cold Go build cache (the profile's fresh state) compiles the
+			// runtime: more than e.run's two minutes on a loaded host.
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+			defer cancel()
+			cmd := e.command(ctx, "", nil, "/bin/sh", "-c", script)
+			var so, se bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &so, &se
+			code := exitCode(cmd.Run())
+			t.Logf("stdout:\n%s\nstderr:\n%s", so.Bytes(), se.Bytes())
+			if code != 0 {
+				t.Fatalf("exit %d", code)
 			}
 			for _, w := range []string{"GIT-OK Fedmem Test", "built", "GO-OK", "MAKE-OK", "VENV-OK", "NPM-OK"} {
-				if !strings.Contains(string(r.stdout), w) {
+				if !strings.Contains(so.String(), w) {
 					t.Errorf("no %q in the output", w)
 				}
 			}
