@@ -112,6 +112,7 @@ func Check(p *Profile) (warnings []string, errs []error) {
 		}
 	}
 	errs = append(errs, stateErrors(p)...)
+	errs = append(errs, showErrors(p)...)
 	errs = append(errs, commandArgsErrors(p)...)
 	warnings = append(warnings, persistenceWarnings(p)...)
 	if !contains(p.Require, "seccomp") {

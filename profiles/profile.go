@@ -560,7 +560,6 @@ func (p *Profile) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("home.mode: %q is not allowlist, ro or hidden%s", p.Home.Mode, suggestKey(p.Home.Mode, []string{HomeAllowlist, HomeRO, HomeHidden})))
 	}
-	errs = append(errs, showErrors(p)...)
 	switch p.TTY {
 	case "auto", "never":
 	default:
