@@ -112,3 +112,28 @@ func TestBuildHomeInWorkdir(t *testing.T) {
 		t.Errorf("no warning: %v", pl.Warnings)
 	}
 }
+
+// TestBuildHomeShowLink: a shown entry that is a symbolic link (a dotfiles
+// checkout) is bound from what it points to, with that one's kind.
+func TestBuildHomeShowLink(t *testing.T) {
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]bool{"/w": true, "/home/u/dotfiles/bin": true}
+	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u",
+		Exists: func(p string) (bool, bool) { return dirs[p] || p == "/home/u/.local/bin", dirs[p] },
+		RealPath: func(p string) string {
+			if p == "/home/u/.local/bin" {
+				return "/home/u/dotfiles/bin"
+			}
+			return p
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(pl.Mounts, func(m Mount) bool { return m.Target == "/home/u/.local/bin" })
+	if i < 0 || pl.Mounts[i].Source != "/home/u/dotfiles/bin" || !pl.Mounts[i].Dir || pl.Mounts[i].Kind != BindRO {
+		t.Fatalf("linked entry: %+v", pl.Mounts)
+	}
+}

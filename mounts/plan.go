@@ -208,11 +208,18 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 				pl.Warnings = append(pl.Warnings, fmt.Sprintf("home.show %s overlaps the vault: the vault's own mounts decide", t))
 				continue
 			}
-			ok, isDir := exists(t)
+			// A dotfile that is a link (~/.config/git -> ~/dotfiles/git)
+			// shows what it points to: a mount point must not be a link,
+			// and its kind is its target's.
+			src := t
+			if in.RealPath != nil {
+				src = in.RealPath(t)
+			}
+			ok, isDir := exists(src)
 			if !ok {
 				continue
 			}
-			m := Mount{Kind: BindRO, Source: t, Target: t, Dir: isDir, Why: "profile: home.show"}
+			m := Mount{Kind: BindRO, Source: src, Target: t, Dir: isDir, Why: "profile: home.show"}
 			shown = append(shown, m)
 			writable = append(writable, m)
 		}
