@@ -34,6 +34,18 @@ var ProcMasked = []string{
 // empty read-only directory inside the sandbox.
 var RunDirs = []string{"/run", "/var/run"}
 
+// SharedTmpDirs are the host's world-writable scratch directories besides
+// /tmp: any local user (or a daemon) may leave a socket or FIFO there that
+// the agent's uid may write. Each that is a real directory is a fresh,
+// private, writable tmpfs inside (like /tmp): nothing of the host's exists
+// there, but for the plan's own binds and the unix_sockets listed under it.
+var SharedTmpDirs = []string{"/var/tmp"}
+
+// SharedHiddenDirs are other shared directories where sockets and FIFOs
+// collect (crash reporters' and lock directories, 1777 on some hosts):
+// each that is a real directory is an empty read-only directory inside.
+var SharedHiddenDirs = []string{"/var/crash", "/var/lock"}
+
 // ResolverDirs are the directories under /run that name resolution reads
 // (resolv.conf targets); they are bound back read-only under a hidden /run.
 var ResolverDirs = []string{"/run/systemd/resolve", "/run/resolvconf", "/run/NetworkManager"}
@@ -71,6 +83,23 @@ func addHostAuthority(pl *Plan, p *profiles.Profile, in Input, exists func(strin
 		hidden = append(hidden, d)
 		pl.Mounts = append(pl.Mounts, Mount{Kind: Hidden, Target: d, Dir: true, Why: "host daemons' unix sockets hidden (profile: unix_sockets binds some back)"})
 	}
+	realDir := func(d string) bool {
+		ok, isDir := exists(d)
+		return ok && isDir && in.RealPath != nil && in.RealPath(d) == d
+	}
+	for _, d := range SharedTmpDirs {
+		if realDir(d) {
+			hidden = append(hidden, d)
+			pl.Mounts = append(pl.Mounts, Mount{Kind: Tmpfs, Target: d, Dir: true, Size: int64(p.Limits.TmpBytes), Why: "shared scratch directory: a private tmpfs, the host's sockets and FIFOs there do not exist inside"})
+			pl.Writable = append(pl.Writable, d)
+		}
+	}
+	for _, d := range SharedHiddenDirs {
+		if realDir(d) {
+			hidden = append(hidden, d)
+			pl.Mounts = append(pl.Mounts, Mount{Kind: Hidden, Target: d, Dir: true, Why: "shared directory: the host's sockets and FIFOs there do not exist inside"})
+		}
+	}
 	under := func(t string) bool {
 		return slices.ContainsFunc(hidden, func(h string) bool { return t == h || strings.HasPrefix(t, h+"/") })
 	}
@@ -99,7 +128,7 @@ func addHostAuthority(pl *Plan, p *profiles.Profile, in Input, exists func(strin
 		if !under(s) {
 			continue // not hidden: the agent's uid and groups decide (DAC)
 		}
-		pl.Mounts = append(pl.Mounts, Mount{Kind: BindRO, Source: s, Target: s, Why: "profile: unix_sockets"})
+		pl.Mounts = append(pl.Mounts, Mount{Kind: BindRO, Source: s, Target: s, Idmap: true, Why: "profile: unix_sockets"})
 	}
 }
 

@@ -65,6 +65,7 @@ const hostAuthTable = `1 0 8:1 / / ro,nosuid,nodev - ext4 /dev/vda rw
 6 1 8:1 /v /v ro,nosuid,nodev - ext4 /dev/vda rw
 7 6 0:8 / /v/90-inbox ro,nosuid,nodev - tmpfs tmpfs rw
 8 7 8:1 /v/90-inbox/s1 /v/90-inbox/s1 rw,nosuid,nodev - ext4 /dev/vda rw
+27 1 0:12 / /home/u ro,nosuid,nodev,noexec - tmpfs tmpfs ro
 `
 
 func TestVerifyHostAuthority(t *testing.T) {
@@ -75,6 +76,8 @@ func TestVerifyHostAuthority(t *testing.T) {
 		{"kcore not masked", strings.Replace(hostAuthTable, "23 3 0:7 /.fedmem-empty /proc/kcore ro,nosuid,nodev - tmpfs tmpfs rw\n", "", 1), "secret-masked"},
 		{"run not hidden", strings.Replace(hostAuthTable, "24 1 0:10 / /run ro,nosuid,nodev,noexec - tmpfs tmpfs ro\n", "", 1), "hidden-readonly"},
 		{"run hidden but writable", strings.Replace(hostAuthTable, "/ /run ro,", "/ /run rw,", 1), "hidden-readonly"},
+		{"allow-list home not mounted", strings.Replace(hostAuthTable, "27 1 0:12 / /home/u ro,nosuid,nodev,noexec - tmpfs tmpfs ro\n", "", 1), "hidden-readonly"},
+		{"allow-list home writable", strings.Replace(hostAuthTable, "/ /home/u ro,", "/ /home/u rw,", 1), "hidden-readonly"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Verify(pl, strings.NewReader(tc.table))

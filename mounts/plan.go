@@ -55,6 +55,11 @@ type Mount struct {
 	// State marks a profile state bind (profiles.State): the launcher
 	// creates a missing Source and Target itself, without following links.
 	State bool `json:"state,omitempty"`
+	// Idmap asks, for a BindRO of a listed unix socket (unix_sockets), that
+	// a root caller's backend attach it idmapped owner→agent like the
+	// writable binds: a listed socket the caller owns then answers the
+	// agent's uid (connect needs write permission on it).
+	Idmap bool `json:"idmap,omitempty"`
 	// Placeholder marks a Protected path that did not exist: the backend
 	// holds its name with a read-only placeholder (see Protected).
 	Placeholder bool `json:"placeholder,omitempty"`
@@ -85,6 +90,11 @@ type Plan struct {
 	AcceptRisks []string `json:"accept_risks,omitempty"`
 	// Warnings name every setting that weakens the sandbox.
 	Warnings []string `json:"warnings,omitempty"`
+	// HomeAllowlist is true when the home is an allow-list
+	// (profiles.HomeAllowlist): an empty read-only tmpfs at Home holding
+	// only the profile's named entries. The caller's home is then never
+	// attached whole (no idmapped home for a root caller).
+	HomeAllowlist bool `json:"home_allowlist,omitempty"`
 	// CgroupOptional names the limits ("memory", "pids", "cpu") the profile's
 	// limits.cgroup_optional covers: without a session cgroup the backend
 	// runs without them (pids: RLIMIT_NPROC where it holds) and says so,
@@ -128,6 +138,12 @@ type Input struct {
 	// RealPath resolves symlinks of a host path (nil: paths are taken as
 	// they are); a /var/run that is a link to /run is not hidden twice.
 	RealPath func(p string) string
+	// Specials lists the unix sockets and FIFOs in the host tree at root
+	// (absolute paths), for Build to mask those no unix_sockets entry
+	// names. An error (the scan's bound passed, a directory it cannot
+	// read) refuses the plan: fail closed. nil: nothing is scanned (the
+	// plan says so in a warning).
+	Specials func(root string) ([]string, error)
 	// ReadFile reads a configuration file of the user's tools (Git config,
 	// Claude Code settings); (nil, nil) or an error when it is absent. Build
 	// holds what they name as code read-only (guarantee 6). nil: not read.
@@ -192,6 +208,46 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		add(Mount{Kind: Hidden, Target: in.Home, Dir: true, Why: "profile hides home"})
 	}
 	var writable []Mount
+	// The home as an allow-list: an empty read-only tmpfs at $HOME, sorted
+	// with the binds below (parents first) so that a workdir or writable
+	// path that contains the home is not covered by it; what the profile
+	// names is bound into it, nothing else of the caller's home exists.
+	var shown []Mount
+	homeInWritable := vault.Within(in.Home, in.Workdir) && !vault.Within(in.Workdir, in.Vault)
+	for _, w := range p.Writable {
+		homeInWritable = homeInWritable || vault.Within(in.Home, filepath.Clean(w))
+	}
+	if p.Home.Mode == profiles.HomeAllowlist && homeInWritable {
+		// The workdir (or a writable path) is the home or holds it: the
+		// whole home is shown through it, writable; an allow-list under it
+		// would be covered (and its seal would land on the bind above).
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("the home %s lies in a writable path (workdir or writable:): it is shown whole, with its secrets masked, not as an allow-list", in.Home))
+	}
+	if p.Home.Mode == profiles.HomeAllowlist && !homeInWritable && in.Home != "/" && !vault.Within(in.Home, in.Vault) {
+		pl.HomeAllowlist = true
+		writable = append(writable, Mount{Kind: Hidden, Target: in.Home, Dir: true, Why: "home: an allow-list, only what the profile names exists (home.show, home.writable, state)"})
+		for _, rel := range profiles.HomeShowRel(p) {
+			t := filepath.Join(in.Home, filepath.FromSlash(rel))
+			if vault.Within(t, in.Vault) || vault.Within(in.Vault, t) {
+				pl.Warnings = append(pl.Warnings, fmt.Sprintf("home.show %s overlaps the vault: the vault's own mounts decide", t))
+				continue
+			}
+			// A dotfile that is a link (~/.config/git -> ~/dotfiles/git)
+			// shows what it points to: a mount point must not be a link,
+			// and its kind is its target's.
+			src := t
+			if in.RealPath != nil {
+				src = in.RealPath(t)
+			}
+			ok, isDir := exists(src)
+			if !ok {
+				continue
+			}
+			m := Mount{Kind: BindRO, Source: src, Target: t, Dir: isDir, Why: "profile: home.show"}
+			shown = append(shown, m)
+			writable = append(writable, m)
+		}
+	}
 	if vault.Within(in.Workdir, in.Vault) {
 		pl.Warnings = append(pl.Warnings, fmt.Sprintf("workdir %s lies inside the vault: it stays read-only", in.Workdir))
 	} else if ok, _ := exists(in.Workdir); ok {
@@ -224,11 +280,29 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	}
 	// Parents before children, so a child bind is not hidden by its parent.
 	sort.SliceStable(writable, func(i, j int) bool { return depth(writable[i].Target) < depth(writable[j].Target) })
-	for _, m := range writable {
+	all := writable
+	writable = nil
+	for _, m := range all {
 		add(m)
+		if m.Kind != BindRW {
+			continue // the allow-list home and its read-only entries
+		}
+		writable = append(writable, m)
 		pl.Writable = append(pl.Writable, m.Target)
 		if vault.Within(in.Vault, m.Target) {
 			pl.Warnings = append(pl.Warnings, fmt.Sprintf("writable %s contains the vault: the vault is re-bound read-only over it (Landlock cannot subtract it)", m.Target))
+		}
+	}
+	if pl.HomeAllowlist {
+		// unix_sockets under the allow-list home are bound back into it.
+		for _, s := range p.UnixSockets {
+			s = filepath.Clean(s)
+			if !vault.Within(s, in.Home) || s == in.Home || vault.Within(s, in.Vault) || shownBy(binds(all), s) {
+				continue
+			}
+			if ok, isDir := exists(s); ok && !isDir {
+				add(Mount{Kind: BindRO, Source: s, Target: s, Idmap: true, Why: "profile: unix_sockets"})
+			}
 		}
 	}
 	// Guarantee 6: what runs code later stays read-only in every writable
@@ -266,9 +340,15 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	if ok, isDir := exists(vault.GateStateDir(in.Vault)); ok && isDir {
 		add(Mount{Kind: Masked, Target: vault.GateStateDir(in.Vault), Dir: true, Why: "the gate's private state"})
 	}
+	// In an allow-list home a mask matters only where something of the
+	// caller's home is bound (a second layer): elsewhere its path does not
+	// exist inside.
+	absentInHome := func(t string) bool {
+		return pl.HomeAllowlist && vault.Within(t, in.Home) && !shownBy(binds(all), t)
+	}
 	for _, t := range in.ExtraMasks {
 		t = filepath.Clean(t)
-		if !filepath.IsAbs(t) || vault.Within(in.Vault, t) || vault.Within(t, in.Vault) {
+		if !filepath.IsAbs(t) || vault.Within(in.Vault, t) || vault.Within(t, in.Vault) || absentInHome(t) {
 			continue
 		}
 		if ok, isDir := exists(t); ok {
@@ -279,13 +359,39 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		for _, m := range profiles.HomeMasks(p) {
 			t := filepath.Join(in.Home, path.Clean(m.Path))
 			ok, isDir := exists(t)
-			if !ok {
+			if !ok || absentInHome(t) {
 				continue
 			}
 			add(Mount{Kind: Masked, Target: t, Dir: isDir, Why: m.Why})
 		}
 	}
+	// Guarantee 5: no unix socket or FIFO of the host in a tree shown to
+	// the agent answers it unless the profile lists it.
+	if err := maskSpecials(pl, p, in, all); err != nil {
+		return nil, err
+	}
 	return pl, nil
+}
+
+// binds are the bind mounts of ms (the allow-list home's tmpfs left out).
+func binds(ms []Mount) []Mount {
+	var out []Mount
+	for _, m := range ms {
+		if m.Kind == BindRO || m.Kind == BindRW {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// shownBy reports whether t lies in the target of one of ms.
+func shownBy(ms []Mount, t string) bool {
+	for _, m := range ms {
+		if vault.Within(t, m.Target) {
+			return true
+		}
+	}
+	return false
 }
 
 func depth(p string) int { return strings.Count(p, "/") }

@@ -14,6 +14,7 @@ func testPlan(t *testing.T) *Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Home.Mode = profiles.HomeRO // the masks of a whole home shown read-only
 	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u",
 		Exists: func(p string) (bool, bool) { return p == "/w" || p == "/home/u/.ssh", true }})
 	if err != nil {
@@ -74,6 +75,7 @@ func TestBuildOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Home.Mode = profiles.HomeRO // masks of the whole home come last
 	// Vault inside the workdir: the vault's read-only bind must come after
 	// the workdir's writable bind, and the inbox after the vault.
 	pl, err := Build(p, Input{Vault: "/w/vault", Session: "s1", Workdir: "/w", Home: "/home/u"})

@@ -74,6 +74,9 @@ func Check(p *Profile) (warnings []string, errs []error) {
 			warnings = append(warnings, fmt.Sprintf("writable[%d] %q is a whole home directory: the agent can persist code there (shell startup files); secrets stay masked", i, w))
 		}
 	}
+	if p.Home.Mode == HomeRO {
+		warnings = append(warnings, "home.mode: ro shows the whole home read-only: the agent reads every file not masked and reaches every unix socket there its uid may write (docker, podman, an editor's server); use home.mode: allowlist and name what it needs in home.show")
+	}
 	if p.Home.Mode == "hidden" && len(p.Home.Writable) > 0 {
 		warnings = append(warnings, fmt.Sprintf("home.writable %v has no effect: home.mode is hidden", p.Home.Writable))
 	}
@@ -118,6 +121,7 @@ func Check(p *Profile) (warnings []string, errs []error) {
 		}
 	}
 	errs = append(errs, stateErrors(p)...)
+	errs = append(errs, showErrors(p)...)
 	errs = append(errs, commandArgsErrors(p)...)
 	warnings = append(warnings, persistenceWarnings(p)...)
 	if !contains(p.Require, "seccomp") {

@@ -25,7 +25,7 @@ func TestCheckFixtures(t *testing.T) {
 		{file: "home_writable_secret.yaml", loadErr: `home.writable ".ssh/" overlaps the secret path ~/.ssh`},
 		{file: "unknown_key.yaml", loadErr: `testdata/unknown_key.yaml`},
 		{file: "host_secret_env.yaml", warns: []string{`network: host shares the host's network`, `network: host with env.pass DEPLOY_TOKEN, DB_PASSWORD, AWS_*`}},
-		{file: "broad_home.yaml", warns: []string{`home.writable ".local/bin/" is broad`, `home.writable ".bashrc" is broad`}},
+		{file: "broad_home.yaml", warns: []string{`home.mode: ro shows the whole home read-only`, `home.writable ".local/bin/" is broad`, `home.writable ".bashrc" is broad`}},
 		{file: "require_no_seccomp.yaml", warns: []string{`require does not list seccomp`}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

@@ -135,6 +135,11 @@ type Limits struct {
 	// size=, in memory): a write past it fails with ENOSPC. Default
 	// DefaultTmpBytes.
 	TmpBytes Size `yaml:"tmp_bytes,omitempty" json:"tmp_bytes,omitempty"`
+	// ScanEntries bounds the start-time scan for unix sockets and FIFOs in
+	// the workdir, writable paths and home entries (directory entries read
+	// in all; default 500000): a larger tree refuses the session rather
+	// than leave a socket unchecked (docs/profiles.md).
+	ScanEntries int `yaml:"scan_entries,omitempty" json:"scan_entries,omitempty"`
 	// CgroupOptional: where fedmem-run cannot make a session cgroup (an
 	// unprivileged caller without a delegated cgroup, no hierarchy with the
 	// controller), run without the memory and cpu limits and with pids as
@@ -215,11 +220,31 @@ func (z *Size) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// Home modes (Home.Mode).
+const (
+	// HomeAllowlist (the default): $HOME is an empty read-only tmpfs that
+	// holds only what the profile names — home.show read-only, home.writable
+	// and state writable, unix_sockets listed under it. The rest of the
+	// caller's home does not exist inside: no secret to mask, no socket of
+	// the user's (docker, podman, lima, an editor's server) to reach.
+	HomeAllowlist = "allowlist"
+	// HomeRO shows the whole home read-only with the secrets masked (the
+	// model before the allow-list): every other file is readable and every
+	// unix socket the agent's uid may write answers it. A weakening:
+	// `fedmem profile check` warns about it.
+	HomeRO = "ro"
+	// HomeHidden: an empty read-only directory; no writable path, no state.
+	HomeHidden = "hidden"
+)
+
 // Home says how the user's home directory appears inside the sandbox.
 type Home struct {
-	// Mode is "ro" (default: home read-only, secrets masked) or "hidden"
-	// (an empty read-only directory).
+	// Mode is HomeAllowlist (the default), HomeRO or HomeHidden.
 	Mode string `yaml:"mode,omitempty" json:"mode"`
+	// Show lists paths relative to $HOME (or starting with ~/) that the
+	// agent sees read-only in an allowlist home: the user's .gitconfig, the
+	// commands in ~/.local/bin, a toolchain. A missing one is skipped.
+	Show []string `yaml:"show,omitempty" json:"show,omitempty"`
 	// Writable lists paths relative to $HOME the agent may write (a trailing
 	// slash marks a directory; it is created if missing).
 	Writable []string `yaml:"writable,omitempty" json:"writable,omitempty"`
@@ -453,6 +478,7 @@ func merge(parent, child *Profile) *Profile {
 		out.Home.Mode = child.Home.Mode
 	}
 	out.Home.Writable = append(append([]string{}, parent.Home.Writable...), child.Home.Writable...)
+	out.Home.Show = append(append([]string{}, parent.Home.Show...), child.Home.Show...)
 	out.Home.Mask = append(append([]string{}, parent.Home.Mask...), child.Home.Mask...)
 	out.Env.Pass = append(append([]string{}, parent.Env.Pass...), child.Env.Pass...)
 	out.Env.Set = map[string]string{}
@@ -506,6 +532,9 @@ func merge(parent, child *Profile) *Profile {
 	if child.Limits.OpenFiles != 0 {
 		out.Limits.OpenFiles = child.Limits.OpenFiles
 	}
+	if child.Limits.ScanEntries != 0 {
+		out.Limits.ScanEntries = child.Limits.ScanEntries
+	}
 	if child.Limits.TmpBytes != 0 {
 		out.Limits.TmpBytes = child.Limits.TmpBytes
 	}
@@ -524,7 +553,7 @@ func (p *Profile) setDefaults() {
 		p.Network = NetworkPublic
 	}
 	if p.Home.Mode == "" {
-		p.Home.Mode = "ro"
+		p.Home.Mode = HomeAllowlist
 	}
 	if p.TTY == "" {
 		p.TTY = "auto"
@@ -552,9 +581,9 @@ func (p *Profile) Validate() error {
 		errs = append(errs, fmt.Errorf("backend: %q is not namespace, runc or containerd%s", p.Backend, suggestKey(p.Backend, []string{"namespace", "runc", "containerd"})))
 	}
 	switch p.Home.Mode {
-	case "ro", "hidden":
+	case "", HomeAllowlist, HomeRO, HomeHidden: // "": the default, allowlist
 	default:
-		errs = append(errs, fmt.Errorf("home.mode: %q is not ro or hidden%s", p.Home.Mode, suggestKey(p.Home.Mode, []string{"ro", "hidden"})))
+		errs = append(errs, fmt.Errorf("home.mode: %q is not allowlist, ro or hidden%s", p.Home.Mode, suggestKey(p.Home.Mode, []string{HomeAllowlist, HomeRO, HomeHidden})))
 	}
 	switch p.TTY {
 	case "auto", "never":
@@ -588,6 +617,9 @@ func (p *Profile) Validate() error {
 	}
 	if p.Limits.TmpBytes != 0 && p.Limits.TmpBytes < 1<<20 {
 		errs = append(errs, fmt.Errorf("limits.tmp_bytes: %d is below 1MiB", p.Limits.TmpBytes))
+	}
+	if p.Limits.ScanEntries < 0 {
+		errs = append(errs, fmt.Errorf("limits.scan_entries: %d is negative", p.Limits.ScanEntries))
 	}
 	if p.Limits.OpenFiles != 0 && p.Limits.OpenFiles < 16 {
 		errs = append(errs, fmt.Errorf("limits.open_files: %d is below 16", p.Limits.OpenFiles))

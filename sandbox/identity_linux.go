@@ -249,7 +249,11 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 		}
 	}()
 	for i, m := range spec.Plan.Mounts {
-		if m.Kind != mounts.BindRW {
+		// A listed unix socket (mounts.Mount.Idmap) is idmapped too, and
+		// stays read-only: it must answer the agent's uid as it answers
+		// the caller.
+		sock := m.Kind == mounts.BindRO && m.Idmap
+		if m.Kind != mounts.BindRW && !sock {
 			continue
 		}
 		if i == homeIdmapIndex {
@@ -308,6 +312,9 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 			Propagation: unix.MS_PRIVATE,
 			Userns_fd:   uint64(userns.Fd()),
 		}
+		if sock {
+			attr.Attr_set, attr.Attr_clr = attr.Attr_set|unix.MOUNT_ATTR_RDONLY, 0
+		}
 		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
 			unix.Close(fd)
 			id.Writable[m.Target] = fmt.Sprintf("not idmapped (%v): files keep their owner, uid %d may not write them", err, owner)
@@ -360,7 +367,9 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 func homeNeedsIdmap(spec *Spec, owner int) bool {
 	var st unix.Stat_t
 	h := spec.Plan.Home
-	return h != "" && h != "/" && unix.Lstat(h, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == owner && owner != spec.UID && st.Mode&0o001 == 0
+	// An allow-list home is a tmpfs: the caller's home is never attached
+	// whole, only the entries the profile names.
+	return !spec.Plan.HomeAllowlist && h != "" && h != "/" && unix.Lstat(h, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == owner && owner != spec.UID && st.Mode&0o001 == 0
 }
 
 // homeIdmapIndex is the key of cfg.Idmapped for the caller's home (not a

@@ -67,7 +67,7 @@ func buildRoot(pl *mounts.Plan, idmapped map[int]int) (skipped []string, err err
 		if m.Kind != mounts.BindRO && m.Kind != mounts.BindRW {
 			continue
 		}
-		if fd, ok := idmapped[i]; ok && m.Kind == mounts.BindRW {
+		if fd, ok := idmapped[i]; ok && (m.Kind == mounts.BindRW || m.Idmap) {
 			srcFds[i] = fd
 			continue
 		}

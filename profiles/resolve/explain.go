@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/profiles"
 )
 
@@ -35,6 +36,9 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 		}
 		out["nested_sandbox"] = profiles.NestedSandboxNote(p, s.Argv0)
 		out["credentials"] = credentialRows(p)
+		if h := mounts.HomeTable(pl); h != nil {
+			out["home"] = h
+		}
 		if o.Layers != nil {
 			out["layers"] = o.Layers
 		}
@@ -72,6 +76,20 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Kind, m.Target, m.Source, m.Why)
 	}
 	tw.Flush()
+	if pl.HomeAllowlist {
+		fmt.Fprintf(w, "\nhome %s: an allow-list (an empty read-only tmpfs); nothing else of the caller's home exists inside:\n", pl.Home)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  PATH\tACCESS\tSOURCE\tWHY")
+		for _, h := range mounts.HomeTable(pl) {
+			fmt.Fprintf(tw, "  ~/%s\t%s\t%s\t%s\n", h.Path, h.Access, h.Source, h.Why)
+		}
+		tw.Flush()
+	} else if p.Home.Mode == profiles.HomeRO {
+		fmt.Fprintf(w, "\nhome %s: read-only as a whole, secrets masked (home.mode: ro)\n", pl.Home)
+	}
+	if n := maskedSpecials(pl); n > 0 {
+		fmt.Fprintf(w, "\nsockets and FIFOs masked: %d (not listed in unix_sockets)\n", n)
+	}
 	fmt.Fprintf(w, "\nwritable: %s\n", strings.Join(pl.Writable, ", "))
 	fmt.Fprintf(w, "nested: %s\n", profiles.NestedSandboxNote(p, s.Argv0))
 	if o.Layers != nil {
@@ -107,6 +125,16 @@ func credentialRows(p *profiles.Profile) []map[string]any {
 			"header": c.HeaderName(), "scheme": c.Scheme(), "optional": c.Optional, "where": c.Where, "injected": how})
 	}
 	return rows
+}
+
+func maskedSpecials(pl *mounts.Plan) int {
+	n := 0
+	for _, m := range pl.Mounts {
+		if m.Kind == mounts.Masked && m.Why == mounts.WhySpecial {
+			n++
+		}
+	}
+	return n
 }
 
 func networkWords(p *profiles.Profile) string {

@@ -181,6 +181,11 @@ func Resolve(o Options) (*Session, error) {
 		}
 	}
 	resolvConf, _ := filepath.EvalSymlinks("/etc/resolv.conf")
+	scanEntries := prof.Limits.ScanEntries
+	if scanEntries == 0 {
+		scanEntries = host.DefaultScanEntries
+	}
+	scanner := host.NewScanner(scanEntries, host.DefaultScanTime)
 	s.Plan, err = mounts.Build(prof, mounts.Input{
 		Vault: s.Vault, Session: s.ID, Workdir: s.Workdir, Home: s.Home,
 		Exists:     host.Exists,
@@ -194,6 +199,7 @@ func Resolve(o Options) (*Session, error) {
 		ResolvConf: resolvConf,
 		ReadFile:   host.ReadConfig,
 		List:       host.List,
+		Specials:   scanner.Specials,
 	})
 	if err != nil {
 		return nil, err

@@ -386,15 +386,16 @@ func TestHostAuthorityUserGroupsNewgidmap(t *testing.T) {
 }
 
 // TestHostAuthorityRootHome0700: root's home is 0700 on most hosts; the
-// agent (another uid) still reaches its profile's writable paths there,
-// through the home attached idmapped and read-only: it writes its state
-// (owned by root on disk), reads the caller's files, cannot change them,
-// and the secrets stay masked.
+// agent (another uid) still reaches its profile's paths there: the home
+// is an allow-list (an empty read-only tmpfs, traversable), the writable
+// path is idmapped (state written there is root's on disk), a shown file
+// is readable and cannot be changed (EROFS), and what the profile does
+// not name — the SSH keys — does not exist (ENOENT).
 func TestHostAuthorityRootHome0700(t *testing.T) {
 	e := setup(t, layout{name: "beside/root"})
 	must(t, os.Chmod(e.home, 0o700))
 	prof := filepath.Join(e.outDir, "state.yaml")
-	must(t, os.WriteFile(prof, []byte("name: state\nextends: default\nhome:\n  writable: [.agentstate/]\n"), 0o644))
+	must(t, os.WriteFile(prof, []byte("name: state\nextends: default\nhome:\n  show: [.bashrc]\n  writable: [.agentstate/]\n"), 0o644))
 	const probe = `
 import errno, os
 h = os.environ["HOME"]
@@ -415,7 +416,7 @@ print("READ_SSH", res(lambda: open(h + "/.ssh/id_rsa").read()))
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	got := parseProbe(r.stdout)
-	for k, w := range map[string]string{"WRITE_STATE": "OK", "READ_BASHRC": "OK", "WRITE_BASHRC": "EROFS", "READ_SSH": "EACCES"} {
+	for k, w := range map[string]string{"WRITE_STATE": "OK", "READ_BASHRC": "OK", "WRITE_BASHRC": "EROFS", "READ_SSH": "ENOENT"} {
 		if got[k] != w {
 			t.Errorf("%s: got %q, want %q", k, got[k], w)
 		}

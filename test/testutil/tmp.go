@@ -6,12 +6,28 @@ import (
 	"testing"
 )
 
-// TempBase is the parent of every scratch directory. It must not be /tmp:
-// the sandbox mounts a private tmpfs there, so paths under the host's /tmp
-// do not exist inside it. FEDMEM_TEST_TMP overrides the default /var/tmp.
+// SharedTestBase is TempBase's default: a root-made directory the sandbox
+// shows as it is, outside the system directories a profile's writable:
+// may not name (/var/lib, profiles.systemDirs). Not /tmp nor /var/tmp: the sandbox mounts a private
+// tmpfs on each (a host's shared scratch directories hold other users'
+// sockets and FIFOs, issue 22), so the test's binaries and fixtures there
+// would not exist inside it.
+const SharedTestBase = "/var/fedmem-test"
+
+// TempBase is the parent of every scratch directory: FEDMEM_TEST_TMP, else
+// SharedTestBase where it exists or this process can make it (root),
+// else /var/tmp (an unprivileged run of the tests that start no sandbox).
 func TempBase() string {
 	if d := os.Getenv("FEDMEM_TEST_TMP"); d != "" {
 		return d
+	}
+	if fi, err := os.Stat(SharedTestBase); err == nil && fi.IsDir() {
+		return SharedTestBase
+	}
+	if err := os.MkdirAll(SharedTestBase, 0o755); err == nil {
+		if os.Chmod(SharedTestBase, 0o755) == nil {
+			return SharedTestBase
+		}
 	}
 	return "/var/tmp"
 }
