@@ -341,24 +341,7 @@ func TestReviewBatchCommands(t *testing.T) {
 			os.WriteFile(filepath.Join(sd, n+".md"), []byte("---\ntype: Fact\ntitle: Batch "+n+"\n---\nThe number "+n+" is a word.\n"), 0o644)
 		}
 	}
-	g, err := gate.Open(gate.Options{Vault: dir, AllowSameUser: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	if s, err := g.Once(); err != nil || s.Pending != 4 {
-		t.Fatalf("%+v %v", s, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	sock := filepath.Join(g.StateDir(), gate.SocketName)
-	go g.ServeReview(ctx, sock)
-	for i := 0; i < 100; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	g, _, _ := reviewGate(t, dir, 4)
 	if code, _, errOut := runFedmem("review", "approve", "--vault", dir); code != 2 || !strings.Contains(errOut, "--all") {
 		t.Fatalf("approve with nothing named: %d %s", code, errOut)
 	}
@@ -413,24 +396,7 @@ func TestReviewTUIThroughTmux(t *testing.T) {
 	os.MkdirAll(sd, 0o700)
 	os.WriteFile(filepath.Join(sd, "a.md"), []byte("---\ntype: Fact\ntitle: Tui alpha\n---\nAlpha text for the reviewer.\n"), 0o644)
 	os.WriteFile(filepath.Join(sd, "b.md"), []byte("---\ntype: Decision\ntitle: Tui beta\n---\nBeta text for the reviewer.\n"), 0o644)
-	g, err := gate.Open(gate.Options{Vault: dir, AllowSameUser: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	if s, err := g.Once(); err != nil || s.Pending != 2 {
-		t.Fatalf("%+v %v", s, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	sock := filepath.Join(g.StateDir(), gate.SocketName)
-	go g.ServeReview(ctx, sock)
-	for i := 0; i < 100; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	g, _, sock := reviewGate(t, dir, 2)
 	tm := testutil.StartTmux(t, "TERM=xterm-256color "+bin+" review --socket "+sock+"; echo EXIT=$?")
 	tm.WaitFor(regexp.MustCompile(`held: 2 shown of 2`), 20*time.Second)
 	// The filter narrows the list to the Fact; it is shown with the gate's
@@ -471,5 +437,34 @@ func TestReviewTUIThroughTmux(t *testing.T) {
 	// Off a terminal, review alone is a usage error, not the TUI.
 	if code, _, errOut := runFedmem("review", "--socket", sock); code != 2 || !strings.Contains(errOut, "subcommand is required") {
 		t.Errorf("review off a terminal: %d %s", code, errOut)
+	}
+}
+
+// reviewGate opens a gate on the vault dir, runs one pass that must hold
+// want drafts, and serves the review socket until the test ends.
+func reviewGate(t *testing.T, dir string, want int) (*gate.Gate, *gate.Summary, string) {
+	t.Helper()
+	g, err := gate.Open(gate.Options{Vault: dir, AllowSameUser: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	s, err := g.Once()
+	if err != nil || s.Pending != want {
+		t.Fatalf("gate pass: %+v %v; want %d held", s, err, want)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sock := filepath.Join(g.StateDir(), gate.SocketName)
+	done := make(chan error, 1)
+	go func() { done <- g.ServeReview(ctx, sock) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for i := 0; ; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			return g, s, sock
+		}
+		if i == 500 {
+			t.Fatalf("the review socket %s never appeared", sock)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

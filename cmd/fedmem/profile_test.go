@@ -63,7 +63,7 @@ func TestProfileListShow(t *testing.T) {
 		t.Fatalf("show --json: %v\n%s", err, out)
 	}
 	p := shown.Profile
-	if p.Name != "claude" || len(shown.Hash) != 64 || !contains(p.Env.Pass, "PATH") || !contains(p.Env.Pass, "ANTHROPIC_*") || !contains(p.Require, "seccomp") || p.Home.Mode != "ro" {
+	if p.Name != "claude" || len(shown.Hash) != 64 || !contains(p.Env.Pass, "PATH") || !contains(p.Env.Pass, "ANTHROPIC_*") || !contains(p.Require, "seccomp") || p.Home.Mode != "allowlist" {
 		t.Errorf("show claude: %+v", shown)
 	}
 	code, out, _ = runBin(t, bin, "profile", "show", "strict")
@@ -159,7 +159,7 @@ func TestProfileExplain(t *testing.T) {
 	}
 	want := map[string]mounts.Kind{
 		v: mounts.BindRO, wd: mounts.BindRW, filepath.Join(home, ".claude"): mounts.BindRW,
-		filepath.Join(home, ".ssh"): mounts.Masked, filepath.Join(v, "90-inbox", explainSession): mounts.BindRW,
+		home: mounts.Hidden, filepath.Join(v, "90-inbox", explainSession): mounts.BindRW,
 	}
 	got := map[string]mounts.Kind{}
 	for _, m := range pl.Mounts {
@@ -169,6 +169,11 @@ func TestProfileExplain(t *testing.T) {
 		if got[target] != kind {
 			t.Errorf("mount %s: kind %q, want %q (plan %+v)", target, got[target], kind, pl.Mounts)
 		}
+	}
+	// The home is an allow-list (issue 22): ~/.ssh is not masked, it does
+	// not exist inside — no mount names it.
+	if _, ok := got[filepath.Join(home, ".ssh")]; ok {
+		t.Errorf("a mount for ~/.ssh under the allow-list home: %+v", pl.Mounts)
 	}
 	if _, ok := got[filepath.Join(home, ".aws")]; ok {
 		t.Errorf("a mask for the absent ~/.aws: %+v", pl.Mounts)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fedmem/fedmem/gate"
 	"github.com/fedmem/fedmem/test/testutil"
 	"github.com/fedmem/fedmem/vault/repo"
 )
@@ -49,26 +47,8 @@ func TestReviewApproveContradictionCommand(t *testing.T) {
 	sd := filepath.Join(dir, "90-inbox", "rv-1")
 	os.MkdirAll(sd, 0o700)
 	os.WriteFile(filepath.Join(sd, "eu.md"), []byte("---\ntype: Fact\ntitle: Deployment region\n---\nProduction runs in eu-west-1.\n"), 0o644)
-	g, err := gate.Open(gate.Options{Vault: dir, AllowSameUser: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	s, err := g.Once()
-	if err != nil || s.Pending != 1 {
-		t.Fatalf("%+v %v", s, err)
-	}
+	_, s, _ := reviewGate(t, dir, 1)
 	id := s.Decisions[0].ID
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	sock := filepath.Join(g.StateDir(), gate.SocketName)
-	go g.ServeReview(ctx, sock)
-	for i := 0; i < 100; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	code, _, errOut := runFedmem("review", "approve", id, "--vault", dir)
 	if code != 1 || !strings.Contains(errOut, "20-domains/infra/deployment-region.md") || !strings.Contains(errOut, "--supersede") {
 		t.Fatalf("approve of a contradicting draft: %d %s", code, errOut)
