@@ -16,6 +16,7 @@ import (
 	"github.com/fedmem/fedmem/gate"
 	"github.com/fedmem/fedmem/gate/audit"
 	"github.com/fedmem/fedmem/test/testutil"
+	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/repo"
 )
 
@@ -466,5 +467,37 @@ func reviewGate(t *testing.T, dir string, want int) (*gate.Gate, *gate.Summary, 
 			t.Fatalf("the review socket %s never appeared", sock)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSessionsCommand: fedmem sessions lists the records newest first, open
+// and ended, with the agent's user and the drafts in each inbox; --open and
+// --json narrow and script it; no --vault is a usage error.
+func TestSessionsCommand(t *testing.T) {
+	dir := filepath.Join(testutil.TempDir(t), "vault")
+	if _, err := repo.Init(dir, repo.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sd := filepath.Join(dir, "90-inbox", ".sessions")
+	os.MkdirAll(sd, 0o755)
+	os.WriteFile(filepath.Join(sd, "s-a.json"), []byte(`{"session":"s-a","profile":"ci","uid":0,"started":"2026-12-01T10:00:00Z","ended":"2026-12-01T10:01:00Z","workdir":"/srv/p"}`), 0o644)
+	os.WriteFile(filepath.Join(sd, "s-b.json"), []byte(`{"session":"s-b","profile":"claude","uid":0,"started":"2026-12-01T11:00:00Z","workdir":"/srv/q"}`), 0o644)
+	os.MkdirAll(filepath.Join(dir, "90-inbox", "s-b"), 0o755)
+	os.WriteFile(filepath.Join(dir, "90-inbox", "s-b", "d.md"), nil, 0o644)
+	code, out, errOut := runFedmem("sessions", "--vault", dir)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[1], "s-b") || !strings.Contains(lines[1], "open") || !strings.Contains(lines[2], "ended") || !strings.Contains(lines[1], "root (0)") {
+		t.Fatalf("sessions: %d %q %s", code, out, errOut)
+	}
+	if f := strings.Fields(lines[1]); len(f) < 7 || f[6] != "1" { // AGENT is two words: root (0)
+		t.Errorf("drafts of s-b: %q", lines[1])
+	}
+	code, out, _ = runFedmem("sessions", "--vault", dir, "--open", "--json")
+	var got []vault.SessionInfo
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got) != 1 || got[0].Session != "s-b" || got[0].Workdir != "/srv/q" {
+		t.Fatalf("--open --json: %d %v %s", code, err, out)
+	}
+	if code, _, _ := runFedmem("sessions"); code != 2 {
+		t.Errorf("no --vault: exit %d, want 2", code)
 	}
 }
