@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fedmem/fedmem/vault"
 )
 
 // unknownField is how yaml.v3 words a key that KnownFields refuses.
@@ -72,6 +74,9 @@ func friendlyYAMLError(src string, err error, doc *yaml.Node) error {
 		if m := lineMsg().FindStringSubmatch(err.Error()); m != nil {
 			line, _ := strconv.Atoi(m[1])
 			return fmt.Errorf("%s:%s: %s%s", src, m[1], keyAt(doc, line, 0, yaml.ScalarNode), m[2])
+		}
+		if line, msg, ok := vault.YAMLErrorLine(err); ok {
+			return fmt.Errorf("%s:%d: %s%s", src, line, keyAt(doc, line, 0, yaml.ScalarNode), msg)
 		}
 		return fmt.Errorf("%s: %w", src, err)
 	}

@@ -207,6 +207,9 @@ func Parse(file string, b []byte) (*Policy, error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
+		if line, msg, ok := vault.YAMLErrorLine(err); ok {
+			return nil, &Error{file, line, "yaml: " + msg}
+		}
 		return nil, &Error{file, 1, err.Error()}
 	}
 	if len(doc.Content) == 0 {

@@ -132,3 +132,11 @@ func TestWarnings(t *testing.T) {
 		t.Fatal("default policy warns")
 	}
 }
+
+// TestPolicyUnclosedBracketLine: the error names the line of the open '['.
+func TestPolicyUnclosedBracketLine(t *testing.T) {
+	_, err := Parse("p.yaml", []byte("version: 1\nreviewers: [alice\nauto_promote:\n  profiles: [ci]\n"))
+	if err == nil || !strings.Contains(err.Error(), "p.yaml:2: ") || !strings.Contains(err.Error(), "'[' opened on this line is not closed") {
+		t.Fatalf("err = %v; want p.yaml:2 and the open '['", err)
+	}
+}

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
-	"strconv"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fedmem/fedmem/vault"
 )
 
 const (
@@ -93,8 +93,6 @@ func Split(b []byte) (yamlText, body []byte, bodyLine int, f *Finding) {
 	return nil, nil, 0, &e
 }
 
-var yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
 // Parse splits b and parses its frontmatter. Any Error finding means the note
 // is unusable and the returned Note is nil.
 func Parse(b []byte) (n *Note, findings []Finding) {
@@ -155,13 +153,10 @@ func decodeOne(text []byte) (root *yaml.Node, f *Finding) {
 }
 
 func yamlErr(err error) Finding {
-	msg := err.Error()
-	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
-		if l, e := strconv.Atoi(m[1]); e == nil {
-			return errf("yaml-syntax", l+1, "invalid YAML: %s", m[2])
-		}
+	if l, m, ok := vault.YAMLErrorLine(err); ok {
+		return errf("yaml-syntax", l+1, "invalid YAML: %s", m)
 	}
-	return errf("yaml-syntax", 1, "invalid YAML: %s", msg)
+	return errf("yaml-syntax", 1, "invalid YAML: %s", err.Error())
 }
 
 func offsetLines(n *yaml.Node, by int) {
