@@ -514,6 +514,11 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 	if err := cs.startHelper(r.ID, environ, cs.onEvent); err != nil {
 		return fail(err)
 	}
+	// The CA bundle the agent's clients are pointed at lives in dir, under
+	// the host's /var/tmp, which is a private tmpfs inside (issue 22): bind
+	// the folder back, read-only, at its own path.
+	r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: dir, Target: dir, Dir: true,
+		Why: "credentials: the session CA bundle (guarantee 8), read-only"})
 	return cs, nil
 }
 

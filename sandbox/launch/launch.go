@@ -424,11 +424,11 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	// The credentials' end (refreshed tokens written back, refusals
 	// counted): said after the agent, with the other warnings.
 	for _, line := range creds.finish() {
-		nt.warn(line)
+		nt.say(line)
 		rep.Warnings = append(rep.Warnings, line)
 	}
 	if line := creds.summary(); line != "" {
-		nt.warn(line)
+		nt.say(line)
 		rep.Warnings = append(rep.Warnings, line)
 	}
 	// The files the user's next agent reads as instructions that the

@@ -23,8 +23,10 @@ type notices struct {
 	// done: the summary was written; what arrives later (a proxy
 	// connection still closing) goes to --events only.
 	done bool
-	// warnings are said in full, one line each, after the agent exits.
+	// warnings are said in full, one line each, after the agent exits;
+	// lines likewise, as "fedmem-run: <line>" (the credentials' end).
 	warnings []string
+	lines    []string
 	// quiet are warnings the user has seen before (an unchanged built-in
 	// profile's own, the same on every run): in the report and --events,
 	// only counted on stderr.
@@ -41,6 +43,13 @@ func (n *notices) warn(w string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.warnings = append(n.warnings, w)
+}
+
+// say queues a line said after the agent exits, after the warnings.
+func (n *notices) say(line string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.lines = append(n.lines, line)
 }
 
 func (n *notices) refuse(d netproxy.Decision) {
@@ -67,6 +76,9 @@ func (n *notices) flush(w io.Writer, session string, denials int, limits []strin
 	n.done = true
 	for _, s := range n.warnings {
 		fmt.Fprintf(w, "fedmem-run: warning: %s\n", s)
+	}
+	for _, s := range n.lines {
+		fmt.Fprintf(w, "fedmem-run: %s\n", s)
 	}
 	var parts []string
 	if n.nRefuse > 0 {

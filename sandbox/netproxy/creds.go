@@ -130,8 +130,18 @@ func (p *Proxy) credentialHead(c net.Conn, br *bufio.Reader, req *request, host 
 		b, _ := br.Peek(n)
 		pre = append(pre, b...)
 	}
-	cr.Hand(c, pre, host, port, cands)
+	cr.Hand(unscanned(c), pre, host, port, cands)
 	return true
+}
+
+// unscanned is the client connection itself under a scanConn: the
+// interceptor is handed its descriptor (it searches the decrypted stream
+// itself), and a wrapper has none.
+func unscanned(c net.Conn) net.Conn {
+	if s, ok := c.(*scanConn); ok {
+		return s.Conn
+	}
+	return c
 }
 
 // socksIntercept is credentialHead's CONNECT path for a SOCKS5 CONNECT to
@@ -152,7 +162,7 @@ func (p *Proxy) socksIntercept(c net.Conn, br *bufio.Reader, host string, port i
 		b, _ := br.Peek(n)
 		pre = append(pre, b...)
 	}
-	p.Credentials.Hand(c, pre, host, port, cands)
+	p.Credentials.Hand(unscanned(c), pre, host, port, cands)
 }
 
 // credentialTarget refuses a SOCKS target that carries a placeholder.
