@@ -1,0 +1,56 @@
+package escape
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func (e *env) rtsbRun(t *testing.T, extra, envs []string, argv ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := e.command(ctx, "", extra, argv...)
+	cmd.Env = append(cmd.Env, envs...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	return so.String(), se.String(), exitCode(err)
+}
+
+// TestCredentialCoverRenamedAway: when the writable workdir holds the home
+// (workdir = the home, or the vault's parent is the home), the agent must
+// not be able to move the covered credential file's folder aside (the
+// cover's bind travels with the dentry) and read the real file under its
+// new name in the next session.
+func TestCredentialCoverRenamedAway(t *testing.T) {
+	e := setup(t, layout{name: "workdir-is-home/root"})
+	e.workdir = e.home
+	prof := credProfile(t, e, "1", "2", "TEST_API_KEY")
+	swap := `set -x; mkdir -p "$HOME/x" && printf '{"tokens": {"access_token": "tok_agentsownfakevalue0123456789"}}' > "$HOME/x/auth.json" && mv "$HOME/.testagent" "$HOME/.stash" ; mv "$HOME/x" "$HOME/.testagent"; ls -la "$HOME" "$HOME/.stash"; cat "$HOME/.stash/auth.json"; sleep 1; echo`
+	o1, s1, c1 := e.rtsbRun(t, []string{"--profile", prof}, []string{"TEST_API_KEY=" + realEnvKey}, "sh", "-c", swap)
+	t.Logf("session 1: exit %d\nstdout:\n%s\nstderr:\n%s", c1, o1, s1)
+	cmd2 := `cat "$HOME/.stash/auth.json"; echo; ls -la "$HOME/.stash"`
+	o2, s2, c2 := e.rtsbRun(t, []string{"--profile", prof}, []string{"TEST_API_KEY=" + realEnvKey}, "sh", "-c", cmd2)
+	t.Logf("session 2: exit %d\nstdout:\n%s\nstderr:\n%s", c2, o2, s2)
+	if strings.Contains(o1+o2, credMarker) {
+		t.Fatalf("the agent read the real credential file after moving its folder aside")
+	}
+}
+
+// TestHomeMaskRenamedAway: the same with a masked secret of a home shown
+// whole in the workdir: ~/.ssh moved aside in one session must not show
+// its keys under the new name in the next.
+func TestHomeMaskRenamedAway(t *testing.T) {
+	e := setup(t, layout{name: "workdir-is-home/root"})
+	e.workdir = e.home
+	o1, s1, c1 := e.rtsbRun(t, nil, nil, "sh", "-c", `mv "$HOME/.ssh" "$HOME/.s2"; mv "$HOME/.aws" "$HOME/.a2"; echo moved`)
+	t.Logf("session 1: exit %d\nstdout:\n%s\nstderr:\n%s", c1, o1, s1)
+	o2, s2, c2 := e.rtsbRun(t, nil, nil, "sh", "-c", `cat "$HOME/.s2/id_rsa" "$HOME/.a2/credentials"; echo`)
+	t.Logf("session 2: exit %d\nstdout:\n%s\nstderr:\n%s", c2, o2, s2)
+	if strings.Contains(o2, "FAKE-RSA-KEY") || strings.Contains(o2, "FAKE-AWS-SECRET") {
+		t.Fatalf("the agent read a masked secret of the home after moving its folder aside")
+	}
+}
