@@ -32,11 +32,17 @@ func TestCredentialCoverRenamedAway(t *testing.T) {
 	swap := `set -x; mkdir -p "$HOME/x" && printf '{"tokens": {"access_token": "tok_agentsownfakevalue0123456789"}}' > "$HOME/x/auth.json" && mv "$HOME/.testagent" "$HOME/.stash" ; mv "$HOME/x" "$HOME/.testagent"; ls -la "$HOME" "$HOME/.stash"; cat "$HOME/.stash/auth.json"; sleep 1; echo`
 	o1, s1, c1 := e.rtsbRun(t, []string{"--profile", prof}, []string{"TEST_API_KEY=" + realEnvKey}, "sh", "-c", swap)
 	t.Logf("session 1: exit %d\nstdout:\n%s\nstderr:\n%s", c1, o1, s1)
-	cmd2 := `cat "$HOME/.stash/auth.json"; echo; ls -la "$HOME/.stash"`
+	cmd2 := `cat "$HOME/.stash/auth.json"; echo; ls -la "$HOME/.stash"; true`
 	o2, s2, c2 := e.rtsbRun(t, []string{"--profile", prof}, []string{"TEST_API_KEY=" + realEnvKey}, "sh", "-c", cmd2)
 	t.Logf("session 2: exit %d\nstdout:\n%s\nstderr:\n%s", c2, o2, s2)
 	if strings.Contains(o1+o2, credMarker) {
 		t.Fatalf("the agent read the real credential file after moving its folder aside")
+	}
+	if c1 == 125 || c2 != 0 {
+		t.Fatalf("the sessions did not run (exit %d, %d): the attempt was not made", c1, c2)
+	}
+	if !strings.Contains(s1, "Device or resource busy") {
+		t.Errorf("moving the credential file's folder aside did not fail with EBUSY (a pinned mount point)")
 	}
 }
 
@@ -50,6 +56,9 @@ func TestHomeMaskRenamedAway(t *testing.T) {
 	t.Logf("session 1: exit %d\nstdout:\n%s\nstderr:\n%s", c1, o1, s1)
 	o2, s2, c2 := e.rtsbRun(t, nil, nil, "sh", "-c", `cat "$HOME/.s2/id_rsa" "$HOME/.a2/credentials"; echo`)
 	t.Logf("session 2: exit %d\nstdout:\n%s\nstderr:\n%s", c2, o2, s2)
+	if c1 != 0 || c2 != 0 || !strings.Contains(s1, "Device or resource busy") {
+		t.Fatalf("sessions exit %d, %d; moving the masked folders aside must fail with EBUSY", c1, c2)
+	}
 	if strings.Contains(o2, "FAKE-RSA-KEY") || strings.Contains(o2, "FAKE-AWS-SECRET") {
 		t.Fatalf("the agent read a masked secret of the home after moving its folder aside")
 	}
