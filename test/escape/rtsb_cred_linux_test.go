@@ -63,3 +63,43 @@ func TestHomeMaskRenamedAway(t *testing.T) {
 		t.Fatalf("the agent read a masked secret of the home after moving its folder aside")
 	}
 }
+
+// TestNestedHomeMaskRenamedAway: a mask below a folder of the home
+// (~/.config/gcloud, ~/.config/gh, ~/.local/share/keyrings) travels with
+// that folder: with the home in the workdir, the agent must not move
+// ~/.config aside in one session and read the secrets under the new name
+// in the next.
+func TestNestedHomeMaskRenamedAway(t *testing.T) {
+	e := setup(t, layout{name: "workdir-is-home/root"})
+	e.workdir = e.home
+	o1, s1, c1 := e.rtsbRun(t, nil, nil, "sh", "-c", `mv "$HOME/.config" "$HOME/.c2"; echo done`)
+	t.Logf("session 1: exit %d\nstdout:\n%s\nstderr:\n%s", c1, o1, s1)
+	o2, s2, c2 := e.rtsbRun(t, nil, nil, "sh", "-c", `cat "$HOME/.c2/gcloud/credentials.db"; echo; true`)
+	t.Logf("session 2: exit %d\nstdout:\n%s\nstderr:\n%s", c2, o2, s2)
+	if strings.Contains(o2, "FAKE-GCLOUD-CRED") {
+		t.Fatalf("the agent read a masked secret after moving the folder that holds its mask aside")
+	}
+	if c1 != 0 || c2 != 0 || !strings.Contains(s1, "Device or resource busy") {
+		t.Fatalf("sessions exit %d, %d; moving ~/.config aside must fail with EBUSY (pinned)", c1, c2)
+	}
+}
+
+// TestHomeRenamedAwayFromParentWorkdir: the workdir is the folder that
+// holds the home (and the vault: layout 2, the workdir is the vault's
+// parent); the agent moves the whole home aside and makes an empty one in
+// its place: the next session must not show the old home's masked
+// secrets under the new name.
+func TestHomeRenamedAwayFromParentWorkdir(t *testing.T) {
+	e := setup(t, layout{name: "workdir-holds-home/root"})
+	e.workdir = e.base
+	o1, s1, c1 := e.rtsbRun(t, nil, nil, "sh", "-c", `mv "$HOME" "$HOME.x" && mkdir "$HOME"; echo done`)
+	t.Logf("session 1: exit %d\nstdout:\n%s\nstderr:\n%s", c1, o1, s1)
+	o2, s2, c2 := e.rtsbRun(t, nil, nil, "sh", "-c", `cat "$HOME.x/.ssh/id_rsa" "$HOME.x/.aws/credentials"; echo; true`)
+	t.Logf("session 2: exit %d\nstdout:\n%s\nstderr:\n%s", c2, o2, s2)
+	if strings.Contains(o2, "FAKE-RSA-KEY") || strings.Contains(o2, "FAKE-AWS-SECRET") {
+		t.Fatalf("the agent read the home's masked secrets after moving the home aside")
+	}
+	if c1 != 0 || !strings.Contains(s1, "Device or resource busy") {
+		t.Fatalf("session 1 exit %d; moving the home aside must fail with EBUSY (pinned)", c1)
+	}
+}
