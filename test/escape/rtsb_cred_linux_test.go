@@ -3,6 +3,8 @@ package escape
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +103,40 @@ func TestHomeRenamedAwayFromParentWorkdir(t *testing.T) {
 	}
 	if c1 != 0 || !strings.Contains(s1, "Device or resource busy") {
 		t.Fatalf("session 1 exit %d; moving the home aside must fail with EBUSY (pinned)", c1)
+	}
+}
+
+// homeStartupFiles are files in a home that a tool the user runs every day
+// sources or runs by itself (a login shell, an interactive shell, an
+// editor, a terminal multiplexer), none of them in HomePersist.
+var homeStartupFiles = []string{
+	".cargo/env",                    // rustup adds `. "$HOME/.cargo/env"` to .profile and .bashrc
+	".bashrc.d/rt.sh",               // Fedora's default .bashrc sources ~/.bashrc.d/*
+	".config/fish/conf.d/rt.fish",   // fish sources every conf.d file
+	".oh-my-zsh/custom/rt.zsh",      // oh-my-zsh sources $ZSH_CUSTOM/*.zsh
+	".config/nvim/init.lua",         // neovim's user config
+	".tmux.conf",                    // tmux: run-shell
+	".emacs.d/init.el",              // emacs' user init
+	".config/git/attributes",        // with a filter in a config
+	".config/environment.d/rt.conf", // held (control)
+}
+
+// TestHomeStartupFilesInWorkdir: with the home in the writable workdir,
+// the files the user's shell, editor or multiplexer runs by itself must
+// not be writable by the agent (guarantee 6).
+func TestHomeStartupFilesInWorkdir(t *testing.T) {
+	e := setup(t, layout{name: "workdir-is-home/root"})
+	e.workdir = e.home
+	script := `for f in "$@"; do mkdir -p "$HOME/$(dirname "$f")" 2>/dev/null; if echo 'touch /tmp/pwned' > "$HOME/$f" 2>/dev/null; then echo "WROTE $f"; fi; done; true`
+	o1, s1, c1 := e.rtsbRun(t, nil, nil, append([]string{"sh", "-c", script, "sh"}, homeStartupFiles...)...)
+	t.Logf("session: exit %d\nstdout:\n%s\nstderr:\n%s", c1, o1, s1)
+	var kept []string
+	for _, f := range homeStartupFiles {
+		if b, err := os.ReadFile(filepath.Join(e.home, f)); err == nil && strings.Contains(string(b), "pwned") {
+			kept = append(kept, f)
+		}
+	}
+	if len(kept) > 0 {
+		t.Errorf("startup files the agent wrote into the home, kept after the session: %v", kept)
 	}
 }
