@@ -554,3 +554,60 @@ func TestEchoCompressedScrubbed(t *testing.T) {
 		t.Errorf("echo %q: want the placeholder", body)
 	}
 }
+
+// TestInterceptedStreamCannotRetarget: inside the TLS stream of a CONNECT
+// to the credential's host, a request in absolute form naming another
+// host, a Host header naming another host, an SNI naming another host, or
+// an h2c upgrade, still goes to the checked host only (the other host
+// never sees the real key), and ALPN offers no h2.
+func TestInterceptedStreamCannotRetarget(t *testing.T) {
+	r := newRig(t)
+	conn, err := net.Dial("tcp", r.proxyURL.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n")
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	tc := tls.Client(&bufConn{Conn: conn, r: br}, &tls.Config{ServerName: "other.test", RootCAs: r.sessionCAs, InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}})
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if p := tc.ConnectionState().NegotiatedProtocol; p == "h2" {
+		t.Fatalf("ALPN negotiated h2")
+	}
+	tr := bufio.NewReader(tc)
+	for _, head := range []string{
+		"GET https://other.test/abs HTTP/1.1\r\nHost: other.test\r\nx-api-key: " + placeholder + "\r\n\r\n",
+		"GET /host HTTP/1.1\r\nHost: other.test\r\nx-api-key: " + placeholder + "\r\n\r\n",
+		"GET /up HTTP/1.1\r\nHost: api.test\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nx-api-key: " + placeholder + "\r\n\r\n",
+	} {
+		io.WriteString(tc, head)
+		resp, err := http.ReadResponse(tr, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", head, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), realKey) {
+			t.Errorf("%q: the real key came back: %s", head, b)
+		}
+		if !strings.Contains(string(b), "to api.test") {
+			t.Errorf("%q: answered %d %q: want the checked host's answer", head, resp.StatusCode, b)
+		}
+	}
+	if n := r.otherHits.Load(); n != 0 {
+		t.Errorf("the other host answered %d request(s)", n)
+	}
+}
+
+type bufConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (b *bufConn) Read(p []byte) (int, error) { return b.r.Read(p) }
