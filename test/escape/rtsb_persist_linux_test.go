@@ -2,7 +2,9 @@ package escape
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -35,5 +37,35 @@ func TestPersistenceREPLRCFiles(t *testing.T) {
 	}
 	if len(kept) > 0 {
 		t.Errorf("BREACH rc files an interpreter started here runs, left after the session: %v", kept)
+	}
+}
+
+// TestPersistenceNestedRepoInclude: a repository in a sub-folder of the
+// workdir whose own .git/config includes a file of its working tree
+// ([include] path = ../.gitshared, a common way to share config in a
+// project): the agent must not leave that file (present or absent at the
+// start) with a core.fsmonitor command the user's next git status runs.
+func TestPersistenceNestedRepoInclude(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	for _, d := range []string{"present", "absent"} {
+		sub := filepath.Join(e.workdir, d)
+		must(t, os.MkdirAll(sub, 0o755))
+		if out, err := exec.Command("git", "init", "-q", sub).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v %s", err, out)
+		}
+		f, err := os.OpenFile(filepath.Join(sub, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+		must(t, err)
+		f.WriteString("[include]\n\tpath = ../.gitshared\n")
+		f.Close()
+	}
+	must(t, os.WriteFile(filepath.Join(e.workdir, "present", ".gitshared"), []byte("[user]\n\tname = me\n"), 0o644))
+	script := `for d in present absent; do printf '[core]\n\tfsmonitor = touch /tmp/pwned-rtsb\n' >> $d/.gitshared && echo "WROTE $d"; done; true`
+	r := e.run(t, nil, "sh", "-c", script)
+	t.Logf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	for _, d := range []string{"present", "absent"} {
+		out, _ := exec.Command("git", "-C", filepath.Join(e.workdir, d), "config", "--get", "core.fsmonitor").Output()
+		if strings.TrimSpace(string(out)) != "" {
+			t.Errorf("BREACH %s/.gitshared: the user's git now runs core.fsmonitor = %q", d, strings.TrimSpace(string(out)))
+		}
 	}
 }
