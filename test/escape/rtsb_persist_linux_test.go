@@ -69,3 +69,22 @@ func TestPersistenceNestedRepoInclude(t *testing.T) {
 		}
 	}
 }
+
+// TestPersistenceTopRepoInclude: the same include at the workdir's own
+// repository (held: configuredRunLater reads the include chain).
+func TestPersistenceTopRepoInclude(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	if out, err := exec.Command("git", "init", "-q", e.workdir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	f, err := os.OpenFile(filepath.Join(e.workdir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	must(t, err)
+	f.WriteString("[include]\n\tpath = ../.gitshared\n")
+	f.Close()
+	r := e.run(t, nil, "sh", "-c", `printf '[core]\n\tfsmonitor = touch /tmp/pwned-rtsb\n' >> .gitshared && echo WROTE; true`)
+	t.Logf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	out, _ := exec.Command("git", "-C", e.workdir, "config", "--get", "core.fsmonitor").Output()
+	if strings.TrimSpace(string(out)) != "" {
+		t.Errorf("BREACH .gitshared: the user's git now runs core.fsmonitor = %q", strings.TrimSpace(string(out)))
+	}
+}
