@@ -140,3 +140,31 @@ func TestHomeStartupFilesInWorkdir(t *testing.T) {
 		t.Errorf("startup files the agent wrote into the home, kept after the session: %v", kept)
 	}
 }
+
+// TestCredentialNotInSandboxInit: the real key (an env credential) is in
+// no process of the sandbox — its init (pid 1) included — nor in its
+// environment, command line or auxiliary files.
+func TestCredentialNotInSandboxInit(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	prof := credProfile(t, e, "1", "2", "TEST_API_KEY")
+	probe := `
+import os
+m = ("REALSECRET" + "MARKER").encode()
+hits = []
+for d in os.listdir("/proc"):
+    if not d.isdigit() or int(d) == os.getpid(): continue
+    for f in ("environ", "cmdline", "maps"):
+        try:
+            if m in open("/proc/%s/%s" % (d, f), "rb").read(): hits.append(d + "/" + f)
+        except Exception as x: pass
+    try:
+        fd = os.open("/proc/%s/mem" % d, os.O_RDONLY); os.close(fd); hits.append(d + "/mem-open")
+    except Exception: pass
+print("HITS", hits, "PIDS", sorted(d for d in os.listdir("/proc") if d.isdigit()))
+`
+	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, []string{"TEST_API_KEY=" + realEnvKey, "OTHER_COPY=" + realEnvKey}, "python3", "-c", probe)
+	t.Logf("exit %d\n%s\n%s", c, o, s)
+	if c != 0 || !strings.Contains(o, "HITS []") {
+		t.Fatalf("the real key is readable inside, or a process's memory is open: %s", o)
+	}
+}
