@@ -28,7 +28,13 @@ func (e *env) rtsbRun(t *testing.T, extra, envs []string, argv ...string) (strin
 // cover's bind travels with the dentry) and read the real file under its
 // new name in the next session.
 func TestCredentialCoverRenamedAway(t *testing.T) {
-	e := setup(t, layout{name: "workdir-is-home/root"})
+	for _, l := range []layout{{name: "workdir-is-home/root"}, {name: "workdir-is-home/user", user: true, agentOwned: true}} {
+		t.Run(l.name, func(t *testing.T) { testCredentialCoverRenamedAway(t, l) })
+	}
+}
+
+func testCredentialCoverRenamedAway(t *testing.T, l layout) {
+	e := setup(t, l)
 	e.workdir = e.home
 	prof := credProfile(t, e, "1", "2", "TEST_API_KEY")
 	swap := `set -x; mkdir -p "$HOME/x" && printf '{"tokens": {"access_token": "tok_agentsownfakevalue0123456789"}}' > "$HOME/x/auth.json" && mv "$HOME/.testagent" "$HOME/.stash" ; mv "$HOME/x" "$HOME/.testagent"; ls -la "$HOME" "$HOME/.stash"; cat "$HOME/.stash/auth.json"; sleep 1; echo`
