@@ -506,6 +506,15 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 		r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, pinCredentialDirs(r.Spec.Plan, f)...)
 		r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: p, Target: f,
 			Why: "credential placeholders (guarantee 8): the real file stays outside"})
+		// A credential file that is a link (a dotfiles checkout) is read
+		// through it: the file it names is covered too, where it lies (the
+		// workdir, a shown folder), or the agent reads the real file there
+		// (TestCredentialFileLinkIntoWorkdir).
+		if real, err := filepath.EvalSymlinks(f); err == nil && real != f {
+			r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, pinCredentialDirs(r.Spec.Plan, real)...)
+			r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: p, Target: real,
+				Why: "credential placeholders (guarantee 8): the file " + f + " links to"})
+		}
 	}
 	r.Spec.Env = gitCredentialHelpers(credentialEnv(r.Spec.Env, secrets), secrets)
 	if !profiles.Proxied(r.Profile.Network) {

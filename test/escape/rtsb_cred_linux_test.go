@@ -174,3 +174,56 @@ print("HITS", hits, "PIDS", sorted(d for d in os.listdir("/proc") if d.isdigit()
 		t.Fatalf("the real key is readable inside, or a process's memory is open: %s", o)
 	}
 }
+
+// TestCredentialFileLinkIntoWorkdir: the credential file is a link (a
+// dotfiles checkout) whose target lies in the writable workdir: the real
+// file must not be readable there, nor through the shown link.
+func TestCredentialFileLinkIntoWorkdir(t *testing.T) {
+	for _, show := range []bool{true, false} {
+		t.Run(map[bool]string{true: "shown", false: "allow-list"}[show], func(t *testing.T) { testCredentialFileLinkIntoWorkdir(t, show) })
+	}
+}
+
+func testCredentialFileLinkIntoWorkdir(t *testing.T, show bool) {
+	e := setup(t, layout{name: "beside/root"})
+	prof := credProfile(t, e, "1", "2", "TEST_API_KEY")
+	auth := filepath.Join(e.home, ".testagent", "auth.json")
+	dots := filepath.Join(e.workdir, "dotfiles")
+	must(t, os.MkdirAll(dots, 0o755))
+	must(t, os.Rename(auth, filepath.Join(dots, "auth.json")))
+	must(t, os.Symlink(filepath.Join(dots, "auth.json"), auth))
+	if show {
+		b, _ := os.ReadFile(prof)
+		must(t, os.WriteFile(prof, append(b, []byte("home:\n  show: [.testagent/]\n")...), 0o644))
+	}
+	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, []string{"TEST_API_KEY=" + realEnvKey}, "sh", "-c", `cat dotfiles/auth.json; echo; cat "$HOME/.testagent/auth.json"; echo; true`)
+	t.Logf("exit %d\n%s\n%s", c, o, s)
+	if strings.Contains(o, credMarker) {
+		t.Fatalf("the real credential file is readable through the workdir")
+	}
+	if c != 0 && c != 125 {
+		t.Fatalf("exit %d", c)
+	}
+}
+
+// TestCredentialFileLinkInHome: the link's target lies in a shown folder
+// of the allow-list home (home.show: [dotfiles/]).
+func TestCredentialFileLinkInHome(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	prof := credProfile(t, e, "1", "2", "TEST_API_KEY")
+	auth := filepath.Join(e.home, ".testagent", "auth.json")
+	dots := filepath.Join(e.home, "dotfiles")
+	must(t, os.MkdirAll(dots, 0o755))
+	must(t, os.Rename(auth, filepath.Join(dots, "auth.json")))
+	must(t, os.Symlink(filepath.Join(dots, "auth.json"), auth))
+	b, _ := os.ReadFile(prof)
+	must(t, os.WriteFile(prof, append(b, []byte("home:\n  show: [dotfiles/]\n")...), 0o644))
+	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, []string{"TEST_API_KEY=" + realEnvKey}, "sh", "-c", `cat "$HOME/dotfiles/auth.json"; echo; cat "$HOME/.testagent/auth.json"; echo; true`)
+	t.Logf("exit %d\n%s\n%s", c, o, s)
+	if strings.Contains(o, credMarker) {
+		t.Fatalf("the real credential file is readable through a shown home folder")
+	}
+	if c != 0 && c != 125 {
+		t.Fatalf("exit %d", c)
+	}
+}
