@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -525,6 +526,30 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 		return fail(err)
 	}
 	return cs, nil
+}
+
+// absentCredentialFiles are the source files of the profile's file
+// credentials that do not exist at the start (optional ones): watched, so
+// that one the agent makes is moved aside after the session
+// (Plan.Watch). A credential file is read by the user's tool outside: an
+// agent's ~/.claude/.credentials.json would log the user's next claude into
+// the agent's account (TestCredentialFilePlanted). A login made inside the
+// sandbox is moved aside too (restore it with mv).
+func absentCredentialFiles(p *profiles.Profile, home string) []string {
+	var out []string
+	for i := range p.Credentials {
+		f := p.Credentials[i].File
+		if f == "" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(f, "~/"); ok {
+			f = filepath.Join(home, rest)
+		}
+		if _, err := os.Lstat(f); errors.Is(err, fs.ErrNotExist) && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // pinCredentialDirs pins (mounts.Pinned: bound onto itself, writable as

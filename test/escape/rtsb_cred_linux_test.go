@@ -227,3 +227,22 @@ func TestCredentialFileLinkInHome(t *testing.T) {
 		t.Fatalf("exit %d", c)
 	}
 }
+
+// TestCredentialFilePlanted: under the claude profile (~/.claude/
+// writable), a user who logs in by API key has no
+// ~/.claude/.credentials.json; the agent must not leave one (an OAuth
+// login of its own choosing, which the user's next claude outside would
+// use: the user's work would go to the agent's account).
+func TestCredentialFilePlanted(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	must(t, os.MkdirAll(filepath.Join(e.home, ".claude"), 0o755))
+	plant := `{"claudeAiOauth": {"accessToken": "sk-ant-oat01-agentsownaccount0123456789", "refreshToken": "sk-ant-ort01-agentsownaccount0123456789", "expiresAt": 4102444800000}}`
+	o, s, c := e.rtsbRun(t, []string{"--profile", "claude"}, nil, "sh", "-c", `printf '%s' "$1" > "$HOME/.claude/.credentials.json" && echo WROTE; true`, "sh", plant)
+	t.Logf("exit %d\n%s\n%s", c, o, s)
+	if c != 0 {
+		t.Fatalf("exit %d", c)
+	}
+	if _, err := os.Lstat(filepath.Join(e.home, ".claude", ".credentials.json")); err == nil {
+		t.Errorf("PARTIAL the agent left a ~/.claude/.credentials.json of its own in the user's home")
+	}
+}
