@@ -246,3 +246,29 @@ func TestCredentialFilePlanted(t *testing.T) {
 		t.Errorf("PARTIAL the agent left a ~/.claude/.credentials.json of its own in the user's home")
 	}
 }
+
+// TestCredentialPinKeepsMasks: pinning ~/.config for a credential file in
+// it (the home in the workdir) keeps the masks and the read-only names
+// below it (the pin is a recursive bind).
+func TestCredentialPinKeepsMasks(t *testing.T) {
+	e := setup(t, layout{name: "workdir-is-home/root"})
+	e.workdir = e.home
+	dir := filepath.Join(e.home, ".config", "rtcred")
+	must(t, os.MkdirAll(dir, 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "auth.json"), []byte(`{"tokens": {"access_token": "`+realFileToken+`"}}`), 0o644))
+	prof := filepath.Join(e.outDir, "pin.yaml")
+	must(t, os.WriteFile(prof, []byte("name: pin\nextends: default\nnetwork: none\ncredentials:\n"+
+		"  - {name: t, file: ~/.config/rtcred/auth.json, path: tokens.access_token, hosts: [\"127.0.0.1:1\"], header: x-t}\n"), 0o644))
+	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, nil, "sh", "-c",
+		`cat "$HOME/.config/gcloud/credentials.db" "$HOME/.config/rtcred/auth.json"; echo; echo x >> "$HOME/.config/git/config" && echo GITCONFIG-WRITTEN; mv "$HOME/.config" "$HOME/.c3"; mv "$HOME/.config/rtcred" "$HOME/.r3"; true`)
+	t.Logf("exit %d\n%s\n%s", c, o, s)
+	if c != 0 {
+		t.Fatalf("exit %d", c)
+	}
+	if strings.Contains(o, "FAKE-GCLOUD-CRED") || strings.Contains(o, credMarker) || strings.Contains(o, "GITCONFIG-WRITTEN") {
+		t.Fatalf("a mask, the cover or a read-only name below the pin was lost")
+	}
+	if strings.Count(s, "Device or resource busy") != 2 {
+		t.Errorf("want both renames refused with EBUSY")
+	}
+}
