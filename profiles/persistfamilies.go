@@ -132,6 +132,10 @@ var ProjectFamilies = []Family{
 			".devcontainer", ".devcontainer.json",
 			".nvim.lua", ".nvimrc", ".exrc", ".vimrc", ".gvimrc", ".dir-locals.el", ".dir-locals-2.el",
 			".pdbrc", ".irbrc", ".pryrc", ".gdbinit", ".lldbinit",
+			// interpreters that source an rc file of the folder they start
+			// in: R and Rscript (and RStudio opening it), Octave, GHCi, the
+			// OCaml toplevel, Erlang's erl, IEx
+			".Rprofile", ".Renviron", ".octaverc", ".ghci", ".ocamlinit", ".erlang", ".iex.exs",
 			".pylintrc", "pylintrc",
 			".ripgreprc", ".gitconfig",
 		},

@@ -239,6 +239,75 @@ func (w *nestedWalk) quarantine(dfd int, dir, name, why string) {
 	moveAside(w.spec, dfd, dir, name, why)
 }
 
+// includeTargets judges the files a nested repository's own .git/config
+// includes ([include] or [includeIf …] path) that lie in its working tree
+// (path = ../.gitshared, a way to share config in a project): one made or
+// changed during the session is moved aside, since git reads it as the
+// repository's config on the user's next command (core.fsmonitor, hooks
+// path, aliases; TestPersistenceNestedRepoInclude). The workdir's own
+// repository's includes are held or watched by the plan
+// (mounts.configuredRunLater); an include outside the repository's folder
+// or through a link is not judged here.
+func (w *nestedWalk) includeTargets(dfd int, p string) {
+	fd, err := unix.Openat2(dfd, ".git/config", &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
+	if err != nil {
+		return
+	}
+	buf := make([]byte, 1<<20)
+	n, _ := unix.Read(fd, buf)
+	unix.Close(fd)
+	if n <= 0 {
+		return
+	}
+	section := ""
+	for _, line := range strings.Split(string(buf[:n]), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			section = strings.ToLower(line)
+			if i := strings.Index(line, "]"); i >= 0 {
+				line = strings.TrimSpace(line[i+1:])
+			} else {
+				continue
+			}
+		}
+		if !strings.HasPrefix(section, "[include") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(k), "path") {
+			continue
+		}
+		v = strings.Trim(strings.TrimSpace(v), "\"")
+		if v == "" || strings.HasPrefix(v, "~") {
+			continue
+		}
+		t := v
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(p, ".git", t)
+		}
+		rel, err := filepath.Rel(p, filepath.Clean(t))
+		if err != nil || rel == "." || rel == ".git" || strings.HasPrefix(rel, "../") || rel == ".." || strings.HasPrefix(rel, ".git/") {
+			continue
+		}
+		parent, name := filepath.Dir(rel), filepath.Base(rel)
+		pfd := dfd
+		if parent != "." {
+			pfd, err = unix.Openat2(dfd, parent, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
+			if err != nil {
+				continue
+			}
+		}
+		if w.bornDuring(pfd, name) || w.changedDuring(pfd, name) {
+			w.quarantine(pfd, filepath.Join(p, parent), name, "a file the repository's .git/config includes, made or changed during the session: git reads it as the repository's config")
+		}
+		if pfd != dfd {
+			unix.Close(pfd)
+		}
+	}
+}
+
 // dir walks the directory open at dfd (path p) and closes dfd.
 func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 	defer unix.Close(dfd)
@@ -271,6 +340,8 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 			w.quarantine(dfd, p, ".git", "a gitfile written or moved here during the session: it points git at a repository of the agent's")
 		case has[".git"] == unix.S_IFDIR && w.gitDirTouched(dfd):
 			w.quarantine(dfd, p, ".git", "a repository whose config, commondir or hooks changed during the session")
+		case has[".git"] == unix.S_IFDIR:
+			w.includeTargets(dfd, p)
 		}
 	}
 	if has["objects"] == unix.S_IFDIR && has["refs"] == unix.S_IFDIR && has["HEAD"] != 0 && !w.skip[p] {

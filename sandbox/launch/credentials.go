@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -503,8 +504,18 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 		if err := os.WriteFile(p, append(gen, '\n'), 0o644); err != nil {
 			return fail(err)
 		}
+		r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, pinCredentialDirs(r.Spec.Plan, f)...)
 		r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: p, Target: f,
 			Why: "credential placeholders (guarantee 8): the real file stays outside"})
+		// A credential file that is a link (a dotfiles checkout) is read
+		// through it: the file it names is covered too, where it lies (the
+		// workdir, a shown folder), or the agent reads the real file there
+		// (TestCredentialFileLinkIntoWorkdir).
+		if real, err := filepath.EvalSymlinks(f); err == nil && real != f {
+			r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, pinCredentialDirs(r.Spec.Plan, real)...)
+			r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: p, Target: real,
+				Why: "credential placeholders (guarantee 8): the file " + f + " links to"})
+		}
 	}
 	r.Spec.Env = gitCredentialHelpers(credentialEnv(r.Spec.Env, secrets), secrets)
 	if !profiles.Proxied(r.Profile.Network) {
@@ -520,6 +531,77 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 	r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: dir, Target: dir, Dir: true,
 		Why: "credentials: the session CA bundle (guarantee 8), read-only"})
 	return cs, nil
+}
+
+// absentCredentialFiles are the source files of the profile's file
+// credentials that do not exist at the start (optional ones): watched, so
+// that one the agent makes is moved aside after the session
+// (Plan.Watch). A credential file is read by the user's tool outside: an
+// agent's ~/.claude/.credentials.json would log the user's next claude into
+// the agent's account (TestCredentialFilePlanted). A login made inside the
+// sandbox is moved aside too (restore it with mv).
+func absentCredentialFiles(p *profiles.Profile, home string) []string {
+	var out []string
+	for i := range p.Credentials {
+		f := p.Credentials[i].File
+		if f == "" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(f, "~/"); ok {
+			f = filepath.Join(home, rest)
+		}
+		if _, err := os.Lstat(f); errors.Is(err, fs.ErrNotExist) && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// pinCredentialDirs pins (mounts.Pinned: bound onto itself, writable as
+// before) every directory between the writable path that holds the
+// credential file f and f, parents first. The cover of f is a file bind
+// that travels with its dentry: without the pins an agent whose workdir
+// holds the home renames ~/.claude aside (and a folder of its own into its
+// place) and reads the real file under the new name in the next session
+// (TestCredentialCoverRenamedAway). A mount point cannot be renamed
+// (EBUSY). A link on the way ends the chain: what it names is elsewhere.
+func pinCredentialDirs(pl *mounts.Plan, f string) []mounts.Mount {
+	within := func(p, base string) bool {
+		return p == base || base == "/" || strings.HasPrefix(p, base+"/")
+	}
+	root := ""
+	for _, w := range pl.Writable {
+		if w = filepath.Clean(w); within(f, w) && f != w && len(w) > len(root) {
+			root = w
+		}
+	}
+	if root == "" {
+		return nil
+	}
+	pinned := map[string]bool{}
+	for _, m := range pl.Mounts {
+		if m.Kind == mounts.Pinned {
+			pinned[m.Target] = true
+		}
+	}
+	var out []mounts.Mount
+	rel, err := filepath.Rel(root, filepath.Dir(f))
+	if err != nil || rel == "." {
+		return nil
+	}
+	cur := root
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		cur = filepath.Join(cur, part)
+		st, err := os.Lstat(cur)
+		if err != nil || !st.IsDir() {
+			break
+		}
+		if !pinned[cur] {
+			out = append(out, mounts.Mount{Kind: mounts.Pinned, Source: cur, Target: cur, Dir: true,
+				Why: "holds credential file " + f + ": a mount point cannot be renamed away"})
+		}
+	}
+	return out
 }
 
 // startHelper starts fedmem-cred with its config on stdin and the handoff

@@ -196,9 +196,20 @@ func (s *Server) Serve(c net.Conn, pre []byte, host string, port int, addrs []ne
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme, pr.Out.URL.Host = "https", hostport
 			pr.Out.Host = hostHeader(host, port)
+			// The transport asks for gzip itself and decodes the answer:
+			// an encoding the agent asked for would pass through
+			// undecoded, past the scrub and the refresh's reading (a
+			// default Go, Python requests or Node client asks for gzip).
+			pr.Out.Header.Del("Accept-Encoding")
 		},
 		Transport: tr,
 		ModifyResponse: func(r *http.Response) error {
+			if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+				// Not asked for (the transport decodes what it asked
+				// for): bytes the scrub cannot read are not passed.
+				r.Body.Close()
+				return fmt.Errorf("an answer in content encoding %q the credential proxy did not ask for: refused (its real values could not be replaced)", ce)
+			}
 			if from, ok := r.Request.Context().Value(refreshKey{}).(string); ok {
 				s.refreshed(r, from)
 			}

@@ -2,6 +2,8 @@ package intercept
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -105,8 +107,9 @@ func newRigWith(t testing.TB, extra []Cred) *rig {
 		r.apiSaw.Store(q.Header.Get("X-Api-Key"))
 		r.apiAuth.Store(q.Header.Get("Authorization"))
 		// A server that echoes the key back (an error page) must not
-		// hand the agent the real value.
-		io.WriteString(w, "you sent "+q.Header.Get("X-Api-Key")+" to "+q.Host+q.URL.Path)
+		// hand the agent the real value; like real ones it compresses
+		// when the client asks.
+		writeMaybeGzip(w, q, "you sent "+q.Header.Get("X-Api-Key")+" to "+q.Host+q.URL.Path)
 	}))
 	api.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
 	api.StartTLS()
@@ -120,7 +123,7 @@ func newRigWith(t testing.TB, extra []Cred) *rig {
 		json.NewDecoder(q.Body).Decode(&req)
 		r.authSaw.Store(req["refresh_token"])
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"access_token": "`+newAccess+`", "refresh_token": "`+newRefresh+`", "expires_in": 3600}`)
+		writeMaybeGzip(w, q, `{"access_token": "`+newAccess+`", "refresh_token": "`+newRefresh+`", "expires_in": 3600}`)
 	}))
 	auth.TLS = &tls.Config{Certificates: []tls.Certificate{*authLeaf}}
 	auth.StartTLS()
@@ -481,3 +484,130 @@ func TestRefresh(t *testing.T) {
 		t.Fatalf("refreshed values reported: %v", got)
 	}
 }
+
+// writeMaybeGzip answers body, gzip-compressed when the request accepts it
+// (as the real API and token endpoints do).
+func writeMaybeGzip(w http.ResponseWriter, q *http.Request, body string) {
+	if !strings.Contains(q.Header.Get("Accept-Encoding"), "gzip") {
+		io.WriteString(w, body)
+		return
+	}
+	w.Header().Set("Content-Encoding", "gzip")
+	zw := gzip.NewWriter(w)
+	io.WriteString(zw, body)
+	zw.Close()
+}
+
+// doRawGzip sends a request asking for gzip itself (so the client does not
+// decode), and returns the decoded body whatever the answer's encoding.
+func (r *rig) doRawGzip(t *testing.T, method, u string, hdr map[string]string, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, u, strings.NewReader(body))
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if zr, err := gzip.NewReader(bytes.NewReader(raw)); err == nil {
+		if b, err := io.ReadAll(zr); err == nil {
+			return resp.StatusCode, string(b)
+		}
+	}
+	return resp.StatusCode, string(raw)
+}
+
+// TestRefreshCompressedAnswer: an agent that asks the token endpoint for a
+// gzip answer must not get the new real tokens (before: the answer was not
+// JSON to the interceptor, so it went to the agent as it came, the new
+// tokens in clear once decompressed, and nothing was injected or stored).
+func TestRefreshCompressedAnswer(t *testing.T) {
+	authHosts := []profiles.AllowEntry{{Host: "auth.test", Port: 443}}
+	apiHosts := []profiles.AllowEntry{{Host: "api.test", Port: 443}}
+	r := newRigWith(t, []Cred{
+		{Name: "oauth-access", Placeholder: phAccess, Real: oldAccess, Header: "Authorization", Hosts: apiHosts, File: "/f", FromResponse: "access_token"},
+		{Name: "oauth-refresh", Placeholder: phRefresh, Real: oldRefresh, Body: true, Hosts: authHosts, File: "/f", FromResponse: "refresh_token"},
+	})
+	_, body := r.doRawGzip(t, "POST", "https://auth.test/token", nil, `{"grant_type": "refresh_token", "refresh_token": "`+phRefresh+`"}`)
+	if strings.Contains(body, newAccess) || strings.Contains(body, newRefresh) {
+		t.Fatalf("the agent got the new real tokens through a gzip answer: %s", body)
+	}
+	if !strings.Contains(body, phAccess) {
+		t.Errorf("the refresh's answer %q: want the placeholders", body)
+	}
+}
+
+// TestEchoCompressedScrubbed: a server echoing the real key in a gzip
+// answer the agent asked for must not hand it the real key (the scrub
+// reads the bytes on the wire: compressed, the value is not there).
+func TestEchoCompressedScrubbed(t *testing.T) {
+	r := newRig(t)
+	_, body := r.doRawGzip(t, "GET", "https://api.test/v1/messages", map[string]string{"x-api-key": placeholder}, "")
+	if strings.Contains(body, realKey) {
+		t.Fatalf("the real key reached the agent in a compressed echo: %s", body)
+	}
+	if !strings.Contains(body, placeholder) {
+		t.Errorf("echo %q: want the placeholder", body)
+	}
+}
+
+// TestInterceptedStreamCannotRetarget: inside the TLS stream of a CONNECT
+// to the credential's host, a request in absolute form naming another
+// host, a Host header naming another host, an SNI naming another host, or
+// an h2c upgrade, still goes to the checked host only (the other host
+// never sees the real key), and ALPN offers no h2.
+func TestInterceptedStreamCannotRetarget(t *testing.T) {
+	r := newRig(t)
+	conn, err := net.Dial("tcp", r.proxyURL.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n")
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	tc := tls.Client(&bufConn{Conn: conn, r: br}, &tls.Config{ServerName: "other.test", RootCAs: r.sessionCAs, InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}})
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if p := tc.ConnectionState().NegotiatedProtocol; p == "h2" {
+		t.Fatalf("ALPN negotiated h2")
+	}
+	tr := bufio.NewReader(tc)
+	for _, head := range []string{
+		"GET https://other.test/abs HTTP/1.1\r\nHost: other.test\r\nx-api-key: " + placeholder + "\r\n\r\n",
+		"GET /host HTTP/1.1\r\nHost: other.test\r\nx-api-key: " + placeholder + "\r\n\r\n",
+		"GET /up HTTP/1.1\r\nHost: api.test\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nx-api-key: " + placeholder + "\r\n\r\n",
+	} {
+		io.WriteString(tc, head)
+		resp, err := http.ReadResponse(tr, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", head, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), realKey) {
+			t.Errorf("%q: the real key came back: %s", head, b)
+		}
+		if !strings.Contains(string(b), "to api.test") {
+			t.Errorf("%q: answered %d %q: want the checked host's answer", head, resp.StatusCode, b)
+		}
+	}
+	if n := r.otherHits.Load(); n != 0 {
+		t.Errorf("the other host answered %d request(s)", n)
+	}
+}
+
+type bufConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (b *bufConn) Read(p []byte) (int, error) { return b.r.Read(p) }

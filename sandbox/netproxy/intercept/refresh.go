@@ -67,7 +67,19 @@ func (s *Server) refreshed(r *http.Response, from string) {
 	if r.StatusCode != http.StatusOK || r.Body == nil {
 		return
 	}
+	// An answer the refresh cannot read (not JSON) is withheld: it may
+	// hold new real tokens this code would not know to replace.
+	withhold := func() {
+		r.Body.Close()
+		msg := []byte(`{"error": "fedmem: the answer to a credential refresh could not be read as JSON: withheld (it may hold new real tokens)"}`)
+		r.StatusCode, r.Status = http.StatusBadGateway, "502 Bad Gateway"
+		r.Header.Set("Content-Type", "application/json")
+		r.Body = io.NopCloser(bytes.NewReader(msg))
+		r.ContentLength = int64(len(msg))
+		r.Header.Set("Content-Length", strconv.Itoa(len(msg)))
+	}
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		withhold()
 		return
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxRefreshBody+1))
@@ -79,7 +91,7 @@ func (s *Server) refreshed(r *http.Response, from string) {
 	}
 	var doc map[string]any
 	if err != nil || len(b) > maxRefreshBody || json.Unmarshal(b, &doc) != nil {
-		keep(b)
+		withhold()
 		return
 	}
 	s.credMu.Lock()
