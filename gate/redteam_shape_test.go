@@ -1,0 +1,64 @@
+package gate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Red team of the content shapes (rt-gate): text a shaped note carries that
+// the shape never reads. goldmark drops a link's title and every reference
+// definition from the prose it yields, and the YAML frontmatter keeps its
+// comments, yet the next agent reads the committed file raw: all of them
+// are text in any script or wording, committed on a trusted profile's word.
+// A shaped note holds no such text (the shape is an allow-list of what a
+// note may be), so each of these is held with the rule named.
+func TestShapeHiddenTextHeld(t *testing.T) {
+	cases := []struct{ name, rule string }{
+		{"rt-link-title-instruction.md", RuleShapeHidden},
+		{"rt-refdef-title-instruction.md", RuleShapeHidden},
+		{"rt-refdef-label.md", RuleShapeHidden},
+		{"rt-refdef-url.md", RuleShapeHidden},
+		{"rt-link-fragment.md", RuleShapeURL},
+		{"rt-yaml-comment.md", RuleShapeHidden},
+	}
+	v := newVault(t)
+	seedTrustedVault(t, v)
+	setPolicy(t, v, ciPolicy())
+	sd := ciSession(t, v, "ci-rt")
+	for _, c := range cases {
+		b, err := os.ReadFile(filepath.Join("testdata/trusted/hostile", c.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		put(t, sd, c.name, string(b))
+	}
+	g := openGate(t, v)
+	s := once(t, g)
+	got := map[string]Decision{}
+	for _, d := range s.Decisions {
+		got[d.Draft] = d
+	}
+	for _, c := range cases {
+		d, ok := got[c.name]
+		if !ok {
+			t.Errorf("%s: no decision", c.name)
+			continue
+		}
+		if d.State == StatePromoted {
+			body := gitCLI(t, v, "show", "HEAD:"+d.Path)
+			t.Errorf("%s promoted from a trusted profile to %s:\n%s", c.name, d.Path, body)
+			continue
+		}
+		var rules []string
+		found := false
+		for _, r := range d.Reasons {
+			rules = append(rules, r.Rule)
+			found = found || r.Rule == c.rule
+		}
+		if !found {
+			t.Errorf("%s: %s, reasons %s; want rule %s", c.name, d.State, strings.Join(rules, " "), c.rule)
+		}
+	}
+}
