@@ -103,6 +103,9 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 			c.strings(v, lk == "description")
 		}
 	}
+	if l := commentLine(n.Front); l > 0 {
+		c.add(RuleShapeHidden, l, "a YAML comment: text the gate commits but reads as no field (a %s carries none)", sh.Type)
+	}
 	s := res.Shape()
 	if s == nil || !s.Parsed {
 		c.add(RuleShapeStructure, n.BodyLine, "the body could not be read as Markdown in bounded time")
@@ -128,6 +131,12 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 			c.add(RuleShapeURL, k.Line, "a link to %q: a %s links only to vault notes (URLs go in `sources`, recorded, never followed)", k.Detail, sh.Type)
 		case validate.ShapeOrderedList:
 			c.add(RuleShapeSteps, k.Line, "numbered steps: a procedure is a Workflow or Runbook, which a human reviews")
+		case validate.ShapeLinkTitle:
+			c.add(RuleShapeHidden, k.Line, "a link title %q: text the rendered note does not show but the next agent reads", k.Detail)
+		case validate.ShapeRefDef:
+			c.add(RuleShapeHidden, k.Line, "a reference definition [%s]: its label and title are nowhere in the rendered prose (a %s links inline)", k.Detail, sh.Type)
+		case validate.ShapeLinkPath:
+			c.add(RuleShapeURL, k.Line, "a link to %q: a vault link is a plain path (ASCII letters, digits, . _ - /, one #anchor)", k.Detail)
 		case validate.ShapeThematic:
 			c.add(RuleShapeStructure, k.Line, "a thematic break (---): a %s has one frontmatter and one body", sh.Type)
 		}
@@ -176,6 +185,23 @@ func (c *shapeCheck) strings(v *yaml.Node, sentences bool) {
 	case yaml.MappingNode:
 		c.add(RuleShapeKey, v.Line, "a nested mapping where text belongs")
 	}
+}
+
+// commentLine returns the line of the first YAML comment under v (0 when
+// there is none).
+func commentLine(v *yaml.Node) int {
+	if v == nil {
+		return 0
+	}
+	if v.HeadComment != "" || v.LineComment != "" || v.FootComment != "" {
+		return v.Line
+	}
+	for _, e := range v.Content {
+		if l := commentLine(e); l > 0 {
+			return l
+		}
+	}
+	return 0
 }
 
 // proseRunes are the punctuation marks prose is written with.
