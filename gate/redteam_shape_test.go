@@ -62,3 +62,31 @@ func TestShapeHiddenTextHeld(t *testing.T) {
 		}
 	}
 }
+
+// A human's note "CI test suite" is in force (testdata/trusted/vault). A
+// trusted profile's draft naming the same thing in another spelling — a
+// plural, a hyphen, an article, a trailing mark — stood beside it in force:
+// the conflict index compared names byte for byte after case folding.
+func TestConflictNameVariantsHeld(t *testing.T) {
+	titles := []string{"CI test suites", "CI test-suite", "The CI test suite", "CI test suite.", "CI: test suite"}
+	v := newVault(t)
+	seedTrustedVault(t, v)
+	setPolicy(t, v, ciPolicy())
+	sd := ciSession(t, v, "ci-rt")
+	for i, ti := range titles {
+		put(t, sd, "variant-"+string(rune('a'+i))+".md", "---\ntype: Fact\ntitle: \""+ti+"\"\nsources: [20-domains/ci/test-suite.md]\n---\nThe CI pipeline runs only the unit test suite on pull requests.\n")
+	}
+	s := once(t, openGate(t, v))
+	for _, d := range s.Decisions {
+		conflict := false
+		for _, r := range d.Reasons {
+			conflict = conflict || r.Rule == "conflict" && strings.Contains(r.Message, "20-domains/ci/test-suite.md")
+		}
+		if d.State == StatePromoted || !conflict {
+			t.Errorf("%s: %s (%v); want held by rule conflict naming 20-domains/ci/test-suite.md", d.Draft, d.State, d.Reasons)
+		}
+	}
+	if len(s.Decisions) != len(titles) {
+		t.Fatalf("%d decisions for %d drafts", len(s.Decisions), len(titles))
+	}
+}
