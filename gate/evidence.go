@@ -30,6 +30,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -300,11 +301,26 @@ func clipText(s string) string {
 }
 
 // NormTitle is how titles and subjects are compared: Unicode NFKC, case
-// folded, runs of white space as one space, trimmed.
+// folded, cut into words at anything that is not a letter, a digit or a
+// combining mark (punctuation, hyphens and white space name nothing), a
+// leading article dropped and plurals folded (stem), so "The CI
+// test-suites." and "CI test suite" are one name. A title of no word at all
+// keeps its folded marks.
 func NormTitle(s string) string {
-	s = norm.NFKC.String(s)
-	s = cases.Fold().String(s)
-	return strings.Join(strings.Fields(s), " ")
+	s = cases.Fold().String(norm.NFKC.String(s))
+	words := strings.FieldsFunc(s, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r)
+	})
+	if len(words) > 1 && (words[0] == "the" || words[0] == "a" || words[0] == "an") {
+		words = words[1:]
+	}
+	if len(words) == 0 {
+		return strings.Join(strings.Fields(s), " ")
+	}
+	for i, w := range words {
+		words[i] = stem(w)
+	}
+	return strings.Join(words, " ")
 }
 
 // headView reads one commit's tree: entries by path, note facts by blob.
