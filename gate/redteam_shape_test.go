@@ -22,6 +22,8 @@ func TestShapeHiddenTextHeld(t *testing.T) {
 		{"rt-refdef-url.md", RuleShapeHidden},
 		{"rt-link-fragment.md", RuleShapeURL},
 		{"rt-yaml-comment.md", RuleShapeHidden},
+		{"rt-source-text.md", RuleShapeSource},
+		{"rt-source-extra-key.md", RuleShapeSource},
 	}
 	v := newVault(t)
 	seedTrustedVault(t, v)
