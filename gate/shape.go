@@ -98,6 +98,8 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 			// a claim: moved under `claimed:`, judged by claims-authority
 		case !shapeKeys[lk]:
 			c.add(RuleShapeKey, k.Line, "the key `%s` is not one a %s carries (%s)", clip(k.Value), sh.Type, "type, title, description, subject, tags, sources, created, updated, supersedes")
+		case lk == "sources":
+			c.sources(v)
 		case lk == "title" || lk == "subject":
 			c.strings(v, false)
 		case lk == "description" || lk == "tags" || lk == "aliases":
@@ -185,6 +187,49 @@ func (c *shapeCheck) strings(v *yaml.Node, sentences bool) {
 		}
 	case yaml.MappingNode:
 		c.add(RuleShapeKey, v.Line, "a nested mapping where text belongs")
+	}
+}
+
+// sources holds a shaped note's `sources` unless each entry is a vault
+// path or a URL written in ASCII without spaces, alone or as the entry's
+// `resource` (a `fingerprint` beside it is the gate's to replace): any
+// other key or text of an entry is committed as written and read by the
+// next agent, and no prose rule reads it.
+func (c *shapeCheck) sources(v *yaml.Node) {
+	entries := []*yaml.Node{v}
+	if v.Kind == yaml.SequenceNode {
+		entries = v.Content
+	}
+	for _, e := range entries {
+		switch e.Kind {
+		case yaml.ScalarNode:
+			c.sourceValue(e)
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(e.Content); i += 2 {
+				switch k := e.Content[i]; k.Value {
+				case "resource":
+					c.sourceValue(e.Content[i+1])
+				case "fingerprint":
+				default:
+					c.add(RuleShapeSource, k.Line, "the sources entry key `%s`: a %s's source is a `resource` (and the gate's `fingerprint`) only", clip(k.Value), c.sh.Type)
+				}
+			}
+		default:
+			c.add(RuleShapeSource, e.Line, "a sources entry that is neither a path nor a `resource` mapping")
+		}
+	}
+}
+
+func (c *shapeCheck) sourceValue(v *yaml.Node) {
+	if v.Kind != yaml.ScalarNode || len(v.Value) > 300 {
+		c.add(RuleShapeSource, v.Line, "a source longer than a path or a URL")
+		return
+	}
+	for i := 0; i < len(v.Value); i++ {
+		if b := v.Value[i]; b <= ' ' || b > '~' {
+			c.add(RuleShapeSource, v.Line, "the source %q holds %q: a path or a URL is ASCII without spaces", clip(v.Value), v.Value[i:i+1])
+			return
+		}
 	}
 }
 
