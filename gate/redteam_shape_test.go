@@ -25,6 +25,25 @@ func TestShapeHiddenTextHeld(t *testing.T) {
 		{"rt-source-text.md", RuleShapeSource},
 		{"rt-source-extra-key.md", RuleShapeSource},
 	}
+	heldByRules(t, cases)
+}
+
+// Letters of the allowed script that are not the letters the word rules
+// look up: a Latin small capital (U+029F in "Aʟways"), a precomposed accent
+// ("Néver"), a combining accent ("You" + U+0301). Each read as the plain
+// word by the next agent and passed the imperative and second-person rules.
+func TestShapeLetterVariantsHeld(t *testing.T) {
+	heldByRules(t, []struct{ name, rule string }{
+		{"rt-latin-smallcap-imperative.md", RuleShapeLetter},
+		{"rt-accent-imperative.md", RuleShapeImper},
+		{"rt-combining-second-person.md", RuleShapeSecond},
+	})
+}
+
+// heldByRules runs testdata/trusted/hostile drafts from a ci session and
+// wants each held with its rule.
+func heldByRules(t *testing.T, cases []struct{ name, rule string }) {
+	t.Helper()
 	v := newVault(t)
 	seedTrustedVault(t, v)
 	setPolicy(t, v, ciPolicy())

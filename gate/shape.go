@@ -48,6 +48,7 @@ const (
 	RuleShapeLanguage  = "shape-language"      // a sentence that is not English prose
 	RuleShapeSentence  = "shape-sentence"      // a sentence longer than the shape allows, or without a verb
 	RuleShapeKey       = "shape-key"           // a frontmatter key the shape does not know
+	RuleShapeLetter    = "shape-letter"        // a letter of an allowed script that is not a plain or accented letter of it (a small capital, a look-alike)
 	RuleShapeSource    = "shape-source"        // a sources entry that is more than a path or a URL of ASCII characters
 	RuleShapeHidden    = "shape-hidden"        // text no reader of the rendered note sees: a link title, a reference definition, a YAML comment
 )
