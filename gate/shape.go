@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
@@ -285,6 +286,9 @@ func (c *shapeCheck) prose(text string, line int, sentences bool) {
 				c.add(RuleShapeScript, line, "%q (%U) is a letter of a script the shape does not allow (scripts: %s)", string(r), r, strings.Join(c.sh.Scripts, ", "))
 				continue
 			}
+			if t == unicode.Latin && !plainLatin(r) {
+				c.add(RuleShapeLetter, line, "%q (%U) is a Latin letter that is not a plain or accented letter (a small capital, a look-alike): the word rules read words in plain letters", string(r), r)
+			}
 			if wordScript == nil {
 				wordScript = t
 			} else if t != wordScript {
@@ -525,10 +529,52 @@ func wordSet(s string) map[string]bool {
 }
 
 // normWord is a token as a word: trimmed, lower case, curly apostrophes
-// straightened.
+// straightened, accents dropped ("Néver" is "never" to its reader).
 func normWord(t string) string {
 	w := strings.ToLower(trimToken(t))
-	return strings.ReplaceAll(w, "\u2019", "'")
+	w = strings.ReplaceAll(w, "\u2019", "'")
+	for i := 0; i < len(w); i++ {
+		if w[i] >= utf8.RuneSelf {
+			return stripMarks(w)
+		}
+	}
+	return w
+}
+
+// stripMarks drops the combining marks of w's canonical decomposition.
+func stripMarks(w string) string {
+	var b strings.Builder
+	for _, r := range norm.NFD.String(w) {
+		if !unicode.Is(unicode.Mn, r) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// latinExtra are the Latin letters of written European languages that do
+// not decompose to an ASCII letter and accents.
+var latinExtra = map[rune]bool{'ß': true, 'æ': true, 'Æ': true, 'œ': true, 'Œ': true, 'ø': true, 'Ø': true,
+	'ł': true, 'Ł': true, 'đ': true, 'Đ': true, 'ð': true, 'Ð': true, 'þ': true, 'Þ': true, 'ı': true}
+
+// plainLatin: an ASCII letter, one that decomposes to an ASCII letter and
+// accents (é, ñ, å), or one of latinExtra — not a small capital, a turned
+// or a look-alike letter (ʟ, ɑ, ꞵ) that reads as a plain one.
+func plainLatin(r rune) bool {
+	if r < utf8.RuneSelf || latinExtra[r] {
+		return true
+	}
+	d := norm.NFD.String(string(r))
+	b, n := utf8.DecodeRuneInString(d)
+	if b >= utf8.RuneSelf || !(b|0x20 >= 'a' && b|0x20 <= 'z') {
+		return false
+	}
+	for _, m := range d[n:] {
+		if !unicode.Is(unicode.Mn, m) {
+			return false
+		}
+	}
+	return true
 }
 
 // nameLike: a token that names something rather than acting: it has a
