@@ -111,3 +111,44 @@ func TestConflictNameVariantsHeld(t *testing.T) {
 		t.Fatalf("%d decisions for %d drafts", len(s.Decisions), len(titles))
 	}
 }
+
+// A batch approval shows each draft's id, path, type, risk and origin
+// (cmd/fedmem review.go listLine), never the notes an approval retires. A
+// draft that names a human's note in `supersedes` is held for exactly that
+// (supersedes-reviewed), and `fedmem review approve --profile ci --yes`
+// deprecated the human's note without the reviewer having seen it named;
+// so did `--supersede` in a batch, for whatever each draft contradicted at
+// HEAD. A batch decides no supersession: such a draft fails in the batch
+// (named, nothing decided) and is approved alone.
+func TestBatchApproveSupersedesNothingUnshown(t *testing.T) {
+	v := newVault(t)
+	seedTrustedVault(t, v)
+	setPolicy(t, v, ciPolicy())
+	sd := ciSession(t, v, "ci-rt")
+	put(t, sd, "retire.md", "---\ntype: Fact\ntitle: CI test suite scope\nsources: [20-domains/ci/test-suite.md]\nsupersedes: [20-domains/ci/test-suite.md]\n---\nThe CI pipeline runs the unit suite on every pull request.\n")
+	put(t, sd, "clash.md", "---\ntype: Fact\ntitle: CI test suite\nsources: [20-domains/ci/test-suite.md]\n---\nThe CI pipeline runs the unit suite on every pull request.\n")
+	g := openGate(t, v)
+	s := once(t, g)
+	var held []string
+	for _, n := range []string{"retire.md", "clash.md"} {
+		d := decisionFor(t, s, n)
+		if d.State != StatePending {
+			t.Fatalf("%s not held: %+v", n, d)
+		}
+		held = append(held, d.ID)
+	}
+	items := g.ApproveAll(held[:1], "alice", ApproveOptions{})
+	items = append(items, g.ApproveAll(held[1:], "alice", ApproveOptions{Supersede: true})...)
+	for _, it := range items {
+		if it.Error == "" || !strings.Contains(it.Error, "20-domains/ci/test-suite.md") || !strings.Contains(it.Error, "alone") {
+			t.Errorf("%s: batch approval %+v (error %q); want it refused, naming the note it would retire and asking for a single review", it.ID, it.Decision, it.Error)
+		}
+	}
+	if st := gitCLI(t, v, "show", "HEAD:20-domains/ci/test-suite.md"); strings.Contains(st, "deprecated") {
+		t.Fatalf("a batch approval deprecated the human's note:\n%s", st)
+	}
+	// Alone, with the note named to the reviewer, it is the reviewer's call.
+	if d, err := g.ApproveWith(held[0], "alice", ApproveOptions{}); err != nil || d.State != StatePromoted {
+		t.Fatalf("single approval: %+v %v", d, err)
+	}
+}
