@@ -303,7 +303,8 @@ func clipText(s string) string {
 // NormTitle is how titles and subjects are compared: Unicode NFKC, case
 // folded, cut into words at anything that is not a letter, a digit or a
 // combining mark (punctuation, hyphens and white space name nothing), a
-// leading article dropped and plurals folded (stem), so "The CI
+// leading article dropped, accents dropped (a reader reads "Cİ" and
+// "tést" as "CI" and "test") and plurals folded (stem), so "The CI
 // test-suites." and "CI test suite" are one name. A title of no word at all
 // keeps its folded marks.
 func NormTitle(s string) string {
@@ -318,7 +319,7 @@ func NormTitle(s string) string {
 		return strings.Join(strings.Fields(s), " ")
 	}
 	for i, w := range words {
-		words[i] = stem(w)
+		words[i] = stem(stripMarks(w))
 	}
 	return strings.Join(words, " ")
 }
