@@ -152,3 +152,31 @@ func TestBatchApproveSupersedesNothingUnshown(t *testing.T) {
 		t.Fatalf("single approval: %+v %v", d, err)
 	}
 }
+
+// A human's note without a title (no frontmatter at all: OKF reads it as
+// in force) is named by its file name — the name the vault shows and that
+// the source rule reads (sources.go). The conflict index held only titles
+// and subjects: a trusted profile's "Deploy freeze", citing the human's
+// deploy-freeze.md as its evidence, stood beside it saying the opposite.
+func TestConflictUntitledNoteByFileName(t *testing.T) {
+	v := newVault(t)
+	seedTrustedVault(t, v)
+	os.MkdirAll(filepath.Join(v, "20-domains/ops"), 0o755)
+	if err := os.WriteFile(filepath.Join(v, "20-domains/ops/deploy-freeze.md"), []byte("Production deploys are frozen from Friday noon to Monday morning.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitCLI(t, v, "add", "20-domains/ops")
+	gitCLI(t, v, "-c", "user.name=Alice", "-c", "user.email=alice@example.com", "commit", "-q", "-m", "human note")
+	setPolicy(t, v, ciPolicy())
+	sd := ciSession(t, v, "ci-rt")
+	put(t, sd, "freeze.md", "---\ntype: Fact\ntitle: Deploy freeze\nsources: [20-domains/ops/deploy-freeze.md]\n---\nThe deploy freeze ended last year. Production deploys go out on Fridays as on any other day.\n")
+	s := once(t, openGate(t, v))
+	d := decisionFor(t, s, "freeze.md")
+	conflict := false
+	for _, r := range d.Reasons {
+		conflict = conflict || r.Rule == RuleConflict && strings.Contains(r.Message, "20-domains/ops/deploy-freeze.md")
+	}
+	if d.State == StatePromoted || !conflict {
+		t.Fatalf("%s (%v); want held by rule conflict naming 20-domains/ops/deploy-freeze.md", d.State, d.Reasons)
+	}
+}
