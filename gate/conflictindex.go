@@ -226,10 +226,17 @@ func (hv *headView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 	if err != nil {
 		return err
 	}
-	if !(f.InForce || f.Withheld) || f.Title == "" && f.Subject == "" {
+	if !(f.InForce || f.Withheld) {
 		return nil
 	}
-	in := indexedName{f.Title, f.Subject, f.Withheld && !f.InForce}
+	// A note without a title is named by its file name (what the vault
+	// shows, what the source rule reads): "deploy-freeze.md" holds the
+	// name "Deploy freeze".
+	title := f.Title
+	if title == "" {
+		title = NormTitle(strings.TrimSuffix(name, ".md"))
+	}
+	in := indexedName{title, f.Subject, f.Withheld && !f.InForce}
 	idx.notes[p] = in
 	if in.title != "" {
 		idx.titles[in.title] = append(idx.titles[in.title], p)

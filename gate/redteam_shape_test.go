@@ -23,7 +23,7 @@ func TestShapeHiddenTextHeld(t *testing.T) {
 		{"rt-link-fragment.md", RuleShapeURL},
 		{"rt-yaml-comment.md", RuleShapeHidden},
 		{"rt-source-text.md", RuleShapeSource},
-		{"rt-source-extra-key.md", RuleShapeSource},
+		{"rt-source-extra-key.md", RuleShapeScript}, // the entry key is plain: its text is read as a title
 	}
 	heldByRules(t, cases)
 }

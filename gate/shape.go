@@ -194,9 +194,9 @@ func (c *shapeCheck) strings(v *yaml.Node, sentences bool) {
 
 // sources holds a shaped note's `sources` unless each entry is a vault
 // path or a URL written in ASCII without spaces, alone or as the entry's
-// `resource` (a `fingerprint` beside it is the gate's to replace): any
-// other key or text of an entry is committed as written and read by the
-// next agent, and no prose rule reads it.
+// `resource` (a `fingerprint` beside it is the gate's to replace), and
+// any other key of an entry is a plain key whose text passes the rules a
+// title does: an entry is committed as written and read by the next agent.
 func (c *shapeCheck) sources(v *yaml.Node) {
 	entries := []*yaml.Node{v}
 	if v.Kind == yaml.SequenceNode {
@@ -208,18 +208,37 @@ func (c *shapeCheck) sources(v *yaml.Node) {
 			c.sourceValue(e)
 		case yaml.MappingNode:
 			for i := 0; i+1 < len(e.Content); i += 2 {
-				switch k := e.Content[i]; k.Value {
-				case "resource":
-					c.sourceValue(e.Content[i+1])
-				case "fingerprint":
+				k, val := e.Content[i], e.Content[i+1]
+				folded := strings.ToLower(norm.NFKC.String(k.Value))
+				switch {
+				case folded == "resource":
+					c.sourceValue(val)
+				case folded == "fingerprint" || isClaimedKey(folded):
+					// the gate's, or a claim moved under the entry's
+					// `claimed:` (claims.go)
+				case !plainKey(k.Value) || val.Kind != yaml.ScalarNode:
+					c.add(RuleShapeSource, k.Line, "the sources entry key `%s`: beside its `resource`, a %s's source carries plain keys (a-z, _) with text values only", clip(k.Value), c.sh.Type)
 				default:
-					c.add(RuleShapeSource, k.Line, "the sources entry key `%s`: a %s's source is a `resource` (and the gate's `fingerprint`) only", clip(k.Value), c.sh.Type)
+					c.prose(val.Value, val.Line, false) // `section: regions`: read as a title is
 				}
 			}
 		default:
 			c.add(RuleShapeSource, e.Line, "a sources entry that is neither a path nor a `resource` mapping")
 		}
 	}
+}
+
+// plainKey: a key of lower-case ASCII letters and '_', at most 32 bytes.
+func plainKey(k string) bool {
+	if k == "" || len(k) > 32 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; !(c >= 'a' && c <= 'z' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *shapeCheck) sourceValue(v *yaml.Node) {
