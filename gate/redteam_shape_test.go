@@ -180,3 +180,27 @@ func TestConflictUntitledNoteByFileName(t *testing.T) {
 		t.Fatalf("%s (%v); want held by rule conflict naming 20-domains/ops/deploy-freeze.md", d.State, d.Reasons)
 	}
 }
+
+// A human's note names itself by its `aliases` too (what wiki links and
+// readers resolve); the conflict index holds titles, subjects and file
+// names only, so a trusted draft titled like an alias stands beside it.
+// Open (no fix on rt-gate): noteFacts would carry the aliases and the
+// index hold them as names.
+func TestConflictAliasOfHumanNote(t *testing.T) {
+	v := newVault(t)
+	seedTrustedVault(t, v)
+	os.MkdirAll(filepath.Join(v, "20-domains/ops"), 0o755)
+	if err := os.WriteFile(filepath.Join(v, "20-domains/ops/change-freeze.md"), []byte("---\ntype: Fact\ntitle: Change freeze\naliases: [Deploy window]\n---\nProduction deploys are frozen from Friday noon to Monday morning.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitCLI(t, v, "add", "20-domains/ops")
+	gitCLI(t, v, "-c", "user.name=Alice", "-c", "user.email=alice@example.com", "commit", "-q", "-m", "human note")
+	setPolicy(t, v, ciPolicy())
+	sd := ciSession(t, v, "ci-rt")
+	put(t, sd, "window.md", "---\ntype: Fact\ntitle: Deploy window\nsubject: Change freeze window\nsources: [20-domains/ops/change-freeze.md]\n---\nThe change freeze ended last year. Production deploys go out on Fridays as on any other day.\n")
+	s := once(t, openGate(t, v))
+	d := decisionFor(t, s, "window.md")
+	if d.State == StatePromoted {
+		t.Fatalf("promoted to %s beside the human's 20-domains/ops/change-freeze.md (alias %q)", d.Path, "Deploy window")
+	}
+}
