@@ -382,14 +382,20 @@ func (hv *headView) entry(p string) (*object.TreeEntry, error) {
 	return nil, nil
 }
 
+// maxAliases bounds the aliases of one note the conflict index holds.
+const maxAliases = 16
+
 // noteFacts is what the gate needs to know of a committed note.
 type noteFacts struct {
-	Parsed     bool
-	Status     string // "" when absent
-	InForce    bool   // status absent or stable
-	Type       string
-	Title      string // normalised (NormTitle)
-	Subject    string // normalised
+	Parsed  bool
+	Status  string // "" when absent
+	InForce bool   // status absent or stable
+	Type    string
+	Title   string // normalised (NormTitle)
+	Subject string // normalised
+	// Aliases are the note's other names (`aliases`, normalised; at most
+	// maxAliases), names in the conflict index like its title.
+	Aliases    []string
 	StaleAfter time.Time
 	Withheld   bool
 	// GateMade: every `verified` entry names a process (the gate or an
@@ -475,6 +481,19 @@ func factsOf(b []byte) noteFacts {
 	}
 	if t, ok := n.Scalar("subject"); ok {
 		f.Subject = NormTitle(t)
+	}
+	if a := n.Get("aliases"); a != nil {
+		vals := []*yaml.Node{a}
+		if a.Kind == yaml.SequenceNode {
+			vals = a.Content
+		}
+		for _, e := range vals {
+			if e.Kind == yaml.ScalarNode && len(f.Aliases) < maxAliases {
+				if k := NormTitle(e.Value); k != "" {
+					f.Aliases = append(f.Aliases, k)
+				}
+			}
+		}
 	}
 	if s, ok := n.Scalar("stale_after"); ok {
 		if norm, ok := note.NormalizeTime(s); ok {

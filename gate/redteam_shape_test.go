@@ -183,9 +183,8 @@ func TestConflictUntitledNoteByFileName(t *testing.T) {
 
 // A human's note names itself by its `aliases` too (what wiki links and
 // readers resolve); the conflict index holds titles, subjects and file
-// names only, so a trusted draft titled like an alias stands beside it.
-// Open (no fix on rt-gate): noteFacts would carry the aliases and the
-// index hold them as names.
+// names only, so a trusted draft titled like an alias stood beside it. A
+// note's aliases are names in the index; a draft's aliases are looked up.
 func TestConflictAliasOfHumanNote(t *testing.T) {
 	v := newVault(t)
 	seedTrustedVault(t, v)
@@ -198,9 +197,16 @@ func TestConflictAliasOfHumanNote(t *testing.T) {
 	setPolicy(t, v, ciPolicy())
 	sd := ciSession(t, v, "ci-rt")
 	put(t, sd, "window.md", "---\ntype: Fact\ntitle: Deploy window\nsubject: Change freeze window\nsources: [20-domains/ops/change-freeze.md]\n---\nThe change freeze ended last year. Production deploys go out on Fridays as on any other day.\n")
-	s := once(t, openGate(t, v))
+	g := openGate(t, v)
+	s := once(t, g)
 	d := decisionFor(t, s, "window.md")
 	if d.State == StatePromoted {
 		t.Fatalf("promoted to %s beside the human's 20-domains/ops/change-freeze.md (alias %q)", d.Path, "Deploy window")
+	}
+	// The other way: a draft whose alias is the human note's title.
+	put(t, sd, "alias.md", "---\ntype: Fact\ntitle: Friday deploys\naliases: [Change freeze]\nsubject: Change freeze rules\nsources: [20-domains/ops/change-freeze.md]\n---\nProduction deploys go out on Fridays as on any other day.\n")
+	s = once(t, g)
+	if d := decisionFor(t, s, "alias.md"); d.State == StatePromoted || !hasRule(d, RuleConflict) {
+		t.Fatalf("a draft aliased like the human's title: %s %v; want held by conflict", d.State, d.Reasons)
 	}
 }
