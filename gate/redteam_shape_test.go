@@ -210,3 +210,12 @@ func TestConflictAliasOfHumanNote(t *testing.T) {
 		t.Fatalf("a draft aliased like the human's title: %s %v; want held by conflict", d.State, d.Reasons)
 	}
 }
+
+// Evidence is about the same subject when more than half of the words of
+// the draft's title OR of its `subject` are the source's: a `subject`
+// close to the source's title carried a title about something else
+// ("Release branch merge gate" citing "CI test suite"). Every name the
+// draft takes must be about the source.
+func TestEvidenceSubjectDoesNotCarryTitle(t *testing.T) {
+	heldByRules(t, []struct{ name, rule string }{{"rt-subject-carries-title.md", RuleNoEvidence}})
+}
