@@ -219,3 +219,10 @@ func TestConflictAliasOfHumanNote(t *testing.T) {
 func TestEvidenceSubjectDoesNotCarryTitle(t *testing.T) {
 	heldByRules(t, []struct{ name, rule string }{{"rt-subject-carries-title.md", RuleNoEvidence}})
 }
+
+// A heading was read like a title (no sentence rules): a German
+// instruction as a level-2 heading passed the language rule that holds it
+// as a paragraph. Headings are read as sentences.
+func TestShapeHeadingOtherLanguageHeld(t *testing.T) {
+	heldByRules(t, []struct{ name, rule string }{{"rt-heading-other-language.md", RuleShapeLanguage}})
+}

@@ -147,7 +147,10 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 		}
 	}
 	for _, p := range s.Prose {
-		c.prose(p.Text, p.Line, !p.Heading)
+		// A heading is read as a sentence: the language and word-share
+		// rules hold for it too (a heading in another language is an
+		// instruction no English word rule reads).
+		c.prose(p.Text, p.Line, true)
 		if len(c.out) >= maxShapeFindings {
 			break
 		}
