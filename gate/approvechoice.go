@@ -32,6 +32,9 @@ type ApproveOptions struct {
 	Supersede bool `json:"supersede,omitempty"`
 	// Title promotes the draft under this title instead of its own.
 	Title string `json:"title,omitempty"`
+	// batch: the approval is one of a batch (ApproveAll), whose listing
+	// shows no note an approval retires — so it retires none.
+	batch bool
 }
 
 // applyChoice applies a retitle to the held draft (re-validated: a title

@@ -53,6 +53,7 @@ type vaultIndex struct {
 type indexedName struct {
 	title, subject string
 	withheld       bool
+	aliases        []string // held like titles
 }
 
 // vaultIndexes holds one vaultIndex per repository (by its .git path).
@@ -226,13 +227,28 @@ func (hv *headView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 	if err != nil {
 		return err
 	}
-	if !(f.InForce || f.Withheld) || f.Title == "" && f.Subject == "" {
+	if !(f.InForce || f.Withheld) {
 		return nil
 	}
-	in := indexedName{f.Title, f.Subject, f.Withheld && !f.InForce}
+	// A note without a title is named by its file name (what the vault
+	// shows, what the source rule reads): "deploy-freeze.md" holds the
+	// name "Deploy freeze".
+	title := f.Title
+	if title == "" {
+		title = NormTitle(strings.TrimSuffix(name, ".md"))
+	}
+	in := indexedName{title, f.Subject, f.Withheld && !f.InForce, nil}
+	for _, a := range f.Aliases {
+		if a != title && !slices.Contains(in.aliases, a) {
+			in.aliases = append(in.aliases, a)
+		}
+	}
 	idx.notes[p] = in
 	if in.title != "" {
 		idx.titles[in.title] = append(idx.titles[in.title], p)
+	}
+	for _, a := range in.aliases {
+		idx.titles[a] = append(idx.titles[a], p)
 	}
 	if in.subject != "" {
 		idx.subjects[in.subject] = append(idx.subjects[in.subject], p)
@@ -246,8 +262,10 @@ func (idx *vaultIndex) dropNote(p string) {
 		return
 	}
 	delete(idx.notes, p)
-	if idx.titles[in.title] = dropPath(idx.titles[in.title], p); len(idx.titles[in.title]) == 0 {
-		delete(idx.titles, in.title)
+	for _, t := range append([]string{in.title}, in.aliases...) {
+		if idx.titles[t] = dropPath(idx.titles[t], p); len(idx.titles[t]) == 0 {
+			delete(idx.titles, t)
+		}
 	}
 	if idx.subjects[in.subject] = dropPath(idx.subjects[in.subject], p); len(idx.subjects[in.subject]) == 0 {
 		delete(idx.subjects, in.subject)

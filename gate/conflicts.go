@@ -23,6 +23,8 @@ import (
 	"path"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -117,6 +119,24 @@ func contradictions(res validate.Result, dest, self string, hv *headView) ([]con
 	if v, ok := res.Note.Scalar("subject"); ok {
 		if err := look("subject", v, res.Note.KeyLine("subject")); err != nil {
 			return nil, err
+		}
+	}
+	// The draft's aliases are names it takes too (factsOf indexes a
+	// note's aliases once it is committed).
+	if a := res.Note.Get("aliases"); a != nil {
+		vals := []*yaml.Node{a}
+		if a.Kind == yaml.SequenceNode {
+			vals = a.Content
+		}
+		for i, e := range vals {
+			if i == maxAliases {
+				break
+			}
+			if e.Kind == yaml.ScalarNode {
+				if err := look("alias", e.Value, e.Line); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	return out, nil

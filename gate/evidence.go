@@ -30,6 +30,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -300,11 +301,27 @@ func clipText(s string) string {
 }
 
 // NormTitle is how titles and subjects are compared: Unicode NFKC, case
-// folded, runs of white space as one space, trimmed.
+// folded, cut into words at anything that is not a letter, a digit or a
+// combining mark (punctuation, hyphens and white space name nothing), a
+// leading article dropped, accents dropped (a reader reads "Cİ" and
+// "tést" as "CI" and "test") and plurals folded (stem), so "The CI
+// test-suites." and "CI test suite" are one name. A title of no word at all
+// keeps its folded marks.
 func NormTitle(s string) string {
-	s = norm.NFKC.String(s)
-	s = cases.Fold().String(s)
-	return strings.Join(strings.Fields(s), " ")
+	s = cases.Fold().String(norm.NFKC.String(s))
+	words := strings.FieldsFunc(s, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r)
+	})
+	if len(words) > 1 && (words[0] == "the" || words[0] == "a" || words[0] == "an") {
+		words = words[1:]
+	}
+	if len(words) == 0 {
+		return strings.Join(strings.Fields(s), " ")
+	}
+	for i, w := range words {
+		words[i] = stem(stripMarks(w))
+	}
+	return strings.Join(words, " ")
 }
 
 // headView reads one commit's tree: entries by path, note facts by blob.
@@ -365,14 +382,20 @@ func (hv *headView) entry(p string) (*object.TreeEntry, error) {
 	return nil, nil
 }
 
+// maxAliases bounds the aliases of one note the conflict index holds.
+const maxAliases = 16
+
 // noteFacts is what the gate needs to know of a committed note.
 type noteFacts struct {
-	Parsed     bool
-	Status     string // "" when absent
-	InForce    bool   // status absent or stable
-	Type       string
-	Title      string // normalised (NormTitle)
-	Subject    string // normalised
+	Parsed  bool
+	Status  string // "" when absent
+	InForce bool   // status absent or stable
+	Type    string
+	Title   string // normalised (NormTitle)
+	Subject string // normalised
+	// Aliases are the note's other names (`aliases`, normalised; at most
+	// maxAliases), names in the conflict index like its title.
+	Aliases    []string
 	StaleAfter time.Time
 	Withheld   bool
 	// GateMade: every `verified` entry names a process (the gate or an
@@ -458,6 +481,19 @@ func factsOf(b []byte) noteFacts {
 	}
 	if t, ok := n.Scalar("subject"); ok {
 		f.Subject = NormTitle(t)
+	}
+	if a := n.Get("aliases"); a != nil {
+		vals := []*yaml.Node{a}
+		if a.Kind == yaml.SequenceNode {
+			vals = a.Content
+		}
+		for _, e := range vals {
+			if e.Kind == yaml.ScalarNode && len(f.Aliases) < maxAliases {
+				if k := NormTitle(e.Value); k != "" {
+					f.Aliases = append(f.Aliases, k)
+				}
+			}
+		}
 	}
 	if s, ok := n.Scalar("stale_after"); ok {
 		if norm, ok := note.NormalizeTime(s); ok {

@@ -182,6 +182,13 @@ func (g *Gate) ApproveWith(id, reviewer string, opts ApproveOptions) (*Decision,
 	if res, err = g.decideContradiction(d, res, &v, opts); err != nil {
 		return nil, err
 	}
+	if opts.batch && len(res.Meta.Supersedes) > 0 {
+		var ps []string
+		for _, r := range res.Meta.Supersedes {
+			ps = append(ps, clipText(r.Value))
+		}
+		return nil, fmt.Errorf("draft %s would supersede %s: a batch retires no note it did not show; approve it alone (fedmem review show %s, then fedmem review approve %s)", d.ID, strings.Join(ps, ", "), d.ID, d.ID)
+	}
 	d.Reviewer = reviewer
 	if err := g.promoteDraft(pol, d, res, v, o, reviewer); err != nil {
 		return nil, err

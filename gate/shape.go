@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
@@ -48,6 +49,9 @@ const (
 	RuleShapeLanguage  = "shape-language"      // a sentence that is not English prose
 	RuleShapeSentence  = "shape-sentence"      // a sentence longer than the shape allows, or without a verb
 	RuleShapeKey       = "shape-key"           // a frontmatter key the shape does not know
+	RuleShapeLetter    = "shape-letter"        // a letter of an allowed script that is not a plain or accented letter of it (a small capital, a look-alike)
+	RuleShapeSource    = "shape-source"        // a sources entry that is more than a path or a URL of ASCII characters
+	RuleShapeHidden    = "shape-hidden"        // text no reader of the rendered note sees: a link title, a reference definition, a YAML comment
 )
 
 // maxShapeFindings: one is enough to hold a draft; a few help the reviewer.
@@ -96,11 +100,16 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 			// a claim: moved under `claimed:`, judged by claims-authority
 		case !shapeKeys[lk]:
 			c.add(RuleShapeKey, k.Line, "the key `%s` is not one a %s carries (%s)", clip(k.Value), sh.Type, "type, title, description, subject, tags, sources, created, updated, supersedes")
+		case lk == "sources":
+			c.sources(v)
 		case lk == "title" || lk == "subject":
 			c.strings(v, false)
 		case lk == "description" || lk == "tags" || lk == "aliases":
 			c.strings(v, lk == "description")
 		}
+	}
+	if l := commentLine(n.Front); l > 0 {
+		c.add(RuleShapeHidden, l, "a YAML comment: text the gate commits but reads as no field (a %s carries none)", sh.Type)
 	}
 	s := res.Shape()
 	if s == nil || !s.Parsed {
@@ -127,12 +136,21 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 			c.add(RuleShapeURL, k.Line, "a link to %q: a %s links only to vault notes (URLs go in `sources`, recorded, never followed)", k.Detail, sh.Type)
 		case validate.ShapeOrderedList:
 			c.add(RuleShapeSteps, k.Line, "numbered steps: a procedure is a Workflow or Runbook, which a human reviews")
+		case validate.ShapeLinkTitle:
+			c.add(RuleShapeHidden, k.Line, "a link title %q: text the rendered note does not show but the next agent reads", k.Detail)
+		case validate.ShapeRefDef:
+			c.add(RuleShapeHidden, k.Line, "a reference definition [%s]: its label and title are nowhere in the rendered prose (a %s links inline)", k.Detail, sh.Type)
+		case validate.ShapeLinkPath:
+			c.add(RuleShapeURL, k.Line, "a link to %q: a vault link is a plain path (ASCII letters, digits, . _ - /, one #anchor)", k.Detail)
 		case validate.ShapeThematic:
 			c.add(RuleShapeStructure, k.Line, "a thematic break (---): a %s has one frontmatter and one body", sh.Type)
 		}
 	}
 	for _, p := range s.Prose {
-		c.prose(p.Text, p.Line, !p.Heading)
+		// A heading is read as a sentence: the language and word-share
+		// rules hold for it too (a heading in another language is an
+		// instruction no English word rule reads).
+		c.prose(p.Text, p.Line, true)
 		if len(c.out) >= maxShapeFindings {
 			break
 		}
@@ -177,6 +195,85 @@ func (c *shapeCheck) strings(v *yaml.Node, sentences bool) {
 	}
 }
 
+// sources holds a shaped note's `sources` unless each entry is a vault
+// path or a URL written in ASCII without spaces, alone or as the entry's
+// `resource` (a `fingerprint` beside it is the gate's to replace), and
+// any other key of an entry is a plain key whose text passes the rules a
+// title does: an entry is committed as written and read by the next agent.
+func (c *shapeCheck) sources(v *yaml.Node) {
+	entries := []*yaml.Node{v}
+	if v.Kind == yaml.SequenceNode {
+		entries = v.Content
+	}
+	for _, e := range entries {
+		switch e.Kind {
+		case yaml.ScalarNode:
+			c.sourceValue(e)
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(e.Content); i += 2 {
+				k, val := e.Content[i], e.Content[i+1]
+				folded := strings.ToLower(norm.NFKC.String(k.Value))
+				switch {
+				case folded == "resource":
+					c.sourceValue(val)
+				case folded == "fingerprint" || isClaimedKey(folded):
+					// the gate's, or a claim moved under the entry's
+					// `claimed:` (claims.go)
+				case !plainKey(k.Value) || val.Kind != yaml.ScalarNode:
+					c.add(RuleShapeSource, k.Line, "the sources entry key `%s`: beside its `resource`, a %s's source carries plain keys (a-z, _) with text values only", clip(k.Value), c.sh.Type)
+				default:
+					c.prose(val.Value, val.Line, false) // `section: regions`: read as a title is
+				}
+			}
+		default:
+			c.add(RuleShapeSource, e.Line, "a sources entry that is neither a path nor a `resource` mapping")
+		}
+	}
+}
+
+// plainKey: a key of lower-case ASCII letters and '_', at most 32 bytes.
+func plainKey(k string) bool {
+	if k == "" || len(k) > 32 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; !(c >= 'a' && c <= 'z' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *shapeCheck) sourceValue(v *yaml.Node) {
+	if v.Kind != yaml.ScalarNode || len(v.Value) > 300 {
+		c.add(RuleShapeSource, v.Line, "a source longer than a path or a URL")
+		return
+	}
+	for i := 0; i < len(v.Value); i++ {
+		if b := v.Value[i]; b <= ' ' || b > '~' {
+			c.add(RuleShapeSource, v.Line, "the source %q holds %q: a path or a URL is ASCII without spaces", clip(v.Value), v.Value[i:i+1])
+			return
+		}
+	}
+}
+
+// commentLine returns the line of the first YAML comment under v (0 when
+// there is none).
+func commentLine(v *yaml.Node) int {
+	if v == nil {
+		return 0
+	}
+	if v.HeadComment != "" || v.LineComment != "" || v.FootComment != "" {
+		return v.Line
+	}
+	for _, e := range v.Content {
+		if l := commentLine(e); l > 0 {
+			return l
+		}
+	}
+	return 0
+}
+
 // proseRunes are the punctuation marks prose is written with.
 func prosePunct(r rune) bool {
 	switch r {
@@ -210,6 +307,9 @@ func (c *shapeCheck) prose(text string, line int, sentences bool) {
 			if t == nil {
 				c.add(RuleShapeScript, line, "%q (%U) is a letter of a script the shape does not allow (scripts: %s)", string(r), r, strings.Join(c.sh.Scripts, ", "))
 				continue
+			}
+			if t == unicode.Latin && !plainLatin(r) {
+				c.add(RuleShapeLetter, line, "%q (%U) is a Latin letter that is not a plain or accented letter (a small capital, a look-alike): the word rules read words in plain letters", string(r), r)
 			}
 			if wordScript == nil {
 				wordScript = t
@@ -451,10 +551,52 @@ func wordSet(s string) map[string]bool {
 }
 
 // normWord is a token as a word: trimmed, lower case, curly apostrophes
-// straightened.
+// straightened, accents dropped ("Néver" is "never" to its reader).
 func normWord(t string) string {
 	w := strings.ToLower(trimToken(t))
-	return strings.ReplaceAll(w, "\u2019", "'")
+	w = strings.ReplaceAll(w, "\u2019", "'")
+	for i := 0; i < len(w); i++ {
+		if w[i] >= utf8.RuneSelf {
+			return stripMarks(w)
+		}
+	}
+	return w
+}
+
+// stripMarks drops the combining marks of w's canonical decomposition.
+func stripMarks(w string) string {
+	var b strings.Builder
+	for _, r := range norm.NFD.String(w) {
+		if !unicode.Is(unicode.Mn, r) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// latinExtra are the Latin letters of written European languages that do
+// not decompose to an ASCII letter and accents.
+var latinExtra = map[rune]bool{'ß': true, 'æ': true, 'Æ': true, 'œ': true, 'Œ': true, 'ø': true, 'Ø': true,
+	'ł': true, 'Ł': true, 'đ': true, 'Đ': true, 'ð': true, 'Ð': true, 'þ': true, 'Þ': true, 'ı': true}
+
+// plainLatin: an ASCII letter, one that decomposes to an ASCII letter and
+// accents (é, ñ, å), or one of latinExtra — not a small capital, a turned
+// or a look-alike letter (ʟ, ɑ, ꞵ) that reads as a plain one.
+func plainLatin(r rune) bool {
+	if r < utf8.RuneSelf || latinExtra[r] {
+		return true
+	}
+	d := norm.NFD.String(string(r))
+	b, n := utf8.DecodeRuneInString(d)
+	if b >= utf8.RuneSelf || !(b|0x20 >= 'a' && b|0x20 <= 'z') {
+		return false
+	}
+	for _, m := range d[n:] {
+		if !unicode.Is(unicode.Mn, m) {
+			return false
+		}
+	}
+	return true
 }
 
 // nameLike: a token that names something rather than acting: it has a

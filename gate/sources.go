@@ -13,7 +13,7 @@ package gate
 // reviewer (no-evidence names why each source did not count).
 //
 // "Same subject" is lexical and cheap: more than half of the words of the
-// draft's title (or of its `subject`), beyond function words and with
+// draft's title, and of its `subject` when it has one, beyond function words and with
 // plurals folded, are words of the source's title, `subject` or file name
 // ("Payments retry budget" cites "Payments retry policy"; "Rotation lesson"
 // does not get its authority from "Secret rotation"). It cannot tell a true statement
@@ -108,18 +108,29 @@ func sourceDiscount(p string, f noteFacts, subject []map[string]bool) (rule, why
 	addSubjectWords(src, f.Title)
 	addSubjectWords(src, f.Subject)
 	addSubjectWords(src, strings.TrimSuffix(base, ".md"))
+	// Every name the draft takes (its title, its `subject`) must be about
+	// the source: a `subject` close to the source's title does not carry a
+	// title about something else.
+	named := 0
 	for _, words := range subject {
+		if len(words) == 0 {
+			continue
+		}
+		named++
 		shared := 0
 		for w := range words {
 			if src[w] {
 				shared++
 			}
 		}
-		if len(words) > 0 && 2*shared > len(words) {
-			return "", ""
+		if 2*shared <= len(words) {
+			return RuleSourceOffSubject, "is not about the draft's subject (its title, `subject` and file name hold at most half of the words of the draft's title or of its `subject`; both must be about it)"
 		}
 	}
-	return RuleSourceOffSubject, "is not about the draft's subject (its title, `subject` and file name hold at most half of the words of the draft's title or `subject`)"
+	if named > 0 {
+		return "", ""
+	}
+	return RuleSourceOffSubject, "is not about the draft's subject (the draft's title and `subject` name no subject word)"
 }
 
 // discountFinding is the Info a discounted source gets.

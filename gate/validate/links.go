@@ -110,6 +110,7 @@ func scanBody(body []byte, firstLine int) bodyScan {
 			line = li.line(i)
 		}
 		bs.refs = append(bs.refs, note.Ref{Value: decodeDest(ref.Destination()), Line: line})
+		bs.shape.add(ShapeRefDef, line, string(ref.Label()))
 	}
 	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if !entering {

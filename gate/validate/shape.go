@@ -24,6 +24,14 @@ const (
 	ShapeLinkURL     = "link-url"     // a link whose target has a scheme or starts with //
 	ShapeOrderedList = "ordered-list" // numbered steps
 	ShapeThematic    = "rule"         // a thematic break (a second frontmatter opens with ---)
+	// Text a reader of the rendered note never sees but the next agent,
+	// reading the file, does: a link's or an image's title, a reference
+	// definition (its label and title are nowhere in the rendered prose).
+	ShapeLinkTitle = "link-title"
+	ShapeRefDef    = "reference-definition"
+	// ShapeLinkPath: a vault link whose target is not a plain path (a
+	// fragment, a query or an escape can carry text in any script).
+	ShapeLinkPath = "link-path"
 )
 
 // Construct is one non-prose construct of a body, with its draft line.
@@ -139,12 +147,37 @@ func inlineText(s *BodyShape, blk ast.Node, src []byte, li lineIndex, buf *bytes
 			buf.Write(x.Label(src))
 			return ast.WalkSkipChildren, nil
 		case *ast.Link:
+			if len(x.Title) > 0 {
+				s.add(ShapeLinkTitle, nodeLine(x, src, li), string(x.Title))
+			}
 			if d := decodeDest(x.Destination); schemeRe.MatchString(d) || strings.HasPrefix(d, "//") || strings.HasPrefix(d, `\\`) {
 				s.add(ShapeLinkURL, nodeLine(x, src, li), d)
+			} else if !plainLinkPath(x.Destination) {
+				s.add(ShapeLinkPath, nodeLine(x, src, li), d)
 			}
 		}
 		return ast.WalkContinue, nil
 	})
+}
+
+// plainLinkPath: a vault link target as the shapes allow it, written as
+// it is (no escapes): ASCII letters, digits and . _ - / only, and at most
+// one '#' before a fragment of the same characters (a heading's anchor).
+func plainLinkPath(d []byte) bool {
+	if len(d) == 0 || len(d) > 200 {
+		return false
+	}
+	hashes := 0
+	for _, c := range d {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-', c == '/':
+		case c == '#':
+			hashes++
+		default:
+			return false
+		}
+	}
+	return hashes <= 1
 }
 
 // identifierSpan: a code span naming one thing (`max_retries`,
