@@ -175,6 +175,11 @@ func (o *reviewOptions) decide(cmd *cobra.Command, op string, ids []string) erro
 	if o.title != "" {
 		return usageErrorf("--title names one note: give it with one id, not a batch")
 	}
+	if o.supersede {
+		// A batch shows ids, paths and risks, not the notes an approval
+		// would retire: superseding is decided one draft at a time.
+		return usageErrorf("--supersede retires a note in force: give it with one id (fedmem review show ID names the note), not a batch")
+	}
 	f := o.filter
 	sel, err := o.ask(gate.ReviewRequest{Op: "select", IDs: ids, Filter: &f})
 	if err != nil {
