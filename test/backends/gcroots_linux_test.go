@@ -35,18 +35,27 @@ func TestContainerdGCSparesLiveRoots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A pid that has ended: a child waited for.
-	gone := exec.Command("true")
-	if err := gone.Run(); err != nil {
+	// A pid that has ended: a child waited for, labelled with its start
+	// time as the helper labels itself, so that a later process given the
+	// same pid back (pid_max is 32768 here) is not taken for it.
+	gone := exec.Command("sleep", "60")
+	if err := gone.Start(); err != nil {
 		t.Fatal(err)
 	}
+	goneStart := procStart(t, gone.Process.Pid)
+	gone.Process.Kill()
+	gone.Wait()
 	var b [4]byte
 	rand.Read(b[:])
 	tag := hex.EncodeToString(b[:])
 	live := filepath.Join(roots, "fedmem-gctest-live-"+tag)
 	dead := filepath.Join(roots, "fedmem-gctest-dead-"+tag)
 	for dir, pid := range map[string]int{live: os.Getpid(), dead: gone.ProcessState.Pid()} {
-		label := strconv.Itoa(pid) + "@" + strings.TrimSpace(string(boot))
+		start := goneStart
+		if pid == os.Getpid() {
+			start = procStart(t, pid)
+		}
+		label := strconv.Itoa(pid) + "@" + strings.TrimSpace(string(boot)) + "@" + start
 		if err := os.WriteFile(dir+".owner", []byte(label), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -77,4 +86,16 @@ func TestContainerdGCSparesLiveRoots(t *testing.T) {
 	if _, err := os.Stat(dead + ".owner"); !os.IsNotExist(err) {
 		t.Errorf("gc left the dead root's owner file: %v", err)
 	}
+}
+
+// procStart is a process's start time (clock ticks since boot, field 22 of
+// /proc/PID/stat), as fedmem-containerd records its own in owner labels.
+func procStart(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return f[19]
 }

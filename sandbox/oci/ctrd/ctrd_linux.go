@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -118,16 +119,52 @@ func bootID() string {
 	return string(b[:min(len(b), 36)])
 }
 
-func owner() string { return strconv.Itoa(os.Getpid()) + "@" + bootID() }
+// owner is "<pid>@<boot id>@<start time>": the start time (clock ticks
+// since boot, /proc/PID/stat field 22) tells the helper from a later
+// process that got its pid back (pid_max is often 32768: a busy host
+// reuses pids within seconds, and a GC would then spare a dead helper's
+// root for ever).
+func owner() string {
+	pid := os.Getpid()
+	return strconv.Itoa(pid) + "@" + bootID() + "@" + startTime(pid)
+}
 
-// alive reports whether the helper that labelled a container still runs.
+// startTime is a process's start time in clock ticks since boot ("" when it
+// cannot be read: the process is gone).
+func startTime(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	// The command name (field 2) may hold spaces and parentheses: the
+	// fields after it start after the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19] // field 22 overall: state is field 3, f[0]
+}
+
+// alive reports whether the helper that labelled a container (or made a
+// root clone) still runs: same boot, the pid exists, and — for a label
+// that records it — the same start time.
 func alive(label string) bool {
-	var pid int
-	var boot string
-	if _, err := fmt.Sscanf(label, "%d@%s", &pid, &boot); err != nil || boot != bootID() {
+	parts := strings.Split(strings.TrimSpace(label), "@")
+	if len(parts) < 2 || parts[1] != bootID() {
 		return false
 	}
-	return unix.Kill(pid, 0) == nil
+	pid, err := strconv.Atoi(parts[0])
+	if err != nil || pid <= 0 || unix.Kill(pid, 0) != nil {
+		return false
+	}
+	if len(parts) >= 3 && parts[2] != "" {
+		return startTime(pid) == parts[2]
+	}
+	return true
 }
 
 // GC deletes the tasks, containers and snapshots of helpers that are gone,
