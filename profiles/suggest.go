@@ -7,7 +7,7 @@ import "fmt"
 func suggestKey(got string, known []string) string {
 	best, bestD := "", len(got)/3+1
 	for _, k := range known {
-		if d := editDistance(got, k); d < bestD {
+		if d := EditDistance(got, k); d < bestD {
 			best, bestD = k, d
 		}
 	}
@@ -17,8 +17,10 @@ func suggestKey(got string, known []string) string {
 	return fmt.Sprintf(" (did you mean %q?)", best)
 }
 
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b (bytes): the
+// one did-you-mean measure of fedmem and fedmem-run (profile keys, commands,
+// flags, profile names).
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/sandbox"
 	"github.com/fedmem/fedmem/sandbox/launch"
 )
@@ -117,29 +118,9 @@ func nearFlags(f *flag.FlagSet, err error) string {
 	name = strings.TrimPrefix(name, "-")
 	var near []string
 	f.VisitAll(func(fl *flag.Flag) {
-		if editDistance(name, fl.Name) <= 2 || (len(name) > 2 && strings.HasPrefix(fl.Name, name)) {
+		if profiles.EditDistance(name, fl.Name) <= 2 || (len(name) > 2 && strings.HasPrefix(fl.Name, name)) {
 			near = append(near, "--"+fl.Name)
 		}
 	})
 	return strings.Join(near, " or ")
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

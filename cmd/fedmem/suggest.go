@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/fedmem/fedmem/profiles"
 )
 
 // A mistyped command or flag is a usage error (exit 2) that says what was
@@ -65,7 +67,7 @@ func flagError(cmd *cobra.Command, err error) error {
 	var near []string
 	seen := map[string]bool{}
 	visit := func(f *pflag.Flag) {
-		if !seen[f.Name] && (levenshtein(name, f.Name) <= 2 || (len(name) > 2 && strings.HasPrefix(f.Name, name))) {
+		if !seen[f.Name] && (profiles.EditDistance(name, f.Name) <= 2 || (len(name) > 2 && strings.HasPrefix(f.Name, name))) {
 			seen[f.Name] = true
 			near = append(near, "--"+f.Name)
 		}
@@ -73,24 +75,4 @@ func flagError(cmd *cobra.Command, err error) error {
 	cmd.Flags().VisitAll(visit)
 	cmd.InheritedFlags().VisitAll(visit)
 	return usageErrorf("%s%s", msg, didYouMean(near))
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
