@@ -52,6 +52,8 @@ func DefaultStateDir(vaultDir string) string {
 
 // Gate claims, decides and promotes drafts of one vault.
 type Gate struct {
+	// dups indexes held duplicates by original (dupindex.go).
+	dups     dupIndex
 	vaultDir string
 	state    string
 	opts     Options
@@ -510,6 +512,9 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 			return nil, err
 		}
 		d.State, d.DuplicateOf = prior.State, prior.ID
+		if prior.State == StatePending {
+			g.dups.add(prior.ID, d.ID)
+		}
 		if prior.State == StateRejected {
 			d.Reasons = []note.Finding{{Rule: "resubmitted", Severity: note.Error,
 				Message: fmt.Sprintf("identical content was rejected before (decision %s); see that decision's reasons", prior.ID)}}

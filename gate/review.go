@@ -67,9 +67,16 @@ func (g *Gate) settleDuplicates(in *inbox, orig *Decision, all []Decision) error
 		return nil
 	}
 	if all == nil {
-		var err error
-		if all, err = g.Decisions(); err != nil {
+		// The index of held duplicates, not every decision (a batch of
+		// reviews was quadratic in the decisions: dupindex.go).
+		ids, err := g.dups.take(orig.ID, g.Decisions)
+		if err != nil {
 			return err
+		}
+		for _, id := range ids {
+			if d, err := g.loadDecision(id); err == nil && d != nil {
+				all = append(all, *d)
+			}
 		}
 	}
 	var errs []error
