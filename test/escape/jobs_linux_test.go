@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fedmem/fedmem/test/testutil"
 )
 
 // TestJobControlSuspendResume suspends the whole of fedmem-run with Ctrl-Z
@@ -17,32 +19,32 @@ import (
 // fedmem-run forever).
 func TestJobControlSuspendResume(t *testing.T) {
 	e := setup(t, layout{name: "beside/root"})
-	m := startTmux(t, "bash --norc --noprofile -i")
-	m.waitFor(regexp.MustCompile(`bash-[0-9.]+[#$] `), 30*time.Second)
-	m.send(e.launch("sleep", "300"), "Enter")
+	m := testutil.StartTmux(t, "bash --norc --noprofile -i")
+	m.WaitFor(regexp.MustCompile(`bash-[0-9.]+[#$] `), 30*time.Second)
+	m.Send(e.launch("sleep", "300"), "Enter")
 	time.Sleep(1500 * time.Millisecond)
-	m.send("C-z")
-	m.waitFor(regexp.MustCompile(`Stopped`), 20*time.Second)
-	m.send("echo SHELL-HAS-TERMINAL; fg", "Enter")
-	m.waitFor(regexp.MustCompile(`(?m)^SHELL-HAS-TERMINAL`), 20*time.Second)
+	m.Send("C-z")
+	m.WaitFor(regexp.MustCompile(`Stopped`), 20*time.Second)
+	m.Send("echo SHELL-HAS-TERMINAL; fg", "Enter")
+	m.WaitFor(regexp.MustCompile(`(?m)^SHELL-HAS-TERMINAL`), 20*time.Second)
 	time.Sleep(1500 * time.Millisecond)
-	m.send("C-c")
+	m.Send("C-c")
 	// Type the next command only once the shell prompts again: until
 	// fedmem-run has exited, its relay reads the terminal and would take
 	// the line for the agent.
 	prompt := regexp.MustCompile(`(?s)SHELL-HAS-TERMINAL.*\^C.*\n?bash-[0-9.]+[#$] ?$`)
 	for end := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if prompt.MatchString(strings.TrimRight(m.capture(), " \n")+" ") || prompt.MatchString(strings.TrimRight(m.capture(), " \n")) {
+		if prompt.MatchString(strings.TrimRight(m.Capture(), " \n")+" ") || prompt.MatchString(strings.TrimRight(m.Capture(), " \n")) {
 			break
 		}
 		if time.Now().After(end) {
-			t.Fatalf("the shell never prompted again after Ctrl-C; pane:\n%s", m.capture())
+			t.Fatalf("the shell never prompted again after Ctrl-C; pane:\n%s", m.Capture())
 		}
 	}
-	m.send(`echo "RC=$?"`, "Enter")
-	g := m.waitFor(regexp.MustCompile(`(?m)^RC=(\d+)`), 30*time.Second)
+	m.Send(`echo "RC=$?"`, "Enter")
+	g := m.WaitFor(regexp.MustCompile(`(?m)^RC=(\d+)`), 30*time.Second)
 	if g[1] != "130" {
-		t.Fatalf("after Ctrl-Z, fg and Ctrl-C fedmem-run exited %s, want 130 (SIGINT reached the resumed agent); pane:\n%s", g[1], m.capture())
+		t.Fatalf("after Ctrl-Z, fg and Ctrl-C fedmem-run exited %s, want 130 (SIGINT reached the resumed agent); pane:\n%s", g[1], m.Capture())
 	}
 }
 
@@ -50,14 +52,14 @@ func TestJobControlSuspendResume(t *testing.T) {
 // agent's pty must follow (SIGWINCH relayed as TIOCSWINSZ).
 func TestWindowResize(t *testing.T) {
 	e := setup(t, layout{name: "beside/root"})
-	m := startTmux(t, e.launch("bash", "--norc", "--noprofile", "-i")+"; echo FEDMEM-EXIT=$?")
-	m.waitFor(regexp.MustCompile(`bash-[0-9.]+[#$] `), 30*time.Second)
-	m.run("resize-window", "-t", "fedmem", "-x", "97", "-y", "23")
+	m := testutil.StartTmux(t, e.launch("bash", "--norc", "--noprofile", "-i")+"; echo FEDMEM-EXIT=$?")
+	m.WaitFor(regexp.MustCompile(`bash-[0-9.]+[#$] `), 30*time.Second)
+	m.Run("resize-window", "-t", "fedmem", "-x", "97", "-y", "23")
 	time.Sleep(1 * time.Second)
-	m.send(`echo "SIZE=$(stty size)"; exit 0`, "Enter")
-	g := m.waitFor(regexp.MustCompile(`(?m)^SIZE=(\d+ \d+)`), 30*time.Second)
+	m.Send(`echo "SIZE=$(stty size)"; exit 0`, "Enter")
+	g := m.WaitFor(regexp.MustCompile(`(?m)^SIZE=(\d+ \d+)`), 30*time.Second)
 	if g[1] != "23 97" {
-		t.Fatalf("agent's terminal is %q after resize, want \"23 97\"; pane:\n%s", g[1], m.capture())
+		t.Fatalf("agent's terminal is %q after resize, want \"23 97\"; pane:\n%s", g[1], m.Capture())
 	}
 }
 

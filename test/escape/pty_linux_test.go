@@ -1,9 +1,7 @@
 package escape
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,60 +10,6 @@ import (
 
 	"github.com/fedmem/fedmem/test/testutil"
 )
-
-// tmux drives a real terminal: a tmux server on a private socket, one
-// session whose pane runs the command under test.
-type tmux struct {
-	t    *testing.T
-	sock string
-}
-
-func startTmux(t *testing.T, cmdline string) *tmux {
-	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("FEDMEM_REQUIRE_ROOT") == "1" {
-			t.Fatal("tmux is needed for the PTY tests (apt-get install tmux)")
-		}
-		t.Skip("tmux not installed")
-	}
-	m := &tmux{t: t, sock: fmt.Sprintf("fedmem-escape-%d-%d", os.Getpid(), time.Now().UnixNano())}
-	// Keep the pane after the command ends, so its output can be read.
-	m.run("-f", "/dev/null", "new-session", "-d", "-s", "fedmem", "-x", "160", "-y", "50", cmdline+"; sleep 120")
-	t.Cleanup(func() { exec.Command("tmux", "-L", m.sock, "kill-server").Run() })
-	return m
-}
-
-func (m *tmux) run(args ...string) string {
-	m.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", m.sock}, args...)...).CombinedOutput()
-	if err != nil {
-		m.t.Fatalf("tmux %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-func (m *tmux) capture() string {
-	return m.run("capture-pane", "-p", "-J", "-t", "fedmem", "-S", "-500")
-}
-
-// waitFor polls the pane until re matches, and fails with the pane's text
-// after timeout.
-func (m *tmux) waitFor(re *regexp.Regexp, timeout time.Duration) []string {
-	m.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		s := m.capture()
-		if g := re.FindStringSubmatch(s); g != nil {
-			return g
-		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("terminal never showed %s; pane:\n%s", re, s)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func (m *tmux) send(keys ...string) { m.run(append([]string{"send-keys", "-t", "fedmem"}, keys...)...) }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
@@ -91,18 +35,18 @@ func (e *env) launchWith(flags []string, argv ...string) string {
 // the foreground job, the session id is set, and its exit code comes back.
 func TestPTYInteractive(t *testing.T) {
 	e := setup(t, layout{name: "beside/root"})
-	m := startTmux(t, e.launch("bash", "--norc", "--noprofile", "-i")+"; echo FEDMEM-EXIT=$?")
-	m.waitFor(regexp.MustCompile(`bash-[0-9.]+[#$] `), 30*time.Second)
-	size := strings.TrimSpace(m.run("display-message", "-p", "-t", "fedmem", "#{pane_height} #{pane_width}"))
+	m := testutil.StartTmux(t, e.launch("bash", "--norc", "--noprofile", "-i")+"; echo FEDMEM-EXIT=$?")
+	m.WaitFor(regexp.MustCompile(`bash-[0-9.]+[#$] `), 30*time.Second)
+	size := strings.TrimSpace(m.Run("display-message", "-p", "-t", "fedmem", "#{pane_height} #{pane_width}"))
 
-	m.send("stty size; sleep 30", "Enter")
+	m.Send("stty size; sleep 30", "Enter")
 	time.Sleep(700 * time.Millisecond)
-	m.send("C-c")
-	m.send(`echo "INT=$?"`, "Enter")
-	m.waitFor(regexp.MustCompile(`(?m)^INT=\d+`), 20*time.Second)
-	m.send(`tty; echo "S=$FEDMEM_SESSION"; exit 7`, "Enter")
-	g := m.waitFor(regexp.MustCompile(`FEDMEM-EXIT=(\d+)`), 30*time.Second)
-	pane := m.capture()
+	m.Send("C-c")
+	m.Send(`echo "INT=$?"`, "Enter")
+	m.WaitFor(regexp.MustCompile(`(?m)^INT=\d+`), 20*time.Second)
+	m.Send(`tty; echo "S=$FEDMEM_SESSION"; exit 7`, "Enter")
+	g := m.WaitFor(regexp.MustCompile(`FEDMEM-EXIT=(\d+)`), 30*time.Second)
+	pane := m.Capture()
 	t.Logf("pane:\n%s", pane)
 
 	if g[1] != "7" {
@@ -135,9 +79,9 @@ func TestPTYInteractive(t *testing.T) {
 func TestCVE2019_10063_TIOCSTI64bit(t *testing.T) {
 	e := setup(t, layout{name: "beside/root"})
 	out := filepath.Join(e.workdir, "tiocsti.jsonl")
-	m := startTmux(t, e.launch(e.bins.Hostile, "tiocsti", "--out", out)+`; echo FEDMEM-EXIT=$?; read -t 3 line; echo "READ=[$line]"`)
-	m.waitFor(regexp.MustCompile(`READ=\[`), 60*time.Second)
-	pane := m.capture()
+	m := testutil.StartTmux(t, e.launch(e.bins.Hostile, "tiocsti", "--out", out)+`; echo FEDMEM-EXIT=$?; read -t 3 line; echo "READ=[$line]"`)
+	m.WaitFor(regexp.MustCompile(`READ=\[`), 60*time.Second)
+	pane := m.Capture()
 	t.Logf("pane:\n%s", pane)
 	if strings.Contains(pane, "TIOCSTI-ESCAPED-42") || !strings.Contains(pane, "READ=[]") {
 		t.Errorf("injected input reached the outer terminal")

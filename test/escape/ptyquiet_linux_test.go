@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fedmem/fedmem/test/testutil"
 )
 
 // TestPTYNoDiagnosticsWhileAgentRuns: fedmem-run writes nothing of its own
@@ -24,8 +26,8 @@ func TestPTYNoDiagnosticsWhileAgentRuns(t *testing.T) {
 	// A CONNECT by hand to the proxy HTTPS_PROXY names (bash's /dev/tcp:
 	// no client needed); the proxy answers 403 and logs the refusal.
 	agent := `p=${HTTPS_PROXY#http://}; exec 3<>"/dev/tcp/${p%:*}/${p##*:}" && printf 'CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n' >&3 && head -c 12 <&3 | tr -d '\r\n' | sed 's/^/ANSWER=/'; echo; echo "CONNECT-DONE"; read line; echo AGENT-END`
-	m := startTmux(t, "clear; "+e.launchWith([]string{"--profile", "claude", "--events", events}, "bash", "-c", agent)+"; echo FEDMEM-EXIT=$?")
-	m.waitFor(regexp.MustCompile(`CONNECT-DONE`), 60*time.Second)
+	m := testutil.StartTmux(t, "clear; "+e.launchWith([]string{"--profile", "claude", "--events", events}, "bash", "-c", agent)+"; echo FEDMEM-EXIT=$?")
+	m.WaitFor(regexp.MustCompile(`CONNECT-DONE`), 60*time.Second)
 	// The refusal reached --events before the pane is read: nothing is
 	// still on its way to the terminal.
 	deadline := time.Now().Add(30 * time.Second)
@@ -39,16 +41,16 @@ func TestPTYNoDiagnosticsWhileAgentRuns(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	during := m.capture()
+	during := m.Capture()
 	if !strings.Contains(during, "ANSWER=HTTP/1.1 403") {
 		t.Errorf("the proxy did not refuse the CONNECT with 403 (the test proves nothing):\n%s", during)
 	}
 	if strings.Contains(during, "fedmem-run") || strings.Contains(during, "refused") || strings.Contains(during, "warning") {
 		t.Errorf("fedmem-run wrote into the agent's terminal while it ran:\n%s", during)
 	}
-	m.send("x", "Enter")
-	m.waitFor(regexp.MustCompile(`FEDMEM-EXIT=\d+`), 30*time.Second)
-	pane := m.capture()
+	m.Send("x", "Enter")
+	m.WaitFor(regexp.MustCompile(`FEDMEM-EXIT=\d+`), 30*time.Second)
+	pane := m.Capture()
 	t.Logf("pane:\n%s", pane)
 	after := pane[strings.Index(pane, "AGENT-END"):]
 	lines := regexp.MustCompile(`(?m)^fedmem-run: .*$`).FindAllString(after, -1)
