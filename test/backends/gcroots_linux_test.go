@@ -50,7 +50,16 @@ func TestContainerdGCSparesLiveRoots(t *testing.T) {
 	tag := hex.EncodeToString(b[:])
 	live := filepath.Join(roots, "fedmem-gctest-live-"+tag)
 	dead := filepath.Join(roots, "fedmem-gctest-dead-"+tag)
-	for dir, pid := range map[string]int{live: os.Getpid(), dead: gone.ProcessState.Pid()} {
+	// The dead root is cloned first: the live clone, a recursive copy of
+	// "/", then holds a copy of it unless the roots directory is
+	// unbindable — and the dead one's directory cannot be removed (EBUSY)
+	// while the live one stands (every session's clone held every older
+	// one's, and GC never freed them).
+	for _, r := range []struct {
+		dir string
+		pid int
+	}{{dead, gone.ProcessState.Pid()}, {live, os.Getpid()}} {
+		dir, pid := r.dir, r.pid
 		start := goneStart
 		if pid == os.Getpid() {
 			start = procStart(t, pid)

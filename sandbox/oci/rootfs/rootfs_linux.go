@@ -34,8 +34,12 @@ func CloneHostRoot(dir string) error {
 	return nil
 }
 
-// PrivateDir makes dir a private tmpfs mount (once): clones attached
-// below it do not propagate to the host's other mount namespaces.
+// PrivateDir makes dir an unbindable tmpfs mount (once): clones attached
+// below it do not propagate to the host's other mount namespaces, and a
+// later recursive clone of "/" leaves it out. (Private alone was not
+// enough: each session's clone held a copy of every older clone, so mounts
+// grew with every session and a dead session's root could not be removed,
+// EBUSY, while a younger one stood.)
 func PrivateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -52,7 +56,7 @@ func PrivateDir(dir string) error {
 			return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
 		}
 	}
-	if err := unix.Mount("", dir, "", unix.MS_PRIVATE, ""); err != nil {
+	if err := unix.Mount("", dir, "", unix.MS_UNBINDABLE, ""); err != nil {
 		return fmt.Errorf("make %s private: %w", dir, err)
 	}
 	return nil
