@@ -57,7 +57,12 @@ func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), wr
 	var cands []cand
 	var roots []string
 	fams := profiles.ProjectPatterns(pl.InstructionsReadOnly)
+	var entries []string // homeTop's writable non-dot entries: not roots
 	for _, m := range writable {
+		if m.Why == WhyHomeEntry {
+			entries = append(entries, m.Target)
+			continue
+		}
 		roots = append(roots, m.Target)
 		if m.Dir && (m.Why == "workdir" || m.Why == "profile: writable") {
 			for _, p := range profiles.GitPersist {
@@ -90,6 +95,9 @@ func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), wr
 		r := root(c.path)
 		if r == "" || vault.Within(c.path, in.Vault) || vault.Within(in.Vault, c.path) {
 			continue // read-only already; the vault stays the vault's
+		}
+		if inHomeTop(pl, entries, c.path, r) {
+			continue // read-only already: the home's top level (homeTop)
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(c.path, r), "/")
 		if rel == "" && c.conf {

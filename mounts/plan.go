@@ -111,6 +111,10 @@ type Plan struct {
 	// InstructionsReadOnly (profile `instructions: read-only`): the files
 	// the next agent reads as instructions are a persistence family.
 	InstructionsReadOnly bool `json:"instructions_read_only,omitempty"`
+	// HomeTop, when the home lies in a writable path, is the home: its
+	// top level and every dot-entry are read-only, its existing non-dot
+	// entries writable (homeTop; mounts.Verify, rule home-config-readonly).
+	HomeTop string `json:"home_top,omitempty"`
 	// Watch are names in writable paths that the user's configuration
 	// names as code and that were absent when the plan was made: no
 	// placeholder holds them (it would be an entry Git shows); the backend
@@ -219,8 +223,9 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	}
 	if p.Home.Mode == profiles.HomeAllowlist && homeInWritable {
 		// The workdir (or a writable path) is the home or holds it: the
-		// whole home is shown through it, writable; an allow-list under it
+		// whole home is shown through it; an allow-list tmpfs under it
 		// would be covered (and its seal would land on the bind above).
+		// Its top level and dot-entries are read-only instead (homeTop).
 		pl.Warnings = append(pl.Warnings, fmt.Sprintf("the home %s lies in a writable path (workdir or writable:): it is shown whole, with its secrets masked, not as an allow-list", in.Home))
 	}
 	if p.Home.Mode == profiles.HomeAllowlist && !homeInWritable && in.Home != "/" && !vault.Within(in.Home, in.Vault) {
@@ -277,6 +282,11 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		if ok, isDir := exists(t); ok {
 			writable = append(writable, Mount{Kind: BindRW, Source: t, Target: t, Dir: isDir, Why: "profile: writable"})
 		}
+	}
+	if homeInWritable {
+		// After the bind that holds the home: at the same depth, the stable
+		// sort keeps the read-only home on top of it.
+		writable = append(writable, homeTop(pl, in, exists)...)
 	}
 	// Parents before children, so a child bind is not hidden by its parent.
 	sort.SliceStable(writable, func(i, j int) bool { return depth(writable[i].Target) < depth(writable[j].Target) })
@@ -367,7 +377,7 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	}
 	// Guarantee 5: no unix socket or FIFO of the host in a tree shown to
 	// the agent answers it unless the profile lists it.
-	if err := maskSpecials(pl, p, in, all); err != nil {
+	if err := maskSpecials(pl, p, in, withoutHomeTop(all)); err != nil {
 		return nil, err
 	}
 	return pl, nil

@@ -32,7 +32,10 @@ func (e *VerifyError) Error() string {
 //   - every path that runs code later (Protected) is served by a read-only
 //     mount at exactly that path, and every Pinned directory is a mount point;
 //   - every mount read-only on the host under a writable root
-//     (pl.HostReadOnly, see NoteHostReadOnly) is read-only inside.
+//     (pl.HostReadOnly, see NoteHostReadOnly) is read-only inside;
+//   - a home in a writable path (pl.HomeTop) is served by a read-only
+//     mount at exactly its path, and each of its writable non-dot entries
+//     by its own mount.
 func Verify(pl *Plan, r io.Reader) error {
 	infos, err := parseMountinfo(r)
 	if err != nil {
@@ -69,6 +72,9 @@ func Verify(pl *Plan, r io.Reader) error {
 		if m := serving(infos, pm.Target); m == nil || m.Mountpoint != pm.Target || !readOnly(m) {
 			return &VerifyError{Path: pm.Target, Rule: "secret-masked", Detail: describe(m)}
 		}
+	}
+	if err := verifyHomeTop(pl, infos); err != nil {
+		return err
 	}
 	if err := verifyHostReadOnly(pl, infos); err != nil {
 		return err

@@ -362,7 +362,10 @@ func ociIDMapped(spec *Spec, id *Identity) map[string]oci.IDMap {
 		// The pinned and protected paths inside a writable bind are binds
 		// of their own here (the runtime binds host paths), so each needs
 		// the same mapping as the tree it stands in.
-		if m.Kind != mounts.BindRW && m.Kind != mounts.Pinned && (m.Kind != mounts.Protected || m.Placeholder) {
+		// A read-only bind marked Idmap (a listed unix socket, the
+		// read-only top of a home in a writable path) too: the agent must
+		// be its owner as it is the caller's writable tree's.
+		if m.Kind != mounts.BindRW && m.Kind != mounts.Pinned && (m.Kind != mounts.Protected || m.Placeholder) && (m.Kind != mounts.BindRO || !m.Idmap) {
 			continue
 		}
 		var st unix.Stat_t

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/sandbox/seccomp"
 	"github.com/fedmem/fedmem/vault"
 )
@@ -227,6 +228,8 @@ func (r *denialReporter) fsHint(t *target) string {
 	switch {
 	case vault.Within(t.real, pl.Vault) && !vault.Within(t.real, pl.Inbox):
 		return "the vault is read-only: write a draft into $FEDMEM_INBOX (" + pl.Inbox + "); the gate reviews it (docs/vault.md)"
+	case homeTopEntry(pl, t.real):
+		return "the home lies in a writable path: its top level and its dot-entries are read-only (rule " + mounts.RuleHomeConfig + "); name what the agent needs in home.writable or state (docs/profiles.md), or write inside a project folder"
 	}
 	return "not writable in this sandbox: add the directory to writable: or state: in the profile (docs/profiles.md), or write under the workdir or /tmp"
 }
@@ -243,4 +246,14 @@ func capPath(p string) string {
 		p = p[:len(p)-1]
 	}
 	return p + "…"
+}
+
+// homeTopEntry: p lies at the top level of a home in a writable path
+// (mounts.Plan.HomeTop) or under one of its dot-entries.
+func homeTopEntry(pl *mounts.Plan, p string) bool {
+	if pl.HomeTop == "" || !vault.Within(p, pl.HomeTop) || p == pl.HomeTop {
+		return p == pl.HomeTop && p != ""
+	}
+	rel := strings.TrimPrefix(p, pl.HomeTop+"/")
+	return !strings.Contains(rel, "/") || strings.HasPrefix(rel, ".")
 }

@@ -154,7 +154,7 @@ func Translate(in Input) (*specs.Spec, error) {
 		if err := addMount(s, m, in); err != nil {
 			return nil, err
 		}
-		if idm, ok := in.IDMapped[m.Target]; ok && (m.Kind == mounts.BindRW || m.Kind == mounts.Pinned || (m.Kind == mounts.Protected && !m.Placeholder)) {
+		if idm, ok := in.IDMapped[m.Target]; ok && (m.Kind == mounts.BindRW || m.Kind == mounts.Pinned || (m.Kind == mounts.Protected && !m.Placeholder) || (m.Kind == mounts.BindRO && m.Idmap)) {
 			mt := &s.Mounts[len(s.Mounts)-1]
 			mt.UIDMappings, mt.GIDMappings = idm.UID, idm.GID
 			mt.Options = append(mt.Options, "idmap")

@@ -112,51 +112,6 @@ func TestHomeRenamedAwayFromParentWorkdir(t *testing.T) {
 	}
 }
 
-// homeStartupFiles are files in a home that a tool the user runs every day
-// sources or runs by itself (a login shell, an interactive shell, an
-// editor, a terminal multiplexer), none of them in HomePersist.
-var homeStartupFiles = []string{
-	".cargo/env",                    // rustup adds `. "$HOME/.cargo/env"` to .profile and .bashrc
-	".bashrc.d/rt.sh",               // Fedora's default .bashrc sources ~/.bashrc.d/*
-	".config/fish/conf.d/rt.fish",   // fish sources every conf.d file
-	".oh-my-zsh/custom/rt.zsh",      // oh-my-zsh sources $ZSH_CUSTOM/*.zsh
-	".config/nvim/init.lua",         // neovim's user config
-	".tmux.conf",                    // tmux: run-shell
-	".emacs.d/init.el",              // emacs' user init
-	".config/git/attributes",        // with a filter in a config
-	".config/environment.d/rt.conf", // held (control)
-}
-
-// TestHomeStartupFilesInWorkdir: with the home in the writable workdir,
-// the files the user's shell, editor or multiplexer runs by itself must
-// not be writable by the agent (guarantee 6).
-//
-// OPEN BREACH (red team, this session): HomePersist is a name list, so with
-// the home in the writable workdir these startup files survive. The
-// structural fix (the home's configuration read-only unless the profile
-// names it, when the home lies in a writable path) changes the workdir =
-// home layout and is left to the next session (docs/threat-model.md, Known
-// limits). The test runs, and fails, with FEDMEM_OPEN_BREACHES=1.
-func TestHomeStartupFilesInWorkdir(t *testing.T) {
-	if os.Getenv("FEDMEM_OPEN_BREACHES") != "1" {
-		t.Skip("open breach: home startup files in a workdir that is the home survive (set FEDMEM_OPEN_BREACHES=1 to run it; docs/threat-model.md, Known limits)")
-	}
-	e := setup(t, layout{name: "workdir-is-home/root"})
-	e.workdir = e.home
-	script := `for f in "$@"; do mkdir -p "$HOME/$(dirname "$f")" 2>/dev/null; if echo 'touch /tmp/pwned' > "$HOME/$f" 2>/dev/null; then echo "WROTE $f"; fi; done; true`
-	o1, s1, c1 := e.rtsbRun(t, nil, nil, append([]string{"sh", "-c", script, "sh"}, homeStartupFiles...)...)
-	t.Logf("session: exit %d\nstdout:\n%s\nstderr:\n%s", c1, o1, s1)
-	var kept []string
-	for _, f := range homeStartupFiles {
-		if b, err := os.ReadFile(filepath.Join(e.home, f)); err == nil && strings.Contains(string(b), "pwned") {
-			kept = append(kept, f)
-		}
-	}
-	if len(kept) > 0 {
-		t.Errorf("startup files the agent wrote into the home, kept after the session: %v", kept)
-	}
-}
-
 // TestCredentialNotInSandboxInit: the real key (an env credential) is in
 // no process of the sandbox — its init (pid 1) included — nor in its
 // environment, command line or auxiliary files.

@@ -1,0 +1,134 @@
+package mounts
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+
+	"github.com/fedmem/fedmem/vault"
+)
+
+// Whys of the home's top level when the home lies in a writable path
+// (homeTop).
+const (
+	// WhyHomeTop is the read-only layer over the home's top level.
+	WhyHomeTop = "home in a writable path: its top level and every dot-entry read-only (rule home-config-readonly)"
+	// WhyHomeEntry is an existing non-dot entry of that home, writable
+	// through its own bind.
+	WhyHomeEntry = "home in a writable path: an existing non-dot entry, writable"
+)
+
+// RuleHomeConfig names the rule in verification errors and denial hints.
+const RuleHomeConfig = "home-config-readonly"
+
+// homeTop is the home's allow-list when the home lies in a writable path
+// (the workdir is the home, or the workdir or a `writable:` path holds it):
+// the writable bind would show it whole, and every file a shell, editor or
+// multiplexer of the user runs by itself (~/.bashrc.d/*, ~/.cargo/env,
+// ~/.tmux.conf, ~/.config/nvim/init.lua…) with it. A list of such names
+// is never complete; instead:
+//
+//   - the home itself is bound read-only over the writable bind: nothing
+//     can be created, removed or renamed at its top level, and every
+//     dot-entry (files and directories, at any depth) is read-only (EROFS,
+//     in the kernel, while the agent runs: a host shell reading
+//     ~/.bashrc.d during the session finds it as it was);
+//   - every existing non-dot entry (a project, ~/go, ~/src) is bound
+//     writable onto itself, as before: a mount point cannot be renamed or
+//     removed (EBUSY), a link or rename between it and the read-only top is
+//     across mounts (EXDEV);
+//   - a non-dot entry that is a symbolic link is not followed: it stays as
+//     it is, and a write through it lands where it points (read-only when
+//     that is a dot-entry);
+//   - what the profile names in home.writable or state is bound writable
+//     over all this (deeper targets, later in the plan), so a tool's cache
+//     the profile grants still works.
+//
+// The mounts are returned in order (the read-only home first); the caller
+// sorts them after the writable bind that holds the home (same depth,
+// later in a stable sort).
+func homeTop(pl *Plan, in Input, exists func(string) (bool, bool)) []Mount {
+	h := in.Home
+	if h == "/" || vault.Within(h, in.Vault) {
+		return nil
+	}
+	if ok, isDir := exists(h); !ok || !isDir {
+		return nil
+	}
+	out := []Mount{{Kind: BindRO, Source: h, Target: h, Dir: true, Idmap: true, Why: WhyHomeTop}}
+	var names []string
+	if in.List != nil {
+		names, _ = in.List(h)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if strings.HasPrefix(n, ".") {
+			continue // read-only under the home's layer
+		}
+		p := filepath.Join(h, n)
+		if in.RealPath != nil && in.RealPath(p) != p {
+			continue // a link: not followed (a mount point must not be one)
+		}
+		ok, isDir := exists(p)
+		if !ok {
+			continue
+		}
+		out = append(out, Mount{Kind: BindRW, Source: p, Target: p, Dir: isDir, Why: WhyHomeEntry})
+	}
+	pl.HomeTop = h
+	pl.Warnings = append(pl.Warnings, fmt.Sprintf("the home %s lies in a writable path: its top level and every dot-entry are read-only (%s), its %d existing non-dot entries writable; home.writable and state name the dot-entries the agent may write", h, RuleHomeConfig, len(out)-1))
+	return out
+}
+
+// inHomeTop reports whether p, whose longest writable root is r, lies in
+// the read-only part of a home in a writable path (Plan.HomeTop): in the
+// home, under no non-dot entry's bind and no writable root inside the home.
+func inHomeTop(pl *Plan, entries []string, p, r string) bool {
+	h := pl.HomeTop
+	if h == "" || !vault.Within(p, h) || (r != h && vault.Within(r, h)) {
+		return false
+	}
+	for _, e := range entries {
+		if vault.Within(p, e) {
+			return false
+		}
+	}
+	return true
+}
+
+// withoutHomeTop leaves out homeTop's mounts: they show the same host
+// paths as the writable bind that holds the home, whose scan for sockets
+// and FIFOs covers them.
+func withoutHomeTop(ms []Mount) []Mount {
+	var out []Mount
+	for _, m := range ms {
+		if m.Why != WhyHomeTop && m.Why != WhyHomeEntry {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// verifyHomeTop: the home's top level is a read-only mount of its own
+// (the dot-entries below it with it), and each writable non-dot entry a
+// mount point (it cannot be renamed away).
+func verifyHomeTop(pl *Plan, infos []*mountinfo.Info) error {
+	if pl.HomeTop == "" {
+		return nil
+	}
+	if m := reached(infos, pl.HomeTop); m == nil || m.Mountpoint != pl.HomeTop || !readOnly(m) {
+		return &VerifyError{Path: pl.HomeTop, Rule: RuleHomeConfig, Detail: "the home's top level is not its own read-only mount: " + describe(m)}
+	}
+	for _, pm := range pl.Mounts {
+		if pm.Why != WhyHomeEntry {
+			continue
+		}
+		if m := reached(infos, pm.Target); m == nil || m.Mountpoint != pm.Target {
+			return &VerifyError{Path: pm.Target, Rule: RuleHomeConfig, Detail: "a non-dot entry of the home is not its own mount: " + describe(m)}
+		}
+	}
+	return nil
+}
