@@ -198,30 +198,38 @@ func TestPersistenceInstructionsReadOnly(t *testing.T) {
 	}
 }
 
-// TestPersistenceNoRepo: without a .git the name itself is held, so the
-// agent cannot `git init` a repository with hooks of its own; the workdir
-// as home protects the rc files.
+// TestPersistenceNoRepo: the workdir as home holds the rc files, .git
+// and every other dot-entry through the home's read-only top (homeTop),
+// not by names: no placeholder is planted in the home; a project in it is
+// writable through its own bind.
 func TestPersistenceNoRepo(t *testing.T) {
 	p, _, err := profiles.Load("default")
 	if err != nil {
 		t.Fatal(err)
 	}
+	tree := []string{"/home/u/", "/home/u/.bashrc", "/home/u/.config/", "/home/u/proj/", "/home/u/notes.txt", "/v/"}
 	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
-		Exists: fakeHost("/home/u/", "/home/u/.bashrc", "/home/u/.config/", "/v/")})
+		Exists: fakeHost(tree...), List: fakeList(tree...)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := kinds(pl)
-	for target, kind := range map[string]Kind{
-		"/home/u/.git": Protected, "/home/u/.bashrc": Protected, "/home/u/.zshrc": Protected,
-		"/home/u/.config": Pinned, "/home/u/.config/fish": Protected, "/home/u/.config/systemd": Protected,
-	} {
-		if m, ok := got[target]; !ok || m.Kind != kind {
-			t.Errorf("%s: got %+v (present %v), want %s", target, m, ok, kind)
+	if pl.HomeTop != "/home/u" {
+		t.Errorf("HomeTop %q, want /home/u", pl.HomeTop)
+	}
+	for target := range kinds(pl) {
+		if vault.Within(target, "/home/u") {
+			t.Errorf("%s held by name (a placeholder or bind in the home): the read-only top holds it", target)
 		}
 	}
-	if _, ok := got["/home/u/.git/hooks"]; ok {
-		t.Error("/home/u/.git/hooks planned although /home/u/.git is held as a whole")
+	var order []string
+	for _, m := range pl.Mounts {
+		if vault.Within(m.Target, "/home/u") && (m.Kind == BindRO || m.Kind == BindRW) && !m.State {
+			order = append(order, string(m.Kind)+" "+m.Target)
+		}
+	}
+	want := []string{"rw /home/u", "ro /home/u", "rw /home/u/notes.txt", "rw /home/u/proj"}
+	if strings.Join(order, ",") != strings.Join(want, ",") {
+		t.Errorf("binds in the home %v, want %v (the read-only top over the workdir, the non-dot entries writable)", order, want)
 	}
 }
 
