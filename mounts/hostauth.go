@@ -128,7 +128,7 @@ func addHostAuthority(pl *Plan, p *profiles.Profile, in Input, exists func(strin
 		if !under(s) {
 			continue // not hidden: the agent's uid and groups decide (DAC)
 		}
-		pl.Mounts = append(pl.Mounts, Mount{Kind: BindRO, Source: s, Target: s, Idmap: true, Why: "profile: unix_sockets"})
+		pl.Mounts = append(pl.Mounts, Mount{Kind: BindRO, Source: s, Target: s, Idmap: true, Why: WhyListedSocket})
 	}
 }
 

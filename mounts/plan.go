@@ -111,6 +111,9 @@ type Plan struct {
 	// InstructionsReadOnly (profile `instructions: read-only`): the files
 	// the next agent reads as instructions are a persistence family.
 	InstructionsReadOnly bool `json:"instructions_read_only,omitempty"`
+	// UnixSockets are the profile's unix_sockets (cleaned): Landlock's
+	// resolve-unix rules (ABI ≥ 9) grant exactly these.
+	UnixSockets []string `json:"unix_sockets,omitempty"`
 	// HomeTop, when the home lies in a writable path, is the home: its
 	// top level and every dot-entry are read-only, its existing non-dot
 	// entries writable (homeTop; mounts.Verify, rule home-config-readonly).
@@ -189,6 +192,9 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		SocketFamilies: p.SocketFamilyNumbers(),
 
 		InstructionsReadOnly: p.Instructions == profiles.InstructionsReadOnly,
+	}
+	for _, s := range p.UnixSockets {
+		pl.UnixSockets = append(pl.UnixSockets, filepath.Clean(s))
 	}
 	add := func(m Mount) { pl.Mounts = append(pl.Mounts, m) }
 	if p.Limits.OptionalMemory && p.Limits.Memory > 0 {
@@ -311,10 +317,15 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 				continue
 			}
 			if ok, isDir := exists(s); ok && !isDir {
-				add(Mount{Kind: BindRO, Source: s, Target: s, Idmap: true, Why: "profile: unix_sockets"})
+				add(Mount{Kind: BindRO, Source: s, Target: s, Idmap: true, Why: WhyListedSocket})
 			}
 		}
 	}
+	// Every other listed socket (outside the hidden shared directories and
+	// the allow-list home, which bind theirs back above) is bound back onto
+	// itself too, idmapped owner→agent: a root caller's 0755 socket must
+	// answer the agent's uid as it answers the caller (issue 23).
+	pl.Mounts = append(pl.Mounts, listedSockets(pl, p, in, exists)...)
 	// Guarantee 6: what runs code later stays read-only in every writable
 	// path, with what the user's own configuration names as code.
 	extra, cw, err := configuredRunLater(in, exists)

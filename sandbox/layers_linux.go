@@ -25,6 +25,11 @@ func landlockRules(pl *mounts.Plan) landlock.Rules {
 		ReadWriteFiles: []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"},
 		Devices:        []string{"/dev/tty", "/dev/pts", "/dev/ptmx"},
 		NetworkNone:    pl.Network == profiles.NetworkNone,
+		// From ABI 9 Landlock refuses connect(2) to a pathname socket
+		// whose server is outside the sandbox unless a rule grants it:
+		// the listed ones, nothing else (bound after the start-time scan
+		// or not).
+		UnixSockets: pl.UnixSockets,
 	}
 }
 
