@@ -578,6 +578,13 @@ func pinCredentialDirs(pl *mounts.Plan, f string) []mounts.Mount {
 	if root == "" {
 		return nil
 	}
+	if h := pl.HomeTop; h != "" && within(f, h) && within(h, root) {
+		// The read-only top of a home in a writable path holds f: nothing
+		// there can be renamed (EROFS), and a pin — a writable bind of the
+		// host's directory under runc and containerd — would make it
+		// writable again.
+		return nil
+	}
 	pinned := map[string]bool{}
 	for _, m := range pl.Mounts {
 		if m.Kind == mounts.Pinned {
