@@ -349,3 +349,49 @@ func TestPersistenceFamilyLink(t *testing.T) {
 		t.Errorf("no warning for .zed -> /w: %v", pl.Warnings)
 	}
 }
+
+// TestListedSocketsBoundBack: every listed socket is bound back onto
+// itself once, read-only and marked Idmap (for a root caller the backend
+// idmaps it owner→agent: issue 23), wherever it lies — the read-only host
+// tree and the workdir as under /run — after the writable binds, so none
+// covers it; one in the vault is left to the vault.
+func TestListedSocketsBoundBack(t *testing.T) {
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.UnixSockets = []string{"/srv/app/x.sock", "/w/run/y.sock", "/run/z.sock", "/v/gate.sock", "/srv/app/"}
+	tree := []string{"/w/", "/w/run/", "/w/run/y.sock", "/srv/app/", "/srv/app/x.sock", "/run/", "/run/z.sock", "/v/", "/v/gate.sock", "/home/u/"}
+	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	work := -1
+	for i, m := range pl.Mounts {
+		if m.Target == "/w" && m.Kind == BindRW {
+			work = i
+		}
+		if m.Why != WhyListedSocket {
+			continue
+		}
+		n[m.Target]++
+		if m.Kind != BindRO || !m.Idmap || m.Source != m.Target {
+			t.Errorf("%s: %+v, want a read-only bind onto itself marked Idmap", m.Target, m)
+		}
+		if m.Target == "/w/run/y.sock" && i < work {
+			t.Errorf("the workdir's listed socket is bound before the workdir (covered by it)")
+		}
+	}
+	for _, s := range []string{"/srv/app/x.sock", "/w/run/y.sock", "/run/z.sock"} {
+		if n[s] != 1 {
+			t.Errorf("%s bound %d times, want once", s, n[s])
+		}
+	}
+	if n["/v/gate.sock"] != 0 || n["/srv/app"] != 0 {
+		t.Errorf("a socket in the vault or a directory bound as a listed socket: %v", n)
+	}
+	if strings.Join(pl.UnixSockets, ",") != "/srv/app/x.sock,/w/run/y.sock,/run/z.sock,/v/gate.sock,/srv/app" {
+		t.Errorf("Plan.UnixSockets (Landlock's resolve-unix grants) %v", pl.UnixSockets)
+	}
+}

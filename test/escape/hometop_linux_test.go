@@ -81,7 +81,7 @@ out("granted", write(H + "/.rtgrant/state"))
 // in home.writable too (guarantee 6; docs/threat-model.md, rule
 // home-config-readonly). On the old code every write went through.
 func TestHomeStartupFilesInWorkdir(t *testing.T) {
-	for _, l := range []layout{{name: "workdir-is-home/root"}, {name: "workdir-is-home/user", user: true, agentOwned: true}} {
+	for _, l := range []layout{{name: "workdir-is-home/root"}, {name: "workdir-is-home/user", user: true, agentOwned: true}, {name: "workdir-holds-home/root"}} {
 		t.Run(l.name, func(t *testing.T) { testHomeStartupFilesInWorkdir(t, l) })
 	}
 }
@@ -89,12 +89,21 @@ func TestHomeStartupFilesInWorkdir(t *testing.T) {
 func testHomeStartupFilesInWorkdir(t *testing.T, l layout) {
 	e := setup(t, l)
 	e.workdir = e.home
-	for _, d := range []string{".bashrc.d", ".config", "proj", ".rtgrant"} {
+	if strings.HasPrefix(l.name, "workdir-holds-home/") {
+		e.workdir = e.base // the home's parent: the vault lies in it too
+	}
+	// .rtgrant does not exist: the profile's home.writable names it, and
+	// the launcher makes it.
+	for _, d := range []string{".bashrc.d", ".config", "proj"} {
 		must(t, os.MkdirAll(filepath.Join(e.home, d), 0o755))
 	}
 	must(t, os.WriteFile(filepath.Join(e.home, "proj", "f"), []byte("project file\n"), 0o644))
 	must(t, os.Symlink(".config", filepath.Join(e.home, "cfg")))
-	prof := filepath.Join(e.outDir, "hometop.yaml")
+	profDir := e.outDir
+	if e.workdir == e.base {
+		profDir = testutil.TempDir(t) // not in a path the agent may write
+	}
+	prof := filepath.Join(profDir, "hometop.yaml")
 	must(t, os.WriteFile(prof, []byte("name: hometop\nextends: default\nhome:\n  writable: [.rtgrant/]\n"), 0o644))
 	if l.user {
 		must(t, testutil.ChownTree(e.home, agentUID, agentUID))
