@@ -50,18 +50,21 @@ const RuleHomeConfig = "home-config-readonly"
 // The mounts are returned in order (the read-only home first); the caller
 // sorts them after the writable bind that holds the home (same depth,
 // later in a stable sort).
-func homeTop(pl *Plan, in Input, exists func(string) (bool, bool)) []Mount {
+func homeTop(pl *Plan, in Input, exists func(string) (bool, bool)) ([]Mount, error) {
 	h := in.Home
 	if h == "/" || vault.Within(h, in.Vault) {
-		return nil
+		return nil, nil
 	}
 	if ok, isDir := exists(h); !ok || !isDir {
-		return nil
+		return nil, nil
 	}
 	out := []Mount{{Kind: BindRO, Source: h, Target: h, Dir: true, Idmap: true, Why: WhyHomeTop}}
 	var names []string
 	if in.List != nil {
-		names, _ = in.List(h)
+		var err error
+		if names, err = in.List(h); err != nil {
+			return nil, fmt.Errorf("%w: the home %s lies in a writable path and cannot be listed: %v (rule %s: its non-dot entries are bound one by one)", ErrPlan, h, err, RuleHomeConfig)
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {
@@ -77,11 +80,18 @@ func homeTop(pl *Plan, in Input, exists func(string) (bool, bool)) []Mount {
 			continue
 		}
 		out = append(out, Mount{Kind: BindRW, Source: p, Target: p, Dir: isDir, Why: WhyHomeEntry})
+		if len(out)-1 > MaxHomeEntries {
+			return nil, fmt.Errorf("%w: the home %s lies in a writable path and holds more than %d non-dot entries (rule %s: each is bound writable on its own): use a project folder as the workdir", ErrPlan, h, MaxHomeEntries, RuleHomeConfig)
+		}
 	}
 	pl.HomeTop = h
 	pl.Warnings = append(pl.Warnings, fmt.Sprintf("the home %s lies in a writable path: its top level and every dot-entry are read-only (%s), its %d existing non-dot entries writable; home.writable and state name the dot-entries the agent may write", h, RuleHomeConfig, len(out)-1))
-	return out
+	return out, nil
 }
+
+// MaxHomeEntries bounds the non-dot entries of a home in a writable path
+// (one bind each): past it the plan is refused, not half-made.
+const MaxHomeEntries = 1024
 
 // inHomeTop reports whether p, whose longest writable root is r, lies in
 // the read-only part of a home in a writable path (Plan.HomeTop): in the

@@ -395,3 +395,24 @@ func TestListedSocketsBoundBack(t *testing.T) {
 		t.Errorf("Plan.UnixSockets (Landlock's resolve-unix grants) %v", pl.UnixSockets)
 	}
 }
+
+// TestHomeTopEntriesBounded: a home in the workdir with more non-dot
+// entries than MaxHomeEntries (one bind each) is refused, naming the home
+// and the rule, not half-planned.
+func TestHomeTopEntriesBounded(t *testing.T) {
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := []string{"/home/u/", "/v/"}
+	for i := 0; i <= MaxHomeEntries; i++ {
+		tree = append(tree, fmt.Sprintf("/home/u/d%04d/", i))
+	}
+	_, err = Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...)})
+	if !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), "/home/u") || !strings.Contains(err.Error(), RuleHomeConfig) {
+		t.Fatalf("got %v, want ErrPlan naming the home and %s", err, RuleHomeConfig)
+	}
+	if _, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u", Exists: fakeHost(tree[:MaxHomeEntries+2]...), List: fakeList(tree[:MaxHomeEntries+2]...)}); err != nil {
+		t.Fatalf("%d entries refused: %v", MaxHomeEntries, err)
+	}
+}

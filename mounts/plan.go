@@ -292,7 +292,11 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	if homeInWritable {
 		// After the bind that holds the home: at the same depth, the stable
 		// sort keeps the read-only home on top of it.
-		writable = append(writable, homeTop(pl, in, exists)...)
+		ht, err := homeTop(pl, in, exists)
+		if err != nil {
+			return nil, err
+		}
+		writable = append(writable, ht...)
 	}
 	// Parents before children, so a child bind is not hidden by its parent.
 	sort.SliceStable(writable, func(i, j int) bool { return depth(writable[i].Target) < depth(writable[j].Target) })
