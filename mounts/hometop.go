@@ -8,6 +8,7 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 
+	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -141,4 +142,72 @@ func verifyHomeTop(pl *Plan, infos []*mountinfo.Info) error {
 		}
 	}
 	return nil
+}
+
+// Bounds of the walk for links among a home's dot-entries (homeLinks).
+const (
+	homeLinkDepth   = 3    // ~/.config/fish/config.fish
+	homeLinkEntries = 4096 // names looked at, then the walk stops (warned)
+)
+
+// homeLinks finds the symbolic links among the dot-entries of a home in a
+// writable path (Plan.HomeTop), to homeLinkDepth levels, without following
+// any: a dotfiles checkout links ~/.bashrc or ~/.config/nvim into a
+// non-dot folder the agent may write (~/dotfiles), where the read-only top
+// does not reach. Each link's target is returned as a candidate for
+// protectPersistence, which holds it read-only (and pins the directories
+// on its way) when it lies in a writable path, and leaves it alone when it
+// is read-only anyway.
+func homeLinks(pl *Plan, in Input, exists func(string) (bool, bool)) []configured {
+	if pl.HomeTop == "" || in.List == nil || in.RealPath == nil {
+		return nil
+	}
+	var out []configured
+	seen := 0
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		names, _ := in.List(dir)
+		sort.Strings(names)
+		for _, n := range names {
+			if depth == 1 && !strings.HasPrefix(n, ".") {
+				continue // a non-dot entry: writable, judged as a project
+			}
+			if seen++; seen > homeLinkEntries {
+				return
+			}
+			p := filepath.Join(dir, n)
+			r := in.RealPath(p)
+			if r == p && in.Readlink != nil {
+				// A dangling link resolves to nothing: what it names, once
+				// the agent makes it, is the startup file.
+				if t, err := in.Readlink(p); err == nil {
+					if !filepath.IsAbs(t) {
+						t = filepath.Join(dir, t)
+					}
+					r = filepath.Clean(t)
+				}
+			}
+			if r != p {
+				if filepath.IsAbs(r) && r != pl.HomeTop && !inHomeTopDots(pl.HomeTop, r) {
+					rel := strings.TrimPrefix(p, pl.HomeTop+"/")
+					out = append(out, configured{r, profiles.Persist{Path: rel, Why: "a dot-entry of the home links here (~/" + rel + "): its configuration"}})
+				}
+				continue
+			}
+			if _, isDir := exists(p); isDir && depth < homeLinkDepth {
+				walk(p, depth+1)
+			}
+		}
+	}
+	walk(pl.HomeTop, 1)
+	if seen > homeLinkEntries {
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("the home %s lies in a writable path: its dot-entries were searched for links into writable folders up to %d names only; a startup file linked from further in is not held (%s)", pl.HomeTop, homeLinkEntries, RuleHomeConfig))
+	}
+	return out
+}
+
+// inHomeTopDots: r lies under a dot-entry of home h (read-only already).
+func inHomeTopDots(h, r string) bool {
+	rel, ok := strings.CutPrefix(r, h+"/")
+	return ok && strings.HasPrefix(rel, ".")
 }

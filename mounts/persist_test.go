@@ -3,6 +3,8 @@ package mounts
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -414,5 +416,50 @@ func TestHomeTopEntriesBounded(t *testing.T) {
 	}
 	if _, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u", Exists: fakeHost(tree[:MaxHomeEntries+2]...), List: fakeList(tree[:MaxHomeEntries+2]...)}); err != nil {
 		t.Fatalf("%d entries refused: %v", MaxHomeEntries, err)
+	}
+}
+
+// TestHomeLinksHeld: with the home in the workdir, a dot-entry that links
+// into a writable non-dot folder (a dotfiles checkout) has its target held
+// read-only, the folders on the way pinned; a link that stays among the
+// dot-entries needs nothing (read-only already); a dangling one is watched.
+func TestHomeLinksHeld(t *testing.T) {
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := []string{"/home/u/", "/home/u/.inputrc", "/home/u/.config/", "/home/u/.config/nvim", "/home/u/.zshenv", "/home/u/.alias",
+		"/home/u/dotfiles/", "/home/u/dotfiles/shell/", "/home/u/dotfiles/shell/inputrc", "/home/u/dotfiles/nvim/", "/home/u/.real", "/v/"}
+	links := map[string]string{"/home/u/.inputrc": "dotfiles/shell/inputrc", "/home/u/.config/nvim": "../dotfiles/nvim", "/home/u/.zshenv": "dotfiles/zshenv", "/home/u/.alias": ".real"}
+	real := func(p string) string {
+		if t, ok := links[p]; ok && t != "dotfiles/zshenv" {
+			return filepath.Clean(filepath.Join(filepath.Dir(p), t))
+		}
+		return p
+	}
+	readlink := func(p string) (string, error) {
+		if t, ok := links[p]; ok {
+			return t, nil
+		}
+		return "", errors.New("not a link")
+	}
+	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
+		Exists: fakeHost(tree...), List: fakeList(tree...), RealPath: real, Readlink: readlink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := kinds(pl)
+	for target, kind := range map[string]Kind{
+		"/home/u/dotfiles/shell/inputrc": Protected, "/home/u/dotfiles/shell": Pinned, "/home/u/dotfiles": Pinned, "/home/u/dotfiles/nvim": Protected,
+	} {
+		if m, ok := got[target]; !ok || m.Kind != kind {
+			t.Errorf("%s: got %+v (present %v), want %s", target, m, ok, kind)
+		}
+	}
+	if _, ok := got["/home/u/.real"]; ok {
+		t.Error("a link among the dot-entries held by name: the read-only top holds it")
+	}
+	if !slices.Contains(pl.Watch, "/home/u/dotfiles/zshenv") {
+		t.Errorf("the dangling ~/.zshenv's target is not watched: %v", pl.Watch)
 	}
 }

@@ -159,6 +159,10 @@ type Input struct {
 	// the existing persistence names matching profiles.ProjectFamilies at
 	// the top of each writable root read-only. nil: nothing is listed.
 	List func(dir string) ([]string, error)
+	// Readlink returns a link's target as written (os.Readlink); Build
+	// uses it for dangling links among the dot-entries of a home in a
+	// writable path (homeLinks). nil: not read.
+	Readlink func(p string) (string, error)
 }
 
 // ErrPlan marks an invalid plan input.
@@ -337,6 +341,7 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		return nil, err
 	}
 	pl.Warnings = append(pl.Warnings, cw...)
+	extra = append(extra, homeLinks(pl, in, exists)...)
 	protectPersistence(pl, in, exists, writable, extra)
 
 	add(Mount{Kind: BindRO, Source: in.Vault, Target: in.Vault, Dir: true, Why: "vault, read-only as a whole (.git included)"})

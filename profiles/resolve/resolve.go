@@ -199,6 +199,7 @@ func Resolve(o Options) (*Session, error) {
 		ResolvConf: resolvConf,
 		ReadFile:   host.ReadConfig,
 		List:       host.List,
+		Readlink:   os.Readlink,
 		Specials:   scanner.Specials,
 	})
 	if err != nil {

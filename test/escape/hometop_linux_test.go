@@ -63,6 +63,15 @@ out("symlink-top", lambda: os.symlink(".bashrc.d", H + "/bd"))
 out("symlink-in-proj", lambda: os.symlink("../.tmux.conf", H + "/proj/t"))
 out("write-via-proj-link", write(H + "/proj/t"))
 out("write-via-host-link", write(H + "/cfg/nvim/init.vim"))
+# a dotfiles checkout: startup files that are links into a writable
+# non-dot folder (stow, rcm, dotbot) — the target is the startup file
+out("write-via-dot-link", write(H + "/.zshrc"))
+out("write-link-target", write(H + "/dotfiles/zshrc"))
+out("write-dir-link-target", write(H + "/dotfiles/nvim/init.lua"))
+out("write-deep-link-target", write(H + "/dotfiles/shell/inputrc"))
+out("rename-link-target-parent", lambda: os.rename(H + "/dotfiles/shell", H + "/dotfiles/shell2"))
+out("dotfiles-other", write(H + "/dotfiles/README"))
+out("write-dangling-target", write(H + "/dotfiles/zshenv"))
 # a new name at the home's top level (refused: documented)
 out("new-top-file", write(H + "/newtop.txt"))
 # what must still work: the projects, their dot-files, a granted dot-dir
@@ -99,6 +108,16 @@ func testHomeStartupFilesInWorkdir(t *testing.T, l layout) {
 	}
 	must(t, os.WriteFile(filepath.Join(e.home, "proj", "f"), []byte("project file\n"), 0o644))
 	must(t, os.Symlink(".config", filepath.Join(e.home, "cfg")))
+	for _, d := range []string{"dotfiles/nvim", "dotfiles/shell"} {
+		must(t, os.MkdirAll(filepath.Join(e.home, d), 0o755))
+	}
+	for _, f := range []string{"dotfiles/zshrc", "dotfiles/nvim/init.lua", "dotfiles/shell/inputrc", "dotfiles/README"} {
+		must(t, os.WriteFile(filepath.Join(e.home, f), []byte("# the user's\n"), 0o644))
+	}
+	must(t, os.Symlink("dotfiles/zshrc", filepath.Join(e.home, ".zshrc")))
+	must(t, os.Symlink("../dotfiles/nvim", filepath.Join(e.home, ".config", "nvim2")))
+	must(t, os.Symlink("dotfiles/shell/inputrc", filepath.Join(e.home, ".inputrc")))
+	must(t, os.Symlink("dotfiles/zshenv", filepath.Join(e.home, ".zshenv"))) // dangling
 	profDir := e.outDir
 	if e.workdir == e.base {
 		profDir = testutil.TempDir(t) // not in a path the agent may write
@@ -122,20 +141,28 @@ func testHomeStartupFilesInWorkdir(t *testing.T, l layout) {
 		}
 	}
 	want := map[string][]string{
-		"rename-dot-away":     {"EROFS"},
-		"rename-proj":         {"EROFS", "EBUSY"},
-		"move-into-dot":       {"EXDEV", "EROFS"},
-		"link-dot-into-proj":  {"EXDEV", "EROFS"},
-		"link-proj-into-dot":  {"EXDEV", "EROFS"},
-		"symlink-top":         {"EROFS"},
-		"symlink-in-proj":     {"ok"},
-		"write-via-proj-link": {"EROFS"},
-		"write-via-host-link": {"EROFS"},
-		"new-top-file":        {"EROFS"},
-		"proj-write":          {"ok"},
-		"proj-dotfile":        {"ok"},
-		"proj-file":           {"ok"},
-		"granted":             {"ok"},
+		"rename-dot-away":           {"EROFS"},
+		"rename-proj":               {"EROFS", "EBUSY"},
+		"move-into-dot":             {"EXDEV", "EROFS"},
+		"link-dot-into-proj":        {"EXDEV", "EROFS"},
+		"link-proj-into-dot":        {"EXDEV", "EROFS"},
+		"symlink-top":               {"EROFS"},
+		"symlink-in-proj":           {"ok"},
+		"write-via-proj-link":       {"EROFS"},
+		"write-via-host-link":       {"EROFS"},
+		"new-top-file":              {"EROFS"},
+		"write-via-dot-link":        {"EROFS"},
+		"write-link-target":         {"EROFS"},
+		"write-dir-link-target":     {"EROFS"},
+		"write-deep-link-target":    {"EROFS"},
+		"rename-link-target-parent": {"EBUSY"},
+		"dotfiles-other":            {"ok"},
+		"write-dangling-target":     {"ok"}, // watched: moved aside after the session
+
+		"proj-write":   {"ok"},
+		"proj-dotfile": {"ok"},
+		"proj-file":    {"ok"},
+		"granted":      {"ok"},
 	}
 	for _, f := range homeStartupFiles {
 		want["write:"+f] = []string{"EROFS"}
@@ -163,7 +190,15 @@ func testHomeStartupFilesInWorkdir(t *testing.T, l layout) {
 			t.Errorf("%s exists on the host after the session", p)
 		}
 	}
-	for _, p := range []string{"proj/new.txt", "proj/.env.local", ".rtgrant/state"} {
+	if b, err := os.ReadFile(filepath.Join(e.home, "dotfiles", "zshenv")); err == nil {
+		t.Errorf("dotfiles/zshenv, the target of the dangling ~/.zshenv, kept after the session: %q", b)
+	}
+	for _, f := range []string{"dotfiles/zshrc", "dotfiles/nvim/init.lua", "dotfiles/shell/inputrc"} {
+		if b, _ := os.ReadFile(filepath.Join(e.home, f)); string(b) != "# the user's\n" {
+			t.Errorf("%s, a startup file's link target, changed: %q", f, b)
+		}
+	}
+	for _, p := range []string{"proj/new.txt", "proj/.env.local", ".rtgrant/state", "dotfiles/README"} {
 		if b, err := os.ReadFile(filepath.Join(e.home, p)); err != nil || !strings.Contains(string(b), "pwned") {
 			t.Errorf("%s: the agent's write did not reach the host (%v)", p, err)
 		}
