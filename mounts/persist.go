@@ -152,6 +152,13 @@ func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), wr
 				// directory belongs (.git as a worktree's gitdir file).
 				seen[cur] = true
 				out = append(out, Mount{Kind: Protected, Source: cur, Target: cur, Dir: isDir, Why: "runs code later: " + c.p.Why})
+			case pl.HomeTop != "" && (cur == pl.HomeTop || inHomeTop(pl, entries, cur, r)):
+				// The read-only home (a mount point) or a dot-entry under
+				// it: nothing renames it, and a pin — a writable bind of
+				// the host's directory under runc and containerd — would
+				// make it writable again.
+				seen[cur] = true
+				continue
 			default:
 				seen[cur] = true
 				out = append(out, Mount{Kind: Pinned, Source: cur, Target: cur, Dir: true, Why: "holds " + c.p.Path + ": a mount point cannot be renamed away"})
