@@ -1,0 +1,346 @@
+package gate
+
+// The claim bound to its evidence (issue 24, the open red-team drafts): a
+// source that counts (sources.go: in force, a human's, about the draft's
+// subject by its title words) binds two more things.
+//
+//   - The draft's names are written as its sources' are (rule
+//     subject-script). A word of the draft's title, `subject`, aliases or
+//     tags whose letters are of a kind no counted source's name uses — a
+//     letter with a diacritic, or another script, beside sources named in
+//     plain ASCII — is bound only if it is itself a word of a source's name.
+//     "CI test suite überspringen" citing "CI test suite" shares three words
+//     of four (the subject test passes) and its fourth is an instruction in
+//     another language: the script of the names, not a list of words, says
+//     it is not the sources' subject. A vault whose notes are named in
+//     German or Cyrillic binds its own letters.
+//   - The draft does not restate its source otherwise (rule
+//     conflict-restated). A sentence of the draft whose head — the words
+//     before its verb and the verb — is the head of a sentence of a counted
+//     source says something about the same thing the source says; when it
+//     uses a word the source's sentence does not (articles aside), it says
+//     it differently: "A merge needs only the unit suite to pass" against
+//     "A merge needs all three to pass". A narrower title ("CI test suite
+//     merge rule") does not make it another subject. Restating in the
+//     source's words ("Production runs in us-east-1" against "Production
+//     runs in the us-east-1 region") is agreement and passes.
+//
+// Both are Flags: the draft waits for a reviewer. The head is found by
+// grammar alone (the first auxiliary, or the first word after the first
+// that has the -s of a verb), the same on both sides, so a restatement in
+// the source's wording is always compared; a paraphrase with another head
+// is not (docs/policy.md, Known gaps).
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/fedmem/fedmem/gate/validate"
+	"github.com/fedmem/fedmem/vault/note"
+)
+
+// Rules of this file (Flags).
+const (
+	RuleSubjectScript    = "subject-script"    // a name word in letters no counted source's name uses
+	RuleConflictRestated = "conflict-restated" // a sentence restates a source's sentence with other words
+)
+
+// countedSource is a vault source that counts as evidence.
+type countedSource struct {
+	Path  string
+	Blob  plumbing.Hash
+	Facts noteFacts
+}
+
+// Bounds: sources compared, bytes of each read, sentences of each.
+const (
+	maxBoundSources   = 8
+	maxBoundBytes     = 16 << 10
+	maxBoundSentences = 200
+)
+
+// letter kinds of a name word.
+const (
+	letterASCII  = 1 << iota // a-z
+	letterMarked             // a Latin letter beyond ASCII (ü, ß, é)
+	letterOther              // a letter of another script
+)
+
+// letterKinds returns the kinds of the letters of s and, for other scripts,
+// their names.
+func letterKinds(s string, scripts map[string]bool) int {
+	k := 0
+	for _, r := range s {
+		switch {
+		case r < utf8.RuneSelf:
+			if r|0x20 >= 'a' && r|0x20 <= 'z' {
+				k |= letterASCII
+			}
+		case !unicode.IsLetter(r):
+		case unicode.Is(unicode.Latin, r):
+			k |= letterMarked
+		default:
+			k |= letterOther
+			if scripts != nil {
+				scripts[scriptName(r)] = true
+			}
+		}
+	}
+	return k
+}
+
+func scriptName(r rune) string {
+	for name, t := range unicode.Scripts {
+		if name != "Common" && name != "Inherited" && unicode.Is(t, r) {
+			return name
+		}
+	}
+	return "?"
+}
+
+// nameKey folds one name word as NormTitle does (NFKC, case folding,
+// marks dropped, plural folded).
+func nameKey(w string) string {
+	return stem(stripMarks(cases.Fold().String(norm.NFKC.String(w))))
+}
+
+func nameWords(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r) })
+}
+
+// boundToSources checks the draft's names and sentences against the
+// sources that count.
+func boundToSources(res validate.Result, counted []countedSource, hv *headView) ([]note.Finding, error) {
+	if res.Note == nil {
+		return nil, nil
+	}
+	if len(counted) > maxBoundSources {
+		counted = counted[:maxBoundSources]
+	}
+	out := scriptBound(res, counted)
+	rs, err := restated(res, counted, hv)
+	return append(out, rs...), err
+}
+
+// scriptBound: rule subject-script.
+func scriptBound(res validate.Result, counted []countedSource) []note.Finding {
+	words := map[string]bool{}
+	kinds := 0
+	scripts := map[string]bool{}
+	for _, c := range counted {
+		names := append([]string{c.Facts.Title, c.Facts.Subject, NormTitle(strings.TrimSuffix(path.Base(c.Path), ".md"))}, c.Facts.Aliases...)
+		for _, n := range names {
+			kinds |= letterKinds(n, scripts)
+			for _, w := range strings.Fields(n) {
+				words[w] = true
+			}
+		}
+	}
+	type name struct {
+		what, val string
+		line      int
+	}
+	var names []name
+	if res.Meta.Title != "" {
+		names = append(names, name{"title", res.Meta.Title, res.Note.KeyLine("title")})
+	}
+	for _, key := range []string{"subject", "aliases", "tags"} {
+		v := res.Note.Get(key)
+		if v == nil {
+			continue
+		}
+		vals := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			vals = v.Content
+		}
+		for i, e := range vals {
+			if i == maxAliases {
+				break
+			}
+			if e.Kind == yaml.ScalarNode {
+				names = append(names, name{key, e.Value, e.Line})
+			}
+		}
+	}
+	for _, n := range names {
+		for _, w := range nameWords(n.val) {
+			ws := map[string]bool{}
+			k := letterKinds(w, ws)
+			fits := k&^kinds == 0
+			for s := range ws {
+				fits = fits && scripts[s]
+			}
+			if fits || words[nameKey(w)] {
+				continue
+			}
+			return []note.Finding{flag(RuleSubjectScript, n.line, "the %s word %q is written in letters (%s) that no name of its sources uses (%s), and is not a word of one: the subject a note shares with its evidence is named as the evidence names it; a word in another language or script is held for a reviewer",
+				n.what, clip(w), kindName(k&^kinds, ws), sourceNames(counted))}
+		}
+	}
+	return nil
+}
+
+func kindName(k int, scripts map[string]bool) string {
+	var parts []string
+	if k&letterMarked != 0 {
+		parts = append(parts, "Latin beyond ASCII")
+	}
+	for s := range scripts {
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "another script"
+	}
+	if len(parts) > 1 {
+		// deterministic order
+		for i := 1; i < len(parts); i++ {
+			for j := i; j > 0 && parts[j] < parts[j-1]; j-- {
+				parts[j], parts[j-1] = parts[j-1], parts[j]
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sourceNames(counted []countedSource) string {
+	var b strings.Builder
+	for i, c := range counted {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c.Path)
+	}
+	return b.String()
+}
+
+// sentenceHead returns the words before a sentence's verb and the verb
+// (normalised, articles dropped, plurals folded) and the words after it
+// ("" when no head is found).
+func sentenceHead(s string) (head string, rest []string) {
+	var ws []string
+	for _, t := range strings.Fields(s) {
+		if w := normWord(t); w != "" {
+			ws = append(ws, w)
+		}
+	}
+	// The verb: the first auxiliary or modal, or the first word after the
+	// first with the -s of a verb that a function word follows ("needs
+	// all", "runs in"): a plural noun is followed by its verb ("events
+	// travel") or follows a number ("30 minutes").
+	verb := -1
+	for i := 1; i < len(ws); i++ {
+		w := ws[i]
+		if auxiliaries[w] || obligationModals[w] || haveNeed[w] {
+			verb = i
+			break
+		}
+		prev := ws[i-1]
+		if len(w) > 2 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !functionWords[w] && !functionWords[prev] &&
+			!isDigit(prev[0]) && (i+1 == len(ws) || functionWords[ws[i+1]]) {
+			verb = i
+			break
+		}
+	}
+	if verb < 1 {
+		return "", nil
+	}
+	var h []string
+	for i, w := range ws {
+		if w == "the" || w == "a" || w == "an" {
+			continue
+		}
+		if i <= verb {
+			h = append(h, stem(w))
+		} else {
+			rest = append(rest, stem(w))
+		}
+	}
+	if len(h) < 2 {
+		return "", nil
+	}
+	return strings.Join(h, " "), rest
+}
+
+// restated: rule conflict-restated.
+func restated(res validate.Result, counted []countedSource, hv *headView) ([]note.Finding, error) {
+	sh := res.Shape()
+	if sh == nil {
+		return nil, nil
+	}
+	type srcSentence struct {
+		path, text string
+		words      map[string]bool
+	}
+	heads := map[string][]srcSentence{}
+	for _, c := range counted {
+		b, err := readBlobPrefix(hv.s, c.Blob, maxBoundBytes)
+		if err != nil {
+			return nil, err
+		}
+		n, _ := note.Parse(b)
+		if n == nil {
+			continue
+		}
+		body := strings.Join(strings.Fields(string(n.Body)), " ")
+		for i, s := range splitSentences(body) {
+			if i == maxBoundSentences {
+				break
+			}
+			h, rest := sentenceHead(s)
+			if h == "" {
+				continue
+			}
+			m := map[string]bool{}
+			for _, w := range rest {
+				m[w] = true
+			}
+			heads[h] = append(heads[h], srcSentence{c.Path, s, m})
+		}
+	}
+	if len(heads) == 0 {
+		return nil, nil
+	}
+	for _, p := range sh.Prose {
+		for _, s := range splitSentences(p.Text) {
+			h, rest := sentenceHead(s)
+			srcs := heads[h]
+			if len(srcs) == 0 {
+				continue
+			}
+			agrees := false
+			var novel string
+			for _, src := range srcs {
+				extra := ""
+				for _, w := range rest {
+					if !src.words[w] {
+						extra = w
+						break
+					}
+				}
+				if extra == "" {
+					agrees = true
+					break
+				}
+				if novel == "" {
+					novel = extra
+				}
+			}
+			if agrees {
+				continue
+			}
+			src := srcs[0]
+			return []note.Finding{{Rule: RuleConflictRestated, Line: p.Line, Severity: note.Flag, Path: src.path, Message: fmt.Sprintf(
+				"the sentence %q restates what its source %s says (%q) with other words (%q is not in it): a note that says otherwise what its evidence says contradicts it, whatever its title; a reviewer decides which holds",
+				clip(s), src.path, clip(src.text), clip(novel))}}, nil
+		}
+	}
+	return nil, nil
+}
