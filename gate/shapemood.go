@@ -95,7 +95,7 @@ func (c *shapeCheck) deontic(toks []string, s string, line int) {
 		case obligationModals[w]:
 			hold("holds a modal of obligation (" + w + ")")
 			return
-		case copulas[w] && i+2 < len(ws) && ws[i+1] == "to" && verbLike(toks[i+2]):
+		case copulas[w] && i+2 < len(ws) && ws[i+1] == "to" && (verbLike(toks[i+2]) || ws[i+2] == "be"):
 			hold("says what is to be done (" + w + " to " + ws[i+2] + ")")
 			return
 		case haveNeed[w] && i+2 < len(ws) && ws[i+1] == "to" && verbLike(toks[i+2]):
