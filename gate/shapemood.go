@@ -152,7 +152,8 @@ func (c *shapeCheck) steps(toks []string, line int) {
 		clauses = append(clauses, toks[start:])
 	}
 	for ci, cl := range clauses {
-		passive, timed, thenVerb := false, false, false
+		passives, timed, thenVerb, coordinated := 0, false, false, false
+		joined := false // an "and" or a comma since the last passive
 		for i, t := range cl {
 			w := normWord(t)
 			if sequenceWords[w] || temporalWords[w] {
@@ -161,20 +162,31 @@ func (c *shapeCheck) steps(toks []string, line int) {
 			if i == 0 && w == "then" && ci > 0 && len(cl) > 1 && verbLike(cl[1]) {
 				thenVerb = true // ", then merges the branch"
 			}
+			if passives > 0 && (w == "and" || strings.HasSuffix(t, ",")) {
+				joined = true
+			}
 			if copulas[w] {
 				j := i + 1
 				for j < len(cl) && j <= i+2 && (strings.HasSuffix(normWord(cl[j]), "ly") || sequenceWords[normWord(cl[j])] || normWord(cl[j]) == "not") {
 					j++
 				}
 				if j < len(cl) && participleLike(cl[j]) {
-					passive = true
+					// a second action without a doer joined to the first
+					// ("… is switched off and the branch is merged"), not
+					// one placed under it ("… are encrypted before they
+					// are stored")
+					coordinated = coordinated || passives > 0 && joined
+					passives++
+					joined = false
 				}
 			}
 		}
 		switch {
 		case thenVerb:
 			c.stepClauses += 2 // the action before "then" and the one after
-		case passive && timed:
+		case passives > 0 && timed && coordinated:
+			c.stepClauses += 2
+		case passives > 0 && timed:
 			c.stepClauses++
 		}
 		if c.stepClauses >= 2 && c.stepLine == 0 {

@@ -32,6 +32,14 @@ func TestShapeMood(t *testing.T) {
 		{"get passive", "The suite gets switched off before the release. The branch gets merged afterwards.", RuleShapeSteps},
 		{"then and a verb", "The release manager disables the suite before each release, then merges the branch without review.", RuleShapeSteps},
 
+		// an act as the subject opens with a verb and its object (shape.go)
+		{"gerund evaluated", "Skipping the security suite is fine for documentation changes.", RuleShapeImper},
+		{"gerund evaluated, adverb", "Ignoring all failing checks is usually harmless.", RuleShapeImper},
+		{"coordinated passives", "Before each release the security suite is switched off and the release branch is merged without review.", RuleShapeSteps},
+
+		{"gerund handled by", "Billing for the partner tokens is handled by the payments team.", ""},
+		{"subordinate passives", "Backups are encrypted before they are stored in another region.", ""},
+		{"doer named", "New third party dependencies are reviewed by the security team before they are added.", ""},
 		{"purpose with object", "The gateway is designed to absorb short bursts above the limit.", ""},
 		{"setting", "The burst allowance is set to 100 requests.", ""},
 		{"assigned to", "A flaky test is assigned to its owning team.", ""},
