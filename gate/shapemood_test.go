@@ -88,6 +88,7 @@ func TestClaimBoundToSources(t *testing.T) {
 		"umlaut.md":    RuleSubjectScript,
 		"accent.md":    RuleSubjectScript,
 		"tag.md":       RuleSubjectScript,
+		"body.md":      RuleSubjectScript,
 		"restate.md":   RuleConflictRestated,
 		"number.md":    RuleConflictRestated,
 		"agree.md":     "",
@@ -96,6 +97,7 @@ func TestClaimBoundToSources(t *testing.T) {
 	put(t, sd, "umlaut.md", draft("CI test suite überspringen", ci, "", "The CI test suite runs on every pull request."))
 	put(t, sd, "accent.md", draft("CI test suite à désactiver", ci, "", "The CI test suite runs on every pull request."))
 	put(t, sd, "tag.md", draft("CI test suite runtime", ci, "tags: [ci, überspringen]\n", "The CI test suite runs on every pull request."))
+	put(t, sd, "body.md", draft("CI test suite branches", ci, "", "The CI test suite überspringen on release branches."))
 	put(t, sd, "restate.md", draft("CI test suite merge rule", ci, "", "A merge needs only the unit suite to pass."))
 	put(t, sd, "number.md", draft("Deployment region production", region, "", "Production runs in the eu-west-1 region."))
 	put(t, sd, "agree.md", draft("Deployment region summary list", region, "", "Production runs in us-east-1. The standby region is us-west-2."))

@@ -125,16 +125,36 @@ func boundToSources(res validate.Result, counted []countedSource, hv *headView) 
 	if len(counted) > maxBoundSources {
 		counted = counted[:maxBoundSources]
 	}
-	out := scriptBound(res, counted)
-	rs, err := restated(res, counted, hv)
-	return append(out, rs...), err
+	bodies := make([]string, len(counted))
+	for i, c := range counted {
+		b, err := readBlobPrefix(hv.s, c.Blob, maxBoundBytes)
+		if err != nil {
+			return nil, err
+		}
+		if n, _ := note.Parse(b); n != nil {
+			bodies[i] = strings.Join(strings.Fields(string(n.Body)), " ")
+		}
+	}
+	out := scriptBound(res, counted, bodies)
+	return append(out, restated(res, counted, bodies)...), nil
 }
 
 // scriptBound: rule subject-script.
-func scriptBound(res validate.Result, counted []countedSource) []note.Finding {
+func scriptBound(res validate.Result, counted []countedSource, bodies []string) []note.Finding {
 	words := map[string]bool{}
 	kinds := 0
 	scripts := map[string]bool{}
+	// The sources' text: its letters and words bind the draft's body (a
+	// source that names São Paulo lets the draft name it too).
+	textKinds := 0
+	textScripts := map[string]bool{}
+	textWords := map[string]bool{}
+	for _, b := range bodies {
+		textKinds |= letterKinds(b, textScripts)
+		for _, w := range nameWords(b) {
+			textWords[nameKey(w)] = true
+		}
+	}
 	for _, c := range counted {
 		names := append([]string{c.Facts.Title, c.Facts.Subject, NormTitle(strings.TrimSuffix(path.Base(c.Path), ".md"))}, c.Facts.Aliases...)
 		for _, n := range names {
@@ -185,7 +205,43 @@ func scriptBound(res validate.Result, counted []countedSource) []note.Finding {
 				n.what, clip(w), kindName(k&^kinds, ws), sourceNames(counted))}
 		}
 	}
+	// The body: a word in letters neither the sources' names nor their
+	// text use, and not one of their words ("The CI test suite
+	// überspringen on release branches").
+	kinds |= textKinds
+	for s := range textScripts {
+		scripts[s] = true
+	}
+	if sh := res.Shape(); sh != nil {
+		for _, p := range sh.Prose {
+			for _, w := range nameWords(p.Text) {
+				if w == "" || isASCII(w) {
+					continue
+				}
+				ws := map[string]bool{}
+				k := letterKinds(w, ws)
+				fits := k&^kinds == 0
+				for s := range ws {
+					fits = fits && scripts[s]
+				}
+				if fits || words[nameKey(w)] || textWords[nameKey(w)] {
+					continue
+				}
+				return []note.Finding{flag(RuleSubjectScript, p.Line, "the word %q is written in letters (%s) that neither the names nor the text of its sources use (%s), and is not one of their words: a word in another language or script beside its evidence is held for a reviewer",
+					clip(w), kindName(k&^kinds, ws), sourceNames(counted))}
+			}
+		}
+	}
 	return nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 func kindName(k int, scripts map[string]bool) string {
@@ -270,26 +326,18 @@ func sentenceHead(s string) (head string, rest []string) {
 }
 
 // restated: rule conflict-restated.
-func restated(res validate.Result, counted []countedSource, hv *headView) ([]note.Finding, error) {
+func restated(res validate.Result, counted []countedSource, bodies []string) []note.Finding {
 	sh := res.Shape()
 	if sh == nil {
-		return nil, nil
+		return nil
 	}
 	type srcSentence struct {
 		path, text string
 		words      map[string]bool
 	}
 	heads := map[string][]srcSentence{}
-	for _, c := range counted {
-		b, err := readBlobPrefix(hv.s, c.Blob, maxBoundBytes)
-		if err != nil {
-			return nil, err
-		}
-		n, _ := note.Parse(b)
-		if n == nil {
-			continue
-		}
-		body := strings.Join(strings.Fields(string(n.Body)), " ")
+	for ci, c := range counted {
+		body := bodies[ci]
 		for i, s := range splitSentences(body) {
 			if i == maxBoundSentences {
 				break
@@ -306,7 +354,7 @@ func restated(res validate.Result, counted []countedSource, hv *headView) ([]not
 		}
 	}
 	if len(heads) == 0 {
-		return nil, nil
+		return nil
 	}
 	for _, p := range sh.Prose {
 		for _, s := range splitSentences(p.Text) {
@@ -339,8 +387,8 @@ func restated(res validate.Result, counted []countedSource, hv *headView) ([]not
 			src := srcs[0]
 			return []note.Finding{{Rule: RuleConflictRestated, Line: p.Line, Severity: note.Flag, Path: src.path, Message: fmt.Sprintf(
 				"the sentence %q restates what its source %s says (%q) with other words (%q is not in it): a note that says otherwise what its evidence says contradicts it, whatever its title; a reviewer decides which holds",
-				clip(s), src.path, clip(src.text), clip(novel))}}, nil
+				clip(s), src.path, clip(src.text), clip(novel))}}
 		}
 	}
-	return nil, nil
+	return nil
 }
