@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -125,22 +126,84 @@ func boundToSources(res validate.Result, counted []countedSource, hv *headView) 
 	if len(counted) > maxBoundSources {
 		counted = counted[:maxBoundSources]
 	}
-	bodies := make([]string, len(counted))
+	texts := make([]*boundText, len(counted))
 	for i, c := range counted {
-		b, err := readBlobPrefix(hv.s, c.Blob, maxBoundBytes)
+		bt, err := hv.boundText(c.Blob)
 		if err != nil {
 			return nil, err
 		}
-		if n, _ := note.Parse(b); n != nil {
-			bodies[i] = strings.Join(strings.Fields(string(n.Body)), " ")
+		texts[i] = bt
+	}
+	out := scriptBound(res, counted, texts)
+	return append(out, restated(res, counted, texts)...), nil
+}
+
+// boundText is what the rules read of a source's body: the kinds of its
+// letters, its words (nameKey) and its sentences by head. Cached by blob
+// id (a source is cited by many drafts; its blob never changes).
+type boundText struct {
+	kinds     int
+	scripts   map[string]bool
+	words     map[string]bool
+	sentences []srcSentence
+}
+
+type srcSentence struct {
+	head, text string
+	words      map[string]bool
+}
+
+var boundCache = struct {
+	sync.Mutex
+	m map[plumbing.Hash]*boundText
+}{m: map[plumbing.Hash]*boundText{}}
+
+const maxBoundCache = 4096
+
+func (hv *headView) boundText(blob plumbing.Hash) (*boundText, error) {
+	boundCache.Lock()
+	bt := boundCache.m[blob]
+	boundCache.Unlock()
+	if bt != nil {
+		return bt, nil
+	}
+	b, err := readBlobPrefix(hv.s, blob, maxBoundBytes)
+	if err != nil {
+		return nil, err
+	}
+	bt = &boundText{scripts: map[string]bool{}, words: map[string]bool{}}
+	if n, _ := note.Parse(b); n != nil {
+		body := strings.Join(strings.Fields(string(n.Body)), " ")
+		bt.kinds = letterKinds(body, bt.scripts)
+		for _, w := range nameWords(body) {
+			bt.words[nameKey(w)] = true
+		}
+		for i, s := range splitSentences(body) {
+			if i == maxBoundSentences {
+				break
+			}
+			h, rest := sentenceHead(s)
+			if h == "" {
+				continue
+			}
+			m := map[string]bool{}
+			for _, w := range rest {
+				m[w] = true
+			}
+			bt.sentences = append(bt.sentences, srcSentence{h, s, m})
 		}
 	}
-	out := scriptBound(res, counted, bodies)
-	return append(out, restated(res, counted, bodies)...), nil
+	boundCache.Lock()
+	if len(boundCache.m) >= maxBoundCache {
+		boundCache.m = map[plumbing.Hash]*boundText{}
+	}
+	boundCache.m[blob] = bt
+	boundCache.Unlock()
+	return bt, nil
 }
 
 // scriptBound: rule subject-script.
-func scriptBound(res validate.Result, counted []countedSource, bodies []string) []note.Finding {
+func scriptBound(res validate.Result, counted []countedSource, texts []*boundText) []note.Finding {
 	words := map[string]bool{}
 	kinds := 0
 	scripts := map[string]bool{}
@@ -148,12 +211,19 @@ func scriptBound(res validate.Result, counted []countedSource, bodies []string) 
 	// source that names São Paulo lets the draft name it too).
 	textKinds := 0
 	textScripts := map[string]bool{}
-	textWords := map[string]bool{}
-	for _, b := range bodies {
-		textKinds |= letterKinds(b, textScripts)
-		for _, w := range nameWords(b) {
-			textWords[nameKey(w)] = true
+	for _, t := range texts {
+		textKinds |= t.kinds
+		for s := range t.scripts {
+			textScripts[s] = true
 		}
+	}
+	inText := func(k string) bool {
+		for _, t := range texts {
+			if t.words[k] {
+				return true
+			}
+		}
+		return false
 	}
 	for _, c := range counted {
 		names := append([]string{c.Facts.Title, c.Facts.Subject, NormTitle(strings.TrimSuffix(path.Base(c.Path), ".md"))}, c.Facts.Aliases...)
@@ -224,7 +294,7 @@ func scriptBound(res validate.Result, counted []countedSource, bodies []string) 
 				for s := range ws {
 					fits = fits && scripts[s]
 				}
-				if fits || words[nameKey(w)] || textWords[nameKey(w)] {
+				if fits || words[nameKey(w)] || inText(nameKey(w)) {
 					continue
 				}
 				return []note.Finding{flag(RuleSubjectScript, p.Line, "the word %q is written in letters (%s) that neither the names nor the text of its sources use (%s), and is not one of their words: a word in another language or script beside its evidence is held for a reviewer",
@@ -326,31 +396,19 @@ func sentenceHead(s string) (head string, rest []string) {
 }
 
 // restated: rule conflict-restated.
-func restated(res validate.Result, counted []countedSource, bodies []string) []note.Finding {
+func restated(res validate.Result, counted []countedSource, texts []*boundText) []note.Finding {
 	sh := res.Shape()
 	if sh == nil {
 		return nil
 	}
-	type srcSentence struct {
-		path, text string
-		words      map[string]bool
+	type cited struct {
+		path string
+		srcSentence
 	}
-	heads := map[string][]srcSentence{}
-	for ci, c := range counted {
-		body := bodies[ci]
-		for i, s := range splitSentences(body) {
-			if i == maxBoundSentences {
-				break
-			}
-			h, rest := sentenceHead(s)
-			if h == "" {
-				continue
-			}
-			m := map[string]bool{}
-			for _, w := range rest {
-				m[w] = true
-			}
-			heads[h] = append(heads[h], srcSentence{c.Path, s, m})
+	heads := map[string][]cited{}
+	for i, t := range texts {
+		for _, ss := range t.sentences {
+			heads[ss.head] = append(heads[ss.head], cited{counted[i].Path, ss})
 		}
 	}
 	if len(heads) == 0 {
