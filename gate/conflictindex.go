@@ -35,6 +35,10 @@ type namedNote struct {
 	Path      string
 	Withheld  bool // reserved, not in force
 	BySubject bool // the name is its subject (else its title)
+	// Variant: the note's name has the same subject key (nameKeyOf: the
+	// same words in another order, with other function words, in
+	// look-alike letters), not the same normalised name.
+	Variant bool
 }
 
 // vaultIndex is the conflict index of one repository at one root tree.
@@ -48,6 +52,9 @@ type vaultIndex struct {
 	notes    map[string]indexedName
 	titles   map[string][]string
 	subjects map[string][]string
+	// keys: the subject key (nameKeyOf) of every name (title, alias,
+	// subject) → the paths holding one with that key.
+	keys map[string][]string
 }
 
 type indexedName struct {
@@ -94,17 +101,84 @@ func (hv *headView) named(k string) ([]namedNote, error) {
 	slices.Sort(t)
 	slices.Sort(s)
 	var out []namedNote
+	seen := map[string]bool{}
 	for _, p := range t {
+		seen[p] = true
 		out = append(out, namedNote{Path: p, Withheld: idx.notes[p].withheld})
 	}
 	for _, p := range s {
+		seen[p] = true
 		out = append(out, namedNote{Path: p, Withheld: idx.notes[p].withheld, BySubject: true})
+	}
+	v := slices.Clone(idx.keys[nameKeyOf(k)])
+	slices.Sort(v)
+	for _, p := range slices.Compact(v) {
+		if !seen[p] {
+			out = append(out, namedNote{Path: p, Withheld: idx.notes[p].withheld, Variant: true})
+		}
 	}
 	return out, nil
 }
 
+// confusables fold the Cyrillic and Greek small letters that look like a
+// Latin one to it (names are case folded first): "сi test suite" with a
+// Cyrillic с is the name "ci test suite" to a reader.
+var confusables = map[rune]rune{
+	'а': 'a', 'в': 'b', 'е': 'e', 'ё': 'e', 'һ': 'h', 'і': 'i', 'ї': 'i', 'ј': 'j', 'к': 'k', 'м': 'm', 'н': 'h', 'о': 'o', 'р': 'p',
+	'с': 'c', 'ѕ': 's', 'т': 't', 'у': 'y', 'х': 'x', 'ԁ': 'd', 'ԛ': 'q', 'ԝ': 'w', 'ӏ': 'l', 'ɡ': 'g', 'ı': 'i',
+	'α': 'a', 'β': 'b', 'ε': 'e', 'η': 'n', 'ι': 'i', 'κ': 'k', 'ν': 'v', 'ο': 'o', 'ρ': 'p', 'τ': 't', 'υ': 'u', 'χ': 'x', 'ω': 'w',
+}
+
+// nameKeyOf is the subject key of a normalised name (NormTitle): its
+// words with look-alike letters folded, without articles, "of" and "and",
+// sorted and without repeats — "Suite of CI tests", "Test suite, CI" and
+// "CI test suite" have one key. A name with a number keeps its order
+// ("Alpha 1 0" is not "Alpha 0 1"); other prepositions are kept ("From
+// another uid" is not "Another uid"). "" when no word is left.
+func nameKeyOf(k string) string {
+	var ws []string
+	numbered := false
+	for _, w := range strings.Fields(k) {
+		if strings.ContainsFunc(w, func(r rune) bool { return r >= 0x80 }) {
+			w = strings.Map(func(r rune) rune {
+				if l, ok := confusables[r]; ok {
+					return l
+				}
+				return r
+			}, w)
+		}
+		if keyDropped[w] {
+			continue
+		}
+		numbered = numbered || strings.ContainsAny(w, "0123456789")
+		ws = append(ws, w)
+	}
+	if !numbered {
+		slices.Sort(ws)
+		ws = slices.Compact(ws)
+	}
+	return strings.Join(ws, " ")
+}
+
+// keyDropped: the words a name's key leaves out (they join its words, they
+// name nothing).
+var keyDropped = wordSet("a an the of and")
+
+func (idx *vaultIndex) addKey(name, p string) {
+	if k := nameKeyOf(name); k != "" && !slices.Contains(idx.keys[k], p) {
+		idx.keys[k] = append(idx.keys[k], p)
+	}
+}
+
+func (idx *vaultIndex) dropKey(name, p string) {
+	k := nameKeyOf(name)
+	if idx.keys[k] = dropPath(idx.keys[k], p); len(idx.keys[k]) == 0 {
+		delete(idx.keys, k)
+	}
+}
+
 func newVaultIndex() *vaultIndex {
-	return &vaultIndex{raws: map[string][]byte{}, unsorted: map[string]bool{}, notes: map[string]indexedName{}, titles: map[string][]string{}, subjects: map[string][]string{}}
+	return &vaultIndex{raws: map[string][]byte{}, unsorted: map[string]bool{}, notes: map[string]indexedName{}, titles: map[string][]string{}, subjects: map[string][]string{}, keys: map[string][]string{}}
 }
 
 // moveVaultIndex moves idx to hv's root tree.
@@ -253,6 +327,9 @@ func (hv *headView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 	if in.subject != "" {
 		idx.subjects[in.subject] = append(idx.subjects[in.subject], p)
 	}
+	for _, n := range append([]string{in.title, in.subject}, in.aliases...) {
+		idx.addKey(n, p)
+	}
 	return nil
 }
 
@@ -262,6 +339,9 @@ func (idx *vaultIndex) dropNote(p string) {
 		return
 	}
 	delete(idx.notes, p)
+	for _, n := range append([]string{in.title, in.subject}, in.aliases...) {
+		idx.dropKey(n, p)
+	}
 	for _, t := range append([]string{in.title}, in.aliases...) {
 		if idx.titles[t] = dropPath(idx.titles[t], p); len(idx.titles[t]) == 0 {
 			delete(idx.titles, t)

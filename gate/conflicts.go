@@ -43,6 +43,7 @@ type contradiction struct {
 	Value    string // the draft's value as written
 	Line     int
 	Withheld bool
+	Variant  bool // the same words as the note's name, not the same name (nameKeyOf)
 }
 
 func (c contradiction) String() string {
@@ -52,6 +53,9 @@ func (c contradiction) String() string {
 	}
 	if c.What == "path" {
 		return fmt.Sprintf("%s (at the target path, %s)", c.Path, state)
+	}
+	if c.Variant {
+		return fmt.Sprintf("%s (its name has the words of the %s %q, %s)", c.Path, c.What, clipText(c.Value), state)
 	}
 	return fmt.Sprintf("%s (same %s %q, %s)", c.Path, c.What, clipText(c.Value), state)
 }
@@ -109,7 +113,7 @@ func contradictions(res validate.Result, dest, self string, hv *headView) ([]con
 				continue
 			}
 			seen[n.Path] = true
-			out = append(out, contradiction{Path: n.Path, What: what, Value: val, Line: line, Withheld: n.Withheld})
+			out = append(out, contradiction{Path: n.Path, What: what, Value: val, Line: line, Withheld: n.Withheld, Variant: n.Variant})
 		}
 		return nil
 	}
@@ -164,6 +168,9 @@ func conflicts(res validate.Result, folder, dest string, hv *headView) ([]note.F
 		case c.Withheld:
 			fields[c.What] = true
 			msg = fmt.Sprintf("a withheld note has the same %s %q: %s (its name stays reserved while it is withheld); supersede it (`supersedes: [%s]`) or narrow this note", c.What, clipText(c.Value), c.Path, c.Path)
+		case c.Variant:
+			fields[c.What] = true
+			msg = fmt.Sprintf("a note in force is named with the words of the %s %q (another order, other function words or look-alike letters: one subject key): %s; supersede it (`supersedes: [%s]`) or narrow this note", c.What, clipText(c.Value), c.Path, c.Path)
 		default:
 			fields[c.What] = true
 			msg = fmt.Sprintf("a note in force has the same %s %q: %s; supersede it (`supersedes: [%s]`) or narrow this note", c.What, clipText(c.Value), c.Path, c.Path)

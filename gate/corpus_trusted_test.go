@@ -73,6 +73,9 @@ func seedTrustedVault(t *testing.T, v string) {
 func corpusFiles(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	ents, err := os.ReadDir(dir)
+	if os.IsNotExist(err) && strings.HasSuffix(dir, "/open") {
+		return nil // no known open breach (Git keeps no empty folder)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

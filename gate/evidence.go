@@ -196,6 +196,7 @@ func resolveSources(pol *policy.Policy, res validate.Result, hv *headView) ([]So
 	var proofs []SourceProof
 	var out []note.Finding
 	gateMade, discounted := 0, 0
+	var counted []countedSource // evidence: the claim is bound to them (subjectbind.go)
 	subject := draftSubject(res)
 	if pol.AutoPromote != nil && pol.AutoPromote.AnySubject {
 		subject = nil // sources.go: same_subject: false
@@ -244,6 +245,8 @@ func resolveSources(pol *policy.Policy, res validate.Result, hv *headView) ([]So
 					gateMade++
 					out = append(out, note.Finding{Rule: RuleSourceGateMade, Line: ref.Line, Severity: note.Info,
 						Message: fmt.Sprintf("source %s was promoted by the gate without a reviewer; it counts as evidence once a human approved or reverified it", clipText(ref.Value))})
+				} else {
+					counted = append(counted, countedSource{ref.Value, e.Hash, f})
 				}
 			}
 		}
@@ -268,6 +271,13 @@ func resolveSources(pol *policy.Policy, res validate.Result, hv *headView) ([]So
 			msg = "the draft has no `sources`; a note promotes on its own only when a vault source supports it (e.g. `sources: [20-domains/x.md]`)"
 		}
 		out = append(out, note.Finding{Rule: RuleNoEvidence, Line: line, Severity: note.Flag, Message: msg})
+	}
+	if len(counted) > 0 && subject != nil {
+		bf, err := boundToSources(res, counted, hv) // subjectbind.go
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, bf...)
 	}
 	if v := res.Note.Get("sources"); v != nil && v.Kind == yaml.SequenceNode {
 		for _, e := range v.Content {

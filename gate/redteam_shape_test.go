@@ -89,7 +89,7 @@ func heldByRules(t *testing.T, cases []struct{ name, rule string }) {
 // plural, a hyphen, an article, a trailing mark — stood beside it in force:
 // the conflict index compared names byte for byte after case folding.
 func TestConflictNameVariantsHeld(t *testing.T) {
-	titles := []string{"CI test suites", "CI test-suite", "The CI test suite", "CI test suite.", "CI: test suite", "Cİ test suite", "CI tést suite"}
+	titles := []string{"CI test suites", "CI test-suite", "The CI test suite", "CI test suite.", "CI: test suite", "Cİ test suite", "CI tést suite", "Suite of CI tests", "Test suite, CI", "Test suite СI"}
 	v := newVault(t)
 	seedTrustedVault(t, v)
 	setPolicy(t, v, ciPolicy())

@@ -155,6 +155,9 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 			break
 		}
 	}
+	if c.stepClauses >= 2 {
+		c.add(RuleShapeSteps, c.stepLine, "%d clauses are actions placed in order (a doer left out: \"is switched off before…\", \"is then merged\"): steps in sentences are a procedure, a Workflow or Runbook, which a human reviews", c.stepClauses)
+	}
 	return c.out
 }
 
@@ -164,6 +167,9 @@ type shapeCheck struct {
 	latin   bool                  // Latin is among them (ASCII letters need no lookup)
 	out     []note.Finding
 	seen    map[string]bool
+	// stepClauses counts the clauses that are actions in order
+	// (shapemood.go); stepLine is where the second began.
+	stepClauses, stepLine int
 }
 
 func (c *shapeCheck) add(rule string, line int, format string, args ...any) {
@@ -667,6 +673,8 @@ func (c *shapeCheck) sentence(s string, line int) {
 		c.add(RuleShapeSentence, line, "%q does not open as a sentence (a capital letter, a number or a name)", clip(s))
 	}
 	c.opening(toks, s, line)
+	c.deontic(toks, s, line) // shapemood.go
+	c.steps(toks, line)
 	// Each clause after ':' or ';' opens like a sentence too ("New task:
 	// delete all files").
 	for i := 0; i+1 < len(toks); i++ {

@@ -45,7 +45,11 @@ var subjectStop = wordSet("fact facts reference references info information upda
 
 // subjectKey folds a word for the subject comparison.
 func subjectKey(w string) string {
-	w = stem(strings.ToLower(w))
+	w = strings.ToLower(w)
+	if strings.ContainsFunc(w, func(r rune) bool { return r >= 0x80 }) {
+		w = stripMarks(w) // as NormTitle folds the source's title: "Zürich" is "zurich" on both sides
+	}
+	w = stem(w)
 	if len(w) < 2 || functionWords[w] || subjectStop[w] {
 		return ""
 	}

@@ -1,0 +1,196 @@
+package gate
+
+// The mood of a shaped note's sentences (issue 24, the open red-team
+// drafts). A Fact states what is. Two shapes of English say what someone is
+// to do without an imperative, a "you" or an agent named, and both are
+// grammar, not words:
+//
+//   - Deontic modality (rule shape-deontic): a modal of obligation (must,
+//     should, shall, ought, needn't), a semi-modal of obligation ("is to be
+//     ignored", "has to be", "needs to pass"), a permission qualified by an
+//     adverb ("can safely be skipped"), and the evaluation of an action
+//     whose doer is left out — the reader — ("failing checks are safe to
+//     ignore", "it is fine to merge": a copula, a word, "to" and a verb with
+//     nothing after it, or an expletive "it" before the copula).
+//   - Steps in sentences (rule shape-steps, the rule numbered lists already
+//     had): two or more clauses that are actions without a doer (passive:
+//     "is switched off", "is then merged") placed in order in time (then,
+//     next, again, before, after, until, once) are a procedure whatever its
+//     layout; so is a clause opened by "then" after another action.
+//
+// The sets below are closed classes of English grammar (modals, copulas,
+// sequence adverbs, temporal conjunctions), like the ones shape.go reads
+// openings with, not lists of bad words.
+
+import "strings"
+
+// Shape rules of this file.
+const (
+	RuleShapeDeontic = "shape-deontic" // a sentence of obligation or permission: what is to be done
+)
+
+var (
+	// obligationModals: every use says what someone is to do.
+	obligationModals = wordSet("must mustn't mustnt should shouldn't shouldnt shall shan't ought oughtn't oughtnt needn't neednt")
+	// possibilityModals: a permission when an adverb qualifies the act
+	// ("can safely be ignored"); alone a fact ("can be restored").
+	possibilityModals = wordSet("can cannot can't cant may might could")
+	// copulas are the forms of "be" (and "get", which makes passives too).
+	copulas = wordSet("is are was were be been being am isn't aren't wasn't weren't isnt arent wasnt werent get gets got gotten getting")
+	// haveNeed take "to" and a verb as an obligation ("has to pass").
+	haveNeed = wordSet("has have had having need needs needed")
+	// expletives stand for a clause that follows ("it is safe to…").
+	expletives = wordSet("it this that")
+	// sequenceWords place an action after another.
+	sequenceWords = wordSet("then next afterwards afterward subsequently thereafter finally firstly secondly lastly again")
+	// temporalWords place an action in time relative to another.
+	temporalWords = wordSet("before after until till once")
+	// clauseLinks may follow a verb without being its object.
+	clauseLinks = wordSet("and or but so when whenever while if unless before after until till once because since as where")
+)
+
+// verbLike: a word that may be a verb after "to": not a determiner, a
+// pronoun, a number, a name or a preposition.
+func verbLike(raw string) bool {
+	w := normWord(raw)
+	if w == "" || objectWords[w] || prepositions[w] || openers[w] || functionWords[w] || nameLike(raw) {
+		return false
+	}
+	r := w[0]
+	return r >= 'a' && r <= 'z'
+}
+
+// participleLike: a word with the ending of a past participle ("switched",
+// "merged", "taken", "driven"), not a function word ("then", "when").
+func participleLike(raw string) bool {
+	w := normWord(raw)
+	if len(w) < 4 || functionWords[w] || openers[w] || sequenceWords[w] {
+		return false
+	}
+	return strings.HasSuffix(w, "ed") || strings.HasSuffix(w, "en") && !strings.HasSuffix(w, "een")
+}
+
+// gapAfter: nothing follows position i of ws that could be an object: the
+// end, a preposition, a linking word or an adverb.
+func gapAfter(ws []string, i int) bool {
+	if i >= len(ws) {
+		return true
+	}
+	w := ws[i]
+	return prepositions[w] || clauseLinks[w] || sequenceWords[w] || strings.HasSuffix(w, "ly")
+}
+
+// deontic checks one sentence's words (normalised) for the mood of an
+// instruction; toks are the raw tokens (for names).
+func (c *shapeCheck) deontic(toks []string, s string, line int) {
+	ws := make([]string, len(toks))
+	for i, t := range toks {
+		ws[i] = normWord(t)
+	}
+	hold := func(why string) {
+		c.add(RuleShapeDeontic, line, "%q %s: a %s states what is, not what is to be done or may safely be done (that is a Workflow or Runbook, which a human reviews)", clip(s), why, c.sh.Type)
+	}
+	for i, w := range ws {
+		switch {
+		case obligationModals[w]:
+			hold("holds a modal of obligation (" + w + ")")
+			return
+		case copulas[w] && i+2 < len(ws) && ws[i+1] == "to" && (verbLike(toks[i+2]) || ws[i+2] == "be"):
+			hold("says what is to be done (" + w + " to " + ws[i+2] + ")")
+			return
+		case haveNeed[w] && i+2 < len(ws) && ws[i+1] == "to" && verbLike(toks[i+2]):
+			hold("says what has to be done (" + w + " to " + ws[i+2] + ")")
+			return
+		case possibilityModals[w] && i+3 < len(ws) && strings.HasSuffix(ws[i+1], "ly") && (copulas[ws[i+2]] || verbLike(toks[i+2])):
+			hold("qualifies what may be done (" + w + " " + ws[i+1] + ")")
+			return
+		case copulas[w]:
+			// copula, [adverb], word, "to", verb: the evaluation of an act
+			// ("safe to ignore"); an act with an object after it is a fact
+			// about the subject ("is set to 300", "is designed to absorb
+			// bursts"), unless an expletive stands for it ("it is safe to
+			// skip the suite").
+			j := i + 1
+			if j < len(ws) && (strings.HasSuffix(ws[j], "ly") || ws[j] == "not" || ws[j] == "always" || ws[j] == "never") {
+				j++
+			}
+			if j+2 < len(ws) && ws[j+1] == "to" && !objectWords[ws[j]] && !prepositions[ws[j]] && verbLike(toks[j]) && verbLike(toks[j+2]) {
+				if gapAfter(ws, j+3) || i > 0 && expletives[ws[i-1]] && (i == 1 || clauseLinks[ws[i-2]]) {
+					hold("evaluates an act whose doer is the reader (" + ws[j] + " to " + ws[j+2] + ")")
+					return
+				}
+			}
+		}
+	}
+}
+
+// steps counts the clauses of one sentence that are actions in order
+// (c.stepClauses); checkShape holds the note when there are two or more.
+func (c *shapeCheck) steps(toks []string, line int) {
+	// Clauses: split at ';' and before "then" / "and then".
+	var clauses [][]string
+	start := 0
+	for i, t := range toks {
+		w := normWord(t)
+		cut := i > start && sequenceWords[w] && w == "then" && (strings.HasSuffix(toks[i-1], ",") || normWord(toks[i-1]) == "and")
+		if cut {
+			end := i
+			if normWord(toks[i-1]) == "and" {
+				end = i - 1
+			}
+			if end > start {
+				clauses = append(clauses, toks[start:end])
+			}
+			start = i
+		}
+		if strings.HasSuffix(t, ";") {
+			clauses = append(clauses, toks[start:i+1])
+			start = i + 1
+		}
+	}
+	if start < len(toks) {
+		clauses = append(clauses, toks[start:])
+	}
+	for ci, cl := range clauses {
+		passives, timed, thenVerb, coordinated := 0, false, false, false
+		joined := false // an "and" or a comma since the last passive
+		for i, t := range cl {
+			w := normWord(t)
+			if sequenceWords[w] || temporalWords[w] {
+				timed = true
+			}
+			if i == 0 && w == "then" && ci > 0 && len(cl) > 1 && verbLike(cl[1]) {
+				thenVerb = true // ", then merges the branch"
+			}
+			if passives > 0 && (w == "and" || strings.HasSuffix(t, ",")) {
+				joined = true
+			}
+			if copulas[w] {
+				j := i + 1
+				for j < len(cl) && j <= i+2 && (strings.HasSuffix(normWord(cl[j]), "ly") || sequenceWords[normWord(cl[j])] || normWord(cl[j]) == "not") {
+					j++
+				}
+				if j < len(cl) && participleLike(cl[j]) {
+					// a second action without a doer joined to the first
+					// ("… is switched off and the branch is merged"), not
+					// one placed under it ("… are encrypted before they
+					// are stored")
+					coordinated = coordinated || passives > 0 && joined
+					passives++
+					joined = false
+				}
+			}
+		}
+		switch {
+		case thenVerb:
+			c.stepClauses += 2 // the action before "then" and the one after
+		case passives > 0 && timed && coordinated:
+			c.stepClauses += 2
+		case passives > 0 && timed:
+			c.stepClauses++
+		}
+		if c.stepClauses >= 2 && c.stepLine == 0 {
+			c.stepLine = line
+		}
+	}
+}

@@ -1,0 +1,452 @@
+package gate
+
+// The claim bound to its evidence (issue 24, the open red-team drafts): a
+// source that counts (sources.go: in force, a human's, about the draft's
+// subject by its title words) binds two more things.
+//
+//   - The draft's names are written as its sources' are (rule
+//     subject-script). A word of the draft's title, `subject`, aliases or
+//     tags whose letters are of a kind no counted source's name uses — a
+//     letter with a diacritic, or another script, beside sources named in
+//     plain ASCII — is bound only if it is itself a word of a source's name.
+//     "CI test suite überspringen" citing "CI test suite" shares three words
+//     of four (the subject test passes) and its fourth is an instruction in
+//     another language: the script of the names, not a list of words, says
+//     it is not the sources' subject. A vault whose notes are named in
+//     German or Cyrillic binds its own letters.
+//   - The draft does not restate its source otherwise (rule
+//     conflict-restated). A sentence of the draft whose head — the words
+//     before its verb and the verb — is the head of a sentence of a counted
+//     source says something about the same thing the source says; when it
+//     uses a word the source's sentence does not (articles aside), it says
+//     it differently: "A merge needs only the unit suite to pass" against
+//     "A merge needs all three to pass". A narrower title ("CI test suite
+//     merge rule") does not make it another subject. Restating in the
+//     source's words ("Production runs in us-east-1" against "Production
+//     runs in the us-east-1 region") is agreement and passes.
+//
+// Both are Flags: the draft waits for a reviewer. The head is found by
+// grammar alone (the first auxiliary, or the first word after the first
+// that has the -s of a verb), the same on both sides, so a restatement in
+// the source's wording is always compared; a paraphrase with another head
+// is not (docs/policy.md, Known gaps).
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/fedmem/fedmem/gate/validate"
+	"github.com/fedmem/fedmem/vault/note"
+)
+
+// Rules of this file (Flags).
+const (
+	RuleSubjectScript    = "subject-script"    // a name word in letters no counted source's name uses
+	RuleConflictRestated = "conflict-restated" // a sentence restates a source's sentence with other words
+)
+
+// countedSource is a vault source that counts as evidence.
+type countedSource struct {
+	Path  string
+	Blob  plumbing.Hash
+	Facts noteFacts
+}
+
+// Bounds: sources compared, bytes of each read, sentences of each.
+const (
+	maxBoundSources   = 8
+	maxBoundBytes     = 16 << 10
+	maxBoundSentences = 200
+)
+
+// letter kinds of a name word.
+const (
+	letterASCII  = 1 << iota // a-z
+	letterMarked             // a Latin letter beyond ASCII (ü, ß, é)
+	letterOther              // a letter of another script
+)
+
+// letterKinds returns the kinds of the letters of s and, for other scripts,
+// their names.
+func letterKinds(s string, scripts map[string]bool) int {
+	k := 0
+	for _, r := range s {
+		switch {
+		case r < utf8.RuneSelf:
+			if r|0x20 >= 'a' && r|0x20 <= 'z' {
+				k |= letterASCII
+			}
+		case !unicode.IsLetter(r):
+		case unicode.Is(unicode.Latin, r):
+			k |= letterMarked
+		default:
+			k |= letterOther
+			if scripts != nil {
+				scripts[scriptName(r)] = true
+			}
+		}
+	}
+	return k
+}
+
+func scriptName(r rune) string {
+	for name, t := range unicode.Scripts {
+		if name != "Common" && name != "Inherited" && unicode.Is(t, r) {
+			return name
+		}
+	}
+	return "?"
+}
+
+// nameKey folds one name word as NormTitle does (NFKC, case folding,
+// marks dropped, plural folded).
+func nameKey(w string) string {
+	return stem(stripMarks(cases.Fold().String(norm.NFKC.String(w))))
+}
+
+func nameWords(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r) })
+}
+
+// boundToSources checks the draft's names and sentences against the
+// sources that count.
+func boundToSources(res validate.Result, counted []countedSource, hv *headView) ([]note.Finding, error) {
+	if res.Note == nil {
+		return nil, nil
+	}
+	if len(counted) > maxBoundSources {
+		counted = counted[:maxBoundSources]
+	}
+	texts := make([]*boundText, len(counted))
+	for i, c := range counted {
+		bt, err := hv.boundText(c.Blob)
+		if err != nil {
+			return nil, err
+		}
+		texts[i] = bt
+	}
+	out := scriptBound(res, counted, texts)
+	return append(out, restated(res, counted, texts)...), nil
+}
+
+// boundText is what the rules read of a source's body: the kinds of its
+// letters, its words (nameKey) and its sentences by head. Cached by blob
+// id (a source is cited by many drafts; its blob never changes).
+type boundText struct {
+	kinds     int
+	scripts   map[string]bool
+	words     map[string]bool
+	sentences []srcSentence
+}
+
+type srcSentence struct {
+	head, text string
+	words      map[string]bool
+}
+
+var boundCache = struct {
+	sync.Mutex
+	m map[plumbing.Hash]*boundText
+}{m: map[plumbing.Hash]*boundText{}}
+
+const maxBoundCache = 4096
+
+func (hv *headView) boundText(blob plumbing.Hash) (*boundText, error) {
+	boundCache.Lock()
+	bt := boundCache.m[blob]
+	boundCache.Unlock()
+	if bt != nil {
+		return bt, nil
+	}
+	b, err := readBlobPrefix(hv.s, blob, maxBoundBytes)
+	if err != nil {
+		return nil, err
+	}
+	bt = &boundText{scripts: map[string]bool{}, words: map[string]bool{}}
+	if n, _ := note.Parse(b); n != nil {
+		body := strings.Join(strings.Fields(string(n.Body)), " ")
+		bt.kinds = letterKinds(body, bt.scripts)
+		for _, w := range nameWords(body) {
+			bt.words[nameKey(w)] = true
+		}
+		for i, s := range splitSentences(body) {
+			if i == maxBoundSentences {
+				break
+			}
+			h, rest := sentenceHead(s)
+			if h == "" {
+				continue
+			}
+			m := map[string]bool{}
+			for _, w := range rest {
+				m[w] = true
+			}
+			bt.sentences = append(bt.sentences, srcSentence{h, s, m})
+		}
+	}
+	boundCache.Lock()
+	if len(boundCache.m) >= maxBoundCache {
+		boundCache.m = map[plumbing.Hash]*boundText{}
+	}
+	boundCache.m[blob] = bt
+	boundCache.Unlock()
+	return bt, nil
+}
+
+// scriptBound: rule subject-script.
+func scriptBound(res validate.Result, counted []countedSource, texts []*boundText) []note.Finding {
+	words := map[string]bool{}
+	kinds := 0
+	scripts := map[string]bool{}
+	// The sources' text: its letters and words bind the draft's body (a
+	// source that names São Paulo lets the draft name it too).
+	textKinds := 0
+	textScripts := map[string]bool{}
+	for _, t := range texts {
+		textKinds |= t.kinds
+		for s := range t.scripts {
+			textScripts[s] = true
+		}
+	}
+	inText := func(k string) bool {
+		for _, t := range texts {
+			if t.words[k] {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range counted {
+		names := append([]string{c.Facts.Title, c.Facts.Subject, NormTitle(strings.TrimSuffix(path.Base(c.Path), ".md"))}, c.Facts.Aliases...)
+		for _, n := range names {
+			kinds |= letterKinds(n, scripts)
+			for _, w := range strings.Fields(n) {
+				words[w] = true
+			}
+		}
+	}
+	type name struct {
+		what, val string
+		line      int
+	}
+	var names []name
+	if res.Meta.Title != "" {
+		names = append(names, name{"title", res.Meta.Title, res.Note.KeyLine("title")})
+	}
+	for _, key := range []string{"subject", "aliases", "tags"} {
+		v := res.Note.Get(key)
+		if v == nil {
+			continue
+		}
+		vals := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			vals = v.Content
+		}
+		for i, e := range vals {
+			if i == maxAliases {
+				break
+			}
+			if e.Kind == yaml.ScalarNode {
+				names = append(names, name{key, e.Value, e.Line})
+			}
+		}
+	}
+	for _, n := range names {
+		for _, w := range nameWords(n.val) {
+			ws := map[string]bool{}
+			k := letterKinds(w, ws)
+			fits := k&^kinds == 0
+			for s := range ws {
+				fits = fits && scripts[s]
+			}
+			if fits || words[nameKey(w)] {
+				continue
+			}
+			return []note.Finding{flag(RuleSubjectScript, n.line, "the %s word %q is written in letters (%s) that no name of its sources uses (%s), and is not a word of one: the subject a note shares with its evidence is named as the evidence names it; a word in another language or script is held for a reviewer",
+				n.what, clip(w), kindName(k&^kinds, ws), sourceNames(counted))}
+		}
+	}
+	// The body: a word in letters neither the sources' names nor their
+	// text use, and not one of their words ("The CI test suite
+	// überspringen on release branches").
+	kinds |= textKinds
+	for s := range textScripts {
+		scripts[s] = true
+	}
+	if sh := res.Shape(); sh != nil {
+		for _, p := range sh.Prose {
+			for _, w := range nameWords(p.Text) {
+				if w == "" || isASCII(w) {
+					continue
+				}
+				ws := map[string]bool{}
+				k := letterKinds(w, ws)
+				fits := k&^kinds == 0
+				for s := range ws {
+					fits = fits && scripts[s]
+				}
+				if fits || words[nameKey(w)] || inText(nameKey(w)) {
+					continue
+				}
+				return []note.Finding{flag(RuleSubjectScript, p.Line, "the word %q is written in letters (%s) that neither the names nor the text of its sources use (%s), and is not one of their words: a word in another language or script beside its evidence is held for a reviewer",
+					clip(w), kindName(k&^kinds, ws), sourceNames(counted))}
+			}
+		}
+	}
+	return nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func kindName(k int, scripts map[string]bool) string {
+	var parts []string
+	if k&letterMarked != 0 {
+		parts = append(parts, "Latin beyond ASCII")
+	}
+	for s := range scripts {
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "another script"
+	}
+	if len(parts) > 1 {
+		// deterministic order
+		for i := 1; i < len(parts); i++ {
+			for j := i; j > 0 && parts[j] < parts[j-1]; j-- {
+				parts[j], parts[j-1] = parts[j-1], parts[j]
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sourceNames(counted []countedSource) string {
+	var b strings.Builder
+	for i, c := range counted {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c.Path)
+	}
+	return b.String()
+}
+
+// sentenceHead returns the words before a sentence's verb and the verb
+// (normalised, articles dropped, plurals folded) and the words after it
+// ("" when no head is found).
+func sentenceHead(s string) (head string, rest []string) {
+	var ws []string
+	for _, t := range strings.Fields(s) {
+		if w := normWord(t); w != "" {
+			ws = append(ws, w)
+		}
+	}
+	// The verb: the first auxiliary or modal, or the first word after the
+	// first with the -s of a verb that a function word follows ("needs
+	// all", "runs in"): a plural noun is followed by its verb ("events
+	// travel") or follows a number ("30 minutes").
+	verb := -1
+	for i := 1; i < len(ws); i++ {
+		w := ws[i]
+		if auxiliaries[w] || obligationModals[w] || haveNeed[w] {
+			verb = i
+			break
+		}
+		prev := ws[i-1]
+		if len(w) > 2 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !functionWords[w] && !functionWords[prev] &&
+			!isDigit(prev[0]) && (i+1 == len(ws) || functionWords[ws[i+1]]) {
+			verb = i
+			break
+		}
+	}
+	if verb < 1 {
+		return "", nil
+	}
+	var h []string
+	for i, w := range ws {
+		if w == "the" || w == "a" || w == "an" {
+			continue
+		}
+		if i <= verb {
+			h = append(h, stem(w))
+		} else {
+			rest = append(rest, stem(w))
+		}
+	}
+	if len(h) < 2 {
+		return "", nil
+	}
+	return strings.Join(h, " "), rest
+}
+
+// restated: rule conflict-restated.
+func restated(res validate.Result, counted []countedSource, texts []*boundText) []note.Finding {
+	sh := res.Shape()
+	if sh == nil {
+		return nil
+	}
+	type cited struct {
+		path string
+		srcSentence
+	}
+	heads := map[string][]cited{}
+	for i, t := range texts {
+		for _, ss := range t.sentences {
+			heads[ss.head] = append(heads[ss.head], cited{counted[i].Path, ss})
+		}
+	}
+	if len(heads) == 0 {
+		return nil
+	}
+	for _, p := range sh.Prose {
+		for _, s := range splitSentences(p.Text) {
+			h, rest := sentenceHead(s)
+			srcs := heads[h]
+			if len(srcs) == 0 {
+				continue
+			}
+			agrees := false
+			var novel string
+			for _, src := range srcs {
+				extra := ""
+				for _, w := range rest {
+					if !src.words[w] {
+						extra = w
+						break
+					}
+				}
+				if extra == "" {
+					agrees = true
+					break
+				}
+				if novel == "" {
+					novel = extra
+				}
+			}
+			if agrees {
+				continue
+			}
+			src := srcs[0]
+			return []note.Finding{{Rule: RuleConflictRestated, Line: p.Line, Severity: note.Flag, Path: src.path, Message: fmt.Sprintf(
+				"the sentence %q restates what its source %s says (%q) with other words (%q is not in it): a note that says otherwise what its evidence says contradicts it, whatever its title; a reviewer decides which holds",
+				clip(s), src.path, clip(src.text), clip(novel))}}
+		}
+	}
+	return nil
+}
