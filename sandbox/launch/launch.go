@@ -133,7 +133,11 @@ func policy(p *profiles.Profile) (*netproxy.Policy, error) {
 	pol := &netproxy.Policy{Mode: netproxy.Public, Self: self}
 	if p.Network == profiles.NetworkAllowlist {
 		pol.Mode = netproxy.Allowlist
-		for _, a := range p.Allow {
+		allow, err := p.AllowList() // the egress preset's, then the profile's own
+		if err != nil {
+			return nil, fmt.Errorf("profile %s: %w", p.Name, err)
+		}
+		for _, a := range allow {
 			r, err := netproxy.ParseRule(a)
 			if err != nil {
 				return nil, fmt.Errorf("profile %s: %w", p.Name, err)
