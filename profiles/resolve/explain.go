@@ -125,7 +125,7 @@ func credentialRows(p *profiles.Profile) []map[string]any {
 			how += "; network " + p.Network + " has no proxy: never injected"
 		}
 		rows = append(rows, map[string]any{"name": c.Name, "env": c.Env, "file": c.File, "path": c.Path, "hosts": c.Hosts,
-			"header": c.HeaderName(), "scheme": c.Scheme(), "optional": c.Optional, "where": c.Where, "injected": how})
+			"command": c.Command, "header": c.HeaderName(), "scheme": c.Scheme(), "optional": c.Optional, "where": c.Where, "injected": how})
 	}
 	return rows
 }
