@@ -163,7 +163,7 @@ func presetWords(p *profiles.Profile) string {
 		return p.Preset + ": " + err.Error()
 	}
 	if p.Network == profiles.NetworkAllowlist {
-		return fmt.Sprintf("%s (in force: %s; %d entries, listed under allow)", pr.Name, pr.Description, len(pr.Allow))
+		return fmt.Sprintf("%s (in force: %s; %d entries, listed under allow)", pr.Name, strings.TrimSuffix(pr.Description, "."), len(pr.Allow))
 	}
 	return fmt.Sprintf("%s (not in force; `network: allowlist` in a profile extending %s, or --network allowlist, reaches only: %s)", pr.Name, p.Name, strings.Join(pr.Allow, ", "))
 }
