@@ -52,19 +52,38 @@ print("AFTER", get("http://127.0.0.1:%s/x" % port), flush=True)
 // host's /tmp is a private tmpfs there: ENOENT). On the old code there was
 // no control socket and the second request stayed refused.
 func TestNetAllowRunningSession(t *testing.T) {
-	e := setup(t, layout{name: "beside/user", gateOwned: true, user: true})
+	netAllowSession(t, setup(t, layout{name: "beside/user", gateOwned: true, user: true}))
+}
+
+// TestNetAllowRootSession: the same for a root caller's session (every
+// backend: the container backends run only for root). Its socket is under
+// /run/fedmem/sessions, an empty /run inside; another uid cannot even
+// reach it (the folder is root's, 0700: EACCES) and adds nothing.
+func TestNetAllowRootSession(t *testing.T) {
+	netAllowSession(t, setup(t, layout{name: "beside/root"}))
+}
+
+func netAllowSession(t *testing.T, e *env) {
+	launcher, other := agentUID, 0
+	if !e.l.user {
+		launcher, other = 0, agentUID
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served "+r.URL.Path) }))
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
 	target := "127.0.0.1:" + port
 	prof := filepath.Join(e.outDir, "locked.yaml")
 	must(t, os.WriteFile(prof, []byte("name: locked\nextends: default\nnetwork: allowlist\nallow: [\"127.0.0.1:1\"]\n"), 0o644))
-	must(t, os.Chown(prof, agentUID, agentUID))
+	must(t, os.Chown(prof, launcher, launcher))
 	evs := filepath.Join(e.outDir, "netallow-events.jsonl")
 	report := filepath.Join(e.outDir, "netallow-report.json")
 	// fedmem-run runs as agentUID with no XDG_RUNTIME_DIR nor TMPDIR
-	// (env.command): its sockets are under /tmp/fedmem-UID/sessions.
+	// (env.command): its sockets are under /tmp/fedmem-UID/sessions; as
+	// root, under /run/fedmem/sessions.
 	base := filepath.Join("/tmp", "fedmem-"+strconv.Itoa(agentUID), "sessions")
+	if launcher == 0 {
+		base = "/run/fedmem/sessions"
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -108,10 +127,10 @@ func TestNetAllowRunningSession(t *testing.T) {
 		t.Errorf("no refused network event names %s", target)
 	}
 
-	fedmem := func(asAgent bool) (int, string) {
-		name, args := e.bins.Fedmem, []string{"net", "allow", "--uid", strconv.Itoa(agentUID), session, target}
-		if asAgent {
-			args = append([]string{"--reuid", strconv.Itoa(agentUID), "--regid", strconv.Itoa(agentUID), "--clear-groups", "--inh-caps=-all", "--", name}, args...)
+	fedmem := func(uid int) (int, string) {
+		name, args := e.bins.Fedmem, []string{"net", "allow", "--uid", strconv.Itoa(launcher), session, target}
+		if uid != 0 {
+			args = append([]string{"--reuid", strconv.Itoa(uid), "--regid", strconv.Itoa(uid), "--clear-groups", "--inh-caps=-all", "--", name}, args...)
 			name = "setpriv"
 		}
 		c := exec.CommandContext(ctx, name, args...)
@@ -121,14 +140,18 @@ func TestNetAllowRunningSession(t *testing.T) {
 		return exitCode(c.Run()), b.String()
 	}
 	// Another uid: root, which may open any socket, is refused by the
-	// peer check and adds nothing.
-	code, msg := fedmem(false)
-	t.Logf("fedmem net allow as uid 0: %d %s", code, msg)
-	if code != 1 || !strings.Contains(msg, "SO_PEERCRED") || !strings.Contains(msg, "not permitted") || !strings.Contains(msg, "[peer-uid]") {
-		t.Errorf("fedmem net allow by uid 0 for uid %d's session: exit %d %q; want 1, refused by the SO_PEERCRED check [peer-uid]", agentUID, code, msg)
+	// peer check and adds nothing; for a root session, uid agentUID
+	// cannot reach the socket at all.
+	code, msg := fedmem(other)
+	t.Logf("fedmem net allow as uid %d: %d %s", other, code, msg)
+	if other == 0 && (code != 1 || !strings.Contains(msg, "SO_PEERCRED") || !strings.Contains(msg, "not permitted") || !strings.Contains(msg, "[peer-uid]")) {
+		t.Errorf("fedmem net allow by uid 0 for uid %d's session: exit %d %q; want 1, refused by the SO_PEERCRED check [peer-uid]", launcher, code, msg)
 	}
-	code, msg = fedmem(true)
-	t.Logf("fedmem net allow as uid %d: %d %s", agentUID, code, msg)
+	if other != 0 && (code != 1 || !strings.Contains(msg, "permission denied")) {
+		t.Errorf("fedmem net allow by uid %d for root's session: exit %d %q; want 1, permission denied (the folder is root's, 0700)", other, code, msg)
+	}
+	code, msg = fedmem(launcher)
+	t.Logf("fedmem net allow as uid %d: %d %s", launcher, code, msg)
 	if code != 0 || !strings.Contains(msg, "now reaches "+target) {
 		t.Errorf("fedmem net allow by the launching uid: exit %d %q, want 0", code, msg)
 	}
@@ -146,15 +169,19 @@ func TestNetAllowRunningSession(t *testing.T) {
 	}
 	var granted, denied int
 	for _, m := range eventsOf(t, evs, "net-allow") {
-		if m["allowed"] == true && m["host"] == target && m["uid"] == float64(agentUID) {
+		if m["allowed"] == true && m["host"] == target && m["uid"] == float64(launcher) {
 			granted++
 		}
 		if m["allowed"] == false && m["rule"] == "peer-uid" && m["uid"] == float64(0) {
 			denied++
 		}
 	}
-	if granted != 1 || denied != 1 {
-		t.Errorf("net-allow events: %d granted to uid %d, %d refused to uid 0; want 1 and 1", granted, agentUID, denied)
+	wantDenied := 1 // root's attempt on a user's session reached the check
+	if other != 0 {
+		wantDenied = 0 // the other uid never reached the socket
+	}
+	if granted != 1 || denied != wantDenied {
+		t.Errorf("net-allow events: %d granted to uid %d, %d refused to uid 0; want 1 and %d", granted, launcher, denied, wantDenied)
 	}
 	var rep struct {
 		NetAllowed []string `json:"net_allowed"`
