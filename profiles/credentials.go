@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -22,8 +23,18 @@ type Credential struct {
 	// File is a JSON (or YAML) file under the caller's home ("~/…") or an
 	// absolute path, and Path the dotted key path of the secret in it
 	// ("tokens.access_token").
+	// A file named *.yaml or *.yml is read as YAML, any other as JSON.
 	File string `yaml:"file,omitempty" json:"file,omitempty"`
 	Path string `yaml:"path,omitempty" json:"path,omitempty"`
+	// Command is a program and its arguments ([secret-tool, lookup,
+	// service, anthropic]) run by fedmem-run outside the sandbox, as the
+	// caller, with the caller's environment, no stdin and a timeout of
+	// CommandTimeout: its standard output, without the final newline, is
+	// the secret. Optional: skipped when the program is not installed,
+	// or exits non-zero with nothing on stdout (a keyring without the
+	// entry). With env: the agent gets the placeholder in that
+	// variable (the caller's own value of it is not read).
+	Command []string `yaml:"command,omitempty" json:"command,omitempty"`
 	// Hosts are where the real value may go: host, host:port or
 	// *.domain[:port] (the allow-list grammar; no port: 443). Empty: the
 	// value is never sent (a refresh token the agent must not hold).
@@ -60,7 +71,16 @@ type Credential struct {
 	line  int
 }
 
-var credentialKeys = []string{"name", "env", "file", "path", "hosts", "header", "basic_auth", "optional", "keep_suffix", "body", "from_response"}
+// CommandTimeout bounds a credential's command source.
+const CommandTimeout = 10 * time.Second
+
+// IsYAMLFile says whether a credential file is read as YAML (by its name).
+func IsYAMLFile(f string) bool {
+	ext := strings.ToLower(path.Ext(f))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+var credentialKeys = []string{"name", "env", "file", "path", "command", "hosts", "header", "basic_auth", "optional", "keep_suffix", "body", "from_response"}
 
 // UnmarshalYAML decodes one entry strictly (unknown keys named with their
 // line) and remembers its line.
@@ -129,6 +149,9 @@ func (c *Credential) Injection() string {
 	if c.File != "" {
 		src = "file " + c.File + " at " + c.Path
 	}
+	if len(c.Command) > 0 {
+		src = "command " + strings.Join(c.Command, " ") + " (run outside, as you)"
+	}
 	if len(c.Hosts) == 0 {
 		out := src + ": placeholder only, never sent"
 		if c.FromResponse != "" {
@@ -180,11 +203,21 @@ func credentialErrors(p *Profile) []error {
 			bad("a second credential of that name")
 		}
 		seen[c.Name] = true
+		sources := 0
+		// env: with command: is where the agent gets the placeholder, not
+		// a second source.
+		for _, set := range []bool{c.Env != "" && c.Command == nil, c.File != "", c.Command != nil} {
+			if set {
+				sources++
+			}
+		}
 		switch {
-		case (c.Env == "") == (c.File == ""):
-			bad("needs exactly one source: env: VARIABLE or file: PATH (with path: KEY.PATH)")
-		case c.Env != "" && c.Path != "":
+		case sources != 1:
+			bad("needs exactly one source: env: VARIABLE, file: PATH (with path: KEY.PATH) or command: [PROGRAM, ARG…]")
+		case c.File == "" && c.Path != "":
 			bad("path: is for a file source")
+		case c.Command != nil && (len(c.Command) == 0 || c.Command[0] == ""):
+			bad("command: needs a program: [PROGRAM, ARG…]")
 		case c.Env != "" && (strings.ContainsAny(c.Env, "= \t") || strings.HasPrefix(c.Env, "FEDMEM_")):
 			bad("env %q is not a variable name fedmem passes", c.Env)
 		case c.File != "" && c.Path == "":
@@ -201,7 +234,7 @@ func credentialErrors(p *Profile) []error {
 			bad("keep_suffix: %d is not between 0 and 24", c.KeepSuffix)
 		}
 		if c.Path != "" {
-			for _, k := range strings.Split(c.Path, ".") {
+			for _, k := range SplitKeyPath(c.Path) {
 				if k == "" {
 					bad("path %q has an empty key", c.Path)
 					break
@@ -241,4 +274,24 @@ func mergeCredentials(parent, child []Credential) []Credential {
 		}
 	}
 	return out
+}
+
+// SplitKeyPath splits a credential's dotted key path; `\.` is a dot inside
+// a key (gh's hosts.yml: `github\.com.oauth_token`).
+func SplitKeyPath(p string) []string {
+	var keys []string
+	var cur strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch {
+		case p[i] == '\\' && i+1 < len(p) && p[i+1] == '.':
+			cur.WriteByte('.')
+			i++
+		case p[i] == '.':
+			keys = append(keys, cur.String())
+			cur.Reset()
+		default:
+			cur.WriteByte(p[i])
+		}
+	}
+	return append(keys, cur.String())
 }

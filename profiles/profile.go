@@ -53,7 +53,12 @@ type Profile struct {
 	Name        string `yaml:"name" json:"name"`
 	Description string `yaml:"description,omitempty" json:"description,omitempty"`
 	Extends     string `yaml:"extends,omitempty" json:"extends,omitempty"`
-	Network     string `yaml:"network,omitempty" json:"network"`
+	// Network is the mode (NetworkNone, NetworkAllowlist, NetworkPublic,
+	// NetworkHost); Preset the egress preset network: allowlist reaches
+	// (presets.go). In YAML both are `network:` (networkSpec).
+	Network     string      `yaml:"-" json:"network"`
+	Preset      string      `yaml:"-" json:"preset,omitempty"`
+	NetworkYAML networkSpec `yaml:"network,omitempty" json:"-"`
 	// Backend builds the sandbox: namespace (the default), runc or
 	// containerd (sandbox.NewBackend); fedmem-run --backend overrides it.
 	Backend string `yaml:"backend,omitempty" json:"backend,omitempty"`
@@ -317,6 +322,7 @@ func LoadFrom(nameOrFile string, search []SearchDir) (*Profile, string, error) {
 		return nil, "", &LoadError{nameOrFile, err}
 	}
 	p.setDefaults()
+	p.NetworkYAML = networkSpec{Mode: p.Network, Preset: p.Preset} // as `profile show` writes it
 	if err := p.Validate(); err != nil {
 		return nil, "", &LoadError{nameOrFile, fmt.Errorf("profile %s: %w", nameOrFile, err)}
 	}
@@ -457,6 +463,7 @@ func Parse(src string, data []byte) (*Profile, error) {
 	p.Limits.OptionalMemory, p.Limits.OptionalPids = p.Limits.CgroupOptional, p.Limits.CgroupOptional
 	p.Limits.OptionalCPU = p.Limits.CgroupOptional
 	setCredentialWhere(p.Credentials, src)
+	p.Network, p.Preset = p.NetworkYAML.Mode, p.NetworkYAML.Preset
 	return &p, nil
 }
 
@@ -470,6 +477,9 @@ func merge(parent, child *Profile) *Profile {
 	}
 	if child.Network != "" {
 		out.Network = child.Network
+	}
+	if child.Preset != "" {
+		out.Preset = child.Preset
 	}
 	if child.Backend != "" {
 		out.Backend = child.Backend
@@ -569,8 +579,8 @@ func (p *Profile) Validate() error {
 	switch p.Network {
 	case NetworkHost, NetworkNone, NetworkPublic:
 	case NetworkAllowlist:
-		if len(p.Allow) == 0 {
-			errs = append(errs, fmt.Errorf("network: allowlist needs at least one allow entry (host:port)"))
+		if len(p.Allow) == 0 && p.Preset == "" {
+			errs = append(errs, fmt.Errorf("network: allowlist needs an egress preset (network: {mode: allowlist, preset: NAME}; presets: %s) or at least one allow entry (host:port)", strings.Join(Presets(), ", ")))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("network: %q is not none, allowlist, public or host%s", p.Network, suggestKey(p.Network, []string{NetworkNone, NetworkAllowlist, NetworkPublic, NetworkHost})))
@@ -626,6 +636,11 @@ func (p *Profile) Validate() error {
 	}
 	if len(p.Allow) > 0 && p.Network != NetworkAllowlist {
 		errs = append(errs, fmt.Errorf("allow: only meaningful with network: allowlist (network is %s)", p.Network))
+	}
+	if p.Preset != "" {
+		if _, err := LoadPreset(p.Preset); err != nil {
+			errs = append(errs, fmt.Errorf("network.preset: %w", err))
+		}
 	}
 	for _, a := range p.Allow {
 		if _, err := ParseAllow(a); err != nil {

@@ -36,7 +36,9 @@ func TestYAMLErrorsNameKeyNotGoType(t *testing.T) {
 	goType := regexp.MustCompile(`profiles\.[A-Z]|map\[|\[\]string|\binto\b|\bint\b|!!|not found in type`)
 	for _, c := range []struct{ yaml, want string }{
 		{"name: t\nhome:\n  writeable: [.cache]\n", `x.yaml:3: unknown key "home.writeable" (did you mean "writable"?)`},
-		{"name: t\nnetwork: {mode: allowlst}\n", `x.yaml:2: network: expected a string, got a mapping`},
+		{"name: t\nnetwork: [allowlist]\n", `x.yaml:2: network: expected a mode (none, allowlist, public, host) or {mode: M, preset: P}, got a list`},
+		{"name: t\nnetwork: {mode: allowlist, presets: claude}\n", `x.yaml:2: unknown key "network.presets" (want mode and preset) (did you mean "preset"?)`},
+		{"name: t\nnetwork: {mode: allowlist, preset: claud}\n", `x.yaml:2: network.preset: preset "claud" is not an egress preset (did you mean "claude"?)`},
 		{"name: t\nnetwork: allowlst\n", `network: "allowlst" is not none, allowlist, public or host (did you mean "allowlist"?)`},
 		{"name: t\ntty: nevr\n", `tty: "nevr" is not auto or never (did you mean "never"?)`},
 		{"name: t\nenv:\n  set: [A, B]\n", `x.yaml:3: env.set: expected a mapping (key: value lines), got a list`},

@@ -67,7 +67,7 @@ func TestProfileListShow(t *testing.T) {
 		t.Errorf("show claude: %+v", shown)
 	}
 	code, out, _ = runBin(t, bin, "profile", "show", "strict")
-	if code != 0 || !strings.Contains(out, "network: none") || !strings.Contains(out, "mode: hidden") {
+	if code != 0 || !strings.Contains(out, "network:\n  mode: none\n  preset: default\n") || !strings.Contains(out, "mode: hidden") {
 		t.Errorf("show strict (YAML): code %d\n%s", code, out)
 	}
 	code, _, errOut = runBin(t, bin, "profile", "show", "no-such-profile")

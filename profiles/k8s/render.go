@@ -163,7 +163,11 @@ func Render(p *profiles.Profile, hash string, o Options) (*Rendered, error) {
 	}
 	annots := map[string]string{AnnotProfileHash: hash}
 	if p.Network == profiles.NetworkAllowlist {
-		annots[AnnotAllow] = strings.Join(p.Allow, ",")
+		allow, err := p.AllowList()
+		if err != nil {
+			return nil, err
+		}
+		annots[AnnotAllow] = strings.Join(allow, ",")
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -567,7 +571,8 @@ func egressRules(p *profiles.Profile, o Options) ([]networkingv1.NetworkPolicyEg
 		warns = append(warns, fmt.Sprintf("--proxy-url host %q is a name: egress to cluster DNS (kube-system/k8s-app=kube-dns, port 53) is allowed so the agent can resolve it, and DNS queries can carry data out; give the proxy's ClusterIP to close that", u.Hostname()))
 	}
 	if p.Network == profiles.NetworkAllowlist {
-		warns = append(warns, fmt.Sprintf("network: allowlist: the proxy (%s) must enforce %s (also in the %s annotation); the NetworkPolicy only keeps the pod from reaching anything but the proxy", o.ProxyURL, strings.Join(p.Allow, ", "), AnnotAllow))
+		allow, _ := p.AllowList() // checked by the annotation's
+		warns = append(warns, fmt.Sprintf("network: allowlist: the proxy (%s) must enforce %s (also in the %s annotation); the NetworkPolicy only keeps the pod from reaching anything but the proxy", o.ProxyURL, strings.Join(allow, ", "), AnnotAllow))
 	}
 	return rules, warns, nil
 }

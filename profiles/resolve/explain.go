@@ -30,7 +30,7 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 		out := map[string]any{
 			"profile": p.Name, "profile_hash": s.ProfileHash, "placeholder_vault": s.Placeholder,
 			"profile_source": s.ProfileSource, "profile_source_kind": s.ProfileSourceKind,
-			"plan": pl, "allow": p.Allow, "limits": p.Limits, "network": p.Network,
+			"plan": pl, "allow": allowOf(p), "limits": p.Limits, "network": p.Network, "preset": presetRow(p),
 			"uid": s.UID, "gid": s.GID, "identity_source": s.IdentitySource,
 			"owner_uid": s.OwnerUID, "owner_gid": s.OwnerGID, "warnings": s.Warnings,
 		}
@@ -57,8 +57,11 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 	if s.OwnerUID != s.UID {
 		fmt.Fprintf(w, "owner   uid %d: writable binds it owns are idmapped %d→%d where the filesystem allows (the report's layers.identity says how each went)\n", s.OwnerUID, s.OwnerUID, s.UID)
 	}
-	if len(p.Allow) > 0 {
-		fmt.Fprintf(w, "allow   %s (through fedmem-run's proxy)\n", strings.Join(p.Allow, ", "))
+	if p.Preset != "" {
+		fmt.Fprintf(w, "preset  %s\n", presetWords(p))
+	}
+	if allow := allowOf(p); len(allow) > 0 {
+		fmt.Fprintf(w, "allow   %s (through fedmem-run's proxy)\n", strings.Join(allow, ", "))
 	}
 	for _, c := range credentialRows(p) {
 		fmt.Fprintf(w, "credential %s: %s\n", c["name"], c["injected"])
@@ -122,9 +125,47 @@ func credentialRows(p *profiles.Profile) []map[string]any {
 			how += "; network " + p.Network + " has no proxy: never injected"
 		}
 		rows = append(rows, map[string]any{"name": c.Name, "env": c.Env, "file": c.File, "path": c.Path, "hosts": c.Hosts,
-			"header": c.HeaderName(), "scheme": c.Scheme(), "optional": c.Optional, "where": c.Where, "injected": how})
+			"command": c.Command, "header": c.HeaderName(), "scheme": c.Scheme(), "optional": c.Optional, "where": c.Where, "injected": how})
 	}
 	return rows
+}
+
+// allowOf is what the session reaches under network: allowlist (the
+// egress preset's entries, then the profile's own); the profile's own
+// entries otherwise (Validate refuses them outside allowlist).
+func allowOf(p *profiles.Profile) []string {
+	allow, err := p.AllowList()
+	if err != nil || p.Network != profiles.NetworkAllowlist {
+		return p.Allow
+	}
+	return allow
+}
+
+// presetRow is the profile's egress preset for explain's JSON: its name,
+// description, whether it is in force (network: allowlist) and its entries.
+func presetRow(p *profiles.Profile) map[string]any {
+	if p.Preset == "" {
+		return nil
+	}
+	pr, err := profiles.LoadPreset(p.Preset)
+	if err != nil {
+		return map[string]any{"name": p.Preset, "error": err.Error()}
+	}
+	return map[string]any{"name": pr.Name, "description": pr.Description, "include": pr.Include, "allow": pr.Allow,
+		"in_force": p.Network == profiles.NetworkAllowlist}
+}
+
+// presetWords is the preset's line: in force under allowlist, else how to
+// switch to it and what it would reach.
+func presetWords(p *profiles.Profile) string {
+	pr, err := profiles.LoadPreset(p.Preset)
+	if err != nil {
+		return p.Preset + ": " + err.Error()
+	}
+	if p.Network == profiles.NetworkAllowlist {
+		return fmt.Sprintf("%s (in force: %s; %d entries, listed under allow)", pr.Name, strings.TrimSuffix(pr.Description, "."), len(pr.Allow))
+	}
+	return fmt.Sprintf("%s (not in force; `network: allowlist` in a profile extending %s, or --network allowlist, reaches only: %s)", pr.Name, p.Name, strings.Join(pr.Allow, ", "))
 }
 
 func maskedSpecials(pl *mounts.Plan) int {

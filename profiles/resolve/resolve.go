@@ -319,8 +319,8 @@ func Tighten(p *profiles.Profile, timeout time.Duration, network string) error {
 		if want > networkRank[p.Network] {
 			return fmt.Errorf("--network %s would loosen profile %s (network: %s): refused", network, p.Name, p.Network)
 		}
-		if network == profiles.NetworkAllowlist && len(p.Allow) == 0 {
-			return fmt.Errorf("--network allowlist: profile %s has no allow list (nothing would be reachable; use --network none)", p.Name)
+		if network == profiles.NetworkAllowlist && len(p.Allow) == 0 && p.Preset == "" {
+			return fmt.Errorf("--network allowlist: profile %s has no allow list and no egress preset (nothing would be reachable; use --network none)", p.Name)
 		}
 		p.Network = network
 	}

@@ -3,6 +3,7 @@ package resolve
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,18 @@ func TestTightenOnlyTightens(t *testing.T) {
 	p := &profiles.Profile{Name: "p", Network: profiles.NetworkPublic}
 	if err := Tighten(p, 0, profiles.NetworkAllowlist); err == nil || !strings.Contains(err.Error(), "no allow list") {
 		t.Errorf("allowlist without an allow list: %v", err)
+	}
+	// A built-in with an egress preset: --network allowlist is the one
+	// word that switches it to the preset.
+	cl, _, err := profiles.Load("claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Tighten(cl, 0, profiles.NetworkAllowlist); err != nil || cl.Network != profiles.NetworkAllowlist {
+		t.Errorf("--network allowlist on claude (preset %q): %v", cl.Preset, err)
+	}
+	if allow, _ := cl.AllowList(); !slices.Contains(allow, "api.anthropic.com:443") {
+		t.Errorf("claude under --network allowlist reaches %v", allow)
 	}
 	if err := Tighten(p, 0, "wifi"); err == nil {
 		t.Error("--network wifi accepted")

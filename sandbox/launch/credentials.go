@@ -3,6 +3,7 @@ package launch
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
@@ -108,8 +110,8 @@ func rewriteCredentialFile(f string, ss []secret) error {
 	if err != nil {
 		return err
 	}
-	var doc any
-	if err := json.Unmarshal(b, &doc); err != nil {
+	doc, err := decodeCredentialFile(f, b)
+	if err != nil {
 		return err
 	}
 	for _, s := range ss {
@@ -118,7 +120,7 @@ func rewriteCredentialFile(f string, ss []secret) error {
 		}
 		setPath(doc, s.cred.Path, s.real)
 	}
-	out, err := json.MarshalIndent(doc, "", "  ")
+	out, err := encodeCredentialFile(f, doc)
 	if err != nil {
 		return err
 	}
@@ -204,6 +206,15 @@ func readCredentials(p *profiles.Profile, environ []string, home string) ([]secr
 		}
 		var real, file string
 		switch {
+		case len(c.Command) > 0:
+			v, absent, err := runCredentialCommand(c.Command, environ)
+			if absent && c.Optional {
+				continue
+			}
+			if err != nil {
+				return nil, fail("%v", err)
+			}
+			real = v
 		case c.Env != "":
 			v, ok := lookupEnv(environ, c.Env)
 			if !ok || v == "" {
@@ -225,9 +236,9 @@ func readCredentials(p *profiles.Profile, environ []string, home string) ([]secr
 			if err != nil {
 				return nil, fail("%v", err)
 			}
-			var doc any
-			if err := json.Unmarshal(b, &doc); err != nil {
-				return nil, fail("%s is not JSON: %v", file, err)
+			doc, err := decodeCredentialFile(file, b)
+			if err != nil {
+				return nil, fail("%v", err)
 			}
 			v, err := lookupPath(doc, c.Path)
 			if v == nil && err == nil && c.Optional {
@@ -260,6 +271,89 @@ func readCredentials(p *profiles.Profile, environ []string, home string) ([]secr
 		out = append(out, secret{cred: c, file: file, real: real, placeholder: ph})
 	}
 	return out, nil
+}
+
+// decodeCredentialFile reads a credential file's document: YAML for a
+// *.yaml or *.yml file (profiles.IsYAMLFile), JSON otherwise.
+func decodeCredentialFile(f string, b []byte) (any, error) {
+	var doc any
+	if profiles.IsYAMLFile(f) {
+		if err := yaml.Unmarshal(b, &doc); err != nil {
+			return nil, fmt.Errorf("%s is not YAML: %v", f, err)
+		}
+		return doc, nil
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s is not JSON: %v", f, err)
+	}
+	return doc, nil
+}
+
+// encodeCredentialFile writes doc back in f's format (comments of a YAML
+// file are not kept).
+func encodeCredentialFile(f string, doc any) ([]byte, error) {
+	if profiles.IsYAMLFile(f) {
+		return yaml.Marshal(doc)
+	}
+	return json.MarshalIndent(doc, "", "  ")
+}
+
+// maxCommandOutput bounds a command source's output.
+const maxCommandOutput = 64 << 10
+
+// runCredentialCommand runs a command source outside the sandbox, as the
+// caller, with environ, no stdin and profiles.CommandTimeout: its stdout
+// without the final newline is the secret. absent: the program is not
+// installed, or it exited non-zero with nothing on stdout (no such entry),
+// which an optional credential skips.
+func runCredentialCommand(argv, environ []string) (value string, absent bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), profiles.CommandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = environ
+	cmd.WaitDelay = time.Second
+	var out, errb cappedBuffer
+	out.max, errb.max = maxCommandOutput, 512
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	words := strings.Join(argv, " ")
+	err = cmd.Run()
+	switch {
+	case ctx.Err() != nil:
+		return "", false, fmt.Errorf("command %s did not answer within %v", words, profiles.CommandTimeout)
+	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
+		return "", true, fmt.Errorf("command %s: %v", words, err)
+	case err != nil:
+		why := strings.TrimSpace(errb.String())
+		if why != "" {
+			why = " (stderr: " + why + ")"
+		}
+		return "", out.Len() == 0, fmt.Errorf("command %s: %v%s", words, err, why)
+	case out.over:
+		return "", false, fmt.Errorf("command %s: more than %d bytes on stdout: not a token", words, maxCommandOutput)
+	}
+	v := strings.TrimSuffix(strings.TrimSuffix(out.String(), "\n"), "\r")
+	if v == "" {
+		return "", true, fmt.Errorf("command %s printed nothing", words)
+	}
+	return v, false, nil
+}
+
+// cappedBuffer keeps the first max bytes written to it.
+type cappedBuffer struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); len(p) > room {
+		b.over = true
+		if room > 0 {
+			b.Buffer.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
 }
 
 func lookupEnv(environ []string, k string) (string, bool) {
@@ -299,7 +393,7 @@ func readBounded(p string) ([]byte, error) {
 // a key is absent or null.
 func lookupPath(doc any, path string) (any, error) {
 	cur := doc
-	for _, k := range strings.Split(path, ".") {
+	for _, k := range profiles.SplitKeyPath(path) {
 		m, ok := cur.(map[string]any)
 		if !ok {
 			return nil, fmt.Errorf("%s: not an object on the way", path)
@@ -313,7 +407,7 @@ func lookupPath(doc any, path string) (any, error) {
 
 // setPath replaces the string at path (lookupPath found it).
 func setPath(doc any, path string, v string) {
-	keys := strings.Split(path, ".")
+	keys := profiles.SplitKeyPath(path)
 	cur := doc
 	for _, k := range keys[:len(keys)-1] {
 		cur = cur.(map[string]any)[k]
@@ -484,14 +578,14 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 		if err != nil {
 			return fail(err)
 		}
-		var doc any
-		if err := json.Unmarshal(b, &doc); err != nil {
-			return fail(fmt.Errorf("%s: %w", f, err))
+		doc, err := decodeCredentialFile(f, b)
+		if err != nil {
+			return fail(err)
 		}
 		for _, s := range files[f] {
 			setPath(doc, s.cred.Path, s.placeholder)
 		}
-		gen, err := json.MarshalIndent(doc, "", "  ")
+		gen, err := encodeCredentialFile(f, doc)
 		if err != nil {
 			return fail(err)
 		}

@@ -69,6 +69,10 @@ func TestReadCredentialsRefuses(t *testing.T) {
 	os.WriteFile(filepath.Join(home, "bad.json"), []byte("{not json"), 0o600)
 	os.WriteFile(filepath.Join(home, "ok.json"), []byte(`{"a": {"b": "tok_0123456789abcdefghij", "n": 5}}`), 0o600)
 	os.Mkdir(filepath.Join(home, "dir.json"), 0o700)
+	os.WriteFile(filepath.Join(home, "ok.yaml"), []byte("a:\n  b: tok_yaml_0123456789abcdefghij # a comment\n  n: 5\n"), 0o600)
+	os.WriteFile(filepath.Join(home, "bad.yml"), []byte("a: [unclosed\n"), 0o600)
+	os.WriteFile(filepath.Join(home, "unreadable.json"), []byte(`{"a": "tok_0123456789abcdefghij"}`), 0o000)
+	sh := func(script string) []string { return []string{"/bin/sh", "-c", script} }
 	cases := []struct {
 		c    profiles.Credential
 		want string // "" = skipped
@@ -85,6 +89,25 @@ func TestReadCredentialsRefuses(t *testing.T) {
 		{profiles.Credential{File: "~/ok.json", Path: "a.c", Optional: true}, ""},
 		{profiles.Credential{File: "~/ok.json", Path: "a.n"}, "a.n is not a string"},
 		{profiles.Credential{File: "~/ok.json", Path: "a.b.c"}, "not an object"},
+		// YAML files, by their name.
+		{profiles.Credential{File: "~/ok.yaml", Path: "a.n"}, "a.n is not a string"},
+		{profiles.Credential{File: "~/ok.yaml", Path: "a.c"}, "no a.c in it"},
+		{profiles.Credential{File: "~/bad.yml", Path: "a", Optional: true}, "is not YAML"},
+		// Command sources: a failure, a timeout, garbage.
+		{profiles.Credential{Command: sh("echo locked >&2; exit 3")}, "exit status 3 (stderr: locked)"},
+		{profiles.Credential{Command: sh("exit 1"), Optional: true}, ""},
+		{profiles.Credential{Command: sh("echo partial; exit 1"), Optional: true}, "exit status 1"},
+		{profiles.Credential{Command: []string{"/nonexistent/secret-tool", "lookup"}}, "no such file"},
+		{profiles.Credential{Command: []string{"/nonexistent/secret-tool", "lookup"}, Optional: true}, ""},
+		{profiles.Credential{Command: sh("printf 'two\nlines-0123456789'")}, "outside printable ASCII"},
+		{profiles.Credential{Command: sh("")}, "printed nothing"},
+		{profiles.Credential{Command: sh("exec sleep 60")}, "did not answer within 10s"},
+	}
+	if os.Geteuid() != 0 { // root reads a 0000 file
+		cases = append(cases, struct {
+			c    profiles.Credential
+			want string
+		}{profiles.Credential{File: "~/unreadable.json", Path: "a", Optional: true}, "permission denied"})
 	}
 	environ := []string{"SHORT=abc", "SPACE=abcdefgh ijklmnop"}
 	for _, tc := range cases {
@@ -100,6 +123,38 @@ func TestReadCredentialsRefuses(t *testing.T) {
 		if err != nil && StageOf(err, "") != StageCredentials {
 			t.Errorf("%+v: stage %q", tc.c, StageOf(err, ""))
 		}
+	}
+}
+
+// TestReadCredentialYAMLAndCommand: a YAML file's key path and a command's
+// output are the real values; the command runs with the caller's
+// environment and its final newline is not part of the value.
+func TestReadCredentialYAMLAndCommand(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "hosts.yml"), []byte("github.com:\n  oauth_token: gho_yaml0123456789abcdefghij\n  user: me\n"), 0o600)
+	p := &profiles.Profile{Credentials: []profiles.Credential{
+		{Name: "y", Where: "p.yaml:3", File: "~/hosts.yml", Path: `github\.com.oauth_token`},
+		{Name: "c", Where: "p.yaml:4", Command: []string{"/bin/sh", "-c", "printf '%s\\n' \"$SECRET_FROM_KEYRING\""}, Env: "API_KEY"},
+	}}
+	got, err := readCredentials(p, []string{"SECRET_FROM_KEYRING=sk-cmd-0123456789abcdefghij", "PATH=/usr/bin:/bin"}, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].real != "gho_yaml0123456789abcdefghij" || got[1].real != "sk-cmd-0123456789abcdefghij" {
+		t.Fatalf("got %+v", got)
+	}
+	env := credentialEnv([]string{"API_KEY=caller-own"}, got)
+	if len(env) != 1 || env[0] != "API_KEY="+got[1].placeholder {
+		t.Errorf("the command credential's env: %q, want its placeholder", env)
+	}
+	// The generated copy and a refresh keep YAML.
+	f := filepath.Join(home, "hosts.yml")
+	if err := rewriteCredentialFile(f, []secret{{cred: &profiles.Credential{Path: `github\.com.oauth_token`}, real: "gho_new_9876543210zyxwvu"}}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(f)
+	if !strings.Contains(string(b), "oauth_token: gho_new_9876543210zyxwvu") || !strings.Contains(string(b), "user: me") || strings.Contains(string(b), "{") {
+		t.Errorf("rewritten YAML file:\n%s", b)
 	}
 }
 

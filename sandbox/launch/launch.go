@@ -133,7 +133,11 @@ func policy(p *profiles.Profile) (*netproxy.Policy, error) {
 	pol := &netproxy.Policy{Mode: netproxy.Public, Self: self}
 	if p.Network == profiles.NetworkAllowlist {
 		pol.Mode = netproxy.Allowlist
-		for _, a := range p.Allow {
+		allow, err := p.AllowList() // the egress preset's, then the profile's own
+		if err != nil {
+			return nil, fmt.Errorf("profile %s: %w", p.Name, err)
+		}
+		for _, a := range allow {
 			r, err := netproxy.ParseRule(a)
 			if err != nil {
 				return nil, fmt.Errorf("profile %s: %w", p.Name, err)
@@ -375,6 +379,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	}
 	spec.Signals = sigs
 	var creds *credSession
+	var ctl *netControl
 	if len(secrets) > 0 {
 		if creds, err = startCredentials(r, secrets, environ, ev.emit); err != nil {
 			return sandbox.ExitFedmemError, err
@@ -397,6 +402,17 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 			ev.emit("credential", map[string]any{"credential": name, "host": host, "port": port, "where": where, "allowed": false,
 				"reason": "the placeholder of credential " + name + " in " + where + ": refused"})
 		})}
+		// `fedmem net allow SESSION HOST` from another terminal (netctl).
+		nc, err := startNetControl(s.ID, pol, ev.emit)
+		if err != nil {
+			w := "fedmem net allow is not available for this session: " + err.Error()
+			nt.warn(w)
+			warnMu.Lock()
+			rep.Warnings = append(rep.Warnings, w)
+			warnMu.Unlock()
+		}
+		defer nc.close() // on an early return; the end below closes it first
+		ctl = nc
 	}
 	ev.emit("start", map[string]any{"profile": prof.Name, "profile_hash": s.ProfileHash, "vault": s.Vault, "inbox": s.Plan.Inbox,
 		"workdir": s.Workdir, "command": o.Argv, "uid": s.UID, "network": prof.Network, "warnings": s.Warnings})
@@ -420,6 +436,13 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		var se *sandbox.Error
 		if errors.As(runErr, &se) {
 			rep.Error = se
+		}
+	}
+	// The hosts `fedmem net allow` added while the agent ran.
+	if ctl != nil {
+		rep.NetAllowed = ctl.close()
+		if len(rep.NetAllowed) > 0 {
+			nt.say(fmt.Sprintf("network: fedmem net allow added %s during the session (net-allow events)", strings.Join(rep.NetAllowed, ", ")))
 		}
 	}
 	// The credentials' end (refreshed tokens written back, refusals

@@ -46,6 +46,9 @@ type Report struct {
 	// Identity is who the agent was on the host (layers.identity).
 	Identity *sandbox.Identity `json:"identity,omitempty"`
 	Warnings []string          `json:"warnings,omitempty"`
+	// NetAllowed are the hosts `fedmem net allow` added while the agent
+	// ran (net-allow events).
+	NetAllowed []string `json:"net_allowed,omitempty"`
 	// Denials counts what the sandbox refused and reported ("denied"
 	// events: docs/events.md).
 	Denials *Denials `json:"denials,omitempty"`

@@ -239,9 +239,12 @@ func (s *scanConn) Read(b []byte) (int, error) {
 		win := append(s.tail, b[:n]...)
 		if name := s.p.Credentials.find(string(win)); name != "" {
 			s.hit = true
-			s.Conn.Close() // cut both ways: the upstream gets nothing more
+			// Reported before the cut: the agent (and a test) that sees
+			// the connection end finds the refusal already recorded
+			// (TestPlaceholderElsewhereRefused missed it 1 run in 15).
 			s.p.Credentials.refused(name, s.host, s.port, "the body")
 			s.p.decide(Decision{Method: "HTTP", Host: s.host, Port: s.port, Reason: fmt.Sprintf("%v: the placeholder of credential %s in the body of a plain-HTTP request: connection cut", ErrDenied, name)})
+			s.Conn.Close() // cut both ways: the upstream gets nothing more
 			return 0, io.ErrUnexpectedEOF
 		}
 		if len(win) > s.keep {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 
 	"github.com/fedmem/fedmem/profiles"
 )
@@ -46,6 +47,39 @@ type Policy struct {
 	Resolver interface {
 		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 	}
+
+	// added are the rules `fedmem net allow` gave the running session
+	// (Add); they are checked like Rules, in both modes.
+	mu    sync.RWMutex
+	added []Rule
+}
+
+// Add lets the session reach one more host:port (a Rule), from now on:
+// `fedmem net allow` (netctl). In Public mode it is how an address public
+// refuses (a loopback or private literal) is reached on purpose.
+func (p *Policy) Add(r Rule) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.added = append(p.added, r)
+}
+
+// match is the first rule (the profile's, then the added ones) that
+// matches h:port, or nil.
+func (p *Policy) match(h string, port int) *Rule {
+	for i := range p.Rules {
+		if p.Rules[i].Matches(h, port) {
+			return &p.Rules[i]
+		}
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for i := range p.added {
+		if p.added[i].Matches(h, port) {
+			r := p.added[i]
+			return &r
+		}
+	}
+	return nil
 }
 
 // ErrDenied is wrapped by every refusal.
@@ -82,14 +116,14 @@ func (p *Policy) Candidates(ctx context.Context, host string, port int) ([]netip
 	if port < 1 || port > 65535 {
 		return one(netip.AddrPort{}, fmt.Errorf("%w: port %d", ErrDenied, port))
 	}
-	if p.Mode == Allowlist {
-		var rule *Rule
-		for i := range p.Rules {
-			if p.Rules[i].Matches(h, port) {
-				rule = &p.Rules[i]
-				break
-			}
-		}
+	allowlist := p.Mode == Allowlist
+	if !allowlist {
+		// An added rule makes its host an allow-list one: an IP literal
+		// it names is reached whatever its range.
+		allowlist = p.match(h, port) != nil
+	}
+	if allowlist {
+		rule := p.match(h, port)
 		if rule == nil {
 			return one(netip.AddrPort{}, fmt.Errorf("%w: %s:%d is not in the profile's allow list", ErrDenied, h, port))
 		}

@@ -90,7 +90,9 @@ type Result struct {
 	Phases    map[string]float64 `json:"startup_phases_ms,omitempty"`
 	PhaseRuns int                `json:"startup_phase_runs,omitempty"`
 	Layers    json.RawMessage    `json:"fedmem_run_layers,omitempty"`
-	Skipped   []string           `json:"not_measured,omitempty"`
+	// Cred: the credential-injecting path (part g, -only cred).
+	Cred    *CredBench `json:"credential_proxy,omitempty"`
+	Skipped []string   `json:"not_measured,omitempty"`
 }
 
 func main() {
@@ -102,7 +104,7 @@ func main() {
 	flag.StringVar(&o.cache, "cache", "", "directory for generated vaults (default <module>/.cache/bench)")
 	flag.StringVar(&o.bin, "bin", os.Getenv("FEDMEM_BIN"), "directory holding fedmem-run and fedmem (default $FEDMEM_BIN, else ./bin)")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the result as JSON on stdout")
-	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, backends, size, promote, throughput, latency or review")
+	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, backends, size, promote, throughput, latency, review or cred")
 	flag.IntVar(&o.reviewSize, "review-size", 100000, "notes in the vault of the review bench")
 	flag.IntVar(&o.reviewBatch, "review-batch", 400, "held drafts approved by one batch in the review bench")
 	flag.IntVar(&o.throughputDrafts, "throughput-drafts", 500, "drafts in each gate throughput pass")
@@ -211,7 +213,12 @@ func run(o options, stdout, log io.Writer) error {
 			return err
 		}
 	}
-	res.Targets = targets(res)
+	if o.only == "" || o.only == "cred" {
+		if err := benchCred(o, res, runBin, small, log); err != nil {
+			return err
+		}
+	}
+	res.Targets = append(targets(res), credTargets(res)...)
 
 	res.Host["loadavg_end"] = loadavg()
 	if o.jsonOut {
@@ -450,6 +457,7 @@ func printTable(w io.Writer, res *Result) {
 	printPhases(w, res)
 	printThroughput(w, res)
 	printLatency(w, res)
+	printCred(w, res)
 	printTargets(w, res)
 	if len(res.Skipped) > 0 {
 		fmt.Fprintln(w, "\nnot measured (no figure is invented for these):")

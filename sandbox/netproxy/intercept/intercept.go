@@ -71,6 +71,10 @@ type Server struct {
 	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	OnEvent func(Event)
 
+	// noReadAhead turns off the answer's read-ahead (readahead.go): the
+	// benchmark compares.
+	noReadAhead bool
+
 	mu     sync.Mutex
 	leaves map[string]*tls.Certificate
 	credMu sync.RWMutex // Creds' Real values change on a refresh
@@ -314,6 +318,9 @@ func (s *Server) scrubResponse(r *http.Response) {
 			keep = max(keep, len(c.Real)-1)
 		}
 		r.Body = &scrubBody{rc: r.Body, creds: creds, keep: keep, buf: make([]byte, 64<<10+keep)}
+		if !s.noReadAhead {
+			r.Body = readAhead(r.Body)
+		}
 	}
 }
 
