@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fedmem/fedmem/netctl"
+	"github.com/fedmem/fedmem/sandbox/netctl"
 )
 
 func init() {

@@ -5,7 +5,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/fedmem/fedmem/netctl"
+	"github.com/fedmem/fedmem/sandbox/netctl"
 	"github.com/fedmem/fedmem/sandbox/netproxy"
 )
 

@@ -143,14 +143,19 @@ func TestGateImportBoundary(t *testing.T) {
 	}
 }
 
-// adminAllowed is the one sandbox package cmd/fedmem may link: the seccomp
-// rules, which `fedmem render k8s|seccomp` turns into a Kubernetes seccomp
-// profile (profiles/k8s) so the rules stay one list. It holds the rules as
-// data, their BPF assembly and the filter's installer (a prctl on the
-// calling process), no namespace, mount or backend code, and links no other
-// fedmem package: TestSeccompPackageStandsAlone keeps it so. The gate
-// packages themselves still may not link it (TestGateImportBoundary).
-var adminAllowed = []string{module + "/sandbox/seccomp"}
+// adminAllowed are the sandbox packages cmd/fedmem may link:
+//   - the seccomp rules, which `fedmem render k8s|seccomp` turns into a
+//     Kubernetes seccomp profile (profiles/k8s) so the rules stay one list.
+//     It holds the rules as data, their BPF assembly and the filter's
+//     installer (a prctl on the calling process), no namespace, mount or
+//     backend code;
+//   - the session control protocol (`fedmem net allow` is its client; the
+//     server runs in fedmem-run): a unix socket, SO_PEERCRED and JSON.
+//
+// Each links no other fedmem package: TestAdminPackagesStandAlone keeps it
+// so. The gate packages themselves still may not link them
+// (TestGateImportBoundary).
+var adminAllowed = []string{module + "/sandbox/seccomp", module + "/sandbox/netctl"}
 
 // TestAdminImportBoundary: cmd/fedmem hosts the gate (`fedmem gate run`), so
 // it must not link sandbox backends either; `fedmem run` reaches the sandbox
@@ -196,18 +201,21 @@ func TestResolveIsShared(t *testing.T) {
 	}
 }
 
-// TestSeccompPackageStandsAlone: sandbox/seccomp (allowed in cmd/fedmem by
-// adminAllowed) links no other fedmem package, so no backend or namespace
-// code can reach cmd/fedmem through it.
-func TestSeccompPackageStandsAlone(t *testing.T) {
+// TestAdminPackagesStandAlone: the sandbox packages cmd/fedmem may link
+// (adminAllowed) link no other fedmem package, so no backend or namespace
+// code can reach cmd/fedmem through them.
+func TestAdminPackagesStandAlone(t *testing.T) {
 	root := moduleRoot(t)
-	deps := goListDeps(t, root, "./sandbox/seccomp")
-	if !contains(deps, module+"/sandbox/seccomp") {
-		t.Fatalf("go list -deps ./sandbox/seccomp did not list the package itself; got %d packages", len(deps))
-	}
-	for _, d := range deps {
-		if strings.HasPrefix(d, module+"/") && d != module+"/sandbox/seccomp" {
-			t.Errorf("sandbox/seccomp links %s: cmd/fedmem may link sandbox/seccomp only while it stands alone (see adminAllowed)", d)
+	for _, pkg := range adminAllowed {
+		rel := "./" + strings.TrimPrefix(pkg, module+"/")
+		deps := goListDeps(t, root, rel)
+		if !contains(deps, pkg) {
+			t.Fatalf("go list -deps %s did not list the package itself; got %d packages", rel, len(deps))
+		}
+		for _, d := range deps {
+			if strings.HasPrefix(d, module+"/") && d != pkg {
+				t.Errorf("%s links %s: cmd/fedmem may link it only while it stands alone (see adminAllowed)", rel, d)
+			}
 		}
 	}
 }
