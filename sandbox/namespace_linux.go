@@ -192,6 +192,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	pl := startParentLimits(spec, func() { _ = cmd.Process.Kill() })
 	defer pl.stop()
 	msgs, masters := link.started(spec)
+	proposal := link.proposal()
 	for _, f := range cmd.ExtraFiles[len(link.files):] {
 		f.Close() // the idmapped trees: the init holds them now
 	}
@@ -213,6 +214,9 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		}}
 	runErr := w.run(ctx, msgs)
 	werr := cmd.Wait()
+	// The init is gone: the proposal's upper tmpfs (if it mounted one)
+	// is held by this descriptor alone now.
+	res.Proposal = <-proposal
 	if relay != nil && relay.master != nil {
 		relay.Finish()
 	}
