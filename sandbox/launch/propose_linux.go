@@ -2,13 +2,14 @@ package launch
 
 import (
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
 // isWhiteout: overlayfs records a deletion as a character device 0:0.
 func isWhiteout(fi os.FileInfo) bool {
-	st, ok := fi.Sys().(*unix.Stat_t)
+	st, ok := fi.Sys().(*syscall.Stat_t) // os.Lstat's
 	return ok && fi.Mode()&os.ModeCharDevice != 0 && st.Rdev == 0
 }
 
