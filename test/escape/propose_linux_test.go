@@ -553,3 +553,18 @@ func TestProposeRefusedByContainerBackend(t *testing.T) {
 		}
 	})
 }
+
+// strictProfile is the built-in strict profile for the backend under test:
+// the container backends refuse strict's `workdir: propose`
+// (TestProposeRefusedByContainerBackend), so under them it is strict with
+// `workdir: direct`, for tests whose subject is not the workdir (the
+// environment, the network).
+func strictProfile(t *testing.T, e *env) string {
+	t.Helper()
+	if testutil.Backend() == "namespace" {
+		return "strict"
+	}
+	p := filepath.Join(e.outDir, "strict-direct.yaml")
+	must(t, os.WriteFile(p, []byte("name: strict-direct\nextends: strict\nworkdir: direct\n"), 0o644))
+	return p
+}
