@@ -170,7 +170,7 @@ func buildRoot(pl *mounts.Plan, idmapped map[int]int, proposeFd int) (skipped []
 				return nil, &MountError{Op: "move_mount", Source: m.Source, Target: m.Target, Err: err}
 			}
 			if m.Propose {
-				if err := mountProposal(t, m, proposeFd); err != nil {
+				if err := mountProposal(t, m, srcFds[i], proposeFd); err != nil {
 					return nil, err
 				}
 			}

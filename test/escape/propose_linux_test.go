@@ -568,3 +568,64 @@ func strictProfile(t *testing.T, e *env) string {
 	must(t, os.WriteFile(p, []byte("name: strict-direct\nextends: strict\nworkdir: direct\n"), 0o644))
 	return p
 }
+
+// TestProposeReadOnlySubmount: a mount read-only on the host inside a
+// proposed workdir (an overlay layer does not cross mounts) is put back
+// on top of the overlay, read-only: the session runs, a write there fails
+// with EROFS, the host's files are unchanged, and a write beside it lands
+// in the proposal (root caller). An unprivileged caller's session is
+// refused (exit 125) naming the submount and the way out: the kernel does
+// not let it lay an overlay over a tree with locked submounts.
+func TestProposeReadOnlySubmount(t *testing.T) {
+	for _, l := range proposeLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			e := setup(t, l)
+			gitWorkdir(t, e)
+			plain := filepath.Join(e.base, "ro-src")
+			must(t, os.MkdirAll(plain, 0o777))
+			must(t, os.Chmod(plain, 0o777))
+			must(t, os.WriteFile(filepath.Join(plain, "data.txt"), []byte("host data\n"), 0o666))
+			must(t, os.Chmod(filepath.Join(plain, "data.txt"), 0o666))
+			sub := filepath.Join(e.workdir, "ro-sub")
+			roBind(t, plain, sub)
+			control := filepath.Join(e.workdir, "control.txt")
+			r := e.proposeRun(t, "strict", nil, "python3", "-c", roProbe, control, filepath.Join(sub, "data.txt"))
+			if l.user {
+				// The kernel refuses an unprivileged caller an overlay over
+				// a tree with (locked) submounts: refused, clearly, and
+				// nothing ran.
+				if r.code != 125 || !strings.Contains(string(r.stderr), "the workdir holds a mount ("+sub+")") || !strings.Contains(string(r.stderr), "workdir: direct") {
+					t.Errorf("exit %d, want 125 naming the submount and the way out:\n%s", r.code, r.stderr)
+				}
+				if strings.Contains(string(r.stdout), "WROTE") || strings.Contains(string(r.stdout), "refused") {
+					t.Errorf("the agent ran:\n%s", r.stdout)
+				}
+				return
+			}
+			if r.code != 0 {
+				t.Fatalf("the session did not run (exit %d): a read-only mount in a proposed workdir must not refuse it", r.code)
+			}
+			out := string(r.stdout)
+			if !strings.Contains(out, "WROTE create "+control) {
+				t.Errorf("control: the agent could not write its workdir:\n%s", out)
+			}
+			p := filepath.Join(sub, "data.txt")
+			for _, op := range []string{"append " + p, "create " + filepath.Join(sub, "new-by-agent")} {
+				if strings.Contains(out, "WROTE "+op+"\n") {
+					t.Errorf("BREACH: %s succeeded on a mount read-only on the host", op)
+				} else if !strings.Contains(out, "refused "+op+" EROFS\n") {
+					t.Errorf("%s: not refused with EROFS:\n%s", op, out)
+				}
+			}
+			if b, _ := os.ReadFile(filepath.Join(plain, "data.txt")); string(b) != "host data\n" {
+				t.Errorf("BREACH: the read-only bind's file changed on the host: %q", b)
+			}
+			if _, err := os.Lstat(control); err == nil {
+				t.Errorf("BREACH: control.txt reached the real workdir")
+			}
+			if pr := reportProposal(t, r); pr.Kind != "branch" {
+				t.Errorf("proposal %+v", pr)
+			}
+		})
+	}
+}
