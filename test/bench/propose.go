@@ -82,7 +82,8 @@ func benchPropose(o options, res *Result, runBin, v string, log io.Writer) error
 
 	// npm install of local tarballs.
 	npmwork := filepath.Join(dir, "npmwork")
-	pkgs := filepath.Join(dir, "npm-pkgs")
+	// Outside /tmp, which is private inside the sandbox.
+	pkgs := filepath.Join(o.cache, "propose-npm-pkgs")
 	deps, err := makeTarballs(pkgs, 150, 20)
 	if err != nil {
 		return err
