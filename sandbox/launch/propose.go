@@ -12,7 +12,9 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/fedmem/fedmem/profiles"
 )
@@ -450,9 +452,9 @@ func sameBytesOtherMode(upper *os.File, lower, rel string) bool {
 func checkIgnored(g *gitRun, changes []change) map[string]bool {
 	var in bytes.Buffer
 	for _, c := range changes {
-		if !c.del {
-			in.WriteString(c.rel + "\x00")
-		}
+		// Deletions too: removing an ignored, untracked file (rm -rf
+		// node_modules) is no change to propose.
+		in.WriteString(c.rel + "\x00")
 	}
 	if in.Len() == 0 {
 		return nil
@@ -545,16 +547,10 @@ func branchProposal(pr *Proposal, g *gitRun, top, id string, changes []change, e
 		return err
 	}
 	zero := zeroOID(g)
-	deleted := func(p string) []string {
-		out, _ := g.run(nil, "ls-files", "-z", "--cached", "--", ":(literal)"+p)
-		var ps []string
-		for _, s := range strings.Split(out, "\x00") {
-			if s != "" {
-				ps = append(ps, s)
-			}
-		}
-		return ps
-	}
+	// A deletion names one file of the real tree (lowerDeletions
+	// expands a directory): mode 0 drops it from the index, a no-op for
+	// an untracked one.
+	deleted := func(p string) []string { return []string{p} }
 	info, err := indexInfo(g, changes, prefix, zero, deleted)
 	if err != nil {
 		return err
@@ -749,6 +745,19 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// maxSummaryLines bounds the not-proposed lines of the summary.
+const maxSummaryLines = 20
+
+// showPath is p as it is when it is plain printable text, else quoted.
+func showPath(p string) string {
+	for _, r := range p {
+		if !unicode.IsPrint(r) || r == '\\' || r == '"' {
+			return strconv.Quote(p)
+		}
+	}
+	return p
+}
+
 // Summary is the proposal's one paragraph for stderr after the session.
 func (pr *Proposal) Summary() string {
 	var b strings.Builder
@@ -772,13 +781,26 @@ func (pr *Proposal) Summary() string {
 	if pr.Full {
 		b.WriteString("\n  the proposal was full (limits.workdir_bytes): writes past it failed with ENOSPC inside; it holds what fit")
 	}
-	for _, f := range pr.Flagged {
-		fmt.Fprintf(&b, "\n  FLAGGED %s (%s): %s", f.Path, f.Change, f.Why)
-	}
-	for _, f := range pr.Skipped {
-		if !inGit(f.Path) {
-			fmt.Fprintf(&b, "\n  not proposed %s (%s): %s", f.Path, f.Change, f.Why)
+	// The flagged paths are said (up to 100; the report has them all); the
+	// names are the agent's, so they are quoted where they are not plain
+	// printable text (no escape sequence reaches the user's terminal).
+	for i, f := range pr.Flagged {
+		if i == 5*maxSummaryLines {
+			fmt.Fprintf(&b, "\n  FLAGGED %d more: the report's proposal.flagged lists them all", len(pr.Flagged)-i)
+			break
 		}
+		fmt.Fprintf(&b, "\n  FLAGGED %s (%s): %s", showPath(f.Path), f.Change, f.Why)
+	}
+	n := 0
+	for _, f := range pr.Skipped {
+		if inGit(f.Path) {
+			continue
+		}
+		if n++; n > maxSummaryLines {
+			fmt.Fprintf(&b, "\n  … more not proposed: the report's proposal.skipped lists them all")
+			break
+		}
+		fmt.Fprintf(&b, "\n  not proposed %s (%s): %s", showPath(f.Path), f.Change, f.Why)
 	}
 	if pr.Ignored > 0 {
 		fmt.Fprintf(&b, "\n  %d paths the workdir's .gitignore ignores (build outputs, dependencies) are not proposed", pr.Ignored)
