@@ -656,6 +656,9 @@ func (p *Profile) Validate() error {
 	if p.Limits.WorkdirBytes != 0 && p.Limits.WorkdirBytes < 1<<20 {
 		errs = append(errs, fmt.Errorf("limits.workdir_bytes: %d is below 1MiB", p.Limits.WorkdirBytes))
 	}
+	if p.Workdir == WorkdirPropose && (p.Backend == "runc" || p.Backend == "containerd") {
+		errs = append(errs, fmt.Errorf("workdir: propose needs the namespace backend (backend: %s cannot build the overlay); use workdir: direct with it", p.Backend))
+	}
 	switch p.Workdir {
 	case "", WorkdirDirect, WorkdirPropose:
 	default:

@@ -563,7 +563,7 @@ func branchProposal(pr *Proposal, g *gitRun, top, id string, changes []change, e
 		return err
 	}
 	msg := proposalMessage(pr, id)
-	args := []string{"commit-tree", tree, "-m", msg}
+	args := []string{"commit-tree", "--no-gpg-sign", tree, "-m", msg}
 	if base != "" {
 		args = append(args, "-p", base)
 	}

@@ -629,3 +629,36 @@ func TestProposeReadOnlySubmount(t *testing.T) {
 		})
 	}
 }
+
+// TestProposeKeptWhenBranchFails: when the branch cannot be written (here
+// a branch named fedmem already exists, so no fedmem/propose/… ref can),
+// nothing the agent wrote is lost: the upper layer is copied to the
+// proposal's folder, and the summary and the report say so and where.
+func TestProposeKeptWhenBranchFails(t *testing.T) {
+	for _, l := range proposeLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			e := setup(t, l)
+			gitWorkdir(t, e)
+			gitOut(t, e.workdir, "branch", "fedmem")
+			e.ownWorkdir(t)
+			r := e.proposeRun(t, "strict", nil, "sh", "-c", "echo kept > n.txt && rm b.txt")
+			p := reportProposal(t, r)
+			if p.Kind != "kept" || !strings.Contains(p.Error, "update-ref") {
+				t.Fatalf("proposal %+v, want kept after update-ref failed", p)
+			}
+			upper := filepath.Join(p.Dir, "upper")
+			if !strings.Contains(p.Error, upper) || !strings.Contains(string(r.stderr), "proposal NOT written") || !strings.Contains(string(r.stderr), upper) {
+				t.Errorf("the error does not say where the files are (%s):\n%s", upper, r.stderr)
+			}
+			if b, err := os.ReadFile(filepath.Join(upper, "n.txt")); err != nil || string(b) != "kept\n" {
+				t.Errorf("n.txt not kept: %q %v", b, err)
+			}
+			if fi, err := os.Lstat(filepath.Join(upper, "b.txt")); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+				t.Errorf("the deletion of b.txt is not kept as a whiteout: %v %v", fi, err)
+			}
+			if _, err := os.Lstat(filepath.Join(e.workdir, "n.txt")); err == nil {
+				t.Errorf("BREACH: n.txt reached the real workdir")
+			}
+		})
+	}
+}
