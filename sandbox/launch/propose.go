@@ -56,8 +56,12 @@ type Proposal struct {
 	// Ignored counts the paths written that the workdir's .gitignore
 	// ignores and Git does not track (build outputs, dependencies): not
 	// proposed.
-	Ignored int    `json:"ignored,omitempty"`
-	Error   string `json:"error,omitempty"`
+	Ignored int `json:"ignored,omitempty"`
+	// GitOther counts the other files written under a .git (the agent's
+	// own git use: index, objects, refs): kept in Dir/git-files, never
+	// applied, not flagged one by one.
+	GitOther int    `json:"git_other,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // ProposedFile is one path of a proposal, relative to the workdir.
@@ -284,6 +288,25 @@ func persistenceWhy(rel string) string {
 	return ""
 }
 
+// gitRunsCode reports whether rel, under a .git, is one of the names that
+// make Git run code (profiles.GitPersist, profiles.AfterSession: hooks,
+// config, info, worktrees, modules, commondir) or lies under one.
+func gitRunsCode(rel string) bool {
+	parts := strings.Split(rel, "/")
+	for i, part := range parts {
+		if !strings.EqualFold(part, ".git") {
+			continue
+		}
+		sub := ".git/" + strings.Join(parts[i+1:], "/")
+		for _, p := range append(append([]profiles.Persist{}, profiles.GitPersist...), profiles.AfterSession...) {
+			if strings.EqualFold(sub, p.Path) || strings.HasPrefix(strings.ToLower(sub), strings.ToLower(p.Path)+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // gitRun runs git with the proposal's environment; the tmpfs is its fd 3.
 type gitRun struct {
 	env   []string
@@ -376,13 +399,19 @@ func makeProposal(upper *os.File, workdir, id string, environ []string, home str
 	changes = kept
 	for _, c := range changes {
 		f := ProposedFile{Path: c.rel, Mode: c.mode, Bytes: c.size}
+		// The counts are of what the branch or patch holds: nothing
+		// under a .git.
+		count := 0
+		if !inGit(c.rel) {
+			count = 1
+		}
 		switch {
 		case c.del:
 			f.Change = "deleted"
-			pr.Deleted++
+			pr.Deleted += count
 		case c.mode == "120000":
 			f.Change = "symlink"
-			pr.Changed++
+			pr.Changed += count
 		default:
 			f.Change = "modified"
 			if _, err := os.Lstat(filepath.Join(workdir, filepath.FromSlash(c.rel))); errors.Is(err, fs.ErrNotExist) {
@@ -390,10 +419,14 @@ func makeProposal(upper *os.File, workdir, id string, environ []string, home str
 			} else if sameBytesOtherMode(upper, workdir, c.rel) {
 				f.Change = "mode"
 			}
-			pr.Changed++
-			pr.Bytes += c.size
+			pr.Changed += count
+			pr.Bytes += int64(count) * c.size
 		}
-		if why := persistenceWhy(c.rel); why != "" {
+		if inGit(c.rel) && !gitRunsCode(c.rel) {
+			// The agent's own git use inside (index, objects, refs):
+			// counted, kept, never applied; not one flag per object.
+			pr.GitOther++
+		} else if why := persistenceWhy(c.rel); why != "" {
 			g := f
 			g.Why = why
 			pr.Flagged = append(pr.Flagged, g)
@@ -801,6 +834,9 @@ func (pr *Proposal) Summary() string {
 			break
 		}
 		fmt.Fprintf(&b, "\n  not proposed %s (%s): %s", showPath(f.Path), f.Change, f.Why)
+	}
+	if pr.GitOther > 0 {
+		fmt.Fprintf(&b, "\n  %d other files written under .git (index, objects, refs): never applied, kept in %s", pr.GitOther, filepath.Join(pr.Dir, "git-files"))
 	}
 	if pr.Ignored > 0 {
 		fmt.Fprintf(&b, "\n  %d paths the workdir's .gitignore ignores (build outputs, dependencies) are not proposed", pr.Ignored)

@@ -45,3 +45,17 @@ func TestProposalSummaryQuotesNames(t *testing.T) {
 		t.Errorf("summary %q", s)
 	}
 }
+
+// TestProposalGitRunsCode: under a .git only the names that make Git run
+// code are flagged one by one; the agent's own git use is counted.
+func TestProposalGitRunsCode(t *testing.T) {
+	for rel, want := range map[string]bool{
+		".git/hooks/pre-commit": true, ".git/config": true, ".git/info/attributes": true,
+		"sub/.git/modules/x/config": true, ".git/commondir": true,
+		".git/index": false, ".git/objects/ab/cdef": false, ".git/refs/heads/main": false,
+	} {
+		if got := gitRunsCode(rel); got != want {
+			t.Errorf("gitRunsCode(%q) = %v, want %v", rel, got, want)
+		}
+	}
+}

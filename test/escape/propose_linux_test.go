@@ -431,7 +431,9 @@ print("AFTER", flush=True)
 // next agent reads (CLAUDE.md), written by the agent, are flagged in the
 // summary on stderr and in the report; the hook under .git is never in the
 // branch and never reaches the real .git (kept in the proposal's folder
-// for reading); the others are in the branch for review, flagged.
+// for reading); the others are in the branch for review, flagged. What the
+// agent's own `git add` writes under .git (index, objects) is counted and
+// kept, never applied, without a flag per file.
 func TestProposeFlagsPersistence(t *testing.T) {
 	for _, l := range proposeLayouts {
 		t.Run(l.name, func(t *testing.T) {
@@ -444,6 +446,7 @@ echo '{"tasks":[{"label":"x","command":"evil","runOptions":{"runOn":"folderOpen"
 echo 'obey me' > sub/CLAUDE.md
 printf '#!/bin/sh\nevil\n' > .git/hooks/pre-commit
 chmod +x .git/hooks/pre-commit
+git add .envrc
 echo PLANTED`
 			r := e.proposeRun(t, "strict", nil, "sh", "-c", plant)
 			if !strings.Contains(string(r.stdout), "PLANTED") {
@@ -461,6 +464,11 @@ echo PLANTED`
 				if !strings.Contains(string(r.stderr), "FLAGGED "+path+" ") {
 					t.Errorf("%s is not flagged on stderr:\n%s", path, r.stderr)
 				}
+			}
+			// The agent's own git use (git add: the index, an object) is
+			// counted and kept, not flagged file by file.
+			if flagged[".git/index"] != "" || !strings.Contains(string(r.stderr), "other files written under .git (index, objects, refs): never applied") {
+				t.Errorf("the agent's git add is flagged file by file or not said:\n%s", r.stderr)
 			}
 			if !strings.Contains(flagged[".git/hooks/pre-commit"], "never applied") {
 				t.Errorf("the hook's flag does not say it is never applied: %q", flagged[".git/hooks/pre-commit"])
