@@ -60,8 +60,12 @@ type Proposal struct {
 	// GitOther counts the other files written under a .git (the agent's
 	// own git use: index, objects, refs): kept in Dir/git-files, never
 	// applied, not flagged one by one.
-	GitOther int    `json:"git_other,omitempty"`
-	Error    string `json:"error,omitempty"`
+	GitOther int `json:"git_other,omitempty"`
+	// Uncommitted are the changed paths in which the user's work tree
+	// differed from HEAD at the start: the branch is on HEAD, so its
+	// version of each holds those edits too.
+	Uncommitted []string `json:"uncommitted,omitempty"`
+	Error       string   `json:"error,omitempty"`
 }
 
 // ProposedFile is one path of a proposal, relative to the workdir.
@@ -609,6 +613,7 @@ func branchProposal(pr *Proposal, g *gitRun, top, id string, changes []change, e
 		return err
 	}
 	pr.Kind, pr.Branch, pr.Commit, pr.Base = "branch", branch, commit, base
+	pr.Uncommitted = uncommitted(g, base, prefix, pr.Dir, changes)
 	pr.Apply = fmt.Sprintf("git -C %s merge %s", shellQuote(top), branch)
 	// The same change as a patch beside it, to read or to apply elsewhere.
 	from := base
@@ -622,6 +627,54 @@ func branchProposal(pr *Proposal, g *gitRun, top, id string, changes []change, e
 		}
 	}
 	return nil
+}
+
+// uncommitted returns the changed paths (prefixed) in which the user's
+// work tree differed from HEAD when the agent read it: the branch's
+// version of each holds those edits too. It works on a copy of the user's
+// index (refreshed there, then diff-index): the user's own index is never
+// written.
+func uncommitted(g *gitRun, base, prefix, tmp string, changes []change) []string {
+	if base == "" || len(changes) == 0 || len(changes) > 1000 {
+		return nil
+	}
+	real, err := g.run(nil, "rev-parse", "--path-format=absolute", "--git-path", "index")
+	if err != nil {
+		return nil
+	}
+	b, err := os.ReadFile(real)
+	if err != nil {
+		return nil
+	}
+	copyIndex := filepath.Join(tmp, "index.user")
+	defer os.Remove(copyIndex)
+	if os.WriteFile(copyIndex, b, 0o600) != nil {
+		return nil
+	}
+	g2 := *g
+	g2.env = nil
+	for _, kv := range g.env {
+		if !strings.HasPrefix(kv, "GIT_INDEX_FILE=") {
+			g2.env = append(g2.env, kv)
+		}
+	}
+	g2.env = append(g2.env, "GIT_INDEX_FILE="+copyIndex)
+	_, _ = g2.run(nil, "update-index", "-q", "--refresh")
+	args := []string{"diff-index", "--name-only", "-z", "--no-renames", base, "--"}
+	for _, c := range changes {
+		args = append(args, ":(literal)"+prefix+c.rel)
+	}
+	out, err := g2.run(nil, args...)
+	if err != nil {
+		return nil
+	}
+	var ps []string
+	for _, p := range strings.Split(out, "\x00") {
+		if p != "" {
+			ps = append(ps, p)
+		}
+	}
+	return ps
 }
 
 func emptyTree(g *gitRun) string {
@@ -834,6 +887,17 @@ func (pr *Proposal) Summary() string {
 			break
 		}
 		fmt.Fprintf(&b, "\n  not proposed %s (%s): %s", showPath(f.Path), f.Change, f.Why)
+	}
+	if len(pr.Uncommitted) > 0 {
+		names := make([]string, 0, len(pr.Uncommitted))
+		for i, p := range pr.Uncommitted {
+			if i == maxSummaryLines {
+				names = append(names, "…")
+				break
+			}
+			names = append(names, showPath(p))
+		}
+		fmt.Fprintf(&b, "\n  the work tree had uncommitted edits in %s: the branch is on HEAD, so its versions of these include them", strings.Join(names, ", "))
 	}
 	if pr.GitOther > 0 {
 		fmt.Fprintf(&b, "\n  %d other files written under .git (index, objects, refs): never applied, kept in %s", pr.GitOther, filepath.Join(pr.Dir, "git-files"))

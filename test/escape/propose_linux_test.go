@@ -670,3 +670,34 @@ func TestProposeKeptWhenBranchFails(t *testing.T) {
 		})
 	}
 }
+
+// TestProposeUncommittedSaid: the branch is on HEAD, so when the user had
+// uncommitted edits in a file the agent changed, the branch's version holds
+// them: the summary and the report name that file (and only it), and the
+// user's index is not rewritten by the check.
+func TestProposeUncommittedSaid(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	gitWorkdir(t, e)
+	must(t, os.WriteFile(filepath.Join(e.workdir, "a.txt"), []byte("base\nuser edit\n"), 0o644))
+	index, err := os.ReadFile(filepath.Join(e.workdir, ".git/index"))
+	must(t, err)
+	r := e.proposeRun(t, "strict", nil, "sh", "-c", "echo agent >> a.txt && echo new > n.txt")
+	raw, _ := json.Marshal(r.report["proposal"])
+	var p struct {
+		Branch      string
+		Uncommitted []string
+	}
+	must(t, json.Unmarshal(raw, &p))
+	if strings.Join(p.Uncommitted, ",") != "a.txt" {
+		t.Errorf("uncommitted %v, want [a.txt]", p.Uncommitted)
+	}
+	if !strings.Contains(string(r.stderr), "the work tree had uncommitted edits in a.txt:") {
+		t.Errorf("the summary does not name a.txt:\n%s", r.stderr)
+	}
+	if c := gitOut(t, e.workdir, "show", p.Branch+":a.txt"); c != "base\nuser edit\nagent" {
+		t.Errorf("a.txt in the branch: %q", c)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.workdir, ".git/index")); !bytes.Equal(b, index) {
+		t.Errorf("the user's index changed")
+	}
+}
