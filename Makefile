@@ -35,13 +35,14 @@ test: build lint ## run every test (root-only suites too when run as root; the c
 # user layouts skip there by name (testutil.SkipUnprivilegedCaller); they run
 # under the namespace backend in `go test ./...` above. MATRIX_SKIP: tests
 # whose subject does not depend on FEDMEM_BACKEND (the controls run no
-# fedmem-run; the refusal test names its backends itself), run once there.
+# fedmem-run; the refusal tests name their backends themselves; the proposal
+# tests, TestPropose*, are the namespace backend's own), run once there.
 # .ci/run builds
 # runc and containerd and starts a private containerd
 # (FEDMEM_CONTAINERD_ADDRESS); without runc on PATH the matrix is skipped
 # here, and fails under FEDMEM_REQUIRE_ROOT=1.
 MATRIX_PKGS := ./test/escape/ ./test/e2e/ ./test/clients/
-MATRIX_SKIP := ^(TestControlUnsandboxed|TestControlNestedEscape|TestContainerBackendRefusesUnprivilegedCaller)$$
+MATRIX_SKIP := ^(TestControlUnsandboxed|TestControlNestedEscape|TestContainerBackendRefusesUnprivilegedCaller|TestPropose[A-Za-z]*)$$
 test-matrix: ## the escape, e2e and clients suites under --backend runc and containerd
 	@if [ -z "$$FEDMEM_CONTAINERD_ADDRESS" ] || ! command -v runc >/dev/null; then \
 		echo "test-matrix: runc or FEDMEM_CONTAINERD_ADDRESS missing: container matrix not run (.ci/run sets both up)"; \
@@ -64,7 +65,7 @@ lint: ## go vet and gofmt
 corpus: ## the trusted-profile corpus (gate/testdata/trusted): hostile drafts promoted (must be 0) and benign notes promoted (at least 80%)
 	@$(GO) test -count=1 -run '^TestTrustedCorpus$$' -v ./gate/ | grep -E 'corpus:|benign held|open breach|promoted from a trusted|^(ok|FAIL|---)'
 
-bench: build ## fedmem-run vs bubblewrap, start-up vs vault size, promotion vs git, gate throughput (BENCHFLAGS=-json, -only bwrap|backends|size|promote|throughput|latency|review|cred)
+bench: build ## fedmem-run vs bubblewrap, start-up vs vault size, promotion vs git, gate throughput (BENCHFLAGS=-json, -only bwrap|backends|size|promote|throughput|latency|review|cred|propose)
 	FEDMEM_BIN=$(CURDIR)/$(BIN) $(GO) run ./test/bench $(BENCHFLAGS)
 
 # The demo needs fedmem and fedmem-run only (not the container backends'

@@ -80,11 +80,16 @@ func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), wr
 		cands = append(cands, cand{c.path, c.p, true, false})
 	}
 	root := func(p string) string {
-		best := ""
-		for _, r := range roots {
+		best, proposed := "", false
+		for i, r := range roots {
 			if vault.Within(p, r) && len(r) > len(best) {
-				best = r
+				best, proposed = r, writable[i].Propose
 			}
+		}
+		if proposed {
+			// A proposed workdir: nothing written there reaches the
+			// real tree, and the proposal flags what it holds.
+			return ""
 		}
 		return best
 	}

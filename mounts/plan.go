@@ -63,6 +63,12 @@ type Mount struct {
 	// Placeholder marks a Protected path that did not exist: the backend
 	// holds its name with a read-only placeholder (see Protected).
 	Placeholder bool `json:"placeholder,omitempty"`
+	// Propose, on the workdir's BindRW (profile `workdir: propose`), asks
+	// the backend for an overlay instead of the bind: Source (the real
+	// tree) is its read-only lower layer, the upper a tmpfs of Size bytes
+	// whose contents fedmem-run turns into a proposal after the session
+	// (mounts/propose.go).
+	Propose bool `json:"propose,omitempty"`
 	// Size caps a tmpfs (Tmpfs; for Dev, its /dev/shm) in bytes; 0: the
 	// kernel's default (half of RAM).
 	Size int64 `json:"size,omitempty"`
@@ -266,7 +272,7 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	if vault.Within(in.Workdir, in.Vault) {
 		pl.Warnings = append(pl.Warnings, fmt.Sprintf("workdir %s lies inside the vault: it stays read-only", in.Workdir))
 	} else if ok, _ := exists(in.Workdir); ok {
-		writable = append(writable, Mount{Kind: BindRW, Source: in.Workdir, Target: in.Workdir, Dir: true, Why: "workdir"})
+		writable = append(writable, workdirMount(p, in))
 	}
 	if p.Home.Mode != "hidden" {
 		for _, w := range p.Home.Writable {

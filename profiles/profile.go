@@ -95,6 +95,14 @@ type Profile struct {
 	// "read-only" (held like a persistence family). A child profile cannot
 	// loosen a parent's read-only.
 	Instructions string `yaml:"instructions,omitempty" json:"instructions,omitempty"`
+	// Workdir says how the agent's writes reach the workdir: "direct" (or
+	// empty, the default: a writable bind, what it writes is there at once) or
+	// "propose" (an overlay in the sandbox, capped at
+	// limits.workdir_bytes: nothing reaches the real tree while the agent
+	// runs; after it fedmem-run writes the change set as a Git branch, or
+	// a patch for a workdir outside Git, for the user to apply). See
+	// docs/profiles.md, "Workdir proposals".
+	Workdir string `yaml:"workdir,omitempty" json:"workdir,omitempty"`
 	// Credentials are the caller's secrets the agent uses through
 	// placeholders (see Credential).
 	Credentials []Credential `yaml:"credentials,omitempty" json:"credentials,omitempty"`
@@ -109,6 +117,15 @@ const (
 	InstructionsReport   = "report"
 	InstructionsReadOnly = "read-only"
 )
+
+// Values of Profile.Workdir.
+const (
+	WorkdirDirect  = "direct"
+	WorkdirPropose = "propose"
+)
+
+// Propose reports whether the profile's workdir is a proposal.
+func (p *Profile) Propose() bool { return p.Workdir == WorkdirPropose }
 
 // RiskKeepGroups, in accept_risks, lets an unprivileged caller's agent keep
 // the caller's supplementary groups where fedmem-run cannot drop them.
@@ -140,6 +157,11 @@ type Limits struct {
 	// size=, in memory): a write past it fails with ENOSPC. Default
 	// DefaultTmpBytes.
 	TmpBytes Size `yaml:"tmp_bytes,omitempty" json:"tmp_bytes,omitempty"`
+	// WorkdirBytes caps, with workdir: propose, what the agent's writes to
+	// the workdir may take (the overlay's upper layer is a tmpfs of this
+	// size, in memory): a write past it fails with ENOSPC. Default
+	// DefaultWorkdirBytes.
+	WorkdirBytes Size `yaml:"workdir_bytes,omitempty" json:"workdir_bytes,omitempty"`
 	// ScanEntries bounds the start-time scan for unix sockets and FIFOs in
 	// the workdir, writable paths and home entries (directory entries read
 	// in all; default 500000): a larger tree refuses the session rather
@@ -163,6 +185,10 @@ type Limits struct {
 
 // DefaultTmpBytes is limits.tmp_bytes when a profile says nothing.
 const DefaultTmpBytes Size = 1 << 30
+
+// DefaultWorkdirBytes is limits.workdir_bytes when a proposing profile
+// says nothing.
+const DefaultWorkdirBytes Size = 1 << 30
 
 // Duration is a time.Duration written as "90s", "30m", "2h".
 type Duration time.Duration
@@ -504,6 +530,9 @@ func merge(parent, child *Profile) *Profile {
 	if child.TTY != "" {
 		out.TTY = child.TTY
 	}
+	if child.Workdir != "" {
+		out.Workdir = child.Workdir
+	}
 	if child.Instructions != "" && parent.Instructions != InstructionsReadOnly {
 		out.Instructions = child.Instructions
 	}
@@ -548,6 +577,9 @@ func merge(parent, child *Profile) *Profile {
 	if child.Limits.TmpBytes != 0 {
 		out.Limits.TmpBytes = child.Limits.TmpBytes
 	}
+	if child.Limits.WorkdirBytes != 0 {
+		out.Limits.WorkdirBytes = child.Limits.WorkdirBytes
+	}
 	// A limit the child sets itself is enforced strictly unless the child
 	// says cgroup_optional itself: an inherited one covers only inherited
 	// limits.
@@ -570,6 +602,9 @@ func (p *Profile) setDefaults() {
 	}
 	if p.Limits.TmpBytes == 0 {
 		p.Limits.TmpBytes = DefaultTmpBytes
+	}
+	if p.Workdir == WorkdirPropose && p.Limits.WorkdirBytes == 0 {
+		p.Limits.WorkdirBytes = DefaultWorkdirBytes
 	}
 }
 
@@ -627,6 +662,17 @@ func (p *Profile) Validate() error {
 	}
 	if p.Limits.TmpBytes != 0 && p.Limits.TmpBytes < 1<<20 {
 		errs = append(errs, fmt.Errorf("limits.tmp_bytes: %d is below 1MiB", p.Limits.TmpBytes))
+	}
+	if p.Limits.WorkdirBytes != 0 && p.Limits.WorkdirBytes < 1<<20 {
+		errs = append(errs, fmt.Errorf("limits.workdir_bytes: %d is below 1MiB", p.Limits.WorkdirBytes))
+	}
+	if p.Workdir == WorkdirPropose && (p.Backend == "runc" || p.Backend == "containerd") {
+		errs = append(errs, fmt.Errorf("workdir: propose needs the namespace backend (backend: %s cannot build the overlay); use workdir: direct with it", p.Backend))
+	}
+	switch p.Workdir {
+	case "", WorkdirDirect, WorkdirPropose:
+	default:
+		errs = append(errs, fmt.Errorf("workdir: %q is not direct or propose%s", p.Workdir, suggestKey(p.Workdir, []string{WorkdirDirect, WorkdirPropose})))
 	}
 	if p.Limits.ScanEntries < 0 {
 		errs = append(errs, fmt.Errorf("limits.scan_entries: %d is negative", p.Limits.ScanEntries))

@@ -32,7 +32,7 @@ func TestBuiltinsLoad(t *testing.T) {
 		t.Fatalf("claude profile lost its home settings: %+v", c.Home)
 	}
 	s, _, _ := Load("strict")
-	if s.Network != NetworkNone || s.Home.Mode != "hidden" {
+	if s.Network != NetworkNone || s.Home.Mode != "hidden" || !s.Propose() || s.Limits.WorkdirBytes != DefaultWorkdirBytes {
 		t.Fatalf("strict: %+v", s)
 	}
 }
@@ -60,6 +60,9 @@ func TestLoadErrors(t *testing.T) {
 		{"twodocs.yaml", "name: x\n---\nname: y\n", "one YAML document"},
 		{"req.yaml", "name: x\nrequire: [magic]\n", `require: "magic"`},
 		{"empty.yaml", "", "empty profile"},
+		{"wd.yaml", "name: x\nworkdir: proposal\n", `workdir: "proposal" is not direct or propose (did you mean "propose"?)`},
+		{"wdrunc.yaml", "name: x\nworkdir: propose\nbackend: runc\n", "workdir: propose needs the namespace backend"},
+		{"wdbytes.yaml", "name: x\nworkdir: propose\nlimits:\n  workdir_bytes: 1KiB\n", "limits.workdir_bytes: 1024 is below 1MiB"},
 	}
 	for _, tc := range tests {
 		p := write(t, dir, tc.name, tc.body)

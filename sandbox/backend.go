@@ -151,6 +151,11 @@ type Result struct {
 	// outside during the session); "" when it matched. The after-session
 	// sweep then checks the protected names too.
 	CoversLost string `json:"covers_lost,omitempty"`
+	// Proposal, with a proposed workdir (profile `workdir: propose`), is
+	// the root of the tmpfs that holds the overlay's upper layer (upper/)
+	// after the sandbox is gone; the caller turns it into a proposal and
+	// closes it. nil otherwise, or when the sandbox never mounted it.
+	Proposal *os.File `json:"-"`
 }
 
 // ExitTimedOut is fedmem-run's exit code when the wall-time limit ended

@@ -82,6 +82,10 @@ func helperPath(explicit, name string) (string, error) {
 // the same protocol as in the namespace backend (config, sync, pty and
 // proxy descriptors), so everything from here on is the same run.
 func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir string) (*Result, error) {
+	if spec.Plan.ProposedWorkdir() != nil {
+		// Never the real workdir bound writable in place of a proposal.
+		return nil, &Error{Code: ExitFedmemError, Stage: "backend", Msg: fmt.Sprintf("the %s backend cannot build the profile's `workdir: propose` (an overlay the namespace backend mounts): use --backend namespace, or a profile with workdir: direct", rt.name)}
+	}
 	if os.Geteuid() != 0 {
 		return nil, &Error{Code: ExitFedmemError, Stage: "backend", Msg: "the " + rt.name + " backend needs root (use --backend namespace for rootless sessions)"}
 	}

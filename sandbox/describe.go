@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"fmt"
+
 	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/profiles"
 )
@@ -21,13 +23,18 @@ func DescribeLayers(pl *mounts.Plan) []string {
 	default:
 		ns += ", net (loopback only)"
 	}
-	return append([]string{
-		ns,
+	layers := []string{ns}
+	if m := pl.ProposedWorkdir(); m != nil {
+		layers = append(layers, fmt.Sprintf("workdir: propose — %s is an overlay: the real tree is its read-only lower layer, the agent's writes land in a tmpfs capped at %d bytes (limits.workdir_bytes; ENOSPC past it); nothing reaches the real tree while the agent runs; after it fedmem-run writes them as the branch fedmem/propose/SESSION on the workdir's HEAD (a patch outside Git), flags persistence-class files and prints the one command that applies them (namespace backend only)", m.Target, m.Size))
+	} else {
+		layers = append(layers, "workdir: direct — the agent writes the real workdir (profile `workdir: propose` makes its writes a proposal)")
+	}
+	return append(append(layers,
 		"mounts: verified against /proc/self/mountinfo before exec (fail closed)",
 		"capabilities: none in any set (bounding, ambient, inheritable, permitted, effective); securebits locked",
 		"no_new_privs: set",
 		"denials: system calls the seccomp filter refuses are reported as denied events (--events) and counted in the report (Linux 5.7+: a user-notification listener in pid 1; older kernels: refused, not reported); refused file writes are not reported",
 		describeIdentity(),
 		"host authority: /proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus, /proc/fs read-only; runc's masked paths masked; /proc with hidepid=invisible; /run an empty read-only directory but name resolution and the profile's unix_sockets",
-	}, describeFilters(pl)...)
+	), describeFilters(pl)...)
 }

@@ -23,6 +23,7 @@ type initLink struct {
 	ptySock      *os.File  // our end; nil without a terminal
 	relay        *ptyRelay // nil without a terminal
 	proxyCtl     *os.File  // our end; nil without the proxy
+	proposeSock  *os.File  // our end; nil without a workdir proposal
 	null         *os.File  // the init's stdio until it has its pty
 	// files are the init's descriptors from 3 on: config, sync, then the
 	// PTY and proxy sockets' other ends.
@@ -82,7 +83,31 @@ func newInitLink(spec *Spec, cfg *initConfig) (l *initLink, err error) {
 		cfg.ProxyFd = 2 + len(l.files)
 		cfg.ProxyPort = ProxyPort
 	}
+	if spec.Plan.ProposedWorkdir() != nil {
+		// The init hands the proposal's upper tmpfs back over this
+		// socket once it is mounted (mountProposal).
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return l, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+		}
+		l.proposeSock = os.NewFile(uintptr(fds[0]), "propose-parent")
+		l.files = append(l.files, os.NewFile(uintptr(fds[1]), "propose-child"))
+		cfg.ProposeFd = 2 + len(l.files)
+	}
 	return l, nil
+}
+
+// proposal returns, once the init has exited (or sent it), the descriptor
+// of a proposed workdir's upper tmpfs: nil without a proposal or when the
+// init never mounted it.
+func (l *initLink) proposal() <-chan *os.File {
+	c := make(chan *os.File, 1)
+	if l.proposeSock == nil {
+		c <- nil
+		return c
+	}
+	go func() { c <- recvFd(l.proposeSock) }()
+	return c
 }
 
 // setStdio gives cmd (the init, or the helper that starts it) the
@@ -136,7 +161,7 @@ func (l *initLink) Close() {
 	if l.relay != nil {
 		l.relay.Close()
 	}
-	for _, f := range append([]*os.File{l.cfgW, l.syncR, l.ptySock, l.proxyCtl, l.null}, l.files...) {
+	for _, f := range append([]*os.File{l.cfgW, l.syncR, l.ptySock, l.proxyCtl, l.proposeSock, l.null}, l.files...) {
 		if f != nil {
 			f.Close()
 		}

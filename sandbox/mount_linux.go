@@ -41,7 +41,10 @@ const stageDir = "/tmp/.fedmem-root" // inside the sandbox's private /tmp tmpfs
 //
 // idmapped maps a mount's index to the fd of an idmapped clone of its
 // source the parent made (identity_linux.go); it is attached as it is.
-func buildRoot(pl *mounts.Plan, idmapped map[int]int) (skipped []string, err error) {
+//
+// proposeFd is the socket a proposed workdir's upper layer goes to
+// fedmem-run through (mountProposal); 0 without a proposal.
+func buildRoot(pl *mounts.Plan, idmapped map[int]int, proposeFd int) (skipped []string, err error) {
 	// Nothing we do may propagate back to the host.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return nil, &MountError{Op: "make-rprivate", Target: "/", Err: err}
@@ -165,6 +168,11 @@ func buildRoot(pl *mounts.Plan, idmapped map[int]int) (skipped []string, err err
 			err := unix.MoveMount(srcFds[i], "", unix.AT_FDCWD, t, unix.MOVE_MOUNT_F_EMPTY_PATH)
 			if err != nil {
 				return nil, &MountError{Op: "move_mount", Source: m.Source, Target: m.Target, Err: err}
+			}
+			if m.Propose {
+				if err := mountProposal(t, m, srcFds[i], proposeFd); err != nil {
+					return nil, err
+				}
 			}
 		case mounts.Protected, mounts.Pinned:
 			if err := protectPath(m, t); errors.Is(err, errUnreachable) {

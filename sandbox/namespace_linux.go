@@ -70,6 +70,16 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN},
 		},
 	}
+	if spec.Plan.ProposedWorkdir() != nil {
+		// overlayfs does its work (copy-up, whiteouts, its work
+		// directory of mode 0) with the credentials of whoever mounted
+		// it, kept at mount time: an unprivileged caller's init (not
+		// uid 0 inside) needs these capabilities of the sandbox's user
+		// namespace for a proposed workdir (mountProposal). Dropped
+		// with the others before the agent starts; only the overlay's
+		// saved credentials keep them, for its own operations.
+		cmd.SysProcAttr.AmbientCaps = append(cmd.SysProcAttr.AmbientCaps, unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_CHOWN)
+	}
 	if idp.newgidmap != "" {
 		// The gid map comes from newgidmap once the init exists; the init
 		// needs CAP_SETGID to drop the caller's groups (setgroups([])).
@@ -192,6 +202,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	pl := startParentLimits(spec, func() { _ = cmd.Process.Kill() })
 	defer pl.stop()
 	msgs, masters := link.started(spec)
+	proposal := link.proposal()
 	for _, f := range cmd.ExtraFiles[len(link.files):] {
 		f.Close() // the idmapped trees: the init holds them now
 	}
@@ -213,6 +224,9 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		}}
 	runErr := w.run(ctx, msgs)
 	werr := cmd.Wait()
+	// The init is gone: the proposal's upper tmpfs (if it mounted one)
+	// is held by this descriptor alone now.
+	res.Proposal = <-proposal
 	if relay != nil && relay.master != nil {
 		relay.Finish()
 	}

@@ -18,7 +18,7 @@ func buildRootFor(cfg *initConfig) ([]string, error) {
 	if len(os.Args) > 1 && os.Args[1] == ociInitArg {
 		return nil, finishOCIRoot(cfg.Plan)
 	}
-	return buildRoot(cfg.Plan, cfg.Idmapped)
+	return buildRoot(cfg.Plan, cfg.Idmapped, cfg.ProposeFd)
 }
 
 // finishOCIRoot makes the procfs file masks what the plan asks. runc

@@ -34,6 +34,9 @@ type initConfig struct {
 	// connections to; the init listens on 127.0.0.1:ProxyPort.
 	ProxyFd   int `json:"proxy_fd,omitempty"`
 	ProxyPort int `json:"proxy_port,omitempty"`
+	// ProposeFd, when not 0, is a unix socket the init hands a proposed
+	// workdir's upper tmpfs to fedmem-run over (mountProposal).
+	ProposeFd int `json:"propose_fd,omitempty"`
 	// AgentUID and AgentGID, when AgentSwitch, are what the agent becomes
 	// at fork (the init keeps another uid: a root caller's agent can
 	// signal, prlimit, renice or trace nothing of it). Groups are

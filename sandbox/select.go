@@ -3,6 +3,8 @@ package sandbox
 import (
 	"fmt"
 	"os"
+
+	"github.com/fedmem/fedmem/mounts"
 )
 
 // Backend names, for --backend and a profile's backend:.
@@ -47,6 +49,20 @@ func CheckCaller(b Backend) error {
 		if uid := os.Geteuid(); uid != 0 {
 			return &Error{Code: ExitFedmemError, Stage: "backend", Msg: fmt.Sprintf("the %s backend needs a root caller (this one is uid %d): rootless runc and containerd are not supported; use --backend namespace", n, uid)}
 		}
+	}
+	return nil
+}
+
+// CheckPlan refuses, before anything of the session exists, a plan the
+// backend b cannot build: a proposed workdir (profile `workdir: propose`)
+// is an overlay only the namespace backend mounts; the container backends
+// would bind the real workdir writable, so they refuse it (exit 125).
+func CheckPlan(b Backend, pl *mounts.Plan) error {
+	if pl == nil || pl.ProposedWorkdir() == nil {
+		return nil
+	}
+	if n := b.Name(); n != BackendNamespace {
+		return &Error{Code: ExitFedmemError, Stage: "backend", Msg: fmt.Sprintf("the %s backend cannot build the profile's `workdir: propose` (an overlay the namespace backend mounts): use --backend namespace, or a profile with workdir: direct", n)}
 	}
 	return nil
 }

@@ -445,6 +445,9 @@ func podSpec(p *profiles.Profile, o Options) (corev1.PodSpec, []string) {
 			warns = append(warns, "require: landlock: Kubernetes cannot ask for Landlock; the pod relies on its mounts, seccomp and (with --apparmor) AppArmor")
 		}
 	}
+	if p.Propose() {
+		warns = append(warns, "workdir: propose: not rendered; the pod's workdir is its own volume, written directly (the pod is its own proposal: nothing of the host's tree is in it)")
+	}
 	if p.RunAs != "" {
 		warns = append(warns, fmt.Sprintf("run_as %q: the agent runs as --agent-uid %d in the pod", p.RunAs, o.AgentUID))
 	}

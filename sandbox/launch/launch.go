@@ -189,6 +189,9 @@ func Run(ctx context.Context, o *Options) (int, error) {
 	if err := sandbox.CheckCaller(o.Backend); err != nil {
 		return sandbox.ExitFedmemError, staged(StageBackend, err)
 	}
+	if err := sandbox.CheckPlan(o.Backend, r.Plan); err != nil {
+		return sandbox.ExitFedmemError, staged(StageBackend, err)
+	}
 	rep := &Report{SchemaVersion: ReportSchemaVersion,
 		SessionRecord: vault.SessionRecord{Session: r.ID, Profile: r.Profile.Name, ProfileHash: r.ProfileHash, UID: r.UID, Command: o.Argv},
 		Vault:         r.Vault, Inbox: r.Plan.Inbox, Workdir: r.Workdir, Network: r.Profile.Network, Warnings: r.Warnings,
@@ -445,6 +448,14 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 			nt.say(fmt.Sprintf("network: fedmem net allow added %s during the session (net-allow events)", strings.Join(rep.NetAllowed, ", ")))
 		}
 	}
+	if res != nil && res.Proposal != nil {
+		// The agent's workdir writes, held in the sandbox's overlay,
+		// become a branch or patch now (sandbox/launch/propose.go).
+		rep.Proposal = makeProposal(res.Proposal, s.Workdir, s.ID, environ, s.Home, upperFull(res.Proposal))
+		res.Proposal.Close()
+	} else if s.Plan.ProposedWorkdir() != nil && runErr == nil {
+		rep.Proposal = &Proposal{Kind: "kept", Error: "the sandbox handed no proposal back: nothing the agent wrote to the workdir was kept"}
+	}
 	// The credentials' end (refreshed tokens written back, refusals
 	// counted): said after the agent, with the other warnings.
 	for _, line := range creds.finish() {
@@ -471,6 +482,9 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	}
 	// The agent has exited: now the user hears what happened.
 	nt.flush(stderr, s.ID, denied, rep.LimitsHit)
+	if rep.Proposal != nil {
+		fmt.Fprintf(stderr, "fedmem-run: %s\n", rep.Proposal.Summary())
+	}
 	if rewriteRecord {
 		// The end, for the gate: a draft changed in the session folder
 		// after it is not the session's (gate/origin.go forDraft).

@@ -52,6 +52,10 @@ type Report struct {
 	// Denials counts what the sandbox refused and reported ("denied"
 	// events: docs/events.md).
 	Denials *Denials `json:"denials,omitempty"`
+	// Proposal is what became of a proposed workdir's writes (profile
+	// `workdir: propose`): the branch or patch, what it holds, what is
+	// flagged, the command that applies it.
+	Proposal *Proposal `json:"proposal,omitempty"`
 }
 
 // InboxFile is one entry the agent left in its inbox.

@@ -8,7 +8,10 @@
 //	    binds (vault read-only, inbox and workdir writable): ratio of medians,
 //	    target ≤ 1.0×;
 //	(b) fedmem-run start-up on a 1k-note vault against a 100k-note vault:
-//	    ratio of medians, target ≤ 1.05.
+//	    ratio of medians, target ≤ 1.05;
+//	(c) (-only propose) a go build and an npm install under workdir:
+//	    propose against workdir: direct: ratio of medians, target ≤ 1.10
+//	    (propose.go).
 //
 // The vaults are generated once into a cache directory (default
 // .cache/bench/ under the module root) and reused. bubblewrap is installed
@@ -45,6 +48,7 @@ type options struct {
 	jsonOut bool
 	only    string
 
+	proposeRuns      int
 	promoteRuns      int
 	promoteSizes     string
 	throughputDrafts int
@@ -104,7 +108,8 @@ func main() {
 	flag.StringVar(&o.cache, "cache", "", "directory for generated vaults (default <module>/.cache/bench)")
 	flag.StringVar(&o.bin, "bin", os.Getenv("FEDMEM_BIN"), "directory holding fedmem-run and fedmem (default $FEDMEM_BIN, else ./bin)")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the result as JSON on stdout")
-	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, backends, size, promote, throughput, latency, review or cred")
+	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, backends, size, promote, throughput, latency, review, cred or propose")
+	flag.IntVar(&o.proposeRuns, "propose-n", 5, "timed runs of each build under workdir: propose and direct (-only propose)")
 	flag.IntVar(&o.reviewSize, "review-size", 100000, "notes in the vault of the review bench")
 	flag.IntVar(&o.reviewBatch, "review-batch", 400, "held drafts approved by one batch in the review bench")
 	flag.IntVar(&o.throughputDrafts, "throughput-drafts", 500, "drafts in each gate throughput pass")
@@ -205,6 +210,11 @@ func run(o options, stdout, log io.Writer) error {
 	}
 	if o.only == "" || o.only == "latency" {
 		if err := benchLatency(o, res, runBin, small, log); err != nil {
+			return err
+		}
+	}
+	if o.only == "" || o.only == "propose" {
+		if err := benchPropose(o, res, runBin, small, log); err != nil {
 			return err
 		}
 	}

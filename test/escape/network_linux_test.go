@@ -107,7 +107,7 @@ func TestNetworkNone(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served") }))
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
-	r := e.run(t, []string{"--profile", "strict"}, "python3", "-c", netProbe, port)
+	r := e.run(t, []string{"--profile", strictProfile(t, e)}, "python3", "-c", netProbe, port)
 	if !strings.Contains(string(r.stdout), "DIRECT ERR") || strings.Contains(string(r.stdout), "served") {
 		t.Fatalf("network none reached the host:\n%s%s", r.stdout, r.stderr)
 	}

@@ -1,0 +1,30 @@
+package mounts
+
+import "github.com/fedmem/fedmem/profiles"
+
+// WhyPropose is the Why of a proposed workdir's mount. The after-session
+// walk and the persistence holds (protectPersistence) key on the Why
+// "workdir" and so leave a proposal alone: nothing the agent writes there
+// reaches the real tree, and the proposal flags every persistence-class
+// file it holds instead (sandbox/launch/propose.go).
+const WhyPropose = "workdir: a proposal (overlay; writes stay in the sandbox, capped at limits.workdir_bytes, and become a branch or patch after the session)"
+
+// workdirMount is the workdir's writable mount: a bind, or with profile
+// `workdir: propose` an overlay over the real tree (Propose, Size).
+func workdirMount(p *profiles.Profile, in Input) Mount {
+	if !p.Propose() {
+		return Mount{Kind: BindRW, Source: in.Workdir, Target: in.Workdir, Dir: true, Why: "workdir"}
+	}
+	return Mount{Kind: BindRW, Source: in.Workdir, Target: in.Workdir, Dir: true, Propose: true,
+		Size: int64(p.Limits.WorkdirBytes), Why: WhyPropose}
+}
+
+// ProposedWorkdir returns the plan's proposed workdir mount, or nil.
+func (pl *Plan) ProposedWorkdir() *Mount {
+	for i := range pl.Mounts {
+		if pl.Mounts[i].Propose {
+			return &pl.Mounts[i]
+		}
+	}
+	return nil
+}
