@@ -89,7 +89,7 @@ func Explain(w io.Writer, r *Resolved, backend sandbox.Backend, asJSON bool) err
 	if l := explainCredentials(r); l != "" {
 		layers = append(layers, l)
 	}
-	return resolve.Explain(w, r.Session, resolve.ExplainOptions{JSON: asJSON, Layers: layers})
+	return resolve.Explain(w, r.Session, resolve.ExplainOptions{JSON: asJSON, Layers: layers, Width: resolve.OutputWidth(w)})
 }
 
 // explainFSDenials says whether refused filesystem writes would be
