@@ -3,6 +3,7 @@ package gate
 import (
 	"fmt"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
+	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/vault/note"
 )
 
@@ -97,12 +99,55 @@ var claimedKeys = map[string]bool{
 // case): kept as claims, not held for them.
 var advisoryKeys = map[string]bool{"confidence": true, "risk": true}
 
-// knownKeys are keys the gate or readers act on; a variant in another letter
-// case (`Supersedes:`) could be taken for the real key by a reader, so it is
-// held for review.
-var knownKeys = map[string]bool{
-	"type": true, "title": true, "description": true, "tags": true, "sources": true,
-	"supersedes": true, "created": true, "updated": true, "last_modified": true,
+// knownKeys are keys the gate or readers act on (note.AuthorKeys); a
+// variant in another letter case (`Supersedes:`) could be taken for the real
+// key by a reader, so it is held for review.
+var knownKeys = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range note.AuthorKeys {
+		m[k] = true
+	}
+	return m
+}()
+
+// suggestKeys are what an unknown key is compared with for a did-you-mean:
+// the author keys and the two claims an author may honestly fill in.
+var suggestKeys = append(append([]string(nil), note.AuthorKeys...), "confidence", "risk")
+
+// unknownFields flags every top-level key the gate does not know
+// (note.IsKnownKey; a letter-case variant of a known key has its own rule,
+// key-case). No reader acts on such a key, so a typo (`titel:`) silently
+// loses the field and other text (`agent_memo:`) would reach memory unseen;
+// the draft waits for a reviewer, told which key was probably meant. It runs
+// on rejected drafts too: `tpye:` is why `type` is missing.
+func unknownFields(n *note.Note) []note.Finding {
+	var out []note.Finding
+	for i := 0; i+1 < len(n.Front.Content); i += 2 {
+		k := n.Front.Content[i]
+		if note.IsKnownKey(k.Value) || isClaimedKey(k.Value) || knownKeys[strings.ToLower(k.Value)] {
+			continue
+		}
+		hint := ""
+		if s := profiles.Nearest(k.Value, suggestKeys); s != "" {
+			hint = fmt.Sprintf("; did you mean `%s`?", s)
+		}
+		out = append(out, flag("unknown-field", k.Line, "`%s` is not a field the gate or any reader acts on%s; the draft waits for a reviewer (fields: %s)", clip(k.Value), hint, strings.Join(note.AuthorKeys, ", ")))
+	}
+	return out
+}
+
+// nearType is a did-you-mean for a type the policy does not list: the
+// nearest listed type ("" if none is near).
+func nearType(pol *policy.Policy, typ string) string {
+	types := make([]string, 0, len(pol.Targets))
+	for t := range pol.Targets {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	if s := profiles.Nearest(typ, types); s != "" {
+		return fmt.Sprintf("; did you mean %q? (a misspelt type is not taken for another)", s)
+	}
+	return ""
 }
 
 // isClaimedKey reports whether a top-level key is a claim (any letter case).
@@ -146,8 +191,12 @@ func claimedRisk(n *note.Note) (string, int) {
 func judge(in *judgeInput) (verdict, error) {
 	pol, res := in.Policy, in.Result
 	v := verdict{Reasons: append([]note.Finding(nil), res.Findings...)}
+	if res.Note != nil {
+		v.Reasons = append(v.Reasons, unknownFields(res.Note)...)
+	}
 	if res.Note == nil || note.HasErrors(res.Findings) {
 		v.State = StateRejected
+		validate.Sort(v.Reasons)
 		return v, nil
 	}
 	m := res.Meta
@@ -155,7 +204,7 @@ func judge(in *judgeInput) (verdict, error) {
 	folder, listed := pol.Target(m.Type)
 	v.Folder = folder
 	if !listed {
-		v.Reasons = append(v.Reasons, flag("policy-type", m.TypeLine, "type %q has no target folder in the policy; held for review (would land in %s)", m.Type, folder))
+		v.Reasons = append(v.Reasons, flag("policy-type", m.TypeLine, "type %q has no target folder in the policy; held for review (would land in %s)%s", m.Type, folder, nearType(pol, m.Type)))
 	}
 	v.Reasons = append(v.Reasons, validate.Links(res, folder)...)
 	for i := 0; i+1 < len(res.Note.Front.Content); i += 2 {

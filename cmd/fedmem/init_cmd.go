@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -24,6 +25,7 @@ type initOptions struct {
 	launcherGroup string
 	reviewers     []string
 	json          bool
+	noGitSafe     bool
 }
 
 func newInitCmd() *cobra.Command {
@@ -73,6 +75,7 @@ not a vault; an inbox entry not owned by the gate), 2 bad usage.`,
 	f.StringVar(&o.launcherGroup, "launcher-group", "", "group NAME or GID fedmem-run is installed setgid to; owns 90-inbox/.sessions/ (mode 03770) so session records are provably the launcher's")
 	f.StringSliceVar(&o.reviewers, "reviewer", nil, "reviewer written into a new policy.yaml (repeatable; default: $SUDO_USER, else you)")
 	f.BoolVar(&o.json, "json", false, "print the result as JSON")
+	f.BoolVar(&o.noGitSafe, "no-git-safe-directory", false, "as root with --gate-user: do not list the vault as a Git safe.directory for every user (in /etc/fedmem/gitconfig, included by /etc/gitconfig)")
 	return cmd
 }
 
@@ -113,6 +116,19 @@ func runInit(dir string, o initOptions, stdout, stderr io.Writer) error {
 			return err
 		}
 		return fmt.Errorf("init %s: %w", dir, err)
+	}
+	// Root giving the vault to a gate user: every other user's git
+	// would call it "dubious ownership" (gitsafe.go).
+	if os.Geteuid() == 0 && res.Gate.UID != 0 && !o.noGitSafe {
+		dir := res.Dir
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		if g, err := addGitSafeDirectory(dir); err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("users other than the gate user cannot run git in %s (\"dubious ownership\"): safe.directory not added to %s: %v; each user can run: git config --global --add safe.directory %s", dir, g.File, err, dir))
+		} else {
+			res.GitSafeDirectory = g.File
+		}
 	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(stderr, "fedmem: warning: %s\n", w)
@@ -184,6 +200,9 @@ func printInit(w io.Writer, r repo.Result) {
 				fmt.Fprintf(w, "    %s: %s\n", a.Path, a.What)
 			}
 		}
+	}
+	if r.GitSafeDirectory != "" {
+		fmt.Fprintf(w, "  git        every user may run git in the vault: safe.directory in %s\n", r.GitSafeDirectory)
 	}
 	if r.Created {
 		fmt.Fprintf(w, "Agents read %s; run them with: fedmem-run --vault %s -- <agent>\n", vault.AgentContract, r.Dir)

@@ -127,11 +127,15 @@ func newRootCmd(started *bool) *cobra.Command {
 		},
 	}
 	root.SetVersionTemplate("fedmem {{.Version}}\n")
-	// `fedmem completion bash|zsh|fish|powershell` (make install writes them).
-	root.CompletionOptions.DisableDefaultCmd = false
+	// `fedmem completion bash|zsh|fish|powershell` (make install writes
+	// them): cobra's scripts, the bash one working without the
+	// bash-completion package (completion.go).
+	root.CompletionOptions.DisableDefaultCmd = true
 	for _, f := range subcommands {
 		root.AddCommand(f())
 	}
+	root.AddCommand(newCompletionCmd(root))
+	profileCompletions(root)
 	groupCommands(root)
 	root.SetFlagErrorFunc(flagError)
 	return root

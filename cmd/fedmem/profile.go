@@ -222,7 +222,7 @@ the sandbox layers as well, run "fedmem-run --explain".`,
 			if err != nil {
 				return err
 			}
-			return resolve.Explain(cmd.OutOrStdout(), s, resolve.ExplainOptions{JSON: asJSON})
+			return resolve.Explain(cmd.OutOrStdout(), s, resolve.ExplainOptions{JSON: asJSON, Width: resolve.OutputWidth(cmd.OutOrStdout())})
 		},
 	}
 	f := cmd.Flags()

@@ -1,12 +1,15 @@
 package resolve
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/profiles"
@@ -18,13 +21,31 @@ type ExplainOptions struct {
 	// Layers describe the sandbox's layers (sandbox.DescribeLayers), when
 	// the caller links the sandbox; nil leaves them out.
 	Layers []string
+	// Width folds the text to this many columns: fedmem-run --explain
+	// and fedmem profile explain pass OutputWidth (the terminal's, else
+	// DefaultWidth); 0 leaves lines whole. JSON is never folded.
+	Width int
 }
 
 // Explain prints a resolved session: the profile, the vault, the plan's
 // mounts, what is writable, the network, limits and warnings — the same
 // text and JSON for `fedmem-run --explain` and `fedmem profile explain`.
 // JSON keys are only ever added.
-func Explain(w io.Writer, s *Session, o ExplainOptions) error {
+func Explain(out io.Writer, s *Session, o ExplainOptions) error {
+	if o.JSON {
+		return explainJSON(out, s, o)
+	}
+	if o.Width <= 0 {
+		explainText(out, s, o, math.MaxInt)
+		return nil
+	}
+	var buf bytes.Buffer
+	explainText(&buf, s, o, o.Width)
+	_, err := io.WriteString(out, foldLines(buf.String(), o.Width))
+	return err
+}
+
+func explainJSON(w io.Writer, s *Session, o ExplainOptions) error {
 	p, pl := s.Profile, s.Plan
 	if o.JSON {
 		out := map[string]any{
@@ -46,6 +67,13 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
+	return nil
+}
+
+// explainText writes explain's text, unfolded but for its tables, which
+// take a narrow form when their columns do not fit in width.
+func explainText(w io.Writer, s *Session, o ExplainOptions, width int) {
+	p, pl := s.Profile, s.Plan
 	if s.Placeholder {
 		fmt.Fprintf(w, "note: no --vault given; %s stands for the vault\n", s.Vault)
 	}
@@ -73,20 +101,18 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 		fmt.Fprintf(w, "limits  %s\n", lim)
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tTARGET\tSOURCE\tWHY")
+	rows := [][4]string{}
 	for _, m := range pl.Mounts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Kind, m.Target, m.Source, m.Why)
+		rows = append(rows, [4]string{string(m.Kind), m.Target, m.Source, m.Why})
 	}
-	tw.Flush()
+	writeTable(w, "", [4]string{"KIND", "TARGET", "SOURCE", "WHY"}, rows, width)
 	if pl.HomeAllowlist {
 		fmt.Fprintf(w, "\nhome %s: an allow-list (an empty read-only tmpfs); nothing else of the caller's home exists inside:\n", pl.Home)
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  PATH\tACCESS\tSOURCE\tWHY")
+		rows = rows[:0]
 		for _, h := range mounts.HomeTable(pl) {
-			fmt.Fprintf(tw, "  ~/%s\t%s\t%s\t%s\n", h.Path, h.Access, h.Source, h.Why)
+			rows = append(rows, [4]string{"~/" + h.Path, h.Access, h.Source, h.Why})
 		}
-		tw.Flush()
+		writeTable(w, "  ", [4]string{"PATH", "ACCESS", "SOURCE", "WHY"}, rows, width)
 	} else if p.Home.Mode == profiles.HomeRO {
 		fmt.Fprintf(w, "\nhome %s: read-only as a whole, secrets masked (home.mode: ro)\n", pl.Home)
 	}
@@ -104,7 +130,55 @@ func Explain(w io.Writer, s *Session, o ExplainOptions) error {
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
-	return nil
+}
+
+// writeTable writes a four-column table (name, target, source, why) as
+// aligned columns when it fits in width; otherwise in a narrow form: the
+// first two columns on a line, then the source (when it is not the same
+// path as the target) and the why, each on its own line under the second
+// column, folded later like any other line. Either form runs from its
+// header to the next empty line.
+func writeTable(w io.Writer, indent string, head [4]string, rows [][4]string, width int) {
+	var wide bytes.Buffer
+	tw := tabwriter.NewWriter(&wide, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", indent, head[0], head[1], head[2], head[3])
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", indent, r[0], r[1], r[2], r[3])
+	}
+	tw.Flush()
+	fits := true
+	for _, l := range strings.Split(wide.String(), "\n") {
+		if utf8.RuneCountInString(strings.TrimRight(l, " ")) > width {
+			fits = false
+			break
+		}
+	}
+	if fits {
+		w.Write(wide.Bytes())
+		return
+	}
+	col := 0
+	for _, r := range rows {
+		col = max(col, utf8.RuneCountInString(r[0]))
+	}
+	col = min(col, width/3) + 2
+	pad := func(s string) string {
+		if n := utf8.RuneCountInString(s); n < col {
+			return s + strings.Repeat(" ", col-n)
+		}
+		return s + "  "
+	}
+	under := indent + strings.Repeat(" ", col)
+	fmt.Fprintf(w, "%s%s%s (%s: below, when it differs; %s: below)\n", indent, pad(head[0]), head[1], strings.ToLower(head[2]), strings.ToLower(head[3]))
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s%s\n", indent+pad(r[0]), r[1])
+		if r[2] != "" && r[2] != r[1] {
+			fmt.Fprintf(w, "%s%s %s\n", under, strings.ToLower(head[2]), r[2])
+		}
+		if r[3] != "" {
+			fmt.Fprintf(w, "%s%s\n", under, r[3])
+		}
+	}
 }
 
 // credentialRows are the profile's credentials as explain shows them:

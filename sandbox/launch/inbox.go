@@ -141,6 +141,14 @@ func createInbox(vaultDir, inbox string, uid int) error {
 	return nil
 }
 
+// removeUnstartedInbox removes the session folder of a run whose agent
+// never started. rmdir, not a recursive removal: it removes only an empty
+// directory and never a file or a link put in its place, so whatever is
+// there (nothing of the agent's can be, it never ran) stays.
+func removeUnstartedInbox(inbox string) bool {
+	return unix.Rmdir(inbox) == nil
+}
+
 // createOwned creates a missing writable home path the profile names (a
 // directory when dir), owned by uid:gid.
 func createOwned(p string, dir bool, uid, gid int) error {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fedmem/fedmem/profiles"
@@ -88,7 +89,7 @@ func Explain(w io.Writer, r *Resolved, backend sandbox.Backend, asJSON bool) err
 	if l := explainCredentials(r); l != "" {
 		layers = append(layers, l)
 	}
-	return resolve.Explain(w, r.Session, resolve.ExplainOptions{JSON: asJSON, Layers: layers})
+	return resolve.Explain(w, r.Session, resolve.ExplainOptions{JSON: asJSON, Layers: layers, Width: resolve.OutputWidth(w)})
 }
 
 // explainFSDenials says whether refused filesystem writes would be
@@ -346,6 +347,21 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	if err := createInbox(s.Vault, s.Plan.Inbox, s.UID); err != nil {
 		return sandbox.ExitFedmemError, staged(StageInbox, err)
 	}
+	// A run refused after this point, before its agent started (a
+	// mount, identity or verification failure: 125; a command that is
+	// not there: 127), leaves no session folder behind: they piled up in
+	// 90-inbox/ after refused runs (issue 23). "started" is the init's
+	// word that every layer is in place, just before it executes the
+	// agent; without it nothing of the agent ever ran, and the folder is
+	// removed only if it is empty (rmdir), so nothing written is lost.
+	var agentStarted atomic.Bool
+	dropUnstarted := func() {
+		if !agentStarted.Load() && !rep.InboxRemoved && removeUnstartedInbox(s.Plan.Inbox) {
+			rep.InboxRemoved = true
+			ev.emit("inbox", map[string]any{"removed": s.Plan.Inbox, "reason": "the agent never started"})
+		}
+	}
+	defer dropUnstarted() // the refusals returned below
 
 	stdinF, _ := o.Stdin.(*os.File)
 	stdoutF, _ := o.Stdout.(*os.File)
@@ -364,6 +380,9 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	var warnMu sync.Mutex
 	var instructions []string // instruction files the session changed
 	spec.Event = func(name string, fields map[string]any) {
+		if name == "started" {
+			agentStarted.Store(true)
+		}
 		ev.emit(name, fields)
 		if name == "instructions" {
 			warnMu.Lock()
@@ -491,6 +510,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		rep.Ended = time.Now().UTC().Format(time.RFC3339Nano)
 		writeSessionRecord(s.Vault, rep, stderr)
 	}
+	dropUnstarted() // before "exit", the last event
 	sandbox.Stamp("collected")
 	phases, clock := sandbox.EndPhases()
 	ev.emit("exit", map[string]any{"exit_code": rep.ExitCode, "signal": rep.Signal, "duration_ms": rep.DurationMS,

@@ -33,8 +33,11 @@ type Report struct {
 	VaultHeadEnd   string      `json:"vault_head_end"`
 	InboxFiles     []InboxFile `json:"inbox_files"`
 	InboxTruncated bool        `json:"inbox_truncated,omitempty"`
-	ExitCode       int         `json:"exit_code"`
-	LimitsHit      []string    `json:"limits_hit,omitempty"`
+	// InboxRemoved: the agent never started, so fedmem-run removed the
+	// empty session folder it had made (Inbox no longer exists).
+	InboxRemoved bool     `json:"inbox_removed,omitempty"`
+	ExitCode     int      `json:"exit_code"`
+	LimitsHit    []string `json:"limits_hit,omitempty"`
 	// CoversLost: the sandbox's mount table no longer matched the plan
 	// when the agent ended (a protected name's cover detached from
 	// outside); the after-session sweep then checked the protected names.

@@ -24,7 +24,7 @@ func TestAgentReadsVaultHistory(t *testing.T) {
 	bins := testutil.Binaries(t)
 	base := testutil.TempDir(t)
 	v, work := filepath.Join(base, "vault"), filepath.Join(base, "work")
-	if out, err := exec.Command(bins.Fedmem, "init", v, "--gate-user", "64000", "--agent-group", "64000").CombinedOutput(); err != nil {
+	if out, err := testutil.InitCommand(t, bins.Fedmem, v, "--gate-user", "64000", "--agent-group", "64000").CombinedOutput(); err != nil {
 		t.Fatalf("fedmem init: %v\n%s", err, out)
 	}
 	writeTree(t, work, map[string]string{"README.md": "x\n"})

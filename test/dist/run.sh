@@ -28,13 +28,24 @@ cleanup() {
 	rm -rf --one-file-system "$root"
 }
 trap cleanup EXIT
+# A signal (CI's timeout, Ctrl-C) ends the script through exit, so the
+# EXIT trap unmounts and removes the root.
+trap 'exit 143' TERM
+trap 'exit 130' INT
 t0=$SECONDS
+if [[ -s $tarball ]] && ! tar -C "$root" -xf "$tarball" 2>"$cache/untar.log"; then
+	echo "test-dist: the cached root $tarball does not unpack ($(tail -1 "$cache/untar.log")); making a new one"
+	rm -f "$tarball"
+	rm -rf --one-file-system "$root" && mkdir -m 0755 "$root"
+fi
 if [[ ! -s $tarball ]]; then
 	echo "test-dist: debootstrap bookworm minbase from $mirror (once; cached in $tarball)…"
-	debootstrap --variant=minbase bookworm "$root" "$mirror" >"$cache/debootstrap.log" 2>&1 || { tail -20 "$cache/debootstrap.log"; exit 1; }
+	debootstrap --variant=minbase bookworm "$root" "$mirror" >"$cache/debootstrap.log" 2>&1 || {
+		tail -20 "$cache/debootstrap.log"
+		echo "test-dist: debootstrap from $mirror failed (log: $cache/debootstrap.log)"
+		exit 1
+	}
 	tar -C "$root" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
-else
-	tar -C "$root" -xf "$tarball"
 fi
 chmod 0755 "$root" # tar restored the temp dir's 0700; it becomes /
 echo "test-dist: clean root ready in $((SECONDS - t0))s"

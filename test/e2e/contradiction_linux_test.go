@@ -42,7 +42,7 @@ func TestTwoUsersContradictionDecided(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if out, err := exec.Command(bins.Fedmem, "init", v, "--gate-user", "64000", "--agent-group", "64000", "--reviewer", "root").CombinedOutput(); err != nil {
+	if out, err := testutil.InitCommand(t, bins.Fedmem, v, "--gate-user", "64000", "--agent-group", "64000", "--reviewer", "root").CombinedOutput(); err != nil {
 		t.Fatalf("fedmem init: %v\n%s", err, out)
 	}
 	pol := "version: 1\nreviewers: [root]\nauto_promote:\n  profiles: [default]\n  types: [Fact]\n  max_per_session: 20\n"

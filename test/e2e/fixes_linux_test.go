@@ -117,7 +117,7 @@ func TestTwoUserFixesWork(t *testing.T) {
 	member := acc.user("mb", filepath.Join(base, "home-member"), agents, extra)
 	other := acc.user("nm", filepath.Join(base, "home-other"))
 	v := filepath.Join(base, "vault")
-	if out, err := exec.Command(bins.Fedmem, "init", v, "--gate-user", gate, "--agent-group", agents).CombinedOutput(); err != nil {
+	if out, err := testutil.InitCommand(t, bins.Fedmem, v, "--gate-user", gate, "--agent-group", agents).CombinedOutput(); err != nil {
 		t.Fatalf("fedmem init by names: %v\n%s", err, out)
 	}
 	work := filepath.Join(base, "work")

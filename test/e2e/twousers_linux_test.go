@@ -115,7 +115,7 @@ func TestTwoUsersEndToEnd(t *testing.T) {
 		}
 	}
 	// The binaries must be executable by the other uids.
-	if out, err := exec.Command(bins.Fedmem, "init", v, "--gate-user", "64000", "--agent-group", "64000", "--reviewer", "root").CombinedOutput(); err != nil {
+	if out, err := testutil.InitCommand(t, bins.Fedmem, v, "--gate-user", "64000", "--agent-group", "64000", "--reviewer", "root").CombinedOutput(); err != nil {
 		t.Fatalf("fedmem init: %v\n%s", err, out)
 	}
 	// A policy that trusts the built-in profile the agent runs under,

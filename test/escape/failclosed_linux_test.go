@@ -33,6 +33,7 @@ func TestVerificationFailsClosed(t *testing.T) {
 			must(t, os.Symlink(p, filepath.Join(e.base, h)))
 		}
 	}
+	inboxBefore := inboxFolders(t, e.vault.Dir)
 	marker := filepath.Join(e.workdir, "agent-ran")
 	args := append([]string{"--vault", e.vault.Dir, "--workdir", e.workdir}, testutil.BackendArgs()...) // FEDMEM_BACKEND's matrix
 	cmd := exec.Command(bin, append(args, "--", "/bin/sh", "-c", "touch "+marker+"; echo pwned >> "+filepath.Join(e.vault.Dir, e.vault.Note))...)
@@ -47,6 +48,11 @@ func TestVerificationFailsClosed(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the agent ran although the vault was writable")
 	}
+	// Refused before its agent started: no session folder is left in
+	// 90-inbox/ (issue 23).
+	if after := inboxFolders(t, e.vault.Dir); strings.Join(after, " ") != strings.Join(inboxBefore, " ") {
+		t.Errorf("the refused run left a session folder: 90-inbox/ held %v, now %v", inboxBefore, after)
+	}
 	if b, _ := os.ReadFile(filepath.Join(e.vault.Dir, e.vault.Note)); strings.Contains(string(b), "pwned") {
 		t.Fatal("the note was changed")
 	}
@@ -55,4 +61,20 @@ func TestVerificationFailsClosed(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("release binary: exit %d\n%s", r.code, r.stderr)
 	}
+}
+
+// inboxFolders lists the session folders in the vault's inbox (sorted).
+func inboxFolders(t *testing.T, vaultDir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(vaultDir, "90-inbox"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }

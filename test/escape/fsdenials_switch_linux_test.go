@@ -146,6 +146,10 @@ func TestFilesystemDenialSwitchExplain(t *testing.T) {
 			}
 			b, _ := json.Marshal(m["layers"])
 			out = string(b)
+		} else {
+			// The text is folded to 100 columns off a terminal: a fold
+			// is a line break and indent where a space was.
+			out = strings.Join(strings.Fields(out), " ")
 		}
 		if !strings.Contains(out, c.want) {
 			t.Errorf("%v %v: output lacks %q:\n%s", c.vars, c.extra, c.want, out)

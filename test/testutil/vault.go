@@ -139,3 +139,15 @@ func mustGit(t testing.TB, dir string, args ...string) {
 		t.Fatal(err)
 	}
 }
+
+// InitCommand is `fedmem init ARGS` with a Git system config of the test's
+// own ($GIT_CONFIG_SYSTEM in a temporary folder): as root with --gate-user,
+// fedmem init lists the vault as safe.directory in the system config, and
+// a test must never change the machine's /etc/gitconfig (other tests, and
+// their controls that expect "dubious ownership", read it).
+func InitCommand(t testing.TB, fedmem string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(fedmem, append([]string{"init"}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_SYSTEM="+filepath.Join(TempDir(t), "gitconfig"))
+	return cmd
+}

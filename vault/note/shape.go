@@ -39,6 +39,29 @@ var GateOwned = []string{
 	"withheld", "fingerprint",
 }
 
+// AuthorKeys are the top-level keys a draft's author writes and a reader
+// acts on: OKF v0.2's descriptive fields and fedmem's `subject` and
+// `aliases` (what a note is about, for evidence and conflicts). With
+// GateOwned they are every key the gate knows; any other key is a field no
+// reader acts on (a typo such as `titel`, or text aimed at the next agent),
+// and the gate holds the draft for a reviewer (gate: `unknown-field`).
+var AuthorKeys = []string{
+	"type", "title", "description", "subject", "aliases", "tags", "sources",
+	"supersedes", "created", "updated", "last_modified",
+}
+
+var authorKeys = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range AuthorKeys {
+		m[k] = true
+	}
+	return m
+}()
+
+// IsKnownKey reports whether a top-level key is one the gate knows: an
+// author key exactly as spelt, or a gate-owned key in any letter case.
+func IsKnownKey(key string) bool { return authorKeys[key] || IsGateOwned(key) }
+
 var gateOwned = func() map[string]bool {
 	m := map[string]bool{}
 	for _, k := range GateOwned {

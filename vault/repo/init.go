@@ -105,6 +105,10 @@ type Result struct {
 	InboxMode     string       `json:"inbox_mode"` // octal, e.g. "01777"
 	Actions       []Action     `json:"actions"`
 	Warnings      []string     `json:"warnings,omitempty"`
+	// GitSafeDirectory is the Git config file `fedmem init` listed the
+	// vault in as safe.directory (cmd/fedmem/gitsafe.go), so users other
+	// than the gate can run git in it; "" when it did not.
+	GitSafeDirectory string `json:"git_safe_directory,omitempty"`
 }
 
 // RefusedError explains why Init would not touch a directory.
