@@ -86,6 +86,9 @@ type Gate struct {
 	flushCost time.Duration
 	// remote bounds remote operations (remoteio.go).
 	remote remoteState
+	// journaled: the checkout journal lists a flush's files not yet
+	// checked out (checkoutjournal.go).
+	journaled bool
 }
 
 // Open checks the vault and the caller, prepares the state directory and
@@ -152,6 +155,13 @@ func Open(o Options) (*Gate, error) {
 		}
 	}
 	if g.audit, err = audit.Open(g.state); err != nil {
+		g.unlock()
+		return nil, err
+	}
+	// A flush killed after its branch moved, before its index was
+	// written: bring its files to HEAD first (checkoutjournal.go).
+	if err := g.recoverCheckout(); err != nil {
+		g.audit.Close()
 		g.unlock()
 		return nil, err
 	}

@@ -216,6 +216,11 @@ func (g *Gate) adoptEarlierCommit(head plumbing.Hash, d *Decision) (done bool, e
 				}
 			}
 			g.log.Info("adopted earlier commit", "id", d.ID, "commit", d.Commit)
+			if g.pass != nil && g.repo.batch != nil {
+				// The checkout waits for the group's flush; so does the
+				// decision (deferFinish).
+				g.pass.adopted[d.ID] = true
+			}
 			return true, g.repo.checkout(ch)
 		}
 		if com.NumParents() == 0 {
