@@ -73,3 +73,65 @@ func TestRecoveryKillNineTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckoutJournalRedoneAtOpen: a gate killed between its group's
+// branch move and the index write (SIGKILL at index, or at index-shared: a
+// new shared index file durable, the index naming it not) leaves a
+// checkout journal; opening the gate, before any pass or adoption, brings
+// the journaled files to HEAD in the work tree and the index (`git status`
+// clean, `git fsck --strict`) and drops the journal. The old code only
+// repaired them when a later pass adopted the drafts' commits.
+func TestCheckoutJournalRedoneAtOpen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	for _, point := range []string{"index", "index-shared"} {
+		t.Run(point, func(t *testing.T) {
+			v := trustVault(t)
+			sd := session(t, v, "j-1")
+			for i := 0; i < 4; i++ {
+				put(t, sd, fmt.Sprintf("d%02d.md", i), fmt.Sprintf("---\ntype: Fact\ntitle: Journal %d\nsources: [10-projects/src.md]\n---\nfact %d\n", i, i))
+			}
+			out, killed, err := runGroupHelper(t, v, point, 0, 0)
+			if !killed {
+				t.Fatalf("gate was not killed at %s: %v\n%s", point, err, out)
+			}
+			if st := gitCLI(t, v, "status", "--porcelain"); !strings.Contains(st, "?? ") {
+				t.Fatalf("the kill at %s left the index agreeing with HEAD; the test does not exercise the race:\n%s", point, st)
+			}
+			g, err := Open(Options{Vault: v, AllowSameUser: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.Close()
+			checkRepo(t, v)
+			if _, err := os.Stat(filepath.Join(DefaultStateDir(v), checkoutJournal)); err == nil {
+				t.Errorf("checkout journal left after Open redid it")
+			}
+		})
+	}
+}
+
+// TestCheckoutJournalBadPath: a checkout journal naming a path outside the
+// vault's tracked files (the state directory is the gate's, but a bad
+// entry is refused, not followed): Open fails naming the journal and the
+// entry, and writes nothing.
+func TestCheckoutJournalBadPath(t *testing.T) {
+	for _, bad := range []string{"../outside.md", "/etc/passwd", ".git/config", "a/../../b.md", ""} {
+		v := trustVault(t)
+		g, err := Open(Options{Vault: v, AllowSameUser: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Close()
+		file := filepath.Join(DefaultStateDir(v), checkoutJournal)
+		if err := writeJSON(file, checkoutRecord{Paths: []string{"20-domains/index.md", bad}}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Open(Options{Vault: v, AllowSameUser: true})
+		if err == nil || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), fmt.Sprintf("%q is not a path in the vault", bad)) {
+			t.Errorf("journal naming %q: Open gave %v; want an error naming %s and the entry", bad, err, file)
+		}
+		checkRepo(t, v)
+	}
+}
