@@ -50,9 +50,8 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 	// The secret scanner compiles its rules on first use (a few hundred
 	// ms, seconds on a loaded machine): done now, beside the first pass,
 	// not on the first draft. (Done before the first pass instead, the
-	// changed timing made TestGateRunKillNineBurst leave a group's files
-	// out of .git/index after its kills, 3 runs in 80: a recovery race
-	// still open, docs/gate.md.)
+	// changed timing exposed a recovery race, since fixed: docs/gate.md,
+	// Group commit, "Recovery"; TestRecoveryKillNineTwice.)
 	go validate.Secrets(nil)
 	// busy: drafts were decided or the inbox changed since the last tick.
 	busy := false
