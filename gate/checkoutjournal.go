@@ -15,7 +15,9 @@ import (
 // repaired it only while they were undecided. checkout.json, in the state
 // directory, lists the files the flush is about to check out; it is
 // written before the branch moves (synced by the group's first barrier)
-// and removed once the index is written. Open finds it left by a killed
+// and removed once the index is written (a review's approval, committed on
+// its own, journals its files the same way, synced before its branch
+// move: promoteDraft). Open finds it left by a killed
 // gate and checks those files out again at HEAD — work tree and index —
 // whoever decided what since. Redoing it is idempotent; a path HEAD does
 // not hold (the branch never moved) is skipped.
@@ -29,7 +31,17 @@ type checkoutRecord struct {
 // with those of a journal an earlier flush left (its checkout failed).
 func (g *Gate) journalCheckout() error {
 	b := g.repo.batch
-	if b == nil || len(b.fileOrder) == 0 {
+	if b == nil {
+		return nil
+	}
+	return g.journalPaths(b.fileOrder)
+}
+
+// journalPaths records paths in the checkout journal, with those already
+// there. Outside a pass's group mode the write is synced before it
+// returns; inside, by the group's next barrier.
+func (g *Gate) journalPaths(paths []string) error {
+	if len(paths) == 0 {
 		return nil
 	}
 	file := g.statePath(checkoutJournal)
@@ -41,10 +53,19 @@ func (g *Gate) journalCheckout() error {
 	for _, p := range rec.Paths {
 		have[p] = true
 	}
-	for _, p := range b.fileOrder {
+	mine := map[string]bool{}
+	for _, p := range paths {
+		mine[p] = true
 		if !have[p] {
 			have[p] = true
 			rec.Paths = append(rec.Paths, p)
+		}
+	}
+	for _, p := range rec.Paths {
+		if !mine[p] {
+			// Left by an earlier checkout that failed: redone whole,
+			// at HEAD, once this one is done (checkoutDone).
+			g.journalExtra = true
 		}
 	}
 	if err := writeJSON(file, rec); err != nil {
@@ -54,20 +75,35 @@ func (g *Gate) journalCheckout() error {
 	return nil
 }
 
-// checkoutDone drops the checkout journal once a flush checked its files
-// out. A removal lost to a crash only makes the next Open redo a checkout
-// already done.
+// checkoutDone drops the checkout journal once the files journaled were
+// checked out. A removal lost to a crash only makes the next Open redo a
+// checkout already done. When the journal also listed files of an
+// earlier checkout that failed, those are checked out at HEAD first; if
+// that fails too the journal stays, for the next Open.
 func (g *Gate) checkoutDone() {
-	if g.journaled {
-		os.Remove(g.statePath(checkoutJournal))
-		g.journaled = false
+	if !g.journaled {
+		return
 	}
+	g.journaled = false
+	if g.journalExtra {
+		g.journalExtra = false
+		if err := g.redoCheckout(); err != nil {
+			g.log.Warn("checkout journal kept", "err", err)
+		}
+		return
+	}
+	os.Remove(g.statePath(checkoutJournal))
 }
 
 // recoverCheckout redoes the checkout a killed gate's flush journaled:
 // every listed file HEAD holds is written to the work tree and the index
 // as HEAD has it. Called by Open, holding the state lock, before any pass.
-func (g *Gate) recoverCheckout() error {
+func (g *Gate) recoverCheckout() error { return g.redoCheckout() }
+
+// redoCheckout checks every file the journal lists out at HEAD (work tree
+// and index, now, even inside a group) and removes the journal; no
+// journal: nothing to do.
+func (g *Gate) redoCheckout() error {
 	file := g.statePath(checkoutJournal)
 	var rec checkoutRecord
 	if err := readJSON(file, &rec); errors.Is(err, os.ErrNotExist) {
@@ -97,7 +133,7 @@ func (g *Gate) recoverCheckout() error {
 		}
 	}
 	if len(ch) > 0 {
-		if err := g.repo.checkout(ch); err != nil {
+		if err := g.repo.checkoutNow(ch); err != nil {
 			return fmt.Errorf("checkout journal %s: redo: %w", file, err)
 		}
 	}

@@ -86,9 +86,10 @@ type Gate struct {
 	flushCost time.Duration
 	// remote bounds remote operations (remoteio.go).
 	remote remoteState
-	// journaled: the checkout journal lists a flush's files not yet
-	// checked out (checkoutjournal.go).
-	journaled bool
+	// journaled: the checkout journal lists files not yet checked out;
+	// journalExtra: some of them an earlier, failed checkout's
+	// (checkoutjournal.go).
+	journaled, journalExtra bool
 }
 
 // Open checks the vault and the caller, prepares the state directory and

@@ -3,8 +3,10 @@ package gate
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -133,5 +135,86 @@ func TestCheckoutJournalBadPath(t *testing.T) {
 			t.Errorf("journal naming %q: Open gave %v; want an error naming %s and the entry", bad, err, file)
 		}
 		checkRepo(t, v)
+	}
+}
+
+// TestReviewKillNineIndex: a review's approval, committed on its own, is
+// killed (SIGKILL) after its branch moved, with the note in the work tree
+// and not yet in the index. The old code left `git status` dirty until
+// someone approved the draft again (the adoption then checked it out);
+// now the approval journals its files before the move and Open redoes the
+// checkout. A second approval then adopts the first's commit: one commit,
+// the first reviewer's.
+func TestReviewKillNineIndex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	v := trustVault(t)
+	sd := session(t, v, "rk")
+	put(t, sd, "h.md", "---\ntype: Fact\ntitle: Held fact\nrisk: high\nsources: [10-projects/src.md]\n---\nbody\n")
+	g := openGate(t, v)
+	p := decisionFor(t, once(t, g), "h.md")
+	g.Close()
+	if p.State != StatePending {
+		t.Fatalf("%+v", p)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperGroupProcess$")
+	cmd.Env = append(os.Environ(), "FEDMEM_GROUP_HELPER_VAULT="+v, "FEDMEM_GROUP_HELPER_FAULT=index", "FEDMEM_GROUP_HELPER_APPROVE="+p.ID)
+	out, err := cmd.CombinedOutput()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("approval was not killed at index: %v\n%s", err, out)
+	}
+	if st := gitCLI(t, v, "status", "--porcelain"); !strings.Contains(st, "?? ") {
+		t.Fatalf("the kill left the index agreeing with HEAD; the test does not exercise the race:\n%s", st)
+	}
+	g2 := openGate(t, v)
+	checkRepo(t, v) // Open alone repaired the index
+	head := strings.TrimSpace(gitCLI(t, v, "rev-parse", "HEAD"))
+	d, err := g2.Approve(p.ID, "bob")
+	g2.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now := strings.TrimSpace(gitCLI(t, v, "rev-parse", "HEAD")); now != head || d.Commit != head || d.Reviewer != "alice" {
+		t.Fatalf("second approval: HEAD %s (was %s), decision %+v; want the first approval's commit adopted, reviewer alice", now, head, d)
+	}
+	if n := strings.Count(gitCLI(t, v, "log", "--format=%(trailers:key=Fedmem-Draft,valueonly)"), p.ID); n != 1 {
+		t.Fatalf("draft %s has %d commits", p.ID, n)
+	}
+	checkRepo(t, v)
+	if _, err := os.Stat(filepath.Join(DefaultStateDir(v), checkoutJournal)); err == nil {
+		t.Errorf("checkout journal left")
+	}
+}
+
+// TestCheckoutJournalMergesFailedCheckout: a journal an earlier checkout
+// left in a running gate (its checkout failed: here a file HEAD holds,
+// dropped from the index) is merged into the next flush's, and checked out
+// at HEAD when that flush is done: `git status` clean, no journal left.
+func TestCheckoutJournalMergesFailedCheckout(t *testing.T) {
+	v := trustVault(t)
+	sd := session(t, v, "m-1")
+	put(t, sd, "a.md", "---\ntype: Fact\ntitle: Merge a\nsources: [10-projects/src.md]\n---\nfact a\n")
+	g := openGate(t, v)
+	defer g.Close()
+	if s := once(t, g); s.Promoted != 1 {
+		t.Fatalf("promoted %d of 1: %v", s.Promoted, s.Errors)
+	}
+	stale := strings.TrimSpace(gitCLI(t, v, "ls-files", "20-domains/fact*.md", "20-domains/merge*.md"))
+	if stale == "" || strings.Contains(stale, "\n") {
+		t.Fatalf("want one promoted note, ls-files says %q", stale)
+	}
+	gitCLI(t, v, "rm", "--cached", "-q", stale)
+	if err := writeJSON(filepath.Join(g.StateDir(), checkoutJournal), checkoutRecord{Paths: []string{stale}}); err != nil {
+		t.Fatal(err)
+	}
+	g.journaled = true // as a flush whose checkout failed leaves it
+	put(t, sd, "b.md", "---\ntype: Fact\ntitle: Merge b\nsources: [10-projects/src.md]\n---\nfact b\n")
+	if s := once(t, g); s.Promoted != 1 {
+		t.Fatalf("promoted %d of 1: %v", s.Promoted, s.Errors)
+	}
+	checkRepo(t, v)
+	if _, err := os.Stat(filepath.Join(g.StateDir(), checkoutJournal)); err == nil {
+		t.Errorf("checkout journal left")
 	}
 }
