@@ -78,7 +78,9 @@ for ((i = 0; i < n; i++)); do
 	if [ "$rc" != 0 ] || ! grep -q '^--- PASS' "$work/run-$i.log"; then
 		fails=$((fails + 1))
 		keep=1
-		first=$(grep -m1 -E '_test\.go:[0-9]+:|^panic:|timed out' "$work/run-$i.log" | sed 's/^[[:space:]]*//' || true)
+		# the first failure line: not the seed's, not a kill round's log
+		first=$(grep -E '_test\.go:[0-9]+:|^panic:|timed out' "$work/run-$i.log" |
+			grep -v -E 'replays it\)$|: round [0-9]+: killed at' | head -1 | sed 's/^[[:space:]]*//' || true)
 		log "FAIL run $i: FEDMEM_TEST_SEED=$((seed0 + i)) (exit $rc) log $work/run-$i.log: ${first:-see the log}"
 	fi
 done
