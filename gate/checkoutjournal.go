@@ -30,17 +30,22 @@ type checkoutRecord struct {
 // journalCheckout records the open group's files in the checkout journal,
 // with those of a journal an earlier flush left (its checkout failed).
 func (g *Gate) journalCheckout() error {
-	b := g.repo.batch
-	if b == nil {
-		return nil
+	var paths []string
+	if b := g.repo.batch; b != nil {
+		paths = b.fileOrder
 	}
-	return g.journalPaths(b.fileOrder)
+	return g.journalPaths(paths)
 }
 
 // journalPaths records paths in the checkout journal, with those already
 // there. Outside a pass's group mode the write is synced before it
 // returns; inside, by the group's next barrier.
 func (g *Gate) journalPaths(paths []string) error {
+	if g.journaled {
+		// An earlier checkout of this gate did not finish (it failed):
+		// the journal lists its files; they are redone at checkoutDone.
+		g.journalExtra = true
+	}
 	if len(paths) == 0 {
 		return nil
 	}

@@ -190,31 +190,40 @@ func TestReviewKillNineIndex(t *testing.T) {
 // TestCheckoutJournalMergesFailedCheckout: a journal an earlier checkout
 // left in a running gate (its checkout failed: here a file HEAD holds,
 // dropped from the index) is merged into the next flush's, and checked out
-// at HEAD when that flush is done: `git status` clean, no journal left.
+// at HEAD when that flush is done — whether the flush has files of its own
+// (a promotion) or none (a held draft): `git status` clean, no journal left.
 func TestCheckoutJournalMergesFailedCheckout(t *testing.T) {
-	v := trustVault(t)
-	sd := session(t, v, "m-1")
-	put(t, sd, "a.md", "---\ntype: Fact\ntitle: Merge a\nsources: [10-projects/src.md]\n---\nfact a\n")
-	g := openGate(t, v)
-	defer g.Close()
-	if s := once(t, g); s.Promoted != 1 {
-		t.Fatalf("promoted %d of 1: %v", s.Promoted, s.Errors)
-	}
-	stale := strings.TrimSpace(gitCLI(t, v, "ls-files", "20-domains/fact*.md", "20-domains/merge*.md"))
-	if stale == "" || strings.Contains(stale, "\n") {
-		t.Fatalf("want one promoted note, ls-files says %q", stale)
-	}
-	gitCLI(t, v, "rm", "--cached", "-q", stale)
-	if err := writeJSON(filepath.Join(g.StateDir(), checkoutJournal), checkoutRecord{Paths: []string{stale}}); err != nil {
-		t.Fatal(err)
-	}
-	g.journaled = true // as a flush whose checkout failed leaves it
-	put(t, sd, "b.md", "---\ntype: Fact\ntitle: Merge b\nsources: [10-projects/src.md]\n---\nfact b\n")
-	if s := once(t, g); s.Promoted != 1 {
-		t.Fatalf("promoted %d of 1: %v", s.Promoted, s.Errors)
-	}
-	checkRepo(t, v)
-	if _, err := os.Stat(filepath.Join(g.StateDir(), checkoutJournal)); err == nil {
-		t.Errorf("checkout journal left")
+	for _, next := range []string{"promoted", "held"} {
+		t.Run(next, func(t *testing.T) {
+			v := trustVault(t)
+			sd := session(t, v, "m-1")
+			put(t, sd, "a.md", "---\ntype: Fact\ntitle: Merge a\nsources: [10-projects/src.md]\n---\nfact a\n")
+			g := openGate(t, v)
+			defer g.Close()
+			if s := once(t, g); s.Promoted != 1 {
+				t.Fatalf("promoted %d of 1: %v", s.Promoted, s.Errors)
+			}
+			stale := strings.TrimSpace(gitCLI(t, v, "ls-files", "20-domains/merge*.md"))
+			if stale == "" || strings.Contains(stale, "\n") {
+				t.Fatalf("want one promoted note, ls-files says %q", stale)
+			}
+			gitCLI(t, v, "rm", "--cached", "-q", stale)
+			if err := writeJSON(filepath.Join(g.StateDir(), checkoutJournal), checkoutRecord{Paths: []string{stale}}); err != nil {
+				t.Fatal(err)
+			}
+			g.journaled = true // as a checkout that failed leaves it
+			body := "---\ntype: Fact\ntitle: Merge b\nsources: [10-projects/src.md]\n---\nfact b\n"
+			if next == "held" {
+				body = "---\ntype: Fact\ntitle: Merge b\n---\nguess\n"
+			}
+			put(t, sd, "b.md", body)
+			if s := once(t, g); len(s.Decisions) != 1 || s.Decisions[0].State != map[string]string{"promoted": StatePromoted, "held": StatePending}[next] {
+				t.Fatalf("want b.md %s: %+v %v", next, s.Decisions, s.Errors)
+			}
+			checkRepo(t, v)
+			if _, err := os.Stat(filepath.Join(g.StateDir(), checkoutJournal)); err == nil {
+				t.Errorf("checkout journal left")
+			}
+		})
 	}
 }
