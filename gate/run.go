@@ -26,6 +26,19 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 	// a silent remote cannot keep the pass, and so Run, from ending.
 	g.setStop(ctx)
 	defer g.setStop(nil)
+	// Verifiers run outside the lock (verifypool.go); a run's end starts
+	// a pass. Cancelling ctx kills the runs; Run returns once they ended.
+	var verified <-chan struct{}
+	if g.verify == nil {
+		g.verify = newVerifyPool(ctx, newVerifierRunner(g.vaultDir).run)
+		defer func() {
+			g.verify.wait()
+			g.mu.Lock()
+			g.verify = nil
+			g.mu.Unlock()
+		}()
+	}
+	verified = g.verify.ends
 	inboxDir := filepath.Join(g.vaultDir, vault.InboxDir)
 	watched := map[string]bool{}
 	watch := func() {
@@ -96,6 +109,8 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 			g.log.Warn("inotify", "err", err)
 		case <-debounce:
 			debounce = nil
+			pass()
+		case <-verified:
 			pass()
 		case <-tick.C:
 			pass()
