@@ -38,7 +38,9 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 			g.mu.Unlock()
 		}()
 	}
-	verified = g.verify.ends
+	if g.verify != nil {
+		verified = g.verify.ends
+	}
 	inboxDir := filepath.Join(g.vaultDir, vault.InboxDir)
 	watched := map[string]bool{}
 	watch := func() {

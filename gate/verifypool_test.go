@@ -2,12 +2,16 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/test/testutil"
 )
 
 // TestSlowVerifierDoesNotBlockPass (issue 24 item 5): the policy's
@@ -91,4 +95,76 @@ func TestSlowVerifierDoesNotBlockPass(t *testing.T) {
 		t.Fatalf("v-1's decision should carry the verifier's pass: %+v %v", d, err)
 	}
 	checkRepo(t, v)
+}
+
+// TestGateRunSlowVerifierRealSandbox: the same through Run and real
+// verifiers under the real fedmem-run. The policy's verifier for Facts
+// waits, on session v-1's draft, until a file named release appears in
+// its working directory (the test makes it once v-2's draft has its
+// receipt), and passes at once on v-2's. v-1's draft is written first and
+// its verifier seen running before v-2's draft is written: v-2's draft
+// must be decided while v-1's verifier still runs, then v-1's promoted
+// with the verifier's pass. On the code before, Run's pass held the
+// gate's lock inside v-1's verifier and v-2's draft waited (the deadline).
+func TestGateRunSlowVerifierRealSandbox(t *testing.T) {
+	testutil.RequireRoot(t)
+	bins := testutil.Binaries(t)
+	t.Setenv(FedmemRunEnv, bins.FedmemRun)
+	tmp := testutil.TempDir(t)
+	t.Setenv(VerifyTmpEnv, tmp)
+	v := sandboxVault(t)
+	humanCommit(t, v, map[string]string{"10-projects/src.md": "---\ntype: Reference\ntitle: Source\n---\nThe system as it is.\n"})
+	setPolicy(t, v, trustPolicy()+"verifiers:\n  hold-check:\n    types: [Fact]\n    command: [/bin/sh, -c, 'grep -q slowly \"$1\" || exit 0; while [ ! -e release ]; do sleep 0.1; done; echo released', hold-check]\n    timeout: 120s\n")
+	g := openGate(t, v)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx, 200*time.Millisecond, func(*Summary, error) {}) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	// waitFor polls for a condition the gate makes true, up to a deadline.
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 90 s", what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	s1, s2 := session(t, v, "v-1"), session(t, v, "v-2")
+	put(t, s1, "a.md", "---\ntype: Fact\ntitle: Verified slowly\nsources: [10-projects/src.md]\n---\nverified slowly\n")
+	var work string
+	waitFor("v-1's verifier started", func() bool {
+		ms, _ := filepath.Glob(filepath.Join(tmp, "fedmem-verify-*", VerifyDraftFile))
+		for _, m := range ms {
+			if b, _ := os.ReadFile(m); strings.Contains(string(b), "slowly") {
+				work = filepath.Dir(m)
+				return true
+			}
+		}
+		return false
+	})
+	put(t, s2, "b.md", "---\ntype: Fact\ntitle: Verified quickly\nsources: [10-projects/src.md]\n---\nverified at once\n")
+	receipt := func(sd, name string) func() bool {
+		return func() bool { _, err := os.Stat(filepath.Join(sd, ".receipts", name+".json")); return err == nil }
+	}
+	waitFor("v-2's draft decided while v-1's verifier runs", receipt(s2, "b.md"))
+	if receipt(s1, "a.md")() {
+		b, _ := os.ReadFile(filepath.Join(s1, ".receipts", "a.md.json"))
+		t.Fatalf("v-1's draft was decided before its verifier was released: %s", b)
+	}
+	if err := os.WriteFile(filepath.Join(work, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("v-1's draft decided once its verifier ended", receipt(s1, "a.md"))
+	var r Receipt
+	b, err := os.ReadFile(filepath.Join(s1, ".receipts", "a.md.json"))
+	if err != nil || json.Unmarshal(b, &r) != nil || r.State != StatePromoted || len(findingsWith(r.Reasons, RuleVerifierPassed)) != 1 {
+		t.Fatalf("v-1's receipt: %s %v; want promoted with %s", b, err, RuleVerifierPassed)
+	}
 }
