@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/vault/note"
 )
 
@@ -22,10 +23,17 @@ type evidenceEnv struct {
 	head  plumbing.Hash
 	vault string
 	now   func() time.Time
+	// pool, when set, runs the verifiers outside the decision
+	// (verifypool.go): a result not there yet is errVerifying.
+	pool *verifyPool
 }
 
 func (g *Gate) evidenceEnv(head plumbing.Hash) *evidenceEnv {
-	return &evidenceEnv{repo: g.repo, head: head, vault: g.vaultDir, now: g.now}
+	env := &evidenceEnv{repo: g.repo, head: head, vault: g.vaultDir, now: g.now}
+	if g.verifyAsync {
+		env.pool = g.verify
+	}
+	return env
 }
 
 func init() { evidenceChecks = append(evidenceChecks, evidenceStep) }
@@ -51,8 +59,19 @@ func evidenceStep(in *judgeInput, v *verdict) error {
 		dest = destPath(v.Folder, res.Meta.Title, in.Name, "")
 	}
 	var run verifyFunc
+	pending := false
 	if !note.HasFlags(v.Reasons) && !note.HasErrors(v.Reasons) && len(in.Policy.VerifiersFor(v.Type)) > 0 {
-		run = newVerifierRunner(env.vault).run
+		if pool := env.pool; pool != nil {
+			// Every verifier of the type is started (they run in
+			// parallel); the draft waits for all of them.
+			run = func(_ context.Context, ver policy.Verifier, draft []byte, srcs []SourceProof) VerifierRun {
+				r, ok := pool.result(in.Session, ver, draft, srcs)
+				pending = pending || !ok
+				return r
+			}
+		} else {
+			run = newVerifierRunner(env.vault).run
+		}
 	}
 	// Verifiers get the draft as the gate parsed it (the same keys and
 	// body, re-encoded), before any rewriting.
@@ -63,6 +82,9 @@ func evidenceStep(in *judgeInput, v *verdict) error {
 	ev, fs, err := checkEvidence(context.Background(), in.Policy, evidenceInput{Res: res, Draft: draft, Folder: v.Folder, Dest: dest}, hv, run)
 	if err != nil {
 		return err
+	}
+	if pending {
+		return errVerifying
 	}
 	v.Reasons = append(v.Reasons, fs...)
 	ev.stampNote(res.Note)

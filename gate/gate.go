@@ -86,6 +86,14 @@ type Gate struct {
 	flushCost time.Duration
 	// remote bounds remote operations (remoteio.go).
 	remote remoteState
+	// journaled: the checkout journal lists files not yet checked out;
+	// journalExtra: some of them an earlier, failed checkout's
+	// (checkoutjournal.go).
+	journaled, journalExtra bool
+	// verify runs a pass's verifiers outside the lock (verifypool.go; set
+	// by Run); verifyAsync: the decision being judged is a pass's.
+	verify      *verifyPool
+	verifyAsync bool
 }
 
 // Open checks the vault and the caller, prepares the state directory and
@@ -152,6 +160,13 @@ func Open(o Options) (*Gate, error) {
 		}
 	}
 	if g.audit, err = audit.Open(g.state); err != nil {
+		g.unlock()
+		return nil, err
+	}
+	// A flush killed after its branch moved, before its index was
+	// written: bring its files to HEAD first (checkoutjournal.go).
+	if err := g.recoverCheckout(); err != nil {
+		g.audit.Close()
 		g.unlock()
 		return nil, err
 	}
@@ -357,6 +372,10 @@ func (g *Gate) decideBatch(in *inbox, pol *policy.Policy, s *Summary, ids []stri
 			if errors.Is(err, errReturned) {
 				continue // back in the inbox, unread; its receipt says why
 			}
+			if errors.Is(err, errVerifying) {
+				s.Deferred++ // its verifiers run outside the lock (verifypool.go)
+				continue
+			}
 			if err != nil {
 				s.Errors = append(s.Errors, fmt.Sprintf("claim %s: %v", id, err))
 				continue
@@ -533,9 +552,11 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 	} else if res, err = validate.DraftNamed(c.Name, rr.Bytes); err != nil {
 		return nil, err
 	}
+	g.verifyAsync = g.verify != nil
 	v, o, err := g.judgeOwned(in, pol, c.Session, c.Name, res, d.Owner)
+	g.verifyAsync = false
 	if err != nil {
-		return nil, err
+		return nil, err // errVerifying: still claimed, decided by a later pass
 	}
 	d.State, d.Reasons, d.Type, d.Risk, d.Confidence, d.Origin = v.State, v.Reasons, v.Type, v.Risk, v.Confidence, o.String()
 	switch v.State {

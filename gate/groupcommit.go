@@ -182,6 +182,11 @@ type pass struct {
 	// marked are the drafts promoted in the open group; their marker is
 	// written once for the group, at its flush (groupMarker).
 	marked []string
+	// adopted are the drafts whose earlier commit (a killed gate's) was
+	// adopted in the open group: their files are checked out at its flush,
+	// so their decisions are recorded after it, like the group's own
+	// promotions (recovery race, issue 24).
+	adopted map[string]bool
 	// tail is the previous group's end (its second barrier, then its
 	// cleanups) running while the gate decides the next group; nil when
 	// none runs. It yields that end's error once.
@@ -191,7 +196,7 @@ type pass struct {
 // beginPass starts group mode for a pass. Only Once uses it; reviews and
 // sweeps keep writing (and syncing) as they go.
 func (g *Gate) beginPass() {
-	p := &pass{sy: newSyncer(), sums: map[string]bool{}, decided: map[*Decision]bool{}}
+	p := &pass{sy: newSyncer(), sums: map[string]bool{}, decided: map[*Decision]bool{}, adopted: map[string]bool{}}
 	p.roots = []string{g.state, g.vaultDir}
 	lazyRoots.Lock()
 	for _, r := range p.roots {
@@ -278,12 +283,18 @@ func (p *pass) joinTail() error {
 }
 
 // deferFinish queues finish for a draft whose promotion commit is in the
-// open group; it reports whether it did.
+// open group, or whose adopted commit's files the group checks out; it
+// reports whether it did. The decision is then recorded only once the
+// group's work tree and index are written: recorded before (as the
+// adoption path did), a gate killed in between left the draft decided and
+// its files in HEAD and the work tree but not in .git/index, and no later
+// gate looked at them again.
 func (g *Gate) deferFinish(in *inbox, c Claim, d *Decision) bool {
 	p := g.pass
-	if p == nil || d.State != StatePromoted || !d.Decided.IsZero() || !g.repo.inBatch(d.Commit) {
+	if p == nil || d.State != StatePromoted || !d.Decided.IsZero() || !(g.repo.inBatch(d.Commit) || p.adopted[d.ID]) {
 		return false
 	}
+	delete(p.adopted, d.ID)
 	p.sums[d.SHA256] = true
 	p.deferred = append(p.deferred, func() error {
 		if err := g.finish(in, c, d, nil); err != nil {
@@ -329,6 +340,13 @@ func (g *Gate) flushPass() (err error) {
 	if err != nil {
 		return err
 	}
+	// The files the flush will check out, journaled before the branch
+	// moves (the first barrier syncs it): a gate killed between the move
+	// and the index write redoes the checkout when it opens
+	// (checkoutjournal.go).
+	if err := g.journalCheckout(); err != nil {
+		return err
+	}
 	groupFault("marked")
 	first := g.barrierAsync(p)
 	published, err := g.repo.publishBatch(func() error {
@@ -348,7 +366,7 @@ func (g *Gate) flushPass() (err error) {
 	if err != nil {
 		// Nothing was decided for the group's promotions: their claims
 		// stay, the next pass promotes them again (or adopts a commit).
-		p.deferred, p.sums = nil, map[string]bool{}
+		p.deferred, p.sums, p.adopted = nil, map[string]bool{}, map[string]bool{}
 		terr := p.joinTail()
 		cerr := g.barrier(p)
 		if cerr == nil {
@@ -356,6 +374,7 @@ func (g *Gate) flushPass() (err error) {
 		}
 		return errors.Join(fmt.Errorf("group commit: %w", err), terr, cerr)
 	}
+	g.checkoutDone()
 	if published {
 		groupFault("published")
 	}
@@ -366,7 +385,7 @@ func (g *Gate) flushPass() (err error) {
 		}
 	}
 	recorded := len(errs) == 0
-	p.deferred, p.sums = nil, map[string]bool{}
+	p.deferred, p.sums, p.adopted = nil, map[string]bool{}, map[string]bool{}
 	groupFault("recorded")
 	// One group's end at a time: receipts keep their order, and an error
 	// is reported by the flush that follows it (or by endPass).

@@ -531,6 +531,11 @@ func (g *repo) checkout(changes []change) error {
 		g.addBatchFiles(changes) // written once for the group (publishBatch)
 		return nil
 	}
+	return g.checkoutNow(changes)
+}
+
+// checkoutNow is checkout outside a group's deferral.
+func (g *repo) checkoutNow(changes []change) error {
 	for _, ch := range changes {
 		full := filepath.Join(g.dir, filepath.FromSlash(ch.Path))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {

@@ -119,6 +119,19 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 			return err
 		}
 	}
+	if g.repo.batch == nil {
+		// Committed on its own (a review): its files are journaled before
+		// the branch moves, as a group's are at its flush, so that a kill
+		// between the move and the index write is repaired at Open
+		// (checkoutjournal.go). In a group the flush journals them.
+		var paths []string
+		for _, c := range changes {
+			paths = append(paths, c.Path)
+		}
+		if err := g.journalPaths(paths); err != nil {
+			return err
+		}
+	}
 	h, err := g.repo.commitChanges(branch, head, changes, g.signature(pol), msg)
 	if err != nil {
 		return err
@@ -132,7 +145,13 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 		return err
 	}
 	g.log.Info("committed", "id", d.ID, "commit", d.Commit, "path", dest, "reviewer", reviewer)
-	return g.repo.checkout(changes)
+	if err := g.repo.checkout(changes); err != nil {
+		return err
+	}
+	if g.repo.batch == nil {
+		g.checkoutDone()
+	}
+	return nil
 }
 
 // commitMessage names the draft, session and decision in trailers. The
@@ -216,6 +235,11 @@ func (g *Gate) adoptEarlierCommit(head plumbing.Hash, d *Decision) (done bool, e
 				}
 			}
 			g.log.Info("adopted earlier commit", "id", d.ID, "commit", d.Commit)
+			if g.pass != nil && g.repo.batch != nil {
+				// The checkout waits for the group's flush; so does the
+				// decision (deferFinish).
+				g.pass.adopted[d.ID] = true
+			}
 			return true, g.repo.checkout(ch)
 		}
 		if com.NumParents() == 0 {
