@@ -155,6 +155,10 @@ func Open(o Options) (*Gate, error) {
 		g.unlock()
 		return nil, err
 	}
+	// Batch approvals a killed gate left half done (reviewgroup.go).
+	if err := g.recoverReviewGroups(); err != nil {
+		g.log.Warn("batch approvals not recovered (a later approval adopts their commits)", "err", err)
+	}
 	return g, nil
 }
 
