@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 // Batch approvals on the pass's group commit (issue 19). A batch approval
@@ -101,6 +102,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt ApproveOptions) [
 		return fail(err)
 	}
 	defer in.Close()
+	t0 := time.Now()
 	g.beginPass()
 	p := g.pass
 	staged := make([]*Decision, len(ids))
@@ -153,7 +155,9 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt ApproveOptions) [
 		}
 		return nil
 	})
+	t1 := time.Now()
 	perr := g.endPass()
+	g.log.Info("batch approval group", "drafts", len(ids), "approve_ms", t1.Sub(t0).Milliseconds(), "publish_ms", time.Since(t1).Milliseconds())
 	if perr != nil {
 		g.log.Warn("batch approval group", "err", perr)
 	}
