@@ -304,7 +304,7 @@ func (g *Gate) endReview(in *inbox, d *Decision) {
 	if err := g.writeReceipt(in, d.Session, name, receiptJSON(d)); err != nil {
 		g.note("receipt-failed", map[string]string{"id": d.ID, "error": err.Error()})
 	}
-	os.Remove(g.statePath(pendingDir, d.ID+".draft"))
+	g.dropPending(d) // a reviewer's rejection keeps the bytes (reviewversion.go)
 	os.Remove(g.statePath(committingDir, d.ID))
 }
 
