@@ -22,10 +22,12 @@ type evidenceEnv struct {
 	head  plumbing.Hash
 	vault string
 	now   func() time.Time
+	// noVerify: judge without running verifiers (a review show).
+	noVerify bool
 }
 
 func (g *Gate) evidenceEnv(head plumbing.Hash) *evidenceEnv {
-	return &evidenceEnv{repo: g.repo, head: head, vault: g.vaultDir, now: g.now}
+	return &evidenceEnv{repo: g.repo, head: head, vault: g.vaultDir, now: g.now, noVerify: g.showing}
 }
 
 func init() { evidenceChecks = append(evidenceChecks, evidenceStep) }
@@ -51,7 +53,7 @@ func evidenceStep(in *judgeInput, v *verdict) error {
 		dest = destPath(v.Folder, res.Meta.Title, in.Name, "")
 	}
 	var run verifyFunc
-	if !note.HasFlags(v.Reasons) && !note.HasErrors(v.Reasons) && len(in.Policy.VerifiersFor(v.Type)) > 0 {
+	if !env.noVerify && !note.HasFlags(v.Reasons) && !note.HasErrors(v.Reasons) && len(in.Policy.VerifiersFor(v.Type)) > 0 {
 		run = newVerifierRunner(env.vault).run
 	}
 	// Verifiers get the draft as the gate parsed it (the same keys and

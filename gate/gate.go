@@ -53,7 +53,10 @@ func DefaultStateDir(vaultDir string) string {
 // Gate claims, decides and promotes drafts of one vault.
 type Gate struct {
 	// dups indexes held duplicates by original (dupindex.go).
-	dups     dupIndex
+	dups dupIndex
+	// showing: a review show is judging (reviewshow.go); the verifiers
+	// do not run again, their recorded outcomes are shown.
+	showing  bool
 	vaultDir string
 	state    string
 	opts     Options

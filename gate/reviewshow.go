@@ -139,7 +139,12 @@ func (g *Gate) showContext(d *Decision, b []byte) *ShowContext {
 		c.Problem = "draft: " + err.Error()
 		return c
 	}
+	// Judged as an approval would be, but without running the verifiers
+	// again (a process under fedmem-run per look at a draft): their
+	// recorded outcomes are in c.Verifiers.
+	g.showing = true
 	v, _, err := g.judgeOwned(in, pol, d.Session, d.Draft, res, d.Owner)
+	g.showing = false
 	if err != nil {
 		c.Problem = "judge: " + err.Error()
 		return c

@@ -2,6 +2,8 @@ package gate
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -124,5 +126,45 @@ func TestVerifierOutcomesFromReasons(t *testing.T) {
 		if o.Name == "bad-check" && !strings.Contains(o.Detail, "contract broken") {
 			t.Errorf("failed verifier's detail lacks its output: %s", o.Detail)
 		}
+	}
+}
+
+// TestShowRunsNoVerifier: show judges a held draft as an approval would,
+// but never runs the policy's verifiers again — each look at a draft held
+// by a failed verifier started one more process under fedmem-run (here a
+// stand-in that counts its runs and fails). Show gives the outcome the
+// gate recorded instead.
+func TestShowRunsNoVerifier(t *testing.T) {
+	v := trustVault(t)
+	humanCommit(t, v, map[string]string{"10-projects/region.md": "---\ntype: Reference\ntitle: Deploy region rules\n---\nWe deploy to eu-west-1.\n"})
+	setPolicy(t, v, trustPolicy()+"verifiers:\n  region-check:\n    types: [Fact]\n    command: [/bin/true]\n")
+	dir := t.TempDir()
+	count := filepath.Join(dir, "runs")
+	fake := filepath.Join(dir, "fedmem-run")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho run >> "+count+"\necho 'verifier stand-in: no'\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(FedmemRunEnv, fake)
+	runs := func() int {
+		b, _ := os.ReadFile(count)
+		return strings.Count(string(b), "run\n")
+	}
+	put(t, session(t, v, "vr-1"), "r.md", "---\ntype: Fact\ntitle: Deploy region\nsources: [10-projects/region.md]\n---\nWe deploy to eu-west-1.\n")
+	g := openGate(t, v)
+	d := decisionFor(t, once(t, g), "r.md")
+	if d.State != StatePending || !hasRule(d, RuleVerifierFailed) || runs() != 1 {
+		t.Fatalf("want held by the failed verifier after one run: %+v, %d runs", d, runs())
+	}
+	for i := 0; i < 3; i++ {
+		_, _, c, err := g.ShowFull(d.ID)
+		if err != nil || c == nil {
+			t.Fatal(err)
+		}
+		if len(c.Verifiers) != 1 || c.Verifiers[0].Name != "region-check" || c.Verifiers[0].Outcome != "failed" {
+			t.Fatalf("show's verifiers %+v; want the recorded failure", c.Verifiers)
+		}
+	}
+	if n := runs(); n != 1 {
+		t.Errorf("the verifier ran %d times; show ran it again", n)
 	}
 }
