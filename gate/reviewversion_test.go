@@ -54,6 +54,9 @@ func TestShowResubmittedDraftDiff(t *testing.T) {
 		t.Fatalf("show: %v", err)
 	}
 	p := c.Previous
+	if p != nil {
+		t.Logf("diff:\n%s", p.Diff)
+	}
 	if p == nil || p.ID != first.ID || p.State != StateRejected || p.Reviewer != "alice" || p.Reason != "cite a source" {
 		t.Fatalf("previous version %+v; want the rejected first one", p)
 	}
