@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // Batch approvals on the pass's group commit (issue 19). A batch approval
@@ -108,18 +110,32 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt ApproveOptions) [
 	staged := make([]*Decision, len(ids))
 	recorded := make([]bool, len(ids))
 	for i, id := range ids {
+		var tip0 plumbing.Hash
+		if g.repo.batch != nil {
+			tip0 = g.repo.batch.tip
+		}
 		d, err := g.approveLocked(in, pol, id, reviewer, opt)
+		if b := g.repo.batch; b != nil && b.tip != tip0 {
+			// The draft has a commit in the group (even when its approval
+			// failed after it: an audit append, say). Its marker is synced
+			// by the barrier before the branch moves; without it the
+			// group's marker (removed once the group is recorded, dropped
+			// by a pass: its drafts are not claims) would be the only
+			// pointer to the commit, and a later approval would commit the
+			// draft again instead of adopting this commit.
+			mid := id
+			if d != nil {
+				mid = d.ID
+			}
+			if validClaimID(mid) {
+				if err := writeAtomic(g.statePath(committingDir, mid), []byte(b.base.String()), 0o600); err != nil {
+					g.log.Warn("approval marker not written (the group's marker covers it)", "id", mid, "err", err)
+				}
+			}
+		}
 		if err != nil {
 			items[i].Error = err.Error()
 			continue
-		}
-		if g.repo.inBatch(d.Commit) {
-			// Synced by the barrier before the branch moves. Without it
-			// the group's marker (dropped by the next pass: its drafts
-			// are not claims) would be the only pointer to the commit.
-			if err := writeAtomic(g.statePath(committingDir, d.ID), []byte(g.repo.batch.base.String()), 0o600); err != nil {
-				g.log.Warn("approval marker not written (the group's marker covers it)", "id", d.ID, "err", err)
-			}
 		}
 		staged[i] = d
 		p.deferred = append(p.deferred, func() error {
