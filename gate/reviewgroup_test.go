@@ -12,8 +12,10 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/test/testutil"
 )
 
 // reviewGroupVault makes a vault with n held drafts of one session (each
@@ -256,5 +258,121 @@ func TestBatchApprovalOnePack(t *testing.T) {
 	checkRepo(t, v)
 	if left, _ := os.ReadDir(filepath.Join(DefaultStateDir(v), committingDir)); len(left) != 0 {
 		t.Errorf("committing markers left: %v", left)
+	}
+}
+
+// TestGateRunKillNineBatchApproval: a real `fedmem gate run` serving a
+// real `fedmem review approve --all --yes` of 50 held drafts is killed
+// with SIGKILL at (or just after) the k-th approval commit of the batch (k
+// drawn from a logged seed; the last one reaches into the group's
+// publication); a fresh `gate run` starts
+// (its Open recovers the batch), the reviewer runs the same command again
+// for whatever is still held, and in the end every draft has exactly one
+// decision and one commit naming the reviewer, the repository is clean,
+// no marker is left and the audit log verifies.
+func TestGateRunKillNineBatchApproval(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	bin := fedmemBin(t)
+	rng := testutil.Seed(t)
+	const n = 50
+	v, _, want := reviewGroupVault(t, n)
+	me := strconv.Itoa(os.Geteuid())
+	setPolicy(t, v, strings.Replace(trustPolicy(), "reviewers: [alice]", "reviewers: [\""+me+"\"]", 1))
+	var mu sync.Mutex
+	var gateOut strings.Builder
+	start := func(killAt string, k int) (*exec.Cmd, chan struct{}, chan struct{}) {
+		cmd := exec.Command(bin, "gate", "run", "--vault", v, "--allow-same-user", "--interval", "200ms")
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		up, hit := make(chan struct{}), make(chan struct{})
+		go func() {
+			var upOnce, hitOnce sync.Once
+			seen := 0
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				l := sc.Text()
+				mu.Lock()
+				gateOut.WriteString(l + "\n")
+				mu.Unlock()
+				if strings.Contains(l, `"msg":"gate running"`) {
+					upOnce.Do(func() { close(up) })
+				}
+				if killAt != "" && strings.Contains(l, killAt) {
+					if seen++; seen >= k {
+						hitOnce.Do(func() {
+							cmd.Process.Signal(syscall.SIGKILL) // at the event, not after a wait
+							close(hit)
+						})
+					}
+				}
+			}
+		}()
+		return cmd, up, hit
+	}
+	wait := func(ch chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(2 * time.Minute):
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("%s: not within 2 minutes\n%s", what, gateOut.String())
+		}
+	}
+	approveAll := func() (int, string) {
+		out, err := exec.Command(bin, "review", "--vault", v, "approve", "--all", "--yes").CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, string(out)
+	}
+	// The k-th in-memory commit of the batch; the kill lands at or after
+	// it (the log is read through a pipe): during the approvals, or in
+	// the group's publication when k is the last.
+	killAt, k := `"msg":"committed"`, 1+rng.Intn(n)
+	if rng.Intn(3) == 0 {
+		k = n
+	}
+	t.Logf("kill at %s #%d", killAt, k)
+	g1, up, hit := start(killAt, k)
+	wait(up, "first gate up")
+	go exec.Command(bin, "review", "--vault", v, "approve", "--all", "--yes").Run() // its connection dies with the gate
+	wait(hit, "kill point")
+	g1.Wait()
+
+	g2, up, _ := start("", 0)
+	wait(up, "second gate up")
+	code, out := approveAll()
+	// What the first gate published is recovered by the second's Open;
+	// the rest is still held and approved now (or nothing is left).
+	if code != 0 && !strings.Contains(out, "no held draft matches") {
+		t.Fatalf("second batch: exit %d\n%s", code, out)
+	}
+	g2.Process.Signal(syscall.SIGTERM)
+	if err := g2.Wait(); err != nil {
+		t.Fatalf("gate run after SIGTERM: %v\n%s", err, gateOut.String())
+	}
+	checkExactlyOnce(t, v, want)
+	commits := reviewedCommits(t, v)
+	if len(commits) != n {
+		t.Errorf("%d approval commits, want %d", len(commits), n)
+	}
+	for id, who := range commits {
+		if who != me && who != "root" && !strings.HasPrefix(who, "uid-") {
+			t.Errorf("%s approved by %q", id, who)
+		}
+	}
+	if got := auditReviews(t, v); got != n {
+		t.Errorf("%d review audit entries for promotions, want %d", got, n)
 	}
 }
