@@ -26,10 +26,12 @@ type evidenceEnv struct {
 	// pool, when set, runs the verifiers outside the decision
 	// (verifypool.go): a result not there yet is errVerifying.
 	pool *verifyPool
+	// noVerify: judge without running verifiers (a review show).
+	noVerify bool
 }
 
 func (g *Gate) evidenceEnv(head plumbing.Hash) *evidenceEnv {
-	env := &evidenceEnv{repo: g.repo, head: head, vault: g.vaultDir, now: g.now}
+	env := &evidenceEnv{repo: g.repo, head: head, vault: g.vaultDir, now: g.now, noVerify: g.showing}
 	if g.verifyAsync {
 		env.pool = g.verify
 	}
@@ -60,7 +62,7 @@ func evidenceStep(in *judgeInput, v *verdict) error {
 	}
 	var run verifyFunc
 	pending := false
-	if !note.HasFlags(v.Reasons) && !note.HasErrors(v.Reasons) && len(in.Policy.VerifiersFor(v.Type)) > 0 {
+	if !env.noVerify && !note.HasFlags(v.Reasons) && !note.HasErrors(v.Reasons) && len(in.Policy.VerifiersFor(v.Type)) > 0 {
 		if pool := env.pool; pool != nil {
 			// Every verifier of the type is started (they run in
 			// parallel); the draft waits for all of them.

@@ -53,7 +53,10 @@ func DefaultStateDir(vaultDir string) string {
 // Gate claims, decides and promotes drafts of one vault.
 type Gate struct {
 	// dups indexes held duplicates by original (dupindex.go).
-	dups     dupIndex
+	dups dupIndex
+	// showing: a review show is judging (reviewshow.go); the verifiers
+	// do not run again, their recorded outcomes are shown.
+	showing  bool
 	vaultDir string
 	state    string
 	opts     Options
@@ -169,6 +172,10 @@ func Open(o Options) (*Gate, error) {
 		g.audit.Close()
 		g.unlock()
 		return nil, err
+	}
+	// Batch approvals a killed gate left half done (reviewgroup.go).
+	if err := g.recoverReviewGroups(); err != nil {
+		g.log.Warn("batch approvals not recovered (a later approval adopts their commits)", "err", err)
 	}
 	return g, nil
 }

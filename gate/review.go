@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -146,15 +147,7 @@ func (g *Gate) ApproveWith(id, reviewer string, opts ApproveOptions) (*Decision,
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	d, b, err := g.pendingDraft(id)
-	if err != nil {
-		return nil, err
-	}
 	pol, err := g.Policy()
-	if err != nil {
-		return nil, err
-	}
-	res, err := validate.DraftNamed(d.Draft, b)
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +156,27 @@ func (g *Gate) ApproveWith(id, reviewer string, opts ApproveOptions) (*Decision,
 		return nil, err
 	}
 	defer in.Close()
+	d, err := g.approveLocked(in, pol, id, reviewer, opts)
+	if err != nil {
+		return nil, err
+	}
+	return d, g.recordReview(in, d)
+}
+
+// approveLocked is an approval up to its commit: the draft re-validated
+// and re-judged, the reviewer's choice applied, and promoted (or an
+// earlier commit of it adopted); the decision is not recorded (the caller
+// records it: at once for a single approval, after the group's branch
+// moved for a batch, reviewgroup.go). Call with g.mu held.
+func (g *Gate) approveLocked(in *inbox, pol *policy.Policy, id, reviewer string, opts ApproveOptions) (*Decision, error) {
+	d, b, err := g.pendingDraft(id)
+	if err != nil {
+		return nil, err
+	}
+	res, err := validate.DraftNamed(d.Draft, b)
+	if err != nil {
+		return nil, err
+	}
 	d.Reviewer = reviewer
 	// Already committed by an approval (or pass) killed before recording
 	// it: adopt that commit, whoever approves now (keyed by draft id).
@@ -172,7 +186,7 @@ func (g *Gate) ApproveWith(id, reviewer string, opts ApproveOptions) (*Decision,
 		return nil, err
 	} else if done {
 		d.Reviewed = g.now().UTC()
-		return d, g.recordReview(in, d)
+		return d, nil
 	}
 	if res, err = g.applyChoice(d, res, opts); err != nil {
 		return nil, err
@@ -201,7 +215,7 @@ func (g *Gate) ApproveWith(id, reviewer string, opts ApproveOptions) (*Decision,
 		return nil, err
 	}
 	d.State, d.Reviewed = StatePromoted, g.now().UTC()
-	return d, g.recordReview(in, d)
+	return d, nil
 }
 
 // RejectPending rejects a pending draft with a reviewer's reason. The content
@@ -257,6 +271,17 @@ func (g *Gate) pendingDraft(id string) (*Decision, []byte, error) {
 // recordReview stores a reviewed decision (decision, seen index, audit,
 // receipt) and drops the pending copy.
 func (g *Gate) recordReview(in *inbox, d *Decision) error {
+	if err := g.recordReviewDecision(d); err != nil {
+		return err
+	}
+	g.endReview(in, d)
+	// Drafts held as duplicates of this one get the same decision.
+	return g.settleDuplicates(in, d, nil)
+}
+
+// recordReviewDecision is the durable half of recordReview: the decision,
+// the seen index and the audit entry.
+func (g *Gate) recordReviewDecision(d *Decision) error {
 	if err := writeJSON(g.statePath(decisionsDir, d.ID+".json"), d); err != nil {
 		return err
 	}
@@ -265,9 +290,13 @@ func (g *Gate) recordReview(in *inbox, d *Decision) error {
 			return err
 		}
 	}
-	if _, err := g.audit.Append("review", map[string]string{"id": d.ID, "state": d.State, "reviewer": d.Reviewer, "reason": d.ReviewReason, "commit": d.Commit}); err != nil {
-		return err
-	}
+	_, err := g.audit.Append("review", map[string]string{"id": d.ID, "state": d.State, "reviewer": d.Reviewer, "reason": d.ReviewReason, "commit": d.Commit})
+	return err
+}
+
+// endReview is what follows a durable review decision: the receipt, and
+// the removal of the pending copy and of the draft's committing marker.
+func (g *Gate) endReview(in *inbox, d *Decision) {
 	name := d.Draft
 	if d.DraftRaw != nil {
 		name = string(d.DraftRaw)
@@ -275,10 +304,8 @@ func (g *Gate) recordReview(in *inbox, d *Decision) error {
 	if err := g.writeReceipt(in, d.Session, name, receiptJSON(d)); err != nil {
 		g.note("receipt-failed", map[string]string{"id": d.ID, "error": err.Error()})
 	}
-	os.Remove(g.statePath(pendingDir, d.ID+".draft"))
+	g.dropPending(d) // a reviewer's rejection keeps the bytes (reviewversion.go)
 	os.Remove(g.statePath(committingDir, d.ID))
-	// Drafts held as duplicates of this one get the same decision.
-	return g.settleDuplicates(in, d, nil)
 }
 
 // deprecate marks a note superseded: status deprecated, superseded_by dest.

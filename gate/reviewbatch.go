@@ -153,18 +153,6 @@ type BatchItem struct {
 	Error    string    `json:"error,omitempty"`
 }
 
-// ApproveAll approves each id in turn through ApproveWith (one commit per
-// draft; the gate lock is taken per draft, so intake goes on between
-// them). A draft that fails — decided meanwhile by another reviewer, no
-// longer valid, or one that would supersede a note (declared in the draft
-// or by opt.Supersede: the listing names no note an approval retires) —
-// is reported and the batch goes on: nothing is decided
-// twice, and nothing is skipped silently.
-func (g *Gate) ApproveAll(ids []string, reviewer string, opt ApproveOptions) []BatchItem {
-	opt.batch = true
-	return g.batch(ids, func(id string) (*Decision, error) { return g.ApproveWith(id, reviewer, opt) })
-}
-
 // RejectAll rejects each id in turn with one reason.
 func (g *Gate) RejectAll(ids []string, reviewer, reason string) []BatchItem {
 	return g.batch(ids, func(id string) (*Decision, error) { return g.RejectPending(id, reviewer, reason) })

@@ -30,6 +30,13 @@ type ShowContext struct {
 	Rendered string        `json:"rendered,omitempty"`
 	Related  []RelatedNote `json:"related,omitempty"`
 	Sources  []SourceState `json:"sources,omitempty"`
+	// Previous is the earlier version of this draft (same session and
+	// name) a reviewer saw, held or rejected, with the diff to this one
+	// (reviewversion.go).
+	Previous *PreviousVersion `json:"previous,omitempty"`
+	// Verifiers: the approved verifiers' outcomes recorded when the gate
+	// decided the draft, and the policy's verifiers that did not run.
+	Verifiers []VerifierOutcome `json:"verifiers,omitempty"`
 	// Problem says why part of the context could not be computed (a draft
 	// no longer valid, say); the rest is still shown.
 	Problem string `json:"problem,omitempty"`
@@ -117,12 +124,27 @@ func (g *Gate) showContext(d *Decision, b []byte) *ShowContext {
 	if !o.Verified || !o.Trusted {
 		c.Provenance.Why = o.Why
 	}
+	var names []string
+	for _, v := range pol.VerifiersFor(d.Type) {
+		names = append(names, v.Name)
+	}
+	c.Verifiers = verifierOutcomes(d, names)
+	if prev, err := g.previousVersion(d, b); err != nil {
+		c.Problem = "previous version: " + err.Error()
+	} else {
+		c.Previous = prev
+	}
 	res, err := validate.DraftNamed(d.Draft, b)
 	if err != nil {
 		c.Problem = "draft: " + err.Error()
 		return c
 	}
+	// Judged as an approval would be, but without running the verifiers
+	// again (a process under fedmem-run per look at a draft): their
+	// recorded outcomes are in c.Verifiers.
+	g.showing = true
 	v, _, err := g.judgeOwned(in, pol, d.Session, d.Draft, res, d.Owner)
+	g.showing = false
 	if err != nil {
 		c.Problem = "judge: " + err.Error()
 		return c

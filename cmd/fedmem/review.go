@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -374,6 +375,19 @@ func printShowContext(w io.Writer, c *gate.ShowContext) {
 	}
 	if len(c.Sources) == 0 {
 		fmt.Fprintln(w, "sources: none cited")
+	}
+	for _, v := range c.Verifiers {
+		fmt.Fprintf(w, "verifier: %s  %s  %s\n", visible(v.Name), v.Outcome, oneLine(v.Detail))
+	}
+	if pv := c.Previous; pv != nil {
+		by := ""
+		if pv.Reviewer != "" {
+			by = " by " + visible(pv.Reviewer)
+			if pv.Reason != "" {
+				by += ": " + oneLine(pv.Reason)
+			}
+		}
+		fmt.Fprintf(w, "\nresubmitted: replaces %s (%s%s, first seen %s); what changed since:\n%s", pv.ID, pv.State, by, pv.FirstSeen.UTC().Format(time.RFC3339), visible(pv.Diff))
 	}
 	for _, n := range c.Related {
 		fmt.Fprintf(w, "\n%s %s (%s):\n%s", n.Relation, visible(n.Path), n.Status, visible(n.Diff))

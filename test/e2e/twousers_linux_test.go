@@ -383,6 +383,44 @@ printf '{"session":"%s","uid":64001,"profile":"default","command":["claude"]}' "
 	if o, e, err := other("audit", "verify", "--vault", v); err != nil || !strings.Contains(o, "ok:") || !strings.Contains(e, "verified by the running gate") {
 		t.Errorf("audit verify as reviewer uid %d: %v\n%s%s", otherUID, err, o, e)
 	}
+	// A resubmitted draft (issue 19 item 2): 64002 rejects the hand-made
+	// draft; its writer rewrites it under the same name; show of the new
+	// version names the rejected one, the reviewer and the reason, and
+	// diffs the two.
+	hlist, e, err := other("review", "--vault", v, "list", "--json")
+	if err != nil {
+		t.Fatalf("review list as %d: %v %s", otherUID, err, e)
+	}
+	handID := pendingID(t, []byte(hlist), "hand.md")
+	if o, e, err := other("review", "--vault", v, "reject", handID, "--reason", "cite a source that says so"); err != nil {
+		t.Fatalf("reject as %d: %v\n%s%s", otherUID, err, o, e)
+	}
+	rewrite := `printf -- '---\ntype: Fact\ntitle: Hand made session note\nsources: [00-global/AGENT.md]\n---\nNo launcher made this, and here is why.\n' > "$1/hand.md"`
+	if out, err := as(agentUID, agentUID, []uint32{gateUID}, "/bin/sh", "-c", rewrite, "sh", filepath.Join(v, vault.InboxDir, hand)).CombinedOutput(); err != nil {
+		t.Fatalf("rewrite the hand-made draft: %v\n%s", err, out)
+	}
+	var newID string
+	for end := time.Now().Add(time.Minute); newID == ""; time.Sleep(100 * time.Millisecond) {
+		if hr, err := os.ReadFile(handReceipt); err == nil && bytes.Contains(hr, []byte(`"pending"`)) && !bytes.Contains(hr, []byte(handID)) {
+			var r struct {
+				ID string `json:"id"`
+			}
+			json.Unmarshal(hr, &r)
+			newID = r.ID
+		}
+		if newID == "" && time.Now().After(end) {
+			t.Fatalf("the rewritten draft was never held\n%s", gateLog.String())
+		}
+	}
+	if o, e, err := other("review", "--vault", v, "show", newID); err != nil {
+		t.Errorf("show as %d: %v %s", otherUID, err, e)
+	} else {
+		for _, want := range []string{"resubmitted: replaces " + handID + " (rejected by ", ": cite a source that says so", "-No launcher made this.", "+No launcher made this, and here is why."} {
+			if !strings.Contains(o, want) {
+				t.Errorf("show of the resubmitted draft lacks %q:\n%s", want, o)
+			}
+		}
+	}
 	if _, e, err := other("policy", "reviewers", "--vault", v, "remove", strconv.Itoa(otherUID)); err != nil {
 		t.Errorf("policy reviewers remove (itself): %v %s", err, e)
 	}

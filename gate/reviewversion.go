@@ -1,0 +1,188 @@
+package gate
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	udiff "github.com/aymanbagabas/go-udiff"
+)
+
+// Resubmitted drafts and verifier outcomes in `review show` (issue 19 item
+// 2). An agent that rewrites a held draft (the same file name in the same
+// session) makes a new held decision; a reviewer who rejected a draft with
+// "cite a source" sees the next version of it. show names the version it
+// replaces — the latest earlier decision of the same session and draft
+// name whose bytes the gate still holds: a held one (its pending copy), or
+// one a reviewer rejected (endReview keeps its bytes as pending/ID.rejected)
+// — and gives the unified diff from it to this draft: what changed since
+// the version the reviewer saw.
+
+// rejectedSuffix names the kept bytes of a draft a reviewer rejected.
+const rejectedSuffix = ".rejected"
+
+// PreviousVersion is the earlier draft a held draft replaces.
+type PreviousVersion struct {
+	ID        string    `json:"id"`
+	State     string    `json:"state"`
+	Reviewer  string    `json:"reviewer,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	FirstSeen time.Time `json:"first_seen"`
+	// Diff is a unified diff from the earlier draft's bytes to this one's.
+	Diff string `json:"diff"`
+}
+
+// VerifierOutcome is what an approved verifier said about the draft when the
+// gate decided it (from the decision's reasons), or that it did not run.
+type VerifierOutcome struct {
+	Name    string `json:"name"`
+	Outcome string `json:"outcome"` // passed | failed | timeout | not run
+	Detail  string `json:"detail,omitempty"`
+}
+
+// versionIndex maps session and draft name to the decisions recorded for
+// it, oldest first; built from one scan of decisions/ and kept up to date
+// from the names that appear there (a decision's session, name and first
+// sighting never change).
+type versionIndex struct {
+	known map[string]bool
+	by    map[string][]versionEntry
+}
+
+type versionEntry struct {
+	id    string
+	first time.Time
+}
+
+var versionIndexes = struct {
+	sync.Mutex
+	m map[string]*versionIndex
+}{m: map[string]*versionIndex{}}
+
+func versionKey(session, draft string) string { return session + "\x00" + draft }
+
+// draftVersions returns the decisions recorded for session/draft.
+func (g *Gate) draftVersions(session, draft string) ([]versionEntry, error) {
+	ents, err := os.ReadDir(g.statePath(decisionsDir))
+	if err != nil {
+		return nil, err
+	}
+	versionIndexes.Lock()
+	defer versionIndexes.Unlock()
+	idx := versionIndexes.m[g.state]
+	if idx == nil {
+		if len(versionIndexes.m) >= maxVaultIndexes {
+			versionIndexes.m = map[string]*versionIndex{}
+		}
+		idx = &versionIndex{known: map[string]bool{}, by: map[string][]versionEntry{}}
+		versionIndexes.m[g.state] = idx
+	}
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || !validClaimID(id) || idx.known[id] {
+			continue
+		}
+		d, err := g.loadDecision(id)
+		if err != nil || d == nil {
+			continue // written meanwhile, or unreadable: looked at again next time
+		}
+		idx.known[id] = true
+		k := versionKey(d.Session, d.Draft)
+		idx.by[k] = append(idx.by[k], versionEntry{id, d.FirstSeen})
+	}
+	return idx.by[versionKey(session, draft)], nil
+}
+
+// previousVersion finds the version d replaces and diffs it against b (d's
+// bytes); nil when there is none.
+func (g *Gate) previousVersion(d *Decision, b []byte) (*PreviousVersion, error) {
+	vs, err := g.draftVersions(d.Session, d.Draft)
+	if err != nil {
+		return nil, err
+	}
+	var earlier []versionEntry
+	for _, e := range vs {
+		if e.id != d.ID && (e.first.Before(d.FirstSeen) || e.first.Equal(d.FirstSeen) && e.id < d.ID) {
+			earlier = append(earlier, e)
+		}
+	}
+	// The latest first; one whose bytes are gone (promoted, or rejected by
+	// the gate's rules: no reviewer saw it) gives way to the one before.
+	slices.SortFunc(earlier, func(x, y versionEntry) int {
+		if c := y.first.Compare(x.first); c != 0 {
+			return c
+		}
+		return strings.Compare(y.id, x.id)
+	})
+	for _, e := range earlier {
+		old, err := g.loadDecision(e.id)
+		if err != nil {
+			return nil, err
+		}
+		if old == nil {
+			continue
+		}
+		name := e.id + ".draft"
+		if old.State == StateRejected {
+			name = e.id + rejectedSuffix
+		}
+		ob, err := os.ReadFile(g.statePath(pendingDir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &PreviousVersion{ID: old.ID, State: old.State, Reviewer: old.Reviewer, Reason: old.ReviewReason, FirstSeen: old.FirstSeen,
+			Diff: udiff.Unified("a/"+d.Draft+" ("+old.State+", "+old.ID+")", "b/"+d.Draft+" (this draft)", string(ob), string(b))}, nil
+	}
+	return nil, nil
+}
+
+// dropPending removes a decided draft's pending copy, but keeps the bytes of a draft a reviewer rejected, for the diff
+// its resubmission shows; other decided drafts' pending copies go.
+func (g *Gate) dropPending(d *Decision) {
+	p := g.statePath(pendingDir, d.ID+".draft")
+	if d.State == StateRejected && d.Reviewer != "" && d.DuplicateOf == "" {
+		if err := os.Rename(p, g.statePath(pendingDir, d.ID+rejectedSuffix)); err == nil || errors.Is(err, os.ErrNotExist) {
+			return
+		}
+	}
+	os.Remove(p)
+}
+
+// verifierOutcomes reads the verifiers' outcomes from the decision's
+// reasons; the policy's verifiers for the type that left no outcome did
+// not run (they run only on a draft nothing else holds).
+func verifierOutcomes(d *Decision, names []string) []VerifierOutcome {
+	var out []VerifierOutcome
+	ran := map[string]bool{}
+	for _, f := range d.Reasons {
+		var o string
+		switch f.Rule {
+		case RuleVerifierPassed:
+			o = "passed"
+		case RuleVerifierFailed:
+			o = "failed"
+		case RuleVerifierTimeout:
+			o = "timeout"
+		default:
+			continue
+		}
+		name := ""
+		if rest, ok := strings.CutPrefix(f.Message, "approved verifier "); ok {
+			name, _, _ = strings.Cut(rest, " ")
+		}
+		ran[name] = true
+		out = append(out, VerifierOutcome{Name: name, Outcome: o, Detail: f.Message})
+	}
+	for _, n := range names {
+		if !ran[n] {
+			out = append(out, VerifierOutcome{Name: n, Outcome: "not run", Detail: "the policy's verifiers run only on a draft nothing else holds; this one was held before them"})
+		}
+	}
+	return out
+}
