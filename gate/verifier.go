@@ -185,7 +185,17 @@ func (r *verifierRunner) run(ctx context.Context, v policy.Verifier, draft []byt
 		return out
 	}
 	report := filepath.Join(private, "report.json")
-	args := []string{"--vault", r.vault, "--profile", v.Profile, "--workdir", work,
+	// The verifier's profile as the policy names it, with the workdir
+	// direct: the workdir is the gate's own throwaway folder, removed
+	// after the run, so a proposal of the verifier's writes (strict's
+	// workdir: propose) would only pile up in the gate user's state.
+	prof := filepath.Join(private, "verifier-profile.yaml")
+	profYAML := fmt.Sprintf("name: fedmem-verifier\nextends: %q\ndescription: the policy verifier's profile (%s), its workdir the gate's throwaway folder\nworkdir: direct\n", v.Profile, v.Profile)
+	if err := os.WriteFile(prof, []byte(profYAML), 0o644); err != nil {
+		out.Error = fmt.Sprintf("verifier profile: %v", err)
+		return out
+	}
+	args := []string{"--vault", r.vault, "--profile", prof, "--workdir", work,
 		"--timeout", v.Timeout.String(), "--report", report, "--"}
 	args = append(append(args, v.Command...), filepath.Join(work, VerifyDraftFile))
 	// Backstop: fedmem-run ends the sandbox at --timeout; if fedmem-run
