@@ -23,8 +23,6 @@ import (
 	"path"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -127,20 +125,9 @@ func contradictions(res validate.Result, dest, self string, hv *headView) ([]con
 	}
 	// The draft's aliases are names it takes too (factsOf indexes a
 	// note's aliases once it is committed).
-	if a := res.Note.Get("aliases"); a != nil {
-		vals := []*yaml.Node{a}
-		if a.Kind == yaml.SequenceNode {
-			vals = a.Content
-		}
-		for i, e := range vals {
-			if i == maxAliases {
-				break
-			}
-			if e.Kind == yaml.ScalarNode {
-				if err := look("alias", e.Value, e.Line); err != nil {
-					return nil, err
-				}
-			}
+	for _, e := range nameScalars(res.Note.Get("aliases")) {
+		if err := look("alias", e.Value, e.Line); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

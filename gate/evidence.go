@@ -395,6 +395,29 @@ func (hv *headView) entry(p string) (*object.TreeEntry, error) {
 // maxAliases bounds the aliases of one note the conflict index holds.
 const maxAliases = 16
 
+// nameScalars are the scalar entries among the first maxAliases of a
+// frontmatter value that is one name or a list of names (aliases, tags);
+// nil for a missing value.
+func nameScalars(v *yaml.Node) []*yaml.Node {
+	if v == nil {
+		return nil
+	}
+	vals := []*yaml.Node{v}
+	if v.Kind == yaml.SequenceNode {
+		vals = v.Content
+	}
+	var out []*yaml.Node
+	for i, e := range vals {
+		if i == maxAliases {
+			break
+		}
+		if e.Kind == yaml.ScalarNode {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // noteFacts is what the gate needs to know of a committed note.
 type noteFacts struct {
 	Parsed  bool

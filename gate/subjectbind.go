@@ -40,7 +40,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"go.yaml.in/yaml/v3"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
@@ -243,21 +242,8 @@ func scriptBound(res validate.Result, counted []countedSource, texts []*boundTex
 		names = append(names, name{"title", res.Meta.Title, res.Note.KeyLine("title")})
 	}
 	for _, key := range []string{"subject", "aliases", "tags"} {
-		v := res.Note.Get(key)
-		if v == nil {
-			continue
-		}
-		vals := []*yaml.Node{v}
-		if v.Kind == yaml.SequenceNode {
-			vals = v.Content
-		}
-		for i, e := range vals {
-			if i == maxAliases {
-				break
-			}
-			if e.Kind == yaml.ScalarNode {
-				names = append(names, name{key, e.Value, e.Line})
-			}
+		for _, e := range nameScalars(res.Note.Get(key)) {
+			names = append(names, name{key, e.Value, e.Line})
 		}
 	}
 	for _, n := range names {
