@@ -440,6 +440,11 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		"workdir": s.Workdir, "command": o.Argv, "uid": s.UID, "network": prof.Network, "warnings": s.Warnings})
 	sandbox.Stamp("prepared")
 	res, runErr := o.Backend.Run(ctx, spec) // chosen by Run
+	// The agent is gone: its output relays drain now, before fedmem-run
+	// writes its own lines to the same stderr (a relay still copying the
+	// agent's last bytes into a shared buffer raced the summary: the
+	// notices went missing, TestReportCountsDenials once in ~100 runs).
+	std.release()
 	rep.DurationMS = time.Since(started).Milliseconds()
 	rep.VaultHeadEnd, _ = vault.ReadHead(s.Vault)
 	rep.InboxFiles, rep.InboxTruncated = listInbox(s.Plan.Inbox)
