@@ -3,6 +3,7 @@ package mounts
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -461,5 +462,56 @@ func TestHomeLinksHeld(t *testing.T) {
 	}
 	if !slices.Contains(pl.Watch, "/home/u/dotfiles/zshenv") {
 		t.Errorf("the dangling ~/.zshenv's target is not watched: %v", pl.Watch)
+	}
+}
+
+// TestListedSocketThroughLinkNotBound (rule unix-socket-no-link): a listed
+// socket whose path goes through a link — a folder on the way replaced by
+// a link in the writable workdir, the socket's own name a link, the
+// allow-list home's — is not bound (the bind would follow it wherever the
+// link's writer chose), not granted to Landlock, and a warning names it
+// with its real path and the rule.
+func TestListedSocketThroughLinkNotBound(t *testing.T) {
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.UnixSockets = []string{"/w/sock/app.sock", "/w/own.sock", "/home/u/.app/a.sock", "/run/z.sock"}
+	tree := []string{"/w/", "/w/sock/app.sock", "/w/own.sock", "/srv/app.sock", "/home/u/", "/home/u/.app/a.sock", "/run/", "/run/z.sock"}
+	links := map[string]string{"/w/sock/app.sock": "/srv/app.sock", "/home/u/.app/a.sock": "/run/docker.sock"}
+	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...),
+		RealPath: func(s string) string {
+			if r, ok := links[s]; ok {
+				return r
+			}
+			return s
+		},
+		Readlink: func(s string) (string, error) {
+			if s == "/w/own.sock" {
+				return "../srv/app.sock", nil // a dangling-looking link at the name itself
+			}
+			return "", os.ErrInvalid
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range pl.Mounts {
+		if m.Why == WhyListedSocket && m.Target != "/run/z.sock" {
+			t.Errorf("%s bound (%+v): its path goes through a link", m.Target, m)
+		}
+	}
+	if strings.Join(pl.UnixSockets, ",") != "/run/z.sock" {
+		t.Errorf("Plan.UnixSockets (Landlock's grants) %v, want only /run/z.sock", pl.UnixSockets)
+	}
+	for _, s := range []string{"/w/sock/app.sock", "/w/own.sock", "/home/u/.app/a.sock"} {
+		found := false
+		for _, w := range pl.Warnings {
+			if strings.Contains(w, "unix_sockets "+s+":") && strings.Contains(w, RuleSocketNoLink) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no warning naming %s and rule %s: %v", s, RuleSocketNoLink, pl.Warnings)
+		}
 	}
 }

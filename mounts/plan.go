@@ -198,7 +198,11 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		InstructionsReadOnly: p.Instructions == profiles.InstructionsReadOnly,
 	}
 	for _, s := range p.UnixSockets {
-		pl.UnixSockets = append(pl.UnixSockets, filepath.Clean(s))
+		// Landlock grants what is bound: not a path through a link
+		// (rule unix-socket-no-link, addHostAuthority warns).
+		if _, linked := socketLinked(in, filepath.Clean(s)); !linked {
+			pl.UnixSockets = append(pl.UnixSockets, filepath.Clean(s))
+		}
 	}
 	add := func(m Mount) { pl.Mounts = append(pl.Mounts, m) }
 	if p.Limits.OptionalMemory && p.Limits.Memory > 0 {
@@ -321,7 +325,7 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		// unix_sockets under the allow-list home are bound back into it.
 		for _, s := range p.UnixSockets {
 			s = filepath.Clean(s)
-			if !vault.Within(s, in.Home) || s == in.Home || vault.Within(s, in.Vault) || shownBy(binds(all), s) {
+			if _, linked := socketLinked(in, s); linked || !vault.Within(s, in.Home) || s == in.Home || vault.Within(s, in.Vault) || shownBy(binds(all), s) {
 				continue
 			}
 			if ok, isDir := exists(s); ok && !isDir {
