@@ -300,7 +300,7 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 			}
 		}
 		var fd int
-		if sock {
+		if sock && m.Why == mounts.WhyListedSocket {
 			// No link followed, a socket or FIFO only: the plan refused a
 			// path through a link, and another session's agent may swap
 			// a folder on the way since (mounts rule unix-socket-no-link).
