@@ -1,6 +1,7 @@
 package escape
 
 import (
+	"github.com/fedmem/fedmem/test/testutil"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,5 +67,105 @@ func TestRT22ListedSocketLinkPlanted(t *testing.T) {
 	}
 	if !strings.Contains(s2, "unix-socket-no-link") || !strings.Contains(s2, listed) {
 		t.Errorf("no warning naming the listed path and rule unix-socket-no-link on stderr:\n%s", s2)
+	}
+}
+
+// rt22HomeProbe writes each path (relative to $HOME) given as NAME=rel and
+// prints "NAME ok" or "NAME <errno>".
+const rt22HomeProbe = `
+import errno, os, sys
+H = os.environ["HOME"]
+for arg in sys.argv[1:]:
+    name, rel = arg.split("=", 1)
+    p = os.path.join(H, rel)
+    try:
+        with open(p, "a") as fh:
+            fh.write("touch /tmp/pwned\n")
+        print(name, "ok")
+    except OSError as x:
+        print(name, errno.errorcode.get(x.errno, str(x.errno)))
+print("END")
+`
+
+// TestRT22HomeCodeInNonDotEntries: with the workdir the home, the
+// read-only top holds every dot-entry, but code the user's next login runs
+// also lies in non-dot entries, writable through their own binds:
+//
+//   - ~/bin on the caller's PATH (Debian's and Ubuntu's ~/.profile put an
+//     existing ~/bin first on PATH): a planted ~/bin/git runs instead of
+//     git in the user's next shell; ~/go/bin likewise (go install's
+//     default, on PATH, and in the default profile's home.show: shown
+//     read-only, not a place to write);
+//   - a startup file that sources a file of a non-dot folder by name, not
+//     through a link (~/.bashrc: ". ~/dotfiles/aliases.sh",
+//     'source "$HOME/scripts/env.sh"'): the sourced file is the startup
+//     file;
+//   - a dotfiles link deeper than the link walk's 3 levels (GNU stow
+//     unfolds ~/.config/nvim when two packages share it:
+//     ~/.config/nvim/lua/user/init.lua -> ../../../../dotfiles/nvim/init.lua).
+//
+// On the old code every one was written (ok) and kept. Rule
+// home-config-readonly: what the caller's PATH, the profile's home.show
+// and the home's own startup files name in a non-dot entry is held
+// read-only (EROFS) like the dot-entries; the rest of the entry, and the
+// projects, stay writable.
+func TestRT22HomeCodeInNonDotEntries(t *testing.T) {
+	for _, l := range []layout{{name: "workdir-is-home/root"}, {name: "workdir-is-home/user", user: true, agentOwned: true}} {
+		t.Run(l.name, func(t *testing.T) { testRT22HomeCodeInNonDotEntries(t, l) })
+	}
+}
+
+func testRT22HomeCodeInNonDotEntries(t *testing.T, l layout) {
+	e := setup(t, l)
+	e.workdir = e.home
+	h := e.home
+	for _, d := range []string{"bin", "go/bin", "go/src/proj", "dotfiles/nvim", "scripts", "proj", ".config/nvim/lua/user"} {
+		must(t, os.MkdirAll(filepath.Join(h, d), 0o755))
+	}
+	files := map[string]string{
+		"bin/mytool":             "#!/bin/sh\necho the user's tool\n",
+		"go/bin/gopls":           "binary\n",
+		"dotfiles/aliases.sh":    "alias ll='ls -l'\n",
+		"dotfiles/nvim/init.lua": "-- the user's\n",
+		"scripts/env.sh":         "export X=1\n",
+		"proj/f":                 "project file\n",
+		".bashrc":                "# user's bashrc\n. ~/dotfiles/aliases.sh\nsource \"$HOME/scripts/env.sh\"\n",
+	}
+	for rel, c := range files {
+		must(t, os.WriteFile(filepath.Join(h, rel), []byte(c), 0o644))
+	}
+	must(t, os.Symlink("../../../../dotfiles/nvim/init.lua", filepath.Join(h, ".config/nvim/lua/user/init.lua")))
+	if l.user {
+		must(t, testutil.ChownTree(h, agentUID, agentUID))
+	}
+	path := "PATH=" + filepath.Join(h, "bin") + ":" + filepath.Join(h, "go", "bin") + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+	o, s, c := e.rtsbRun(t, nil, []string{path}, "python3", "-c", rt22HomeProbe,
+		"BIN_TOOL=bin/mytool", "BIN_NEW=bin/git", "GOBIN_NEW=go/bin/go", "GOBIN_TOOL=go/bin/gopls",
+		"SOURCED=dotfiles/aliases.sh", "SOURCED_HOME=scripts/env.sh", "DEEP_LINK=.config/nvim/lua/user/init.lua", "DEEP_TARGET=dotfiles/nvim/init.lua",
+		"PROJ=proj/new.txt", "GOSRC=go/src/proj/main.go", "OTHER_SCRIPT=scripts/other.txt")
+	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", c, o, s)
+	if c != 0 || !strings.Contains(o, "END") {
+		t.Fatalf("the probe did not run (exit %d)", c)
+	}
+	got := parseProbe([]byte(o))
+	for _, k := range []string{"BIN_TOOL", "BIN_NEW", "GOBIN_NEW", "GOBIN_TOOL", "SOURCED", "SOURCED_HOME", "DEEP_LINK", "DEEP_TARGET"} {
+		if got[k] != "EROFS" {
+			t.Errorf("%s: %q, want EROFS (code the user's next login runs, rule home-config-readonly)", k, got[k])
+		}
+	}
+	for _, k := range []string{"PROJ", "GOSRC", "OTHER_SCRIPT"} {
+		if got[k] != "ok" {
+			t.Errorf("%s: %q, want ok (a project's file stays writable)", k, got[k])
+		}
+	}
+	for rel, want := range files {
+		if b, _ := os.ReadFile(filepath.Join(h, rel)); string(b) != want {
+			t.Errorf("%s changed on the host: %q", rel, b)
+		}
+	}
+	for _, rel := range []string{"bin/git", "go/bin/go"} {
+		if _, err := os.Lstat(filepath.Join(h, rel)); err == nil {
+			t.Errorf("%s exists on the host after the session", rel)
+		}
 	}
 }
