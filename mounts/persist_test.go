@@ -515,3 +515,51 @@ func TestListedSocketThroughLinkNotBound(t *testing.T) {
 		}
 	}
 }
+
+// TestHomeNamedHeld (rule home-config-readonly): with the workdir the
+// home, what names code inside its writable non-dot entries is held —
+// a PATH directory, a home.show entry, a file ~/.bashrc sources, a
+// PATH=$HOME/x line, a sourced glob's folder, ~/.config's include, an
+// absent sourced file (watched) — and what names a place is not: a `cd`
+// alias's folder, a Git includeIf gitdir: condition, a path in a history
+// file, an absent path nothing sources.
+func TestHomeNamedHeld(t *testing.T) {
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := []string{"/home/u/", "/home/u/.bashrc", "/home/u/.gitconfig", "/home/u/.bash_history", "/home/u/.config/", "/home/u/.config/fish/", "/home/u/.config/fish/config.fish",
+		"/home/u/bin/", "/home/u/go/", "/home/u/go/bin/", "/home/u/tools/", "/home/u/tools/bin/", "/home/u/dotfiles/", "/home/u/dotfiles/aliases.sh", "/home/u/dotfiles/bash/", "/home/u/dotfiles/fish.fish",
+		"/home/u/proj/", "/home/u/proj/main.go", "/home/u/work/", "/home/u/work/client/", "/v/"}
+	files := map[string]string{
+		"/home/u/.bashrc":                  ". ~/dotfiles/aliases.sh\nfor f in ~/dotfiles/bash/*.sh; do . \"$f\"; done\nexport PATH=\"$HOME/tools/bin:$PATH\"\nalias p='cd ~/proj'\n[ -f ~/dotfiles/local.sh ] && . ~/dotfiles/local.sh\necho ~/proj/notes.txt\n",
+		"/home/u/.gitconfig":               "[includeIf \"gitdir:~/work/client/\"]\n\tpath = ~/dotfiles/client.gitconfig\n",
+		"/home/u/.bash_history":            "vim ~/proj/main.go\n",
+		"/home/u/.config/fish/config.fish": "source /home/u/dotfiles/fish.fish\n",
+	}
+	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
+		Exists: fakeHost(tree...), List: fakeList(tree...), PathDirs: []string{"/home/u/bin", "/usr/bin", "relative/bin"},
+		ReadFile: func(f string) ([]byte, error) { return []byte(files[f]), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := kinds(pl)
+	for _, target := range []string{"/home/u/bin", "/home/u/go/bin", "/home/u/dotfiles/aliases.sh", "/home/u/dotfiles/bash", "/home/u/tools/bin", "/home/u/dotfiles/fish.fish"} {
+		if m, ok := got[target]; !ok || m.Kind != Protected {
+			t.Errorf("%s: got %+v (present %v), want Protected", target, m, ok)
+		}
+	}
+	for _, target := range []string{"/home/u/proj", "/home/u/proj/main.go", "/home/u/work/client", "/home/u/dotfiles"} {
+		if m, ok := got[target]; ok && m.Kind == Protected {
+			t.Errorf("%s held read-only (%+v): it is named as a place, not as code", target, m)
+		}
+	}
+	for _, w := range []string{"/home/u/dotfiles/local.sh", "/home/u/dotfiles/client.gitconfig"} {
+		if !slices.Contains(pl.Watch, w) {
+			t.Errorf("the absent sourced %s is not watched: %v", w, pl.Watch)
+		}
+	}
+	if slices.Contains(pl.Watch, "/home/u/proj/notes.txt") {
+		t.Errorf("an absent path nothing sources is watched: %v", pl.Watch)
+	}
+}

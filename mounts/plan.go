@@ -163,6 +163,10 @@ type Input struct {
 	// uses it for dangling links among the dot-entries of a home in a
 	// writable path (homeLinks). nil: not read.
 	Readlink func(p string) (string, error)
+	// PathDirs is the caller's PATH, split: a directory on it inside a
+	// writable non-dot entry of a home in a writable path is held
+	// read-only (homeNamed). nil: none.
+	PathDirs []string
 }
 
 // ErrPlan marks an invalid plan input.
@@ -346,6 +350,7 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	}
 	pl.Warnings = append(pl.Warnings, cw...)
 	extra = append(extra, homeLinks(pl, in, exists)...)
+	extra = append(extra, homeNamed(pl, p, in, exists)...)
 	protectPersistence(pl, in, exists, writable, extra)
 
 	add(Mount{Kind: BindRO, Source: in.Vault, Target: in.Vault, Dir: true, Why: "vault, read-only as a whole (.git included)"})

@@ -201,6 +201,7 @@ func Resolve(o Options) (*Session, error) {
 		List:       host.List,
 		Readlink:   os.Readlink,
 		Specials:   scanner.Specials,
+		PathDirs:   filepath.SplitList(os.Getenv("PATH")),
 	})
 	if err != nil {
 		return nil, err
