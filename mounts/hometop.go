@@ -253,7 +253,16 @@ func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (boo
 		return nil
 	}
 	var out []configured
+	real := func(x string) string {
+		// A link (~/bin -> dotfiles/bin): its target is what runs, and
+		// a mount point must not be a link.
+		if in.RealPath != nil {
+			return in.RealPath(x)
+		}
+		return x
+	}
 	inEntry := func(x string) (string, bool) {
+		x = real(x)
 		rel, ok := strings.CutPrefix(filepath.Clean(x), h+"/")
 		if !ok || rel == "" || strings.HasPrefix(rel, ".") || strings.HasPrefix(rel, "..") {
 			return "", false
@@ -327,9 +336,9 @@ func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (boo
 				if glob >= 0 {
 					rel, dir = filepath.Dir(rel[:glob+1]), true
 				}
-				rel = filepath.Clean(rel)
-				x := filepath.Join(h, rel)
-				if _, ok := inEntry(x); !ok || seen[x] {
+				x := real(filepath.Join(h, filepath.Clean(rel)))
+				rel, entry := inEntry(x)
+				if !entry || seen[x] {
 					continue
 				}
 				ok, isDir := exists(x)

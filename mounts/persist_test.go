@@ -529,7 +529,7 @@ func TestHomeNamedHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	tree := []string{"/home/u/", "/home/u/.bashrc", "/home/u/.gitconfig", "/home/u/.bash_history", "/home/u/.config/", "/home/u/.config/fish/", "/home/u/.config/fish/config.fish",
-		"/home/u/bin/", "/home/u/go/", "/home/u/go/bin/", "/home/u/tools/", "/home/u/tools/bin/", "/home/u/dotfiles/", "/home/u/dotfiles/aliases.sh", "/home/u/dotfiles/bash/", "/home/u/dotfiles/fish.fish",
+		"/home/u/bin/", "/home/u/go/", "/home/u/go/bin/", "/home/u/tools/", "/home/u/tools/bin/", "/home/u/dotfiles/", "/home/u/dotfiles/aliases.sh", "/home/u/dotfiles/bash/", "/home/u/dotfiles/fish.fish", "/home/u/lbin", "/home/u/dotfiles/bin/",
 		"/home/u/proj/", "/home/u/proj/main.go", "/home/u/work/", "/home/u/work/client/", "/v/"}
 	files := map[string]string{
 		"/home/u/.bashrc":                  ". ~/dotfiles/aliases.sh\nfor f in ~/dotfiles/bash/*.sh; do . \"$f\"; done\nexport PATH=\"$HOME/tools/bin:$PATH\"\nalias p='cd ~/proj'\n[ -f ~/dotfiles/local.sh ] && . ~/dotfiles/local.sh\necho ~/proj/notes.txt\n",
@@ -538,13 +538,22 @@ func TestHomeNamedHeld(t *testing.T) {
 		"/home/u/.config/fish/config.fish": "source /home/u/dotfiles/fish.fish\n",
 	}
 	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
-		Exists: fakeHost(tree...), List: fakeList(tree...), PathDirs: []string{"/home/u/bin", "/usr/bin", "relative/bin"},
+		Exists: fakeHost(tree...), List: fakeList(tree...), PathDirs: []string{"/home/u/bin", "/usr/bin", "relative/bin", "/home/u/lbin"},
+		RealPath: func(x string) string {
+			if x == "/home/u/lbin" {
+				return "/home/u/dotfiles/bin"
+			}
+			return x
+		},
 		ReadFile: func(f string) ([]byte, error) { return []byte(files[f]), nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := kinds(pl)
-	for _, target := range []string{"/home/u/bin", "/home/u/go/bin", "/home/u/dotfiles/aliases.sh", "/home/u/dotfiles/bash", "/home/u/tools/bin", "/home/u/dotfiles/fish.fish"} {
+	if _, ok := got["/home/u/lbin"]; ok {
+		t.Error("a PATH entry that is a link held at the link (a mount point must not be one)")
+	}
+	for _, target := range []string{"/home/u/dotfiles/bin", "/home/u/bin", "/home/u/go/bin", "/home/u/dotfiles/aliases.sh", "/home/u/dotfiles/bash", "/home/u/tools/bin", "/home/u/dotfiles/fish.fish"} {
 		if m, ok := got[target]; !ok || m.Kind != Protected {
 			t.Errorf("%s: got %+v (present %v), want Protected", target, m, ok)
 		}

@@ -135,12 +135,14 @@ func testRT22HomeCodeInNonDotEntries(t *testing.T, l layout) {
 		must(t, os.WriteFile(filepath.Join(h, rel), []byte(c), 0o644))
 	}
 	must(t, os.Symlink("../../../../dotfiles/nvim/init.lua", filepath.Join(h, ".config/nvim/lua/user/init.lua")))
+	must(t, os.MkdirAll(filepath.Join(h, "dotfiles", "bin"), 0o755))
+	must(t, os.Symlink("dotfiles/bin", filepath.Join(h, "lbin"))) // a dotfiles checkout's bin on PATH
 	if l.user {
 		must(t, testutil.ChownTree(h, agentUID, agentUID))
 	}
-	path := "PATH=" + filepath.Join(h, "bin") + ":" + filepath.Join(h, "go", "bin") + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+	path := "PATH=" + filepath.Join(h, "bin") + ":" + filepath.Join(h, "go", "bin") + ":" + filepath.Join(h, "lbin") + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 	o, s, c := e.rtsbRun(t, nil, []string{path}, "python3", "-c", rt22HomeProbe,
-		"BIN_TOOL=bin/mytool", "BIN_NEW=bin/git", "GOBIN_NEW=go/bin/go", "GOBIN_TOOL=go/bin/gopls",
+		"BIN_TOOL=bin/mytool", "BIN_NEW=bin/git", "LINKED_BIN=lbin/git", "GOBIN_NEW=go/bin/go", "GOBIN_TOOL=go/bin/gopls",
 		"SOURCED=dotfiles/aliases.sh", "SOURCED_HOME=scripts/env.sh", "DEEP_LINK=.config/nvim/lua/user/init.lua", "DEEP_TARGET=dotfiles/nvim/init.lua",
 		"PROJ=proj/new.txt", "GOSRC=go/src/proj/main.go", "OTHER_SCRIPT=scripts/other.txt")
 	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", c, o, s)
@@ -148,7 +150,7 @@ func testRT22HomeCodeInNonDotEntries(t *testing.T, l layout) {
 		t.Fatalf("the probe did not run (exit %d)", c)
 	}
 	got := parseProbe([]byte(o))
-	for _, k := range []string{"BIN_TOOL", "BIN_NEW", "GOBIN_NEW", "GOBIN_TOOL", "SOURCED", "SOURCED_HOME", "DEEP_LINK", "DEEP_TARGET"} {
+	for _, k := range []string{"BIN_TOOL", "BIN_NEW", "LINKED_BIN", "GOBIN_NEW", "GOBIN_TOOL", "SOURCED", "SOURCED_HOME", "DEEP_LINK", "DEEP_TARGET"} {
 		if got[k] != "EROFS" {
 			t.Errorf("%s: %q, want EROFS (code the user's next login runs, rule home-config-readonly)", k, got[k])
 		}
@@ -163,7 +165,7 @@ func testRT22HomeCodeInNonDotEntries(t *testing.T, l layout) {
 			t.Errorf("%s changed on the host: %q", rel, b)
 		}
 	}
-	for _, rel := range []string{"bin/git", "go/bin/go"} {
+	for _, rel := range []string{"bin/git", "go/bin/go", "dotfiles/bin/git"} {
 		if _, err := os.Lstat(filepath.Join(h, rel)); err == nil {
 			t.Errorf("%s exists on the host after the session", rel)
 		}
