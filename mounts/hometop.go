@@ -228,6 +228,9 @@ var homeRefChars = `([A-Za-z0-9_@%+,.*?\[\]\-/]+)`
 // homeSources: a line that sources, includes or imports what it names.
 var homeSources = regexp.MustCompile(`(^\s*|[;&|({]\s*)(\.|source|include|import|path\s*=|\[\s*-[fers])\s`)
 
+// relSource: a shell line sourcing a relative path (group 1).
+var relSource = regexp.MustCompile(`(?:^\s*|[;&|({]\s*)(?:\.|source)\s+["']?([A-Za-z0-9_@%+,\-][A-Za-z0-9_@%+,.*?\[\]\-/]*)`)
+
 // notStartup: dot-files that record, not configure (history, state,
 // logs): the paths they name are what the user typed or opened.
 var notStartup = regexp.MustCompile(`(?i)hist|viminfo|lesshst|hsts|\.log$|errors|recently|state|\.lock$|cookie`)
@@ -325,8 +328,17 @@ func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (boo
 			}
 			continue
 		}
+		top := filepath.Dir(f) == h
 		for _, line := range strings.Split(string(b), "\n") {
-			for _, m := range ref.FindAllStringSubmatch(line, -1) {
+			ms := ref.FindAllStringSubmatch(line, -1)
+			if top {
+				// A login shell starts in the home: ". dotfiles/aliases.sh"
+				// in ~/.profile names ~/dotfiles/aliases.sh.
+				for _, m := range relSource.FindAllStringSubmatch(line, -1) {
+					ms = append(ms, []string{m[0], "", m[1]})
+				}
+			}
+			for _, m := range ms {
 				if m[1] != "" {
 					continue // a Git includeIf condition names a project, not a file
 				}
