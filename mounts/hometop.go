@@ -250,10 +250,16 @@ var notStartup = regexp.MustCompile(`(?i)hist|viminfo|lesshst|hsts|\.log$|errors
 // named folder only from a PATH line or a sourced glob (a `cd ~/proj`
 // alias or a Git includeIf gitdir: keeps the project writable). Rule
 // home-config-readonly; issue 22's red team, TestRT22HomeCodeInNonDotEntries.
-func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (bool, bool)) []configured {
+//
+// A startup file with more than one hard link refuses the plan (rule
+// home-config-readonly): its other name may lie in a writable folder
+// (`ln ~/dotfiles/tmux.conf ~/.tmux.conf`), where the agent writes the
+// startup file through it, and nothing here finds that name without
+// walking every project (TestRT22HomeDotFileHardLinked).
+func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (bool, bool)) ([]configured, error) {
 	h := pl.HomeTop
 	if h == "" {
-		return nil
+		return nil, nil
 	}
 	var out []configured
 	real := func(x string) string {
@@ -288,7 +294,7 @@ func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (boo
 		}
 	}
 	if in.List == nil || in.ReadFile == nil {
-		return out
+		return out, nil
 	}
 	ref := regexp.MustCompile(`(gitdir(?:/i)?:)?(?:~|\$HOME|\$\{HOME\}|` + regexp.QuoteMeta(h) + `)/` + homeRefChars)
 	var files []string
@@ -315,6 +321,14 @@ func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (boo
 		}
 	}
 	walk(h, 1, false)
+	for _, f := range files {
+		if in.Links == nil {
+			break
+		}
+		if n := in.Links(f); n > 1 {
+			return nil, fmt.Errorf("%w: the home %s lies in a writable path and its startup file %s has %d hard links (rule %s: another name of it may lie in a folder the agent may write, and a write there changes this file; replace the hard link by a copy or a symbolic link, or use a project folder as the workdir)", ErrPlan, h, f, n, RuleHomeConfig)
+		}
+	}
 	if len(files) > homeNamedFiles {
 		pl.Warnings = append(pl.Warnings, fmt.Sprintf("the home %s lies in a writable path: only %d of its %d startup files were read for the paths they name in its writable folders (%s)", h, homeNamedFiles, len(files), RuleHomeConfig))
 		files = files[:homeNamedFiles]
@@ -365,5 +379,5 @@ func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (boo
 			}
 		}
 	}
-	return out
+	return out, nil
 }

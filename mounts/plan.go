@@ -167,6 +167,10 @@ type Input struct {
 	// writable non-dot entry of a home in a writable path is held
 	// read-only (homeNamed). nil: none.
 	PathDirs []string
+	// Links returns the number of hard links of a host file (0: unknown);
+	// Build refuses a home in a writable path whose dot-entries hold a
+	// startup file with more than one (homeNamed). nil: not checked.
+	Links func(p string) int
 }
 
 // ErrPlan marks an invalid plan input.
@@ -350,7 +354,11 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	}
 	pl.Warnings = append(pl.Warnings, cw...)
 	extra = append(extra, homeLinks(pl, in, exists)...)
-	extra = append(extra, homeNamed(pl, p, in, exists)...)
+	hn, err := homeNamed(pl, p, in, exists)
+	if err != nil {
+		return nil, err
+	}
+	extra = append(extra, hn...)
 	protectPersistence(pl, in, exists, writable, extra)
 
 	add(Mount{Kind: BindRO, Source: in.Vault, Target: in.Vault, Dir: true, Why: "vault, read-only as a whole (.git included)"})

@@ -202,6 +202,7 @@ func Resolve(o Options) (*Session, error) {
 		Readlink:   os.Readlink,
 		Specials:   scanner.Specials,
 		PathDirs:   filepath.SplitList(os.Getenv("PATH")),
+		Links:      host.Links,
 	})
 	if err != nil {
 		return nil, err

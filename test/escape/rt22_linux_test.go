@@ -171,3 +171,37 @@ func testRT22HomeCodeInNonDotEntries(t *testing.T, l layout) {
 		}
 	}
 }
+
+// TestRT22HomeDotFileHardLinked: a startup file that is a hard link to a
+// file in a writable non-dot entry (`ln ~/dotfiles/tmux.conf
+// ~/.tmux.conf`, as some dotfiles set-ups do, without -s) is one inode
+// under two names: the read-only top holds ~/.tmux.conf's name, not the
+// inode, and on the old code the agent wrote it through
+// ~/dotfiles/tmux.conf (ok, kept after the session: the user's next tmux
+// runs its run-shell lines; a .vimrc so linked is moved aside after the
+// session by the editors family, its inode still changed under
+// ~/dotfiles). Neither the link walk (symbolic links) nor the names the
+// startup files hold see the other name, and finding it means walking
+// every project: the session is refused (exit 125), naming the file, its
+// hard links and rule home-config-readonly.
+func TestRT22HomeDotFileHardLinked(t *testing.T) {
+	e := setup(t, layout{name: "workdir-is-home/root"})
+	e.workdir = e.home
+	must(t, os.MkdirAll(filepath.Join(e.home, "dotfiles"), 0o755))
+	src := filepath.Join(e.home, "dotfiles", "tmux.conf")
+	must(t, os.WriteFile(src, []byte("# the user's\n"), 0o644))
+	must(t, os.Link(src, filepath.Join(e.home, ".tmux.conf")))
+	o, s, c := e.rtsbRun(t, nil, nil, "python3", "-c", rt22HomeProbe, "VIA_NAME=.tmux.conf", "VIA_OTHER_NAME=dotfiles/tmux.conf")
+	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", c, o, s)
+	if b, _ := os.ReadFile(src); string(b) != "# the user's\n" {
+		t.Errorf("~/.tmux.conf written through its hard link ~/dotfiles/tmux.conf (%s): %q", parseProbe([]byte(o))["VIA_OTHER_NAME"], b)
+	}
+	if c != 125 || strings.Contains(o, "END") {
+		t.Fatalf("exit %d, want 125 (refused before the agent runs)", c)
+	}
+	for _, w := range []string{filepath.Join(e.home, ".tmux.conf"), "2 hard links", "home-config-readonly"} {
+		if !strings.Contains(s, w) {
+			t.Errorf("the refusal does not name %q:\n%s", w, s)
+		}
+	}
+}
