@@ -572,3 +572,34 @@ func TestHomeNamedHeld(t *testing.T) {
 		t.Errorf("an absent path nothing sources is watched: %v", pl.Watch)
 	}
 }
+
+// TestHomeStartupHardLinkRefused: a home in a writable path whose startup
+// file has a second hard link is refused, naming the file and the rule;
+// a hard-linked file in a cache (~/.cache/uv, pnpm's store) is not a
+// startup file and refuses nothing.
+func TestHomeStartupHardLinkRefused(t *testing.T) {
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		linked string
+		refuse bool
+	}{{"/home/u/.tmux.conf", true}, {"/home/u/.config/fish/config.fish", true}, {"/home/u/.cache/uv/x", false}} {
+		tree := []string{"/home/u/", "/home/u/.tmux.conf", "/home/u/.config/", "/home/u/.config/fish/", "/home/u/.config/fish/config.fish", "/home/u/.cache/", "/home/u/.cache/uv/", "/home/u/.cache/uv/x", "/home/u/dotfiles/", "/v/"}
+		_, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
+			Exists: fakeHost(tree...), List: fakeList(tree...), ReadFile: func(string) ([]byte, error) { return nil, nil },
+			Links: func(x string) int {
+				if x == c.linked {
+					return 2
+				}
+				return 1
+			}})
+		switch {
+		case c.refuse && (err == nil || !strings.Contains(err.Error(), c.linked) || !strings.Contains(err.Error(), RuleHomeConfig)):
+			t.Errorf("%s hard-linked: %v, want a refusal naming it and %s", c.linked, err, RuleHomeConfig)
+		case !c.refuse && err != nil:
+			t.Errorf("%s hard-linked: %v, want no refusal", c.linked, err)
+		}
+	}
+}
