@@ -205,3 +205,29 @@ func TestRT22HomeDotFileHardLinked(t *testing.T) {
 		}
 	}
 }
+
+// TestRT22WorkdirPathDirPlanted (open breach, FEDMEM_OPEN_BREACHES=1): the
+// caller's PATH names a folder of the workdir (direnv's PATH_add bin in
+// the project's .envrc, a `export PATH=$PWD/bin:$PATH`): the agent leaves
+// bin/git there, and the user's next `git` in that shell — a command the
+// user did not choose to take from the project — runs it. The fix that
+// holds a home's PATH folders read-only (homeNamed) is not applied to the
+// workdir: a project's bin/ is often its build output (`make` writes it),
+// and holding it read-only breaks the build. Candidate fixes: hold a PATH
+// folder of a writable root read-only unless the profile names it
+// writable, or report a program created there after the session (the
+// after-session walk) and move it aside.
+func TestRT22WorkdirPathDirPlanted(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	bin := filepath.Join(e.workdir, "bin")
+	must(t, os.MkdirAll(bin, 0o755))
+	path := "PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+	o, s, c := e.rtsbRun(t, nil, []string{path}, "sh", "-c", `printf '#!/bin/sh\necho PLANTED-GIT\n' > "$1/git" && chmod +x "$1/git" && echo WROTE`, "sh", bin)
+	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", c, o, s)
+	if _, err := os.Stat(filepath.Join(bin, "git")); err == nil {
+		if os.Getenv("FEDMEM_OPEN_BREACHES") != "1" {
+			t.Skipf("open breach (FEDMEM_OPEN_BREACHES=1 makes it fail): %s/git, on the caller's PATH, written and kept", bin)
+		}
+		t.Errorf("%s/git, on the caller's PATH, written by the agent and kept after the session (want EROFS or moved aside)", bin)
+	}
+}
