@@ -228,6 +228,14 @@ var homeRefChars = `([A-Za-z0-9_@%+,.*?\[\]\-/]+)`
 // homeSources: a line that sources, includes or imports what it names.
 var homeSources = regexp.MustCompile(`(^\s*|[;&|({]\s*)(\.|source|include|import|path\s*=|\[\s*-[fers])\s`)
 
+// codePathLine: a line that puts a folder on a search path for code — a
+// program (PATH, fish_add_path, zsh's path=(…)), a module or library
+// (PYTHONPATH, whose sitecustomize.py runs at every start; NODE_PATH,
+// PERL5LIB, RUBYLIB, LD_LIBRARY_PATH), zsh functions (fpath) or editor
+// plugins (vim's runtimepath/packpath). GOPATH is not one: it names where
+// go keeps modules and projects, and its bin/ is on PATH when it runs.
+var codePathLine = regexp.MustCompile(`\b(PATH|PYTHONPATH|NODE_PATH|PERL5LIB|PERLLIB|RUBYLIB|LD_LIBRARY_PATH|LD_PRELOAD|fish_add_path|runtimepath|rtp|packpath)\b|\b(f?path)\+?=\(`)
+
 // relSource: a shell line sourcing a relative path (group 1).
 var relSource = regexp.MustCompile(`(?:^\s*|[;&|({]\s*)(?:\.|source)\s+["']?([A-Za-z0-9_@%+,\-][A-Za-z0-9_@%+,.*?\[\]\-/]*)`)
 
@@ -369,8 +377,8 @@ func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (boo
 				}
 				ok, isDir := exists(x)
 				switch {
-				case isDir && !dir && !strings.Contains(line, "PATH"):
-					continue // a folder named as a place (cd ~/proj), not as code
+				case isDir && !dir && !codePathLine.MatchString(line):
+					continue // a folder named as a place (cd ~/proj, GOPATH), not as code
 				case !ok && !homeSources.MatchString(line):
 					continue // absent, and not sourced: a place, not code
 				}

@@ -529,12 +529,13 @@ func TestHomeNamedHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	tree := []string{"/home/u/", "/home/u/.bashrc", "/home/u/.gitconfig", "/home/u/.bash_history", "/home/u/.config/", "/home/u/.config/fish/", "/home/u/.config/fish/config.fish",
-		"/home/u/bin/", "/home/u/go/", "/home/u/go/bin/", "/home/u/tools/", "/home/u/tools/bin/", "/home/u/dotfiles/", "/home/u/dotfiles/aliases.sh", "/home/u/dotfiles/bash/", "/home/u/dotfiles/fish.fish", "/home/u/dotfiles/rel.sh", "/home/u/lbin", "/home/u/dotfiles/bin/",
+		"/home/u/bin/", "/home/u/go/", "/home/u/go/bin/", "/home/u/tools/", "/home/u/tools/bin/", "/home/u/dotfiles/", "/home/u/dotfiles/aliases.sh", "/home/u/dotfiles/bash/", "/home/u/dotfiles/fish.fish", "/home/u/dotfiles/rel.sh", "/home/u/pylib/", "/home/u/zfuncs/", "/home/u/.vimrc", "/home/u/vimfiles/", "/home/u/lbin", "/home/u/dotfiles/bin/",
 		"/home/u/proj/", "/home/u/proj/main.go", "/home/u/work/", "/home/u/work/client/", "/v/"}
 	files := map[string]string{
-		"/home/u/.bashrc":                  ". dotfiles/rel.sh\n. ~/dotfiles/aliases.sh\nfor f in ~/dotfiles/bash/*.sh; do . \"$f\"; done\nexport PATH=\"$HOME/tools/bin:$PATH\"\nalias p='cd ~/proj'\n[ -f ~/dotfiles/local.sh ] && . ~/dotfiles/local.sh\necho ~/proj/notes.txt\n",
+		"/home/u/.bashrc":                  "export GOPATH=$HOME/go\nexport PYTHONPATH=$HOME/pylib\nfpath=(~/zfuncs $fpath)\n. dotfiles/rel.sh\n. ~/dotfiles/aliases.sh\nfor f in ~/dotfiles/bash/*.sh; do . \"$f\"; done\nexport PATH=\"$HOME/tools/bin:$PATH\"\nalias p='cd ~/proj'\n[ -f ~/dotfiles/local.sh ] && . ~/dotfiles/local.sh\necho ~/proj/notes.txt\n",
 		"/home/u/.gitconfig":               "[includeIf \"gitdir:~/work/client/\"]\n\tpath = ~/dotfiles/client.gitconfig\n",
 		"/home/u/.bash_history":            "vim ~/proj/main.go\n",
+		"/home/u/.vimrc":                   "set runtimepath+=~/vimfiles\n",
 		"/home/u/.config/fish/config.fish": "source /home/u/dotfiles/fish.fish\n",
 	}
 	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
@@ -553,12 +554,12 @@ func TestHomeNamedHeld(t *testing.T) {
 	if _, ok := got["/home/u/lbin"]; ok {
 		t.Error("a PATH entry that is a link held at the link (a mount point must not be one)")
 	}
-	for _, target := range []string{"/home/u/dotfiles/rel.sh", "/home/u/dotfiles/bin", "/home/u/bin", "/home/u/go/bin", "/home/u/dotfiles/aliases.sh", "/home/u/dotfiles/bash", "/home/u/tools/bin", "/home/u/dotfiles/fish.fish"} {
+	for _, target := range []string{"/home/u/pylib", "/home/u/zfuncs", "/home/u/vimfiles", "/home/u/dotfiles/rel.sh", "/home/u/dotfiles/bin", "/home/u/bin", "/home/u/go/bin", "/home/u/dotfiles/aliases.sh", "/home/u/dotfiles/bash", "/home/u/tools/bin", "/home/u/dotfiles/fish.fish"} {
 		if m, ok := got[target]; !ok || m.Kind != Protected {
 			t.Errorf("%s: got %+v (present %v), want Protected", target, m, ok)
 		}
 	}
-	for _, target := range []string{"/home/u/proj", "/home/u/proj/main.go", "/home/u/work/client", "/home/u/dotfiles"} {
+	for _, target := range []string{"/home/u/go", "/home/u/proj", "/home/u/proj/main.go", "/home/u/work/client", "/home/u/dotfiles"} {
 		if m, ok := got[target]; ok && m.Kind == Protected {
 			t.Errorf("%s held read-only (%+v): it is named as a place, not as code", target, m)
 		}
