@@ -110,7 +110,7 @@ print("END")
 // read-only (EROFS) like the dot-entries; the rest of the entry, and the
 // projects, stay writable.
 func TestRT22HomeCodeInNonDotEntries(t *testing.T) {
-	for _, l := range []layout{{name: "workdir-is-home/root"}, {name: "workdir-is-home/user", user: true, agentOwned: true}} {
+	for _, l := range []layout{{name: "workdir-is-home/root"}, {name: "workdir-is-home/user", user: true, agentOwned: true}, {name: "workdir-holds-home/root"}} {
 		t.Run(l.name, func(t *testing.T) { testRT22HomeCodeInNonDotEntries(t, l) })
 	}
 }
@@ -118,6 +118,9 @@ func TestRT22HomeCodeInNonDotEntries(t *testing.T) {
 func testRT22HomeCodeInNonDotEntries(t *testing.T, l layout) {
 	e := setup(t, l)
 	e.workdir = e.home
+	if strings.HasPrefix(l.name, "workdir-holds-home/") {
+		e.workdir = e.base // the home's parent: the vault lies in it too
+	}
 	h := e.home
 	for _, d := range []string{"bin", "go/bin", "go/src/proj", "dotfiles/nvim", "scripts", "proj", ".config/nvim/lua/user"} {
 		must(t, os.MkdirAll(filepath.Join(h, d), 0o755))
