@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -304,6 +305,16 @@ func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (boo
 	if in.List == nil || in.ReadFile == nil {
 		return out, nil
 	}
+	// A dot-path the profile grants (home.writable, state) is the
+	// agent's: what lies there is not the user's startup file, and a hard
+	// link or a name the agent writes there must not refuse or shape the
+	// next session.
+	var granted []string
+	for _, m := range pl.Mounts {
+		if m.Kind == BindRW && m.Why != WhyHomeEntry && m.Target != h && vault.Within(m.Target, h) {
+			granted = append(granted, m.Target)
+		}
+	}
 	ref := regexp.MustCompile(`(gitdir(?:/i)?:)?(?:~|\$HOME|\$\{HOME\}|` + regexp.QuoteMeta(h) + `)/` + homeRefChars)
 	var files []string
 	var walk func(dir string, depth int, config bool)
@@ -317,6 +328,9 @@ func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (boo
 			p := filepath.Join(dir, n)
 			if in.RealPath != nil && in.RealPath(p) != p {
 				continue // a link: homeLinks holds its target
+			}
+			if slices.ContainsFunc(granted, func(g string) bool { return vault.Within(p, g) }) {
+				continue
 			}
 			ok, isDir := exists(p)
 			switch {

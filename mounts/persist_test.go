@@ -586,8 +586,10 @@ func TestHomeStartupHardLinkRefused(t *testing.T) {
 	for _, c := range []struct {
 		linked string
 		refuse bool
-	}{{"/home/u/.tmux.conf", true}, {"/home/u/.config/fish/config.fish", true}, {"/home/u/.cache/uv/x", false}} {
-		tree := []string{"/home/u/", "/home/u/.tmux.conf", "/home/u/.config/", "/home/u/.config/fish/", "/home/u/.config/fish/config.fish", "/home/u/.cache/", "/home/u/.cache/uv/", "/home/u/.cache/uv/x", "/home/u/dotfiles/", "/v/"}
+	}{{"/home/u/.tmux.conf", true}, {"/home/u/.config/fish/config.fish", true}, {"/home/u/.cache/uv/x", false}, {"/home/u/.config/granted/x", false}} {
+		// .config/granted is the profile's home.writable: the agent's.
+		p.Home.Writable = []string{".config/granted/"}
+		tree := []string{"/home/u/", "/home/u/.tmux.conf", "/home/u/.config/", "/home/u/.config/fish/", "/home/u/.config/fish/config.fish", "/home/u/.cache/", "/home/u/.cache/uv/", "/home/u/.cache/uv/x", "/home/u/.config/granted/", "/home/u/.config/granted/x", "/home/u/dotfiles/", "/v/"}
 		_, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
 			Exists: fakeHost(tree...), List: fakeList(tree...), ReadFile: func(string) ([]byte, error) { return nil, nil },
 			Links: func(x string) int {
