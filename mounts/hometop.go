@@ -166,6 +166,7 @@ func homeLinks(pl *Plan, in Input, exists func(string) (bool, bool)) []configure
 	}
 	var out []configured
 	seen := 0
+	granted := grantedInHome(pl)
 	var walk func(dir string, depth int)
 	walk = func(dir string, depth int) {
 		names, _ := in.List(dir)
@@ -178,6 +179,9 @@ func homeLinks(pl *Plan, in Input, exists func(string) (bool, bool)) []configure
 				return
 			}
 			p := filepath.Join(dir, n)
+			if slices.ContainsFunc(granted, func(g string) bool { return vault.Within(p, g) }) {
+				continue // the agent's (home.writable, state)
+			}
 			r := in.RealPath(p)
 			if r == p && in.Readlink != nil {
 				// A dangling link resolves to nothing: what it names, once
@@ -305,16 +309,7 @@ func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (boo
 	if in.List == nil || in.ReadFile == nil {
 		return out, nil
 	}
-	// A dot-path the profile grants (home.writable, state) is the
-	// agent's: what lies there is not the user's startup file, and a hard
-	// link or a name the agent writes there must not refuse or shape the
-	// next session.
-	var granted []string
-	for _, m := range pl.Mounts {
-		if m.Kind == BindRW && m.Why != WhyHomeEntry && m.Target != h && vault.Within(m.Target, h) {
-			granted = append(granted, m.Target)
-		}
-	}
+	granted := grantedInHome(pl)
 	ref := regexp.MustCompile(`(gitdir(?:/i)?:)?(?:~|\$HOME|\$\{HOME\}|` + regexp.QuoteMeta(h) + `)/` + homeRefChars)
 	var files []string
 	var walk func(dir string, depth int, config bool)
@@ -402,4 +397,19 @@ func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (boo
 		}
 	}
 	return out, nil
+}
+
+// grantedInHome: the paths of a home in a writable path that the profile
+// grants the agent (home.writable, state). What lies there is the agent's,
+// not the user's configuration: a link, a hard link or a name the agent
+// left there must not refuse or shape the next session (homeLinks,
+// homeNamed).
+func grantedInHome(pl *Plan) []string {
+	var out []string
+	for _, m := range pl.Mounts {
+		if m.Kind == BindRW && m.Why != WhyHomeEntry && m.Target != pl.HomeTop && vault.Within(m.Target, pl.HomeTop) {
+			out = append(out, m.Target)
+		}
+	}
+	return out
 }

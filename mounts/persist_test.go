@@ -429,9 +429,10 @@ func TestHomeLinksHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree := []string{"/home/u/", "/home/u/.inputrc", "/home/u/.config/", "/home/u/.config/nvim", "/home/u/.zshenv", "/home/u/.alias",
+	p.Home.Writable = []string{".granted/"} // the agent's: its links hold nothing
+	tree := []string{"/home/u/", "/home/u/.granted/", "/home/u/.granted/l", "/home/u/proj/", "/home/u/proj/main.go", "/home/u/.inputrc", "/home/u/.config/", "/home/u/.config/nvim", "/home/u/.zshenv", "/home/u/.alias",
 		"/home/u/dotfiles/", "/home/u/dotfiles/shell/", "/home/u/dotfiles/shell/inputrc", "/home/u/dotfiles/nvim/", "/home/u/.real", "/v/"}
-	links := map[string]string{"/home/u/.inputrc": "dotfiles/shell/inputrc", "/home/u/.config/nvim": "../dotfiles/nvim", "/home/u/.zshenv": "dotfiles/zshenv", "/home/u/.alias": ".real"}
+	links := map[string]string{"/home/u/.granted/l": "../proj/main.go", "/home/u/.inputrc": "dotfiles/shell/inputrc", "/home/u/.config/nvim": "../dotfiles/nvim", "/home/u/.zshenv": "dotfiles/zshenv", "/home/u/.alias": ".real"}
 	real := func(p string) string {
 		if t, ok := links[p]; ok && t != "dotfiles/zshenv" {
 			return filepath.Clean(filepath.Join(filepath.Dir(p), t))
@@ -456,6 +457,9 @@ func TestHomeLinksHeld(t *testing.T) {
 		if m, ok := got[target]; !ok || m.Kind != kind {
 			t.Errorf("%s: got %+v (present %v), want %s", target, m, ok, kind)
 		}
+	}
+	if _, ok := got["/home/u/proj/main.go"]; ok {
+		t.Error("a link the agent left in a granted dot-path (home.writable) held a project file")
 	}
 	if _, ok := got["/home/u/.real"]; ok {
 		t.Error("a link among the dot-entries held by name: the read-only top holds it")
