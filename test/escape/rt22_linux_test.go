@@ -24,7 +24,10 @@ import (
 // backend. The same link into /run (../../run with a listed docker.sock)
 // reaches the host's docker socket. Rule unix-socket-no-link: a listed
 // path that goes through a link is not bound (a warning names it and its
-// real path); the unlisted socket refuses the agent (EACCES: DAC).
+// real path); the unlisted socket refuses the agent (EACCES: DAC). A link
+// the agent puts at a listed name that was absent (its server not running)
+// refused the next session on the old code (exit 125: the mount point is
+// a link) and is not bound either.
 func TestRT22ListedSocketLinkPlanted(t *testing.T) {
 	e := setup(t, layout{name: "beside/root"})
 	srv := filepath.Join(e.base, "srv")
@@ -35,12 +38,15 @@ func TestRT22ListedSocketLinkPlanted(t *testing.T) {
 	must(t, os.MkdirAll(sockDir, 0o755))
 	listed := filepath.Join(sockDir, "app.sock")
 	serveSocket(t, listed, 0, 0, 0o600)
+	// A second listed socket, absent when the session starts (its server
+	// is not running): the agent puts a link at the name itself.
+	absent := filepath.Join(e.workdir, "later.sock")
 	prof := filepath.Join(e.outDir, "listed.yaml")
-	must(t, os.WriteFile(prof, []byte("name: listed\nextends: default\nunix_sockets: ["+listed+"]\n"), 0o644))
+	must(t, os.WriteFile(prof, []byte("name: listed\nextends: default\nunix_sockets: ["+listed+", "+absent+"]\n"), 0o644))
 
-	// Session 1: the listed socket answers; the agent plants the link.
-	plant := `python3 -c "$1" "LISTED=$2" "SECRET=$3" && mv "$4" "$4.old" && ln -s ../srv "$4" && echo PLANTED`
-	o1, s1, c1 := e.rtsbRun(t, []string{"--profile", prof}, nil, "sh", "-c", plant, "sh", socketProbe, listed, secret, sockDir)
+	// Session 1: the listed socket answers; the agent plants the links.
+	plant := `python3 -c "$1" "LISTED=$2" "SECRET=$3" && mv "$4" "$4.old" && ln -s ../srv "$4" && ln -s ../srv/app.sock "$5" && echo PLANTED`
+	o1, s1, c1 := e.rtsbRun(t, []string{"--profile", prof}, nil, "sh", "-c", plant, "sh", socketProbe, listed, secret, sockDir, absent)
 	t.Logf("session 1: exit %d\n%s%s", c1, o1, s1)
 	got1 := parseProbe([]byte(o1))
 	if c1 != 0 || got1["LISTED"] != "HOST-SOCKET" || !strings.Contains(o1, "PLANTED") {
@@ -54,19 +60,21 @@ func TestRT22ListedSocketLinkPlanted(t *testing.T) {
 	}
 
 	// Session 2: the listed path now goes through the agent's link.
-	o2, s2, c2 := e.rtsbRun(t, []string{"--profile", prof}, nil, "python3", "-c", socketProbe, "VIA_LISTED="+listed, "SECRET="+secret)
+	o2, s2, c2 := e.rtsbRun(t, []string{"--profile", prof}, nil, "python3", "-c", socketProbe, "VIA_LISTED="+listed, "VIA_NAME="+absent, "SECRET="+secret)
 	t.Logf("session 2: exit %d\n%s%s", c2, o2, s2)
 	if c2 != 0 {
 		t.Fatalf("session 2: exit %d (a planted link must not refuse the next session)", c2)
 	}
 	got2 := parseProbe([]byte(o2))
-	for _, k := range []string{"VIA_LISTED", "SECRET"} {
+	for _, k := range []string{"VIA_LISTED", "VIA_NAME", "SECRET"} {
 		if got2[k] != "EACCES" {
 			t.Errorf("%s: %q, want EACCES (the unlisted root-only socket behind the agent's link must not answer)", k, got2[k])
 		}
 	}
-	if !strings.Contains(s2, "unix-socket-no-link") || !strings.Contains(s2, listed) {
-		t.Errorf("no warning naming the listed path and rule unix-socket-no-link on stderr:\n%s", s2)
+	for _, l := range []string{listed, absent} {
+		if !strings.Contains(s2, "unix_sockets "+l+": the path goes through a symbolic link") || !strings.Contains(s2, "unix-socket-no-link") {
+			t.Errorf("no warning naming %s and rule unix-socket-no-link on stderr:\n%s", l, s2)
+		}
 	}
 }
 
