@@ -227,7 +227,8 @@ func TestRT22HomeDotFileHardLinked(t *testing.T) {
 // and holding it read-only breaks the build. Candidate fixes: hold a PATH
 // folder of a writable root read-only unless the profile names it
 // writable, or report a program created there after the session (the
-// after-session walk) and move it aside.
+// after-session walk) and move it aside. Under workdir: propose it does not
+// reach the tree and is flagged (TestProposeFlagsProgramOnPath).
 func TestRT22WorkdirPathDirPlanted(t *testing.T) {
 	e := setup(t, layout{name: "beside/root"})
 	bin := filepath.Join(e.workdir, "bin")
