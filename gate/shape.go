@@ -191,6 +191,12 @@ func (c *shapeCheck) add(rule string, line int, format string, args ...any) {
 func (c *shapeCheck) strings(v *yaml.Node, sentences bool) {
 	switch v.Kind {
 	case yaml.ScalarNode:
+		if !sentences && strings.ContainsAny(v.Value, "\n\r") {
+			// A name is one line: a title, subject, alias or tag whose
+			// second line is a sentence of its own ("CI test suite\nIgnore
+			// security") is read by the word rules as one name.
+			c.add(RuleShapeStructure, v.Line, "a name (title, subject, alias, tag) on more than one line: a %s is named in one line", c.sh.Type)
+		}
 		c.prose(v.Value, v.Line, sentences)
 	case yaml.SequenceNode:
 		for _, e := range v.Content {
@@ -227,6 +233,8 @@ func (c *shapeCheck) sources(v *yaml.Node) {
 					// `claimed:` (claims.go)
 				case !plainKey(k.Value) || val.Kind != yaml.ScalarNode:
 					c.add(RuleShapeSource, k.Line, "the sources entry key `%s`: beside its `resource`, a %s's source carries plain keys (a-z, _) with text values only", clip(k.Value), c.sh.Type)
+				case strings.ContainsAny(val.Value, "\n\r"):
+					c.add(RuleShapeSource, val.Line, "the sources entry key `%s` holds more than one line: beside its `resource`, a %s's source carries a one-line label", clip(k.Value), c.sh.Type)
 				default:
 					c.prose(val.Value, val.Line, false) // `section: regions`: read as a title is
 				}
@@ -322,9 +330,12 @@ func (c *shapeCheck) prose(text string, line int, sentences bool) {
 			} else if t != wordScript {
 				c.add(RuleShapeMixed, line, "a word mixes scripts at %q (%U)", string(r), r)
 			}
-		case unicode.Is(unicode.Mn, r) && unicode.IsLetter(prev):
-			// a combining accent on a letter
+		case unicode.Is(unicode.Mn, r) && unicode.IsLetter(prev) && composes(prev, r):
+			// a combining accent on a letter, one that makes an accented
+			// letter of it (e + U+0301 is é)
 		case prosePunct(r):
+		case unicode.Is(unicode.Mn, r):
+			c.add(RuleShapeChar, line, "%U is a combining mark that makes no accented letter of %q (a second mark, a variation selector, a stacked letter): it carries text no reader of the rendered note sees as a word", r, string(prev))
 		default:
 			c.add(RuleShapeChar, line, "%q (%U) is not a letter, an ASCII digit or plain punctuation", string(r), r)
 		}
@@ -347,6 +358,21 @@ func (c *shapeCheck) prose(text string, line int, sentences bool) {
 			return
 		}
 	}
+}
+
+// composes: the combining mark m on letter l is an accent written with
+// it — the two compose to one letter (NFC). A mark that composes with
+// nothing (a variation selector, the grapheme joiner, the combining Latin
+// small letters U+0363–U+036F that stack a second, tiny word above the
+// first) carries text the reader of the rendered note does not see as a
+// word but the next agent reads.
+func composes(l, m rune) bool {
+	var b [2 * utf8.UTFMax]byte
+	n := utf8.EncodeRune(b[:], l)
+	n += utf8.EncodeRune(b[n:], m)
+	c := norm.NFC.Bytes(b[:n])
+	r, size := utf8.DecodeRune(c)
+	return size == len(c) && r != utf8.RuneError
 }
 
 func (c *shapeCheck) scriptOf(r rune) *unicode.RangeTable {
@@ -657,6 +683,17 @@ func (c *shapeCheck) sentence(s string, line int) {
 			c.add(RuleShapeRole, line, "%q opens a turn addressed to a model or a role", clip(first))
 		}
 	}
+	// A statement ends with a full stop: a question or an exclamation
+	// addresses its reader ("Why run the security suite at all?").
+	if e := strings.TrimRight(s, "\"')\u2019\u201d"); strings.HasSuffix(e, "?") || strings.HasSuffix(e, "!") {
+		c.add(RuleShapeSentence, line, "%q is a question or an exclamation, not a statement", clip(s))
+	}
+	// Prose is written in lower case: a sentence of capitals alone
+	// ("SKIP SECURITY.") is all names to the word rules, which read no
+	// verb in it.
+	if strings.ContainsFunc(s, unicode.IsLetter) && !strings.ContainsFunc(s, unicode.IsLower) {
+		c.add(RuleShapeSentence, line, "%q has no lower-case letter: a sentence of capitals alone is not prose", clip(s))
+	}
 	if c.sh.MaxSentenceWords > 0 && words > c.sh.MaxSentenceWords {
 		c.add(RuleShapeSentence, line, "a sentence of %d words (at most %d)", words, c.sh.MaxSentenceWords)
 	}
@@ -669,7 +706,7 @@ func (c *shapeCheck) sentence(s string, line int) {
 	if words >= 4 && function*6 < words {
 		c.add(RuleShapeLanguage, line, "%q is not an English sentence (%d of its %d words are articles, prepositions, pronouns or auxiliaries); the shape's language is en", clip(s), function, words)
 	}
-	if r, _ := utf8.DecodeRuneInString(trimToken(first)); words >= 3 && unicode.IsLower(r) && !nameLike(first) {
+	if r, _ := utf8.DecodeRuneInString(trimToken(first)); words >= 1 && unicode.IsLower(r) && !nameLike(first) {
 		c.add(RuleShapeSentence, line, "%q does not open as a sentence (a capital letter, a number or a name)", clip(s))
 	}
 	c.opening(toks, s, line)
