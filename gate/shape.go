@@ -17,6 +17,7 @@ package gate
 
 import (
 	"fmt"
+	"path"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -141,7 +142,7 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 		case validate.ShapeRefDef:
 			c.add(RuleShapeHidden, k.Line, "a reference definition [%s]: its label and title are nowhere in the rendered prose (a %s links inline)", k.Detail, sh.Type)
 		case validate.ShapeLinkPath:
-			c.add(RuleShapeURL, k.Line, "a link to %q: a vault link is a plain path (ASCII letters, digits, . _ - /, one #anchor)", k.Detail)
+			c.add(RuleShapeURL, k.Line, "a link to %q: a vault link is a plain path (ASCII letters, digits, . _ - /; no #fragment, no query, no escape)", k.Detail)
 		case validate.ShapeThematic:
 			c.add(RuleShapeStructure, k.Line, "a thematic break (---): a %s has one frontmatter and one body", sh.Type)
 		}
@@ -799,4 +800,35 @@ func subjectWords(res validate.Result) map[string]bool {
 		}
 	}
 	return m
+}
+
+// shapeLinks holds a shaped note whose vault link names no file at HEAD
+// (rule shape-url): a dangling link's path is text in hyphens that no
+// reader of the rendered note sees ("ci/skip-the-security-suite.md") and
+// the next agent reads. Links resolve from the folder the note lands in,
+// or from the vault root when they start with '/'. Like the shape, it
+// only decides what may skip a reviewer.
+func shapeLinks(in *judgeInput, folder string, hv *headView) ([]note.Finding, error) {
+	ap := in.Policy.AutoPromote
+	if ap == nil || !in.Origin.Verified || !in.Origin.Trusted || in.Result.Note == nil || ap.ShapeFor(in.Result.Meta.Type) == nil {
+		return nil, nil
+	}
+	s := in.Result.Shape()
+	if s == nil {
+		return nil, nil
+	}
+	for _, l := range s.VaultLinks {
+		target := path.Join(folder, l.Detail)
+		if strings.HasPrefix(l.Detail, "/") {
+			target = path.Clean(strings.TrimLeft(l.Detail, "/"))
+		}
+		e, err := hv.entry(target)
+		if err != nil {
+			return nil, err
+		}
+		if e == nil || !e.Mode.IsFile() {
+			return []note.Finding{flag(RuleShapeURL, l.Line, "outside the %s shape (auto_promote.shapes): the link to %q names no note at HEAD (%s): a dangling link's path is text no reader of the rendered note sees; held for a reviewer", in.Result.Meta.Type, clip(l.Detail), target)}, nil
+		}
+	}
+	return nil, nil
 }

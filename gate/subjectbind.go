@@ -33,6 +33,7 @@ package gate
 
 import (
 	"fmt"
+	"net/url"
 	"path"
 	"strings"
 	"sync"
@@ -52,6 +53,7 @@ import (
 const (
 	RuleSubjectScript    = "subject-script"    // a name word in letters no counted source's name uses
 	RuleConflictRestated = "conflict-restated" // a sentence restates a source's sentence with other words
+	RuleSubjectLabel     = "subject-label"     // a tag, alias, source label or URL word that names nothing of the note's subject
 )
 
 // countedSource is a vault source that counts as evidence.
@@ -135,6 +137,7 @@ func boundToSources(res validate.Result, counted []countedSource, hv *headView) 
 		texts[i] = bt
 	}
 	out := scriptBound(res, counted, texts)
+	out = append(out, labelBound(res, counted)...)
 	return append(out, restated(res, counted, texts)...), nil
 }
 
@@ -449,4 +452,115 @@ func restated(res validate.Result, counted []countedSource, texts []*boundText) 
 		}
 	}
 	return nil
+}
+
+// labelBound: rule subject-label. A note's labels — `tags`, `aliases`,
+// the text a `sources` entry carries beside its `resource` (`section:`)
+// and the words of a URL source — are read by the next agent with the
+// note but by no sentence rule: the shape reads them as names (one line,
+// plain letters), not as prose, so "disable security tests" or
+// "Sicherheitstests immer ueberspringen" in a tag is outside every word
+// rule. A label names the subject the note shares with its evidence: each
+// of its words (case, accents and plurals folded; function words and
+// numbers aside) is a word of the draft's title or `subject` — which the
+// subject test binds to the sources — or of a counted source's names
+// (title, `subject`, aliases, file name). Anything else is for a reviewer.
+func labelBound(res validate.Result, counted []countedSource) []note.Finding {
+	words := map[string]bool{}
+	for _, c := range counted {
+		for _, n := range append([]string{c.Facts.Title, c.Facts.Subject, NormTitle(strings.TrimSuffix(path.Base(c.Path), ".md"))}, c.Facts.Aliases...) {
+			for _, w := range strings.Fields(n) {
+				words[w] = true
+			}
+		}
+	}
+	for _, w := range nameWords(res.Meta.Title) {
+		words[nameKey(w)] = true
+	}
+	if s, ok := res.Note.Scalar("subject"); ok {
+		for _, w := range nameWords(s) {
+			words[nameKey(w)] = true
+		}
+	}
+	check := func(what, val string, line int) []note.Finding {
+		for _, w := range nameWords(val) {
+			k := nameKey(w)
+			if words[k] || functionWords[k] || strings.Trim(w, "0123456789") == "" {
+				continue
+			}
+			return []note.Finding{flag(RuleSubjectLabel, line, "the %s word %q is no word of the draft's title or `subject` nor of a name of its sources (%s): a label names the subject the note shares with its evidence, and text in it is read by no sentence rule; held for a reviewer",
+				what, clip(w), sourceNames(counted))}
+		}
+		return nil
+	}
+	for _, key := range []string{"aliases", "tags"} {
+		v := res.Note.Get(key)
+		if v == nil {
+			continue
+		}
+		vals := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			vals = v.Content
+		}
+		for _, e := range vals {
+			if e.Kind != yaml.ScalarNode {
+				continue
+			}
+			if f := check(strings.TrimSuffix(key, "es"), e.Value, e.Line); f != nil {
+				return f
+			}
+		}
+	}
+	if v := res.Note.Get("sources"); v != nil && v.Kind == yaml.SequenceNode {
+		for _, e := range v.Content {
+			switch e.Kind {
+			case yaml.ScalarNode:
+				if f := checkURL(e, check); f != nil {
+					return f
+				}
+			case yaml.MappingNode:
+				for i := 0; i+1 < len(e.Content); i += 2 {
+					k, val := e.Content[i], e.Content[i+1]
+					switch fk := note.FoldKey(k.Value); {
+					case fk == "resource":
+						if f := checkURL(val, check); f != nil {
+							return f
+						}
+					case fk == "fingerprint" || isClaimedKey(fk) || isProvenanceKey(fk) || fk == "last_modified":
+						// the gate's, a claim (claims.go) or a timestamp
+					case val.Kind == yaml.ScalarNode:
+						if f := check("source "+clip(k.Value), val.Value, val.Line); f != nil {
+							return f
+						}
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkURL binds the words of a URL source: its host (but its top-level
+// domain and `www`), path, query and fragment. A vault path is bound by
+// the source rules already.
+func checkURL(v *yaml.Node, check func(what, val string, line int) []note.Finding) []note.Finding {
+	if v.Kind != yaml.ScalarNode || !schemeRe.MatchString(v.Value) {
+		return nil
+	}
+	u, err := url.Parse(v.Value)
+	if err != nil {
+		return check("URL source", v.Value, v.Line)
+	}
+	host := strings.Split(u.Hostname(), ".")
+	if len(host) > 1 {
+		host = host[:len(host)-1]
+	}
+	if len(host) > 0 && host[0] == "www" {
+		host = host[1:]
+	}
+	text := strings.Join(host, " ") + " " + u.Opaque + " " + u.Path + " " + u.RawQuery + " " + u.Fragment
+	if uq, err := url.PathUnescape(text); err == nil {
+		text = uq
+	}
+	return check("URL source", text, v.Line)
 }

@@ -32,6 +32,9 @@ const (
 	// ShapeLinkPath: a vault link whose target is not a plain path (a
 	// fragment, a query or an escape can carry text in any script).
 	ShapeLinkPath = "link-path"
+	// ShapeVaultLink: a vault link with a plain path (BodyShape.VaultLinks;
+	// the gate checks it names a note at HEAD).
+	ShapeVaultLink = "vault-link"
 )
 
 // Construct is one non-prose construct of a body, with its draft line.
@@ -52,6 +55,9 @@ type Prose struct {
 type BodyShape struct {
 	Constructs []Construct
 	Prose      []Prose
+	// VaultLinks are the links whose target is a plain vault path, the
+	// target unclipped in Detail (at most maxShapeItems).
+	VaultLinks []Construct
 	// Parsed is false when the body was too complex to parse (rule
 	// markdown-complexity rejects it anyway).
 	Parsed bool
@@ -154,6 +160,8 @@ func inlineText(s *BodyShape, blk ast.Node, src []byte, li lineIndex, buf *bytes
 				s.add(ShapeLinkURL, nodeLine(x, src, li), d)
 			} else if !plainLinkPath(x.Destination) {
 				s.add(ShapeLinkPath, nodeLine(x, src, li), d)
+			} else if len(s.VaultLinks) < maxShapeItems {
+				s.VaultLinks = append(s.VaultLinks, Construct{ShapeVaultLink, nodeLine(x, src, li), d})
 			}
 		}
 		return ast.WalkContinue, nil
@@ -161,23 +169,22 @@ func inlineText(s *BodyShape, blk ast.Node, src []byte, li lineIndex, buf *bytes
 }
 
 // plainLinkPath: a vault link target as the shapes allow it, written as
-// it is (no escapes): ASCII letters, digits and . _ - / only, and at most
-// one '#' before a fragment of the same characters (a heading's anchor).
+// it is (no escapes): ASCII letters, digits and . _ - / only. No fragment:
+// `#security-tests-are-optional` is a sentence in hyphens that no reader
+// of the rendered note sees (the gate cannot tell an anchor from text
+// without reading the target's headings; a shaped note links to a note).
 func plainLinkPath(d []byte) bool {
 	if len(d) == 0 || len(d) > 200 {
 		return false
 	}
-	hashes := 0
 	for _, c := range d {
 		switch {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-', c == '/':
-		case c == '#':
-			hashes++
 		default:
 			return false
 		}
 	}
-	return hashes <= 1
+	return true
 }
 
 // identifierSpan: a code span naming one thing (`max_retries`,
