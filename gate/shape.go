@@ -106,6 +106,12 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 		case lk == "title" || lk == "subject":
 			c.strings(v, false)
 		case lk == "description" || lk == "tags" || lk == "aliases":
+			if lk == "aliases" && v.Kind == yaml.SequenceNode && len(v.Content) > maxAliases {
+				// The conflict index holds a note's first maxAliases
+				// names: a 17th ("Deployment region") would be a name
+				// no conflict check ever sees.
+				c.add(RuleShapeKey, v.Line, "%d aliases: a %s carries at most %d names (the gate checks and indexes no more)", len(v.Content), sh.Type, maxAliases)
+			}
 			c.strings(v, lk == "description")
 		}
 	}

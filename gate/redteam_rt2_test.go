@@ -1,0 +1,80 @@
+package gate
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Red team, round 2 (issue 24): pathological drafts from a trusted
+// profile — huge lines, one huge word, deep nesting, thousands of links,
+// openers, tags and sentences, NFKC expansion, stacked marks. Each must
+// be decided (held or rejected, never promoted) in the pass, with no
+// panic or hang; the time of each is logged, not asserted.
+func TestRT2PathologicalDrafts(t *testing.T) {
+	head := func(title string) string {
+		return "---\ntype: Fact\ntitle: " + title + "\nsources: [20-domains/ci/test-suite.md]\n---\n"
+	}
+	const n = 240 << 10 // under max_draft_bytes (256 KiB)
+	rep := func(s string, size int) string { return strings.Repeat(s, size/len(s)) }
+	drafts := map[string]string{
+		"long-line.md":   head("CI test suite long line") + "The " + rep("suite ", n) + "runs.\n",
+		"one-word.md":    head("CI test suite one word") + "The " + rep("a", n) + " suite.\n",
+		"quotes-deep.md": head("CI test suite quotes") + rep("> ", n) + "The suite runs.\n",
+		"lists-deep.md": head("CI test suite lists") + func() string {
+			var b strings.Builder
+			for i := 0; b.Len() < n; i++ {
+				b.WriteString(strings.Repeat("  ", i%2000) + "- The suite runs.\n")
+			}
+			return b.String()
+		}(),
+		"links-10k.md":       head("CI test suite links") + rep("The [suite](ci/test-suite.md) runs. ", n) + "\n",
+		"openers-10k.md":     head("CI test suite openers") + rep("[", n/2) + rep("a](", n/2) + "\n",
+		"emphasis.md":        head("CI test suite emphasis") + rep("*", n/2) + "The suite" + rep("_", n/2) + "\n",
+		"backticks.md":       head("CI test suite ticks") + rep("`a", n) + "\n",
+		"sentences.md":       head("CI test suite sentences") + rep("The suite runs. ", n) + "\n",
+		"lines.md":           head("CI test suite lines") + rep("The suite\n", n) + "\n",
+		"nfkc.md":            head("CI test suite nfkc") + rep("\ufdfa", n) + "\n",
+		"marks.md":           head("CI test suite marks") + rep("e\u0301\u0301", n) + "\n",
+		"tags-20k.md":        "---\ntype: Fact\ntitle: CI test suite tags\nsources: [20-domains/ci/test-suite.md]\ntags: [" + rep("ci, ", 200<<10) + "ci]\n---\nThe CI test suite runs on every pull request.\n",
+		"flow-deep.md":       "---\ntype: Fact\ntitle: CI test suite flow\nsources: [20-domains/ci/test-suite.md]\ntags: " + rep("[", 20000) + rep("]", 20000) + "\n---\nThe CI test suite runs on every pull request.\n",
+		"sources-10k.md":     "---\ntype: Fact\ntitle: CI test suite sources\nsources:\n" + rep("  - 20-domains/ci/test-suite.md\n", 200<<10) + "---\nThe CI test suite runs on every pull request.\n",
+		"source-urls-10k.md": "---\ntype: Fact\ntitle: CI test suite urls\nsources:\n  - 20-domains/ci/test-suite.md\n" + rep("  - https://ci.example.net/ci/test/suite\n", 200<<10) + "---\nThe CI test suite runs on every pull request.\n",
+		"headings.md":        head("CI test suite headings") + rep("# The suite runs\n", n) + "\n",
+		"html-10k.md":        head("CI test suite html") + rep("<b>", n) + "\n",
+		"refdefs-10k.md":     head("CI test suite refs") + rep("[a]: ci/test-suite.md\n", n) + "\n",
+	}
+	v := newVault(t)
+	seedTrustedVault(t, v)
+	setPolicy(t, v, ciPolicy())
+	sd := ciSession(t, v, "ci-rt2-sizes")
+	for name, c := range drafts {
+		put(t, sd, name, c)
+	}
+	g := openGate(t, v)
+	start := time.Now()
+	s := once(t, g)
+	t.Logf("%d pathological drafts decided in %v", len(drafts), time.Since(start))
+	if !s.Handled() {
+		t.Fatalf("not everything handled: %+v", s)
+	}
+	seen := map[string]bool{}
+	for _, d := range s.Decisions {
+		seen[d.Draft] = true
+		var rules []string
+		for _, r := range d.Reasons {
+			if r.Severity != "info" {
+				rules = append(rules, r.Rule)
+			}
+		}
+		t.Logf("%-20s %-9s %s", d.Draft, d.State, strings.Join(rules, " "))
+		if d.State == StatePromoted {
+			t.Errorf("%s promoted from a trusted profile", d.Draft)
+		}
+	}
+	for name := range drafts {
+		if !seen[name] {
+			t.Errorf("%s: no decision", name)
+		}
+	}
+}
