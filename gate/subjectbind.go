@@ -350,9 +350,20 @@ func sourceNames(counted []countedSource) string {
 	return b.String()
 }
 
-// sentenceHead returns the words before a sentence's verb and the verb
-// (normalised, articles dropped, plurals folded) and the words after it
-// ("" when no head is found).
+// sentenceHead returns the words before a sentence's verb and the verb's
+// lemma (normalised, articles dropped, plurals folded) and the words from
+// the verb on ("" when no head is found). The verb is the first auxiliary
+// or modal, or the first word after the first with the -s or -ed of a verb
+// that a function word follows ("needs all", "runs in", "needed all"): a
+// plural noun is followed by its verb ("events travel") or follows a
+// number ("30 minutes"). Its lemma names it in the head — every auxiliary
+// and modal is one (`is`, `was`, `isn't`, `will`, `can`, `has to`), a
+// verb is its stem (`needs`, `needed`: need) — and the verb as written
+// opens the rest: "The standby region isn't kept warm", "… was us-west-2",
+// "… will be eu-west-1" and "A merge needed all three" have the heads of
+// "The standby region is us-west-2" and "A merge needs all three to
+// pass", and a tense, a negation or a modal the source does not use is a
+// word it does not say.
 func sentenceHead(s string) (head string, rest []string) {
 	var ws []string
 	for _, t := range strings.Fields(s) {
@@ -360,21 +371,17 @@ func sentenceHead(s string) (head string, rest []string) {
 			ws = append(ws, w)
 		}
 	}
-	// The verb: the first auxiliary or modal, or the first word after the
-	// first with the -s of a verb that a function word follows ("needs
-	// all", "runs in"): a plural noun is followed by its verb ("events
-	// travel") or follows a number ("30 minutes").
-	verb := -1
+	verb, lemma := -1, ""
 	for i := 1; i < len(ws); i++ {
 		w := ws[i]
 		if auxiliaries[w] || obligationModals[w] || haveNeed[w] {
-			verb = i
+			verb, lemma = i, "(aux)"
 			break
 		}
 		prev := ws[i-1]
-		if len(w) > 2 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !functionWords[w] && !functionWords[prev] &&
+		if len(w) > 3 && (strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") || strings.HasSuffix(w, "ed")) && !functionWords[w] && !functionWords[prev] &&
 			!isDigit(prev[0]) && (i+1 == len(ws) || functionWords[ws[i+1]]) {
-			verb = i
+			verb, lemma = i, verbLemma(w)
 			break
 		}
 	}
@@ -386,9 +393,13 @@ func sentenceHead(s string) (head string, rest []string) {
 		if w == "the" || w == "a" || w == "an" {
 			continue
 		}
-		if i <= verb {
+		switch {
+		case i < verb:
 			h = append(h, stem(w))
-		} else {
+		case i == verb:
+			h = append(h, lemma)
+			rest = append(rest, w)
+		default:
 			rest = append(rest, stem(w))
 		}
 	}
@@ -396,6 +407,18 @@ func sentenceHead(s string) (head string, rest []string) {
 		return "", nil
 	}
 	return strings.Join(h, " "), rest
+}
+
+// verbLemma folds a verb's -s and -ed (and a final e): needs, needed and
+// need are one; stores and stored are one.
+func verbLemma(w string) string {
+	for _, suf := range []string{"es", "ed", "s", "d"} {
+		if strings.HasSuffix(w, suf) && len(w)-len(suf) >= 2 {
+			w = w[:len(w)-len(suf)]
+			break
+		}
+	}
+	return strings.TrimSuffix(w, "e")
 }
 
 // restated: rule conflict-restated.
