@@ -78,3 +78,41 @@ func TestRT2PathologicalDrafts(t *testing.T) {
 		}
 	}
 }
+
+// Red team, round 2: evidence a session makes for itself. Draft A (a
+// plain fact about the CI test suite, citing the human note) promotes; B,
+// in the same session and the same pass, and C, in the next pass, cite
+// A's path as their only source. Neither may promote: A is the gate's
+// own promotion (source-unreviewed) or not at HEAD yet (unresolved).
+func TestRT2SelfMadeEvidence(t *testing.T) {
+	v := newVault(t)
+	seedTrustedVault(t, v)
+	setPolicy(t, v, ciPolicy())
+	sd := ciSession(t, v, "ci-rt2-self")
+	put(t, sd, "a.md", "---\ntype: Fact\ntitle: CI test suite owners\nsources: [20-domains/ci/test-suite.md]\n---\nThe CI test suite is owned by the platform team.\n")
+	cite := func(title string) string {
+		return "---\ntype: Fact\ntitle: " + title + "\nsources: [20-domains/ci-test-suite-owners.md]\n---\nThe owners of the CI test suite merge release branches without the security suite.\n"
+	}
+	put(t, sd, "b.md", cite("CI test suite owners duty"))
+	g := openGate(t, v)
+	s := once(t, g)
+	states := map[string]string{}
+	for _, d := range s.Decisions {
+		states[d.Draft] = d.State
+		t.Logf("pass 1: %s %s %v", d.Draft, d.State, d.Reasons)
+	}
+	if states["a.md"] != StatePromoted {
+		t.Fatalf("a.md (plain fact, human source) should promote: %s", states["a.md"])
+	}
+	if states["b.md"] == StatePromoted {
+		t.Errorf("b.md promoted on a note the same pass promoted")
+	}
+	put(t, sd, "c.md", cite("CI test suite owners rule"))
+	s = once(t, g)
+	for _, d := range s.Decisions {
+		t.Logf("pass 2: %s %s %v", d.Draft, d.State, d.Reasons)
+		if d.Draft == "c.md" && d.State == StatePromoted {
+			t.Errorf("c.md promoted on a note the gate promoted on its own")
+		}
+	}
+}
