@@ -751,15 +751,18 @@ func (c *shapeCheck) opening(toks []string, s string, line int) {
 	}
 	i := 0
 	w0 := normWord(toks[0])
-	for strings.HasSuffix(w0, "ly") && !openers[w0] && i+1 < len(toks) {
-		i++ // an adverb before the verb ("Simply run…")
+	// An adverb before the verb ("Simply run…", "Then merge…", "Now
+	// disable…", "Instead skip…"), and a number or a date ("2026:"), is
+	// skipped: what follows it opens the clause.
+	for (strings.HasSuffix(w0, "ly") && !openers[w0] || sentenceAdverbs[w0] || w0 != "" && strings.Trim(w0, "0123456789-/:") == "") && i+1 < len(toks) {
+		i++
 		w0 = normWord(toks[i])
 	}
 	if imperativeOpeners[w0] {
 		c.add(RuleShapeImper, line, "%q opens as an instruction", clip(s))
 		return
 	}
-	if i+1 >= len(toks) || openers[w0] || nameLike(toks[i]) {
+	if i+1 >= len(toks) || openers[w0] || nameLike(toks[i]) && !hyphenedWord(toks[i]) {
 		return
 	}
 	w1 := normWord(toks[i+1])
@@ -771,6 +774,32 @@ func (c *shapeCheck) opening(toks []string, s string, line int) {
 		// subject before one is plural or a name ("Requests from…").
 		c.add(RuleShapeImper, line, "%q opens with a bare verb, as an instruction does", clip(s))
 	}
+}
+
+// sentenceAdverbs are the openers that stand before a clause's subject or
+// verb rather than being one (time and connectives): "Then the suite
+// runs" opens with its subject after them, "Then merge the branch" with a
+// verb.
+var sentenceAdverbs = wordSet("today yesterday tomorrow now then currently recently usually typically generally historically previously originally later earlier " +
+	"however therefore thus hence meanwhile otherwise instead still moreover furthermore nevertheless accordingly consequently also only even next first finally afterwards")
+
+// hyphenedWord: letters joined by hyphens, capital at most first
+// ("Auto-merge", "Force-push", "On-call"): a compound word, which may be a
+// verb, not a name (nameLike takes any hyphen for one).
+func hyphenedWord(t string) bool {
+	t = trimToken(t)
+	if !strings.Contains(t, "-") || strings.HasPrefix(t, "-") || strings.HasSuffix(t, "-") {
+		return false
+	}
+	for i, r := range t {
+		switch {
+		case r == '-', unicode.IsLower(r):
+		case unicode.IsUpper(r) && i == 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // stem folds a plural: the note's subject "deploys" and "deploy" are one.
