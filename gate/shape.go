@@ -162,6 +162,14 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 			break
 		}
 	}
+	// A link's label stands on its own to a reader (a button to press):
+	// it may not open as an instruction either ("[disable the security
+	// suite](ci/test-suite.md)").
+	for _, l := range s.LinkTexts {
+		if toks := strings.Fields(l.Text); len(toks) > 0 {
+			c.opening(toks, l.Text, l.Line)
+		}
+	}
 	if c.stepClauses >= 2 {
 		c.add(RuleShapeSteps, c.stepLine, "%d clauses are actions placed in order (a doer left out: \"is switched off before…\", \"is then merged\"): steps in sentences are a procedure, a Workflow or Runbook, which a human reviews", c.stepClauses)
 	}

@@ -55,6 +55,9 @@ type Prose struct {
 type BodyShape struct {
 	Constructs []Construct
 	Prose      []Prose
+	// LinkTexts are the texts of the links (at most maxShapeItems): a
+	// label of its own to a reader, read like a clause.
+	LinkTexts []Prose
 	// VaultLinks are the links whose target is a plain vault path, the
 	// target unclipped in Detail (at most maxShapeItems).
 	VaultLinks []Construct
@@ -153,6 +156,9 @@ func inlineText(s *BodyShape, blk ast.Node, src []byte, li lineIndex, buf *bytes
 			buf.Write(x.Label(src))
 			return ast.WalkSkipChildren, nil
 		case *ast.Link:
+			if len(s.LinkTexts) < maxShapeItems {
+				s.LinkTexts = append(s.LinkTexts, Prose{Text: linkText(x, src), Line: nodeLine(x, src, li)})
+			}
 			if len(x.Title) > 0 {
 				s.add(ShapeLinkTitle, nodeLine(x, src, li), string(x.Title))
 			}
@@ -166,6 +172,25 @@ func inlineText(s *BodyShape, blk ast.Node, src []byte, li lineIndex, buf *bytes
 		}
 		return ast.WalkContinue, nil
 	})
+}
+
+// linkText is the text of a link's label as a reader sees it.
+func linkText(l *ast.Link, src []byte) string {
+	var b bytes.Buffer
+	_ = ast.Walk(l, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch x := n.(type) {
+		case *ast.Text:
+			b.Write(x.Segment.Value(src))
+			b.WriteByte(' ')
+		case *ast.String:
+			b.Write(x.Value)
+		}
+		return ast.WalkContinue, nil
+	})
+	return strings.TrimSpace(b.String())
 }
 
 // plainLinkPath: a vault link target as the shapes allow it, written as
