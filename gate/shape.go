@@ -115,7 +115,7 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 			c.strings(v, lk == "description")
 		}
 	}
-	if cleanSlug(res.Meta.Title) == "" {
+	if !strings.ContainsFunc(res.Meta.Title, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
 		// The note's path comes from its title; without a word in it,
 		// from the draft's file name (destPath), which is the agent's
 		// text and no rule here reads: a shaped note is named by a title.
@@ -123,7 +123,7 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 		if l := n.KeyLine("title"); l > 0 {
 			line = l
 		}
-		c.add(RuleShapeKey, line, "a %s is named by its `title`, which has no ASCII letter or digit here: the note would take its path from the draft's file name, which no shape rule reads", sh.Type)
+		c.add(RuleShapeKey, line, "a %s is named by its `title`, which has no letter or digit here: the note would take its path from the draft's file name, which no shape rule reads", sh.Type)
 	}
 	if l := commentLine(n.Front); l > 0 {
 		c.add(RuleShapeHidden, l, "a YAML comment: text the gate commits but reads as no field (a %s carries none)", sh.Type)
