@@ -1,0 +1,343 @@
+package escape
+
+import (
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Red team of issue 18 (credentials never enter the sandbox): an allowed
+// host that reflects what it received (an error page or a debugging
+// endpoint that echoes the request's headers) must not hand the agent the
+// real value back in any form or part of its answer.
+
+// rt18Raw is a hostile agent's raw HTTPS client: CONNECT through the
+// session's proxy, TLS with the bundle the session trusts, one request
+// written by hand, the whole answer (status, headers, 1xx answers,
+// chunked trailers, bytes after an upgrade) printed as Python's repr.
+// argv: port, path, the Authorization value ("BASIC:user" for Basic with
+// the placeholder of $GIT_TOKEN as password, "BEARER" for $TEST_API_KEY,
+// "FILE" for the access placeholder of ~/.oauthagent/creds.json), extra
+// header lines ("\n"-separated).
+const rt18Raw = `
+import base64, json, os, socket, ssl, sys
+port, path, auth, extra = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+if auth.startswith("BASIC:"):
+    v = "Basic " + base64.b64encode((auth[6:] + ":" + os.environ["GIT_TOKEN"]).encode()).decode()
+elif auth == "FILE":
+    v = "Bearer " + json.load(open(os.path.join(os.environ["HOME"], ".oauthagent/creds.json")))["oauth"]["access"]
+else:
+    v = "Bearer " + os.environ["TEST_API_KEY"]
+p = os.environ["HTTPS_PROXY"].split("//", 1)[1].rstrip("/")
+ph, pp = p.rsplit(":", 1)
+s = socket.create_connection((ph, int(pp)), timeout=20)
+s.sendall(("CONNECT 127.0.0.1:%s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n\r\n" % (port, port)).encode())
+head = b""
+while b"\r\n\r\n" not in head:
+    b = s.recv(1)
+    if not b: break
+    head += b
+print("CONNECT", repr(head))
+ctx = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+t = ctx.wrap_socket(s, server_hostname="127.0.0.1")
+req = "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nAuthorization: %s\r\nTE: trailers\r\nConnection: close\r\n" % (path, port, v)
+for l in extra.split("\n"):
+    if l: req += l + "\r\n"
+t.sendall((req + "\r\n").encode())
+out = b""
+try:
+    while True:
+        b = t.recv(65536)
+        if not b: break
+        out += b
+except Exception as e:
+    print("READERR", e)
+print("ANSWER", repr(out))
+`
+
+// rt18Echo is an allowed host that reflects the request's Authorization
+// header: in its body (/body), a header (/header), a trailer (/trailer),
+// an informational 103 answer (/early) and the bytes after a 101
+// upgrade (/upgrade). It records what it received.
+func rt18Echo(t *testing.T) (*httptest.Server, *[]string, []byte) {
+	t.Helper()
+	leaf, caPEM := testCA(t)
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := r.Header.Get("Authorization")
+		mu.Lock()
+		got = append(got, a)
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/body":
+			io.WriteString(w, "you sent: "+a+"\n")
+		case "/header":
+			w.Header().Set("X-You-Sent", a)
+			io.WriteString(w, "see the header\n")
+		case "/trailer":
+			w.Header().Set("Trailer", "X-You-Sent")
+			io.WriteString(w, "see the trailer\n")
+			w.(http.Flusher).Flush()
+			w.Header().Set("X-You-Sent", a)
+		case "/early":
+			w.Header().Set("Link", "</"+a+">; rel=preload")
+			w.WriteHeader(http.StatusEarlyHints)
+			w.Header().Del("Link")
+			io.WriteString(w, "after the early hints\n")
+		case "/upgrade":
+			c, bw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			bw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+			bw.WriteString("upgraded, you sent: " + a + "\n")
+			bw.Flush()
+		}
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv, &got, caPEM
+}
+
+// rt18Leaked reports whether out holds marker literally or in the
+// base64 (standard or URL alphabet) of any run of it.
+func rt18Leaked(out, marker string) bool {
+	if strings.Contains(out, marker) {
+		return true
+	}
+	for _, m := range regexp.MustCompile(`[A-Za-z0-9+/_=-]{12,}`).FindAllString(out, -1) {
+		m = strings.TrimRight(m, "=")
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			for skip := 0; skip < 4; skip++ {
+				if len(m) <= skip {
+					break
+				}
+				s := m[skip:]
+				s = s[:len(s)-len(s)%4]
+				if b, err := enc.DecodeString(s); err == nil && strings.Contains(string(b), marker[:12]) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// rt18EchoSession runs rt18Raw against the echo host under a profile with
+// a Basic credential (GIT_TOKEN) and a bearer one (TEST_API_KEY) for it.
+func rt18EchoSession(t *testing.T, path, auth, extra string) (agent string, got []string) {
+	e := setup(t, layout{name: "beside/root"})
+	srv, rec, caPEM := rt18Echo(t)
+	addr := srv.Listener.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+	roots := filepath.Join(e.outDir, "test-roots.pem")
+	must(t, os.WriteFile(roots, caPEM, 0o644))
+	prof := filepath.Join(e.outDir, "rt18.yaml")
+	must(t, os.WriteFile(prof, []byte("name: rt18\nextends: default\nnetwork: allowlist\nallow: [\""+addr+"\"]\nenv:\n  pass: [TEST_*]\n"+
+		"credentials:\n  - {name: git-token, env: GIT_TOKEN, hosts: [\""+addr+"\"], basic_auth: true}\n"+
+		"  - {name: api-key, env: TEST_API_KEY, hosts: [\""+addr+"\"], header: \"Authorization: Bearer\"}\n"), 0o644))
+	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, []string{"GIT_TOKEN=" + realGitToken, "TEST_API_KEY=" + realEnvKey, "SSL_CERT_FILE=" + roots},
+		"python3", "-c", rt18Raw, port, path, auth, extra)
+	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", c, o, s)
+	if c != 0 {
+		t.Fatalf("the agent failed (exit %d): the attempt was not made", c)
+	}
+	return o, append([]string(nil), (*rec)...)
+}
+
+// TestRT18BasicAuthEchoScrubbed: the Basic credential's real token goes
+// to the allowed host base64-encoded inside "user:token"; a host that
+// echoes the Authorization header hands it back in that form, which a
+// search for the literal value does not find. The user name the agent
+// picks shifts the token's alignment in the base64: every alignment, in
+// the body and in a header.
+func TestRT18BasicAuthEchoScrubbed(t *testing.T) {
+	for _, c := range []struct{ path, user string }{{"/body", "x"}, {"/body", "xy"}, {"/body", "xyz"}, {"/header", "x-access-token"}} {
+		t.Run(strings.TrimPrefix(c.path, "/")+"-"+c.user, func(t *testing.T) {
+			out, got := rt18EchoSession(t, c.path, "BASIC:"+c.user, "")
+			want := "Basic " + base64.StdEncoding.EncodeToString([]byte(c.user+":"+realGitToken))
+			if len(got) != 1 || got[0] != want {
+				t.Fatalf("the host received %q, want the real token (%q): the swap the attack relies on did not happen", got, want)
+			}
+			if rt18Leaked(out, credMarker) {
+				t.Fatalf("BREACH: the real token came back to the agent base64-encoded in the echo of its Basic Authorization (%s): the scrub replaces the literal value only", c.path)
+			}
+			if !strings.Contains(out, "200 OK") {
+				t.Errorf("the echo was not answered 200: the scrub must keep the answer")
+			}
+		})
+	}
+}
+
+// TestRT18EchoTrailerEarlyHintsUpgrade: the real value echoed in the
+// parts of an answer that are not its header or body — a chunked
+// trailer, a 103 Early Hints answer before it, the stream after a 101
+// upgrade — must not reach the agent either.
+func TestRT18EchoTrailerEarlyHintsUpgrade(t *testing.T) {
+	for _, c := range []struct{ path, extra string }{{"/trailer", ""}, {"/early", ""}, {"/upgrade", "Upgrade: websocket\nConnection: Upgrade"}} {
+		t.Run(strings.TrimPrefix(c.path, "/"), func(t *testing.T) {
+			out, got := rt18EchoSession(t, c.path, "BEARER", c.extra)
+			if len(got) != 1 || got[0] != "Bearer "+realEnvKey {
+				t.Fatalf("the host received %q: the swap the attack relies on did not happen", got)
+			}
+			if rt18Leaked(out, credMarker) {
+				t.Fatalf("BREACH: the real key came back to the agent in the echo of %s", c.path)
+			}
+			switch c.path {
+			case "/upgrade":
+				// Refused: the upgraded stream is bytes the scrub does not read.
+				if !strings.Contains(out, "502 Bad Gateway") {
+					t.Errorf("the upgrade to the credential's host was not refused 502")
+				}
+			default:
+				if !strings.Contains(out, "200 OK") {
+					t.Errorf("the echo was not answered 200")
+				}
+			}
+		})
+	}
+}
+
+// rt18RefreshProbe refreshes the login (placeholder refresh token), then
+// asks the API host to echo the Authorization header the new access
+// placeholder becomes. argv: auth port, api port.
+const rt18RefreshProbe = `
+import json, os, sys, urllib.request
+auth, api = sys.argv[1], sys.argv[2]
+c = json.load(open(os.path.join(os.environ["HOME"], ".oauthagent/creds.json")))["oauth"]
+def req(url, body=None, hdrs={}):
+    try:
+        r = urllib.request.Request(url, data=body, headers=hdrs)
+        return urllib.request.urlopen(r, timeout=20).read().decode()
+    except Exception as e:
+        return "ERR %s" % e
+ans = req("https://127.0.0.1:%s/token" % auth, json.dumps({"grant_type": "refresh_token", "refresh_token": c["refresh"]}).encode(), {"Content-Type": "application/json"})
+print("REFRESH", ans)
+tok = json.loads(ans)["access_token"]
+print("ECHO", req("https://127.0.0.1:%s/body" % api, None, {"Authorization": "Bearer " + tok}))
+`
+
+// rt18Refresh runs an OAuth refresh session whose token endpoint answers
+// newA (and a new refresh token); the credential file is a link to a
+// 0600 file in ~/dotfiles when link. It returns the agent's output and
+// the caller's file.
+func rt18Refresh(t *testing.T, newA string, link bool) (string, string) {
+	e := setup(t, layout{name: "beside/root"})
+	const (
+		oldA = "sk-ant-oat01-" + credMarker + "oldaccess0123456789abcdefghij"
+		oldR = "sk-ant-ort01-" + credMarker + "oldrefresh0123456789abcdefghi"
+		newR = "sk-ant-ort01-" + credMarker + "newrefresh9876543210zyxwvutsr"
+	)
+	leaf, caPEM := testCA(t)
+	authSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token": "`+newA+`", "refresh_token": "`+newR+`", "expires_in": 3600}`)
+	}))
+	authSrv.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
+	authSrv.StartTLS()
+	defer authSrv.Close()
+	apiSrv, _, _ := rt18EchoWith(t, leaf)
+	authAddr, apiAddr := authSrv.Listener.Addr().String(), apiSrv.Listener.Addr().String()
+	roots := filepath.Join(e.outDir, "test-roots.pem")
+	must(t, os.WriteFile(roots, caPEM, 0o644))
+	dir := filepath.Join(e.home, ".oauthagent")
+	must(t, os.MkdirAll(dir, 0o755))
+	credFile := filepath.Join(dir, "creds.json")
+	body := []byte(`{"oauth": {"access": "` + oldA + `", "refresh": "` + oldR + `"}}`)
+	if link {
+		dots := filepath.Join(e.home, "dotfiles")
+		must(t, os.MkdirAll(dots, 0o700))
+		must(t, os.WriteFile(filepath.Join(dots, "creds.json"), body, 0o600))
+		must(t, os.Symlink(filepath.Join(dots, "creds.json"), credFile))
+	} else {
+		must(t, os.WriteFile(credFile, body, 0o600))
+	}
+	prof := filepath.Join(e.outDir, "oauth.yaml")
+	must(t, os.WriteFile(prof, []byte("name: oauth\nextends: default\nnetwork: allowlist\nallow: [\""+authAddr+"\", \""+apiAddr+"\"]\ncredentials:\n"+
+		"  - {name: oauth-access, file: ~/.oauthagent/creds.json, path: oauth.access, hosts: [\""+apiAddr+"\"], header: \"Authorization: Bearer\", from_response: access_token}\n"+
+		"  - {name: oauth-refresh, file: ~/.oauthagent/creds.json, path: oauth.refresh, hosts: [\""+authAddr+"\"], body: true, from_response: refresh_token}\n"), 0o644))
+	_, authPort, _ := net.SplitHostPort(authAddr)
+	_, apiPort, _ := net.SplitHostPort(apiAddr)
+	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, []string{"SSL_CERT_FILE=" + roots}, "python3", "-c", rt18RefreshProbe, authPort, apiPort)
+	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", c, o, s)
+	if c != 0 || !strings.Contains(o, "REFRESH {") {
+		t.Fatalf("the refresh session failed (exit %d): the attempt was not made", c)
+	}
+	return o, credFile
+}
+
+// rt18EchoWith is rt18Echo with a given certificate.
+func rt18EchoWith(t *testing.T, leaf *tls.Certificate) (*httptest.Server, *[]string, []byte) {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "you sent: "+r.Header.Get("Authorization")+"\n")
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv, nil, nil
+}
+
+// TestRT18RefreshedTokenEchoScrubbed: after a refresh, the new real
+// access token is injected for the old placeholder. A new token of
+// another length than the placeholder (a JWT's length changes with its
+// claims: codex's ChatGPT login) was skipped by the body scrub (which
+// keeps the body's length), so the API host's echo handed it to the
+// agent.
+func TestRT18RefreshedTokenEchoScrubbed(t *testing.T) {
+	const newA = "sk-ant-oat01-" + credMarker + "newaccess9876543210zyxwvutsrq-longer-than-before"
+	out, _ := rt18Refresh(t, newA, false)
+	if !strings.Contains(out, "ECHO you sent: Bearer ") {
+		t.Fatalf("the API host did not echo: the attempt was not made")
+	}
+	if rt18Leaked(out, credMarker) {
+		t.Fatalf("BREACH: the refreshed real access token (another length than its placeholder) came back to the agent in the API host's echo: the body scrub skips a value whose length differs from its placeholder's")
+	}
+}
+
+// TestRT18RefreshIntoLinkedFile: the caller's credential file is a link
+// (a dotfiles checkout) to a 0600 file. Storing the refreshed tokens must
+// write the file the link names, keeping its 0600 mode and the link —
+// not replace the link with a file of the link's own mode (0777: every
+// local user reads and rewrites the new tokens).
+func TestRT18RefreshIntoLinkedFile(t *testing.T) {
+	const newA = "sk-ant-oat01-" + credMarker + "newaccess9876543210zyxwvutsrq"
+	_, credFile := rt18Refresh(t, newA, true)
+	st, err := os.Lstat(credFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the caller's link %s was replaced by a regular file of mode %v", credFile, st.Mode().Perm())
+		if st.Mode().Perm()&0o077 != 0 {
+			t.Errorf("BREACH: the refreshed real tokens are in a file other users can read (mode %v): the link's own mode was copied", st.Mode().Perm())
+		}
+	}
+	target := filepath.Join(filepath.Dir(filepath.Dir(credFile)), "dotfiles", "creds.json")
+	tst, err := os.Stat(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tst.Mode().Perm() != 0o600 {
+		t.Errorf("the linked file's mode is %v, want 0600 kept", tst.Mode().Perm())
+	}
+	var doc struct {
+		OAuth map[string]any `json:"oauth"`
+	}
+	if err := json.Unmarshal(mustRead(t, target), &doc); err != nil || doc.OAuth["access"] != newA {
+		t.Errorf("the linked file does not hold the refreshed access token: %s", mustRead(t, target))
+	}
+}
