@@ -102,11 +102,21 @@ func (cs *credSession) persist() []error {
 }
 
 func rewriteCredentialFile(f string, ss []secret) error {
-	b, err := readBounded(f)
+	// A credential file that is a link (a dotfiles checkout) is written
+	// where it points: the link stays, and the new tokens get the mode of
+	// the file that held the old ones — not the link's own 0777, which the
+	// rename would have put over the link (TestRT18RefreshIntoLinkedFile).
+	if t, err := filepath.EvalSymlinks(f); err == nil {
+		f = t
+	}
+	st, err := os.Lstat(f)
 	if err != nil {
 		return err
 	}
-	st, err := os.Lstat(f)
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", f)
+	}
+	b, err := readBounded(f)
 	if err != nil {
 		return err
 	}

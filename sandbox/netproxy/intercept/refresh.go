@@ -111,6 +111,9 @@ func (s *Server) refreshed(r *http.Response, from string) {
 		if !ok || v == "" {
 			continue
 		}
+		if v != c.Real {
+			s.retired = append(s.retired, *c)
+		}
 		c.Real = v
 		doc[c.FromResponse] = c.Placeholder
 		updated = append(updated, *c)
