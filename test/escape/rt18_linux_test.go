@@ -341,3 +341,94 @@ func TestRT18RefreshIntoLinkedFile(t *testing.T) {
 		t.Errorf("the linked file does not hold the refreshed access token: %s", mustRead(t, target))
 	}
 }
+
+// rt18FindProbe searches, as a hostile agent, every file it can read
+// under the roots given (and /proc's environ, cmdline and maps of every
+// process) for the marker of a real value; it prints each place.
+const rt18FindProbe = `
+import os, sys
+m = ("REALSECRET" + "MARKER").encode()
+hits = []
+for d in os.listdir("/proc"):
+    if d.isdigit():
+        for f in ("environ", "cmdline", "maps"):
+            try:
+                if m in open("/proc/%s/%s" % (d, f), "rb").read(): hits.append("/proc/%s/%s" % (d, f))
+            except Exception: pass
+for top in sys.argv[1:]:
+    for root, dirs, files in os.walk(top):
+        dirs[:] = [x for x in dirs if os.path.join(root, x) not in ("/proc", "/sys", "/dev")]
+        for f in files:
+            p = os.path.join(root, f)
+            try:
+                if os.path.islink(p) or not os.path.isfile(p): continue
+                with open(p, "rb") as fh:
+                    if m in fh.read(4 << 20): hits.append(p)
+            except Exception: pass
+print("HITS", hits)
+`
+
+// rt18ClaudeKeySession runs rt18FindProbe under the claude profile with
+// the caller's real key in files (relative to the home), and in
+// ANTHROPIC_API_KEY when env; it returns the probe's output.
+func rt18ClaudeKeySession(t *testing.T, key string, files map[string]string, env bool) string {
+	e := setup(t, layout{name: "beside/root"})
+	for f, body := range files {
+		p := filepath.Join(e.home, f)
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		must(t, os.WriteFile(p, []byte(body), 0o644))
+	}
+	var envs []string
+	if env {
+		envs = append(envs, "ANTHROPIC_API_KEY="+key)
+	}
+	o, s, c := e.rtsbRun(t, []string{"--profile", "claude"}, envs, "python3", "-c", rt18FindProbe, e.home, "/tmp", "/var/tmp", "/run")
+	t.Logf("exit %d\n%s\n%s", c, o, s)
+	if c != 0 || !strings.Contains(o, "HITS ") {
+		t.Fatalf("the probe did not run (exit %d)", c)
+	}
+	return o
+}
+
+const rt18ClaudeKey = "sk-ant-api03-" + credMarker + "homefilekey0123456789abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTU"
+
+// TestRT18RealKeyInClaudeSettings: the caller's real key is also where
+// users keep it besides the environment: their shell's rc files (not
+// shown inside) and Claude Code's settings (env: ANTHROPIC_API_KEY,
+// applied to every session; ~/.claude/ is shown, writable). Under the
+// claude profile none may show it to the agent. On 1a4e8d8 the agent read
+// it in ~/.claude/settings.json.
+func TestRT18RealKeyInClaudeSettings(t *testing.T) {
+	o := rt18ClaudeKeySession(t, rt18ClaudeKey, map[string]string{
+		".bashrc":                  "export ANTHROPIC_API_KEY=" + rt18ClaudeKey + "\n",
+		".profile":                 "export ANTHROPIC_API_KEY=" + rt18ClaudeKey + "\n",
+		".zshrc":                   "export ANTHROPIC_API_KEY=" + rt18ClaudeKey + "\n",
+		".config/fish/config.fish": "set -x ANTHROPIC_API_KEY " + rt18ClaudeKey + "\n",
+		".claude/settings.json":    `{"env": {"ANTHROPIC_API_KEY": "` + rt18ClaudeKey + `", "ANTHROPIC_AUTH_TOKEN": "tok-` + credMarker + `authtoken0123456789"}, "model": "x"}`,
+	}, false)
+	if !strings.Contains(o, "HITS []") {
+		t.Errorf("BREACH: the caller's real key is readable inside under the claude profile: %s", o)
+	}
+}
+
+// TestRT18ConsoleKeyInClaudeJSON: a Claude Code login through the
+// Console keeps the API key in ~/.claude.json (primaryApiKey); the claude
+// profile seeds the agent's copy (~/.claude/.claude.json) from that file,
+// real key and all. OPEN: gated by FEDMEM_OPEN_BREACHES=1 (the fix —
+// a seeded copy gets the placeholder of every credential of its seed, and
+// primaryApiKey becomes a credential whose source file is not covered nor
+// watched, since Claude Code outside rewrites ~/.claude.json all the time
+// — needs a profile field; see the red-team report).
+func TestRT18ConsoleKeyInClaudeJSON(t *testing.T) {
+	o := rt18ClaudeKeySession(t, rt18ClaudeKey, map[string]string{
+		".claude.json": `{"primaryApiKey": "` + rt18ClaudeKey + `", "hasCompletedOnboarding": true}`,
+	}, false)
+	if strings.Contains(o, "HITS []") {
+		return
+	}
+	if os.Getenv("FEDMEM_OPEN_BREACHES") == "1" {
+		t.Errorf("BREACH: the Console login's real key (primaryApiKey of ~/.claude.json) is readable inside in the seeded copy: %s", o)
+	} else {
+		t.Logf("known open breach (FEDMEM_OPEN_BREACHES=1 fails on it): %s", o)
+	}
+}
