@@ -432,3 +432,47 @@ func TestRT18ConsoleKeyInClaudeJSON(t *testing.T) {
 		t.Logf("known open breach (FEDMEM_OPEN_BREACHES=1 fails on it): %s", o)
 	}
 }
+
+// TestRT18WildcardNeverMatchesAddress: a wildcard applies to names, never
+// to addresses (ParseAllow refuses "*.127.0.0.1"); but "*.0.0.1" — whose
+// domain is no address — matched the literal 127.0.0.1 by its suffix, and
+// an address a rule matches is dialled whatever its range: loopback
+// through a name rule (the same for `fedmem net allow SESSION '*.0.0.1'`,
+// which adds a rule of the same grammar).
+func TestRT18WildcardNeverMatchesAddress(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	var hits sync.Map
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Store(r.URL.Path, true)
+		io.WriteString(w, "loopback service")
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	prof := filepath.Join(e.outDir, "wild.yaml")
+	must(t, os.WriteFile(prof, []byte("name: wild\nextends: default\nnetwork: allowlist\nallow: [\"*.0.0.1\"]\n"), 0o644))
+	probe := `
+import sys, urllib.request
+try:
+    print("GET OK", urllib.request.urlopen("http://127.0.0.1:%s/wild" % sys.argv[1], timeout=10).read().decode())
+except Exception as e:
+    print("GET ERR", e)
+`
+	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, nil, "python3", "-c", probe, port)
+	t.Logf("exit %d\n%s\n%s", c, o, s)
+	if _, hit := hits.Load("/wild"); c == 125 && !hit {
+		// Refused at load, naming the rule (profiles.ParseAllow).
+		if !strings.Contains(s, prof) || !strings.Contains(s, "a wildcard applies to names, not to addresses") {
+			t.Errorf("the profile was refused without naming the file and the rule:\n%s", s)
+		}
+		return
+	}
+	if c != 0 || !strings.Contains(o, "GET ") {
+		t.Fatalf("the probe did not run (exit %d)", c)
+	}
+	if _, hit := hits.Load("/wild"); hit || strings.Contains(o, "GET OK") {
+		t.Fatalf("BREACH: the wildcard rule *.0.0.1 let the agent reach the loopback address 127.0.0.1:%s", port)
+	}
+	if !strings.Contains(o, "403") {
+		t.Errorf("want the proxy's 403 (not in the allow list): %s", o)
+	}
+}
