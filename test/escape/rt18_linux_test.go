@@ -476,3 +476,60 @@ except Exception as e:
 		t.Errorf("want the proxy's 403 (not in the allow list): %s", o)
 	}
 }
+
+// TestRT18RefreshFromEcho: a request to the token host that carries the
+// refresh placeholder is taken for a refresh, and its JSON answer's
+// access_token and refresh_token for the new real values, stored in the
+// caller's file after the session. A token host that echoes the request
+// (any JSON endpoint that reflects its body) would let the agent choose
+// them: its own account's tokens, which the user's next tool outside
+// would use (the user's work goes to the agent's account). A value the
+// request itself carried is not a new token.
+func TestRT18RefreshFromEcho(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	const (
+		oldA = "sk-ant-oat01-" + credMarker + "oldaccess0123456789abcdefghij"
+		oldR = "sk-ant-ort01-" + credMarker + "oldrefresh0123456789abcdefghi"
+	)
+	leaf, caPEM := testCA(t)
+	authSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var doc map[string]any
+		json.NewDecoder(r.Body).Decode(&doc)
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(doc) // an endpoint that reflects its body
+	}))
+	authSrv.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
+	authSrv.StartTLS()
+	defer authSrv.Close()
+	authAddr := authSrv.Listener.Addr().String()
+	roots := filepath.Join(e.outDir, "test-roots.pem")
+	must(t, os.WriteFile(roots, caPEM, 0o644))
+	dir := filepath.Join(e.home, ".oauthagent")
+	must(t, os.MkdirAll(dir, 0o755))
+	credFile := filepath.Join(dir, "creds.json")
+	must(t, os.WriteFile(credFile, []byte(`{"oauth": {"access": "`+oldA+`", "refresh": "`+oldR+`"}}`), 0o600))
+	prof := filepath.Join(e.outDir, "oauth.yaml")
+	must(t, os.WriteFile(prof, []byte("name: oauth\nextends: default\nnetwork: allowlist\nallow: [\""+authAddr+"\"]\ncredentials:\n"+
+		"  - {name: oauth-access, file: ~/.oauthagent/creds.json, path: oauth.access, hosts: [\"127.0.0.1:1\"], header: \"Authorization: Bearer\", from_response: access_token}\n"+
+		"  - {name: oauth-refresh, file: ~/.oauthagent/creds.json, path: oauth.refresh, hosts: [\""+authAddr+"\"], body: true, from_response: refresh_token}\n"), 0o644))
+	_, authPort, _ := net.SplitHostPort(authAddr)
+	probe := `
+import json, os, sys, urllib.request
+c = json.load(open(os.path.join(os.environ["HOME"], ".oauthagent/creds.json")))["oauth"]
+body = {"access_token": "sk-ant-oat01-AGENTSOWNACCOUNTaccess0123456789", "refresh_token": "sk-ant-ort01-AGENTSOWNACCOUNTrefresh012345678", "note": c["refresh"]}
+r = urllib.request.Request("https://127.0.0.1:%s/echo" % sys.argv[1], data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+print("ECHO", urllib.request.urlopen(r, timeout=20).read().decode())
+`
+	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, []string{"SSL_CERT_FILE=" + roots}, "python3", "-c", probe, authPort)
+	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", c, o, s)
+	if c != 0 || !strings.Contains(o, "ECHO {") {
+		t.Fatalf("the agent failed (exit %d): the attempt was not made", c)
+	}
+	b := mustRead(t, credFile)
+	if strings.Contains(string(b), "AGENTSOWNACCOUNT") {
+		t.Fatalf("BREACH: the caller's credential file now holds the agent's chosen tokens (an echo taken for a refresh): %s", b)
+	}
+	if !strings.Contains(string(b), oldA) || !strings.Contains(string(b), oldR) {
+		t.Errorf("the caller's tokens changed: %s", b)
+	}
+}

@@ -226,8 +226,8 @@ func (s *Server) Serve(c net.Conn, pre []byte, host string, port int, addrs []ne
 				r.Body.Close()
 				return fmt.Errorf("an answer in content encoding %q the credential proxy did not ask for: refused (its real values could not be replaced)", ce)
 			}
-			if from, ok := r.Request.Context().Value(refreshKey{}).(string); ok {
-				s.refreshed(r, from)
+			if req, ok := r.Request.Context().Value(refreshKey{}).(*refreshReq); ok {
+				s.refreshed(r, req)
 			}
 			s.scrubResponse(r)
 			return nil
