@@ -533,3 +533,50 @@ print("ECHO", urllib.request.urlopen(r, timeout=20).read().decode())
 		t.Errorf("the caller's tokens changed: %s", b)
 	}
 }
+
+// TestRT18NetControlVisibleInside: an unprivileged caller without
+// XDG_RUNTIME_DIR whose TMPDIR lies in the writable workdir has its
+// sessions' control sockets there, visible inside. The agent connects
+// and asks for a host: the SO_PEERCRED check must refuse it — its uid is
+// the caller's seen from outside, but it lives in the sandbox's user
+// namespace (rule peer-userns) — and the host stays refused.
+func TestRT18NetControlVisibleInside(t *testing.T) {
+	e := setup(t, layout{name: "beside/user", gateOwned: true, user: true})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served "+r.URL.Path) }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	tmp := filepath.Join(e.workdir, "rt18-tmp")
+	must(t, os.MkdirAll(tmp, 0o700))
+	must(t, os.Chown(tmp, agentUID, agentUID))
+	prof := filepath.Join(e.outDir, "locked.yaml")
+	must(t, os.WriteFile(prof, []byte("name: locked\nextends: default\nnetwork: allowlist\nallow: [\"127.0.0.1:1\"]\n"), 0o644))
+	probe := `
+import errno, json, os, socket, sys, urllib.request
+port, base = sys.argv[1], sys.argv[2]
+sock = os.path.join(base, "fedmem-%d" % os.getuid(), "sessions", os.environ["FEDMEM_SESSION"], "control.sock")
+for d, _, fs in os.walk(base): print("TREE", d, fs, os.getuid())
+print("EXISTS", os.path.exists(sock))
+try:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    s.sendall(json.dumps({"op": "allow", "host": "127.0.0.1:" + port}).encode() + b"\n")
+    print("ANSWER", s.makefile().readline().strip())
+except OSError as e:
+    print("ANSWER", errno.errorcode.get(e.errno, e.errno))
+try:
+    print("GET OK", urllib.request.urlopen("http://127.0.0.1:%s/x" % port, timeout=10).read().decode())
+except Exception as e:
+    print("GET ERR", e)
+`
+	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, []string{"TMPDIR=" + tmp}, "python3", "-c", probe, port, tmp)
+	t.Logf("exit %d\n%s\n%s", c, o, s)
+	if c != 0 || !strings.Contains(o, "GET ") {
+		t.Fatalf("the probe did not run (exit %d)", c)
+	}
+	if strings.Contains(o, "GET OK") {
+		t.Fatalf("BREACH: the agent allowed itself a host through the session's control socket")
+	}
+	if strings.Contains(o, "EXISTS True") && !strings.Contains(o, "peer-userns") {
+		t.Errorf("the agent reached the control socket and was not refused by the user-namespace rule: %s", o)
+	}
+}
