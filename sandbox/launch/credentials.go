@@ -567,9 +567,12 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 		cs.stop()
 		return nil, staged(StageCredentials, fmt.Errorf("credentials: %w", err))
 	}
-	// The agent (another uid for a root caller) reads these; none is
-	// secret.
-	if err := os.Chmod(dir, 0o755); err != nil {
+	// The agent (another uid for a root caller) reads these by name. The
+	// CA files are public; a generated copy holds the rest of the
+	// caller's file (often 0600: other settings, other secrets): the
+	// folder can be walked, not listed, and each copy has a random name
+	// no other local user can guess (TestRT18GeneratedCopyOtherUsers).
+	if err := os.Chmod(dir, 0o711); err != nil {
 		return fail(err)
 	}
 	// Generated copies, one per source file.
@@ -604,7 +607,11 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 		for _, s := range secrets {
 			gen = bytes.ReplaceAll(gen, []byte(s.real), []byte(s.placeholder))
 		}
-		p := filepath.Join(dir, fmt.Sprintf("file-%d-%s", n, filepath.Base(f)))
+		var rnd [16]byte
+		if _, err := rand.Read(rnd[:]); err != nil {
+			return fail(err)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("file-%d-%x-%s", n, rnd, filepath.Base(f)))
 		if err := os.WriteFile(p, append(gen, '\n'), 0o644); err != nil {
 			return fail(err)
 		}

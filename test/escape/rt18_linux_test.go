@@ -1,6 +1,8 @@
 package escape
 
 import (
+	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
@@ -9,11 +11,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Red team of issue 18 (credentials never enter the sandbox): an allowed
@@ -578,5 +583,56 @@ except Exception as e:
 	}
 	if strings.Contains(o, "EXISTS True") && !strings.Contains(o, "peer-userns") {
 		t.Errorf("the agent reached the control socket and was not refused by the user-namespace rule: %s", o)
+	}
+}
+
+// TestRT18GeneratedCopyOtherUsers: the generated copy of a credential
+// file holds the rest of the caller's file (here another secret of
+// ~/.claude/settings.json's env that is no credential) — the caller's,
+// 0600 outside. During the session another local user, who never uses
+// fedmem, must not read it in the session's folder under /var/tmp.
+func TestRT18GeneratedCopyOtherUsers(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	settings := filepath.Join(e.home, ".claude", "settings.json")
+	must(t, os.MkdirAll(filepath.Dir(settings), 0o755))
+	must(t, os.WriteFile(settings, []byte(`{"env": {"ANTHROPIC_API_KEY": "`+rt18ClaudeKey+`", "AWS_SECRET_ACCESS_KEY": "OTHERUSERS`+credMarker+`awssecret"}}`), 0o600))
+	before, _ := filepath.Glob("/var/tmp/fedmem-cred-*")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := e.command(ctx, "", []string{"--profile", "claude"}, "sh", "-c", "echo READY; read x")
+	stdin, err := cmd.StdinPipe()
+	must(t, err)
+	out, err := cmd.StdoutPipe()
+	must(t, err)
+	var se bytes.Buffer
+	cmd.Stderr = &se
+	must(t, cmd.Start())
+	defer func() { stdin.Close(); cmd.Wait() }()
+	line := make([]byte, 6)
+	if _, err := io.ReadFull(out, line); err != nil || string(line) != "READY\n" {
+		t.Fatalf("agent: %q %v\n%s", line, err, se.String())
+	}
+	after, _ := filepath.Glob("/var/tmp/fedmem-cred-*")
+	var dirs []string
+	for _, d := range after {
+		if !slices.Contains(before, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 {
+		t.Fatalf("no session credential folder under /var/tmp")
+	}
+	// Another local user: uid 64123, no groups; reads what it can there.
+	for _, d := range dirs {
+		c := exec.Command("setpriv", "--reuid", "64123", "--regid", "64123", "--clear-groups", "--inh-caps=-all", "--",
+			"sh", "-c", `ls -la "$1"; for f in "$1"/* "$1"/file-0-settings.json; do echo "== $f"; cat "$f"; done; true`, "sh", d)
+		b, _ := c.CombinedOutput()
+		t.Logf("uid 64123 in %s:\n%s", d, b)
+		if strings.Contains(string(b), "OTHERUSERS") {
+			t.Errorf("BREACH: another local user read the caller's settings (the generated copy) in %s", d)
+		}
+		if !strings.Contains(string(b), "Permission denied") {
+			t.Errorf("want the listing refused (EACCES) to another user")
+		}
 	}
 }
