@@ -636,3 +636,33 @@ func TestRT18GeneratedCopyOtherUsers(t *testing.T) {
 		}
 	}
 }
+
+// TestRT18MCPTokensInClaudeCredentials: Claude Code keeps the OAuth
+// tokens of the user's MCP servers (Notion, Atlassian: long-lived refresh
+// tokens) in ~/.claude/.credentials.json too, under mcpOAuth, beside the
+// login the claude profile declares. The generated copy must not carry
+// them in clear: on c962617 it kept every field it was not told about.
+// (A stale entry with empty tokens must not refuse the session.)
+func TestRT18MCPTokensInClaudeCredentials(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	creds := filepath.Join(e.home, ".claude", ".credentials.json")
+	must(t, os.MkdirAll(filepath.Dir(creds), 0o755))
+	must(t, os.WriteFile(creds, []byte(`{"claudeAiOauth": {"accessToken": "sk-ant-oat01-`+credMarker+`loginaccess0123456789abcdef", "refreshToken": "sk-ant-ort01-`+credMarker+`loginrefresh0123456789abcde", "expiresAt": 4102444800000, "scopes": ["user:inference"]},
+ "mcpOAuth": {"notion|4f2a": {"serverName": "notion", "serverUrl": "https://mcp.notion.com/mcp", "clientId": "client-1", "accessToken": "ntn_`+credMarker+`mcpaccess0123456789abcdefgh", "refreshToken": "ntn_`+credMarker+`mcprefresh0123456789abcdefg", "expiresAt": 1771872083256, "scope": ""},
+              "stale|9e1c": {"serverName": "stale", "serverUrl": "https://mcp.example.com/mcp", "accessToken": "", "expiresAt": 0}}}`), 0o644))
+	o, s, c := e.rtsbRun(t, []string{"--profile", "claude"}, nil, "python3", "-c", rt18FindProbe+`
+import json
+d = json.load(open(os.path.join(os.environ["HOME"], ".claude/.credentials.json")))
+print("MCP", json.dumps(d.get("mcpOAuth")))
+`, e.home)
+	t.Logf("exit %d\n%s\n%s", c, o, s)
+	if c != 0 || !strings.Contains(o, "HITS ") {
+		t.Fatalf("the session did not run (exit %d)", c)
+	}
+	if !strings.Contains(o, "HITS []") {
+		t.Fatalf("BREACH: the agent reads the user's real MCP OAuth tokens in its copy of ~/.claude/.credentials.json: %s", o)
+	}
+	if !strings.Contains(o, `"serverUrl": "https://mcp.notion.com/mcp"`) {
+		t.Errorf("the rest of the MCP entry (its server, its client) should stay: %s", o)
+	}
+}
