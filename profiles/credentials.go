@@ -241,6 +241,9 @@ func credentialErrors(p *Profile) []error {
 				}
 			}
 		}
+		if HasWildcardKey(c.Path) && (len(c.Hosts) > 0 || c.FromResponse != "") {
+			bad("path %q has a * key: such a credential is placeholder only (no hosts, no from_response)", c.Path)
+		}
 		if _, err := c.HostRules(); err != nil {
 			bad("hosts: %v", err)
 		}
@@ -274,6 +277,18 @@ func mergeCredentials(parent, child []Credential) []Credential {
 		}
 	}
 	return out
+}
+
+// HasWildcardKey says whether a key path has a "*" key: every key of the
+// object at that level (mcpOAuth.*.accessToken). Such a credential is
+// placeholder only: no hosts, no from_response.
+func HasWildcardKey(p string) bool {
+	for _, k := range SplitKeyPath(p) {
+		if k == "*" {
+			return true
+		}
+	}
+	return false
 }
 
 // SplitKeyPath splits a credential's dotted key path; `\.` is a dot inside

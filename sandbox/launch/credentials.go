@@ -41,6 +41,7 @@ const StageCredentials = "credentials"
 type secret struct {
 	cred        *profiles.Credential
 	file        string // the source file's absolute path (file sources)
+	path        string // the key path in file, its wildcards resolved
 	real        string
 	placeholder string
 }
@@ -62,6 +63,14 @@ type credSession struct {
 	mu      sync.Mutex
 	refused map[string]int    // credential → placeholders refused
 	renewed map[string]string // credential → its new real value (a refresh)
+}
+
+// keyPath is the secret's key path in its file.
+func (s secret) keyPath() string {
+	if s.path != "" {
+		return s.path
+	}
+	return s.cred.Path
 }
 
 // refresh records a credential's new real value.
@@ -125,10 +134,10 @@ func rewriteCredentialFile(f string, ss []secret) error {
 		return err
 	}
 	for _, s := range ss {
-		if v, err := lookupPath(doc, s.cred.Path); err != nil || v == nil {
-			return fmt.Errorf("%s: no %s any more", f, s.cred.Path)
+		if v, err := lookupPath(doc, s.keyPath()); err != nil || v == nil {
+			return fmt.Errorf("%s: no %s any more", f, s.keyPath())
 		}
-		setPath(doc, s.cred.Path, s.real)
+		setPath(doc, s.keyPath(), s.real)
 	}
 	out, err := encodeCredentialFile(f, doc)
 	if err != nil {
@@ -250,6 +259,22 @@ func readCredentials(p *profiles.Profile, environ []string, home string) ([]secr
 			if err != nil {
 				return nil, fail("%v", err)
 			}
+			if profiles.HasWildcardKey(c.Path) {
+				// Placeholder only (profiles checks it): every string the
+				// pattern names, none of which leaves in clear; an empty
+				// one (a stale entry) is no secret.
+				for _, m := range expandPath(doc, profiles.SplitKeyPath(c.Path), "") {
+					if m.value == "" {
+						continue
+					}
+					sec, err := newSecret(c, file, m.path, m.value, fail)
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, sec)
+				}
+				continue
+			}
 			v, err := lookupPath(doc, c.Path)
 			if v == nil && err == nil && c.Optional {
 				continue
@@ -266,21 +291,71 @@ func readCredentials(p *profiles.Profile, environ []string, home string) ([]secr
 			}
 			real = s
 		}
-		if len(real) < 8 {
-			return nil, fail("the value is shorter than 8 characters: a placeholder that short would be found by chance")
-		}
-		for _, r := range real {
-			if r < 0x21 || r > 0x7e {
-				return nil, fail("the value has a character outside printable ASCII: not a token")
-			}
-		}
-		ph, err := placeholderFor(real, c.KeepSuffix)
+		sec, err := newSecret(c, file, c.Path, real, fail)
 		if err != nil {
-			return nil, fail("placeholder: %v", err)
+			return nil, err
 		}
-		out = append(out, secret{cred: c, file: file, real: real, placeholder: ph})
+		out = append(out, sec)
 	}
 	return out, nil
+}
+
+// newSecret checks a value read from its source and makes its placeholder.
+func newSecret(c *profiles.Credential, file, path, real string, fail func(string, ...any) error) (secret, error) {
+	if len(real) < 8 {
+		return secret{}, fail("the value is shorter than 8 characters: a placeholder that short would be found by chance")
+	}
+	for _, r := range real {
+		if r < 0x21 || r > 0x7e {
+			return secret{}, fail("the value has a character outside printable ASCII: not a token")
+		}
+	}
+	ph, err := placeholderFor(real, c.KeepSuffix)
+	if err != nil {
+		return secret{}, fail("placeholder: %v", err)
+	}
+	return secret{cred: c, file: file, path: path, real: real, placeholder: ph}, nil
+}
+
+// pathMatch is one string a key path with wildcards names.
+type pathMatch struct{ path, value string }
+
+// expandPath follows keys through doc, a "*" key standing for every key
+// of the object there (in sorted order), and returns each string found
+// with its concrete path (dots in keys escaped, as SplitKeyPath reads
+// them). Anything else on the way — absent, not an object, not a string
+// at the end — names nothing.
+func expandPath(doc any, keys []string, prefix string) []pathMatch {
+	if len(keys) == 0 {
+		if v, ok := doc.(string); ok {
+			return []pathMatch{{prefix, v}}
+		}
+		return nil
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil
+	}
+	join := func(k string) string {
+		k = strings.ReplaceAll(k, ".", `\.`)
+		if prefix == "" {
+			return k
+		}
+		return prefix + "." + k
+	}
+	if keys[0] != "*" {
+		return expandPath(m[keys[0]], keys[1:], join(keys[0]))
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var out []pathMatch
+	for _, k := range names {
+		out = append(out, expandPath(m[k], keys[1:], join(k))...)
+	}
+	return out
 }
 
 // decodeCredentialFile reads a credential file's document: YAML for a
@@ -596,7 +671,7 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 			return fail(err)
 		}
 		for _, s := range files[f] {
-			setPath(doc, s.cred.Path, s.placeholder)
+			setPath(doc, s.keyPath(), s.placeholder)
 		}
 		gen, err := encodeCredentialFile(f, doc)
 		if err != nil {
