@@ -37,6 +37,7 @@ import (
 const rt18Raw = `
 import base64, json, os, socket, ssl, sys
 port, path, auth, extra = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+hosthdr = sys.argv[5] if len(sys.argv) > 5 else "127.0.0.1:" + port
 if auth.startswith("BASIC:"):
     v = "Basic " + base64.b64encode((auth[6:] + ":" + os.environ["GIT_TOKEN"]).encode()).decode()
 elif auth == "FILE":
@@ -55,7 +56,7 @@ while b"\r\n\r\n" not in head:
 print("CONNECT", repr(head))
 ctx = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
 t = ctx.wrap_socket(s, server_hostname="127.0.0.1")
-req = "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nAuthorization: %s\r\nTE: trailers\r\nConnection: close\r\n" % (path, port, v)
+req = "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\nTE: trailers\r\nConnection: close\r\n" % (path, hosthdr, v)
 for l in extra.split("\n"):
     if l: req += l + "\r\n"
 t.sendall((req + "\r\n").encode())
@@ -143,7 +144,7 @@ func rt18Leaked(out, marker string) bool {
 
 // rt18EchoSession runs rt18Raw against the echo host under a profile with
 // a Basic credential (GIT_TOKEN) and a bearer one (TEST_API_KEY) for it.
-func rt18EchoSession(t *testing.T, path, auth, extra string) (agent string, got []string) {
+func rt18EchoSession(t *testing.T, path, auth, extra string, more ...string) (agent string, got []string) {
 	e := setup(t, layout{name: "beside/root"})
 	srv, rec, caPEM := rt18Echo(t)
 	addr := srv.Listener.Addr().String()
@@ -155,7 +156,7 @@ func rt18EchoSession(t *testing.T, path, auth, extra string) (agent string, got 
 		"credentials:\n  - {name: git-token, env: GIT_TOKEN, hosts: [\""+addr+"\"], basic_auth: true}\n"+
 		"  - {name: api-key, env: TEST_API_KEY, hosts: [\""+addr+"\"], header: \"Authorization: Bearer\"}\n"), 0o644))
 	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, []string{"GIT_TOKEN=" + realGitToken, "TEST_API_KEY=" + realEnvKey, "SSL_CERT_FILE=" + roots},
-		"python3", "-c", rt18Raw, port, path, auth, extra)
+		append([]string{"python3", "-c", rt18Raw, port, path, auth, extra}, more...)...)
 	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", c, o, s)
 	if c != 0 {
 		t.Fatalf("the agent failed (exit %d): the attempt was not made", c)
@@ -664,5 +665,33 @@ print("MCP", json.dumps(d.get("mcpOAuth")))
 	}
 	if !strings.Contains(o, `"serverUrl": "https://mcp.notion.com/mcp"`) {
 		t.Errorf("the rest of the MCP entry (its server, its client) should stay: %s", o)
+	}
+}
+
+// TestRT18InterceptedRequestElsewhere: on the intercepted connection to
+// the credential's host, a request in absolute form for another host,
+// with that host in its Host header, still goes to the checked addresses
+// of the CONNECT's host only (the proxy rewrites the URL and Host, its
+// transport dials nothing else): the other loopback server, whose
+// certificate the test roots also vouch for, gets nothing.
+func TestRT18InterceptedRequestElsewhere(t *testing.T) {
+	leaf, _ := testCA(t)
+	var otherHits sync.Map
+	other := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		otherHits.Store(r.Header.Get("Authorization"), true)
+		io.WriteString(w, "other host")
+	}))
+	other.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
+	other.StartTLS()
+	defer other.Close()
+	oaddr := other.Listener.Addr().String()
+	out, got := rt18EchoSession(t, "https://"+oaddr+"/steal", "BEARER", "", oaddr)
+	n := 0
+	otherHits.Range(func(any, any) bool { n++; return true })
+	if n != 0 || strings.Contains(out, "other host") {
+		t.Fatalf("BREACH: a request on the intercepted connection reached another host (%d request(s))", n)
+	}
+	if len(got) != 1 || got[0] != "Bearer "+realEnvKey {
+		t.Errorf("the credential's host received %q: want the one request, with the real key (it went to the CONNECT's host)", got)
 	}
 }
