@@ -654,7 +654,7 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 	files := map[string][]*secret{}
 	var order []string
 	for i := range secrets {
-		if f := secrets[i].file; f != "" {
+		if f := secrets[i].file; f != "" && !secrets[i].cred.Seeded {
 			if files[f] == nil {
 				order = append(order, f)
 			}
@@ -703,6 +703,9 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 				Why: "credential placeholders (guarantee 8): the file " + f + " links to"})
 		}
 	}
+	if err := seedPlaceholders(r.Spec.Plan, secrets); err != nil {
+		return fail(err)
+	}
 	r.Spec.Env = gitCredentialHelpers(credentialEnv(r.Spec.Env, secrets), secrets)
 	if !profiles.Proxied(r.Profile.Network) {
 		// No proxy, no injection: the agent holds placeholders only.
@@ -719,6 +722,95 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 	return cs, nil
 }
 
+// seedPlaceholders gives each state copy seeded from a seeded
+// credential's file (profiles.Credential.Seeded) that credential's
+// placeholder at its path, and replaces every real value found in any
+// state copy by its placeholder. It runs after prepareState (which copies
+// a newer seed, real values and all) and before the sandbox exists; the
+// copy keeps its times (the seed's refresh compares them).
+func seedPlaceholders(pl *mounts.Plan, secrets []secret) error {
+	for _, m := range pl.Mounts {
+		if !m.State || m.Seed == "" || m.Dir {
+			continue
+		}
+		var mine []secret
+		for _, s := range secrets {
+			if s.cred.Seeded && filepath.Clean(s.file) == filepath.Clean(m.Seed) {
+				mine = append(mine, s)
+			}
+		}
+		st, err := os.Lstat(m.Source)
+		if errors.Is(err, fs.ErrNotExist) {
+			if len(mine) > 0 {
+				return fmt.Errorf("the state copy %s of %s is missing: credential %s has nowhere to go", m.Source, m.Seed, mine[0].cred.Name)
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("the state copy %s is not a regular file", m.Source)
+		}
+		b, err := readBounded(m.Source)
+		if err != nil {
+			return err
+		}
+		out := b
+		if len(mine) > 0 {
+			// A copy the agent left unreadable has no key path to set; its
+			// bytes are still searched below.
+			if doc, err := decodeCredentialFile(m.Source, b); err == nil {
+				changed := false
+				for _, s := range mine {
+					if v, err := lookupPath(doc, s.keyPath()); err == nil && v != nil {
+						setPath(doc, s.keyPath(), s.placeholder)
+						changed = true
+					}
+				}
+				if changed {
+					if enc, err := encodeCredentialFile(m.Source, doc); err == nil {
+						out = append(enc, '\n')
+					}
+				}
+			}
+		}
+		for _, s := range secrets {
+			out = bytes.ReplaceAll(out, []byte(s.real), []byte(s.placeholder))
+		}
+		if bytes.Equal(out, b) {
+			continue
+		}
+		f, err := os.OpenFile(m.Source, os.O_WRONLY|os.O_TRUNC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return err
+		}
+		_, werr := f.Write(out)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return fmt.Errorf("the state copy %s: %w", m.Source, werr)
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			_ = os.Chtimes(m.Source, time.Unix(sys.Atim.Unix()), time.Unix(sys.Mtim.Unix()))
+		}
+	}
+	for _, s := range secrets {
+		if !s.cred.Seeded {
+			continue
+		}
+		found := false
+		for _, m := range pl.Mounts {
+			found = found || (m.State && m.Seed != "" && filepath.Clean(m.Seed) == filepath.Clean(s.file))
+		}
+		if !found {
+			return fmt.Errorf("%s: credential %q is seeded: its file %s is no state seed of the profile (state: {seed: ...}): the agent would see the real file", s.cred.Where, s.cred.Name, s.file)
+		}
+	}
+	return nil
+}
+
 // absentCredentialFiles are the source files of the profile's file
 // credentials that do not exist at the start (optional ones): watched, so
 // that one the agent makes is moved aside after the session
@@ -726,15 +818,31 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 // agent's ~/.claude/.credentials.json would log the user's next claude into
 // the agent's account (TestCredentialFilePlanted). A login made inside the
 // sandbox is moved aside too (restore it with mv).
-func absentCredentialFiles(p *profiles.Profile, home string) []string {
+//
+// A name the plan already keeps absent (a persistence placeholder:
+// ~/.claude/settings.json, "must not be created") is left out: the agent
+// cannot make it, and the placeholder itself would be taken for a planted
+// file and moved aside after every session.
+func absentCredentialFiles(p *profiles.Profile, home string, pl *mounts.Plan) []string {
+	kept := map[string]bool{}
+	if pl != nil {
+		for _, m := range pl.Mounts {
+			if m.Placeholder {
+				kept[filepath.Clean(m.Target)] = true
+			}
+		}
+	}
 	var out []string
 	for i := range p.Credentials {
 		f := p.Credentials[i].File
-		if f == "" {
-			continue
+		if f == "" || p.Credentials[i].Seeded {
+			continue // a seed is the tool's own file outside: the agent sees its copy
 		}
 		if rest, ok := strings.CutPrefix(f, "~/"); ok {
 			f = filepath.Join(home, rest)
+		}
+		if kept[filepath.Clean(f)] {
+			continue
 		}
 		if _, err := os.Lstat(f); errors.Is(err, fs.ErrNotExist) && !slices.Contains(out, f) {
 			out = append(out, f)

@@ -420,22 +420,45 @@ func TestRT18RealKeyInClaudeSettings(t *testing.T) {
 // TestRT18ConsoleKeyInClaudeJSON: a Claude Code login through the
 // Console keeps the API key in ~/.claude.json (primaryApiKey); the claude
 // profile seeds the agent's copy (~/.claude/.claude.json) from that file,
-// real key and all. OPEN: gated by FEDMEM_OPEN_BREACHES=1 (the fix —
-// a seeded copy gets the placeholder of every credential of its seed, and
-// primaryApiKey becomes a credential whose source file is not covered nor
-// watched, since Claude Code outside rewrites ~/.claude.json all the time
-// — needs a profile field; see the red-team report).
+// real key and all (on cfa47dc the agent read it there). The copy must
+// hold a placeholder of the key's shape — in every session, the copy
+// kept between them — and the user's file must not change.
 func TestRT18ConsoleKeyInClaudeJSON(t *testing.T) {
-	o := rt18ClaudeKeySession(t, rt18ClaudeKey, map[string]string{
-		".claude.json": `{"primaryApiKey": "` + rt18ClaudeKey + `", "hasCompletedOnboarding": true}`,
-	}, false)
-	if strings.Contains(o, "HITS []") {
-		return
+	e := setup(t, layout{name: "beside/root"})
+	user := filepath.Join(e.home, ".claude.json")
+	body := `{"primaryApiKey": "` + rt18ClaudeKey + `", "hasCompletedOnboarding": true}`
+	must(t, os.WriteFile(user, []byte(body), 0o600))
+	probe := rt18FindProbe + `
+import json
+print("KEY", json.load(open(os.path.join(os.environ["HOME"], ".claude/.claude.json"))).get("primaryApiKey"))
+`
+	for i := 0; i < 2; i++ {
+		o, s, c := e.rtsbRun(t, []string{"--profile", "claude"}, nil, "python3", "-c", probe, e.home)
+		t.Logf("session %d: exit %d\n%s\n%s", i+1, c, o, s)
+		if c != 0 || !strings.Contains(o, "HITS ") {
+			t.Fatalf("the session did not run (exit %d)", c)
+		}
+		if strings.Contains(s, "settings.json moved aside") {
+			// The claude built-in's settings.json credentials must not
+			// take the persistence placeholder of an absent
+			// ~/.claude/settings.json for a planted file.
+			t.Errorf("session %d: fedmem moved aside a ~/.claude/settings.json nobody made", i+1)
+		}
+		if !strings.Contains(o, "HITS []") {
+			t.Fatalf("BREACH: the Console login's real key (primaryApiKey of ~/.claude.json) is readable inside: %s", o)
+		}
+		key := ""
+		for _, l := range strings.Split(o, "\n") {
+			if v, ok := strings.CutPrefix(l, "KEY "); ok {
+				key = v
+			}
+		}
+		if len(key) != len(rt18ClaudeKey) || !strings.HasPrefix(key, "sk-ant-api03-") || key[len(key)-20:] != rt18ClaudeKey[len(rt18ClaudeKey)-20:] {
+			t.Errorf("session %d: the copy's primaryApiKey is %q: want a placeholder of the key's shape (prefix and last 20 characters kept)", i+1, key)
+		}
 	}
-	if os.Getenv("FEDMEM_OPEN_BREACHES") == "1" {
-		t.Errorf("BREACH: the Console login's real key (primaryApiKey of ~/.claude.json) is readable inside in the seeded copy: %s", o)
-	} else {
-		t.Logf("known open breach (FEDMEM_OPEN_BREACHES=1 fails on it): %s", o)
+	if got := string(mustRead(t, user)); got != body {
+		t.Errorf("the user's ~/.claude.json changed: %s", got)
 	}
 }
 
