@@ -623,7 +623,8 @@ func TestRT18GeneratedCopyOtherUsers(t *testing.T) {
 	before, _ := filepath.Glob("/var/tmp/fedmem-cred-*")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := e.command(ctx, "", []string{"--profile", "claude"}, "sh", "-c", "echo READY; read x")
+	evs := filepath.Join(e.outDir, "events.jsonl")
+	cmd := e.command(ctx, "", []string{"--profile", "claude", "--events", evs}, "sh", "-c", "echo READY; read x")
 	stdin, err := cmd.StdinPipe()
 	must(t, err)
 	out, err := cmd.StdoutPipe()
@@ -636,7 +637,14 @@ func TestRT18GeneratedCopyOtherUsers(t *testing.T) {
 	if _, err := io.ReadFull(out, line); err != nil || string(line) != "READY\n" {
 		t.Fatalf("agent: %q %v\n%s", line, err, se.String())
 	}
-	after, _ := filepath.Glob("/var/tmp/fedmem-cred-*")
+	// This session's own folder (fedmem-cred-SESSION-*): other packages'
+	// sessions make theirs at the same time, and remove them.
+	starts := eventsOf(t, evs, "start")
+	if len(starts) == 0 {
+		t.Fatalf("no start event in %s", evs)
+	}
+	id, _ := starts[0]["session"].(string)
+	after, _ := filepath.Glob("/var/tmp/fedmem-cred-" + id + "-*")
 	var dirs []string
 	for _, d := range after {
 		if !slices.Contains(before, d) {
