@@ -275,7 +275,7 @@ func TestEndToEndSandboxDraftsAndReceipts(t *testing.T) {
 	// The note the draft cites: a human's, in force, about its subject
 	// (the agent contract is not evidence, issue 24).
 	os.MkdirAll(filepath.Join(v, "10-projects"), 0o755)
-	os.WriteFile(filepath.Join(v, "10-projects", "sandbox.md"), []byte("---\ntype: Fact\ntitle: Sandbox\n---\nAgents run in a sandbox.\n"), 0o644)
+	os.WriteFile(filepath.Join(v, "10-projects", "sandbox.md"), []byte("---\ntype: Fact\ntitle: Sandbox\n---\nThe sandbox mounts the vault read-only.\n"), 0o644)
 	for _, a := range [][]string{{"add", "00-global/policy.yaml", "10-projects/sandbox.md"}, {"-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "policy"}} {
 		if out, err := exec.Command("git", append([]string{"-C", v}, a...)...).CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v %s", a, err, out)
@@ -292,7 +292,7 @@ func TestEndToEndSandboxDraftsAndReceipts(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	script := `set -e
-printf -- '---\ntype: Fact\ntitle: From the sandbox\nsources: [10-projects/sandbox.md]\n---\nhello\n' > "$FEDMEM_INBOX/n.md.tmp"
+printf -- '---\ntype: Fact\ntitle: From the sandbox\nsources: [10-projects/sandbox.md]\n---\nThe sandbox mounts the vault read-only.\n' > "$FEDMEM_INBOX/n.md.tmp"
 mv "$FEDMEM_INBOX/n.md.tmp" "$FEDMEM_INBOX/n.md"
 printf 'no frontmatter\n' > "$FEDMEM_INBOX/bad.md"
 i=0
@@ -314,7 +314,7 @@ echo '{"state":"promoted"}' > "$FEDMEM_INBOX/.receipts/bad.md.json" || echo "FOR
 	if !strings.Contains(string(out), `RECEIPT-BAD {"draft":"bad.md"`) || !strings.Contains(string(out), `"rule":"frontmatter-open","line":1`) {
 		t.Fatalf("rejection receipt not visible in the sandbox:\n%s", out)
 	}
-	if b, err := os.ReadFile(filepath.Join(v, "20-domains", "from-the-sandbox.md")); err != nil || !strings.Contains(string(b), "hello") {
+	if b, err := os.ReadFile(filepath.Join(v, "20-domains", "from-the-sandbox.md")); err != nil || !strings.Contains(string(b), "The sandbox mounts the vault read-only.") {
 		t.Fatalf("promoted note: %v", err)
 	}
 	decs, _ := g.Decisions()
