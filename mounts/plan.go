@@ -86,8 +86,9 @@ type Plan struct {
 	Mounts  []Mount `json:"mounts"`
 	// Writable lists every path the agent may write (for Landlock).
 	Writable []string `json:"writable"`
-	// Network is host, none or allowlist.
-	Network string `json:"network"`
+	// Network is the network mode (never empty: Build resolves the
+	// profile default).
+	Network NetworkMode `json:"network"`
 	// Visible, when set, are the only vault folders the sandbox shows
 	// (vault-relative); .git and everything else of the vault is absent.
 	Visible []string `json:"visible,omitempty"`
@@ -187,6 +188,10 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	if !vault.ValidSessionID(in.Session) {
 		return nil, fmt.Errorf("%w: session id %q", ErrPlan, in.Session)
 	}
+	network, err := NetworkModeOf(p.Network)
+	if err != nil {
+		return nil, err
+	}
 	exists := in.Exists
 	if exists == nil {
 		exists = func(string) (bool, bool) { return true, true }
@@ -197,7 +202,7 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		Session: in.Session,
 		Workdir: in.Workdir,
 		Home:    in.Home,
-		Network: p.Network,
+		Network: network,
 		// The seccomp filter's socket-families rule adds these.
 		SocketFamilies: p.SocketFamilyNumbers(),
 

@@ -18,7 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
-	"github.com/fedmem/fedmem/profiles"
 )
 
 // InitMain is the sandbox's pid 1. fedmem-run's main calls it, before
@@ -101,7 +100,7 @@ func InitMain() {
 	if cfg.Hostname != "" {
 		_ = unix.Sethostname([]byte(cfg.Hostname))
 	}
-	if profiles.OwnNetNS(cfg.Plan.Network) {
+	if cfg.Plan.Network.OwnNetNS() {
 		if err := loopbackUp(); err != nil {
 			fail(ExitFedmemError, "network", err)
 		}

@@ -7,8 +7,6 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/fedmem/fedmem/profiles"
 )
 
 // initLink is fedmem-run's end of what the sandbox's init speaks through,
@@ -67,9 +65,9 @@ func newInitLink(spec *Spec, cfg *initConfig) (l *initLink, err error) {
 		}
 		l.relay = newPTYRelay(spec.Stdin, spec.Stdout)
 	}
-	if profiles.Proxied(spec.Plan.Network) {
+	if spec.Plan.Network.Proxied() {
 		if spec.Proxy == nil {
-			return l, &Error{Code: ExitFedmemError, Stage: "network", Msg: "network: " + spec.Plan.Network + " without a proxy"}
+			return l, &Error{Code: ExitFedmemError, Stage: "network", Msg: "network: " + string(spec.Plan.Network) + " without a proxy"}
 		}
 		// The sandbox's pid 1 hands each connection made to its loopback
 		// proxy ports over this socket (SCM_RIGHTS); no address or path

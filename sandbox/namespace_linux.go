@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/sandbox/cgroups"
 )
 
@@ -47,7 +46,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
 	ns := []string{"user", "mount", "pid", "ipc", "uts", "cgroup"}
-	if profiles.OwnNetNS(spec.Plan.Network) { // every mode but host: fail closed
+	if spec.Plan.Network.OwnNetNS() { // every mode but host: fail closed
 		flags |= unix.CLONE_NEWNET
 		ns = append(ns, "net")
 	}

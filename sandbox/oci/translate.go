@@ -10,7 +10,6 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/fedmem/fedmem/mounts"
-	"github.com/fedmem/fedmem/profiles"
 )
 
 // ErrTranslate marks a Plan or Input the OCI spec cannot express.
@@ -165,8 +164,9 @@ func Translate(in Input) (*specs.Spec, error) {
 
 // NewNetNS reports whether a plan's network mode gives the container its
 // own network namespace (loopback only; allowlist and public reach out
-// through fedmem-run's proxy).
-func NewNetNS(network string) bool { return network != profiles.NetworkHost && network != "" }
+// through fedmem-run's proxy): the mode's own decision
+// (mounts.NetworkMode.OwnNetNS), which the namespace backend takes too.
+func NewNetNS(network mounts.NetworkMode) bool { return network.OwnNetNS() }
 
 // Mount options shared by kinds.
 var (
