@@ -40,7 +40,7 @@ type Spec struct {
 	// the agent creates stays the owner's. Unset: the caller's ids.
 	OwnerUID, OwnerGID int
 	OwnerSet           bool
-	// AcceptRisks are the profile's accept_risks (profiles.RiskKeepGroups).
+	// AcceptRisks are the profile's accept_risks (mounts.RiskKeepGroups).
 	AcceptRisks []string
 	// TTY gives the agent a private pseudo-terminal relayed to Stdin/Stdout.
 	TTY             bool

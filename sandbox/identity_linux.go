@@ -16,7 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
-	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -95,7 +94,7 @@ func subgidStart(uid int) (int, bool) {
 // map; its supplementary groups stay in its credentials (setgroups is
 // denied in such a namespace, CVE-2014-8989). The run is refused when the
 // caller holds a group other than its primary one and the vault's agent
-// group, unless the profile accepts profiles.RiskKeepGroups.
+// group, unless the profile accepts mounts.RiskKeepGroups.
 func planIdentity(spec *Spec) (*idPlan, error) {
 	euid, egid := os.Geteuid(), os.Getegid()
 	p := &idPlan{}
@@ -188,7 +187,7 @@ func planIdentity(spec *Spec) (*idPlan, error) {
 		p.id.GroupsHow = fmt.Sprintf("setgroups([]) by the init, allowed by newgidmap (%s; subordinate gid %d)", p.newgidmap, p.subgid)
 	case len(extra) == 0:
 		p.id.GroupsHow = fmt.Sprintf("kept: only the vault's agent group %d, which reaches nothing inside (other sessions are hidden)", inboxGid)
-	case slices.Contains(spec.AcceptRisks, profiles.RiskKeepGroups) || (spec.Plan != nil && slices.Contains(spec.Plan.AcceptRisks, profiles.RiskKeepGroups)):
+	case slices.Contains(spec.AcceptRisks, mounts.RiskKeepGroups) || (spec.Plan != nil && slices.Contains(spec.Plan.AcceptRisks, mounts.RiskKeepGroups)):
 		p.id.GroupsHow = "kept (profile accept_risks: keep-groups)"
 	default:
 		return nil, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf(
