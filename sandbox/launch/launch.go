@@ -139,7 +139,7 @@ func policy(p *profiles.Profile) (*netproxy.Policy, error) {
 			return nil, fmt.Errorf("profile %s: %w", p.Name, err)
 		}
 		for _, a := range allow {
-			r, err := netproxy.ParseRule(a)
+			r, err := proxyRule(a)
 			if err != nil {
 				return nil, fmt.Errorf("profile %s: %w", p.Name, err)
 			}
