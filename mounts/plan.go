@@ -89,6 +89,8 @@ type Plan struct {
 	// Network is the network mode (never empty: Build resolves the
 	// profile default).
 	Network NetworkMode `json:"network"`
+	// Require are the layers the profile requires (its `require:`).
+	Require Require `json:"require"`
 	// Visible, when set, are the only vault folders the sandbox shows
 	// (vault-relative); .git and everything else of the vault is absent.
 	Visible []string `json:"visible,omitempty"`
@@ -192,6 +194,10 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	require, err := RequireOf(p.Require)
+	if err != nil {
+		return nil, err
+	}
 	exists := in.Exists
 	if exists == nil {
 		exists = func(string) (bool, bool) { return true, true }
@@ -203,6 +209,7 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		Workdir: in.Workdir,
 		Home:    in.Home,
 		Network: network,
+		Require: require,
 		// The seccomp filter's socket-families rule adds these.
 		SocketFamilies: p.SocketFamilyNumbers(),
 

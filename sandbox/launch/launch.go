@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,8 +64,8 @@ func Resolve(o *Options) (*Resolved, error) {
 		OwnerUID: s.OwnerUID, OwnerGID: s.OwnerGID, OwnerSet: true,
 		AcceptRisks:     p.AcceptRisks,
 		Hostname:        "fedmem",
-		RequireLandlock: slices.Contains(p.Require, "landlock"),
-		RequireSeccomp:  slices.Contains(p.Require, "seccomp"),
+		RequireLandlock: s.Plan.Require.Landlock,
+		RequireSeccomp:  s.Plan.Require.Seccomp,
 		FSDenials:       fsDen,
 		Limits: sandbox.Limits{
 			WallTime:   time.Duration(p.Limits.WallTime),
