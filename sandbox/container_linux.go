@@ -293,7 +293,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	}()
 	relay := link.relay
 	ns := []string{"user", "mount", "pid", "ipc", "uts", "cgroup"}
-	if oci.NewNetNS(spec.Plan.Network) {
+	if spec.Plan.Network.OwnNetNS() {
 		ns = append(ns, "net")
 	}
 	host := func(x Layers) Layers {

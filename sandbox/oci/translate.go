@@ -124,7 +124,7 @@ func Translate(in Input) (*specs.Spec, error) {
 	if in.Cwd == "" {
 		s.Process.Cwd = "/"
 	}
-	if NewNetNS(pl.Network) {
+	if pl.Network.OwnNetNS() { // loopback only; allowlist and public reach out through fedmem-run's proxy
 		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.NetworkNamespace})
 	}
 	if in.Pids > 0 || in.Memory > 0 || in.CPU > 0 {
@@ -161,12 +161,6 @@ func Translate(in Input) (*specs.Spec, error) {
 	}
 	return s, nil
 }
-
-// NewNetNS reports whether a plan's network mode gives the container its
-// own network namespace (loopback only; allowlist and public reach out
-// through fedmem-run's proxy): the mode's own decision
-// (mounts.NetworkMode.OwnNetNS), which the namespace backend takes too.
-func NewNetNS(network mounts.NetworkMode) bool { return network.OwnNetNS() }
 
 // Mount options shared by kinds.
 var (
