@@ -45,7 +45,7 @@ func (p *idPlan) mapGids(pid int) error {
 	}
 	out, err := exec.Command(p.newgidmap, strconv.Itoa(pid), strconv.Itoa(p.id.GID), strconv.Itoa(p.id.GID), "1", strconv.Itoa(inside), strconv.Itoa(p.subgid), "1").CombinedOutput()
 	if err != nil {
-		return &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("newgidmap: %v: %s", err, strings.TrimSpace(string(out)))}
+		return &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("newgidmap: %v: %s", err, strings.TrimSpace(string(out)))}
 	}
 	return nil
 }
@@ -102,7 +102,7 @@ func planIdentity(spec *Spec) (*idPlan, error) {
 		if spec.UID == 0 || spec.GID == 0 {
 			uid, gid, src, err := ChooseAgent(0, 0, AgentChoice{SudoUID: os.Getenv("SUDO_UID"), SudoGID: os.Getenv("SUDO_GID")}, lookupUser)
 			if err != nil {
-				return nil, &Error{Code: ExitFedmemError, Stage: "identity", Msg: err.Error()}
+				return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: err.Error()}
 			}
 			if err := adoptInbox(spec.Plan.Inbox, uid); err != nil {
 				return nil, err
@@ -153,7 +153,7 @@ func planIdentity(spec *Spec) (*idPlan, error) {
 		return p, nil
 	}
 	if spec.UID != euid {
-		return nil, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("only root can run an agent as another user (uid %d asked, caller %d)", spec.UID, euid)}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("only root can run an agent as another user (uid %d asked, caller %d)", spec.UID, euid)}
 	}
 	src := spec.IdentitySource
 	if src == "" {
@@ -164,7 +164,7 @@ func planIdentity(spec *Spec) (*idPlan, error) {
 	p.gidMaps = []syscall.SysProcIDMap{{ContainerID: egid, HostID: egid, Size: 1}}
 	groups, err := unix.Getgroups()
 	if err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: "identity", Msg: "getgroups: " + err.Error()}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: "getgroups: " + err.Error()}
 	}
 	var inboxGid = -1
 	var st unix.Stat_t
@@ -190,7 +190,7 @@ func planIdentity(spec *Spec) (*idPlan, error) {
 	case slices.Contains(spec.AcceptRisks, mounts.RiskKeepGroups) || (spec.Plan != nil && slices.Contains(spec.Plan.AcceptRisks, mounts.RiskKeepGroups)):
 		p.id.GroupsHow = "kept (profile accept_risks: keep-groups)"
 	default:
-		return nil, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf(
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf(
 			"uid %d holds supplementary groups %v that an unprivileged caller's agent would keep (the kernel denies setgroups in a user namespace without newgidmap): run as a user without them, start fedmem-run as root (it drops them), or accept the risk by name in the profile (accept_risks: [keep-groups]); `fedmem doctor` explains", euid, extra)}
 	}
 	return p, nil
@@ -218,7 +218,7 @@ func adoptInbox(inbox string, uid int) error {
 		return nil
 	}
 	if err := os.Lchown(inbox, uid, -1); err != nil && !os.IsNotExist(err) {
-		return &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("chown %s: %v", inbox, err)}
+		return &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("chown %s: %v", inbox, err)}
 	}
 	return nil
 }
@@ -273,12 +273,12 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 				// over, as it is (no idmap).
 				fd, err := unix.OpenTree(unix.AT_FDCWD, m.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
 				if err != nil {
-					return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
+					return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
 				}
 				attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Attr_clr: unix.MOUNT_ATTR_RDONLY, Propagation: unix.MS_PRIVATE}
 				if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
 					unix.Close(fd)
-					return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("mount_setattr %s: %v", m.Source, err)}
+					return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("mount_setattr %s: %v", m.Source, err)}
 				}
 				f := os.NewFile(uintptr(fd), "inbox")
 				files = append(files, f)
@@ -295,12 +295,12 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 		}
 		if userns == nil {
 			if userns, err = takeUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
-				return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: "user namespace for idmapped mounts: " + err.Error()}
+				return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: "user namespace for idmapped mounts: " + err.Error()}
 			}
 		}
 		fd, err := unix.OpenTree(unix.AT_FDCWD, m.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 		if err != nil {
-			return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
+			return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
 		}
 		// No Attr_clr of MOUNT_ATTR_RDONLY: with AT_RECURSIVE it made every
 		// submount that is read-only on the host writable inside (a
@@ -333,7 +333,7 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 	if h := spec.Plan.Home; homeNeedsIdmap(spec, owner) {
 		if userns == nil {
 			if userns, err = takeUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
-				return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: "user namespace for idmapped mounts: " + err.Error()}
+				return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: "user namespace for idmapped mounts: " + err.Error()}
 			}
 		}
 		if fd, err := unix.OpenTree(unix.AT_FDCWD, h, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE); err == nil {

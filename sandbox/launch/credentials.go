@@ -34,7 +34,7 @@ import (
 
 // StageCredentials: a credential's source is missing, unreadable or
 // malformed, or the credential helper could not start.
-const StageCredentials = "credentials"
+const StageCredentials = mounts.StageCredentials
 
 // secret is one credential read from its source: the real value stays in
 // fedmem-run and its helper; the agent gets placeholder.

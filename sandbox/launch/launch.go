@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/profiles/resolve"
 	"github.com/fedmem/fedmem/sandbox"
@@ -276,7 +277,7 @@ func Run(ctx context.Context, o *Options) (int, error) {
 
 // reportEarly writes the report of a run refused before its report file
 // was open (WriteEarlyReport); a failure to write it is said on stderr.
-func reportEarly(o *Options, code int, stage string, cause error, stderr io.Writer) {
+func reportEarly(o *Options, code int, stage mounts.Stage, cause error, stderr io.Writer) {
 	if err := WriteEarlyReport(o, code, stage, cause); err != nil {
 		fmt.Fprintf(stderr, "fedmem-run: report not written: %v\n", err)
 	}
