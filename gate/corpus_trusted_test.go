@@ -66,7 +66,7 @@ func seedTrustedVault(t *testing.T, v string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gitCLI(t, v, "add", "-A", "10-projects", "20-domains", "30-clients")
+	gitCLI(t, v, "add", "-A", "10-projects", "20-domains", "30-clients", "99-archive")
 	gitCLI(t, v, "-c", "user.name=Alice", "-c", "user.email=alice@example.com", "commit", "-q", "-m", "human notes")
 }
 

@@ -89,6 +89,11 @@ func evidenceStep(in *judgeInput, v *verdict) error {
 		return errVerifying
 	}
 	v.Reasons = append(v.Reasons, fs...)
+	lf, err := shapeLinks(in, v.Folder, hv) // shape.go
+	if err != nil {
+		return err
+	}
+	v.Reasons = append(v.Reasons, lf...)
 	ev.stampNote(res.Note)
 	v.Verified = append(v.Verified, ev.verifiedEntries(env.now())...)
 	return nil

@@ -17,6 +17,7 @@ package gate
 
 import (
 	"fmt"
+	"path"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -105,8 +106,24 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 		case lk == "title" || lk == "subject":
 			c.strings(v, false)
 		case lk == "description" || lk == "tags" || lk == "aliases":
+			if lk == "aliases" && v.Kind == yaml.SequenceNode && len(v.Content) > maxAliases {
+				// The conflict index holds a note's first maxAliases
+				// names: a 17th ("Deployment region") would be a name
+				// no conflict check ever sees.
+				c.add(RuleShapeKey, v.Line, "%d aliases: a %s carries at most %d names (the gate checks and indexes no more)", len(v.Content), sh.Type, maxAliases)
+			}
 			c.strings(v, lk == "description")
 		}
+	}
+	if !strings.ContainsFunc(res.Meta.Title, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+		// The note's path comes from its title; without a word in it,
+		// from the draft's file name (destPath), which is the agent's
+		// text and no rule here reads: a shaped note is named by a title.
+		line := res.Meta.TypeLine
+		if l := n.KeyLine("title"); l > 0 {
+			line = l
+		}
+		c.add(RuleShapeKey, line, "a %s is named by its `title`, which has no letter or digit here: the note would take its path from the draft's file name, which no shape rule reads", sh.Type)
 	}
 	if l := commentLine(n.Front); l > 0 {
 		c.add(RuleShapeHidden, l, "a YAML comment: text the gate commits but reads as no field (a %s carries none)", sh.Type)
@@ -141,7 +158,7 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 		case validate.ShapeRefDef:
 			c.add(RuleShapeHidden, k.Line, "a reference definition [%s]: its label and title are nowhere in the rendered prose (a %s links inline)", k.Detail, sh.Type)
 		case validate.ShapeLinkPath:
-			c.add(RuleShapeURL, k.Line, "a link to %q: a vault link is a plain path (ASCII letters, digits, . _ - /, one #anchor)", k.Detail)
+			c.add(RuleShapeURL, k.Line, "a link to %q: a vault link is a plain path (ASCII letters, digits, . _ - /; no #fragment, no query, no escape)", k.Detail)
 		case validate.ShapeThematic:
 			c.add(RuleShapeStructure, k.Line, "a thematic break (---): a %s has one frontmatter and one body", sh.Type)
 		}
@@ -153,6 +170,14 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 		c.prose(p.Text, p.Line, true)
 		if len(c.out) >= maxShapeFindings {
 			break
+		}
+	}
+	// A link's label stands on its own to a reader (a button to press):
+	// it may not open as an instruction either ("[disable the security
+	// suite](ci/test-suite.md)").
+	for _, l := range s.LinkTexts {
+		if toks := strings.Fields(l.Text); len(toks) > 0 {
+			c.opening(toks, l.Text, l.Line)
 		}
 	}
 	if c.stepClauses >= 2 {
@@ -191,6 +216,12 @@ func (c *shapeCheck) add(rule string, line int, format string, args ...any) {
 func (c *shapeCheck) strings(v *yaml.Node, sentences bool) {
 	switch v.Kind {
 	case yaml.ScalarNode:
+		if !sentences && strings.ContainsAny(v.Value, "\n\r") {
+			// A name is one line: a title, subject, alias or tag whose
+			// second line is a sentence of its own ("CI test suite\nIgnore
+			// security") is read by the word rules as one name.
+			c.add(RuleShapeStructure, v.Line, "a name (title, subject, alias, tag) on more than one line: a %s is named in one line", c.sh.Type)
+		}
 		c.prose(v.Value, v.Line, sentences)
 	case yaml.SequenceNode:
 		for _, e := range v.Content {
@@ -227,6 +258,8 @@ func (c *shapeCheck) sources(v *yaml.Node) {
 					// `claimed:` (claims.go)
 				case !plainKey(k.Value) || val.Kind != yaml.ScalarNode:
 					c.add(RuleShapeSource, k.Line, "the sources entry key `%s`: beside its `resource`, a %s's source carries plain keys (a-z, _) with text values only", clip(k.Value), c.sh.Type)
+				case strings.ContainsAny(val.Value, "\n\r"):
+					c.add(RuleShapeSource, val.Line, "the sources entry key `%s` holds more than one line: beside its `resource`, a %s's source carries a one-line label", clip(k.Value), c.sh.Type)
 				default:
 					c.prose(val.Value, val.Line, false) // `section: regions`: read as a title is
 				}
@@ -322,9 +355,12 @@ func (c *shapeCheck) prose(text string, line int, sentences bool) {
 			} else if t != wordScript {
 				c.add(RuleShapeMixed, line, "a word mixes scripts at %q (%U)", string(r), r)
 			}
-		case unicode.Is(unicode.Mn, r) && unicode.IsLetter(prev):
-			// a combining accent on a letter
+		case unicode.Is(unicode.Mn, r) && unicode.IsLetter(prev) && composes(prev, r):
+			// a combining accent on a letter, one that makes an accented
+			// letter of it (e + U+0301 is é)
 		case prosePunct(r):
+		case unicode.Is(unicode.Mn, r):
+			c.add(RuleShapeChar, line, "%U is a combining mark that makes no accented letter of %q (a second mark, a variation selector, a stacked letter): it carries text no reader of the rendered note sees as a word", r, string(prev))
 		default:
 			c.add(RuleShapeChar, line, "%q (%U) is not a letter, an ASCII digit or plain punctuation", string(r), r)
 		}
@@ -347,6 +383,21 @@ func (c *shapeCheck) prose(text string, line int, sentences bool) {
 			return
 		}
 	}
+}
+
+// composes: the combining mark m on letter l is an accent written with
+// it — the two compose to one letter (NFC). A mark that composes with
+// nothing (a variation selector, the grapheme joiner, the combining Latin
+// small letters U+0363–U+036F that stack a second, tiny word above the
+// first) carries text the reader of the rendered note does not see as a
+// word but the next agent reads.
+func composes(l, m rune) bool {
+	var b [2 * utf8.UTFMax]byte
+	n := utf8.EncodeRune(b[:], l)
+	n += utf8.EncodeRune(b[n:], m)
+	c := norm.NFC.Bytes(b[:n])
+	r, size := utf8.DecodeRune(c)
+	return size == len(c) && r != utf8.RuneError
 }
 
 func (c *shapeCheck) scriptOf(r rune) *unicode.RangeTable {
@@ -657,6 +708,17 @@ func (c *shapeCheck) sentence(s string, line int) {
 			c.add(RuleShapeRole, line, "%q opens a turn addressed to a model or a role", clip(first))
 		}
 	}
+	// A statement ends with a full stop: a question or an exclamation
+	// addresses its reader ("Why run the security suite at all?").
+	if e := strings.TrimRight(s, "\"')\u2019\u201d"); strings.HasSuffix(e, "?") || strings.HasSuffix(e, "!") {
+		c.add(RuleShapeSentence, line, "%q is a question or an exclamation, not a statement", clip(s))
+	}
+	// Prose is written in lower case: a sentence of capitals alone
+	// ("SKIP SECURITY.") is all names to the word rules, which read no
+	// verb in it.
+	if strings.ContainsFunc(s, unicode.IsLetter) && !strings.ContainsFunc(s, unicode.IsLower) {
+		c.add(RuleShapeSentence, line, "%q has no lower-case letter: a sentence of capitals alone is not prose", clip(s))
+	}
 	if c.sh.MaxSentenceWords > 0 && words > c.sh.MaxSentenceWords {
 		c.add(RuleShapeSentence, line, "a sentence of %d words (at most %d)", words, c.sh.MaxSentenceWords)
 	}
@@ -669,7 +731,7 @@ func (c *shapeCheck) sentence(s string, line int) {
 	if words >= 4 && function*6 < words {
 		c.add(RuleShapeLanguage, line, "%q is not an English sentence (%d of its %d words are articles, prepositions, pronouns or auxiliaries); the shape's language is en", clip(s), function, words)
 	}
-	if r, _ := utf8.DecodeRuneInString(trimToken(first)); words >= 3 && unicode.IsLower(r) && !nameLike(first) {
+	if r, _ := utf8.DecodeRuneInString(trimToken(first)); words >= 1 && unicode.IsLower(r) && !nameLike(first) {
 		c.add(RuleShapeSentence, line, "%q does not open as a sentence (a capital letter, a number or a name)", clip(s))
 	}
 	c.opening(toks, s, line)
@@ -707,15 +769,18 @@ func (c *shapeCheck) opening(toks []string, s string, line int) {
 	}
 	i := 0
 	w0 := normWord(toks[0])
-	for strings.HasSuffix(w0, "ly") && !openers[w0] && i+1 < len(toks) {
-		i++ // an adverb before the verb ("Simply run…")
+	// An adverb before the verb ("Simply run…", "Then merge…", "Now
+	// disable…", "Instead skip…"), and a number or a date ("2026:"), is
+	// skipped: what follows it opens the clause.
+	for (strings.HasSuffix(w0, "ly") && !openers[w0] || sentenceAdverbs[w0] || w0 != "" && strings.Trim(w0, "0123456789-/:") == "") && i+1 < len(toks) {
+		i++
 		w0 = normWord(toks[i])
 	}
 	if imperativeOpeners[w0] {
 		c.add(RuleShapeImper, line, "%q opens as an instruction", clip(s))
 		return
 	}
-	if i+1 >= len(toks) || openers[w0] || nameLike(toks[i]) {
+	if i+1 >= len(toks) || openers[w0] || nameLike(toks[i]) && !hyphenedWord(toks[i]) {
 		return
 	}
 	w1 := normWord(toks[i+1])
@@ -727,6 +792,32 @@ func (c *shapeCheck) opening(toks []string, s string, line int) {
 		// subject before one is plural or a name ("Requests from…").
 		c.add(RuleShapeImper, line, "%q opens with a bare verb, as an instruction does", clip(s))
 	}
+}
+
+// sentenceAdverbs are the openers that stand before a clause's subject or
+// verb rather than being one (time and connectives): "Then the suite
+// runs" opens with its subject after them, "Then merge the branch" with a
+// verb.
+var sentenceAdverbs = wordSet("today yesterday tomorrow now then currently recently usually typically generally historically previously originally later earlier " +
+	"however therefore thus hence meanwhile otherwise instead still moreover furthermore nevertheless accordingly consequently also only even next first finally afterwards")
+
+// hyphenedWord: letters joined by hyphens, capital at most first
+// ("Auto-merge", "Force-push", "On-call"): a compound word, which may be a
+// verb, not a name (nameLike takes any hyphen for one).
+func hyphenedWord(t string) bool {
+	t = trimToken(t)
+	if !strings.Contains(t, "-") || strings.HasPrefix(t, "-") || strings.HasSuffix(t, "-") {
+		return false
+	}
+	for i, r := range t {
+		switch {
+		case r == '-', unicode.IsLower(r):
+		case unicode.IsUpper(r) && i == 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // stem folds a plural: the note's subject "deploys" and "deploy" are one.
@@ -762,4 +853,35 @@ func subjectWords(res validate.Result) map[string]bool {
 		}
 	}
 	return m
+}
+
+// shapeLinks holds a shaped note whose vault link names no file at HEAD
+// (rule shape-url): a dangling link's path is text in hyphens that no
+// reader of the rendered note sees ("ci/skip-the-security-suite.md") and
+// the next agent reads. Links resolve from the folder the note lands in,
+// or from the vault root when they start with '/'. Like the shape, it
+// only decides what may skip a reviewer.
+func shapeLinks(in *judgeInput, folder string, hv *headView) ([]note.Finding, error) {
+	ap := in.Policy.AutoPromote
+	if ap == nil || !in.Origin.Verified || !in.Origin.Trusted || in.Result.Note == nil || ap.ShapeFor(in.Result.Meta.Type) == nil {
+		return nil, nil
+	}
+	s := in.Result.Shape()
+	if s == nil {
+		return nil, nil
+	}
+	for _, l := range s.VaultLinks {
+		target := path.Join(folder, l.Detail)
+		if strings.HasPrefix(l.Detail, "/") {
+			target = path.Clean(strings.TrimLeft(l.Detail, "/"))
+		}
+		e, err := hv.entry(target)
+		if err != nil {
+			return nil, err
+		}
+		if e == nil || !e.Mode.IsFile() {
+			return []note.Finding{flag(RuleShapeURL, l.Line, "outside the %s shape (auto_promote.shapes): the link to %q names no note at HEAD (%s): a dangling link's path is text no reader of the rendered note sees; held for a reviewer", in.Result.Meta.Type, clip(l.Detail), target)}, nil
+		}
+	}
+	return nil, nil
 }

@@ -40,6 +40,9 @@ const (
 	RuleSourceOffSubject = "source-off-subject"  // shares no subject word with the draft
 )
 
+// archiveDir holds retired notes (vault.Folders).
+const archiveDir = "99-archive"
+
 // subjectStop are words that name no subject.
 var subjectStop = wordSet("fact facts reference references info information update updates summary overview misc general new old current latest detail details answer answers")
 
@@ -96,6 +99,12 @@ func sourceDiscount(p string, f noteFacts, subject []map[string]bool) (rule, why
 		return RuleSourceGenerated, "is a folder list the gate writes from agents' own titles"
 	case p == "00-global" || strings.HasPrefix(p, "00-global/"):
 		return RuleSourceContract, "is part of the agent contract (00-global/), which says how agents work, not what is true"
+	case p == archiveDir || strings.HasPrefix(p, archiveDir+"/"):
+		// The archive holds what is retired: the conflict index and the
+		// sweep leave it out (its names are free again), so it cannot
+		// vouch for a claim either — an archived "Production runs in
+		// eu-central-1" is not what is true now.
+		return RuleSourceNotInForce, "is archived (99-archive/): retired notes are not in force, whatever their status says"
 	case !strings.HasSuffix(p, ".md"):
 		// A Markdown file without a frontmatter is a note in force (OKF:
 		// no status is stable); its file name says what it is about.

@@ -33,6 +33,7 @@ package gate
 
 import (
 	"fmt"
+	"net/url"
 	"path"
 	"strings"
 	"sync"
@@ -40,6 +41,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"go.yaml.in/yaml/v3"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
@@ -51,6 +53,7 @@ import (
 const (
 	RuleSubjectScript    = "subject-script"    // a name word in letters no counted source's name uses
 	RuleConflictRestated = "conflict-restated" // a sentence restates a source's sentence with other words
+	RuleSubjectLabel     = "subject-label"     // a tag, alias, source label or URL word that names nothing of the note's subject
 )
 
 // countedSource is a vault source that counts as evidence.
@@ -134,6 +137,7 @@ func boundToSources(res validate.Result, counted []countedSource, hv *headView) 
 		texts[i] = bt
 	}
 	out := scriptBound(res, counted, texts)
+	out = append(out, labelBound(res, counted)...)
 	return append(out, restated(res, counted, texts)...), nil
 }
 
@@ -333,9 +337,20 @@ func sourceNames(counted []countedSource) string {
 	return b.String()
 }
 
-// sentenceHead returns the words before a sentence's verb and the verb
-// (normalised, articles dropped, plurals folded) and the words after it
-// ("" when no head is found).
+// sentenceHead returns the words before a sentence's verb and the verb's
+// lemma (normalised, articles dropped, plurals folded) and the words from
+// the verb on ("" when no head is found). The verb is the first auxiliary
+// or modal, or the first word after the first with the -s or -ed of a verb
+// that a function word follows ("needs all", "runs in", "needed all"): a
+// plural noun is followed by its verb ("events travel") or follows a
+// number ("30 minutes"). Its lemma names it in the head — every auxiliary
+// and modal is one (`is`, `was`, `isn't`, `will`, `can`, `has to`), a
+// verb is its stem (`needs`, `needed`: need) — and the verb as written
+// opens the rest: "The standby region isn't kept warm", "… was us-west-2",
+// "… will be eu-west-1" and "A merge needed all three" have the heads of
+// "The standby region is us-west-2" and "A merge needs all three to
+// pass", and a tense, a negation or a modal the source does not use is a
+// word it does not say.
 func sentenceHead(s string) (head string, rest []string) {
 	var ws []string
 	for _, t := range strings.Fields(s) {
@@ -343,21 +358,17 @@ func sentenceHead(s string) (head string, rest []string) {
 			ws = append(ws, w)
 		}
 	}
-	// The verb: the first auxiliary or modal, or the first word after the
-	// first with the -s of a verb that a function word follows ("needs
-	// all", "runs in"): a plural noun is followed by its verb ("events
-	// travel") or follows a number ("30 minutes").
-	verb := -1
+	verb, lemma := -1, ""
 	for i := 1; i < len(ws); i++ {
 		w := ws[i]
 		if auxiliaries[w] || obligationModals[w] || haveNeed[w] {
-			verb = i
+			verb, lemma = i, "(aux)"
 			break
 		}
 		prev := ws[i-1]
-		if len(w) > 2 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !functionWords[w] && !functionWords[prev] &&
+		if len(w) > 3 && (strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") || strings.HasSuffix(w, "ed")) && !functionWords[w] && !functionWords[prev] &&
 			!isDigit(prev[0]) && (i+1 == len(ws) || functionWords[ws[i+1]]) {
-			verb = i
+			verb, lemma = i, verbLemma(w)
 			break
 		}
 	}
@@ -369,9 +380,13 @@ func sentenceHead(s string) (head string, rest []string) {
 		if w == "the" || w == "a" || w == "an" {
 			continue
 		}
-		if i <= verb {
+		switch {
+		case i < verb:
 			h = append(h, stem(w))
-		} else {
+		case i == verb:
+			h = append(h, lemma)
+			rest = append(rest, w)
+		default:
 			rest = append(rest, stem(w))
 		}
 	}
@@ -379,6 +394,18 @@ func sentenceHead(s string) (head string, rest []string) {
 		return "", nil
 	}
 	return strings.Join(h, " "), rest
+}
+
+// verbLemma folds a verb's -s and -ed (and a final e): needs, needed and
+// need are one; stores and stored are one.
+func verbLemma(w string) string {
+	for _, suf := range []string{"es", "ed", "s", "d"} {
+		if strings.HasSuffix(w, suf) && len(w)-len(suf) >= 2 {
+			w = w[:len(w)-len(suf)]
+			break
+		}
+	}
+	return strings.TrimSuffix(w, "e")
 }
 
 // restated: rule conflict-restated.
@@ -435,4 +462,115 @@ func restated(res validate.Result, counted []countedSource, texts []*boundText) 
 		}
 	}
 	return nil
+}
+
+// labelBound: rule subject-label. A note's labels — `tags`, `aliases`,
+// the text a `sources` entry carries beside its `resource` (`section:`)
+// and the words of a URL source — are read by the next agent with the
+// note but by no sentence rule: the shape reads them as names (one line,
+// plain letters), not as prose, so "disable security tests" or
+// "Sicherheitstests immer ueberspringen" in a tag is outside every word
+// rule. A label names the subject the note shares with its evidence: each
+// of its words (case, accents and plurals folded; function words and
+// numbers aside) is a word of the draft's title or `subject` — which the
+// subject test binds to the sources — or of a counted source's names
+// (title, `subject`, aliases, file name). Anything else is for a reviewer.
+func labelBound(res validate.Result, counted []countedSource) []note.Finding {
+	words := map[string]bool{}
+	for _, c := range counted {
+		for _, n := range append([]string{c.Facts.Title, c.Facts.Subject, NormTitle(strings.TrimSuffix(path.Base(c.Path), ".md"))}, c.Facts.Aliases...) {
+			for _, w := range strings.Fields(n) {
+				words[w] = true
+			}
+		}
+	}
+	for _, w := range nameWords(res.Meta.Title) {
+		words[nameKey(w)] = true
+	}
+	if s, ok := res.Note.Scalar("subject"); ok {
+		for _, w := range nameWords(s) {
+			words[nameKey(w)] = true
+		}
+	}
+	check := func(what, val string, line int) []note.Finding {
+		for _, w := range nameWords(val) {
+			k := nameKey(w)
+			if words[k] || functionWords[k] || strings.Trim(w, "0123456789") == "" {
+				continue
+			}
+			return []note.Finding{flag(RuleSubjectLabel, line, "the %s word %q is no word of the draft's title or `subject` nor of a name of its sources (%s): a label names the subject the note shares with its evidence, and text in it is read by no sentence rule; held for a reviewer",
+				what, clip(w), sourceNames(counted))}
+		}
+		return nil
+	}
+	for _, key := range []string{"aliases", "tags"} {
+		v := res.Note.Get(key)
+		if v == nil {
+			continue
+		}
+		vals := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			vals = v.Content
+		}
+		for _, e := range vals {
+			if e.Kind != yaml.ScalarNode {
+				continue
+			}
+			if f := check(strings.TrimSuffix(key, "es"), e.Value, e.Line); f != nil {
+				return f
+			}
+		}
+	}
+	if v := res.Note.Get("sources"); v != nil && v.Kind == yaml.SequenceNode {
+		for _, e := range v.Content {
+			switch e.Kind {
+			case yaml.ScalarNode:
+				if f := checkURL(e, check); f != nil {
+					return f
+				}
+			case yaml.MappingNode:
+				for i := 0; i+1 < len(e.Content); i += 2 {
+					k, val := e.Content[i], e.Content[i+1]
+					switch fk := note.FoldKey(k.Value); {
+					case fk == "resource":
+						if f := checkURL(val, check); f != nil {
+							return f
+						}
+					case fk == "fingerprint" || isClaimedKey(fk) || isProvenanceKey(fk) || fk == "last_modified":
+						// the gate's, a claim (claims.go) or a timestamp
+					case val.Kind == yaml.ScalarNode:
+						if f := check("source "+clip(k.Value), val.Value, val.Line); f != nil {
+							return f
+						}
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkURL binds the words of a URL source: its host (but its top-level
+// domain and `www`), path, query and fragment. A vault path is bound by
+// the source rules already.
+func checkURL(v *yaml.Node, check func(what, val string, line int) []note.Finding) []note.Finding {
+	if v.Kind != yaml.ScalarNode || !schemeRe.MatchString(v.Value) {
+		return nil
+	}
+	u, err := url.Parse(v.Value)
+	if err != nil {
+		return check("URL source", v.Value, v.Line)
+	}
+	host := strings.Split(u.Hostname(), ".")
+	if len(host) > 1 {
+		host = host[:len(host)-1]
+	}
+	if len(host) > 0 && host[0] == "www" {
+		host = host[1:]
+	}
+	text := strings.Join(host, " ") + " " + u.Opaque + " " + u.Path + " " + u.RawQuery + " " + u.Fragment
+	if uq, err := url.PathUnescape(text); err == nil {
+		text = uq
+	}
+	return check("URL source", text, v.Line)
 }

@@ -3,6 +3,8 @@ package mounts
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -146,7 +148,7 @@ func verifyHomeTop(pl *Plan, infos []*mountinfo.Info) error {
 
 // Bounds of the walk for links among a home's dot-entries (homeLinks).
 const (
-	homeLinkDepth   = 3    // ~/.config/fish/config.fish
+	homeLinkDepth   = 6    // ~/.config/nvim/lua/user/init.lua (GNU stow unfolds shared folders: one link per file)
 	homeLinkEntries = 4096 // names looked at, then the walk stops (warned)
 )
 
@@ -164,6 +166,7 @@ func homeLinks(pl *Plan, in Input, exists func(string) (bool, bool)) []configure
 	}
 	var out []configured
 	seen := 0
+	granted := grantedInHome(pl)
 	var walk func(dir string, depth int)
 	walk = func(dir string, depth int) {
 		names, _ := in.List(dir)
@@ -176,6 +179,9 @@ func homeLinks(pl *Plan, in Input, exists func(string) (bool, bool)) []configure
 				return
 			}
 			p := filepath.Join(dir, n)
+			if slices.ContainsFunc(granted, func(g string) bool { return vault.Within(p, g) }) {
+				continue // the agent's (home.writable, state)
+			}
 			r := in.RealPath(p)
 			if r == p && in.Readlink != nil {
 				// A dangling link resolves to nothing: what it names, once
@@ -210,4 +216,200 @@ func homeLinks(pl *Plan, in Input, exists func(string) (bool, bool)) []configure
 func inHomeTopDots(h, r string) bool {
 	rel, ok := strings.CutPrefix(r, h+"/")
 	return ok && strings.HasPrefix(rel, ".")
+}
+
+// Bounds of the read of a home's startup files for the paths they name
+// (homeNamed).
+const (
+	homeNamedFiles = 512       // files read, then the read stops (warned)
+	homeNamedBytes = 256 << 10 // a larger file is not read (warned)
+)
+
+// homeRef finds a path in the home named in a startup file: ~/x, $HOME/x,
+// ${HOME}/x or the home's own path; group 1 is what precedes it (to tell
+// a Git includeIf's gitdir: condition from an include), group 2 the path.
+var homeRefChars = `([A-Za-z0-9_@%+,.*?\[\]\-/]+)`
+
+// homeSources: a line that sources, includes or imports what it names.
+var homeSources = regexp.MustCompile(`(^\s*|[;&|({]\s*)(\.|source|include|import|path\s*=|\[\s*-[fers])\s`)
+
+// codePathLine: a line that puts a folder on a search path for code — a
+// program (PATH, fish_add_path, zsh's path=(…)), a module or library
+// (PYTHONPATH, whose sitecustomize.py runs at every start; NODE_PATH,
+// PERL5LIB, RUBYLIB, LD_LIBRARY_PATH), zsh functions (fpath) or editor
+// plugins (vim's runtimepath/packpath). GOPATH is not one: it names where
+// go keeps modules and projects, and its bin/ is on PATH when it runs.
+var codePathLine = regexp.MustCompile(`\b(PATH|PYTHONPATH|NODE_PATH|PERL5LIB|PERLLIB|RUBYLIB|LD_LIBRARY_PATH|LD_PRELOAD|fish_add_path|runtimepath|rtp|packpath)\b|\b(f?path)\+?=\(`)
+
+// relSource: a shell line sourcing a relative path (group 1).
+var relSource = regexp.MustCompile(`(?:^\s*|[;&|({]\s*)(?:\.|source)\s+["']?([A-Za-z0-9_@%+,\-][A-Za-z0-9_@%+,.*?\[\]\-/]*)`)
+
+// notStartup: dot-files that record, not configure (history, state,
+// logs): the paths they name are what the user typed or opened.
+var notStartup = regexp.MustCompile(`(?i)hist|viminfo|lesshst|hsts|\.log$|errors|recently|state|\.lock$|cookie`)
+
+// homeNamed returns what a home in a writable path names as code inside
+// its writable non-dot entries, where neither the read-only top nor the
+// link walk reaches: a directory on the caller's PATH (a planted ~/bin/git
+// runs instead of git at the next login: Debian's ~/.profile puts an
+// existing ~/bin first), what the profile's home.show shows read-only
+// (go/bin/), and the paths the home's startup files name by text
+// (". ~/dotfiles/aliases.sh" in ~/.bashrc; a PATH=$HOME/bin line; a
+// sourced glob's folder). Startup files are the regular dot-files at the
+// top, under ~/.config and under the top's *.d folders, to 3 levels, not
+// history or state files; bounded (homeNamedFiles, homeNamedBytes, with a
+// warning). A named file is held read-only (protectPersistence; absent:
+// watched and moved aside after the session when a line sources it); a
+// named folder only from a PATH line or a sourced glob (a `cd ~/proj`
+// alias or a Git includeIf gitdir: keeps the project writable). Rule
+// home-config-readonly; issue 22's red team, TestRT22HomeCodeInNonDotEntries.
+//
+// A startup file with more than one hard link refuses the plan (rule
+// home-config-readonly): its other name may lie in a writable folder
+// (`ln ~/dotfiles/tmux.conf ~/.tmux.conf`), where the agent writes the
+// startup file through it, and nothing here finds that name without
+// walking every project (TestRT22HomeDotFileHardLinked).
+func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (bool, bool)) ([]configured, error) {
+	h := pl.HomeTop
+	if h == "" {
+		return nil, nil
+	}
+	var out []configured
+	real := func(x string) string {
+		// A link (~/bin -> dotfiles/bin): its target is what runs, and
+		// a mount point must not be a link.
+		if in.RealPath != nil {
+			return in.RealPath(x)
+		}
+		return x
+	}
+	inEntry := func(x string) (string, bool) {
+		x = real(x)
+		rel, ok := strings.CutPrefix(filepath.Clean(x), h+"/")
+		if !ok || rel == "" || strings.HasPrefix(rel, ".") || strings.HasPrefix(rel, "..") {
+			return "", false
+		}
+		return rel, true
+	}
+	for _, d := range in.PathDirs {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		if rel, ok := inEntry(d); ok {
+			out = append(out, configured{filepath.Join(h, rel), profiles.Persist{Path: rel, Dir: true, Why: "on the caller's PATH (~/" + rel + "): a program there runs by name at the next login"}})
+		}
+	}
+	if p != nil {
+		for _, rel := range profiles.HomeShowRel(p) {
+			if rel, ok := inEntry(filepath.Join(h, rel)); ok {
+				out = append(out, configured{filepath.Join(h, rel), profiles.Persist{Path: rel, Why: "home.show (~/" + rel + "): shown read-only"}})
+			}
+		}
+	}
+	if in.List == nil || in.ReadFile == nil {
+		return out, nil
+	}
+	granted := grantedInHome(pl)
+	ref := regexp.MustCompile(`(gitdir(?:/i)?:)?(?:~|\$HOME|\$\{HOME\}|` + regexp.QuoteMeta(h) + `)/` + homeRefChars)
+	var files []string
+	var walk func(dir string, depth int, config bool)
+	walk = func(dir string, depth int, config bool) {
+		names, _ := in.List(dir)
+		sort.Strings(names)
+		for _, n := range names {
+			if depth == 1 && !strings.HasPrefix(n, ".") {
+				continue
+			}
+			p := filepath.Join(dir, n)
+			if in.RealPath != nil && in.RealPath(p) != p {
+				continue // a link: homeLinks holds its target
+			}
+			if slices.ContainsFunc(granted, func(g string) bool { return vault.Within(p, g) }) {
+				continue
+			}
+			ok, isDir := exists(p)
+			switch {
+			case !ok || notStartup.MatchString(n):
+			case isDir && depth < 3 && (config || (depth == 1 && (n == ".config" || strings.HasSuffix(n, ".d")))):
+				walk(p, depth+1, true)
+			case !isDir && (depth == 1 || config):
+				files = append(files, p)
+			}
+		}
+	}
+	walk(h, 1, false)
+	for _, f := range files {
+		if in.Links == nil {
+			break
+		}
+		if n := in.Links(f); n > 1 {
+			return nil, fmt.Errorf("%w: the home %s lies in a writable path and its startup file %s has %d hard links (rule %s: another name of it may lie in a folder the agent may write, and a write there changes this file; replace the hard link by a copy or a symbolic link, or use a project folder as the workdir)", ErrPlan, h, f, n, RuleHomeConfig)
+		}
+	}
+	if len(files) > homeNamedFiles {
+		pl.Warnings = append(pl.Warnings, fmt.Sprintf("the home %s lies in a writable path: only %d of its %d startup files were read for the paths they name in its writable folders (%s)", h, homeNamedFiles, len(files), RuleHomeConfig))
+		files = files[:homeNamedFiles]
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		b, err := in.ReadFile(f)
+		if err != nil || len(b) > homeNamedBytes {
+			if len(b) > homeNamedBytes {
+				pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s is larger than %d bytes: the paths it names in the home's writable folders are not held (%s)", f, homeNamedBytes, RuleHomeConfig))
+			}
+			continue
+		}
+		top := filepath.Dir(f) == h
+		for _, line := range strings.Split(string(b), "\n") {
+			ms := ref.FindAllStringSubmatch(line, -1)
+			if top {
+				// A login shell starts in the home: ". dotfiles/aliases.sh"
+				// in ~/.profile names ~/dotfiles/aliases.sh.
+				for _, m := range relSource.FindAllStringSubmatch(line, -1) {
+					ms = append(ms, []string{m[0], "", m[1]})
+				}
+			}
+			for _, m := range ms {
+				if m[1] != "" {
+					continue // a Git includeIf condition names a project, not a file
+				}
+				rel := strings.TrimRight(m[2], ".,")
+				glob := strings.IndexAny(rel, "*?[")
+				dir := false
+				if glob >= 0 {
+					rel, dir = filepath.Dir(rel[:glob+1]), true
+				}
+				x := real(filepath.Join(h, filepath.Clean(rel)))
+				rel, entry := inEntry(x)
+				if !entry || seen[x] {
+					continue
+				}
+				ok, isDir := exists(x)
+				switch {
+				case isDir && !dir && !codePathLine.MatchString(line):
+					continue // a folder named as a place (cd ~/proj, GOPATH), not as code
+				case !ok && !homeSources.MatchString(line):
+					continue // absent, and not sourced: a place, not code
+				}
+				seen[x] = true
+				out = append(out, configured{x, profiles.Persist{Path: rel, Dir: isDir, Why: "named by ~/" + strings.TrimPrefix(f, h+"/") + ": code the user's next login runs"}})
+			}
+		}
+	}
+	return out, nil
+}
+
+// grantedInHome: the paths of a home in a writable path that the profile
+// grants the agent (home.writable, state). What lies there is the agent's,
+// not the user's configuration: a link, a hard link or a name the agent
+// left there must not refuse or shape the next session (homeLinks,
+// homeNamed).
+func grantedInHome(pl *Plan) []string {
+	var out []string
+	for _, m := range pl.Mounts {
+		if m.Kind == BindRW && m.Why != WhyHomeEntry && m.Target != pl.HomeTop && vault.Within(m.Target, pl.HomeTop) {
+			out = append(out, m.Target)
+		}
+	}
+	return out
 }

@@ -120,6 +120,10 @@ func addHostAuthority(pl *Plan, p *profiles.Profile, in Input, exists func(strin
 	}
 	for _, s := range p.UnixSockets {
 		s = filepath.Clean(s)
+		if r, linked := socketLinked(in, s); linked {
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("unix_sockets %s: the path goes through a symbolic link (it resolves to %s), not bound (rule %s: a link in a folder someone else may write would choose what the bind shows the agent; list the socket's real path)", s, r, RuleSocketNoLink))
+			continue
+		}
 		ok, isDir := exists(s)
 		if !ok || isDir {
 			pl.Warnings = append(pl.Warnings, fmt.Sprintf("unix_sockets %s: no such socket on this host, not bound", s))

@@ -3,6 +3,7 @@ package mounts
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -428,9 +429,10 @@ func TestHomeLinksHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree := []string{"/home/u/", "/home/u/.inputrc", "/home/u/.config/", "/home/u/.config/nvim", "/home/u/.zshenv", "/home/u/.alias",
+	p.Home.Writable = []string{".granted/"} // the agent's: its links hold nothing
+	tree := []string{"/home/u/", "/home/u/.granted/", "/home/u/.granted/l", "/home/u/proj/", "/home/u/proj/main.go", "/home/u/.inputrc", "/home/u/.config/", "/home/u/.config/nvim", "/home/u/.zshenv", "/home/u/.alias",
 		"/home/u/dotfiles/", "/home/u/dotfiles/shell/", "/home/u/dotfiles/shell/inputrc", "/home/u/dotfiles/nvim/", "/home/u/.real", "/v/"}
-	links := map[string]string{"/home/u/.inputrc": "dotfiles/shell/inputrc", "/home/u/.config/nvim": "../dotfiles/nvim", "/home/u/.zshenv": "dotfiles/zshenv", "/home/u/.alias": ".real"}
+	links := map[string]string{"/home/u/.granted/l": "../proj/main.go", "/home/u/.inputrc": "dotfiles/shell/inputrc", "/home/u/.config/nvim": "../dotfiles/nvim", "/home/u/.zshenv": "dotfiles/zshenv", "/home/u/.alias": ".real"}
 	real := func(p string) string {
 		if t, ok := links[p]; ok && t != "dotfiles/zshenv" {
 			return filepath.Clean(filepath.Join(filepath.Dir(p), t))
@@ -456,10 +458,155 @@ func TestHomeLinksHeld(t *testing.T) {
 			t.Errorf("%s: got %+v (present %v), want %s", target, m, ok, kind)
 		}
 	}
+	if _, ok := got["/home/u/proj/main.go"]; ok {
+		t.Error("a link the agent left in a granted dot-path (home.writable) held a project file")
+	}
 	if _, ok := got["/home/u/.real"]; ok {
 		t.Error("a link among the dot-entries held by name: the read-only top holds it")
 	}
 	if !slices.Contains(pl.Watch, "/home/u/dotfiles/zshenv") {
 		t.Errorf("the dangling ~/.zshenv's target is not watched: %v", pl.Watch)
+	}
+}
+
+// TestListedSocketThroughLinkNotBound (rule unix-socket-no-link): a listed
+// socket whose path goes through a link — a folder on the way replaced by
+// a link in the writable workdir, the socket's own name a link, the
+// allow-list home's — is not bound (the bind would follow it wherever the
+// link's writer chose), not granted to Landlock, and a warning names it
+// with its real path and the rule.
+func TestListedSocketThroughLinkNotBound(t *testing.T) {
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.UnixSockets = []string{"/w/sock/app.sock", "/w/own.sock", "/home/u/.app/a.sock", "/run/z.sock"}
+	tree := []string{"/w/", "/w/sock/app.sock", "/w/own.sock", "/srv/app.sock", "/home/u/", "/home/u/.app/a.sock", "/run/", "/run/z.sock"}
+	links := map[string]string{"/w/sock/app.sock": "/srv/app.sock", "/home/u/.app/a.sock": "/run/docker.sock"}
+	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...),
+		RealPath: func(s string) string {
+			if r, ok := links[s]; ok {
+				return r
+			}
+			return s
+		},
+		Readlink: func(s string) (string, error) {
+			if s == "/w/own.sock" {
+				return "../srv/app.sock", nil // a dangling-looking link at the name itself
+			}
+			return "", os.ErrInvalid
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range pl.Mounts {
+		if m.Why == WhyListedSocket && m.Target != "/run/z.sock" {
+			t.Errorf("%s bound (%+v): its path goes through a link", m.Target, m)
+		}
+	}
+	if strings.Join(pl.UnixSockets, ",") != "/run/z.sock" {
+		t.Errorf("Plan.UnixSockets (Landlock's grants) %v, want only /run/z.sock", pl.UnixSockets)
+	}
+	for _, s := range []string{"/w/sock/app.sock", "/w/own.sock", "/home/u/.app/a.sock"} {
+		found := false
+		for _, w := range pl.Warnings {
+			if strings.Contains(w, "unix_sockets "+s+":") && strings.Contains(w, RuleSocketNoLink) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no warning naming %s and rule %s: %v", s, RuleSocketNoLink, pl.Warnings)
+		}
+	}
+}
+
+// TestHomeNamedHeld (rule home-config-readonly): with the workdir the
+// home, what names code inside its writable non-dot entries is held —
+// a PATH directory, a home.show entry, a file ~/.bashrc sources, a
+// PATH=$HOME/x line, a sourced glob's folder, ~/.config's include, an
+// absent sourced file (watched) — and what names a place is not: a `cd`
+// alias's folder, a Git includeIf gitdir: condition, a path in a history
+// file, an absent path nothing sources.
+func TestHomeNamedHeld(t *testing.T) {
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := []string{"/home/u/", "/home/u/.bashrc", "/home/u/.gitconfig", "/home/u/.bash_history", "/home/u/.config/", "/home/u/.config/fish/", "/home/u/.config/fish/config.fish",
+		"/home/u/bin/", "/home/u/go/", "/home/u/go/bin/", "/home/u/tools/", "/home/u/tools/bin/", "/home/u/dotfiles/", "/home/u/dotfiles/aliases.sh", "/home/u/dotfiles/bash/", "/home/u/dotfiles/fish.fish", "/home/u/dotfiles/rel.sh", "/home/u/pylib/", "/home/u/zfuncs/", "/home/u/.vimrc", "/home/u/vimfiles/", "/home/u/lbin", "/home/u/dotfiles/bin/",
+		"/home/u/proj/", "/home/u/proj/main.go", "/home/u/work/", "/home/u/work/client/", "/v/"}
+	files := map[string]string{
+		"/home/u/.bashrc":                  "export GOPATH=$HOME/go\nexport PYTHONPATH=$HOME/pylib\nfpath=(~/zfuncs $fpath)\n. dotfiles/rel.sh\n. ~/dotfiles/aliases.sh\nfor f in ~/dotfiles/bash/*.sh; do . \"$f\"; done\nexport PATH=\"$HOME/tools/bin:$PATH\"\nalias p='cd ~/proj'\n[ -f ~/dotfiles/local.sh ] && . ~/dotfiles/local.sh\necho ~/proj/notes.txt\n",
+		"/home/u/.gitconfig":               "[includeIf \"gitdir:~/work/client/\"]\n\tpath = ~/dotfiles/client.gitconfig\n",
+		"/home/u/.bash_history":            "vim ~/proj/main.go\n",
+		"/home/u/.vimrc":                   "set runtimepath+=~/vimfiles\n",
+		"/home/u/.config/fish/config.fish": "source /home/u/dotfiles/fish.fish\n",
+	}
+	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
+		Exists: fakeHost(tree...), List: fakeList(tree...), PathDirs: []string{"/home/u/bin", "/usr/bin", "relative/bin", "/home/u/lbin"},
+		RealPath: func(x string) string {
+			if x == "/home/u/lbin" {
+				return "/home/u/dotfiles/bin"
+			}
+			return x
+		},
+		ReadFile: func(f string) ([]byte, error) { return []byte(files[f]), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := kinds(pl)
+	if _, ok := got["/home/u/lbin"]; ok {
+		t.Error("a PATH entry that is a link held at the link (a mount point must not be one)")
+	}
+	for _, target := range []string{"/home/u/pylib", "/home/u/zfuncs", "/home/u/vimfiles", "/home/u/dotfiles/rel.sh", "/home/u/dotfiles/bin", "/home/u/bin", "/home/u/go/bin", "/home/u/dotfiles/aliases.sh", "/home/u/dotfiles/bash", "/home/u/tools/bin", "/home/u/dotfiles/fish.fish"} {
+		if m, ok := got[target]; !ok || m.Kind != Protected {
+			t.Errorf("%s: got %+v (present %v), want Protected", target, m, ok)
+		}
+	}
+	for _, target := range []string{"/home/u/go", "/home/u/proj", "/home/u/proj/main.go", "/home/u/work/client", "/home/u/dotfiles"} {
+		if m, ok := got[target]; ok && m.Kind == Protected {
+			t.Errorf("%s held read-only (%+v): it is named as a place, not as code", target, m)
+		}
+	}
+	for _, w := range []string{"/home/u/dotfiles/local.sh", "/home/u/dotfiles/client.gitconfig"} {
+		if !slices.Contains(pl.Watch, w) {
+			t.Errorf("the absent sourced %s is not watched: %v", w, pl.Watch)
+		}
+	}
+	if slices.Contains(pl.Watch, "/home/u/proj/notes.txt") {
+		t.Errorf("an absent path nothing sources is watched: %v", pl.Watch)
+	}
+}
+
+// TestHomeStartupHardLinkRefused: a home in a writable path whose startup
+// file has a second hard link is refused, naming the file and the rule;
+// a hard-linked file in a cache (~/.cache/uv, pnpm's store) is not a
+// startup file and refuses nothing.
+func TestHomeStartupHardLinkRefused(t *testing.T) {
+	p, _, err := profiles.Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		linked string
+		refuse bool
+	}{{"/home/u/.tmux.conf", true}, {"/home/u/.config/fish/config.fish", true}, {"/home/u/.cache/uv/x", false}, {"/home/u/.config/granted/x", false}} {
+		// .config/granted is the profile's home.writable: the agent's.
+		p.Home.Writable = []string{".config/granted/"}
+		tree := []string{"/home/u/", "/home/u/.tmux.conf", "/home/u/.config/", "/home/u/.config/fish/", "/home/u/.config/fish/config.fish", "/home/u/.cache/", "/home/u/.cache/uv/", "/home/u/.cache/uv/x", "/home/u/.config/granted/", "/home/u/.config/granted/x", "/home/u/dotfiles/", "/v/"}
+		_, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
+			Exists: fakeHost(tree...), List: fakeList(tree...), ReadFile: func(string) ([]byte, error) { return nil, nil },
+			Links: func(x string) int {
+				if x == c.linked {
+					return 2
+				}
+				return 1
+			}})
+		switch {
+		case c.refuse && (err == nil || !strings.Contains(err.Error(), c.linked) || !strings.Contains(err.Error(), RuleHomeConfig)):
+			t.Errorf("%s hard-linked: %v, want a refusal naming it and %s", c.linked, err, RuleHomeConfig)
+		case !c.refuse && err != nil:
+			t.Errorf("%s hard-linked: %v, want no refusal", c.linked, err)
+		}
 	}
 }

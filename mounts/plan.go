@@ -172,6 +172,14 @@ type Input struct {
 	// uses it for dangling links among the dot-entries of a home in a
 	// writable path (homeLinks). nil: not read.
 	Readlink func(p string) (string, error)
+	// PathDirs is the caller's PATH, split: a directory on it inside a
+	// writable non-dot entry of a home in a writable path is held
+	// read-only (homeNamed). nil: none.
+	PathDirs []string
+	// Links returns the number of hard links of a host file (0: unknown);
+	// Build refuses a home in a writable path whose dot-entries hold a
+	// startup file with more than one (homeNamed). nil: not checked.
+	Links func(p string) int
 }
 
 // ErrPlan marks an invalid plan input.
@@ -216,7 +224,11 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		InstructionsReadOnly: p.Instructions == profiles.InstructionsReadOnly,
 	}
 	for _, s := range p.UnixSockets {
-		pl.UnixSockets = append(pl.UnixSockets, filepath.Clean(s))
+		// Landlock grants what is bound: not a path through a link
+		// (rule unix-socket-no-link, addHostAuthority warns).
+		if _, linked := socketLinked(in, filepath.Clean(s)); !linked {
+			pl.UnixSockets = append(pl.UnixSockets, filepath.Clean(s))
+		}
 	}
 	add := func(m Mount) { pl.Mounts = append(pl.Mounts, m) }
 	if p.Limits.OptionalMemory && p.Limits.Memory > 0 {
@@ -339,7 +351,7 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		// unix_sockets under the allow-list home are bound back into it.
 		for _, s := range p.UnixSockets {
 			s = filepath.Clean(s)
-			if !vault.Within(s, in.Home) || s == in.Home || vault.Within(s, in.Vault) || shownBy(binds(all), s) {
+			if _, linked := socketLinked(in, s); linked || !vault.Within(s, in.Home) || s == in.Home || vault.Within(s, in.Vault) || shownBy(binds(all), s) {
 				continue
 			}
 			if ok, isDir := exists(s); ok && !isDir {
@@ -360,6 +372,11 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	}
 	pl.Warnings = append(pl.Warnings, cw...)
 	extra = append(extra, homeLinks(pl, in, exists)...)
+	hn, err := homeNamed(pl, p, in, exists)
+	if err != nil {
+		return nil, err
+	}
+	extra = append(extra, hn...)
 	protectPersistence(pl, in, exists, writable, extra)
 
 	add(Mount{Kind: BindRO, Source: in.Vault, Target: in.Vault, Dir: true, Why: "vault, read-only as a whole (.git included)"})

@@ -28,6 +28,9 @@ func listedSockets(pl *Plan, p *profiles.Profile, in Input, exists func(string) 
 	}
 	var out []Mount
 	for _, s := range pl.UnixSockets {
+		if _, linked := socketLinked(in, s); linked {
+			continue // addHostAuthority warns
+		}
 		if bound[s] || vault.Within(s, in.Vault) || (pl.HomeAllowlist && vault.Within(s, in.Home)) {
 			continue
 		}
@@ -38,4 +41,35 @@ func listedSockets(pl *Plan, p *profiles.Profile, in Input, exists func(string) 
 		out = append(out, Mount{Kind: BindRO, Source: s, Target: s, Idmap: true, Why: WhyListedSocket})
 	}
 	return out
+}
+
+// RuleSocketNoLink names the rule in the warning for a listed socket whose
+// path goes through a symbolic link.
+const RuleSocketNoLink = "unix-socket-no-link"
+
+// socketLinked reports whether the listed path s goes through a symbolic
+// link (any component, the socket's own name included), and where it
+// resolves. Such a path is never bound: the bind would follow the link on
+// the host and in the sandbox alike, and a link the agent left in a
+// writable folder (the listed socket's folder moved aside, a link put in
+// its place: the bind is on the socket, not on its folder) would choose
+// which host socket — or file — the next session binds, idmapped
+// owner→agent (a root-only socket in the host tree, the host's
+// /run/docker.sock): issue 22's red team, TestRT22ListedSocketLinkPlanted.
+func socketLinked(in Input, s string) (string, bool) {
+	if in.RealPath == nil {
+		return s, false
+	}
+	r := in.RealPath(s)
+	if r != s {
+		return r, true
+	}
+	if in.Readlink != nil {
+		// A dangling link resolves to nothing (RealPath returns it as it
+		// is): it is a link all the same.
+		if t, err := in.Readlink(s); err == nil {
+			return t, true
+		}
+	}
+	return s, false
 }

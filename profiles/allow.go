@@ -60,6 +60,9 @@ func ParseAllow(s string) (AllowEntry, error) {
 		if strings.Count(host, ".") < 1 {
 			return AllowEntry{}, fmt.Errorf("allow %q: a wildcard needs a domain of at least two labels (*.example.com), never a whole top-level domain", s)
 		}
+		if tld := host[strings.LastIndex(host, ".")+1:]; strings.Trim(tld, "0123456789") == "" {
+			return AllowEntry{}, fmt.Errorf("allow %q: a wildcard applies to names, not to addresses (a numeric top-level label is part of an address)", s)
+		}
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		if e.Wildcard {
@@ -107,6 +110,12 @@ func (e AllowEntry) Matches(host string, port int) bool {
 		return false
 	}
 	if e.Wildcard {
+		// A wildcard applies to names, never to an address: "*.0.0.1"
+		// (whose domain is no address) must not match 127.0.0.1 by its
+		// suffix (TestRT18WildcardNeverMatchesAddress).
+		if _, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+			return false
+		}
 		return strings.HasSuffix(host, "."+e.Host)
 	}
 	return host == e.Host

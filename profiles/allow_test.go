@@ -30,3 +30,23 @@ func TestAllowValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestWildcardNeverMatchesAddress: a wildcard entry made by hand (or by a
+// grammar that let "*.0.0.1" through) never matches an IP literal by its
+// suffix; ParseAllow refuses a numeric top-level label.
+func TestWildcardNeverMatchesAddress(t *testing.T) {
+	e := AllowEntry{Host: "0.0.1", Wildcard: true}
+	for _, h := range []string{"127.0.0.1", "10.0.0.1"} {
+		if e.Matches(h, 80) {
+			t.Errorf("*.0.0.1 matches the address %s", h)
+		}
+	}
+	if !(AllowEntry{Host: "example.com", Wildcard: true}).Matches("api.example.com", 443) {
+		t.Errorf("*.example.com no longer matches api.example.com")
+	}
+	for _, s := range []string{"*.0.0.1", "*.168.1.1:80", "*.1.2"} {
+		if _, err := ParseAllow(s); err == nil || !strings.Contains(err.Error(), "not to addresses") {
+			t.Errorf("ParseAllow(%q): %v, want refused (a wildcard applies to names)", s, err)
+		}
+	}
+}

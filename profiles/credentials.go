@@ -65,6 +65,13 @@ type Credential struct {
 	// after the session fedmem-run writes the new values into the source
 	// file (atomically, keeping its mode and owner).
 	FromResponse string `yaml:"from_response,omitempty" json:"from_response,omitempty"`
+	// Seeded: File is the seed of one of the profile's state copies
+	// (state: {seed: FILE}), which is all the agent sees of it: the file
+	// itself is neither covered nor watched (the tool outside rewrites
+	// it all the time), and at each start the copy gets the placeholder
+	// at Path, and every real value in it is replaced (Claude Code's
+	// ~/.claude.json keeps a Console login's API key, primaryApiKey).
+	Seeded bool `yaml:"seeded,omitempty" json:"seeded,omitempty"`
 
 	// Where is "FILE:LINE" of the entry, for errors at launch.
 	Where string `yaml:"-" json:"where,omitempty"`
@@ -80,7 +87,7 @@ func IsYAMLFile(f string) bool {
 	return ext == ".yaml" || ext == ".yml"
 }
 
-var credentialKeys = []string{"name", "env", "file", "path", "command", "hosts", "header", "basic_auth", "optional", "keep_suffix", "body", "from_response"}
+var credentialKeys = []string{"name", "env", "file", "path", "command", "hosts", "header", "basic_auth", "optional", "keep_suffix", "body", "from_response", "seeded"}
 
 // UnmarshalYAML decodes one entry strictly (unknown keys named with their
 // line) and remembers its line.
@@ -227,6 +234,9 @@ func credentialErrors(p *Profile) []error {
 		case c.File != "" && path.Clean(strings.TrimPrefix(c.File, "~/")) != strings.TrimPrefix(c.File, "~/"):
 			bad("file %q must be a clean path", c.File)
 		}
+		if c.Seeded && (c.File == "" || c.FromResponse != "" || HasWildcardKey(c.Path)) {
+			bad("seeded: needs a file source (a state seed), no from_response and no * key")
+		}
 		if c.FromResponse != "" && c.File == "" {
 			bad("from_response: only a file source can take a refreshed value")
 		}
@@ -240,6 +250,9 @@ func credentialErrors(p *Profile) []error {
 					break
 				}
 			}
+		}
+		if HasWildcardKey(c.Path) && (len(c.Hosts) > 0 || c.FromResponse != "") {
+			bad("path %q has a * key: such a credential is placeholder only (no hosts, no from_response)", c.Path)
 		}
 		if _, err := c.HostRules(); err != nil {
 			bad("hosts: %v", err)
@@ -274,6 +287,18 @@ func mergeCredentials(parent, child []Credential) []Credential {
 		}
 	}
 	return out
+}
+
+// HasWildcardKey says whether a key path has a "*" key: every key of the
+// object at that level (mcpOAuth.*.accessToken). Such a credential is
+// placeholder only: no hosts, no from_response.
+func HasWildcardKey(p string) bool {
+	for _, k := range SplitKeyPath(p) {
+		if k == "*" {
+			return true
+		}
+	}
+	return false
 }
 
 // SplitKeyPath splits a credential's dotted key path; `\.` is a dot inside

@@ -298,8 +298,21 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 				return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: "user namespace for idmapped mounts: " + err.Error()}
 			}
 		}
-		fd, err := unix.OpenTree(unix.AT_FDCWD, m.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-		if err != nil {
+		var fd int
+		if sock && m.Why == mounts.WhyListedSocket {
+			// No link followed, a socket or FIFO only: the plan refused a
+			// path through a link, and another session's agent may swap
+			// a folder on the way since (mounts rule unix-socket-no-link).
+			pfd, err := openListedSocket(m.Source)
+			if err != nil {
+				return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: err.Error()}
+			}
+			fd, err = unix.OpenTree(pfd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+			unix.Close(pfd)
+			if err != nil {
+				return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
+			}
+		} else if fd, err = unix.OpenTree(unix.AT_FDCWD, m.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE); err != nil {
 			return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
 		}
 		// No Attr_clr of MOUNT_ATTR_RDONLY: with AT_RECURSIVE it made every

@@ -88,7 +88,13 @@ func buildRoot(pl *mounts.Plan, idmapped map[int]int, proposeFd int) (skipped []
 		case m.Kind == mounts.BindRO:
 			set |= unix.MOUNT_ATTR_RDONLY
 		}
-		fd, err := cloneTree(m.Source, set, clr)
+		var fd int
+		var err error
+		if m.Kind == mounts.BindRO && m.Why == mounts.WhyListedSocket {
+			fd, err = cloneListedSocket(m.Source)
+		} else {
+			fd, err = cloneTree(m.Source, set, clr)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -162,6 +168,12 @@ func buildRoot(pl *mounts.Plan, idmapped map[int]int, proposeFd int) (skipped []
 			}
 			seal = append(seal, t)
 		case mounts.BindRO, mounts.BindRW:
+			if m.Kind == mounts.BindRO && m.Why == mounts.WhyListedSocket {
+				if err := moveListedSocket(srcFds[i], t, m.Target); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if err := ensureTarget(t, m.Dir); err != nil {
 				return nil, err
 			}
@@ -320,6 +332,88 @@ func buildDev(t string, shmSize int64) error {
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 	if err := unix.MountSetattr(unix.AT_FDCWD, t, 0, &attr); err != nil {
 		return &MountError{Op: "seal read-only", Target: "/dev", Err: err}
+	}
+	return nil
+}
+
+// openListedSocket opens a listed unix socket (or FIFO) of the host with
+// no link followed on the way and checks what it is: the plan refuses a
+// listed path through a link (mounts rule unix-socket-no-link), and this
+// closes the window between the plan and the bind (another session's
+// agent swapping a folder of a listed socket in a shared workdir for a
+// link, or the socket for a directory or a secret file).
+func openListedSocket(src string) (int, error) {
+	fd, err := openNoLinks(src)
+	if err != nil {
+		return -1, &MountError{Op: "open listed socket (no link followed; rule " + mounts.RuleSocketNoLink + ")", Target: src, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, &MountError{Op: "stat listed socket", Target: src, Err: err}
+	}
+	if f := st.Mode & unix.S_IFMT; f != unix.S_IFSOCK && f != unix.S_IFIFO {
+		unix.Close(fd)
+		return -1, &MountError{Op: "listed socket", Target: src, Err: fmt.Errorf("not a unix socket or FIFO (mode %#o): not bound", st.Mode)}
+	}
+	return fd, nil
+}
+
+// cloneListedSocket: a detached read-only bind of the listed socket src
+// (openListedSocket), as cloneTree makes one of a tree.
+func cloneListedSocket(src string) (int, error) {
+	pfd, err := openListedSocket(src)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(pfd)
+	fd, err := unix.OpenTree(pfd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return -1, &MountError{Op: "open_tree", Target: src, Err: err}
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Propagation: unix.MS_PRIVATE}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		unix.Close(fd)
+		return -1, &MountError{Op: "mount_setattr", Target: src, Err: err}
+	}
+	return fd, nil
+}
+
+// moveListedSocket attaches a listed socket's bind at t (the staged path
+// of target) with no link followed on the way: the deepest existing
+// folder of t is checked before a mount point is made in it, and the bind
+// goes onto a handle of the mount point, not its name.
+func moveListedSocket(src int, t, target string) error {
+	d := filepath.Dir(t)
+	for d != stageDir && d != "/" {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		d = filepath.Dir(d)
+	}
+	fd, err := openNoLinks(d)
+	if err != nil {
+		return &MountError{Op: "mount point (no link followed; rule " + mounts.RuleSocketNoLink + ")", Target: target, Err: err}
+	}
+	var st unix.Stat_t
+	err = unix.Fstat(fd, &st)
+	unix.Close(fd)
+	if err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		err = errors.New("a folder on the way is a symbolic link or not a folder")
+	}
+	if err != nil {
+		return &MountError{Op: "mount point (no link followed; rule " + mounts.RuleSocketNoLink + ")", Target: target, Err: err}
+	}
+	if err := ensureTarget(t, false); err != nil {
+		return err
+	}
+	tfd, err := openNoLinks(t)
+	if err != nil {
+		return &MountError{Op: "mount point (no link followed; rule " + mounts.RuleSocketNoLink + ")", Target: target, Err: err}
+	}
+	defer unix.Close(tfd)
+	if err := unix.MoveMount(src, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return &MountError{Op: "move_mount", Source: target, Target: target, Err: err}
 	}
 	return nil
 }

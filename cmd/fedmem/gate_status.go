@@ -126,3 +126,14 @@ func syncCheck(v string) []doctorCheck {
 	}
 	return []doctorCheck{{Name: "sync", Status: statusOK, Detail: detail}}
 }
+
+// short is an object id's first 12 characters, or "(none)".
+func short(id string) string {
+	if id == "" {
+		return "(none)"
+	}
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

@@ -32,6 +32,9 @@ const (
 	// ShapeLinkPath: a vault link whose target is not a plain path (a
 	// fragment, a query or an escape can carry text in any script).
 	ShapeLinkPath = "link-path"
+	// ShapeVaultLink: a vault link with a plain path (BodyShape.VaultLinks;
+	// the gate checks it names a note at HEAD).
+	ShapeVaultLink = "vault-link"
 )
 
 // Construct is one non-prose construct of a body, with its draft line.
@@ -52,6 +55,12 @@ type Prose struct {
 type BodyShape struct {
 	Constructs []Construct
 	Prose      []Prose
+	// LinkTexts are the texts of the links (at most maxShapeItems): a
+	// label of its own to a reader, read like a clause.
+	LinkTexts []Prose
+	// VaultLinks are the links whose target is a plain vault path, the
+	// target unclipped in Detail (at most maxShapeItems).
+	VaultLinks []Construct
 	// Parsed is false when the body was too complex to parse (rule
 	// markdown-complexity rejects it anyway).
 	Parsed bool
@@ -147,6 +156,9 @@ func inlineText(s *BodyShape, blk ast.Node, src []byte, li lineIndex, buf *bytes
 			buf.Write(x.Label(src))
 			return ast.WalkSkipChildren, nil
 		case *ast.Link:
+			if len(s.LinkTexts) < maxShapeItems {
+				s.LinkTexts = append(s.LinkTexts, Prose{Text: linkText(x, src), Line: nodeLine(x, src, li)})
+			}
 			if len(x.Title) > 0 {
 				s.add(ShapeLinkTitle, nodeLine(x, src, li), string(x.Title))
 			}
@@ -154,30 +166,50 @@ func inlineText(s *BodyShape, blk ast.Node, src []byte, li lineIndex, buf *bytes
 				s.add(ShapeLinkURL, nodeLine(x, src, li), d)
 			} else if !plainLinkPath(x.Destination) {
 				s.add(ShapeLinkPath, nodeLine(x, src, li), d)
+			} else if len(s.VaultLinks) < maxShapeItems {
+				s.VaultLinks = append(s.VaultLinks, Construct{ShapeVaultLink, nodeLine(x, src, li), d})
 			}
 		}
 		return ast.WalkContinue, nil
 	})
 }
 
+// linkText is the text of a link's label as a reader sees it.
+func linkText(l *ast.Link, src []byte) string {
+	var b bytes.Buffer
+	_ = ast.Walk(l, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch x := n.(type) {
+		case *ast.Text:
+			b.Write(x.Segment.Value(src))
+			b.WriteByte(' ')
+		case *ast.String:
+			b.Write(x.Value)
+		}
+		return ast.WalkContinue, nil
+	})
+	return strings.TrimSpace(b.String())
+}
+
 // plainLinkPath: a vault link target as the shapes allow it, written as
-// it is (no escapes): ASCII letters, digits and . _ - / only, and at most
-// one '#' before a fragment of the same characters (a heading's anchor).
+// it is (no escapes): ASCII letters, digits and . _ - / only. No fragment:
+// `#security-tests-are-optional` is a sentence in hyphens that no reader
+// of the rendered note sees (the gate cannot tell an anchor from text
+// without reading the target's headings; a shaped note links to a note).
 func plainLinkPath(d []byte) bool {
 	if len(d) == 0 || len(d) > 200 {
 		return false
 	}
-	hashes := 0
 	for _, c := range d {
 		switch {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-', c == '/':
-		case c == '#':
-			hashes++
 		default:
 			return false
 		}
 	}
-	return hashes <= 1
+	return true
 }
 
 // identifierSpan: a code span naming one thing (`max_retries`,

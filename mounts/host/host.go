@@ -130,3 +130,14 @@ func ReadConfig(p string) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// Links returns the number of hard links of the file p (not followed if
+// it is a link); 0 when it cannot be read (the mounts.Input Links
+// function).
+func Links(p string) int {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		return 0
+	}
+	return int(st.Nlink)
+}

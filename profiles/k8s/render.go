@@ -339,7 +339,6 @@ func hardened(uid, gid int64, sec *corev1.SeccompProfile) *corev1.SecurityContex
 }
 
 func podSpec(p *profiles.Profile, o Options) (corev1.PodSpec, []string) {
-	var warns []string
 	localhost := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr(SeccompLocalhostRef(p.Name))}
 	sessionVar := corev1.EnvVar{Name: sessionEnv, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}}
 	inboxSub := path.Join(dataVaultSub, vault.InboxDir)
@@ -349,64 +348,9 @@ func podSpec(p *profiles.Profile, o Options) (corev1.PodSpec, []string) {
 	if o.AppArmor != "" {
 		agentSC.AppArmorProfile, _ = appArmor(o.AppArmor)
 	}
-	mounts := []corev1.VolumeMount{}
-	if len(p.Vault.Visible) == 0 {
-		mounts = append(mounts,
-			corev1.VolumeMount{Name: VolData, MountPath: VaultDir, SubPath: dataVaultSub, ReadOnly: true},
-			// Over the vault's 90-inbox: an empty read-only directory, so
-			// that other sessions' drafts and the session records stay
-			// invisible, as in a local sandbox.
-			corev1.VolumeMount{Name: VolInboxMask, MountPath: path.Join(VaultDir, vault.InboxDir), ReadOnly: true},
-		)
-	} else {
-		vis := append([]string(nil), p.Vault.Visible...)
-		sort.Strings(vis)
-		for _, v := range vis {
-			c := path.Clean(v)
-			mounts = append(mounts, corev1.VolumeMount{Name: VolData, MountPath: path.Join(VaultDir, c), SubPath: path.Join(dataVaultSub, c), ReadOnly: true})
-		}
-	}
-	mounts = append(mounts,
-		// The session's own inbox: 90-inbox/<pod uid> of the vault, made by
-		// the session-inbox init container; nothing else of 90-inbox.
-		corev1.VolumeMount{Name: VolData, MountPath: InboxDir, SubPathExpr: inboxSub + "/$(" + sessionEnv + ")"},
-		corev1.VolumeMount{Name: VolHome, MountPath: HomeDir, ReadOnly: true},
-		corev1.VolumeMount{Name: VolTmp, MountPath: TmpDir},
-	)
-	hw := append([]string(nil), p.Home.Writable...)
-	sort.Strings(hw)
-	for _, w := range hw {
-		c := path.Clean(w)
-		if !strings.HasSuffix(w, "/") {
-			warns = append(warns, fmt.Sprintf("home.writable %q: rendered as a writable directory ~/%s (a pod's home is an empty volume; no single file can be opened in it)", w, c))
-		}
-		// A sub-directory of the home volume: kubelet creates it, and the
-		// rest of home stays read-only.
-		mounts = append(mounts, corev1.VolumeMount{Name: VolHome, MountPath: path.Join(HomeDir, c), SubPath: c})
-	}
-	env := []corev1.EnvVar{
-		sessionVar,
-		{Name: "FEDMEM_VAULT", Value: VaultDir},
-		{Name: "FEDMEM_INBOX", Value: InboxDir},
-		{Name: "FEDMEM_PROFILE", Value: p.Name},
-		{Name: "HOME", Value: HomeDir},
-	}
-	if profiles.Proxied(p.Network) {
-		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"} {
-			env = append(env, corev1.EnvVar{Name: k, Value: o.ProxyURL})
-		}
-	}
-	keys := make([]string, 0, len(p.Env.Set))
-	for k := range p.Env.Set {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, corev1.EnvVar{Name: k, Value: strings.ReplaceAll(p.Env.Set[k], "${HOME}", HomeDir)})
-	}
-	if len(p.Env.Pass) > 0 {
-		warns = append(warns, fmt.Sprintf("env.pass (%s): nothing passes from a caller into a pod; give the agent its variables (API keys) through a Secret you add to the container", strings.Join(p.Env.Pass, ", ")))
-	}
+	mounts, warns := agentMounts(p, inboxSub)
+	env, envWarns := agentEnv(p, o, sessionVar)
+	warns = append(warns, envWarns...)
 	agent := corev1.Container{
 		Name:            ContainerAgent,
 		Image:           o.Image,
@@ -420,67 +364,10 @@ func podSpec(p *profiles.Profile, o Options) (corev1.PodSpec, []string) {
 	if p.Limits.Memory > 0 {
 		agent.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(int64(p.Limits.Memory), resource.BinarySI)}
 	}
+	warns = append(warns, unrendered(p, o)...)
 
-	// Limits with no per-container Kubernetes field.
-	if p.Limits.Pids > 0 {
-		warns = append(warns, fmt.Sprintf("limits.pids %d: Kubernetes has no per-container pid limit; set the kubelet's podPidsLimit on the nodes", p.Limits.Pids))
-	}
-	if p.Limits.FileSize > 0 {
-		warns = append(warns, fmt.Sprintf("limits.file_size %d: no Kubernetes equivalent (RLIMIT_FSIZE); not enforced in the pod", p.Limits.FileSize))
-	}
-	if p.Limits.OpenFiles > 0 {
-		warns = append(warns, fmt.Sprintf("limits.open_files %d: no Kubernetes equivalent (RLIMIT_NOFILE is the runtime's default)", p.Limits.OpenFiles))
-	}
-	if p.Limits.InboxBytes > 0 {
-		warns = append(warns, fmt.Sprintf("limits.inbox_bytes %d: the inbox lives on the vault's volume, which has no per-directory quota; the gate's own draft size limits still apply", p.Limits.InboxBytes))
-	}
-	if len(p.Writable) > 0 {
-		warns = append(warns, fmt.Sprintf("writable %v: host paths are not rendered into a pod (nothing of the host is mounted)", p.Writable))
-	}
-	if len(p.UnixSockets) > 0 {
-		warns = append(warns, fmt.Sprintf("unix_sockets %v: host sockets are not rendered into a pod (none is reachable)", p.UnixSockets))
-	}
-	for _, req := range p.Require {
-		if req == "landlock" {
-			warns = append(warns, "require: landlock: Kubernetes cannot ask for Landlock; the pod relies on its mounts, seccomp and (with --apparmor) AppArmor")
-		}
-	}
-	if p.Propose() {
-		warns = append(warns, "workdir: propose: not rendered; the pod's workdir is its own volume, written directly (the pod is its own proposal: nothing of the host's tree is in it)")
-	}
-	if p.RunAs != "" {
-		warns = append(warns, fmt.Sprintf("run_as %q: the agent runs as --agent-uid %d in the pod", p.RunAs, o.AgentUID))
-	}
-
-	// The gate: a native sidecar (an init container that keeps running),
-	// so it is up before the agent starts and outlives it.
-	gateSC := hardened(o.GateUID, o.GateGID, &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault})
-	gate := corev1.Container{
-		Name:          ContainerGate,
-		Image:         o.GateImage,
-		RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways),
-		Command: []string{"fedmem", "gate", "run",
-			"--vault", VaultDir, "--state", StateDir, "--socket", path.Join(ReviewDir, "review.sock")},
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: VolData, MountPath: DataDir},
-			{Name: VolReview, MountPath: ReviewDir},
-		},
-		SecurityContext: gateSC,
-	}
-	// The session's inbox directory, made as the agent (owner agent uid,
-	// group from 90-inbox, mode 2770) before the agent starts, the way
-	// fedmem-run makes it on a host. It runs fedmem's code, not the agent's,
-	// and is the only container that sees 90-inbox as a whole.
-	prep := corev1.Container{
-		Name:    ContainerInbox,
-		Image:   o.GateImage,
-		Command: []string{"fedmem", "render", "inbox", "--dir", path.Join(VaultDir, vault.InboxDir), "--session", "$(" + sessionEnv + ")"},
-		Env:     []corev1.EnvVar{sessionVar},
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: VolData, MountPath: path.Join(VaultDir, vault.InboxDir), SubPath: inboxSub},
-		},
-		SecurityContext: hardened(o.AgentUID, o.AgentGID, localhost),
-	}
+	gate := gateSidecar(o)
+	prep := inboxPrep(o, sessionVar, inboxSub, localhost)
 
 	tmpLimit := resource.NewQuantity(int64(p.Limits.TmpBytes), resource.BinarySI)
 	spec := corev1.PodSpec{
@@ -520,6 +407,153 @@ func podSpec(p *profiles.Profile, o Options) (corev1.PodSpec, []string) {
 		spec.RuntimeClassName = ptr(o.RuntimeClass)
 	}
 	return spec, warns
+}
+
+// agentMounts are the agent container's mounts: the vault read-only (or
+// its visible parts), the session's own inbox, home read-only with its
+// writable sub-directories, and /tmp. The warnings name home.writable
+// entries rendered as directories.
+func agentMounts(p *profiles.Profile, inboxSub string) ([]corev1.VolumeMount, []string) {
+	var warns []string
+	mounts := []corev1.VolumeMount{}
+	if len(p.Vault.Visible) == 0 {
+		mounts = append(mounts,
+			corev1.VolumeMount{Name: VolData, MountPath: VaultDir, SubPath: dataVaultSub, ReadOnly: true},
+			// Over the vault's 90-inbox: an empty read-only directory, so
+			// that other sessions' drafts and the session records stay
+			// invisible, as in a local sandbox.
+			corev1.VolumeMount{Name: VolInboxMask, MountPath: path.Join(VaultDir, vault.InboxDir), ReadOnly: true},
+		)
+	} else {
+		vis := append([]string(nil), p.Vault.Visible...)
+		sort.Strings(vis)
+		for _, v := range vis {
+			c := path.Clean(v)
+			mounts = append(mounts, corev1.VolumeMount{Name: VolData, MountPath: path.Join(VaultDir, c), SubPath: path.Join(dataVaultSub, c), ReadOnly: true})
+		}
+	}
+	mounts = append(mounts,
+		// The session's own inbox: 90-inbox/<pod uid> of the vault, made by
+		// the session-inbox init container; nothing else of 90-inbox.
+		corev1.VolumeMount{Name: VolData, MountPath: InboxDir, SubPathExpr: inboxSub + "/$(" + sessionEnv + ")"},
+		corev1.VolumeMount{Name: VolHome, MountPath: HomeDir, ReadOnly: true},
+		corev1.VolumeMount{Name: VolTmp, MountPath: TmpDir},
+	)
+	hw := append([]string(nil), p.Home.Writable...)
+	sort.Strings(hw)
+	for _, w := range hw {
+		c := path.Clean(w)
+		if !strings.HasSuffix(w, "/") {
+			warns = append(warns, fmt.Sprintf("home.writable %q: rendered as a writable directory ~/%s (a pod's home is an empty volume; no single file can be opened in it)", w, c))
+		}
+		// A sub-directory of the home volume: kubelet creates it, and the
+		// rest of home stays read-only.
+		mounts = append(mounts, corev1.VolumeMount{Name: VolHome, MountPath: path.Join(HomeDir, c), SubPath: c})
+	}
+	return mounts, warns
+}
+
+// agentEnv is the agent container's environment: the session's variables,
+// the proxy's when the network is proxied, and env.set in name order. The
+// warning says env.pass has nothing to pass from.
+func agentEnv(p *profiles.Profile, o Options, sessionVar corev1.EnvVar) ([]corev1.EnvVar, []string) {
+	var warns []string
+	env := []corev1.EnvVar{
+		sessionVar,
+		{Name: "FEDMEM_VAULT", Value: VaultDir},
+		{Name: "FEDMEM_INBOX", Value: InboxDir},
+		{Name: "FEDMEM_PROFILE", Value: p.Name},
+		{Name: "HOME", Value: HomeDir},
+	}
+	if profiles.Proxied(p.Network) {
+		for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"} {
+			env = append(env, corev1.EnvVar{Name: k, Value: o.ProxyURL})
+		}
+	}
+	keys := make([]string, 0, len(p.Env.Set))
+	for k := range p.Env.Set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, corev1.EnvVar{Name: k, Value: strings.ReplaceAll(p.Env.Set[k], "${HOME}", HomeDir)})
+	}
+	if len(p.Env.Pass) > 0 {
+		warns = append(warns, fmt.Sprintf("env.pass (%s): nothing passes from a caller into a pod; give the agent its variables (API keys) through a Secret you add to the container", strings.Join(p.Env.Pass, ", ")))
+	}
+	return env, warns
+}
+
+// unrendered warns of what the profile asks that a pod cannot give: limits
+// with no per-container Kubernetes field, host paths and sockets, Landlock,
+// a proposed workdir, run_as.
+func unrendered(p *profiles.Profile, o Options) []string {
+	var warns []string
+	if p.Limits.Pids > 0 {
+		warns = append(warns, fmt.Sprintf("limits.pids %d: Kubernetes has no per-container pid limit; set the kubelet's podPidsLimit on the nodes", p.Limits.Pids))
+	}
+	if p.Limits.FileSize > 0 {
+		warns = append(warns, fmt.Sprintf("limits.file_size %d: no Kubernetes equivalent (RLIMIT_FSIZE); not enforced in the pod", p.Limits.FileSize))
+	}
+	if p.Limits.OpenFiles > 0 {
+		warns = append(warns, fmt.Sprintf("limits.open_files %d: no Kubernetes equivalent (RLIMIT_NOFILE is the runtime's default)", p.Limits.OpenFiles))
+	}
+	if p.Limits.InboxBytes > 0 {
+		warns = append(warns, fmt.Sprintf("limits.inbox_bytes %d: the inbox lives on the vault's volume, which has no per-directory quota; the gate's own draft size limits still apply", p.Limits.InboxBytes))
+	}
+	if len(p.Writable) > 0 {
+		warns = append(warns, fmt.Sprintf("writable %v: host paths are not rendered into a pod (nothing of the host is mounted)", p.Writable))
+	}
+	if len(p.UnixSockets) > 0 {
+		warns = append(warns, fmt.Sprintf("unix_sockets %v: host sockets are not rendered into a pod (none is reachable)", p.UnixSockets))
+	}
+	for _, req := range p.Require {
+		if req == "landlock" {
+			warns = append(warns, "require: landlock: Kubernetes cannot ask for Landlock; the pod relies on its mounts, seccomp and (with --apparmor) AppArmor")
+		}
+	}
+	if p.Propose() {
+		warns = append(warns, "workdir: propose: not rendered; the pod's workdir is its own volume, written directly (the pod is its own proposal: nothing of the host's tree is in it)")
+	}
+	if p.RunAs != "" {
+		warns = append(warns, fmt.Sprintf("run_as %q: the agent runs as --agent-uid %d in the pod", p.RunAs, o.AgentUID))
+	}
+	return warns
+}
+
+// gateSidecar is the gate: a native sidecar (an init container that keeps
+// running), so it is up before the agent starts and outlives it.
+func gateSidecar(o Options) corev1.Container {
+	gateSC := hardened(o.GateUID, o.GateGID, &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault})
+	return corev1.Container{
+		Name:          ContainerGate,
+		Image:         o.GateImage,
+		RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways),
+		Command: []string{"fedmem", "gate", "run",
+			"--vault", VaultDir, "--state", StateDir, "--socket", path.Join(ReviewDir, "review.sock")},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: VolData, MountPath: DataDir},
+			{Name: VolReview, MountPath: ReviewDir},
+		},
+		SecurityContext: gateSC,
+	}
+}
+
+// inboxPrep makes the session's inbox directory, as the agent (owner agent
+// uid, group from 90-inbox, mode 2770) before the agent starts, the way
+// fedmem-run makes it on a host. It runs fedmem's code, not the agent's,
+// and is the only container that sees 90-inbox as a whole.
+func inboxPrep(o Options, sessionVar corev1.EnvVar, inboxSub string, localhost *corev1.SeccompProfile) corev1.Container {
+	return corev1.Container{
+		Name:    ContainerInbox,
+		Image:   o.GateImage,
+		Command: []string{"fedmem", "render", "inbox", "--dir", path.Join(VaultDir, vault.InboxDir), "--session", "$(" + sessionEnv + ")"},
+		Env:     []corev1.EnvVar{sessionVar},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: VolData, MountPath: path.Join(VaultDir, vault.InboxDir), SubPath: inboxSub},
+		},
+		SecurityContext: hardened(o.AgentUID, o.AgentGID, localhost),
+	}
 }
 
 // egressRules are the NetworkPolicy egress rules for the profile's network

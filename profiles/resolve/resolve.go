@@ -201,6 +201,8 @@ func Resolve(o Options) (*Session, error) {
 		List:       host.List,
 		Readlink:   os.Readlink,
 		Specials:   scanner.Specials,
+		PathDirs:   filepath.SplitList(os.Getenv("PATH")),
+		Links:      host.Links,
 	})
 	if err != nil {
 		return nil, err

@@ -41,6 +41,7 @@ const StageCredentials = mounts.StageCredentials
 type secret struct {
 	cred        *profiles.Credential
 	file        string // the source file's absolute path (file sources)
+	path        string // the key path in file, its wildcards resolved
 	real        string
 	placeholder string
 }
@@ -62,6 +63,14 @@ type credSession struct {
 	mu      sync.Mutex
 	refused map[string]int    // credential → placeholders refused
 	renewed map[string]string // credential → its new real value (a refresh)
+}
+
+// keyPath is the secret's key path in its file.
+func (s secret) keyPath() string {
+	if s.path != "" {
+		return s.path
+	}
+	return s.cred.Path
 }
 
 // refresh records a credential's new real value.
@@ -102,11 +111,21 @@ func (cs *credSession) persist() []error {
 }
 
 func rewriteCredentialFile(f string, ss []secret) error {
-	b, err := readBounded(f)
+	// A credential file that is a link (a dotfiles checkout) is written
+	// where it points: the link stays, and the new tokens get the mode of
+	// the file that held the old ones — not the link's own 0777, which the
+	// rename would have put over the link (TestRT18RefreshIntoLinkedFile).
+	if t, err := filepath.EvalSymlinks(f); err == nil {
+		f = t
+	}
+	st, err := os.Lstat(f)
 	if err != nil {
 		return err
 	}
-	st, err := os.Lstat(f)
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", f)
+	}
+	b, err := readBounded(f)
 	if err != nil {
 		return err
 	}
@@ -115,10 +134,10 @@ func rewriteCredentialFile(f string, ss []secret) error {
 		return err
 	}
 	for _, s := range ss {
-		if v, err := lookupPath(doc, s.cred.Path); err != nil || v == nil {
-			return fmt.Errorf("%s: no %s any more", f, s.cred.Path)
+		if v, err := lookupPath(doc, s.keyPath()); err != nil || v == nil {
+			return fmt.Errorf("%s: no %s any more", f, s.keyPath())
 		}
-		setPath(doc, s.cred.Path, s.real)
+		setPath(doc, s.keyPath(), s.real)
 	}
 	out, err := encodeCredentialFile(f, doc)
 	if err != nil {
@@ -240,6 +259,22 @@ func readCredentials(p *profiles.Profile, environ []string, home string) ([]secr
 			if err != nil {
 				return nil, fail("%v", err)
 			}
+			if profiles.HasWildcardKey(c.Path) {
+				// Placeholder only (profiles checks it): every string the
+				// pattern names, none of which leaves in clear; an empty
+				// one (a stale entry) is no secret.
+				for _, m := range expandPath(doc, profiles.SplitKeyPath(c.Path), "") {
+					if m.value == "" {
+						continue
+					}
+					sec, err := newSecret(c, file, m.path, m.value, fail)
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, sec)
+				}
+				continue
+			}
 			v, err := lookupPath(doc, c.Path)
 			if v == nil && err == nil && c.Optional {
 				continue
@@ -256,21 +291,71 @@ func readCredentials(p *profiles.Profile, environ []string, home string) ([]secr
 			}
 			real = s
 		}
-		if len(real) < 8 {
-			return nil, fail("the value is shorter than 8 characters: a placeholder that short would be found by chance")
-		}
-		for _, r := range real {
-			if r < 0x21 || r > 0x7e {
-				return nil, fail("the value has a character outside printable ASCII: not a token")
-			}
-		}
-		ph, err := placeholderFor(real, c.KeepSuffix)
+		sec, err := newSecret(c, file, c.Path, real, fail)
 		if err != nil {
-			return nil, fail("placeholder: %v", err)
+			return nil, err
 		}
-		out = append(out, secret{cred: c, file: file, real: real, placeholder: ph})
+		out = append(out, sec)
 	}
 	return out, nil
+}
+
+// newSecret checks a value read from its source and makes its placeholder.
+func newSecret(c *profiles.Credential, file, path, real string, fail func(string, ...any) error) (secret, error) {
+	if len(real) < 8 {
+		return secret{}, fail("the value is shorter than 8 characters: a placeholder that short would be found by chance")
+	}
+	for _, r := range real {
+		if r < 0x21 || r > 0x7e {
+			return secret{}, fail("the value has a character outside printable ASCII: not a token")
+		}
+	}
+	ph, err := placeholderFor(real, c.KeepSuffix)
+	if err != nil {
+		return secret{}, fail("placeholder: %v", err)
+	}
+	return secret{cred: c, file: file, path: path, real: real, placeholder: ph}, nil
+}
+
+// pathMatch is one string a key path with wildcards names.
+type pathMatch struct{ path, value string }
+
+// expandPath follows keys through doc, a "*" key standing for every key
+// of the object there (in sorted order), and returns each string found
+// with its concrete path (dots in keys escaped, as SplitKeyPath reads
+// them). Anything else on the way — absent, not an object, not a string
+// at the end — names nothing.
+func expandPath(doc any, keys []string, prefix string) []pathMatch {
+	if len(keys) == 0 {
+		if v, ok := doc.(string); ok {
+			return []pathMatch{{prefix, v}}
+		}
+		return nil
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil
+	}
+	join := func(k string) string {
+		k = strings.ReplaceAll(k, ".", `\.`)
+		if prefix == "" {
+			return k
+		}
+		return prefix + "." + k
+	}
+	if keys[0] != "*" {
+		return expandPath(m[keys[0]], keys[1:], join(keys[0]))
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var out []pathMatch
+	for _, k := range names {
+		out = append(out, expandPath(m[k], keys[1:], join(k))...)
+	}
+	return out
 }
 
 // decodeCredentialFile reads a credential file's document: YAML for a
@@ -557,16 +642,19 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 		cs.stop()
 		return nil, staged(StageCredentials, fmt.Errorf("credentials: %w", err))
 	}
-	// The agent (another uid for a root caller) reads these; none is
-	// secret.
-	if err := os.Chmod(dir, 0o755); err != nil {
+	// The agent (another uid for a root caller) reads these by name. The
+	// CA files are public; a generated copy holds the rest of the
+	// caller's file (often 0600: other settings, other secrets): the
+	// folder can be walked, not listed, and each copy has a random name
+	// no other local user can guess (TestRT18GeneratedCopyOtherUsers).
+	if err := os.Chmod(dir, 0o711); err != nil {
 		return fail(err)
 	}
 	// Generated copies, one per source file.
 	files := map[string][]*secret{}
 	var order []string
 	for i := range secrets {
-		if f := secrets[i].file; f != "" {
+		if f := secrets[i].file; f != "" && !secrets[i].cred.Seeded {
 			if files[f] == nil {
 				order = append(order, f)
 			}
@@ -583,7 +671,7 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 			return fail(err)
 		}
 		for _, s := range files[f] {
-			setPath(doc, s.cred.Path, s.placeholder)
+			setPath(doc, s.keyPath(), s.placeholder)
 		}
 		gen, err := encodeCredentialFile(f, doc)
 		if err != nil {
@@ -594,7 +682,11 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 		for _, s := range secrets {
 			gen = bytes.ReplaceAll(gen, []byte(s.real), []byte(s.placeholder))
 		}
-		p := filepath.Join(dir, fmt.Sprintf("file-%d-%s", n, filepath.Base(f)))
+		var rnd [16]byte
+		if _, err := rand.Read(rnd[:]); err != nil {
+			return fail(err)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("file-%d-%x-%s", n, rnd, filepath.Base(f)))
 		if err := os.WriteFile(p, append(gen, '\n'), 0o644); err != nil {
 			return fail(err)
 		}
@@ -610,6 +702,9 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 			r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: p, Target: real,
 				Why: "credential placeholders (guarantee 8): the file " + f + " links to"})
 		}
+	}
+	if err := seedPlaceholders(r.Spec.Plan, secrets); err != nil {
+		return fail(err)
 	}
 	r.Spec.Env = gitCredentialHelpers(credentialEnv(r.Spec.Env, secrets), secrets)
 	if !profiles.Proxied(r.Profile.Network) {
@@ -627,6 +722,95 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 	return cs, nil
 }
 
+// seedPlaceholders gives each state copy seeded from a seeded
+// credential's file (profiles.Credential.Seeded) that credential's
+// placeholder at its path, and replaces every real value found in any
+// state copy by its placeholder. It runs after prepareState (which copies
+// a newer seed, real values and all) and before the sandbox exists; the
+// copy keeps its times (the seed's refresh compares them).
+func seedPlaceholders(pl *mounts.Plan, secrets []secret) error {
+	for _, m := range pl.Mounts {
+		if !m.State || m.Seed == "" || m.Dir {
+			continue
+		}
+		var mine []secret
+		for _, s := range secrets {
+			if s.cred.Seeded && filepath.Clean(s.file) == filepath.Clean(m.Seed) {
+				mine = append(mine, s)
+			}
+		}
+		st, err := os.Lstat(m.Source)
+		if errors.Is(err, fs.ErrNotExist) {
+			if len(mine) > 0 {
+				return fmt.Errorf("the state copy %s of %s is missing: credential %s has nowhere to go", m.Source, m.Seed, mine[0].cred.Name)
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("the state copy %s is not a regular file", m.Source)
+		}
+		b, err := readBounded(m.Source)
+		if err != nil {
+			return err
+		}
+		out := b
+		if len(mine) > 0 {
+			// A copy the agent left unreadable has no key path to set; its
+			// bytes are still searched below.
+			if doc, err := decodeCredentialFile(m.Source, b); err == nil {
+				changed := false
+				for _, s := range mine {
+					if v, err := lookupPath(doc, s.keyPath()); err == nil && v != nil {
+						setPath(doc, s.keyPath(), s.placeholder)
+						changed = true
+					}
+				}
+				if changed {
+					if enc, err := encodeCredentialFile(m.Source, doc); err == nil {
+						out = append(enc, '\n')
+					}
+				}
+			}
+		}
+		for _, s := range secrets {
+			out = bytes.ReplaceAll(out, []byte(s.real), []byte(s.placeholder))
+		}
+		if bytes.Equal(out, b) {
+			continue
+		}
+		f, err := os.OpenFile(m.Source, os.O_WRONLY|os.O_TRUNC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return err
+		}
+		_, werr := f.Write(out)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return fmt.Errorf("the state copy %s: %w", m.Source, werr)
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			_ = os.Chtimes(m.Source, time.Unix(sys.Atim.Unix()), time.Unix(sys.Mtim.Unix()))
+		}
+	}
+	for _, s := range secrets {
+		if !s.cred.Seeded {
+			continue
+		}
+		found := false
+		for _, m := range pl.Mounts {
+			found = found || (m.State && m.Seed != "" && filepath.Clean(m.Seed) == filepath.Clean(s.file))
+		}
+		if !found {
+			return fmt.Errorf("%s: credential %q is seeded: its file %s is no state seed of the profile (state: {seed: ...}): the agent would see the real file", s.cred.Where, s.cred.Name, s.file)
+		}
+	}
+	return nil
+}
+
 // absentCredentialFiles are the source files of the profile's file
 // credentials that do not exist at the start (optional ones): watched, so
 // that one the agent makes is moved aside after the session
@@ -634,15 +818,31 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 // agent's ~/.claude/.credentials.json would log the user's next claude into
 // the agent's account (TestCredentialFilePlanted). A login made inside the
 // sandbox is moved aside too (restore it with mv).
-func absentCredentialFiles(p *profiles.Profile, home string) []string {
+//
+// A name the plan already keeps absent (a persistence placeholder:
+// ~/.claude/settings.json, "must not be created") is left out: the agent
+// cannot make it, and the placeholder itself would be taken for a planted
+// file and moved aside after every session.
+func absentCredentialFiles(p *profiles.Profile, home string, pl *mounts.Plan) []string {
+	kept := map[string]bool{}
+	if pl != nil {
+		for _, m := range pl.Mounts {
+			if m.Placeholder {
+				kept[filepath.Clean(m.Target)] = true
+			}
+		}
+	}
 	var out []string
 	for i := range p.Credentials {
 		f := p.Credentials[i].File
-		if f == "" {
-			continue
+		if f == "" || p.Credentials[i].Seeded {
+			continue // a seed is the tool's own file outside: the agent sees its copy
 		}
 		if rest, ok := strings.CutPrefix(f, "~/"); ok {
 			f = filepath.Join(home, rest)
+		}
+		if kept[filepath.Clean(f)] {
+			continue
 		}
 		if _, err := os.Lstat(f); errors.Is(err, fs.ErrNotExist) && !slices.Contains(out, f) {
 			out = append(out, f)

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -212,5 +213,23 @@ func TestRewriteCredentialFile(t *testing.T) {
 	}
 	if err := rewriteCredentialFile(f, []secret{{cred: &profiles.Credential{Path: "o.gone"}, real: "x"}}); err == nil {
 		t.Errorf("a key no longer in the file was written anyway")
+	}
+}
+
+// TestExpandPathWildcard: a * key names every key of the object there;
+// dots in keys are escaped in the concrete paths, which lookupPath and
+// setPath read back.
+func TestExpandPathWildcard(t *testing.T) {
+	var doc any
+	if err := json.Unmarshal([]byte(`{"mcpOAuth": {"b|2": {"accessToken": "tokB"}, "a.x|1": {"accessToken": "tokA"}, "c": {"accessToken": 7}, "d": "x"}}`), &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := expandPath(doc, profiles.SplitKeyPath("mcpOAuth.*.accessToken"), "")
+	if len(got) != 2 || got[0].path != `mcpOAuth.a\.x|1.accessToken` || got[0].value != "tokA" || got[1].value != "tokB" {
+		t.Fatalf("expandPath: %+v", got)
+	}
+	setPath(doc, got[0].path, "ph")
+	if v, _ := lookupPath(doc, got[0].path); v != "ph" {
+		t.Errorf("setPath/lookupPath through the escaped path: %v", v)
 	}
 }

@@ -310,7 +310,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	if err != nil {
 		return sandbox.ExitFedmemError, err
 	}
-	s.Plan.Watch = append(s.Plan.Watch, absentCredentialFiles(prof, s.Home)...)
+	s.Plan.Watch = append(s.Plan.Watch, absentCredentialFiles(prof, s.Home, s.Plan)...)
 	// From here until the agent has exited, fedmem-run writes nothing to
 	// the user's terminal: its messages wait in nt (notices.go).
 	nt := &notices{}

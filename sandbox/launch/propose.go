@@ -292,6 +292,44 @@ func persistenceWhy(rel string) string {
 	return ""
 }
 
+// callerPathDirs are the folders of the caller's PATH that lie in the
+// workdir, relative to it ("." for the workdir itself): direnv's PATH_add
+// bin, an `export PATH=$PWD/bin:$PATH`. A program the agent leaves there
+// runs as the user's next command of its name once the proposal is
+// applied (test/escape TestProposeFlagsProgramOnPath).
+func callerPathDirs(environ []string, workdir string) map[string]bool {
+	dirs := map[string]bool{}
+	for _, kv := range environ {
+		v, ok := strings.CutPrefix(kv, "PATH=")
+		if !ok {
+			continue
+		}
+		for _, d := range filepath.SplitList(v) {
+			if !filepath.IsAbs(d) {
+				continue
+			}
+			if rel, err := filepath.Rel(workdir, filepath.Clean(d)); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				dirs[filepath.ToSlash(rel)] = true
+			}
+		}
+	}
+	return dirs
+}
+
+// onCallerPath is the folder (relative to the workdir) of a change that
+// puts an executable file or a link straight into a folder of the
+// caller's PATH, or "".
+func onCallerPath(c change, dirs map[string]bool) string {
+	if c.del || len(dirs) == 0 || (c.mode != "100755" && c.mode != "120000") {
+		return ""
+	}
+	dir := path.Dir(c.rel)
+	if dirs[dir] {
+		return dir
+	}
+	return ""
+}
+
 // gitRunsCode reports whether rel, under a .git, is one of the names that
 // make Git run code (profiles.GitPersist, profiles.AfterSession: hooks,
 // config, info, worktrees, modules, commondir) or lies under one.
@@ -374,6 +412,7 @@ func makeProposal(upper *os.File, workdir, id string, environ []string, home str
 	if err != nil {
 		return fail(fmt.Errorf("read the proposal: %w", err))
 	}
+	pathDirs := callerPathDirs(environ, workdir)
 	pr.Skipped = skipped
 	g := &gitRun{upper: upper, dir: workdir}
 	g.env = gitEnv(environ)
@@ -433,6 +472,10 @@ func makeProposal(upper *os.File, workdir, id string, environ []string, home str
 		} else if why := persistenceWhy(c.rel); why != "" {
 			g := f
 			g.Why = why
+			pr.Flagged = append(pr.Flagged, g)
+		} else if dir := onCallerPath(c, pathDirs); dir != "" {
+			g := f
+			g.Why = "a program in " + dir + ", a folder on your PATH: once applied, your next command of that name runs it"
 			pr.Flagged = append(pr.Flagged, g)
 		}
 		if inGit(c.rel) {

@@ -214,7 +214,14 @@ func TestCredentialsNeverInside(t *testing.T) {
 	if len(ce) == 0 || ce[0]["credential"] != "test-api-key" || ce[0]["allowed"] != false {
 		t.Errorf("credential events: %v; want a refusal naming test-api-key", ce)
 	}
-	after, _ := filepath.Glob("/var/tmp/fedmem-cred-*")
+	// This session's own folder (fedmem-cred-SESSION-*): other packages'
+	// sessions run at the same time and make theirs.
+	starts := eventsOf(t, evs, "start")
+	if len(starts) == 0 || starts[0]["session"] == "" {
+		t.Fatalf("no start event naming the session in %s", evs)
+	}
+	id, _ := starts[0]["session"].(string)
+	after, _ := filepath.Glob("/var/tmp/fedmem-cred-" + id + "-*")
 	for _, d := range after {
 		if !slices.Contains(before, d) {
 			t.Errorf("the session's credential directory %s is left behind", d)

@@ -79,6 +79,8 @@ type env struct {
 	home    string
 	outDir  string // writable by the launching user: reports
 	head    string
+	// path, when set, is the caller's PATH instead of the system's.
+	path string
 }
 
 func setup(t *testing.T, l layout) *env {
@@ -185,7 +187,11 @@ func (e *env) command(ctx context.Context, report string, extra []string, argv .
 	}
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = e.workdir
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=" + e.home, "LANG=C", "USER=agent"}
+	path := "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+	if e.path != "" {
+		path = e.path
+	}
+	cmd.Env = []string{"PATH=" + path, "HOME=" + e.home, "LANG=C", "USER=agent"}
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }

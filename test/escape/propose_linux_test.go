@@ -701,3 +701,45 @@ func TestProposeUncommittedSaid(t *testing.T) {
 		t.Errorf("the user's index changed")
 	}
 }
+
+// TestProposeFlagsProgramOnPath: the caller's PATH names a folder of the
+// workdir (direnv's PATH_add bin); the agent leaves bin/git there. Under
+// workdir: propose it does not reach the real tree while the agent runs or
+// after, and the proposal flags it as a program on the caller's PATH (the
+// direct workdir's open breach, TestRT22WorkdirPathDirPlanted).
+func TestProposeFlagsProgramOnPath(t *testing.T) {
+	for _, l := range proposeLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			e := setup(t, l)
+			gitWorkdir(t, e)
+			bin := filepath.Join(e.workdir, "bin")
+			must(t, os.MkdirAll(bin, 0o755))
+			if l.user {
+				must(t, os.Chown(bin, agentUID, agentUID))
+			}
+			e.path = bin + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+			plant := `printf '#!/bin/sh\necho PLANTED-GIT\n' > bin/git && chmod +x bin/git && echo 'not a program' > bin/README && echo WROTE`
+			r := e.proposeRun(t, "strict", nil, "sh", "-c", plant)
+			if !strings.Contains(string(r.stdout), "WROTE") {
+				t.Fatalf("the plant was not written inside (exit %d):\n%s", r.code, r.stderr)
+			}
+			if _, err := os.Lstat(filepath.Join(bin, "git")); err == nil {
+				t.Fatalf("BREACH: bin/git, on the caller's PATH, reached the real workdir")
+			}
+			p := reportProposal(t, r)
+			flagged := map[string]string{}
+			for _, f := range p.Flagged {
+				flagged[f.Path] = f.Why
+			}
+			if !strings.Contains(flagged["bin/git"], "a folder on your PATH") {
+				t.Errorf("bin/git is not flagged as a program on the caller's PATH: %+v", p.Flagged)
+			}
+			if flagged["bin/README"] != "" {
+				t.Errorf("bin/README (not executable) is flagged: %q", flagged["bin/README"])
+			}
+			if !strings.Contains(string(r.stderr), "FLAGGED bin/git ") {
+				t.Errorf("bin/git is not flagged on stderr:\n%s", r.stderr)
+			}
+		})
+	}
+}

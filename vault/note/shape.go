@@ -150,7 +150,9 @@ func Check(n *Note) (Meta, []Finding) {
 	default:
 		m.Type, m.TypeLine = tv.Value, tv.Line
 	}
-	for _, key := range []string{"title", "description"} {
+	// `subject` names the note as its title does: one string (a list
+	// would be a name the conflict index and the subject rules never read).
+	for _, key := range []string{"title", "description", "subject"} {
 		if v := n.Get(key); v != nil && v.Kind != yaml.ScalarNode {
 			out = append(out, errf("okf-"+key, v.Line, "`%s` must be a single string", key))
 		} else if v != nil && key == "title" {
@@ -169,6 +171,11 @@ func Check(n *Note) (Meta, []Finding) {
 	}
 	if v := n.Get("tags"); v != nil {
 		out = stringList(v, "tags", out)
+	}
+	if v := n.Get("aliases"); v != nil {
+		// Names, like `title`: a nested list is a name no reader of
+		// aliases (the conflict index) sees.
+		out = stringList(v, "aliases", out)
 	}
 	for _, key := range []string{"stale_after", "created", "updated", "last_modified"} {
 		if v := n.Get(key); v != nil {

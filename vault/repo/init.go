@@ -156,45 +156,14 @@ func Init(dir string, opts InitOptions) (Result, error) {
 		now = opts.Now
 	}
 
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return res, fmt.Errorf("init %q: %w", dir, err)
-	}
-	fi, err := os.Stat(abs)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(abs, DirMode); err != nil {
-			return res, fmt.Errorf("init: create %s: %w", abs, err)
-		}
-	case err != nil:
-		return res, fmt.Errorf("init: %w", err)
-	case !fi.IsDir():
-		return res, fmt.Errorf("init: %s is not a directory", abs)
-	}
-	if abs, err = filepath.EvalSymlinks(abs); err != nil {
-		return res, fmt.Errorf("init: %w", err)
-	}
+	abs, entries, err := initDir(dir)
 	res.Dir = abs
-
-	entries, err := os.ReadDir(abs)
 	if err != nil {
-		return res, fmt.Errorf("init: read %s: %w", abs, err)
+		return res, err
 	}
 	fresh := len(entries) == 0
 	if !fresh && !vault.IsVault(abs) {
-		re := &RefusedError{Dir: abs}
-		for i, e := range entries { // ReadDir sorts by name
-			if i == 5 {
-				re.More = len(entries) - i
-				break
-			}
-			name := e.Name()
-			if e.IsDir() {
-				name += "/"
-			}
-			re.Found = append(re.Found, name)
-		}
-		return res, re
+		return res, refused(abs, entries)
 	}
 	res.Created = fresh
 	if !fresh {
@@ -229,32 +198,7 @@ func Init(dir string, opts InitOptions) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if err := w.dir(".", DirMode, gate.GID, false); err != nil {
-		return res, err
-	}
-	for _, f := range vault.Folders {
-		mode, gid := os.FileMode(DirMode), gate.GID
-		if f == vault.InboxDir {
-			mode = inboxMode
-			if opts.AgentGroup != nil {
-				gid = opts.AgentGroup.GID
-			}
-		}
-		// The inbox itself sits in the gate's root folder, where nobody else
-		// can create it; only entries inside it may be someone else's.
-		if err := w.dir(f, mode, gid, false); err != nil {
-			return res, err
-		}
-	}
-	sessGID := gate.GID
-	if opts.AgentGroup != nil {
-		sessGID = opts.AgentGroup.GID
-	}
-	sessMode := inboxMode
-	if opts.LauncherGroup != nil {
-		sessGID, sessMode = opts.LauncherGroup.GID, SessionsModeLauncher
-	}
-	if err := w.dir(vault.SessionsDir, sessMode, sessGID, true); err != nil {
+	if err := w.layoutDirs(opts, inboxMode); err != nil {
 		return res, err
 	}
 
@@ -270,54 +214,9 @@ func Init(dir string, opts InitOptions) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	var toCommit []string
-	var written []string
-	for _, mf := range files {
-		inHead, headBlob, err := g.inTree(head, mf.path)
-		if err != nil {
-			return res, err
-		}
-		if mf.keep && !inHead {
-			tracked, err := g.hasTrackedContent(head, path.Dir(mf.path))
-			if err != nil {
-				return res, err
-			}
-			if tracked {
-				continue // the folder is tracked through its notes
-			}
-		}
-		inInbox := strings.HasPrefix(mf.path, vault.InboxDir+"/")
-		exists, err := w.file(mf.path, inInbox)
-		if err != nil {
-			return res, err
-		}
-		switch {
-		case exists && inHead:
-			differs, err := w.differs(mf.path, headBlob)
-			if err != nil {
-				return res, err
-			}
-			if differs {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("%s differs from HEAD: edited outside the gate; left as it is (see git diff)", mf.path))
-			}
-		case exists && !inHead:
-			// Left by an interrupted init: commit it as it is.
-			toCommit = append(toCommit, mf.path)
-		case !exists && inHead:
-			content, err := g.blob(headBlob)
-			if err != nil {
-				return res, err
-			}
-			if err := w.create(mf.path, content, "restored from HEAD"); err != nil {
-				return res, err
-			}
-			written = append(written, mf.path)
-		case !exists && !inHead:
-			if err := w.create(mf.path, mf.content, "created"); err != nil {
-				return res, err
-			}
-			toCommit = append(toCommit, mf.path)
-		}
+	toCommit, written, err := w.syncManaged(g, head, files)
+	if err != nil {
+		return res, err
 	}
 
 	if len(toCommit) > 0 {
@@ -345,6 +244,139 @@ func Init(dir string, opts InitOptions) (Result, error) {
 		res.Actions = []Action{}
 	}
 	return res, nil
+}
+
+// initDir makes dir if it does not exist and returns its absolute path,
+// symlinks resolved, and its entries (sorted by name).
+func initDir(dir string) (string, []os.DirEntry, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", nil, fmt.Errorf("init %q: %w", dir, err)
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(abs, DirMode); err != nil {
+			return "", nil, fmt.Errorf("init: create %s: %w", abs, err)
+		}
+	case err != nil:
+		return "", nil, fmt.Errorf("init: %w", err)
+	case !fi.IsDir():
+		return "", nil, fmt.Errorf("init: %s is not a directory", abs)
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return "", nil, fmt.Errorf("init: %w", err)
+	}
+	entries, err := os.ReadDir(abs)
+	if err != nil {
+		return abs, nil, fmt.Errorf("init: read %s: %w", abs, err)
+	}
+	return abs, entries, nil
+}
+
+// refused is the error for a directory that holds files and is not a vault:
+// it names the first five entries.
+func refused(abs string, entries []os.DirEntry) *RefusedError {
+	re := &RefusedError{Dir: abs}
+	for i, e := range entries { // ReadDir sorts by name
+		if i == 5 {
+			re.More = len(entries) - i
+			break
+		}
+		name := e.Name()
+		if e.IsDir() {
+			name += "/"
+		}
+		re.Found = append(re.Found, name)
+	}
+	return re
+}
+
+// layoutDirs makes the vault's root, its folders, the inbox (inboxMode,
+// the agent group's when there is one) and the session records' folder.
+func (w *writer) layoutDirs(opts InitOptions, inboxMode os.FileMode) error {
+	gate := w.gate
+	if err := w.dir(".", DirMode, gate.GID, false); err != nil {
+		return err
+	}
+	for _, f := range vault.Folders {
+		mode, gid := os.FileMode(DirMode), gate.GID
+		if f == vault.InboxDir {
+			mode = inboxMode
+			if opts.AgentGroup != nil {
+				gid = opts.AgentGroup.GID
+			}
+		}
+		// The inbox itself sits in the gate's root folder, where nobody else
+		// can create it; only entries inside it may be someone else's.
+		if err := w.dir(f, mode, gid, false); err != nil {
+			return err
+		}
+	}
+	sessGID := gate.GID
+	if opts.AgentGroup != nil {
+		sessGID = opts.AgentGroup.GID
+	}
+	sessMode := inboxMode
+	if opts.LauncherGroup != nil {
+		sessGID, sessMode = opts.LauncherGroup.GID, SessionsModeLauncher
+	}
+	return w.dir(vault.SessionsDir, sessMode, sessGID, true)
+}
+
+// syncManaged brings each managed file in line with HEAD: it returns the
+// files to commit (created, or left by an interrupted init) and those
+// restored from HEAD; a file that differs from HEAD is left as it is, with a
+// warning.
+func (w *writer) syncManaged(g *gitRepo, head headState, files []managedFile) (toCommit, written []string, err error) {
+	for _, mf := range files {
+		inHead, headBlob, err := g.inTree(head, mf.path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if mf.keep && !inHead {
+			tracked, err := g.hasTrackedContent(head, path.Dir(mf.path))
+			if err != nil {
+				return nil, nil, err
+			}
+			if tracked {
+				continue // the folder is tracked through its notes
+			}
+		}
+		inInbox := strings.HasPrefix(mf.path, vault.InboxDir+"/")
+		exists, err := w.file(mf.path, inInbox)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case exists && inHead:
+			differs, err := w.differs(mf.path, headBlob)
+			if err != nil {
+				return nil, nil, err
+			}
+			if differs {
+				w.res.Warnings = append(w.res.Warnings, fmt.Sprintf("%s differs from HEAD: edited outside the gate; left as it is (see git diff)", mf.path))
+			}
+		case exists && !inHead:
+			// Left by an interrupted init: commit it as it is.
+			toCommit = append(toCommit, mf.path)
+		case !exists && inHead:
+			content, err := g.blob(headBlob)
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := w.create(mf.path, content, "restored from HEAD"); err != nil {
+				return nil, nil, err
+			}
+			written = append(written, mf.path)
+		case !exists && !inHead:
+			if err := w.create(mf.path, mf.content, "created"); err != nil {
+				return nil, nil, err
+			}
+			toCommit = append(toCommit, mf.path)
+		}
+	}
+	return toCommit, written, nil
 }
 
 func commitMessage(fresh bool, gate vault.Owner, paths []string) string {

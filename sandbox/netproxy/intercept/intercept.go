@@ -33,8 +33,10 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/netip"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,6 +80,9 @@ type Server struct {
 	mu     sync.Mutex
 	leaves map[string]*tls.Certificate
 	credMu sync.RWMutex // Creds' Real values change on a refresh
+	// retired are credentials as they were before a refresh: their old
+	// real values, still valid upstream for a while, are scrubbed too.
+	retired []Cred
 }
 
 // creds is a snapshot of Creds.
@@ -206,16 +211,23 @@ func (s *Server) Serve(c net.Conn, pre []byte, host string, port int, addrs []ne
 			// default Go, Python requests or Node client asks for gzip).
 			pr.Out.Header.Del("Accept-Encoding")
 		},
-		Transport: tr,
+		Transport: scrub1xx{rt: tr, s: s},
 		ModifyResponse: func(r *http.Response) error {
+			if r.StatusCode == http.StatusSwitchingProtocols {
+				// What follows an upgrade (a websocket) is a raw stream
+				// in both directions: bytes the scrub and the placeholder
+				// search do not read (TestRT18EchoTrailerEarlyHintsUpgrade).
+				r.Body.Close()
+				return errors.New("an upgrade (101 Switching Protocols) of a connection to a credential's host: refused (the stream after it could carry a real value back unscrubbed)")
+			}
 			if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 				// Not asked for (the transport decodes what it asked
 				// for): bytes the scrub cannot read are not passed.
 				r.Body.Close()
 				return fmt.Errorf("an answer in content encoding %q the credential proxy did not ask for: refused (its real values could not be replaced)", ce)
 			}
-			if from, ok := r.Request.Context().Value(refreshKey{}).(string); ok {
-				s.refreshed(r, from)
+			if req, ok := r.Request.Context().Value(refreshKey{}).(*refreshReq); ok {
+				s.refreshed(r, req)
 			}
 			s.scrubResponse(r)
 			return nil
@@ -300,42 +312,131 @@ func (s *Server) inject(r *http.Request, host string, port int) (string, string)
 	return "", ""
 }
 
-// scrubResponse replaces a real value echoed in the response headers by
-// its placeholder: the agent never reads a real value off the wire.
-func (s *Server) scrubResponse(r *http.Response) {
+// scrubPair is one form of a real value an answer may echo, and what
+// replaces it there: the same length, so an answer's length holds.
+type scrubPair struct{ real, mask []byte }
+
+// scrubPairs are the forms of every real value (the current ones and those
+// a refresh replaced) the scrub replaces in answers: the value itself, by
+// its placeholder — or, once a refresh made it another length than its
+// placeholder, by the placeholder cut or padded to its length
+// (TestRT18RefreshedTokenEchoScrubbed) — and, for a Basic credential, its
+// base64 at each of the three alignments it can have in "user:password"
+// (an echo of the Authorization header, TestRT18BasicAuthEchoScrubbed).
+func (s *Server) scrubPairs() []scrubPair {
 	creds := s.creds()
-	for _, vs := range r.Header {
-		for j, v := range vs {
-			for i := range creds {
-				v = strings.ReplaceAll(v, creds[i].Real, creds[i].Placeholder)
+	s.credMu.RLock()
+	creds = append(creds, s.retired...)
+	s.credMu.RUnlock()
+	var out []scrubPair
+	for _, c := range creds {
+		if c.Real == "" {
+			continue
+		}
+		mask := c.Placeholder
+		if len(mask) > len(c.Real) {
+			mask = mask[:len(c.Real)]
+		} else if len(mask) < len(c.Real) {
+			mask += strings.Repeat("x", len(c.Real)-len(mask))
+		}
+		out = append(out, scrubPair{[]byte(c.Real), []byte(mask)})
+		if !c.Basic {
+			continue
+		}
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			for align := 0; align < 3; align++ {
+				r, m := base64Core(enc, c.Real, align), base64Core(enc, mask, align)
+				if len(r) >= 8 && len(r) == len(m) {
+					out = append(out, scrubPair{r, m})
+				}
 			}
-			vs[j] = v
 		}
 	}
-	if r.Body != nil && len(creds) > 0 {
-		keep := 0
-		for _, c := range creds {
-			keep = max(keep, len(c.Real)-1)
+	return out
+}
+
+// base64Core is the part of v's base64 that depends on v alone when v
+// starts align bytes into a 3-byte group: the characters whose 6 bits all
+// lie within v.
+func base64Core(enc *base64.Encoding, v string, align int) []byte {
+	e := enc.EncodeToString(append(make([]byte, align), v...))
+	start, end := (8*align+5)/6, 8*(align+len(v))/6
+	if end > len(e) || start >= end {
+		return nil
+	}
+	return []byte(e[start:end])
+}
+
+// scrubHeader replaces the real values in h's names and values.
+func scrubHeader(h http.Header, pairs []scrubPair) {
+	for k, vs := range h {
+		for j, v := range vs {
+			vs[j] = scrubString(v, pairs)
 		}
-		r.Body = &scrubBody{rc: r.Body, creds: creds, keep: keep, buf: make([]byte, 64<<10+keep)}
+		if k2 := scrubString(k, pairs); k2 != k {
+			delete(h, k)
+			h[k2] = append(h[k2], vs...)
+		}
+	}
+}
+
+func scrubString(v string, pairs []scrubPair) string {
+	for _, p := range pairs {
+		v = strings.ReplaceAll(v, string(p.real), string(p.mask))
+	}
+	return v
+}
+
+// scrubResponse replaces a real value echoed in the response — its
+// headers, its body, its trailers — by its placeholder: the agent never
+// reads a real value off the wire. (Informational answers: scrub1xx.)
+func (s *Server) scrubResponse(r *http.Response) {
+	pairs := s.scrubPairs()
+	scrubHeader(r.Header, pairs)
+	scrubHeader(r.Trailer, pairs) // the names announced; the values come after the body
+	if r.Body != nil && len(pairs) > 0 {
+		keep := 0
+		for _, p := range pairs {
+			keep = max(keep, len(p.real)-1)
+		}
+		r.Body = &scrubBody{rc: r.Body, pairs: pairs, keep: keep, buf: make([]byte, 64<<10+keep), resp: r}
 		if !s.noReadAhead {
 			r.Body = readAhead(r.Body)
 		}
 	}
 }
 
+// scrub1xx scrubs the informational answers (103 Early Hints) that
+// httputil.ReverseProxy passes on to the agent as they come: its trace
+// hook, added here, is the newest, so it runs before the proxy's copies
+// the header (TestRT18EchoTrailerEarlyHintsUpgrade).
+type scrub1xx struct {
+	rt http.RoundTripper
+	s  *Server
+}
+
+func (x scrub1xx) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx := httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{Got1xxResponse: func(_ int, h textproto.MIMEHeader) error {
+		scrubHeader(http.Header(h), x.s.scrubPairs())
+		return nil
+	}})
+	return x.rt.RoundTrip(r.WithContext(ctx))
+}
+
 // scrubBody replaces every real value in a response body by its
 // placeholder, in place (the same length, so the body's length holds),
 // keeping back the last bytes of each read that could begin a value split
-// across reads.
+// across reads. At the end of the body it scrubs the response's trailers,
+// which the transport has read by then and the proxy copies after it.
 type scrubBody struct {
 	rc    io.ReadCloser
-	creds []Cred
+	pairs []scrubPair
 	keep  int
 	buf   []byte // buf[:n]: read, scrubbed; buf[:n-keep] may go out
 	n     int
 	out   int // buf[:out] already returned
 	eof   bool
+	resp  *http.Response
 }
 
 func (b *scrubBody) Read(p []byte) (int, error) {
@@ -361,17 +462,17 @@ func (b *scrubBody) Read(p []byte) (int, error) {
 			start := max(0, b.n-b.keep)
 			b.n += k
 			win := b.buf[start:b.n]
-			for _, c := range b.creds {
-				if len(c.Real) != len(c.Placeholder) || c.Real == "" {
-					continue
-				}
-				for i := bytes.Index(win, []byte(c.Real)); i >= 0; i = bytes.Index(win, []byte(c.Real)) {
-					copy(win[i:], c.Placeholder)
+			for _, pr := range b.pairs {
+				for i := bytes.Index(win, pr.real); i >= 0; i = bytes.Index(win, pr.real) {
+					copy(win[i:], pr.mask)
 				}
 			}
 		}
 		if err == io.EOF {
 			b.eof = true
+			if b.resp != nil {
+				scrubHeader(b.resp.Trailer, b.pairs)
+			}
 		} else if err != nil {
 			return 0, err
 		}

@@ -19,6 +19,16 @@ const maxRefreshBody = 1 << 20
 
 type refreshKey struct{}
 
+// refreshReq is a refresh's context value: the credential whose
+// placeholder the request carried, and what the agent itself sent (its
+// URL, headers and body before the placeholders were replaced): a value
+// of the answer found there is the agent's own, echoed — never a new
+// token (TestRT18RefreshFromEcho).
+type refreshReq struct {
+	from string
+	sent []byte
+}
+
 // injectBody replaces, in the body of a request to a host of a body
 // credential (Cred.Body: a refresh token sent to its token endpoint),
 // that credential's placeholder with its real value. A request that
@@ -43,6 +53,7 @@ func (s *Server) injectBody(r *http.Request, host string, port int) (*http.Reque
 		return r, fmt.Errorf("a request body to %s larger than %d bytes (a host of a body credential)", host, maxRefreshBody)
 	}
 	from := ""
+	sent := append([]byte(nil), b...)
 	for _, c := range mine {
 		if bytes.Contains(b, []byte(c.Placeholder)) {
 			b = bytes.ReplaceAll(b, []byte(c.Placeholder), []byte(c.Real))
@@ -53,7 +64,14 @@ func (s *Server) injectBody(r *http.Request, host string, port int) (*http.Reque
 	r.ContentLength = int64(len(b))
 	r.Header.Set("Content-Length", strconv.Itoa(len(b)))
 	if from != "" {
-		r = r.WithContext(context.WithValue(r.Context(), refreshKey{}, from))
+		sent = append(sent, r.URL.String()...)
+		for k, vs := range r.Header {
+			sent = append(sent, k...)
+			for _, v := range vs {
+				sent = append(sent, v...)
+			}
+		}
+		r = r.WithContext(context.WithValue(r.Context(), refreshKey{}, &refreshReq{from: from, sent: sent}))
 	}
 	return r, nil
 }
@@ -63,7 +81,8 @@ func (s *Server) injectBody(r *http.Request, host string, port int) (*http.Reque
 // its new real one (injected from now on, reported to fedmem-run for the
 // file after the session), and the agent gets the placeholder in its
 // place.
-func (s *Server) refreshed(r *http.Response, from string) {
+func (s *Server) refreshed(r *http.Response, req *refreshReq) {
+	from := req.from
 	if r.StatusCode != http.StatusOK || r.Body == nil {
 		return
 	}
@@ -108,8 +127,11 @@ func (s *Server) refreshed(r *http.Response, from string) {
 			continue
 		}
 		v, ok := doc[c.FromResponse].(string)
-		if !ok || v == "" {
-			continue
+		if !ok || v == "" || bytes.Contains(req.sent, []byte(v)) {
+			continue // absent, or the agent's own value echoed
+		}
+		if v != c.Real {
+			s.retired = append(s.retired, *c)
 		}
 		c.Real = v
 		doc[c.FromResponse] = c.Placeholder

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package demo
 
 import (
 	"io/fs"
@@ -10,5 +10,5 @@ import (
 // fileOwner is unknown off Linux; the demo compares the rest.
 func fileOwner(fs.FileInfo) (uid, gid int) { return -1, -1 }
 
-// gateCredential is only used by root on Linux.
-func gateCredential(uid, gid, group int) *syscall.SysProcAttr { return nil }
+// credential is only used by root on Linux.
+func credential(uid, gid, group int) *syscall.SysProcAttr { return nil }

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"io/fs"
@@ -13,8 +13,8 @@ func fileOwner(fi fs.FileInfo) (uid, gid int) {
 	return -1, -1
 }
 
-// gateCredential runs a child as uid:gid with one supplementary group (the
+// credential runs a child as uid:gid with one supplementary group (the
 // gate, or root as an agent, in the agents' group).
-func gateCredential(uid, gid, group int) *syscall.SysProcAttr {
+func credential(uid, gid, group int) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{uint32(group)}}}
 }
