@@ -86,8 +86,11 @@ type Plan struct {
 	Mounts  []Mount `json:"mounts"`
 	// Writable lists every path the agent may write (for Landlock).
 	Writable []string `json:"writable"`
-	// Network is host, none or allowlist.
-	Network string `json:"network"`
+	// Network is the network mode (never empty: Build resolves the
+	// profile default).
+	Network NetworkMode `json:"network"`
+	// Require are the layers the profile requires (its `require:`).
+	Require Require `json:"require"`
 	// Visible, when set, are the only vault folders the sandbox shows
 	// (vault-relative); .git and everything else of the vault is absent.
 	Visible []string `json:"visible,omitempty"`
@@ -195,6 +198,14 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 	if !vault.ValidSessionID(in.Session) {
 		return nil, fmt.Errorf("%w: session id %q", ErrPlan, in.Session)
 	}
+	network, err := NetworkModeOf(p.Network)
+	if err != nil {
+		return nil, err
+	}
+	require, err := RequireOf(p.Require)
+	if err != nil {
+		return nil, err
+	}
 	exists := in.Exists
 	if exists == nil {
 		exists = func(string) (bool, bool) { return true, true }
@@ -205,7 +216,8 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		Session: in.Session,
 		Workdir: in.Workdir,
 		Home:    in.Home,
-		Network: p.Network,
+		Network: network,
+		Require: require,
 		// The seccomp filter's socket-families rule adds these.
 		SocketFamilies: p.SocketFamilyNumbers(),
 

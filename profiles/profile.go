@@ -37,10 +37,6 @@ const (
 	NetworkPublic = "public"
 )
 
-// OwnNetNS reports whether a network mode gives the sandbox its own network
-// namespace (every mode but host).
-func OwnNetNS(mode string) bool { return mode != NetworkHost }
-
 // Proxied reports whether a network mode reaches out through fedmem-run's
 // proxy (allowlist and public).
 func Proxied(mode string) bool { return mode == NetworkAllowlist || mode == NetworkPublic }

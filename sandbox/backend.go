@@ -40,7 +40,7 @@ type Spec struct {
 	// the agent creates stays the owner's. Unset: the caller's ids.
 	OwnerUID, OwnerGID int
 	OwnerSet           bool
-	// AcceptRisks are the profile's accept_risks (profiles.RiskKeepGroups).
+	// AcceptRisks are the profile's accept_risks (mounts.RiskKeepGroups).
 	AcceptRisks []string
 	// TTY gives the agent a private pseudo-terminal relayed to Stdin/Stdout.
 	TTY             bool
@@ -165,12 +165,12 @@ const ExitTimedOut = 124
 // Error is a fedmem failure (not the agent's): it carries the exit code and
 // the stage that failed.
 type Error struct {
-	Code  int    `json:"code"`
-	Stage string `json:"stage"`
-	Msg   string `json:"msg"`
+	Code  int          `json:"code"`
+	Stage mounts.Stage `json:"stage"`
+	Msg   string       `json:"msg"`
 }
 
-func (e *Error) Error() string { return e.Stage + ": " + e.Msg }
+func (e *Error) Error() string { return string(e.Stage) + ": " + e.Msg }
 
 // ExitCodeOf maps an error from Run to fedmem-run's exit code.
 func ExitCodeOf(err error) int {

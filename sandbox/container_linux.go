@@ -84,10 +84,10 @@ func helperPath(explicit, name string) (string, error) {
 func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir string) (*Result, error) {
 	if spec.Plan.ProposedWorkdir() != nil {
 		// Never the real workdir bound writable in place of a proposal.
-		return nil, &Error{Code: ExitFedmemError, Stage: "backend", Msg: fmt.Sprintf("the %s backend cannot build the profile's `workdir: propose` (an overlay the namespace backend mounts): use --backend namespace, or a profile with workdir: direct", rt.name)}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageBackend, Msg: fmt.Sprintf("the %s backend cannot build the profile's `workdir: propose` (an overlay the namespace backend mounts): use --backend namespace, or a profile with workdir: direct", rt.name)}
 	}
 	if os.Geteuid() != 0 {
-		return nil, &Error{Code: ExitFedmemError, Stage: "backend", Msg: "the " + rt.name + " backend needs root (use --backend namespace for rootless sessions)"}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageBackend, Msg: "the " + rt.name + " backend needs root (use --backend namespace for rootless sessions)"}
 	}
 	s := *spec
 	spec = &s
@@ -97,7 +97,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: "own executable: " + err.Error()}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: "own executable: " + err.Error()}
 	}
 	cfg := initConfig{
 		Plan: spec.Plan, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, TTY: spec.TTY,
@@ -164,25 +164,25 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		Placeholder: filepath.Join(bundle, "placeholder"), PlaceholderJSON: filepath.Join(bundle, "placeholder.json"),
 	})
 	if err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: "spec", Msg: err.Error()}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageSpec, Msg: err.Error()}
 	}
 	faultOCI(ocispec, spec.Plan) // fedmemfault builds only (test/escape TestVerificationFailsClosed)
 	// fedmem-run's own executable, read-only, under the name the init
 	// dispatches on (the runtime execs Args[0] found in PATH).
 	ocispec.Mounts = append(ocispec.Mounts, specs.Mount{Destination: filepath.Join(oci.InitDir, InitArg0), Type: "bind", Source: exe, Options: []string{"bind", "ro", "nosuid", "nodev"}})
 	if err := os.MkdirAll(bundle, 0o700); err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: err.Error()}
 	}
 	// What an absent protected file reads as inside (placeholders).
 	for name, body := range map[string]string{"placeholder": "", "placeholder.json": "{}"} {
 		if err := os.WriteFile(filepath.Join(bundle, name), []byte(body), 0o444); err != nil {
-			return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+			return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: err.Error()}
 		}
 	}
 	if rt.fdSocket {
 		fdDir := filepath.Join(bundle, "fds")
 		if err := os.Mkdir(fdDir, 0o700); err != nil {
-			return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+			return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: err.Error()}
 		}
 		ocispec.Mounts = append(ocispec.Mounts, specs.Mount{Destination: ociFdDir, Type: "bind", Source: fdDir, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
 	}
@@ -192,7 +192,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		err = os.WriteFile(filepath.Join(bundle, "config.json"), raw, 0o600)
 	}
 	if err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: err.Error()}
 	}
 
 	link, err := newInitLink(spec, &cfg)
@@ -202,7 +202,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	defer link.Close()
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: err.Error()}
 	}
 	defer ctlR.Close()
 	defer ctlW.Close()
@@ -211,7 +211,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	// sandbox's /tmp through /proc/PID/root, as for the namespace backend.
 	pidR, pidW, err := os.Pipe()
 	if err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: err.Error()}
 	}
 	defer pidR.Close()
 	defer pidW.Close()
@@ -232,7 +232,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	link.sendConfig(&cfg, nil)
 	cloned := monoNow()
 	if err := cmd.Start(); err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: "start", Msg: fmt.Sprintf("%s helper: %v", rt.name, err)}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageStart, Msg: fmt.Sprintf("%s helper: %v", rt.name, err)}
 	}
 	// kill: once the init's pid is known, SIGKILL to every process of the
 	// container's cgroup from here (cgroupKill: the init's death alone
@@ -293,7 +293,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	}()
 	relay := link.relay
 	ns := []string{"user", "mount", "pid", "ipc", "uts", "cgroup"}
-	if oci.NewNetNS(spec.Plan.Network) {
+	if spec.Plan.Network.OwnNetNS() {
 		ns = append(ns, "net")
 	}
 	host := func(x Layers) Layers {
@@ -338,7 +338,7 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 			res.ExitCode, res.Signal = ee.ExitCode(), ee.ExitCode()-128
 			return res, nil
 		}
-		return res, &Error{Code: ExitFedmemError, Stage: "init", Msg: fmt.Sprintf("%s: the container's init ended without a status: %v", rt.name, werr)}
+		return res, &Error{Code: ExitFedmemError, Stage: mounts.StageInit, Msg: fmt.Sprintf("%s: the container's init ended without a status: %v", rt.name, werr)}
 	}
 	return res, nil
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+
+	"github.com/fedmem/fedmem/mounts"
 )
 
 // Containerd is the containerd backend: the same OCI spec, run by a real
@@ -36,7 +38,7 @@ const ContainerdNamespace = "fedmem"
 func (c Containerd) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	helper, err := helperPath(c.Helper, "fedmem-containerd")
 	if err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: "backend", Msg: "containerd backend: fedmem-containerd not found beside fedmem-run nor in PATH: " + err.Error()}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageBackend, Msg: "containerd backend: fedmem-containerd not found beside fedmem-run nor in PATH: " + err.Error()}
 	}
 	addr := c.address()
 	state := c.State

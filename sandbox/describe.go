@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/fedmem/fedmem/mounts"
-	"github.com/fedmem/fedmem/profiles"
 )
 
 // DescribeLayers lists, in words, the layers the namespace backend applies
@@ -12,13 +11,13 @@ import (
 func DescribeLayers(pl *mounts.Plan) []string {
 	ns := "namespaces: user, mount, pid, ipc, uts, cgroup"
 	switch pl.Network {
-	case profiles.NetworkNone:
+	case mounts.NetworkNone:
 		ns += ", net (loopback only)"
-	case profiles.NetworkAllowlist:
+	case mounts.NetworkAllowlist:
 		ns += ", net (loopback only; out through fedmem-run's allowlist proxy at 127.0.0.1:3128 (HTTP) and 127.0.0.1:1080 (SOCKS5))"
-	case profiles.NetworkPublic:
+	case mounts.NetworkPublic:
 		ns += ", net (loopback only; out through fedmem-run's proxy at 127.0.0.1:3128 (HTTP) and 127.0.0.1:1080 (SOCKS5) to public addresses only)"
-	case profiles.NetworkHost:
+	case mounts.NetworkHost:
 		ns += " (host network)"
 	default:
 		ns += ", net (loopback only)"

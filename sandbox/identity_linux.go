@@ -16,7 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
-	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -46,7 +45,7 @@ func (p *idPlan) mapGids(pid int) error {
 	}
 	out, err := exec.Command(p.newgidmap, strconv.Itoa(pid), strconv.Itoa(p.id.GID), strconv.Itoa(p.id.GID), "1", strconv.Itoa(inside), strconv.Itoa(p.subgid), "1").CombinedOutput()
 	if err != nil {
-		return &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("newgidmap: %v: %s", err, strings.TrimSpace(string(out)))}
+		return &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("newgidmap: %v: %s", err, strings.TrimSpace(string(out)))}
 	}
 	return nil
 }
@@ -95,7 +94,7 @@ func subgidStart(uid int) (int, bool) {
 // map; its supplementary groups stay in its credentials (setgroups is
 // denied in such a namespace, CVE-2014-8989). The run is refused when the
 // caller holds a group other than its primary one and the vault's agent
-// group, unless the profile accepts profiles.RiskKeepGroups.
+// group, unless the profile accepts mounts.RiskKeepGroups.
 func planIdentity(spec *Spec) (*idPlan, error) {
 	euid, egid := os.Geteuid(), os.Getegid()
 	p := &idPlan{}
@@ -103,7 +102,7 @@ func planIdentity(spec *Spec) (*idPlan, error) {
 		if spec.UID == 0 || spec.GID == 0 {
 			uid, gid, src, err := ChooseAgent(0, 0, AgentChoice{SudoUID: os.Getenv("SUDO_UID"), SudoGID: os.Getenv("SUDO_GID")}, lookupUser)
 			if err != nil {
-				return nil, &Error{Code: ExitFedmemError, Stage: "identity", Msg: err.Error()}
+				return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: err.Error()}
 			}
 			if err := adoptInbox(spec.Plan.Inbox, uid); err != nil {
 				return nil, err
@@ -154,7 +153,7 @@ func planIdentity(spec *Spec) (*idPlan, error) {
 		return p, nil
 	}
 	if spec.UID != euid {
-		return nil, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("only root can run an agent as another user (uid %d asked, caller %d)", spec.UID, euid)}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("only root can run an agent as another user (uid %d asked, caller %d)", spec.UID, euid)}
 	}
 	src := spec.IdentitySource
 	if src == "" {
@@ -165,7 +164,7 @@ func planIdentity(spec *Spec) (*idPlan, error) {
 	p.gidMaps = []syscall.SysProcIDMap{{ContainerID: egid, HostID: egid, Size: 1}}
 	groups, err := unix.Getgroups()
 	if err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: "identity", Msg: "getgroups: " + err.Error()}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: "getgroups: " + err.Error()}
 	}
 	var inboxGid = -1
 	var st unix.Stat_t
@@ -188,10 +187,10 @@ func planIdentity(spec *Spec) (*idPlan, error) {
 		p.id.GroupsHow = fmt.Sprintf("setgroups([]) by the init, allowed by newgidmap (%s; subordinate gid %d)", p.newgidmap, p.subgid)
 	case len(extra) == 0:
 		p.id.GroupsHow = fmt.Sprintf("kept: only the vault's agent group %d, which reaches nothing inside (other sessions are hidden)", inboxGid)
-	case slices.Contains(spec.AcceptRisks, profiles.RiskKeepGroups) || (spec.Plan != nil && slices.Contains(spec.Plan.AcceptRisks, profiles.RiskKeepGroups)):
+	case slices.Contains(spec.AcceptRisks, mounts.RiskKeepGroups) || (spec.Plan != nil && slices.Contains(spec.Plan.AcceptRisks, mounts.RiskKeepGroups)):
 		p.id.GroupsHow = "kept (profile accept_risks: keep-groups)"
 	default:
-		return nil, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf(
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf(
 			"uid %d holds supplementary groups %v that an unprivileged caller's agent would keep (the kernel denies setgroups in a user namespace without newgidmap): run as a user without them, start fedmem-run as root (it drops them), or accept the risk by name in the profile (accept_risks: [keep-groups]); `fedmem doctor` explains", euid, extra)}
 	}
 	return p, nil
@@ -219,7 +218,7 @@ func adoptInbox(inbox string, uid int) error {
 		return nil
 	}
 	if err := os.Lchown(inbox, uid, -1); err != nil && !os.IsNotExist(err) {
-		return &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("chown %s: %v", inbox, err)}
+		return &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("chown %s: %v", inbox, err)}
 	}
 	return nil
 }
@@ -274,12 +273,12 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 				// over, as it is (no idmap).
 				fd, err := unix.OpenTree(unix.AT_FDCWD, m.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
 				if err != nil {
-					return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
+					return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
 				}
 				attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Attr_clr: unix.MOUNT_ATTR_RDONLY, Propagation: unix.MS_PRIVATE}
 				if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
 					unix.Close(fd)
-					return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("mount_setattr %s: %v", m.Source, err)}
+					return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("mount_setattr %s: %v", m.Source, err)}
 				}
 				f := os.NewFile(uintptr(fd), "inbox")
 				files = append(files, f)
@@ -296,7 +295,7 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 		}
 		if userns == nil {
 			if userns, err = takeUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
-				return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: "user namespace for idmapped mounts: " + err.Error()}
+				return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: "user namespace for idmapped mounts: " + err.Error()}
 			}
 		}
 		var fd int
@@ -306,15 +305,15 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 			// a folder on the way since (mounts rule unix-socket-no-link).
 			pfd, err := openListedSocket(m.Source)
 			if err != nil {
-				return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: err.Error()}
+				return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: err.Error()}
 			}
 			fd, err = unix.OpenTree(pfd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 			unix.Close(pfd)
 			if err != nil {
-				return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
+				return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
 			}
 		} else if fd, err = unix.OpenTree(unix.AT_FDCWD, m.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE); err != nil {
-			return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
+			return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
 		}
 		// No Attr_clr of MOUNT_ATTR_RDONLY: with AT_RECURSIVE it made every
 		// submount that is read-only on the host writable inside (a
@@ -347,7 +346,7 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 	if h := spec.Plan.Home; homeNeedsIdmap(spec, owner) {
 		if userns == nil {
 			if userns, err = takeUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
-				return closeAll, &Error{Code: ExitFedmemError, Stage: "identity", Msg: "user namespace for idmapped mounts: " + err.Error()}
+				return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: "user namespace for idmapped mounts: " + err.Error()}
 			}
 		}
 		if fd, err := unix.OpenTree(unix.AT_FDCWD, h, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE); err == nil {

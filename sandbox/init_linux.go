@@ -18,7 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
-	"github.com/fedmem/fedmem/profiles"
 )
 
 // InitMain is the sandbox's pid 1. fedmem-run's main calls it, before
@@ -37,28 +36,28 @@ func InitMain() {
 	runtime.LockOSThread()
 	phases := map[string]int64{"go": processStart, "init": monoNow()}
 	sync := os.NewFile(initSyncFd, "sync")
-	fail := func(code int, stage string, err error) {
+	fail := func(code int, stage mounts.Stage, err error) {
 		_ = json.NewEncoder(sync).Encode(initMessage{Type: msgError, Err: &Error{Code: code, Stage: stage, Msg: err.Error()}})
 		os.Exit(code)
 	}
 	var cfg initConfig
 	cfgFile := os.NewFile(initConfigFd, "config")
 	if err := json.NewDecoder(io.LimitReader(cfgFile, 16<<20)).Decode(&cfg); err != nil {
-		fail(ExitFedmemError, "config", err)
+		fail(ExitFedmemError, mounts.StageConfig, err)
 	}
 	cfgFile.Close()
 	phases["config"] = monoNow()
 	if cfg.DropGroups {
 		// Process-wide (Go applies it to every thread).
 		if err := syscall.Setgroups(nil); err != nil {
-			fail(ExitFedmemError, "identity", fmt.Errorf("setgroups([]): %w", err))
+			fail(ExitFedmemError, mounts.StageIdentity, fmt.Errorf("setgroups([]): %w", err))
 		}
 		if gs, err := unix.Getgroups(); err != nil || len(gs) != 0 {
-			fail(ExitFedmemError, "identity", fmt.Errorf("supplementary groups still held after setgroups([]): %v %v", gs, err))
+			fail(ExitFedmemError, mounts.StageIdentity, fmt.Errorf("supplementary groups still held after setgroups([]): %v %v", gs, err))
 		}
 	}
 	if cfg.Plan == nil || len(cfg.Argv) == 0 {
-		fail(ExitFedmemError, "config", errors.New("empty plan or command"))
+		fail(ExitFedmemError, mounts.StageConfig, errors.New("empty plan or command"))
 	}
 	// The forker thread is started now so that its creation and its
 	// bounding-set drop overlap with building the root instead of adding
@@ -68,12 +67,12 @@ func InitMain() {
 	// or /proc/1/fd of this process (CVE-2019-5736 went through /proc/self/exe
 	// of the runtime).
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		fail(ExitFedmemError, "prctl", err)
+		fail(ExitFedmemError, mounts.StagePrctl, err)
 	}
 	layers := Layers{Caps: "none"}
 	skipped, err := buildRootFor(&cfg) // ociinit_linux.go: or check the container runtime's
 	if err != nil {
-		fail(ExitFedmemError, "mounts", err)
+		fail(ExitFedmemError, mounts.StageMounts, err)
 	}
 	phases["root"] = monoNow()
 	if len(skipped) > 0 {
@@ -89,11 +88,11 @@ func InitMain() {
 		}
 	}
 	if err := verifyLive(cfg.Plan); err != nil {
-		fail(ExitFedmemError, "verify", err)
+		fail(ExitFedmemError, mounts.StageVerify, err)
 	}
 	if cfg.TTY {
 		if err := makeSandboxPTY(&cfg); err != nil {
-			fail(ExitFedmemError, "pty", err)
+			fail(ExitFedmemError, mounts.StagePTY, err)
 		}
 	}
 	layers.Verified = true
@@ -101,14 +100,14 @@ func InitMain() {
 	if cfg.Hostname != "" {
 		_ = unix.Sethostname([]byte(cfg.Hostname))
 	}
-	if profiles.OwnNetNS(cfg.Plan.Network) {
+	if cfg.Plan.Network.OwnNetNS() {
 		if err := loopbackUp(); err != nil {
-			fail(ExitFedmemError, "network", err)
+			fail(ExitFedmemError, mounts.StageNetwork, err)
 		}
 	}
 	if cfg.ProxyFd > 0 {
 		if err := startProxyRelay(cfg.ProxyFd, cfg.ProxyPort); err != nil {
-			fail(ExitFedmemError, "network", err)
+			fail(ExitFedmemError, mounts.StageNetwork, err)
 		}
 	}
 	// Whatever descriptor survived this far must not reach the agent.
@@ -116,11 +115,11 @@ func InitMain() {
 	phases["network"] = monoNow()
 
 	if err := setNoNewPrivs(); err != nil {
-		fail(ExitFedmemError, "no_new_privs", err)
+		fail(ExitFedmemError, mounts.StageNoNewPrivs, err)
 	}
 	layers.NoNewPrivs = true
 	if err := applyLandlock(&cfg, &layers); err != nil {
-		fail(ExitFedmemError, "landlock", err)
+		fail(ExitFedmemError, mounts.StageLandlock, err)
 	}
 	phases["landlock"] = monoNow()
 	path, err := lookPath(cfg.Argv[0], cfg.Env, cfg.Dir)
@@ -138,12 +137,12 @@ func InitMain() {
 	// the agent cannot signal this pid 1, whose leader thread stays outside.
 	fk.path <- path
 	if err := <-fk.ready; err != nil {
-		fail(ExitFedmemError, "capabilities", err)
+		fail(ExitFedmemError, mounts.StageCapabilities, err)
 	}
 	for _, r := range cfg.Rlimits {
 		lim := unix.Rlimit{Cur: r.Max, Max: r.Max}
 		if err := unix.Setrlimit(r.Resource, &lim); err != nil {
-			fail(ExitFedmemError, "limits", fmt.Errorf("setrlimit(%d, %d): %w", r.Resource, r.Max, err))
+			fail(ExitFedmemError, mounts.StageLimits, fmt.Errorf("setrlimit(%d, %d): %w", r.Resource, r.Max, err))
 		}
 	}
 	var keep uint64
@@ -156,11 +155,11 @@ func InitMain() {
 		// It reaches only this user namespace, the sandbox's.
 		keep = 1<<unix.CAP_SETUID | 1<<unix.CAP_SETGID | 1<<unix.CAP_KILL
 		if cfg.AgentUID == 0 || cfg.AgentGID == 0 {
-			fail(ExitFedmemError, "identity", errors.New("refusing to run the agent as uid or gid 0"))
+			fail(ExitFedmemError, mounts.StageIdentity, errors.New("refusing to run the agent as uid or gid 0"))
 		}
 	}
 	if err := dropCapabilities(keep); err != nil {
-		fail(ExitFedmemError, "capabilities", err)
+		fail(ExitFedmemError, mounts.StageCapabilities, err)
 	}
 	fk.keep = keep
 	phases["caps"] = monoNow()
@@ -184,7 +183,7 @@ func InitMain() {
 	signal.Notify(make(chan os.Signal, 1), swallowedSignals...)
 	phases["signals"] = monoNow()
 	if fk.reports, err = applySeccompReporting(&cfg, &layers, sync); err != nil {
-		fail(ExitFedmemError, "seccomp", err)
+		fail(ExitFedmemError, mounts.StageSeccomp, err)
 	}
 	phases["layers"] = monoNow()
 	fk.goAhead <- struct{}{}
@@ -229,7 +228,7 @@ func InitMain() {
 			continue
 		}
 		if err != nil {
-			fail(ExitFedmemError, "wait", err)
+			fail(ExitFedmemError, mounts.StageWait, err)
 		}
 		if wpid != pid {
 			continue // an orphan re-parented to us: reaped
@@ -257,7 +256,7 @@ type forkResult struct {
 	pid    int
 	scoped bool
 	err    error
-	stage  string // set when err is not the fork's or exec's
+	stage  mounts.Stage // set when err is not the fork's or exec's
 }
 
 type forker struct {
@@ -302,7 +301,7 @@ func startForker(cfg *initConfig) *forker {
 		<-f.goAhead
 		var r forkResult
 		if r.err = checkForkerCreds(f.keep); r.err != nil {
-			r.stage = "capabilities"
+			r.stage = mounts.StageCapabilities
 			f.done <- r
 			return
 		}

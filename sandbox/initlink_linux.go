@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/mounts"
 )
 
 // initLink is fedmem-run's end of what the sandbox's init speaks through,
@@ -45,10 +45,10 @@ func newInitLink(spec *Spec, cfg *initConfig) (l *initLink, err error) {
 		}
 	}()
 	if l.cfgR, l.cfgW, err = os.Pipe(); err != nil {
-		return l, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+		return l, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: err.Error()}
 	}
 	if l.syncR, l.syncW, err = os.Pipe(); err != nil {
-		return l, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+		return l, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: err.Error()}
 	}
 	l.files = []*os.File{l.cfgR, l.syncW}
 	if spec.TTY {
@@ -58,25 +58,25 @@ func newInitLink(spec *Spec, cfg *initConfig) (l *initLink, err error) {
 		// unix socket (SCM_RIGHTS). The init gets /dev/null until then.
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return l, &Error{Code: ExitFedmemError, Stage: "pty", Msg: err.Error()}
+			return l, &Error{Code: ExitFedmemError, Stage: mounts.StagePTY, Msg: err.Error()}
 		}
 		l.ptySock = os.NewFile(uintptr(fds[0]), "pty-parent")
 		l.files = append(l.files, os.NewFile(uintptr(fds[1]), "pty-child"))
 		if l.null, err = os.Open(os.DevNull); err != nil {
-			return l, &Error{Code: ExitFedmemError, Stage: "pty", Msg: err.Error()}
+			return l, &Error{Code: ExitFedmemError, Stage: mounts.StagePTY, Msg: err.Error()}
 		}
 		l.relay = newPTYRelay(spec.Stdin, spec.Stdout)
 	}
-	if profiles.Proxied(spec.Plan.Network) {
+	if spec.Plan.Network.Proxied() {
 		if spec.Proxy == nil {
-			return l, &Error{Code: ExitFedmemError, Stage: "network", Msg: "network: " + spec.Plan.Network + " without a proxy"}
+			return l, &Error{Code: ExitFedmemError, Stage: mounts.StageNetwork, Msg: "network: " + string(spec.Plan.Network) + " without a proxy"}
 		}
 		// The sandbox's pid 1 hands each connection made to its loopback
 		// proxy ports over this socket (SCM_RIGHTS); no address or path
 		// outside the sandbox is reachable from inside.
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return l, &Error{Code: ExitFedmemError, Stage: "network", Msg: err.Error()}
+			return l, &Error{Code: ExitFedmemError, Stage: mounts.StageNetwork, Msg: err.Error()}
 		}
 		l.proxyCtl = os.NewFile(uintptr(fds[0]), "proxy-parent")
 		l.files = append(l.files, os.NewFile(uintptr(fds[1]), "proxy-child"))
@@ -88,7 +88,7 @@ func newInitLink(spec *Spec, cfg *initConfig) (l *initLink, err error) {
 		// socket once it is mounted (mountProposal).
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return l, &Error{Code: ExitFedmemError, Stage: "setup", Msg: err.Error()}
+			return l, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: err.Error()}
 		}
 		l.proposeSock = os.NewFile(uintptr(fds[0]), "propose-parent")
 		l.files = append(l.files, os.NewFile(uintptr(fds[1]), "propose-child"))

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/fedmem/fedmem/mounts"
-	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/sandbox/landlock"
 	"github.com/fedmem/fedmem/sandbox/seccomp"
 )
@@ -24,7 +23,7 @@ func landlockRules(pl *mounts.Plan) landlock.Rules {
 		ReadWrite:      pl.Writable,
 		ReadWriteFiles: []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"},
 		Devices:        []string{"/dev/tty", "/dev/pts", "/dev/ptmx"},
-		NetworkNone:    pl.Network == profiles.NetworkNone,
+		NetworkNone:    pl.Network == mounts.NetworkNone,
 		// From ABI 9 Landlock refuses connect(2) to a pathname socket
 		// whose server is outside the sandbox unless a rule grants it:
 		// the listed ones, nothing else (bound after the start-time scan

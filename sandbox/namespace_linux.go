@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/sandbox/cgroups"
 )
 
@@ -47,7 +47,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
 	ns := []string{"user", "mount", "pid", "ipc", "uts", "cgroup"}
-	if profiles.OwnNetNS(spec.Plan.Network) { // every mode but host: fail closed
+	if spec.Plan.Network.OwnNetNS() { // every mode but host: fail closed
 		flags |= unix.CLONE_NEWNET
 		ns = append(ns, "net")
 	}
@@ -172,7 +172,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			placed <- false
 		}
 		mapped <- false
-		return nil, &Error{Code: ExitFedmemError, Stage: "start", Msg: startHint(err)}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageStart, Msg: startHint(err)}
 	}
 	if idp.newgidmap != "" {
 		// Before the init reads its config (it waits for it): no step of
@@ -193,7 +193,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			placed <- false
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			return nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: err.Error()}
+			return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageLimits, Msg: err.Error()}
 		}
 		placed <- true
 	}
@@ -258,7 +258,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 				return res, nil
 			}
 		}
-		return res, &Error{Code: ExitFedmemError, Stage: "init", Msg: fmt.Sprintf("sandbox init ended without a status: %v", werr)}
+		return res, &Error{Code: ExitFedmemError, Stage: mounts.StageInit, Msg: fmt.Sprintf("sandbox init ended without a status: %v", werr)}
 	}
 	return res, nil
 }
@@ -360,7 +360,7 @@ func limitsSetup(spec *Spec, cfg *initConfig) (*cgroups.Session, []string, error
 		switch ctrl {
 		case "memory":
 			if !optional {
-				return nil, nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: "limits.memory needs a cgroup fedmem-run can create, and: " + err.Error() + " (run as root, drop limits.memory, or accept it with limits.cgroup_optional)"}
+				return nil, nil, &Error{Code: ExitFedmemError, Stage: mounts.StageLimits, Msg: "limits.memory needs a cgroup fedmem-run can create, and: " + err.Error() + " (run as root, drop limits.memory, or accept it with limits.cgroup_optional)"}
 			}
 			notes = append(notes, fmt.Sprintf("memory=%d NOT ENFORCED: no session cgroup (%v); the profile's limits.cgroup_optional allows it", l.Memory, err))
 			want.Memory = 0
@@ -372,7 +372,7 @@ func limitsSetup(spec *Spec, cfg *initConfig) (*cgroups.Session, []string, error
 			}
 			want.Share = false
 			if !optional {
-				return nil, nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: "limits.cpu needs a cgroup fedmem-run can create, and: " + err.Error() + " (run as root, drop limits.cpu, or accept it with limits.cgroup_optional)"}
+				return nil, nil, &Error{Code: ExitFedmemError, Stage: mounts.StageLimits, Msg: "limits.cpu needs a cgroup fedmem-run can create, and: " + err.Error() + " (run as root, drop limits.cpu, or accept it with limits.cgroup_optional)"}
 			}
 			notes = append(notes, fmt.Sprintf("cpu=%g NOT ENFORCED: no session cgroup (%v); the profile's limits.cgroup_optional allows it", l.CPU, err))
 			want.CPU = 0
@@ -382,7 +382,7 @@ func limitsSetup(spec *Spec, cfg *initConfig) (*cgroups.Session, []string, error
 				// The kernel exempts uid 0 of the initial user namespace from
 				// RLIMIT_NPROC, and the sandbox's uid 0 maps to it.
 				if !optional {
-					return nil, nil, &Error{Code: ExitFedmemError, Stage: "limits", Msg: "limits.pids for an agent running as uid 0 needs a cgroup, and: " + err.Error()}
+					return nil, nil, &Error{Code: ExitFedmemError, Stage: mounts.StageLimits, Msg: "limits.pids for an agent running as uid 0 needs a cgroup, and: " + err.Error()}
 				}
 				notes = append(notes, fmt.Sprintf("pids=%d NOT ENFORCED: an agent running as uid 0 needs a cgroup, and: %v; the profile's limits.cgroup_optional allows it", l.Pids, err))
 				break

@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
-	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -83,11 +82,7 @@ func sweepNestedRepos(spec *Spec, roots map[string]int, start time.Time, coversL
 			}
 		}
 	}
-	fams := profiles.ProjectPatterns(spec.Plan.InstructionsReadOnly)
-	var instr *profiles.PatternSet
-	if !spec.Plan.InstructionsReadOnly {
-		instr = profiles.InstructionPatterns()
-	}
+	fams, instr := spec.Plan.PersistencePatterns()
 	for root, fd := range roots {
 		dfd, err := openRootLending(fd)
 		if err != nil {
@@ -127,8 +122,8 @@ type nestedWalk struct {
 	dev     uint64
 	skip    map[string]bool // protected and pinned names (none when a cover was lost)
 	held    map[string]bool // protected names only: read-only all session
-	fams    *profiles.PatternSet
-	instr   *profiles.PatternSet // nil: instructions are a family (fams)
+	fams    *mounts.PatternSet
+	instr   *mounts.PatternSet // nil: instructions are a family (fams)
 	entries int
 }
 
@@ -444,7 +439,7 @@ func (w *nestedWalk) persistNames(dfd int, p string, names []string, depth int) 
 // .claude -> a directory of the agent's: tools follow it, the walk does
 // not; a .jj/repo pointer file) is judged as the entry itself
 // (TestRedteam5ClaudeSymlink). A name the plan held read-only is skipped.
-func (w *nestedWalk) persistMatch(dfd int, dir, name string, pat *profiles.Pattern, i, depth int) error {
+func (w *nestedWalk) persistMatch(dfd int, dir, name string, pat *mounts.Pattern, i, depth int) error {
 	full := filepath.Join(dir, name)
 	if w.held[full] {
 		return nil
@@ -482,7 +477,7 @@ func (w *nestedWalk) persistMatch(dfd int, dir, name string, pat *profiles.Patte
 // instrMatch is persistMatch for an instruction file: what the session made
 // or changed is reported ("instructions" event), never moved — an agent
 // asked to keep CLAUDE.md up to date does its job.
-func (w *nestedWalk) instrMatch(dfd int, dir, name string, pat *profiles.Pattern, i, depth int) error {
+func (w *nestedWalk) instrMatch(dfd int, dir, name string, pat *mounts.Pattern, i, depth int) error {
 	if depth > nestedMaxDepth {
 		return fmt.Errorf("%w: deeper than %d levels at %s", errNestedBound, nestedMaxDepth, dir)
 	}
@@ -535,7 +530,7 @@ func (w *nestedWalk) instrMatch(dfd int, dir, name string, pat *profiles.Pattern
 // in it); unchanged — a directory is searched, since a file written in
 // place changes its own ctime only. An empty mode-0000 placeholder a
 // concurrent session may still hold is passed over (heldPlaceholder).
-func (w *nestedWalk) persistEntry(dfd int, dir, name string, depth int, pat *profiles.Pattern) error {
+func (w *nestedWalk) persistEntry(dfd int, dir, name string, depth int, pat *mounts.Pattern) error {
 	if depth > nestedMaxDepth {
 		return fmt.Errorf("%w: deeper than %d levels at %s", errNestedBound, nestedMaxDepth, dir)
 	}

@@ -319,7 +319,7 @@ func guardPlaceholders(spec *Spec) (release func(coversLost bool), err error) {
 				unix.Close(fd)
 				err = lerr
 				if errors.Is(lerr, unix.EWOULDBLOCK) && refused == nil {
-					refused = &Error{Code: ExitFedmemError, Stage: "protect", Msg: fmt.Sprintf(
+					refused = &Error{Code: ExitFedmemError, Stage: mounts.StageProtect, Msg: fmt.Sprintf(
 						"%s: another process has held an exclusive flock(2) on it for %s (another session's cleanup takes milliseconds; a process of a concurrent session can hold it for ever): refusing to run with placeholders there unguarded", dir, placeholderLockWait)}
 				}
 			}

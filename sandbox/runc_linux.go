@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/sandbox/oci"
 )
 
@@ -30,7 +31,7 @@ func (Runc) Name() string { return "runc" }
 func (r Runc) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	helper, err := helperPath(r.Helper, "fedmem-runc")
 	if err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: "backend", Msg: "runc backend: fedmem-runc not found beside fedmem-run nor in PATH: " + err.Error()}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageBackend, Msg: "runc backend: fedmem-runc not found beside fedmem-run nor in PATH: " + err.Error()}
 	}
 	state := r.State
 	if state == "" {

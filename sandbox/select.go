@@ -28,7 +28,7 @@ type BackendOptions struct {
 // backend).
 func NewBackend(name string, o BackendOptions) (Backend, error) {
 	if o.Image != "" && name != BackendContainerd {
-		return nil, &Error{Code: ExitFedmemError, Stage: "backend", Msg: fmt.Sprintf("--image needs --backend containerd (backend %q)", name)}
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageBackend, Msg: fmt.Sprintf("--image needs --backend containerd (backend %q)", name)}
 	}
 	switch name {
 	case "", BackendNamespace:
@@ -36,7 +36,7 @@ func NewBackend(name string, o BackendOptions) (Backend, error) {
 	case BackendRunc, BackendContainerd:
 		return containerBackend(name, o)
 	}
-	return nil, &Error{Code: ExitFedmemError, Stage: "backend", Msg: fmt.Sprintf("unknown backend %q (namespace, runc or containerd)", name)}
+	return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageBackend, Msg: fmt.Sprintf("unknown backend %q (namespace, runc or containerd)", name)}
 }
 
 // CheckCaller refuses, before a session exists (no inbox folder, no
@@ -47,7 +47,7 @@ func CheckCaller(b Backend) error {
 	switch n := b.Name(); n {
 	case BackendRunc, BackendContainerd:
 		if uid := os.Geteuid(); uid != 0 {
-			return &Error{Code: ExitFedmemError, Stage: "backend", Msg: fmt.Sprintf("the %s backend needs a root caller (this one is uid %d): rootless runc and containerd are not supported; use --backend namespace", n, uid)}
+			return &Error{Code: ExitFedmemError, Stage: mounts.StageBackend, Msg: fmt.Sprintf("the %s backend needs a root caller (this one is uid %d): rootless runc and containerd are not supported; use --backend namespace", n, uid)}
 		}
 	}
 	return nil
@@ -62,7 +62,7 @@ func CheckPlan(b Backend, pl *mounts.Plan) error {
 		return nil
 	}
 	if n := b.Name(); n != BackendNamespace {
-		return &Error{Code: ExitFedmemError, Stage: "backend", Msg: fmt.Sprintf("the %s backend cannot build the profile's `workdir: propose` (an overlay the namespace backend mounts): use --backend namespace, or a profile with workdir: direct", n)}
+		return &Error{Code: ExitFedmemError, Stage: mounts.StageBackend, Msg: fmt.Sprintf("the %s backend cannot build the profile's `workdir: propose` (an overlay the namespace backend mounts): use --backend namespace, or a profile with workdir: direct", n)}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/sandbox"
 	"github.com/fedmem/fedmem/sandbox/launch"
@@ -102,7 +103,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 
 // earlyReport writes --report for a run refused before launch.Run
 // (launch.WriteEarlyReport); exit code 125.
-func earlyReport(o *launch.Options, stage string, cause error, stderr *os.File) {
+func earlyReport(o *launch.Options, stage mounts.Stage, cause error, stderr *os.File) {
 	if err := launch.WriteEarlyReport(o, sandbox.ExitFedmemError, stage, cause); err != nil {
 		fmt.Fprintf(stderr, "fedmem-run: report not written: %v\n", err)
 	}

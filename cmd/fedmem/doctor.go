@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fedmem/fedmem/profiles"
+	probewire "github.com/fedmem/fedmem/sandbox/probe"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -47,45 +48,9 @@ type doctorReport struct {
 	Checks []doctorCheck  `json:"checks"`
 }
 
-// probeFacts is the part of `fedmem-run --probe --json` doctor reads.
-type probeFacts struct {
-	UID                     int               `json:"uid"`
-	Userns                  bool              `json:"userns"`
-	UsernsError             string            `json:"userns_error"`
-	UsernsUnprivileged      *bool             `json:"userns_unprivileged"`
-	UsernsUnprivilegedError string            `json:"userns_unprivileged_error"`
-	Sysctls                 map[string]string `json:"sysctls"`
-	LandlockABI             int               `json:"landlock_abi"`
-	Seccomp                 bool              `json:"seccomp"`
-	SeccompError            string            `json:"seccomp_error"`
-	Cgroup                  struct {
-		Version     string   `json:"version"`
-		Controllers []string `json:"controllers"`
-		Writable    bool     `json:"writable"`
-		Detail      string   `json:"detail"`
-		Limits      []struct {
-			Controller string `json:"controller"`
-			Hierarchy  string `json:"hierarchy"`
-			Enforce    bool   `json:"enforce"`
-			Via        string `json:"via"`
-			Why        string `json:"why"`
-		} `json:"limits"`
-	} `json:"cgroup"`
-	Container      string   `json:"container"`
-	ContainerHints []string `json:"container_hints"`
-	Agent          struct {
-		UID         int    `json:"uid"`
-		GID         int    `json:"gid"`
-		Source      string `json:"source"`
-		Error       string `json:"error"`
-		ExtraGroups []int  `json:"extra_groups"`
-		Newgidmap   string `json:"newgidmap"`
-		Subgid      bool   `json:"subgid"`
-		Idmap       bool   `json:"idmap"`
-		IdmapDir    string `json:"idmap_dir"`
-		IdmapError  string `json:"idmap_error"`
-	} `json:"agent"`
-}
+// probeFacts is `fedmem-run --probe --json` as doctor reads it: the probe's
+// one wire type (sandbox/probe, types only, which cmd/fedmem may link).
+type probeFacts = probewire.Probe
 
 func newDoctorCmd() *cobra.Command {
 	var asJSON bool

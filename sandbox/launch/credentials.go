@@ -34,7 +34,7 @@ import (
 
 // StageCredentials: a credential's source is missing, unreadable or
 // malformed, or the credential helper could not start.
-const StageCredentials = "credentials"
+const StageCredentials = mounts.StageCredentials
 
 // secret is one credential read from its source: the real value stays in
 // fedmem-run and its helper; the agent gets placeholder.
@@ -923,7 +923,7 @@ func (cs *credSession) startHelper(session string, environ []string, onEvent fun
 	for _, s := range cs.secrets {
 		hosts, _ := s.cred.HostRules()
 		cfg.Creds = append(cfg.Creds, netproxy.HelperCred{Name: s.cred.Name, Placeholder: s.placeholder, Real: s.real,
-			Header: s.cred.HeaderName(), Basic: s.cred.BasicAuth, Hosts: hosts,
+			Header: s.cred.HeaderName(), Basic: s.cred.BasicAuth, Hosts: proxyRules(hosts),
 			Body: s.cred.Body, FromResponse: s.cred.FromResponse, File: s.file})
 		if s.cred.BasicAuth || len(hosts) == 0 || s.cred.Header == "" {
 			cfg.Creds[len(cfg.Creds)-1].Header = ""
@@ -1061,7 +1061,7 @@ func (cs *credSession) proxyCredentials(onRefused func(credential, host string, 
 	}}
 	for _, s := range cs.secrets {
 		hosts, _ := s.cred.HostRules()
-		cr.Secrets = append(cr.Secrets, netproxy.Secret{Name: s.cred.Name, Placeholder: s.placeholder, Hosts: hosts})
+		cr.Secrets = append(cr.Secrets, netproxy.Secret{Name: s.cred.Name, Placeholder: s.placeholder, Hosts: proxyRules(hosts)})
 	}
 	if cs.helper != nil {
 		cr.Hand = cs.hand

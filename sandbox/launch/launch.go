@@ -8,12 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/profiles/resolve"
 	"github.com/fedmem/fedmem/sandbox"
@@ -65,8 +65,8 @@ func Resolve(o *Options) (*Resolved, error) {
 		OwnerUID: s.OwnerUID, OwnerGID: s.OwnerGID, OwnerSet: true,
 		AcceptRisks:     p.AcceptRisks,
 		Hostname:        "fedmem",
-		RequireLandlock: slices.Contains(p.Require, "landlock"),
-		RequireSeccomp:  slices.Contains(p.Require, "seccomp"),
+		RequireLandlock: s.Plan.Require.Landlock,
+		RequireSeccomp:  s.Plan.Require.Seccomp,
 		FSDenials:       fsDen,
 		Limits: sandbox.Limits{
 			WallTime:   time.Duration(p.Limits.WallTime),
@@ -139,7 +139,7 @@ func policy(p *profiles.Profile) (*netproxy.Policy, error) {
 			return nil, fmt.Errorf("profile %s: %w", p.Name, err)
 		}
 		for _, a := range allow {
-			r, err := netproxy.ParseRule(a)
+			r, err := proxyRule(a)
 			if err != nil {
 				return nil, fmt.Errorf("profile %s: %w", p.Name, err)
 			}
@@ -277,7 +277,7 @@ func Run(ctx context.Context, o *Options) (int, error) {
 
 // reportEarly writes the report of a run refused before its report file
 // was open (WriteEarlyReport); a failure to write it is said on stderr.
-func reportEarly(o *Options, code int, stage string, cause error, stderr io.Writer) {
+func reportEarly(o *Options, code int, stage mounts.Stage, cause error, stderr io.Writer) {
 	if err := WriteEarlyReport(o, code, stage, cause); err != nil {
 		fmt.Fprintf(stderr, "fedmem-run: report not written: %v\n", err)
 	}

@@ -31,7 +31,7 @@ func startNetControl(session string, pol *netproxy.Policy, emit func(string, map
 	}
 	nc := &netControl{srv: srv}
 	go srv.Serve(func(host string, p netctl.Peer) (string, error) {
-		r, err := netproxy.ParseRule(host)
+		r, err := proxyRule(host)
 		if err != nil {
 			return "", err
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/sandbox"
 	"github.com/fedmem/fedmem/vault"
@@ -70,21 +71,22 @@ type InboxFile struct {
 
 // Error stages of failures before the sandbox is built (error.stage in the
 // report; the sandbox's own stages are sandbox.Error's: setup, init, …).
+// The values are mounts.Stage's.
 const (
-	StageFlags   = "flags"   // the command line
-	StageProfile = "profile" // finding, parsing or checking the profile
-	StageResolve = "resolve" // vault, workdir, identity, the mount plan
-	StageOutput  = "output"  // --events could not be opened
-	StageState   = "state"   // the gate's state dir, the profile's state
-	StageInbox   = "inbox"   // the session inbox cannot be reached or made
-	StageBackend = "backend" // the backend is unknown or unavailable
-	StageLaunch  = "launch"  // any other failure before the agent ran
+	StageFlags   = mounts.StageFlags   // the command line
+	StageProfile = mounts.StageProfile // finding, parsing or checking the profile
+	StageResolve = mounts.StageResolve // vault, workdir, identity, the mount plan
+	StageOutput  = mounts.StageOutput  // --events could not be opened
+	StageState   = mounts.StageState   // the gate's state dir, the profile's state
+	StageInbox   = mounts.StageInbox   // the session inbox cannot be reached or made
+	StageBackend = mounts.StageBackend // the backend is unknown or unavailable
+	StageLaunch  = mounts.StageLaunch  // any other failure before the agent ran
 )
 
 // stageError tags an error with its report stage; its text is the
 // error's own.
 type stageError struct {
-	stage string
+	stage mounts.Stage
 	err   error
 }
 
@@ -92,7 +94,7 @@ func (e *stageError) Error() string { return e.err.Error() }
 func (e *stageError) Unwrap() error { return e.err }
 
 // staged tags err with stage (nil stays nil).
-func staged(stage string, err error) error {
+func staged(stage mounts.Stage, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -101,7 +103,7 @@ func staged(stage string, err error) error {
 
 // StageOf is the report stage of err: its tag, the sandbox's stage, or
 // "profile" for a profile that could not be loaded or checked; else def.
-func StageOf(err error, def string) string {
+func StageOf(err error, def mounts.Stage) mounts.Stage {
 	var st *stageError
 	var se *sandbox.Error
 	var le *profiles.LoadError
@@ -124,7 +126,7 @@ func StageOf(err error, def string) string {
 // (openOutput: never through a link); with no plan yet, the paths an agent
 // of any earlier session may have written — the workdir, the caller's
 // home, the vault — are the guarded ones.
-func WriteEarlyReport(o *Options, code int, stage string, cause error) error {
+func WriteEarlyReport(o *Options, code int, stage mounts.Stage, cause error) error {
 	if o.Report == "" {
 		return nil
 	}

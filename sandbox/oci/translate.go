@@ -10,7 +10,6 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/fedmem/fedmem/mounts"
-	"github.com/fedmem/fedmem/profiles"
 )
 
 // ErrTranslate marks a Plan or Input the OCI spec cannot express.
@@ -125,7 +124,7 @@ func Translate(in Input) (*specs.Spec, error) {
 	if in.Cwd == "" {
 		s.Process.Cwd = "/"
 	}
-	if NewNetNS(pl.Network) {
+	if pl.Network.OwnNetNS() { // loopback only; allowlist and public reach out through fedmem-run's proxy
 		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.NetworkNamespace})
 	}
 	if in.Pids > 0 || in.Memory > 0 || in.CPU > 0 {
@@ -162,11 +161,6 @@ func Translate(in Input) (*specs.Spec, error) {
 	}
 	return s, nil
 }
-
-// NewNetNS reports whether a plan's network mode gives the container its
-// own network namespace (loopback only; allowlist and public reach out
-// through fedmem-run's proxy).
-func NewNetNS(network string) bool { return network != profiles.NetworkHost && network != "" }
 
 // Mount options shared by kinds.
 var (

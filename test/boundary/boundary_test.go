@@ -151,11 +151,13 @@ func TestGateImportBoundary(t *testing.T) {
 //     backend code;
 //   - the session control protocol (`fedmem net allow` is its client; the
 //     server runs in fedmem-run): a unix socket, SO_PEERCRED and JSON.
+//   - the probe's wire type (`fedmem doctor` decodes what `fedmem-run
+//     --probe --json` writes): types only.
 //
 // Each links no other fedmem package: TestAdminPackagesStandAlone keeps it
 // so. The gate packages themselves still may not link them
 // (TestGateImportBoundary).
-var adminAllowed = []string{module + "/sandbox/seccomp", module + "/sandbox/netctl"}
+var adminAllowed = []string{module + "/sandbox/seccomp", module + "/sandbox/netctl", module + "/sandbox/probe"}
 
 // TestAdminImportBoundary: cmd/fedmem hosts the gate (`fedmem gate run`), so
 // it must not link sandbox backends either; `fedmem run` reaches the sandbox

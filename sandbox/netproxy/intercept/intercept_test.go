@@ -24,7 +24,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/sandbox/netproxy"
 )
 
@@ -164,7 +163,7 @@ func newRigWith(t testing.TB, extra []Cred) *rig {
 	}
 	r.sessionCAs = x509.NewCertPool()
 	r.sessionCAs.AddCert(sessCA)
-	hosts := []profiles.AllowEntry{{Host: "api.test", Port: 443}}
+	hosts := []netproxy.Rule{{Host: "api.test", Port: 443}}
 	ic := &Server{CA: sessCA, CAKey: sessKey, RootCAs: roots, Dial: dial,
 		Creds:   append([]Cred{{Name: "anthropic-api-key", Placeholder: placeholder, Real: realKey, Header: "x-api-key", Hosts: hosts}}, extra...),
 		OnEvent: func(e Event) { r.mu.Lock(); r.events = append(r.events, e); r.mu.Unlock() }}
@@ -467,8 +466,8 @@ const (
 // the new real access token, and the new values are reported for the
 // caller's file.
 func TestRefresh(t *testing.T) {
-	authHosts := []profiles.AllowEntry{{Host: "auth.test", Port: 443}}
-	apiHosts := []profiles.AllowEntry{{Host: "api.test", Port: 443}}
+	authHosts := []netproxy.Rule{{Host: "auth.test", Port: 443}}
+	apiHosts := []netproxy.Rule{{Host: "api.test", Port: 443}}
 	r := newRigWith(t, []Cred{
 		{Name: "oauth-access", Placeholder: phAccess, Real: oldAccess, Header: "Authorization", Hosts: apiHosts, File: "/f", FromResponse: "access_token"},
 		{Name: "oauth-refresh", Placeholder: phRefresh, Real: oldRefresh, Body: true, Hosts: authHosts, File: "/f", FromResponse: "refresh_token"},
@@ -542,8 +541,8 @@ func (r *rig) doRawGzip(t *testing.T, method, u string, hdr map[string]string, b
 // JSON to the interceptor, so it went to the agent as it came, the new
 // tokens in clear once decompressed, and nothing was injected or stored).
 func TestRefreshCompressedAnswer(t *testing.T) {
-	authHosts := []profiles.AllowEntry{{Host: "auth.test", Port: 443}}
-	apiHosts := []profiles.AllowEntry{{Host: "api.test", Port: 443}}
+	authHosts := []netproxy.Rule{{Host: "auth.test", Port: 443}}
+	apiHosts := []netproxy.Rule{{Host: "api.test", Port: 443}}
 	r := newRigWith(t, []Cred{
 		{Name: "oauth-access", Placeholder: phAccess, Real: oldAccess, Header: "Authorization", Hosts: apiHosts, File: "/f", FromResponse: "access_token"},
 		{Name: "oauth-refresh", Placeholder: phRefresh, Real: oldRefresh, Body: true, Hosts: authHosts, File: "/f", FromResponse: "refresh_token"},
