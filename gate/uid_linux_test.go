@@ -71,7 +71,7 @@ func TestGateAsSeparateUser(t *testing.T) {
 	os.Chmod(sd, 0o770)
 	os.Chown(sd, agentUID, gateUID)
 	draft := filepath.Join(sd, "a.md")
-	os.WriteFile(draft, []byte("---\ntype: Fact\ntitle: From another uid\nsources: [10-projects/another-uid.md]\n---\nx\n"), 0o644)
+	os.WriteFile(draft, []byte("---\ntype: Fact\ntitle: From another uid\nsources: [10-projects/another-uid.md]\n---\nAnother uid wrote this draft.\n"), 0o644)
 	os.Chown(draft, agentUID, agentUID)
 	// The install's session provenance: .sessions belongs to the gate, group
 	// testLauncherGID, closed to others; the policy names the launcher group and
