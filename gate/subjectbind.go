@@ -138,7 +138,12 @@ func boundToSources(res validate.Result, counted []countedSource, hv *headView) 
 	}
 	out := scriptBound(res, counted, texts)
 	out = append(out, labelBound(res, counted)...)
-	return append(out, restated(res, counted, texts)...), nil
+	out = append(out, restated(res, counted, texts)...)
+	off, err := offSubject(res, counted, hv) // offsubject.go
+	if err != nil {
+		return nil, err
+	}
+	return append(out, off...), nil
 }
 
 // boundText is what the rules read of a source's body: the kinds of its
