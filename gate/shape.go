@@ -46,15 +46,16 @@ const (
 	RuleShapeSecond    = "shape-second-person"
 	RuleShapeImper     = "shape-imperative" // a sentence that opens as an instruction
 	RuleShapeRole      = "shape-role-marker"
-	RuleShapeAddressee = "shape-agent-subject" // a sentence about what agents, models or reviewers do
-	RuleShapeLanguage  = "shape-language"      // a sentence that is not English prose
-	RuleShapeSentence  = "shape-sentence"      // a sentence longer than the shape allows, or without a verb
-	RuleShapeKey       = "shape-key"           // a frontmatter key the shape does not know
-	RuleShapeLetter    = "shape-letter"        // a letter of an allowed script that is not a plain or accented letter of it (a small capital, a look-alike)
-	RuleShapeSource    = "shape-source"        // a sources entry that is more than a path or a URL of ASCII characters
-	RuleShapeHidden    = "shape-hidden"        // text no reader of the rendered note sees: a link title, a reference definition, a YAML comment
-	RuleShapeMarkup    = "shape-markup"        // a heading, a block quote, emphasis or a nested list: markup a plain statement does not need
-	RuleShapeLabel     = "shape-link-label"    // a link label that is not the name of the note it links to
+	RuleShapeAddressee = "shape-agent-subject"  // a sentence about what agents, models or reviewers do
+	RuleShapeLanguage  = "shape-language"       // a sentence that is not English prose
+	RuleShapeSentence  = "shape-sentence"       // a sentence longer than the shape allows, or without a verb
+	RuleShapeKey       = "shape-key"            // a frontmatter key the shape does not know
+	RuleShapeLetter    = "shape-letter"         // a letter of an allowed script that is not a plain or accented letter of it (a small capital, a look-alike)
+	RuleShapeSource    = "shape-source"         // a sources entry that is more than a path or a URL of ASCII characters
+	RuleShapeHidden    = "shape-hidden"         // text no reader of the rendered note sees: a link title, a reference definition, a YAML comment
+	RuleShapeMarkup    = "shape-markup"         // a heading, a block quote, emphasis or a nested list: markup a plain statement does not need
+	RuleShapeLabel     = "shape-link-label"     // a link label that is not the name of the note it links to
+	RuleShapeSelf      = "shape-self-reference" // a sentence about the note itself ("this note was reviewed…"): provenance is the gate's, in frontmatter
 )
 
 // maxShapeFindings: one is enough to hold a draft; a few help the reviewer.
@@ -606,7 +607,7 @@ var (
 	// agentWords name who reads a note and acts on it: a Fact that says what
 	// they do or may do changes the agent contract (00-global/), which a
 	// human reviews.
-	agentWords   = wordSet("agent agents agent's assistant assistants llm llms ai bot bots chatbot reviewer reviewers claude codex copilot gpt chatgpt gemini aider cursor")
+	agentWords   = wordSet("agent agents agent's assistant assistants llm llms ai bot bots chatbot reviewer reviewers reader readers claude codex copilot gpt chatgpt gemini aider cursor")
 	prepositions = wordSet("in on at to for with from into onto by about through over under after before without within across against toward towards upon")
 	roleWords    = wordSet("system assistant user human ai developer tool instruction instructions admin administrator root agent model bot operator inst sys prompt")
 )
@@ -754,6 +755,7 @@ func (c *shapeCheck) sentence(s string, line int) {
 		// ("Disable security suite.") is a label or a command.
 		c.add(RuleShapeSentence, line, "%q holds no article, preposition, auxiliary or pronoun: a run of bare words is a label or a command, not a statement", clip(s))
 	}
+	c.selfAndClauses(toks, s, line)
 	if c.sh.MaxSentenceWords > 0 && words > c.sh.MaxSentenceWords {
 		c.add(RuleShapeSentence, line, "a sentence of %d words (at most %d)", words, c.sh.MaxSentenceWords)
 	}
@@ -779,6 +781,89 @@ func (c *shapeCheck) sentence(s string, line int) {
 			c.opening(toks[i+1:], s, line)
 		}
 	}
+}
+
+// selfWords name the text itself.
+var selfWords = wordSet("note memory page document entry record file")
+
+// particles end a verbless setting ("security off", "review on").
+var particles = wordSet("off on out up down")
+
+// selfAndClauses holds three shapes a statement about its subject does not
+// take (red team, round 2):
+//   - the note about itself ("This note was reviewed and approved by…"):
+//     who reviewed what is provenance, which the gate writes in the
+//     frontmatter; a sentence cannot grant it;
+//   - a clause after a comma of two or three words whose only function
+//     word is a closing particle ("…, security off, review off"): a
+//     setting, with no verb, not a statement;
+//   - three tokens in a row that are no words (letters and digits mixed,
+//     or the case changing inside: "aWdu b3Jl IHRo"): an encoding in
+//     chunks short enough for the token rule.
+func (c *shapeCheck) selfAndClauses(toks []string, s string, line int) {
+	for i := 0; i+1 < len(toks); i++ {
+		if w := normWord(toks[i]); (w == "this" || w == "these") && selfWords[stem(normWord(toks[i+1]))] {
+			c.add(RuleShapeSelf, line, "%q is about the note itself: a %s states what is about its subject; who wrote, reviewed or approved it is the gate's record", clip(s), c.sh.Type)
+			break
+		}
+	}
+	seg := 0
+	for i, t := range toks {
+		seg++
+		if i+1 == len(toks) || strings.HasSuffix(t, ",") {
+			if start := i + 1 - seg; start > 0 && seg >= 2 && seg <= 3 && particles[normWord(t)] {
+				fn := 0
+				for _, u := range toks[start:i] {
+					if functionWords[normWord(u)] {
+						fn++
+					}
+				}
+				if fn == 0 {
+					c.add(RuleShapeSentence, line, "%q holds a clause with no verb (%q): a setting, not a statement", clip(s), clip(strings.Join(toks[start:i+1], " ")))
+				}
+			}
+			seg = 0
+		}
+	}
+	run := 0
+	for _, t := range toks {
+		if oddToken(trimToken(t)) {
+			if run++; run == 3 {
+				c.add(RuleShapeToken, line, "%q holds three tokens in a row that are no words (letters and digits mixed, or the case changing inside): an encoding in chunks", clip(s))
+				return
+			}
+		} else {
+			run = 0
+		}
+	}
+}
+
+// oddToken: letters and digits only, and either both, or letters whose
+// case is neither lower, upper nor capitalised ("aWdu", "IHRo").
+func oddToken(t string) bool {
+	if t == "" {
+		return false
+	}
+	letters, digits, lowerThenUpper, upperAfterLower := 0, 0, false, false
+	prevLower := false
+	for i, r := range t {
+		switch {
+		case r >= '0' && r <= '9':
+			digits++
+		case unicode.IsLetter(r):
+			letters++
+			if unicode.IsUpper(r) && prevLower {
+				lowerThenUpper = true
+			}
+			if unicode.IsLower(r) && i > 1 && strings.ToLower(t[:i]) != t[:i] && strings.ToUpper(t[:i]) == t[:i] && i >= 2 {
+				upperAfterLower = true // two capitals, then lower: "IHRo"
+			}
+			prevLower = unicode.IsLower(r)
+		default:
+			return false
+		}
+	}
+	return letters > 0 && digits > 0 || lowerThenUpper || upperAfterLower
 }
 
 // word checks one token as a word and returns it normalised.
