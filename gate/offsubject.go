@@ -13,8 +13,10 @@ package gate
 // ("It", "Its", "They"…: the previous sentence's subject), and that is
 // about another note in force — one of that note's name words is in the
 // sentence, and with it at least one more of the words of its names or
-// body — holds the draft until that note is cited too (then its own
-// restatement rule compares the sentence with it) or a reviewer decides.
+// body — holds the draft until that note is evidence too (a counted
+// source: the subject test decides whether the draft is about both, and
+// the restatement rule compares the sentence with it) or a reviewer
+// decides. A note cited that does not count is no way around it.
 // The sentence's words are folded as names are (nameKey); function words
 // and numbers are not words here. A note the gate promoted on its own
 // (every `verified` entry a process's) is no other subject here: its
@@ -74,8 +76,14 @@ func offSubject(res validate.Result, counted []countedSource, hv *headView) ([]n
 			}
 		}
 	}
+	n := 0
 	for _, p := range sh.Prose {
 		for _, s := range splitSentences(p.Text) {
+			if n++; n > maxBoundSentences {
+				// a shaped note is far shorter (max_bytes); past this the
+				// draft waits for a reviewer anyway (shape-size)
+				return nil, nil
+			}
 			toks := strings.Fields(s)
 			if len(toks) == 0 || backReferences[normWord(toks[0])] {
 				continue
