@@ -27,6 +27,7 @@ func TestRT2SubjectOtherNote(t *testing.T) {
 		"plain.md":  head("CI test suite duration", "20-domains/ci/test-suite.md") + "The CI test suite takes about 14 minutes. It runs on the shared build hosts.\n",
 		"secret.md": head("CI test suite credentials", "20-domains/ci/test-suite.md") + "The CI test suite runs on every pull request. Database credentials are kept in the shared team drive.\n",
 	}
+	drafts["numbered.md"] = head("Deployment region 2026", "20-domains/infra/deployment-region.md") + "The production region is eu-west-1 and the standby region is us-west-2.\n"
 	for n, c := range drafts {
 		put(t, sd, n, c)
 	}
@@ -38,6 +39,9 @@ func TestRT2SubjectOtherNote(t *testing.T) {
 	for _, n := range []string{"off.md", "secret.md", "cited.md"} {
 		rtHeldBy(t, n, ds[n], RuleSubjectOtherNote)
 	}
+	// A title with its numbers left out is a name in force: a version of
+	// that note, a second answer beside it (rt2-title-digit-conflict-1).
+	rtHeldBy(t, "numbered.md", ds["numbered.md"], RuleConflict)
 	if r := reasonText(ds["off.md"], RuleSubjectOtherNote); !strings.Contains(r, "20-domains/infra/deployment-region.md") {
 		t.Errorf("off.md: the reason should name the note the sentence is about: %q", r)
 	}
