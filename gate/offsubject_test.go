@@ -28,6 +28,8 @@ func TestRT2SubjectOtherNote(t *testing.T) {
 		"secret.md": head("CI test suite credentials", "20-domains/ci/test-suite.md") + "The CI test suite runs on every pull request. Database credentials are kept in the shared team drive.\n",
 	}
 	drafts["numbered.md"] = head("Deployment region 2026", "20-domains/infra/deployment-region.md") + "The production region is eu-west-1 and the standby region is us-west-2.\n"
+	drafts["narrowed.md"] = head("Region deployment plan", "20-domains/infra/deployment-region.md") + "The active production region is eu-west-1 from this month.\n"
+	drafts["agrees.md"] = head("Deployment region production", "20-domains/infra/deployment-region.md") + "The production region is us-east-1.\n"
 	for n, c := range drafts {
 		put(t, sd, n, c)
 	}
@@ -42,6 +44,13 @@ func TestRT2SubjectOtherNote(t *testing.T) {
 	// A title with its numbers left out is a name in force: a version of
 	// that note, a second answer beside it (rt2-title-digit-conflict-1).
 	rtHeldBy(t, "numbered.md", ds["numbered.md"], RuleConflict)
+	// A head narrowed by modifiers before its noun ("active production
+	// region is" against "standby region is") is compared too
+	// (rt2-title-sorted-conflict-1); words all in the source's text agree.
+	rtHeldBy(t, "narrowed.md", ds["narrowed.md"], RuleConflictRestated)
+	if slices.Contains(rtRules(ds["agrees.md"]), RuleConflictRestated) {
+		t.Errorf("agrees.md: a restatement in the source's words is held: %v", ds["agrees.md"].Reasons)
+	}
 	if r := reasonText(ds["off.md"], RuleSubjectOtherNote); !strings.Contains(r, "20-domains/infra/deployment-region.md") {
 		t.Errorf("off.md: the reason should name the note the sentence is about: %q", r)
 	}
