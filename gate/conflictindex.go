@@ -55,6 +55,10 @@ type vaultIndex struct {
 	// keys: the subject key (nameKeyOf) of every name (title, alias,
 	// subject) → the paths holding one with that key.
 	keys map[string][]string
+	// words: each word of the title, subject and aliases of a note in
+	// force (nameKey, function words and numbers left out) → the paths
+	// holding it (offsubject.go, rule subject-other-note).
+	words map[string][]string
 	// added counts the notes put in since the index was made (what a move
 	// cost: TestConflictIndexMovesByDifference).
 	added int
@@ -64,6 +68,7 @@ type indexedName struct {
 	title, subject string
 	withheld       bool
 	aliases        []string // held like titles
+	blob           plumbing.Hash
 }
 
 // vaultIndexes holds one vaultIndex per repository (by its .git path).
@@ -84,20 +89,9 @@ func (hv *headView) named(k string) ([]namedNote, error) {
 	}
 	vaultIndexes.Lock()
 	defer vaultIndexes.Unlock()
-	key := hv.r.gitDir
-	idx := vaultIndexes.m[key]
-	if idx == nil || idx.root != hv.rootHash {
-		if idx == nil {
-			idx = newVaultIndex()
-		}
-		if err := hv.moveVaultIndex(idx); err != nil {
-			delete(vaultIndexes.m, key) // half moved
-			return nil, err
-		}
-		if _, ok := vaultIndexes.m[key]; !ok && len(vaultIndexes.m) >= maxVaultIndexes {
-			vaultIndexes.m = map[string]*vaultIndex{}
-		}
-		vaultIndexes.m[key] = idx
+	idx, err := hv.vaultIndexLocked()
+	if err != nil {
+		return nil, err
 	}
 	t := slices.Clone(idx.titles[k])
 	s := slices.Clone(idx.subjects[k])
@@ -119,6 +113,54 @@ func (hv *headView) named(k string) ([]namedNote, error) {
 		if !seen[p] {
 			out = append(out, namedNote{Path: p, Withheld: idx.notes[p].withheld, Variant: true})
 		}
+	}
+	return out, nil
+}
+
+// vaultIndexLocked returns the index at hv's root tree, moving it there
+// (vaultIndexes is locked by the caller).
+func (hv *headView) vaultIndexLocked() (*vaultIndex, error) {
+	key := hv.r.gitDir
+	idx := vaultIndexes.m[key]
+	if idx == nil || idx.root != hv.rootHash {
+		if idx == nil {
+			idx = newVaultIndex()
+		}
+		if err := hv.moveVaultIndex(idx); err != nil {
+			delete(vaultIndexes.m, key) // half moved
+			return nil, err
+		}
+		if _, ok := vaultIndexes.m[key]; !ok && len(vaultIndexes.m) >= maxVaultIndexes {
+			vaultIndexes.m = map[string]*vaultIndex{}
+		}
+		vaultIndexes.m[key] = idx
+	}
+	return idx, nil
+}
+
+// nameWordNotes returns the notes in force (path → blob) one of whose
+// names holds one of the word keys ws (at most max notes, in path order).
+func (hv *headView) nameWordNotes(ws []string, max int) (map[string]plumbing.Hash, error) {
+	if hv.root == nil || len(ws) == 0 {
+		return nil, nil
+	}
+	vaultIndexes.Lock()
+	defer vaultIndexes.Unlock()
+	idx, err := hv.vaultIndexLocked()
+	if err != nil {
+		return nil, err
+	}
+	var ps []string
+	for _, w := range ws {
+		ps = append(ps, idx.words[w]...)
+	}
+	slices.Sort(ps)
+	out := map[string]plumbing.Hash{}
+	for _, p := range slices.Compact(ps) {
+		if len(out) == max {
+			break
+		}
+		out[p] = idx.notes[p].blob
 	}
 	return out, nil
 }
@@ -181,7 +223,7 @@ func (idx *vaultIndex) dropKey(name, p string) {
 }
 
 func newVaultIndex() *vaultIndex {
-	return &vaultIndex{raws: map[string][]byte{}, unsorted: map[string]bool{}, notes: map[string]indexedName{}, titles: map[string][]string{}, subjects: map[string][]string{}, keys: map[string][]string{}}
+	return &vaultIndex{raws: map[string][]byte{}, unsorted: map[string]bool{}, notes: map[string]indexedName{}, titles: map[string][]string{}, subjects: map[string][]string{}, keys: map[string][]string{}, words: map[string][]string{}}
 }
 
 // moveVaultIndex moves idx to hv's root tree.
@@ -321,7 +363,7 @@ func (hv *headView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 	if title == "" {
 		title = NormTitle(strings.TrimSuffix(name, ".md"))
 	}
-	in := indexedName{title, f.Subject, f.Withheld && !f.InForce, nil}
+	in := indexedName{title, f.Subject, f.Withheld && !f.InForce, nil, id}
 	for _, a := range f.Aliases {
 		if a != title && !slices.Contains(in.aliases, a) {
 			in.aliases = append(in.aliases, a)
@@ -340,7 +382,27 @@ func (hv *headView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 	for _, n := range append([]string{in.title, in.subject}, in.aliases...) {
 		idx.addKey(n, p)
 	}
+	if !in.withheld {
+		for _, w := range in.nameWordKeys() {
+			if !slices.Contains(idx.words[w], p) {
+				idx.words[w] = append(idx.words[w], p)
+			}
+		}
+	}
 	return nil
+}
+
+// nameWordKeys are the words of a note's names the words index holds.
+func (in indexedName) nameWordKeys() []string {
+	var out []string
+	for _, n := range append([]string{in.title, in.subject}, in.aliases...) {
+		for _, w := range nameWords(n) {
+			if k := nameKey(w); !functionWords[k] && strings.Trim(k, "0123456789") != "" && !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }
 
 func (idx *vaultIndex) dropNote(p string) {
@@ -349,6 +411,11 @@ func (idx *vaultIndex) dropNote(p string) {
 		return
 	}
 	delete(idx.notes, p)
+	for _, w := range in.nameWordKeys() {
+		if idx.words[w] = dropPath(idx.words[w], p); len(idx.words[w]) == 0 {
+			delete(idx.words, w)
+		}
+	}
 	for _, n := range append([]string{in.title, in.subject}, in.aliases...) {
 		idx.dropKey(n, p)
 	}

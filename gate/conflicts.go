@@ -118,6 +118,14 @@ func contradictions(res validate.Result, dest, self string, hv *headView) ([]con
 	if err := look("title", res.Meta.Title, titleLine); err != nil {
 		return nil, err
 	}
+	// A number in a title narrows a name to a version or a year of it
+	// ("Deployment region 2026"): without its numbers the title is that
+	// note's name, and a second note of it in force is a second answer.
+	if t := withoutNumbers(res.Meta.Title); t != "" && t != strings.Join(strings.Fields(res.Meta.Title), " ") {
+		if err := look("title without its numbers", t, titleLine); err != nil {
+			return nil, err
+		}
+	}
 	if v, ok := res.Note.Scalar("subject"); ok {
 		if err := look("subject", v, res.Note.KeyLine("subject")); err != nil {
 			return nil, err
@@ -246,4 +254,15 @@ func restoreConflicts(hv *headView, p string, f noteFacts) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// withoutNumbers is s without its words of digits and number punctuation.
+func withoutNumbers(s string) string {
+	var ws []string
+	for _, w := range strings.Fields(s) {
+		if strings.Trim(w, "0123456789.-/:") != "" {
+			ws = append(ws, w)
+		}
+	}
+	return strings.Join(ws, " ")
 }

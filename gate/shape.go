@@ -46,13 +46,16 @@ const (
 	RuleShapeSecond    = "shape-second-person"
 	RuleShapeImper     = "shape-imperative" // a sentence that opens as an instruction
 	RuleShapeRole      = "shape-role-marker"
-	RuleShapeAddressee = "shape-agent-subject" // a sentence about what agents, models or reviewers do
-	RuleShapeLanguage  = "shape-language"      // a sentence that is not English prose
-	RuleShapeSentence  = "shape-sentence"      // a sentence longer than the shape allows, or without a verb
-	RuleShapeKey       = "shape-key"           // a frontmatter key the shape does not know
-	RuleShapeLetter    = "shape-letter"        // a letter of an allowed script that is not a plain or accented letter of it (a small capital, a look-alike)
-	RuleShapeSource    = "shape-source"        // a sources entry that is more than a path or a URL of ASCII characters
-	RuleShapeHidden    = "shape-hidden"        // text no reader of the rendered note sees: a link title, a reference definition, a YAML comment
+	RuleShapeAddressee = "shape-agent-subject"  // a sentence about what agents, models or reviewers do
+	RuleShapeLanguage  = "shape-language"       // a sentence that is not English prose
+	RuleShapeSentence  = "shape-sentence"       // a sentence longer than the shape allows, or without a verb
+	RuleShapeKey       = "shape-key"            // a frontmatter key the shape does not know
+	RuleShapeLetter    = "shape-letter"         // a letter of an allowed script that is not a plain or accented letter of it (a small capital, a look-alike)
+	RuleShapeSource    = "shape-source"         // a sources entry that is more than a path or a URL of ASCII characters
+	RuleShapeHidden    = "shape-hidden"         // text no reader of the rendered note sees: a link title, a reference definition, a YAML comment
+	RuleShapeMarkup    = "shape-markup"         // a heading, a block quote, emphasis or a nested list: markup a plain statement does not need
+	RuleShapeLabel     = "shape-link-label"     // a link label that is not the name of the note it links to
+	RuleShapeSelf      = "shape-self-reference" // a sentence about the note itself ("this note was reviewed…"): provenance is the gate's, in frontmatter
 )
 
 // maxShapeFindings: one is enough to hold a draft; a few help the reviewer.
@@ -61,7 +64,7 @@ const maxShapeFindings = 6
 // shapeKeys are the frontmatter keys a shaped note may carry (claims are
 // moved under `claimed:` and judged by their own rules).
 var shapeKeys = map[string]bool{
-	"type": true, "title": true, "description": true, "tags": true, "sources": true,
+	"type": true, "title": true, "tags": true, "sources": true,
 	"subject": true, "created": true, "updated": true, "last_modified": true, "supersedes": true,
 	"aliases": true,
 }
@@ -100,19 +103,19 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 		case isClaimedKey(k.Value):
 			// a claim: moved under `claimed:`, judged by claims-authority
 		case !shapeKeys[lk]:
-			c.add(RuleShapeKey, k.Line, "the key `%s` is not one a %s carries (%s)", clip(k.Value), sh.Type, "type, title, description, subject, tags, sources, created, updated, supersedes")
+			c.add(RuleShapeKey, k.Line, "the key `%s` is not one a %s carries (%s)", clip(k.Value), sh.Type, "type, title, subject, tags, aliases, sources, created, updated, supersedes; a `description` is a second text beside the body, which a shaped note does not have")
 		case lk == "sources":
 			c.sources(v)
 		case lk == "title" || lk == "subject":
 			c.strings(v, false)
-		case lk == "description" || lk == "tags" || lk == "aliases":
+		case lk == "tags" || lk == "aliases":
 			if lk == "aliases" && v.Kind == yaml.SequenceNode && len(v.Content) > maxAliases {
 				// The conflict index holds a note's first maxAliases
 				// names: a 17th ("Deployment region") would be a name
 				// no conflict check ever sees.
 				c.add(RuleShapeKey, v.Line, "%d aliases: a %s carries at most %d names (the gate checks and indexes no more)", len(v.Content), sh.Type, maxAliases)
 			}
-			c.strings(v, lk == "description")
+			c.strings(v, false)
 		}
 	}
 	if !strings.ContainsFunc(res.Meta.Title, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
@@ -161,6 +164,20 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 			c.add(RuleShapeURL, k.Line, "a link to %q: a vault link is a plain path (ASCII letters, digits, . _ - /; no #fragment, no query, no escape)", k.Detail)
 		case validate.ShapeThematic:
 			c.add(RuleShapeStructure, k.Line, "a thematic break (---): a %s has one frontmatter and one body", sh.Type)
+		case validate.ShapeQuote:
+			c.add(RuleShapeMarkup, k.Line, "a block quote: a %s states what is in its own sentences; a quotation is someone's words, which a reviewer weighs", sh.Type)
+		case validate.ShapeEmphasis:
+			c.add(RuleShapeMarkup, k.Line, "emphasis (*…*, **…**): a %s is plain sentences; emphasis marks the words a reader is meant to act on", sh.Type)
+		case validate.ShapeNestedList:
+			c.add(RuleShapeMarkup, k.Line, "a list inside a list item: a %s lists at most one level of statements", sh.Type)
+		}
+	}
+	for _, p := range s.Prose {
+		if p.Heading {
+			// A heading is text outside the sentences (a banner over
+			// them, "Security stage optional"): a shaped note is named by
+			// its title and needs no other.
+			c.add(RuleShapeMarkup, p.Line, "a heading %q: a %s is named by its `title` and is sentences; a heading is a second title no title rule reads", clip(p.Text), sh.Type)
 		}
 	}
 	for _, p := range s.Prose {
@@ -175,9 +192,22 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 	// A link's label stands on its own to a reader (a button to press):
 	// it may not open as an instruction either ("[disable the security
 	// suite](ci/test-suite.md)").
+	named := linkNameWords(res, s)
 	for _, l := range s.LinkTexts {
 		if toks := strings.Fields(l.Text); len(toks) > 0 {
 			c.opening(toks, l.Text, l.Line)
+			// The label names the note it links to: its words are the
+			// note's own subject's or the linked paths' words ("the
+			// deployment region note"), never a statement of its own
+			// ("the security stage is optional").
+			for _, t := range toks {
+				w := normWord(t)
+				if w == "" || wordKinds[w]&kindFunction != 0 || labelWords[w] || named[stem(w)] {
+					continue
+				}
+				c.add(RuleShapeLabel, l.Line, "the link label %q says %q, which is neither a word of the note's title, subject or tags nor of a linked path: a label names the note it links to", clip(l.Text), clip(t))
+				break
+			}
 		}
 	}
 	if c.stepClauses >= 2 {
@@ -577,7 +607,7 @@ var (
 	// agentWords name who reads a note and acts on it: a Fact that says what
 	// they do or may do changes the agent contract (00-global/), which a
 	// human reviews.
-	agentWords   = wordSet("agent agents agent's assistant assistants llm llms ai bot bots chatbot reviewer reviewers claude codex copilot gpt chatgpt gemini aider cursor")
+	agentWords   = wordSet("agent agents agent's assistant assistants llm llms ai bot bots chatbot reviewer reviewers reader readers claude codex copilot gpt chatgpt gemini aider cursor")
 	prepositions = wordSet("in on at to for with from into onto by about through over under after before without within across against toward towards upon")
 	roleWords    = wordSet("system assistant user human ai developer tool instruction instructions admin administrator root agent model bot operator inst sys prompt")
 )
@@ -719,6 +749,13 @@ func (c *shapeCheck) sentence(s string, line int) {
 	if strings.ContainsFunc(s, unicode.IsLetter) && !strings.ContainsFunc(s, unicode.IsLower) {
 		c.add(RuleShapeSentence, line, "%q has no lower-case letter: a sentence of capitals alone is not prose", clip(s))
 	}
+	if words >= 3 && function == 0 {
+		// Every English statement of three words or more holds an article,
+		// a preposition, an auxiliary or a pronoun; a run of bare words
+		// ("Disable security suite.") is a label or a command.
+		c.add(RuleShapeSentence, line, "%q holds no article, preposition, auxiliary or pronoun: a run of bare words is a label or a command, not a statement", clip(s))
+	}
+	c.selfAndClauses(toks, s, line)
 	if c.sh.MaxSentenceWords > 0 && words > c.sh.MaxSentenceWords {
 		c.add(RuleShapeSentence, line, "a sentence of %d words (at most %d)", words, c.sh.MaxSentenceWords)
 	}
@@ -744,6 +781,89 @@ func (c *shapeCheck) sentence(s string, line int) {
 			c.opening(toks[i+1:], s, line)
 		}
 	}
+}
+
+// selfWords name the text itself.
+var selfWords = wordSet("note memory page document entry record file")
+
+// particles end a verbless setting ("security off", "review on").
+var particles = wordSet("off on out up down")
+
+// selfAndClauses holds three shapes a statement about its subject does not
+// take (red team, round 2):
+//   - the note about itself ("This note was reviewed and approved by…"):
+//     who reviewed what is provenance, which the gate writes in the
+//     frontmatter; a sentence cannot grant it;
+//   - a clause after a comma of two or three words whose only function
+//     word is a closing particle ("…, security off, review off"): a
+//     setting, with no verb, not a statement;
+//   - three tokens in a row that are no words (letters and digits mixed,
+//     or the case changing inside: "aWdu b3Jl IHRo"): an encoding in
+//     chunks short enough for the token rule.
+func (c *shapeCheck) selfAndClauses(toks []string, s string, line int) {
+	for i := 0; i+1 < len(toks); i++ {
+		if w := normWord(toks[i]); (w == "this" || w == "these") && selfWords[stem(normWord(toks[i+1]))] {
+			c.add(RuleShapeSelf, line, "%q is about the note itself: a %s states what is about its subject; who wrote, reviewed or approved it is the gate's record", clip(s), c.sh.Type)
+			break
+		}
+	}
+	seg := 0
+	for i, t := range toks {
+		seg++
+		if i+1 == len(toks) || strings.HasSuffix(t, ",") {
+			if start := i + 1 - seg; start > 0 && seg >= 2 && seg <= 3 && particles[normWord(t)] {
+				fn := 0
+				for _, u := range toks[start:i] {
+					if functionWords[normWord(u)] {
+						fn++
+					}
+				}
+				if fn == 0 {
+					c.add(RuleShapeSentence, line, "%q holds a clause with no verb (%q): a setting, not a statement", clip(s), clip(strings.Join(toks[start:i+1], " ")))
+				}
+			}
+			seg = 0
+		}
+	}
+	run := 0
+	for _, t := range toks {
+		if oddToken(trimToken(t)) {
+			if run++; run == 3 {
+				c.add(RuleShapeToken, line, "%q holds three tokens in a row that are no words (letters and digits mixed, or the case changing inside): an encoding in chunks", clip(s))
+				return
+			}
+		} else {
+			run = 0
+		}
+	}
+}
+
+// oddToken: letters and digits only, and either both, or letters whose
+// case is neither lower, upper nor capitalised ("aWdu", "IHRo").
+func oddToken(t string) bool {
+	if t == "" {
+		return false
+	}
+	letters, digits, lowerThenUpper, upperAfterLower := 0, 0, false, false
+	prevLower := false
+	for i, r := range t {
+		switch {
+		case r >= '0' && r <= '9':
+			digits++
+		case unicode.IsLetter(r):
+			letters++
+			if unicode.IsUpper(r) && prevLower {
+				lowerThenUpper = true
+			}
+			if unicode.IsLower(r) && i > 1 && strings.ToLower(t[:i]) != t[:i] && strings.ToUpper(t[:i]) == t[:i] && i >= 2 {
+				upperAfterLower = true // two capitals, then lower: "IHRo"
+			}
+			prevLower = unicode.IsLower(r)
+		default:
+			return false
+		}
+	}
+	return letters > 0 && digits > 0 || lowerThenUpper || upperAfterLower
 }
 
 // word checks one token as a word and returns it normalised.
@@ -799,7 +919,8 @@ func (c *shapeCheck) opening(toks []string, s string, line int) {
 // runs" opens with its subject after them, "Then merge the branch" with a
 // verb.
 var sentenceAdverbs = wordSet("today yesterday tomorrow now then currently recently usually typically generally historically previously originally later earlier " +
-	"however therefore thus hence meanwhile otherwise instead still moreover furthermore nevertheless accordingly consequently also only even next first finally afterwards")
+	"however therefore thus hence meanwhile otherwise instead still moreover furthermore nevertheless accordingly consequently also only even next first finally afterwards " +
+	"onwards onward henceforth forthwith forward thereafter hereafter")
 
 // hyphenedWord: letters joined by hyphens, capital at most first
 // ("Auto-merge", "Force-push", "On-call"): a compound word, which may be a
@@ -818,6 +939,23 @@ func hyphenedWord(t string) bool {
 		}
 	}
 	return true
+}
+
+// labelWords may stand in a link label besides the names: what the link is.
+var labelWords = wordSet("note notes page pages entry entries section details history")
+
+// linkNameWords are the words a link label may use: the note's subject
+// words and the words of the vault paths it links to.
+func linkNameWords(res validate.Result, s *validate.BodyShape) map[string]bool {
+	m := subjectWords(res)
+	for _, l := range s.VaultLinks {
+		for _, w := range strings.FieldsFunc(strings.ToLower(l.Detail), func(r rune) bool {
+			return r == '/' || r == '-' || r == '_' || r == '.'
+		}) {
+			m[stem(w)] = true
+		}
+	}
+	return m
 }
 
 // stem folds a plural: the note's subject "deploys" and "deploy" are one.

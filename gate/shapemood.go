@@ -37,6 +37,15 @@ var (
 	possibilityModals = wordSet("can cannot can't cant may might could")
 	// copulas are the forms of "be" (and "get", which makes passives too).
 	copulas = wordSet("is are was were be been being am isn't aren't wasn't weren't isnt arent wasnt werent get gets got gotten getting")
+	// permissionModals make a statement a permission or a guess ("may be
+	// skipped", "might be off"): a Fact states what is. ("can" stays a
+	// fact of ability: "can be restored within 30 days".)
+	permissionModals = wordSet("may might mightn't mightnt")
+	// normativeAdjectives are the predicates of obligation and permission
+	// after a copula, a closed class like the modals: "is optional", "isn't
+	// required", "are not mandatory"; and "off", a setting ("is off on the
+	// build hosts"): what is to be done or left undone, not what is.
+	normativeAdjectives = wordSet("optional required mandatory compulsory obligatory necessary unnecessary needed unneeded allowed permitted forbidden prohibited exempt exempted waived advisory off")
 	// haveNeed take "to" and a verb as an obligation ("has to pass").
 	haveNeed = wordSet("has have had having need needs needed")
 	// expletives stand for a clause that follows ("it is safe to…").
@@ -101,6 +110,13 @@ func (c *shapeCheck) deontic(toks []string, s string, line int) {
 		case haveNeed[w] && i+2 < len(ws) && ws[i+1] == "to" && verbLike(toks[i+2]):
 			hold("says what has to be done (" + w + " to " + ws[i+2] + ")")
 			return
+		case permissionModals[w] && (i > 0 || i+1 < len(toks) && !nameLike(toks[i+1])) && (i > 0 || toks[i] != "May"):
+			// "May 2026" opening a sentence is a month
+			hold("holds a modal of permission or possibility (" + w + ")")
+			return
+		case copulas[w] && normativeAfter(ws, i+1):
+			hold("says what is required, optional or switched off (" + w + " … " + ws[normativeAt(ws, i+1)] + ")")
+			return
 		case possibilityModals[w] && i+3 < len(ws) && strings.HasSuffix(ws[i+1], "ly") && (copulas[ws[i+2]] || verbLike(toks[i+2])):
 			hold("qualifies what may be done (" + w + " " + ws[i+1] + ")")
 			return
@@ -123,6 +139,20 @@ func (c *shapeCheck) deontic(toks []string, s string, line int) {
 		}
 	}
 }
+
+// normativeAt is the index of the predicate after a copula at j, past
+// "not" and an adverb ("is not strictly required"), or -1.
+func normativeAt(ws []string, j int) int {
+	for k := 0; k < 2 && j < len(ws) && (ws[j] == "not" || ws[j] == "no" || ws[j] == "never" || strings.HasSuffix(ws[j], "ly") || ws[j] == "always" || ws[j] == "also" || ws[j] == "now"); k++ {
+		j++
+	}
+	if j < len(ws) && normativeAdjectives[ws[j]] {
+		return j
+	}
+	return -1
+}
+
+func normativeAfter(ws []string, j int) bool { return normativeAt(ws, j) >= 0 }
 
 // steps counts the clauses of one sentence that are actions in order
 // (c.stepClauses); checkShape holds the note when there are two or more.

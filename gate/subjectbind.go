@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -138,7 +139,12 @@ func boundToSources(res validate.Result, counted []countedSource, hv *headView) 
 	}
 	out := scriptBound(res, counted, texts)
 	out = append(out, labelBound(res, counted)...)
-	return append(out, restated(res, counted, texts)...), nil
+	out = append(out, restated(res, counted, texts)...)
+	off, err := offSubject(res, counted, hv) // offsubject.go
+	if err != nil {
+		return nil, err
+	}
+	return append(out, off...), nil
 }
 
 // boundText is what the rules read of a source's body: the kinds of its
@@ -396,6 +402,41 @@ func sentenceHead(s string) (head string, rest []string) {
 	return strings.Join(h, " "), rest
 }
 
+// inSourceText: every word of ws (function words and numbers aside) is a
+// word of a counted source's text.
+func inSourceText(ws []string, texts []*boundText) bool {
+	for _, w := range ws {
+		for _, part := range nameWords(w) {
+			k := nameKey(part)
+			if functionWords[k] || strings.Trim(k, "0123456789") == "" {
+				continue
+			}
+			if !slices.ContainsFunc(texts, func(t *boundText) bool { return t.words[k] }) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// headTail is the last noun and the verb of a head of three words or
+// more made of modifiers and its noun alone ("active production region
+// (aux)" → "region (aux)"), or "": a head holding a function word ("A
+// failover from us-east-1 to the standby region is") is a phrase whose
+// last noun is not its subject.
+func headTail(h string) string {
+	ws := strings.Fields(h)
+	if len(ws) < 3 {
+		return ""
+	}
+	for _, w := range ws[:len(ws)-1] {
+		if functionWords[w] || strings.ContainsAny(w, "0123456789") {
+			return ""
+		}
+	}
+	return ws[len(ws)-2] + " " + ws[len(ws)-1]
+}
+
 // verbLemma folds a verb's -s and -ed (and a final e): needs, needed and
 // need are one; stores and stored are one.
 func verbLemma(w string) string {
@@ -419,9 +460,13 @@ func restated(res validate.Result, counted []countedSource, texts []*boundText) 
 		srcSentence
 	}
 	heads := map[string][]cited{}
+	tails := map[string][]cited{}
 	for i, t := range texts {
 		for _, ss := range t.sentences {
 			heads[ss.head] = append(heads[ss.head], cited{counted[i].Path, ss})
+			if k := headTail(ss.head); k != "" {
+				tails[k] = append(tails[k], cited{counted[i].Path, ss})
+			}
 		}
 	}
 	if len(heads) == 0 {
@@ -431,6 +476,18 @@ func restated(res validate.Result, counted []countedSource, texts []*boundText) 
 		for _, s := range splitSentences(p.Text) {
 			h, rest := sentenceHead(s)
 			srcs := heads[h]
+			if len(srcs) == 0 {
+				// A head narrowed by words before its noun ("active
+				// production region is" against "standby region is") is
+				// the same noun and verb: compared too — unless every word
+				// after the verb is a word of the sources' text ("The
+				// production region is us-east-1" agrees with "Production
+				// runs in the us-east-1 region", another sentence).
+				srcs = tails[headTail(h)]
+				if len(srcs) > 0 && inSourceText(rest, texts) {
+					continue
+				}
+			}
 			if len(srcs) == 0 {
 				continue
 			}

@@ -35,6 +35,11 @@ const (
 	// ShapeVaultLink: a vault link with a plain path (BodyShape.VaultLinks;
 	// the gate checks it names a note at HEAD).
 	ShapeVaultLink = "vault-link"
+	// Markup a plain sentence does not need (issue 24, round 2): a block
+	// quote, emphasis, a list inside a list item.
+	ShapeQuote      = "block-quote"
+	ShapeEmphasis   = "emphasis"
+	ShapeNestedList = "nested-list"
 )
 
 // Construct is one non-prose construct of a body, with its draft line.
@@ -49,6 +54,8 @@ type Prose struct {
 	Text    string
 	Line    int
 	Heading bool
+	// ListItem: the block is (the start of) a list item's text.
+	ListItem bool
 }
 
 // BodyShape is what the parse says about the body's kind of text.
@@ -101,15 +108,24 @@ func shapeOf(doc ast.Node, src []byte, li lineIndex) BodyShape {
 			return ast.WalkSkipChildren, nil
 		case *ast.ThematicBreak:
 			s.add(ShapeThematic, blockLine(n, li), "")
+		case *ast.Blockquote:
+			s.add(ShapeQuote, blockLine(n, li), "")
 		case *ast.List:
 			if x.IsOrdered() {
 				s.add(ShapeOrderedList, blockLine(n, li), "")
+			}
+			for p := n.Parent(); p != nil; p = p.Parent() {
+				if p.Kind() == ast.KindListItem {
+					s.add(ShapeNestedList, blockLine(n, li), "")
+					break
+				}
 			}
 		case *ast.Paragraph, *ast.TextBlock, *ast.Heading:
 			buf.Reset()
 			inlineText(&s, n, src, li, &buf)
 			if len(s.Prose) < 4*maxShapeItems || buf.Len() > 0 {
-				s.Prose = append(s.Prose, Prose{Text: buf.String(), Line: blockLine(n, li), Heading: n.Kind() == ast.KindHeading})
+				s.Prose = append(s.Prose, Prose{Text: buf.String(), Line: blockLine(n, li), Heading: n.Kind() == ast.KindHeading,
+					ListItem: n.Parent() != nil && n.Parent().Kind() == ast.KindListItem})
 			}
 			return ast.WalkSkipChildren, nil
 		}
@@ -133,6 +149,8 @@ func inlineText(s *BodyShape, blk ast.Node, src []byte, li lineIndex, buf *bytes
 			}
 		case *ast.String:
 			buf.Write(x.Value)
+		case *ast.Emphasis:
+			s.add(ShapeEmphasis, nodeLine(x, src, li), "")
 		case *ast.CodeSpan:
 			var code bytes.Buffer
 			for c := x.FirstChild(); c != nil; c = c.NextSibling() {
