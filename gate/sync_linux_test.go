@@ -129,7 +129,7 @@ func twoVaults(t *testing.T, kind string) (a, b string, r *remoteSrv) {
 }
 
 func factDraft(title string) string {
-	return fmt.Sprintf("---\ntype: Fact\ntitle: %s\nsources: [10-projects/src.md]\n---\nWhat %s says.\n", title, title)
+	return fmt.Sprintf("---\ntype: Fact\ntitle: %s\nsources: [10-projects/src.md]\n---\nThe source describes %s.\n", title, title)
 }
 
 // remoteLog returns every commit of the remote branch: hash, parents, and
