@@ -406,16 +406,19 @@ func runSessions(runBin, v, wd string, sessions, per int, gap time.Duration, con
 	if confidence != "" {
 		conf = "c=" + confidence
 	}
-	script := fmt.Sprintf(`i=0; while [ $i -lt %d ]; do
-  %s
-  printf -- '---\ntype: Fact\ntitle: Bench note %%s %%d\nconfidence: %%s\nrisk: low\nsources:\n  - resource: %s\n---\n\nDraft %%d of a bench session.\n' "$FEDMEM_SESSION" $i $c $i > "$FEDMEM_INBOX/d$i.md.tmp"
-  mv "$FEDMEM_INBOX/d$i.md.tmp" "$FEDMEM_INBOX/d$i.md"
-  %s
-  i=$((i+1))
-done`, per, conf, benchSource, sleepCmd(gap))
+	// The title numbers the session and the draft (not the session id:
+	// an id mixes letters and digits, which the gate's Fact shape holds as
+	// an encoded run, shape-token).
 	var wg sync.WaitGroup
 	errs := make(chan error, sessions)
 	for i := 0; i < sessions; i++ {
+		script := fmt.Sprintf(`i=0; while [ $i -lt %d ]; do
+  %s
+  printf -- '---\ntype: Fact\ntitle: Bench note %d %%d\nconfidence: %%s\nrisk: low\nsources:\n  - resource: %s\n---\n\nDraft %%d of a bench session.\n' $i $c $i > "$FEDMEM_INBOX/d$i.md.tmp"
+  mv "$FEDMEM_INBOX/d$i.md.tmp" "$FEDMEM_INBOX/d$i.md"
+  %s
+  i=$((i+1))
+done`, per, conf, i, benchSource, sleepCmd(gap))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
