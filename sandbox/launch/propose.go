@@ -681,7 +681,16 @@ func uncommitted(g *gitRun, base, prefix, tmp string, changes []change) []string
 	if base == "" || len(changes) == 0 || len(changes) > 1000 {
 		return nil
 	}
-	real, err := g.run(nil, "rev-parse", "--path-format=absolute", "--git-path", "index")
+	// g's environment names the proposal's temporary index: without it,
+	// --git-path index is the user's.
+	g2 := *g
+	g2.env = nil
+	for _, kv := range g.env {
+		if !strings.HasPrefix(kv, "GIT_INDEX_FILE=") {
+			g2.env = append(g2.env, kv)
+		}
+	}
+	real, err := g2.run(nil, "rev-parse", "--path-format=absolute", "--git-path", "index")
 	if err != nil {
 		return nil
 	}
@@ -693,13 +702,6 @@ func uncommitted(g *gitRun, base, prefix, tmp string, changes []change) []string
 	defer os.Remove(copyIndex)
 	if os.WriteFile(copyIndex, b, 0o600) != nil {
 		return nil
-	}
-	g2 := *g
-	g2.env = nil
-	for _, kv := range g.env {
-		if !strings.HasPrefix(kv, "GIT_INDEX_FILE=") {
-			g2.env = append(g2.env, kv)
-		}
 	}
 	g2.env = append(g2.env, "GIT_INDEX_FILE="+copyIndex)
 	_, _ = g2.run(nil, "update-index", "-q", "--refresh")

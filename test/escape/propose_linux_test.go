@@ -681,7 +681,10 @@ func TestProposeUncommittedSaid(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(e.workdir, "a.txt"), []byte("base\nuser edit\n"), 0o644))
 	index, err := os.ReadFile(filepath.Join(e.workdir, ".git/index"))
 	must(t, err)
-	r := e.proposeRun(t, "strict", nil, "sh", "-c", "echo agent >> a.txt && echo new > n.txt")
+	// b.txt, committed and untouched by the user, changed by the agent
+	// too: it must not be named (the check once read the proposal's own
+	// index and named every changed file).
+	r := e.proposeRun(t, "strict", nil, "sh", "-c", "echo agent >> a.txt && echo agent >> b.txt && echo new > n.txt")
 	raw, _ := json.Marshal(r.report["proposal"])
 	var p struct {
 		Branch      string
