@@ -383,10 +383,13 @@ func TestCredentialFileReplacedOutside(t *testing.T) {
 
 // refreshProbe refreshes its OAuth login with the placeholder refresh
 // token from its copy of the credentials file, then calls the API with
-// its access placeholder. argv: auth port, api port.
+// its access placeholder and prints the answer after a label. argv: auth
+// port, api port, and optionally the API path and the label (default
+// /v1/messages, API).
 const refreshProbe = `
 import json, os, sys, urllib.request
 auth, api = sys.argv[1], sys.argv[2]
+path, label = (sys.argv[3], sys.argv[4]) if len(sys.argv) > 4 else ("/v1/messages", "API")
 c = json.load(open(os.path.join(os.environ["HOME"], ".oauthagent/creds.json")))["oauth"]
 def req(url, body=None, hdrs={}):
     try:
@@ -397,7 +400,7 @@ def req(url, body=None, hdrs={}):
 ans = req("https://127.0.0.1:%s/token" % auth, json.dumps({"grant_type": "refresh_token", "refresh_token": c["refresh"]}).encode(), {"Content-Type": "application/json"})
 print("REFRESH", ans)
 tok = json.loads(ans)["access_token"]
-print("API", req("https://127.0.0.1:%s/v1/messages" % api, None, {"Authorization": "Bearer " + tok}))
+print(label, req("https://127.0.0.1:%s%s" % (api, path), None, {"Authorization": "Bearer " + tok}))
 `
 
 // TestCredentialRefresh: an OAuth refresh inside works with placeholders:

@@ -217,25 +217,6 @@ func TestRT18EchoTrailerEarlyHintsUpgrade(t *testing.T) {
 	}
 }
 
-// rt18RefreshProbe refreshes the login (placeholder refresh token), then
-// asks the API host to echo the Authorization header the new access
-// placeholder becomes. argv: auth port, api port.
-const rt18RefreshProbe = `
-import json, os, sys, urllib.request
-auth, api = sys.argv[1], sys.argv[2]
-c = json.load(open(os.path.join(os.environ["HOME"], ".oauthagent/creds.json")))["oauth"]
-def req(url, body=None, hdrs={}):
-    try:
-        r = urllib.request.Request(url, data=body, headers=hdrs)
-        return urllib.request.urlopen(r, timeout=20).read().decode()
-    except Exception as e:
-        return "ERR %s" % e
-ans = req("https://127.0.0.1:%s/token" % auth, json.dumps({"grant_type": "refresh_token", "refresh_token": c["refresh"]}).encode(), {"Content-Type": "application/json"})
-print("REFRESH", ans)
-tok = json.loads(ans)["access_token"]
-print("ECHO", req("https://127.0.0.1:%s/body" % api, None, {"Authorization": "Bearer " + tok}))
-`
-
 // rt18Refresh runs an OAuth refresh session whose token endpoint answers
 // newA (and a new refresh token); the credential file is a link to a
 // 0600 file in ~/dotfiles when link. It returns the agent's output and
@@ -277,7 +258,7 @@ func rt18Refresh(t *testing.T, newA string, link bool) (string, string) {
 		"  - {name: oauth-refresh, file: ~/.oauthagent/creds.json, path: oauth.refresh, hosts: [\""+authAddr+"\"], body: true, from_response: refresh_token}\n"), 0o644))
 	_, authPort, _ := net.SplitHostPort(authAddr)
 	_, apiPort, _ := net.SplitHostPort(apiAddr)
-	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, []string{"SSL_CERT_FILE=" + roots}, "python3", "-c", rt18RefreshProbe, authPort, apiPort)
+	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, []string{"SSL_CERT_FILE=" + roots}, "python3", "-c", refreshProbe, authPort, apiPort, "/body", "ECHO") // the API host echoes the Authorization header the new access placeholder becomes
 	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", c, o, s)
 	if c != 0 || !strings.Contains(o, "REFRESH {") {
 		t.Fatalf("the refresh session failed (exit %d): the attempt was not made", c)
