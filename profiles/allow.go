@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/fedmem/fedmem/mounts/hostrule"
 )
 
 // AllowEntry is one entry of a profile's allow list, parsed. The grammar
@@ -21,15 +23,10 @@ import (
 // A wildcard is only a leading "*." followed by at least two labels ("*",
 // "*.com" and "a.*.com" are refused): an entry never opens a whole
 // top-level domain. Names are compared in lower case without a final dot.
-type AllowEntry struct {
-	// Host is the name or the IP literal; for a wildcard, the suffix
-	// after "*." (example.com for *.example.com).
-	Host string
-	// Wildcard: Host's subdomains match, Host itself does not.
-	Wildcard bool
-	// Port is 1-65535, or 0 for any port.
-	Port int
-}
+//
+// Its fields, Matches and String are mounts/hostrule's Rule: the proxy
+// enforces the same type.
+type AllowEntry = hostrule.Rule
 
 // ParseAllow reads one allow-list entry (see AllowEntry).
 func ParseAllow(s string) (AllowEntry, error) {
@@ -101,37 +98,4 @@ func validName(h string) bool {
 		}
 	}
 	return true
-}
-
-// Matches says whether a connection to host (lower case, no final dot) on
-// port is allowed by this entry.
-func (e AllowEntry) Matches(host string, port int) bool {
-	if e.Port != 0 && e.Port != port {
-		return false
-	}
-	if e.Wildcard {
-		// A wildcard applies to names, never to an address: "*.0.0.1"
-		// (whose domain is no address) must not match 127.0.0.1 by its
-		// suffix (TestRT18WildcardNeverMatchesAddress).
-		if _, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
-			return false
-		}
-		return strings.HasSuffix(host, "."+e.Host)
-	}
-	return host == e.Host
-}
-
-// String is the entry in the profile's own grammar.
-func (e AllowEntry) String() string {
-	h := e.Host
-	if e.Wildcard {
-		h = "*." + h
-	}
-	if a, err := netip.ParseAddr(e.Host); err == nil && a.Is6() {
-		h = "[" + h + "]"
-	}
-	if e.Port == 0 {
-		return h
-	}
-	return h + ":" + strconv.Itoa(e.Port)
 }

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/fedmem/fedmem/mounts/hostrule"
 )
 
 // Rule is one allow-list entry: a name, a *.domain wildcard or an IP
@@ -17,42 +18,10 @@ import (
 // (profiles.AllowEntry, whose grammar checks every entry); the proxy never
 // reads the profile. The fields keep their names on the wire to the
 // credential helper (HelperCred.Hosts).
-type Rule struct {
-	// Host is the name (lower case, no final dot) or the IP literal; for
-	// a wildcard, the suffix after "*." (example.com for *.example.com).
-	Host string
-	// Wildcard: Host's subdomains match, Host itself does not.
-	Wildcard bool
-	// Port is 1-65535, or 0 for any port.
-	Port int
-}
-
-// Matches says whether a connection to host (lower case, no final dot) on
-// port is allowed by this rule.
-func (r Rule) Matches(host string, port int) bool {
-	if r.Port != 0 && r.Port != port {
-		return false
-	}
-	if r.Wildcard {
-		return strings.HasSuffix(host, "."+r.Host)
-	}
-	return host == r.Host
-}
-
-// String is the rule in the profile's allow-list grammar.
-func (r Rule) String() string {
-	h := r.Host
-	if r.Wildcard {
-		h = "*." + h
-	}
-	if a, err := netip.ParseAddr(r.Host); err == nil && a.Is6() {
-		h = "[" + h + "]"
-	}
-	if r.Port == 0 {
-		return h
-	}
-	return h + ":" + strconv.Itoa(r.Port)
-}
+//
+// Its fields, Matches and String are mounts/hostrule's Rule, the type the
+// profile's parser (profiles.AllowEntry) returns too: the two cannot drift.
+type Rule = hostrule.Rule
 
 // Mode is what a Policy lets through.
 type Mode int
