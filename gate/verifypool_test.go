@@ -3,9 +3,11 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -118,7 +120,20 @@ func TestGateRunSlowVerifierRealSandbox(t *testing.T) {
 	g := openGate(t, v)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx, 200*time.Millisecond, func(*Summary, error) {}) }()
+	// The passes' outcomes, for the failure message: a deadline below
+	// says what the gate was doing meanwhile, not only that it was late.
+	var seenMu sync.Mutex
+	var seen []string
+	go func() {
+		done <- g.Run(ctx, 200*time.Millisecond, func(s *Summary, err error) {
+			if s == nil || (len(s.Decisions) == 0 && s.Deferred == 0 && len(s.Errors) == 0 && err == nil) {
+				return
+			}
+			seenMu.Lock()
+			defer seenMu.Unlock()
+			seen = append(seen, fmt.Sprintf("%s: decisions %d deferred %d errors %v err %v timing %+v", time.Now().Format("15:04:05.000"), len(s.Decisions), s.Deferred, s.Errors, err, s.Timing))
+		})
+	}()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -131,7 +146,9 @@ func TestGateRunSlowVerifierRealSandbox(t *testing.T) {
 		deadline := time.Now().Add(90 * time.Second)
 		for !ok() {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 90 s", what)
+				seenMu.Lock()
+				defer seenMu.Unlock()
+				t.Fatalf("%s: not within 90 s; the passes that did something:\n%s", what, strings.Join(seen, "\n"))
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
