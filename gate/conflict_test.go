@@ -459,3 +459,42 @@ func TestConflictIndexMovesByDifference(t *testing.T) {
 		t.Errorf("one note added to the folder; the index read %d notes again, want 1", n)
 	}
 }
+
+// TestSupersedingNoteNotWithheldForItsSource: a reviewer approves, with
+// --supersede, a draft that cites the human note it contradicts (the
+// e2e TestTwoUsersContradictionDecided's draft). The promotion commit
+// deprecates that note, so its blob changes: the next sweep saw "source
+// changed" and withheld the note the human had just approved (the e2e
+// test failed when a sweep tick fell between the approval and its
+// checks). A source retired in favour of the note citing it is history,
+// not evidence that went stale.
+func TestSupersedingNoteNotWithheldForItsSource(t *testing.T) {
+	v := trustVault(t)
+	humanCommit(t, v, map[string]string{"20-domains/infra/deployment-region.md": humanRegion})
+	g := openGate(t, v)
+	sd := session(t, v, "c-1")
+	put(t, sd, "eu.md", "---\ntype: Fact\ntitle: Deployment region\nsources: [20-domains/infra/deployment-region.md]\n---\nProduction runs in eu-west-1.\n")
+	s := once(t, g)
+	eu := decisionFor(t, s, "eu.md")
+	rtHeldBy(t, "eu.md", eu, RuleConflict)
+	d, err := g.ApproveWith(eu.ID, "alice", ApproveOptions{Supersede: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := g.Sweep()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sw.Withheld) != 0 {
+		t.Fatalf("the sweep withheld %+v right after the approval of %s", sw.Withheld, d.Path)
+	}
+	// The rule is narrow: the same source edited by a human afterwards
+	// (not a supersession) still makes the note stale.
+	humanCommit(t, v, map[string]string{"20-domains/infra/deployment-region.md": humanRegion + "\nEdited.\n"})
+	if sw, err = g.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if len(sw.Withheld) != 1 || sw.Withheld[0].Path != d.Path {
+		t.Fatalf("after an edit of its source: withheld %+v, want %s", sw.Withheld, d.Path)
+	}
+}

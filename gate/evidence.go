@@ -431,6 +431,9 @@ type noteFacts struct {
 	Aliases    []string
 	StaleAfter time.Time
 	Withheld   bool
+	// SupersededBy is `superseded_by` as written (a vault path), "" when
+	// absent: the note was retired in favour of that one.
+	SupersededBy string
 	// GateMade: every `verified` entry names a process (the gate or an
 	// approved verifier) and none a human: the gate promoted the note on
 	// its own. A draft cannot plant `verified` (it is moved under
@@ -534,6 +537,7 @@ func factsOf(b []byte) noteFacts {
 		}
 	}
 	f.Withheld = n.Get(WithheldKey) != nil
+	f.SupersededBy, _ = n.Scalar("superseded_by")
 	if v := n.Get("verified"); v != nil && v.Kind == yaml.SequenceNode && len(v.Content) > 0 {
 		f.GateMade = true
 		for _, e := range v.Content {

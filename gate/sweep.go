@@ -126,7 +126,7 @@ func (g *Gate) Sweep() (*SweepSummary, error) {
 			continue
 		}
 		s.Checked++
-		reason, detail, err := staleness(hv, f, now)
+		reason, detail, err := staleness(hv, n.path, f, now)
 		if err != nil {
 			return nil, err
 		}
@@ -217,11 +217,11 @@ func isArchivePage(p string) bool {
 }
 
 // staleness says why a note in force must be withheld ("" if it need not).
-func staleness(hv *headView, f noteFacts, now time.Time) (reason, detail string, err error) {
+func staleness(hv *headView, self string, f noteFacts, now time.Time) (reason, detail string, err error) {
 	if !f.StaleAfter.IsZero() && now.After(f.StaleAfter) {
 		return WithholdStale, fmt.Sprintf("stale_after %s has passed", f.StaleAfter.UTC().Format(time.RFC3339)), nil
 	}
-	fails, err := sourceMismatches(hv, f)
+	fails, err := sourceMismatches(hv, self, f)
 	if err != nil || len(fails) == 0 {
 		return "", "", err
 	}
@@ -229,8 +229,11 @@ func staleness(hv *headView, f noteFacts, now time.Time) (reason, detail string,
 }
 
 // sourceMismatches lists each fingerprinted source that is not at HEAD
-// with the recorded blob id.
-func sourceMismatches(hv *headView, f noteFacts) ([]string, error) {
+// with the recorded blob id. A source deprecated in favour of the note
+// itself (superseded_by self: the supersession commit rewrote it) is not
+// one: it is history, not evidence gone stale
+// (TestSupersedingNoteNotWithheldForItsSource).
+func sourceMismatches(hv *headView, self string, f noteFacts) ([]string, error) {
 	var out []string
 	for _, fp := range f.Fingerprints {
 		if sourcePathError(fp.Resource) != "" {
@@ -245,10 +248,27 @@ func sourceMismatches(hv *headView, f noteFacts) ([]string, error) {
 		case e == nil:
 			out = append(out, fmt.Sprintf("source %s is gone at HEAD %.12s (was %s%.12s)", fp.Resource, hv.commit, FingerprintPrefix, fp.Blob))
 		case e.Hash.String() != fp.Blob:
+			if retired, err := retiredFor(hv, e, self); err != nil {
+				return nil, err
+			} else if retired {
+				continue
+			}
 			out = append(out, fmt.Sprintf("source %s changed (%s%.12s, now %s%.12s at HEAD %.12s)", fp.Resource, FingerprintPrefix, fp.Blob, FingerprintPrefix, e.Hash, hv.commit))
 		}
 	}
 	return out, nil
+}
+
+// retiredFor: the note at e is deprecated with superseded_by self.
+func retiredFor(hv *headView, e *object.TreeEntry, self string) (bool, error) {
+	if self == "" {
+		return false, nil
+	}
+	sf, err := hv.facts(e.Hash)
+	if err != nil {
+		return false, err
+	}
+	return sf.Status == note.StatusDeprecated && path.Clean(strings.TrimPrefix(sf.SupersededBy, "/")) == self, nil
 }
 
 // setKey sets key in mapping m (appended when absent).
@@ -472,7 +492,7 @@ func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
 		return nil, fmt.Errorf("%s: %w (status %q)", p, ErrNotWithheld, f.Status)
 	}
 	res := &ReverifyResult{Path: p}
-	if res.Failures, err = sourceMismatches(hv, f); err != nil {
+	if res.Failures, err = sourceMismatches(hv, p, f); err != nil {
 		return nil, err
 	}
 	// Never two in force for one name (conflicts.go).
