@@ -51,7 +51,7 @@ func finishOCIRoot(pl *mounts.Plan) error {
 		}
 		flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
 		if err := unix.Mount("", m.Target, "", flags, ""); err != nil {
-			return &MountError{Op: "remount mask read-only, nodev", Target: m.Target, Err: err}
+			return &MountError{Op: "remount mask read-only, nodev", Target: m.Target, Flags: flags, Err: err}
 		}
 	}
 	return nil

@@ -91,7 +91,7 @@ func selfBind(fd int, name string, set uint64) error {
 	defer unix.Close(tree)
 	attr := unix.MountAttr{Attr_set: set, Propagation: unix.MS_PRIVATE}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-		return &MountError{Op: "mount_setattr", Target: name, Err: err}
+		return &MountError{Op: "mount_setattr", Target: name, Attr: set, Err: err}
 	}
 	if err := unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
 		return &MountError{Op: "move_mount", Target: name, Err: err}
@@ -191,7 +191,7 @@ func cover(tfd int, target string, dir bool) error {
 	defer unix.Close(tree)
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC, Propagation: unix.MS_PRIVATE}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
-		return &MountError{Op: "mount_setattr", Target: target, Err: err}
+		return &MountError{Op: "mount_setattr", Target: target, Attr: attr.Attr_set, Err: err}
 	}
 	if err := unix.MoveMount(tree, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
 		return &MountError{Op: "move_mount", Source: src, Target: target, Err: err}
