@@ -120,7 +120,7 @@ func (in *initRun) readConfig() {
 // with a terminal, makes the sandbox's private pty.
 func (in *initRun) buildAndVerifyRoot() {
 	cfg := &in.cfg
-	skipped, err := buildRootFor(cfg) // ociinit_linux.go: or check the container runtime's
+	skipped, err := buildRootFor(cfg) // pid1_oci_linux.go: or check the container runtime's
 	if err != nil {
 		in.fail(ExitFedmemError, mounts.StageMounts, err)
 	}
@@ -245,7 +245,7 @@ func (in *initRun) holdSignals() <-chan os.Signal {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwardedSignals...)
 	// Every other signal the Go runtime would act on is caught and
-	// dropped (initsig_linux.go): a pid namespace's init gets from inside
+	// dropped (pid1_signals_linux.go): a pid namespace's init gets from inside
 	// only the signals it handles, and the runtime's default handling of
 	// some (SIGQUIT, SIGABRT, SIGSYS…) is to dump its stacks and die — an
 	// agent of the same uid must not end the session's pid 1 that way. The
@@ -439,7 +439,7 @@ func startForker(cfg *initConfig) *forker {
 			}
 			_ = unix.Kill(r.pid, sig)
 		}
-		// This thread serves the seccomp listener (denials_linux.go).
+		// This thread serves the seccomp listener (pid1_denials_linux.go).
 		f.reports.serve(func() {
 			for {
 				select {
@@ -590,4 +590,11 @@ func loopbackUp() error {
 		return fmt.Errorf("SIOCSIFFLAGS lo: %w", err)
 	}
 	return nil
+}
+
+// holdMain is the init run as usernsHoldArg: it holds its user namespace
+// until stdin closes.
+func holdMain() {
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
 }

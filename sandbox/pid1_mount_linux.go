@@ -403,29 +403,6 @@ func buildDev(t string, shmSize int64) error {
 	return nil
 }
 
-// openListedSocket opens a listed unix socket (or FIFO) of the host with
-// no link followed on the way and checks what it is: the plan refuses a
-// listed path through a link (mounts rule unix-socket-no-link), and this
-// closes the window between the plan and the bind (another session's
-// agent swapping a folder of a listed socket in a shared workdir for a
-// link, or the socket for a directory or a secret file).
-func openListedSocket(src string) (int, error) {
-	fd, err := openNoLinks(src)
-	if err != nil {
-		return -1, &MountError{Op: "open listed socket (no link followed; rule " + mounts.RuleSocketNoLink + ")", Target: src, Err: err}
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return -1, &MountError{Op: "stat listed socket", Target: src, Err: err}
-	}
-	if f := st.Mode & unix.S_IFMT; f != unix.S_IFSOCK && f != unix.S_IFIFO {
-		unix.Close(fd)
-		return -1, &MountError{Op: "listed socket", Target: src, Err: fmt.Errorf("not a unix socket or FIFO (mode %#o): not bound", st.Mode)}
-	}
-	return fd, nil
-}
-
 // cloneListedSocket: a detached read-only bind of the listed socket src
 // (openListedSocket), as cloneTree makes one of a tree.
 func cloneListedSocket(src string) (int, error) {
@@ -483,4 +460,13 @@ func moveListedSocket(src int, t, target string) error {
 		return &MountError{Op: "move_mount", Source: target, Target: target, Err: err}
 	}
 	return nil
+}
+
+// withSize adds a tmpfs size= option (limits.tmp_bytes) to opts; a write
+// past it fails with ENOSPC. Without one a tmpfs may grow to half of RAM.
+func withSize(opts string, size int64) string {
+	if size <= 0 {
+		return opts
+	}
+	return fmt.Sprintf("%s,size=%d", opts, size)
 }
