@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/mounts/request"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -49,10 +49,10 @@ type Mount struct {
 	// Create asks the backend to create a missing Source (a directory if Dir,
 	// else an empty file) before binding; only for writable home paths.
 	Create bool `json:"create,omitempty"`
-	// Seed, for a per-profile state file (profiles.State.Seed), is the
+	// Seed, for a per-profile state file (request.State.Seed), is the
 	// user's own file the launcher copies to Source when it is newer.
 	Seed string `json:"seed,omitempty"`
-	// State marks a profile state bind (profiles.State): the launcher
+	// State marks a profile state bind (request.State): the launcher
 	// creates a missing Source and Target itself, without following links.
 	State bool `json:"state,omitempty"`
 	// Idmap asks, for a BindRO of a listed unix socket (unix_sockets), that
@@ -100,7 +100,7 @@ type Plan struct {
 	// Warnings name every setting that weakens the sandbox.
 	Warnings []string `json:"warnings,omitempty"`
 	// HomeAllowlist is true when the home is an allow-list
-	// (profiles.HomeAllowlist): an empty read-only tmpfs at Home holding
+	// (request.HomeAllowlist): an empty read-only tmpfs at Home holding
 	// only the profile's named entries. The caller's home is then never
 	// attached whole (no idmapped home for a root caller).
 	HomeAllowlist bool `json:"home_allowlist,omitempty"`
@@ -165,7 +165,7 @@ type Input struct {
 	// holds what they name as code read-only (guarantee 6). nil: not read.
 	ReadFile func(p string) ([]byte, error)
 	// List returns the names in a host directory (nil: none); Build holds
-	// the existing persistence names matching profiles.ProjectFamilies at
+	// the existing persistence names matching families.ProjectFamilies at
 	// the top of each writable root read-only. nil: nothing is listed.
 	List func(dir string) ([]string, error)
 	// Readlink returns a link's target as written (os.Readlink); Build
@@ -189,15 +189,15 @@ var ErrPlan = errors.New("invalid mount plan")
 // then the vault read-only over them, then the inbox writable, then masks —
 // so the vault's protection wins over every writable path and secrets stay
 // masked whatever a profile opens.
-func Build(p *profiles.Profile, in Input) (*Plan, error) {
+func Build(rq request.Request, in Input) (*Plan, error) {
 	if err := checkInput(in); err != nil {
 		return nil, err
 	}
-	pl, err := newPlan(p, in)
+	pl, err := newPlan(&rq, in)
 	if err != nil {
 		return nil, err
 	}
-	b := &planBuilder{pl: pl, p: p, in: in, exists: in.Exists}
+	b := &planBuilder{pl: pl, rq: &rq, in: in, exists: in.Exists}
 	if b.exists == nil {
 		b.exists = func(string) (bool, bool) { return true, true }
 	}
@@ -234,12 +234,12 @@ func checkInput(in Input) error {
 // typed network mode and required layers (validated here, once), the
 // socket families, the listed unix sockets and the limits that may go
 // without a cgroup.
-func newPlan(p *profiles.Profile, in Input) (*Plan, error) {
-	network, err := NetworkModeOf(p.Network)
+func newPlan(rq *request.Request, in Input) (*Plan, error) {
+	network, err := NetworkModeOf(rq.Network)
 	if err != nil {
 		return nil, err
 	}
-	require, err := RequireOf(p.Require)
+	require, err := RequireOf(rq.Require)
 	if err != nil {
 		return nil, err
 	}
@@ -252,25 +252,17 @@ func newPlan(p *profiles.Profile, in Input) (*Plan, error) {
 		Network: network,
 		Require: require,
 		// The seccomp filter's socket-families rule adds these.
-		SocketFamilies: p.SocketFamilyNumbers(),
+		SocketFamilies: rq.SocketFamilies,
 
-		InstructionsReadOnly: p.Instructions == profiles.InstructionsReadOnly,
+		InstructionsReadOnly: rq.InstructionsReadOnly,
+		CgroupOptional:       rq.CgroupOptional,
 	}
-	for _, s := range p.UnixSockets {
+	for _, s := range rq.UnixSockets {
 		// Landlock grants what is bound: not a path through a link
 		// (rule unix-socket-no-link, addHostAuthority warns).
 		if _, linked := socketLinked(in, filepath.Clean(s)); !linked {
 			pl.UnixSockets = append(pl.UnixSockets, filepath.Clean(s))
 		}
-	}
-	if p.Limits.OptionalMemory && p.Limits.Memory > 0 {
-		pl.CgroupOptional = append(pl.CgroupOptional, "memory")
-	}
-	if p.Limits.OptionalPids && p.Limits.Pids > 0 {
-		pl.CgroupOptional = append(pl.CgroupOptional, "pids")
-	}
-	if p.Limits.OptionalCPU && p.Limits.CPU > 0 {
-		pl.CgroupOptional = append(pl.CgroupOptional, "cpu")
 	}
 	return pl, nil
 }
@@ -278,7 +270,7 @@ func newPlan(p *profiles.Profile, in Input) (*Plan, error) {
 // planBuilder adds one plan's mounts layer by layer (Build).
 type planBuilder struct {
 	pl     *Plan
-	p      *profiles.Profile
+	rq     *request.Request
 	in     Input
 	exists func(p string) (exists, isDir bool)
 	// all is the writable layer as added (addWritable): the binds, the
@@ -298,14 +290,14 @@ func (b *planBuilder) warn(format string, args ...any) {
 // (guarantee 5) the host's authority held back: procfs knobs read-only,
 // kernel state masked, /run hidden; a hidden home.
 func (b *planBuilder) addSystem() {
-	p, in := b.p, b.in
+	rq, in := b.rq, b.in
 	b.add(Mount{Kind: RootRO, Source: "/", Target: "/", Dir: true, Why: "host filesystem, read-only"})
-	b.add(Mount{Kind: Dev, Target: "/dev", Dir: true, Why: "minimal devices", Size: int64(p.Limits.TmpBytes)})
+	b.add(Mount{Kind: Dev, Target: "/dev", Dir: true, Why: "minimal devices", Size: rq.TmpBytes})
 	b.add(Mount{Kind: Proc, Target: "/proc", Dir: true, Why: "processes of the sandbox only"})
-	b.add(Mount{Kind: Tmpfs, Target: "/tmp", Dir: true, Why: "private /tmp", Size: int64(p.Limits.TmpBytes)})
-	addHostAuthority(b.pl, p, in, b.exists)
+	b.add(Mount{Kind: Tmpfs, Target: "/tmp", Dir: true, Why: "private /tmp", Size: rq.TmpBytes})
+	addHostAuthority(b.pl, rq, in, b.exists)
 	b.pl.Writable = append(b.pl.Writable, "/tmp", "/dev/shm")
-	if p.Home.Mode == "hidden" && !vault.Within(in.Vault, in.Home) {
+	if rq.Home.Mode == request.HomeHidden && !vault.Within(in.Vault, in.Home) {
 		b.add(Mount{Kind: Hidden, Target: in.Home, Dir: true, Why: "profile hides home"})
 	}
 }
@@ -315,7 +307,7 @@ func (b *planBuilder) addSystem() {
 func (b *planBuilder) homeInWritable() bool {
 	in := b.in
 	inside := vault.Within(in.Home, in.Workdir) && !vault.Within(in.Workdir, in.Vault)
-	for _, w := range b.p.Writable {
+	for _, w := range b.rq.Writable {
 		inside = inside || vault.Within(in.Home, filepath.Clean(w))
 	}
 	return inside
@@ -326,27 +318,27 @@ func (b *planBuilder) homeInWritable() bool {
 // profile's home.writable, state and writable paths, and the read-only
 // top of a home inside one of them. The plan's Writable lists the binds.
 func (b *planBuilder) addWritable() error {
-	p, in, pl := b.p, b.in, b.pl
+	rq, in, pl := b.rq, b.in, b.pl
 	homeInWritable := b.homeInWritable()
 	var writable []Mount
-	if p.Home.Mode == profiles.HomeAllowlist && homeInWritable {
+	if rq.Home.Mode == request.HomeAllowlist && homeInWritable {
 		// The workdir (or a writable path) is the home or holds it: the
 		// whole home is shown through it; an allow-list tmpfs under it
 		// would be covered (and its seal would land on the bind above).
 		// Its top level and dot-entries are read-only instead (homeTop).
 		b.warn("the home %s lies in a writable path (workdir or writable:): it is shown whole, with its secrets masked, not as an allow-list", in.Home)
 	}
-	if p.Home.Mode == profiles.HomeAllowlist && !homeInWritable && in.Home != "/" && !vault.Within(in.Home, in.Vault) {
+	if rq.Home.Mode == request.HomeAllowlist && !homeInWritable && in.Home != "/" && !vault.Within(in.Home, in.Vault) {
 		writable = append(writable, b.allowlistHome()...)
 	}
 	if vault.Within(in.Workdir, in.Vault) {
 		b.warn("workdir %s lies inside the vault: it stays read-only", in.Workdir)
 	} else if ok, _ := b.exists(in.Workdir); ok {
-		writable = append(writable, workdirMount(p, in))
+		writable = append(writable, workdirMount(rq, in))
 	}
 	writable = append(writable, b.homeWritable()...)
 	// Per-profile persistent state (caches, an agent's state file).
-	sm, sw := stateMounts(p, in, b.exists)
+	sm, sw := stateMounts(rq, in, b.exists)
 	writable = append(writable, sm...)
 	pl.Warnings = append(pl.Warnings, sw...)
 	writable = append(writable, b.profileWritable()...)
@@ -384,7 +376,7 @@ func (b *planBuilder) allowlistHome() []Mount {
 	in := b.in
 	b.pl.HomeAllowlist = true
 	out := []Mount{{Kind: Hidden, Target: in.Home, Dir: true, Why: "home: an allow-list, only what the profile names exists (home.show, home.writable, state)"}}
-	for _, rel := range profiles.HomeShowRel(b.p) {
+	for _, rel := range b.rq.Home.Show {
 		t := filepath.Join(in.Home, filepath.FromSlash(rel))
 		if vault.Within(t, in.Vault) || vault.Within(in.Vault, t) {
 			b.warn("home.show %s overlaps the vault: the vault's own mounts decide", t)
@@ -409,11 +401,11 @@ func (b *planBuilder) allowlistHome() []Mount {
 // homeWritable are the profile's home.writable binds (none with a hidden
 // home), created when missing; one overlapping the vault stays read-only.
 func (b *planBuilder) homeWritable() []Mount {
-	if b.p.Home.Mode == "hidden" {
+	if b.rq.Home.Mode == request.HomeHidden {
 		return nil
 	}
 	var out []Mount
-	for _, w := range b.p.Home.Writable {
+	for _, w := range b.rq.Home.Writable {
 		dir := strings.HasSuffix(w, "/")
 		t := filepath.Join(b.in.Home, path.Clean(w))
 		if vault.Within(t, b.in.Vault) || vault.Within(b.in.Vault, t) {
@@ -429,7 +421,7 @@ func (b *planBuilder) homeWritable() []Mount {
 // the vault stays read-only.
 func (b *planBuilder) profileWritable() []Mount {
 	var out []Mount
-	for _, w := range b.p.Writable {
+	for _, w := range b.rq.Writable {
 		t := filepath.Clean(w)
 		if vault.Within(t, b.in.Vault) {
 			b.warn("writable %s lies inside the vault: it stays read-only", t)
@@ -450,7 +442,7 @@ func (b *planBuilder) profileWritable() []Mount {
 func (b *planBuilder) addListedSockets() {
 	in := b.in
 	if b.pl.HomeAllowlist {
-		for _, s := range b.p.UnixSockets {
+		for _, s := range b.rq.UnixSockets {
 			s = filepath.Clean(s)
 			if _, linked := socketLinked(in, s); linked || !vault.Within(s, in.Home) || s == in.Home || vault.Within(s, in.Vault) || shownBy(binds(b.all), s) {
 				continue
@@ -460,7 +452,7 @@ func (b *planBuilder) addListedSockets() {
 			}
 		}
 	}
-	b.pl.Mounts = append(b.pl.Mounts, listedSockets(b.pl, b.p, in, b.exists)...)
+	b.pl.Mounts = append(b.pl.Mounts, listedSockets(b.pl, in, b.exists)...)
 }
 
 // addRunLater holds read-only (guarantee 6) what runs code later in every
@@ -473,7 +465,7 @@ func (b *planBuilder) addRunLater() error {
 	}
 	pl.Warnings = append(pl.Warnings, cw...)
 	extra = append(extra, homeLinks(pl, in, b.exists)...)
-	hn, err := homeNamed(pl, b.p, in, b.exists)
+	hn, err := homeNamed(pl, b.rq, in, b.exists)
 	if err != nil {
 		return err
 	}
@@ -488,9 +480,9 @@ func (b *planBuilder) addRunLater() error {
 func (b *planBuilder) addVault() {
 	pl, in := b.pl, b.in
 	b.add(Mount{Kind: BindRO, Source: in.Vault, Target: in.Vault, Dir: true, Why: "vault, read-only as a whole (.git included)"})
-	if len(b.p.Vault.Visible) > 0 {
+	if len(b.rq.VaultVisible) > 0 {
 		b.add(Mount{Kind: Hidden, Target: in.Vault, Dir: true, Why: "profile: only vault.visible folders exist"})
-		vis := append([]string{}, b.p.Vault.Visible...)
+		vis := append([]string{}, b.rq.VaultVisible...)
 		sort.Slice(vis, func(i, j int) bool { return depth(vis[i]) < depth(vis[j]) })
 		for _, v := range vis {
 			t := filepath.Join(in.Vault, path.Clean(v))
@@ -513,7 +505,7 @@ func (b *planBuilder) addVault() {
 // (guarantee 5) every unix socket or FIFO of the host in a tree shown to
 // the agent that the profile does not list.
 func (b *planBuilder) addMasks() error {
-	p, in := b.p, b.in
+	rq, in := b.rq, b.in
 	// The gate's private state (claimed drafts, decisions, audit log, review
 	// socket) sits beside the vault: a workdir that contains the vault's
 	// parent would otherwise expose it, writable.
@@ -529,8 +521,8 @@ func (b *planBuilder) addMasks() error {
 			b.add(Mount{Kind: Masked, Target: t, Dir: isDir, Why: "credential socket or runtime dir"})
 		}
 	}
-	if p.Home.Mode != "hidden" {
-		for _, m := range profiles.HomeMasks(p) {
+	if rq.Home.Mode != request.HomeHidden {
+		for _, m := range rq.Home.Masks {
 			t := filepath.Join(in.Home, path.Clean(m.Path))
 			ok, isDir := b.exists(t)
 			if !ok || b.absentInHome(t) {
@@ -539,7 +531,7 @@ func (b *planBuilder) addMasks() error {
 			b.add(Mount{Kind: Masked, Target: t, Dir: isDir, Why: m.Why})
 		}
 	}
-	return maskSpecials(b.pl, p, in, withoutHomeTop(b.all))
+	return maskSpecials(b.pl, rq, in, withoutHomeTop(b.all))
 }
 
 // absentInHome: in an allow-list home a mask matters only where something
