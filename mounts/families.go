@@ -1,19 +1,23 @@
 package mounts
 
-import "github.com/fedmem/fedmem/profiles"
+import (
+	"github.com/fedmem/fedmem/mounts/families"
+
+	"github.com/fedmem/fedmem/mounts/request"
+)
 
 // Pattern and PatternSet are the persistence families' compiled name
-// patterns (profiles.ProjectFamilies, profiles.InstructionFiles), as a
+// patterns (families.ProjectFamilies, families.InstructionFiles), as a
 // backend's walk after the session matches them: the Plan says which set
 // applies (PersistencePatterns), the backend does not read the profile.
 type (
-	Pattern    = profiles.Pattern
-	PatternSet = profiles.PatternSet
+	Pattern    = families.Pattern
+	PatternSet = families.PatternSet
 )
 
 // RiskKeepGroups is the accept_risks name (Plan.AcceptRisks) that lets an
 // unprivileged caller's agent keep its supplementary groups.
-const RiskKeepGroups = profiles.RiskKeepGroups
+const RiskKeepGroups = request.RiskKeepGroups
 
 // PersistencePatterns are the name patterns the walk after the session
 // holds a plan's writable roots to: fams, the persistence families (with
@@ -21,9 +25,9 @@ const RiskKeepGroups = profiles.RiskKeepGroups
 // and instr, the instruction files on their own when they are not a family
 // (nil when they are).
 func (pl *Plan) PersistencePatterns() (fams, instr *PatternSet) {
-	fams = profiles.ProjectPatterns(pl.InstructionsReadOnly)
+	fams = families.ProjectPatterns(pl.InstructionsReadOnly)
 	if !pl.InstructionsReadOnly {
-		instr = profiles.InstructionPatterns()
+		instr = families.InstructionPatterns()
 	}
 	return fams, instr
 }

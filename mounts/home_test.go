@@ -21,7 +21,7 @@ func homePlan(t *testing.T, specials func(string) ([]string, error), sockets ...
 	p.UnixSockets = sockets
 	dirs := map[string]bool{"/w": true, "/home/u/.ssh": true, "/home/u/.colima": true, "/home/u/.local/bin": true}
 	files := map[string]bool{"/home/u/.gitconfig": true, "/home/u/.colima/docker.sock": true, "/w/s.sock": true, "/w/listed.sock": true}
-	return Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u",
+	return Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u",
 		Exists:   func(p string) (bool, bool) { return dirs[p] || files[p], dirs[p] },
 		Specials: specials})
 }
@@ -97,7 +97,7 @@ func TestBuildHomeInWorkdir(t *testing.T) {
 		t.Fatal(err)
 	}
 	dirs := map[string]bool{"/home/u": true, "/home/u/.ssh": true}
-	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
+	pl, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
 		Exists: func(p string) (bool, bool) { return dirs[p], dirs[p] }})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestBuildHomeShowLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	dirs := map[string]bool{"/w": true, "/home/u/dotfiles/bin": true}
-	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u",
+	pl, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u",
 		Exists: func(p string) (bool, bool) { return dirs[p] || p == "/home/u/.local/bin", dirs[p] },
 		RealPath: func(p string) string {
 			if p == "/home/u/.local/bin" {

@@ -10,7 +10,9 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 
-	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/mounts/families"
+
+	"github.com/fedmem/fedmem/mounts/request"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -196,7 +198,7 @@ func homeLinks(pl *Plan, in Input, exists func(string) (bool, bool)) []configure
 			if r != p {
 				if filepath.IsAbs(r) && r != pl.HomeTop && !inHomeTopDots(pl.HomeTop, r) {
 					rel := strings.TrimPrefix(p, pl.HomeTop+"/")
-					out = append(out, configured{r, profiles.Persist{Path: rel, Why: "a dot-entry of the home links here (~/" + rel + "): its configuration"}})
+					out = append(out, configured{r, families.Persist{Path: rel, Why: "a dot-entry of the home links here (~/" + rel + "): its configuration"}})
 				}
 				continue
 			}
@@ -269,7 +271,7 @@ var notStartup = regexp.MustCompile(`(?i)hist|viminfo|lesshst|hsts|\.log$|errors
 // (`ln ~/dotfiles/tmux.conf ~/.tmux.conf`), where the agent writes the
 // startup file through it, and nothing here finds that name without
 // walking every project (TestRT22HomeDotFileHardLinked).
-func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (bool, bool)) ([]configured, error) {
+func homeNamed(pl *Plan, rq *request.Request, in Input, exists func(string) (bool, bool)) ([]configured, error) {
 	h := pl.HomeTop
 	if h == "" {
 		return nil, nil
@@ -296,13 +298,13 @@ func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (boo
 			continue
 		}
 		if rel, ok := inEntry(d); ok {
-			out = append(out, configured{filepath.Join(h, rel), profiles.Persist{Path: rel, Dir: true, Why: "on the caller's PATH (~/" + rel + "): a program there runs by name at the next login"}})
+			out = append(out, configured{filepath.Join(h, rel), families.Persist{Path: rel, Dir: true, Why: "on the caller's PATH (~/" + rel + "): a program there runs by name at the next login"}})
 		}
 	}
-	if p != nil {
-		for _, rel := range profiles.HomeShowRel(p) {
+	if rq != nil {
+		for _, rel := range rq.Home.Show {
 			if rel, ok := inEntry(filepath.Join(h, rel)); ok {
-				out = append(out, configured{filepath.Join(h, rel), profiles.Persist{Path: rel, Why: "home.show (~/" + rel + "): shown read-only"}})
+				out = append(out, configured{filepath.Join(h, rel), families.Persist{Path: rel, Why: "home.show (~/" + rel + "): shown read-only"}})
 			}
 		}
 	}
@@ -392,7 +394,7 @@ func homeNamed(pl *Plan, p *profiles.Profile, in Input, exists func(string) (boo
 					continue // absent, and not sourced: a place, not code
 				}
 				seen[x] = true
-				out = append(out, configured{x, profiles.Persist{Path: rel, Dir: isDir, Why: "named by ~/" + strings.TrimPrefix(f, h+"/") + ": code the user's next login runs"}})
+				out = append(out, configured{x, families.Persist{Path: rel, Dir: isDir, Why: "named by ~/" + strings.TrimPrefix(f, h+"/") + ": code the user's next login runs"}})
 			}
 		}
 	}

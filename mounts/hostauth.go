@@ -8,7 +8,7 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 
-	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/mounts/request"
 )
 
 // ReadOnly re-binds Target onto itself read-only: the kernel knobs of
@@ -54,9 +54,9 @@ var ResolverDirs = []string{"/run/systemd/resolve", "/run/resolvconf", "/run/Net
 // the profile's paths: procfs knobs read-only, procfs leaks masked, /run
 // hidden but for name resolution and the profile's unix_sockets. Call it
 // right after the Proc and Tmpfs mounts.
-func addHostAuthority(pl *Plan, p *profiles.Profile, in Input, exists func(string) (bool, bool)) {
-	pl.AcceptRisks = append([]string{}, p.AcceptRisks...)
-	for _, r := range p.AcceptRisks {
+func addHostAuthority(pl *Plan, rq *request.Request, in Input, exists func(string) (bool, bool)) {
+	pl.AcceptRisks = append([]string{}, rq.AcceptRisks...)
+	for _, r := range rq.AcceptRisks {
 		pl.Warnings = append(pl.Warnings, "accept_risks: "+r+" (the profile accepts a weaker sandbox by name)")
 	}
 	for _, t := range ProcReadOnly {
@@ -90,7 +90,7 @@ func addHostAuthority(pl *Plan, p *profiles.Profile, in Input, exists func(strin
 	for _, d := range SharedTmpDirs {
 		if realDir(d) {
 			hidden = append(hidden, d)
-			pl.Mounts = append(pl.Mounts, Mount{Kind: Tmpfs, Target: d, Dir: true, Size: int64(p.Limits.TmpBytes), Why: "shared scratch directory: a private tmpfs, the host's sockets and FIFOs there do not exist inside"})
+			pl.Mounts = append(pl.Mounts, Mount{Kind: Tmpfs, Target: d, Dir: true, Size: rq.TmpBytes, Why: "shared scratch directory: a private tmpfs, the host's sockets and FIFOs there do not exist inside"})
 			pl.Writable = append(pl.Writable, d)
 		}
 	}
@@ -118,7 +118,7 @@ func addHostAuthority(pl *Plan, p *profiles.Profile, in Input, exists func(strin
 			pl.Mounts = append(pl.Mounts, Mount{Kind: BindRO, Source: t, Target: t, Dir: isDir, Why: "name resolution"})
 		}
 	}
-	for _, s := range p.UnixSockets {
+	for _, s := range rq.UnixSockets {
 		s = filepath.Clean(s)
 		if r, linked := socketLinked(in, s); linked {
 			pl.Warnings = append(pl.Warnings, fmt.Sprintf("unix_sockets %s: the path goes through a symbolic link (it resolves to %s), not bound (rule %s: a link in a folder someone else may write would choose what the bind shows the agent; list the socket's real path)", s, r, RuleSocketNoLink))

@@ -18,7 +18,7 @@ func hostAuthPlan(t *testing.T) *Plan {
 	p.UnixSockets = []string{"/run/allowed.sock", "/run/missing.sock"}
 	dirs := map[string]bool{"/w": true, "/proc/sys": true, "/proc/acpi": true, "/run": true, "/var/run": true, "/run/systemd/resolve": true}
 	files := map[string]bool{"/proc/kcore": true, "/proc/sysrq-trigger": true, "/run/allowed.sock": true}
-	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u",
+	pl, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u",
 		Exists: func(p string) (bool, bool) { return dirs[p] || files[p], dirs[p] },
 		RealPath: func(p string) string {
 			if p == "/var/run" {

@@ -3,7 +3,7 @@ package mounts
 import (
 	"fmt"
 
-	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/mounts/request"
 )
 
 // NetworkMode is a Plan's network mode, the profile's `network:` typed and
@@ -14,10 +14,10 @@ type NetworkMode string
 // The network modes (the profile's names; see profiles.NetworkHost and the
 // others for what each one means).
 const (
-	NetworkHost      NetworkMode = profiles.NetworkHost
-	NetworkNone      NetworkMode = profiles.NetworkNone
-	NetworkAllowlist NetworkMode = profiles.NetworkAllowlist
-	NetworkPublic    NetworkMode = profiles.NetworkPublic
+	NetworkHost      NetworkMode = request.NetworkHost
+	NetworkNone      NetworkMode = request.NetworkNone
+	NetworkAllowlist NetworkMode = request.NetworkAllowlist
+	NetworkPublic    NetworkMode = request.NetworkPublic
 	// NetworkDefault is the mode of a profile that names none.
 	NetworkDefault = NetworkPublic
 )

@@ -32,7 +32,7 @@ func TestBuildTypesNetworkAndRequire(t *testing.T) {
 	}
 	in := Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u"}
 	p.Network, p.Require = "", []string{"landlock", "seccomp"}
-	pl, err := Build(p, in)
+	pl, err := Build(p.PlanRequest(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +43,11 @@ func TestBuildTypesNetworkAndRequire(t *testing.T) {
 		t.Errorf("require: plan has %+v, want %+v", pl.Require, want)
 	}
 	p.Network = "bridge"
-	if _, err := Build(p, in); !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), `network "bridge"`) {
+	if _, err := Build(p.PlanRequest(), in); !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), `network "bridge"`) {
 		t.Errorf("network bridge: err %v, want ErrPlan naming the mode", err)
 	}
 	p.Network, p.Require = profiles.NetworkNone, []string{"apparmor"}
-	if _, err := Build(p, in); !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), `require: "apparmor"`) {
+	if _, err := Build(p.PlanRequest(), in); !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), `require: "apparmor"`) {
 		t.Errorf("require apparmor: err %v, want ErrPlan naming the entry", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 
-	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/mounts/families"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -38,9 +38,9 @@ const (
 // be called before the vault and the masks are added: they stay on top.
 //
 // At the top of the workdir and of every profile `writable:` directory it
-// holds profiles.GitPersist (an absent name under a placeholder: Git shows
+// holds families.GitPersist (an absent name under a placeholder: Git shows
 // no entry named .git nor anything inside one) and every existing entry that
-// matches a profiles.ProjectFamilies pattern (listed through in.List). An
+// matches a families.ProjectFamilies pattern (listed through in.List). An
 // absent family name gets no placeholder — a placeholder is a file Git
 // lists as untracked, an agent's `git add -A` commits it and the host then
 // shows it deleted (issue 23) —: the after-session walk judges it, at the
@@ -50,13 +50,13 @@ const (
 func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), writable []Mount, extra []configured) {
 	type cand struct {
 		path string
-		p    profiles.Persist
+		p    families.Persist
 		conf bool // named by the user's configuration (configuredRunLater)
 		hold bool // an absent name gets a placeholder
 	}
 	var cands []cand
 	var roots []string
-	fams := profiles.ProjectPatterns(pl.InstructionsReadOnly)
+	fams := families.ProjectPatterns(pl.InstructionsReadOnly)
 	var entries []string // homeTop's writable non-dot entries: not roots
 	for _, m := range writable {
 		if m.Why == WhyHomeEntry {
@@ -65,7 +65,7 @@ func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), wr
 		}
 		roots = append(roots, m.Target)
 		if m.Dir && (m.Why == "workdir" || m.Why == "profile: writable") {
-			for _, p := range profiles.GitPersist {
+			for _, p := range families.GitPersist {
 				cands = append(cands, cand{filepath.Join(m.Target, p.Path), p, false, true})
 			}
 			for _, f := range familyMatches(m.Target, fams, exists, in.List, in.RealPath) {
@@ -73,7 +73,7 @@ func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), wr
 			}
 		}
 	}
-	for _, p := range profiles.HomePersist {
+	for _, p := range families.HomePersist {
 		cands = append(cands, cand{filepath.Join(in.Home, p.Path), p, false, true})
 	}
 	for _, c := range extra {
@@ -187,7 +187,7 @@ func inGitDir(rel string) bool {
 
 type familyMatch struct {
 	path string
-	p    profiles.Persist
+	p    families.Persist
 }
 
 // maxFamilyList bounds the names familyMatches reads in one directory.
@@ -206,7 +206,7 @@ const maxFamilyList = 100000
 // real cannot resolve (dangling, or real nil) stays the match: the backend
 // refuses it, naming the path (fail closed: the agent could create its
 // target).
-func familyMatches(root string, fams *profiles.PatternSet, exists func(string) (bool, bool), list func(string) ([]string, error), real func(string) string) []familyMatch {
+func familyMatches(root string, fams *families.PatternSet, exists func(string) (bool, bool), list func(string) ([]string, error), real func(string) string) []familyMatch {
 	if list == nil {
 		return nil
 	}
@@ -216,8 +216,8 @@ func familyMatches(root string, fams *profiles.PatternSet, exists func(string) (
 	if len(names) > maxFamilyList {
 		names = names[:maxFamilyList]
 	}
-	var walk func(dir string, names []string, p *profiles.Pattern, i int)
-	walk = func(dir string, names []string, p *profiles.Pattern, i int) {
+	var walk func(dir string, names []string, p *families.Pattern, i int)
+	walk = func(dir string, names []string, p *families.Pattern, i int) {
 		for _, n := range names {
 			if !p.MatchSeg(i, n) {
 				continue
@@ -236,7 +236,7 @@ func familyMatches(root string, fams *profiles.PatternSet, exists func(string) (
 				}
 				if !seen[target] {
 					seen[target] = true
-					out = append(out, familyMatch{target, profiles.Persist{Path: rel, Dir: isDir, Why: p.Why()}})
+					out = append(out, familyMatch{target, families.Persist{Path: rel, Dir: isDir, Why: p.Why()}})
 				}
 				continue
 			}
@@ -256,7 +256,7 @@ func familyMatches(root string, fams *profiles.PatternSet, exists func(string) (
 	return out
 }
 
-// QuarantineCandidates are the profiles.AfterSession paths of the plan (under the
+// QuarantineCandidates are the families.AfterSession paths of the plan (under the
 // workdir and every profile `writable:` directory, outside the vault) and
 // its Watch names.
 func (pl *Plan) QuarantineCandidates() []string {
@@ -265,7 +265,7 @@ func (pl *Plan) QuarantineCandidates() []string {
 		if m.Kind != BindRW || !m.Dir || (m.Why != "workdir" && m.Why != "profile: writable") {
 			continue
 		}
-		for _, p := range profiles.AfterSession {
+		for _, p := range families.AfterSession {
 			t := filepath.Join(m.Target, p.Path)
 			if !vault.Within(t, pl.Vault) {
 				out = append(out, t)

@@ -98,7 +98,7 @@ func TestPersistencePlan(t *testing.T) {
 		"/w/.hg/", "/w/.hg/hgrc", "/w/.hg/store/", "/w/README.md", "/w/CLAUDE.md",
 		"/home/u/", "/home/u/.claude/", "/home/u/.claude/settings.json", "/home/u/.bashrc",
 		"/v/", "/v/.git/"}
-	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...)})
+	pl, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestPersistenceInstructionsReadOnly(t *testing.T) {
 	}
 	tree := []string{"/w/", "/w/CLAUDE.md", "/w/AGENTS.md", "/w/.github/", "/w/.github/copilot-instructions.md", "/w/README.md", "/v/"}
 	in := Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...)}
-	pl, err := Build(p, in)
+	pl, err := Build(p.PlanRequest(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestPersistenceInstructionsReadOnly(t *testing.T) {
 		t.Errorf("instructions held under the default (report): %+v", m)
 	}
 	p.Instructions = profiles.InstructionsReadOnly
-	if pl, err = Build(p, in); err != nil {
+	if pl, err = Build(p.PlanRequest(), in); err != nil {
 		t.Fatal(err)
 	}
 	got := kinds(pl)
@@ -211,7 +211,7 @@ func TestPersistenceNoRepo(t *testing.T) {
 		t.Fatal(err)
 	}
 	tree := []string{"/home/u/", "/home/u/.bashrc", "/home/u/.config/", "/home/u/proj/", "/home/u/notes.txt", "/v/"}
-	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
+	pl, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
 		Exists: fakeHost(tree...), List: fakeList(tree...)})
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +284,7 @@ func TestPersistenceConfiguredAbsent(t *testing.T) {
 	}
 	tree := []string{"/w/", "/w/.git/", "/w/.git/config", "/w/.git/hooks/", "/w/tools/", "/v/"}
 	cfg := "[core]\n\thooksPath = .githooks\n\tfsmonitor = tools/monitor.sh\n[alias]\n\tx = !.git/scripts/x.sh\n"
-	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...),
+	pl, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...),
 		ReadFile: func(f string) ([]byte, error) {
 			if f == "/w/.git/config" {
 				return []byte(cfg), nil
@@ -324,7 +324,7 @@ func TestPersistenceFamilyLink(t *testing.T) {
 	}
 	tree := []string{"/w/", "/w/AGENTS.md", "/w/.clinerules", "/w/.codex", "/w/shared/", "/w/shared/codex/", "/w/.npmrc", "/w/.zed", "/etc/npmrc", "/v/"}
 	links := map[string]string{"/w/.clinerules": "/w/AGENTS.md", "/w/.codex": "/w/shared/codex", "/w/.npmrc": "/etc/npmrc", "/w/.zed": "/w"}
-	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...),
+	pl, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...),
 		RealPath: func(p string) string {
 			if r, ok := links[p]; ok {
 				return r
@@ -365,7 +365,7 @@ func TestListedSocketsBoundBack(t *testing.T) {
 	}
 	p.UnixSockets = []string{"/srv/app/x.sock", "/w/run/y.sock", "/run/z.sock", "/v/gate.sock", "/srv/app/"}
 	tree := []string{"/w/", "/w/run/", "/w/run/y.sock", "/srv/app/", "/srv/app/x.sock", "/run/", "/run/z.sock", "/v/", "/v/gate.sock", "/home/u/"}
-	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...)})
+	pl, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,11 +411,11 @@ func TestHomeTopEntriesBounded(t *testing.T) {
 	for i := 0; i <= MaxHomeEntries; i++ {
 		tree = append(tree, fmt.Sprintf("/home/u/d%04d/", i))
 	}
-	_, err = Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...)})
+	_, err = Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...)})
 	if !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), "/home/u") || !strings.Contains(err.Error(), RuleHomeConfig) {
 		t.Fatalf("got %v, want ErrPlan naming the home and %s", err, RuleHomeConfig)
 	}
-	if _, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u", Exists: fakeHost(tree[:MaxHomeEntries+2]...), List: fakeList(tree[:MaxHomeEntries+2]...)}); err != nil {
+	if _, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u", Exists: fakeHost(tree[:MaxHomeEntries+2]...), List: fakeList(tree[:MaxHomeEntries+2]...)}); err != nil {
 		t.Fatalf("%d entries refused: %v", MaxHomeEntries, err)
 	}
 }
@@ -445,7 +445,7 @@ func TestHomeLinksHeld(t *testing.T) {
 		}
 		return "", errors.New("not a link")
 	}
-	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
+	pl, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
 		Exists: fakeHost(tree...), List: fakeList(tree...), RealPath: real, Readlink: readlink})
 	if err != nil {
 		t.Fatal(err)
@@ -483,7 +483,7 @@ func TestListedSocketThroughLinkNotBound(t *testing.T) {
 	p.UnixSockets = []string{"/w/sock/app.sock", "/w/own.sock", "/home/u/.app/a.sock", "/run/z.sock"}
 	tree := []string{"/w/", "/w/sock/app.sock", "/w/own.sock", "/srv/app.sock", "/home/u/", "/home/u/.app/a.sock", "/run/", "/run/z.sock"}
 	links := map[string]string{"/w/sock/app.sock": "/srv/app.sock", "/home/u/.app/a.sock": "/run/docker.sock"}
-	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...),
+	pl, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...),
 		RealPath: func(s string) string {
 			if r, ok := links[s]; ok {
 				return r
@@ -542,7 +542,7 @@ func TestHomeNamedHeld(t *testing.T) {
 		"/home/u/.vimrc":                   "set runtimepath+=~/vimfiles\n",
 		"/home/u/.config/fish/config.fish": "source /home/u/dotfiles/fish.fish\n",
 	}
-	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
+	pl, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
 		Exists: fakeHost(tree...), List: fakeList(tree...), PathDirs: []string{"/home/u/bin", "/usr/bin", "relative/bin", "/home/u/lbin"},
 		RealPath: func(x string) string {
 			if x == "/home/u/lbin" {
@@ -594,7 +594,7 @@ func TestHomeStartupHardLinkRefused(t *testing.T) {
 		// .config/granted is the profile's home.writable: the agent's.
 		p.Home.Writable = []string{".config/granted/"}
 		tree := []string{"/home/u/", "/home/u/.tmux.conf", "/home/u/.config/", "/home/u/.config/fish/", "/home/u/.config/fish/config.fish", "/home/u/.cache/", "/home/u/.cache/uv/", "/home/u/.cache/uv/x", "/home/u/.config/granted/", "/home/u/.config/granted/x", "/home/u/dotfiles/", "/v/"}
-		_, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
+		_, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/home/u", Home: "/home/u",
 			Exists: fakeHost(tree...), List: fakeList(tree...), ReadFile: func(string) ([]byte, error) { return nil, nil },
 			Links: func(x string) int {
 				if x == c.linked {

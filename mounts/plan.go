@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/mounts/request"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -49,10 +49,10 @@ type Mount struct {
 	// Create asks the backend to create a missing Source (a directory if Dir,
 	// else an empty file) before binding; only for writable home paths.
 	Create bool `json:"create,omitempty"`
-	// Seed, for a per-profile state file (profiles.State.Seed), is the
+	// Seed, for a per-profile state file (request.State.Seed), is the
 	// user's own file the launcher copies to Source when it is newer.
 	Seed string `json:"seed,omitempty"`
-	// State marks a profile state bind (profiles.State): the launcher
+	// State marks a profile state bind (request.State): the launcher
 	// creates a missing Source and Target itself, without following links.
 	State bool `json:"state,omitempty"`
 	// Idmap asks, for a BindRO of a listed unix socket (unix_sockets), that
@@ -100,7 +100,7 @@ type Plan struct {
 	// Warnings name every setting that weakens the sandbox.
 	Warnings []string `json:"warnings,omitempty"`
 	// HomeAllowlist is true when the home is an allow-list
-	// (profiles.HomeAllowlist): an empty read-only tmpfs at Home holding
+	// (request.HomeAllowlist): an empty read-only tmpfs at Home holding
 	// only the profile's named entries. The caller's home is then never
 	// attached whole (no idmapped home for a root caller).
 	HomeAllowlist bool `json:"home_allowlist,omitempty"`
@@ -165,7 +165,7 @@ type Input struct {
 	// holds what they name as code read-only (guarantee 6). nil: not read.
 	ReadFile func(p string) ([]byte, error)
 	// List returns the names in a host directory (nil: none); Build holds
-	// the existing persistence names matching profiles.ProjectFamilies at
+	// the existing persistence names matching families.ProjectFamilies at
 	// the top of each writable root read-only. nil: nothing is listed.
 	List func(dir string) ([]string, error)
 	// Readlink returns a link's target as written (os.Readlink); Build
@@ -189,26 +189,59 @@ var ErrPlan = errors.New("invalid mount plan")
 // then the vault read-only over them, then the inbox writable, then masks —
 // so the vault's protection wins over every writable path and secrets stay
 // masked whatever a profile opens.
-func Build(p *profiles.Profile, in Input) (*Plan, error) {
+func Build(rq request.Request, in Input) (*Plan, error) {
+	if err := checkInput(in); err != nil {
+		return nil, err
+	}
+	pl, err := newPlan(&rq, in)
+	if err != nil {
+		return nil, err
+	}
+	b := &planBuilder{pl: pl, rq: &rq, in: in, exists: in.Exists}
+	if b.exists == nil {
+		b.exists = func(string) (bool, bool) { return true, true }
+	}
+	b.addSystem()
+	if err := b.addWritable(); err != nil {
+		return nil, err
+	}
+	b.addListedSockets()
+	if err := b.addRunLater(); err != nil {
+		return nil, err
+	}
+	b.addVault()
+	if err := b.addMasks(); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// checkInput refuses paths that are not clean and absolute, and a session
+// id that is not one.
+func checkInput(in Input) error {
 	for _, x := range []struct{ name, v string }{{"vault", in.Vault}, {"workdir", in.Workdir}, {"home", in.Home}} {
 		if x.v == "" || !filepath.IsAbs(x.v) || filepath.Clean(x.v) != x.v {
-			return nil, fmt.Errorf("%w: %s %q must be a clean absolute path", ErrPlan, x.name, x.v)
+			return fmt.Errorf("%w: %s %q must be a clean absolute path", ErrPlan, x.name, x.v)
 		}
 	}
 	if !vault.ValidSessionID(in.Session) {
-		return nil, fmt.Errorf("%w: session id %q", ErrPlan, in.Session)
+		return fmt.Errorf("%w: session id %q", ErrPlan, in.Session)
 	}
-	network, err := NetworkModeOf(p.Network)
+	return nil
+}
+
+// newPlan is the plan's settings from the profile, before any mount: the
+// typed network mode and required layers (validated here, once), the
+// socket families, the listed unix sockets and the limits that may go
+// without a cgroup.
+func newPlan(rq *request.Request, in Input) (*Plan, error) {
+	network, err := NetworkModeOf(rq.Network)
 	if err != nil {
 		return nil, err
 	}
-	require, err := RequireOf(p.Require)
+	require, err := RequireOf(rq.Require)
 	if err != nil {
 		return nil, err
-	}
-	exists := in.Exists
-	if exists == nil {
-		exists = func(string) (bool, bool) { return true, true }
 	}
 	pl := &Plan{
 		Vault:   in.Vault,
@@ -219,223 +252,293 @@ func Build(p *profiles.Profile, in Input) (*Plan, error) {
 		Network: network,
 		Require: require,
 		// The seccomp filter's socket-families rule adds these.
-		SocketFamilies: p.SocketFamilyNumbers(),
+		SocketFamilies: rq.SocketFamilies,
 
-		InstructionsReadOnly: p.Instructions == profiles.InstructionsReadOnly,
+		InstructionsReadOnly: rq.InstructionsReadOnly,
+		CgroupOptional:       rq.CgroupOptional,
 	}
-	for _, s := range p.UnixSockets {
+	for _, s := range rq.UnixSockets {
 		// Landlock grants what is bound: not a path through a link
 		// (rule unix-socket-no-link, addHostAuthority warns).
 		if _, linked := socketLinked(in, filepath.Clean(s)); !linked {
 			pl.UnixSockets = append(pl.UnixSockets, filepath.Clean(s))
 		}
 	}
-	add := func(m Mount) { pl.Mounts = append(pl.Mounts, m) }
-	if p.Limits.OptionalMemory && p.Limits.Memory > 0 {
-		pl.CgroupOptional = append(pl.CgroupOptional, "memory")
-	}
-	if p.Limits.OptionalPids && p.Limits.Pids > 0 {
-		pl.CgroupOptional = append(pl.CgroupOptional, "pids")
-	}
-	if p.Limits.OptionalCPU && p.Limits.CPU > 0 {
-		pl.CgroupOptional = append(pl.CgroupOptional, "cpu")
-	}
-	add(Mount{Kind: RootRO, Source: "/", Target: "/", Dir: true, Why: "host filesystem, read-only"})
-	add(Mount{Kind: Dev, Target: "/dev", Dir: true, Why: "minimal devices", Size: int64(p.Limits.TmpBytes)})
-	add(Mount{Kind: Proc, Target: "/proc", Dir: true, Why: "processes of the sandbox only"})
-	add(Mount{Kind: Tmpfs, Target: "/tmp", Dir: true, Why: "private /tmp", Size: int64(p.Limits.TmpBytes)})
-	// Guarantee 5: procfs knobs read-only, kernel state masked, /run hidden.
-	addHostAuthority(pl, p, in, exists)
-	pl.Writable = append(pl.Writable, "/tmp", "/dev/shm")
+	return pl, nil
+}
 
-	if p.Home.Mode == "hidden" && !vault.Within(in.Vault, in.Home) {
-		add(Mount{Kind: Hidden, Target: in.Home, Dir: true, Why: "profile hides home"})
+// planBuilder adds one plan's mounts layer by layer (Build).
+type planBuilder struct {
+	pl     *Plan
+	rq     *request.Request
+	in     Input
+	exists func(p string) (exists, isDir bool)
+	// all is the writable layer as added (addWritable): the binds, the
+	// allow-list home and its entries, parents first.
+	all []Mount
+	// writable are the writable binds among all.
+	writable []Mount
+}
+
+func (b *planBuilder) add(m Mount) { b.pl.Mounts = append(b.pl.Mounts, m) }
+
+func (b *planBuilder) warn(format string, args ...any) {
+	b.pl.Warnings = append(b.pl.Warnings, fmt.Sprintf(format, args...))
+}
+
+// addSystem adds the host root read-only, /dev, /proc, a private /tmp and
+// (guarantee 5) the host's authority held back: procfs knobs read-only,
+// kernel state masked, /run hidden; a hidden home.
+func (b *planBuilder) addSystem() {
+	rq, in := b.rq, b.in
+	b.add(Mount{Kind: RootRO, Source: "/", Target: "/", Dir: true, Why: "host filesystem, read-only"})
+	b.add(Mount{Kind: Dev, Target: "/dev", Dir: true, Why: "minimal devices", Size: rq.TmpBytes})
+	b.add(Mount{Kind: Proc, Target: "/proc", Dir: true, Why: "processes of the sandbox only"})
+	b.add(Mount{Kind: Tmpfs, Target: "/tmp", Dir: true, Why: "private /tmp", Size: rq.TmpBytes})
+	addHostAuthority(b.pl, rq, in, b.exists)
+	b.pl.Writable = append(b.pl.Writable, "/tmp", "/dev/shm")
+	if rq.Home.Mode == request.HomeHidden && !vault.Within(in.Vault, in.Home) {
+		b.add(Mount{Kind: Hidden, Target: in.Home, Dir: true, Why: "profile hides home"})
 	}
+}
+
+// homeInWritable reports whether the workdir (outside the vault) or a
+// writable path is the home or holds it.
+func (b *planBuilder) homeInWritable() bool {
+	in := b.in
+	inside := vault.Within(in.Home, in.Workdir) && !vault.Within(in.Workdir, in.Vault)
+	for _, w := range b.rq.Writable {
+		inside = inside || vault.Within(in.Home, filepath.Clean(w))
+	}
+	return inside
+}
+
+// addWritable adds the writable layer, parents before children so a child
+// bind is not hidden by its parent: an allow-list home, the workdir, the
+// profile's home.writable, state and writable paths, and the read-only
+// top of a home inside one of them. The plan's Writable lists the binds.
+func (b *planBuilder) addWritable() error {
+	rq, in, pl := b.rq, b.in, b.pl
+	homeInWritable := b.homeInWritable()
 	var writable []Mount
-	// The home as an allow-list: an empty read-only tmpfs at $HOME, sorted
-	// with the binds below (parents first) so that a workdir or writable
-	// path that contains the home is not covered by it; what the profile
-	// names is bound into it, nothing else of the caller's home exists.
-	var shown []Mount
-	homeInWritable := vault.Within(in.Home, in.Workdir) && !vault.Within(in.Workdir, in.Vault)
-	for _, w := range p.Writable {
-		homeInWritable = homeInWritable || vault.Within(in.Home, filepath.Clean(w))
-	}
-	if p.Home.Mode == profiles.HomeAllowlist && homeInWritable {
+	if rq.Home.Mode == request.HomeAllowlist && homeInWritable {
 		// The workdir (or a writable path) is the home or holds it: the
 		// whole home is shown through it; an allow-list tmpfs under it
 		// would be covered (and its seal would land on the bind above).
 		// Its top level and dot-entries are read-only instead (homeTop).
-		pl.Warnings = append(pl.Warnings, fmt.Sprintf("the home %s lies in a writable path (workdir or writable:): it is shown whole, with its secrets masked, not as an allow-list", in.Home))
+		b.warn("the home %s lies in a writable path (workdir or writable:): it is shown whole, with its secrets masked, not as an allow-list", in.Home)
 	}
-	if p.Home.Mode == profiles.HomeAllowlist && !homeInWritable && in.Home != "/" && !vault.Within(in.Home, in.Vault) {
-		pl.HomeAllowlist = true
-		writable = append(writable, Mount{Kind: Hidden, Target: in.Home, Dir: true, Why: "home: an allow-list, only what the profile names exists (home.show, home.writable, state)"})
-		for _, rel := range profiles.HomeShowRel(p) {
-			t := filepath.Join(in.Home, filepath.FromSlash(rel))
-			if vault.Within(t, in.Vault) || vault.Within(in.Vault, t) {
-				pl.Warnings = append(pl.Warnings, fmt.Sprintf("home.show %s overlaps the vault: the vault's own mounts decide", t))
-				continue
-			}
-			// A dotfile that is a link (~/.config/git -> ~/dotfiles/git)
-			// shows what it points to: a mount point must not be a link,
-			// and its kind is its target's.
-			src := t
-			if in.RealPath != nil {
-				src = in.RealPath(t)
-			}
-			ok, isDir := exists(src)
-			if !ok {
-				continue
-			}
-			m := Mount{Kind: BindRO, Source: src, Target: t, Dir: isDir, Why: "profile: home.show"}
-			shown = append(shown, m)
-			writable = append(writable, m)
-		}
+	if rq.Home.Mode == request.HomeAllowlist && !homeInWritable && in.Home != "/" && !vault.Within(in.Home, in.Vault) {
+		writable = append(writable, b.allowlistHome()...)
 	}
 	if vault.Within(in.Workdir, in.Vault) {
-		pl.Warnings = append(pl.Warnings, fmt.Sprintf("workdir %s lies inside the vault: it stays read-only", in.Workdir))
-	} else if ok, _ := exists(in.Workdir); ok {
-		writable = append(writable, workdirMount(p, in))
+		b.warn("workdir %s lies inside the vault: it stays read-only", in.Workdir)
+	} else if ok, _ := b.exists(in.Workdir); ok {
+		writable = append(writable, workdirMount(rq, in))
 	}
-	if p.Home.Mode != "hidden" {
-		for _, w := range p.Home.Writable {
-			dir := strings.HasSuffix(w, "/")
-			t := filepath.Join(in.Home, path.Clean(w))
-			if vault.Within(t, in.Vault) || vault.Within(in.Vault, t) {
-				pl.Warnings = append(pl.Warnings, fmt.Sprintf("home.writable %s overlaps the vault: it stays read-only", t))
-				continue
-			}
-			writable = append(writable, Mount{Kind: BindRW, Source: t, Target: t, Dir: dir, Create: true, Why: "profile: home.writable"})
-		}
-	}
+	writable = append(writable, b.homeWritable()...)
 	// Per-profile persistent state (caches, an agent's state file).
-	sm, sw := stateMounts(p, in, exists)
+	sm, sw := stateMounts(rq, in, b.exists)
 	writable = append(writable, sm...)
 	pl.Warnings = append(pl.Warnings, sw...)
-	for _, w := range p.Writable {
-		t := filepath.Clean(w)
-		if vault.Within(t, in.Vault) {
-			pl.Warnings = append(pl.Warnings, fmt.Sprintf("writable %s lies inside the vault: it stays read-only", t))
-			continue
-		}
-		if ok, isDir := exists(t); ok {
-			writable = append(writable, Mount{Kind: BindRW, Source: t, Target: t, Dir: isDir, Why: "profile: writable"})
-		}
-	}
+	writable = append(writable, b.profileWritable()...)
 	if homeInWritable {
 		// After the bind that holds the home: at the same depth, the stable
 		// sort keeps the read-only home on top of it.
-		ht, err := homeTop(pl, in, exists)
+		ht, err := homeTop(pl, in, b.exists)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		writable = append(writable, ht...)
 	}
-	// Parents before children, so a child bind is not hidden by its parent.
 	sort.SliceStable(writable, func(i, j int) bool { return depth(writable[i].Target) < depth(writable[j].Target) })
-	all := writable
-	writable = nil
-	for _, m := range all {
-		add(m)
+	b.all = writable
+	for _, m := range b.all {
+		b.add(m)
 		if m.Kind != BindRW {
 			continue // the allow-list home and its read-only entries
 		}
-		writable = append(writable, m)
+		b.writable = append(b.writable, m)
 		pl.Writable = append(pl.Writable, m.Target)
 		if vault.Within(in.Vault, m.Target) {
-			pl.Warnings = append(pl.Warnings, fmt.Sprintf("writable %s contains the vault: the vault is re-bound read-only over it (Landlock cannot subtract it)", m.Target))
+			b.warn("writable %s contains the vault: the vault is re-bound read-only over it (Landlock cannot subtract it)", m.Target)
 		}
 	}
-	if pl.HomeAllowlist {
-		// unix_sockets under the allow-list home are bound back into it.
-		for _, s := range p.UnixSockets {
+	return nil
+}
+
+// allowlistHome is the home as an allow-list: an empty read-only tmpfs at
+// $HOME, sorted with the writable binds (parents first) so that a workdir
+// or writable path that contains the home is not covered by it; what the
+// profile names (home.show) is bound into it, nothing else of the
+// caller's home exists.
+func (b *planBuilder) allowlistHome() []Mount {
+	in := b.in
+	b.pl.HomeAllowlist = true
+	out := []Mount{{Kind: Hidden, Target: in.Home, Dir: true, Why: "home: an allow-list, only what the profile names exists (home.show, home.writable, state)"}}
+	for _, rel := range b.rq.Home.Show {
+		t := filepath.Join(in.Home, filepath.FromSlash(rel))
+		if vault.Within(t, in.Vault) || vault.Within(in.Vault, t) {
+			b.warn("home.show %s overlaps the vault: the vault's own mounts decide", t)
+			continue
+		}
+		// A dotfile that is a link (~/.config/git -> ~/dotfiles/git)
+		// shows what it points to: a mount point must not be a link,
+		// and its kind is its target's.
+		src := t
+		if in.RealPath != nil {
+			src = in.RealPath(t)
+		}
+		ok, isDir := b.exists(src)
+		if !ok {
+			continue
+		}
+		out = append(out, Mount{Kind: BindRO, Source: src, Target: t, Dir: isDir, Why: "profile: home.show"})
+	}
+	return out
+}
+
+// homeWritable are the profile's home.writable binds (none with a hidden
+// home), created when missing; one overlapping the vault stays read-only.
+func (b *planBuilder) homeWritable() []Mount {
+	if b.rq.Home.Mode == request.HomeHidden {
+		return nil
+	}
+	var out []Mount
+	for _, w := range b.rq.Home.Writable {
+		dir := strings.HasSuffix(w, "/")
+		t := filepath.Join(b.in.Home, path.Clean(w))
+		if vault.Within(t, b.in.Vault) || vault.Within(b.in.Vault, t) {
+			b.warn("home.writable %s overlaps the vault: it stays read-only", t)
+			continue
+		}
+		out = append(out, Mount{Kind: BindRW, Source: t, Target: t, Dir: dir, Create: true, Why: "profile: home.writable"})
+	}
+	return out
+}
+
+// profileWritable are the profile's writable paths that exist; one inside
+// the vault stays read-only.
+func (b *planBuilder) profileWritable() []Mount {
+	var out []Mount
+	for _, w := range b.rq.Writable {
+		t := filepath.Clean(w)
+		if vault.Within(t, b.in.Vault) {
+			b.warn("writable %s lies inside the vault: it stays read-only", t)
+			continue
+		}
+		if ok, isDir := b.exists(t); ok {
+			out = append(out, Mount{Kind: BindRW, Source: t, Target: t, Dir: isDir, Why: "profile: writable"})
+		}
+	}
+	return out
+}
+
+// addListedSockets binds the profile's unix_sockets back: those under the
+// allow-list home into it, and every other (outside the hidden shared
+// directories, which bind theirs back too) onto itself, idmapped
+// owner→agent: a root caller's 0755 socket must answer the agent's uid as
+// it answers the caller (issue 23).
+func (b *planBuilder) addListedSockets() {
+	in := b.in
+	if b.pl.HomeAllowlist {
+		for _, s := range b.rq.UnixSockets {
 			s = filepath.Clean(s)
-			if _, linked := socketLinked(in, s); linked || !vault.Within(s, in.Home) || s == in.Home || vault.Within(s, in.Vault) || shownBy(binds(all), s) {
+			if _, linked := socketLinked(in, s); linked || !vault.Within(s, in.Home) || s == in.Home || vault.Within(s, in.Vault) || shownBy(binds(b.all), s) {
 				continue
 			}
-			if ok, isDir := exists(s); ok && !isDir {
-				add(Mount{Kind: BindRO, Source: s, Target: s, Idmap: true, Why: WhyListedSocket})
+			if ok, isDir := b.exists(s); ok && !isDir {
+				b.add(Mount{Kind: BindRO, Source: s, Target: s, Idmap: true, Why: WhyListedSocket})
 			}
 		}
 	}
-	// Every other listed socket (outside the hidden shared directories and
-	// the allow-list home, which bind theirs back above) is bound back onto
-	// itself too, idmapped owner→agent: a root caller's 0755 socket must
-	// answer the agent's uid as it answers the caller (issue 23).
-	pl.Mounts = append(pl.Mounts, listedSockets(pl, p, in, exists)...)
-	// Guarantee 6: what runs code later stays read-only in every writable
-	// path, with what the user's own configuration names as code.
-	extra, cw, err := configuredRunLater(in, exists)
+	b.pl.Mounts = append(b.pl.Mounts, listedSockets(b.pl, in, b.exists)...)
+}
+
+// addRunLater holds read-only (guarantee 6) what runs code later in every
+// writable path, with what the user's own configuration names as code.
+func (b *planBuilder) addRunLater() error {
+	pl, in := b.pl, b.in
+	extra, cw, err := configuredRunLater(in, b.exists)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	pl.Warnings = append(pl.Warnings, cw...)
-	extra = append(extra, homeLinks(pl, in, exists)...)
-	hn, err := homeNamed(pl, p, in, exists)
+	extra = append(extra, homeLinks(pl, in, b.exists)...)
+	hn, err := homeNamed(pl, b.rq, in, b.exists)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	extra = append(extra, hn...)
-	protectPersistence(pl, in, exists, writable, extra)
+	protectPersistence(pl, in, b.exists, b.writable, extra)
+	return nil
+}
 
-	add(Mount{Kind: BindRO, Source: in.Vault, Target: in.Vault, Dir: true, Why: "vault, read-only as a whole (.git included)"})
-	if len(p.Vault.Visible) > 0 {
-		add(Mount{Kind: Hidden, Target: in.Vault, Dir: true, Why: "profile: only vault.visible folders exist"})
-		vis := append([]string{}, p.Vault.Visible...)
+// addVault binds the vault read-only as a whole over everything writable
+// (only its vault.visible folders shown when the profile names them), the
+// inbox hidden and this session's inbox writable.
+func (b *planBuilder) addVault() {
+	pl, in := b.pl, b.in
+	b.add(Mount{Kind: BindRO, Source: in.Vault, Target: in.Vault, Dir: true, Why: "vault, read-only as a whole (.git included)"})
+	if len(b.rq.VaultVisible) > 0 {
+		b.add(Mount{Kind: Hidden, Target: in.Vault, Dir: true, Why: "profile: only vault.visible folders exist"})
+		vis := append([]string{}, b.rq.VaultVisible...)
 		sort.Slice(vis, func(i, j int) bool { return depth(vis[i]) < depth(vis[j]) })
 		for _, v := range vis {
 			t := filepath.Join(in.Vault, path.Clean(v))
-			if ok, isDir := exists(t); !ok || !isDir {
-				pl.Warnings = append(pl.Warnings, fmt.Sprintf("vault.visible %s is not a folder of this vault: nothing to show", v))
+			if ok, isDir := b.exists(t); !ok || !isDir {
+				b.warn("vault.visible %s is not a folder of this vault: nothing to show", v)
 				continue
 			}
-			add(Mount{Kind: BindRO, Source: t, Target: t, Dir: true, Why: "profile: vault.visible"})
+			b.add(Mount{Kind: BindRO, Source: t, Target: t, Dir: true, Why: "profile: vault.visible"})
 			pl.Visible = append(pl.Visible, path.Clean(v))
 		}
 	}
 	inboxRoot := filepath.Join(in.Vault, vault.InboxDir)
-	add(Mount{Kind: Hidden, Target: inboxRoot, Dir: true, Why: "other sessions' drafts are invisible"})
-	add(Mount{Kind: BindRW, Source: pl.Inbox, Target: pl.Inbox, Dir: true, Why: "this session's inbox, the only writable vault path"})
+	b.add(Mount{Kind: Hidden, Target: inboxRoot, Dir: true, Why: "other sessions' drafts are invisible"})
+	b.add(Mount{Kind: BindRW, Source: pl.Inbox, Target: pl.Inbox, Dir: true, Why: "this session's inbox, the only writable vault path"})
 	pl.Writable = append(pl.Writable, pl.Inbox)
+}
 
+// addMasks masks last, over everything: the gate's private state, the
+// caller's credential sockets and runtime dir, the home's secrets, and
+// (guarantee 5) every unix socket or FIFO of the host in a tree shown to
+// the agent that the profile does not list.
+func (b *planBuilder) addMasks() error {
+	rq, in := b.rq, b.in
 	// The gate's private state (claimed drafts, decisions, audit log, review
 	// socket) sits beside the vault: a workdir that contains the vault's
 	// parent would otherwise expose it, writable.
-	if ok, isDir := exists(vault.GateStateDir(in.Vault)); ok && isDir {
-		add(Mount{Kind: Masked, Target: vault.GateStateDir(in.Vault), Dir: true, Why: "the gate's private state"})
-	}
-	// In an allow-list home a mask matters only where something of the
-	// caller's home is bound (a second layer): elsewhere its path does not
-	// exist inside.
-	absentInHome := func(t string) bool {
-		return pl.HomeAllowlist && vault.Within(t, in.Home) && !shownBy(binds(all), t)
+	if ok, isDir := b.exists(vault.GateStateDir(in.Vault)); ok && isDir {
+		b.add(Mount{Kind: Masked, Target: vault.GateStateDir(in.Vault), Dir: true, Why: "the gate's private state"})
 	}
 	for _, t := range in.ExtraMasks {
 		t = filepath.Clean(t)
-		if !filepath.IsAbs(t) || vault.Within(in.Vault, t) || vault.Within(t, in.Vault) || absentInHome(t) {
+		if !filepath.IsAbs(t) || vault.Within(in.Vault, t) || vault.Within(t, in.Vault) || b.absentInHome(t) {
 			continue
 		}
-		if ok, isDir := exists(t); ok {
-			add(Mount{Kind: Masked, Target: t, Dir: isDir, Why: "credential socket or runtime dir"})
+		if ok, isDir := b.exists(t); ok {
+			b.add(Mount{Kind: Masked, Target: t, Dir: isDir, Why: "credential socket or runtime dir"})
 		}
 	}
-	if p.Home.Mode != "hidden" {
-		for _, m := range profiles.HomeMasks(p) {
+	if rq.Home.Mode != request.HomeHidden {
+		for _, m := range rq.Home.Masks {
 			t := filepath.Join(in.Home, path.Clean(m.Path))
-			ok, isDir := exists(t)
-			if !ok || absentInHome(t) {
+			ok, isDir := b.exists(t)
+			if !ok || b.absentInHome(t) {
 				continue
 			}
-			add(Mount{Kind: Masked, Target: t, Dir: isDir, Why: m.Why})
+			b.add(Mount{Kind: Masked, Target: t, Dir: isDir, Why: m.Why})
 		}
 	}
-	// Guarantee 5: no unix socket or FIFO of the host in a tree shown to
-	// the agent answers it unless the profile lists it.
-	if err := maskSpecials(pl, p, in, withoutHomeTop(all)); err != nil {
-		return nil, err
-	}
-	return pl, nil
+	return maskSpecials(b.pl, rq, in, withoutHomeTop(b.all))
+}
+
+// absentInHome: in an allow-list home a mask matters only where something
+// of the caller's home is bound (a second layer); elsewhere its path does
+// not exist inside.
+func (b *planBuilder) absentInHome(t string) bool {
+	return b.pl.HomeAllowlist && vault.Within(t, b.in.Home) && !shownBy(binds(b.all), t)
 }
 
 // binds are the bind mounts of ms (the allow-list home's tmpfs left out).

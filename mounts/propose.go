@@ -1,6 +1,8 @@
 package mounts
 
-import "github.com/fedmem/fedmem/profiles"
+import (
+	"github.com/fedmem/fedmem/mounts/request"
+)
 
 // WhyPropose is the Why of a proposed workdir's mount. The after-session
 // walk and the persistence holds (protectPersistence) key on the Why
@@ -11,12 +13,12 @@ const WhyPropose = "workdir: a proposal (overlay; writes stay in the sandbox, ca
 
 // workdirMount is the workdir's writable mount: a bind, or with profile
 // `workdir: propose` an overlay over the real tree (Propose, Size).
-func workdirMount(p *profiles.Profile, in Input) Mount {
-	if !p.Propose() {
+func workdirMount(rq *request.Request, in Input) Mount {
+	if !rq.ProposeWorkdir {
 		return Mount{Kind: BindRW, Source: in.Workdir, Target: in.Workdir, Dir: true, Why: "workdir"}
 	}
 	return Mount{Kind: BindRW, Source: in.Workdir, Target: in.Workdir, Dir: true, Propose: true,
-		Size: int64(p.Limits.WorkdirBytes), Why: WhyPropose}
+		Size: rq.WorkdirBytes, Why: WhyPropose}
 }
 
 // ProposedWorkdir returns the plan's proposed workdir mount, or nil.

@@ -19,7 +19,7 @@ func TestProposedWorkdirPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...)})
+		pl, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...)})
 		if err != nil {
 			t.Fatal(err)
 		}

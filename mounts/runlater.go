@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/mounts/families"
 )
 
 // configured is one path that the user's own configuration names as code
@@ -19,7 +19,7 @@ import (
 // writable path (guarantee 6).
 type configured struct {
 	path string
-	p    profiles.Persist
+	p    families.Persist
 }
 
 // maxIncludes bounds Git's include chain (Git itself stops at 10).
@@ -43,7 +43,7 @@ func configuredRunLater(in Input, exists func(string) (bool, bool)) ([]configure
 	var out []configured
 	var warnings []string
 	add := func(p string, dir bool, why string) {
-		out = append(out, configured{filepath.Clean(p), profiles.Persist{Path: p, Dir: dir, Why: why}})
+		out = append(out, configured{filepath.Clean(p), families.Persist{Path: p, Dir: dir, Why: why}})
 	}
 	top, gitdir, common := findRepo(in, exists)
 	if top == "" {

@@ -1,7 +1,6 @@
 package mounts
 
 import (
-	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -19,7 +18,7 @@ const WhyListedSocket = "profile: unix_sockets"
 // are bound there already. A socket inside the vault stays the vault's.
 // The bind is also a mount point: the agent cannot unlink or rename the
 // listed name and put a link to another socket in its place.
-func listedSockets(pl *Plan, p *profiles.Profile, in Input, exists func(string) (bool, bool)) []Mount {
+func listedSockets(pl *Plan, in Input, exists func(string) (bool, bool)) []Mount {
 	bound := map[string]bool{}
 	for _, m := range pl.Mounts {
 		if m.Kind == BindRO && m.Why == WhyListedSocket {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/mounts/request"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -31,7 +31,7 @@ const MaxSpecialMasks = 4096
 // Only a path whose serving mount is one of the plan's binds of the same
 // host path is masked: one under a mask, a hidden directory or a tmpfs
 // does not exist inside.
-func maskSpecials(pl *Plan, p *profiles.Profile, in Input, planned []Mount) error {
+func maskSpecials(pl *Plan, rq *request.Request, in Input, planned []Mount) error {
 	trees := map[string]bool{}
 	for _, m := range binds(planned) {
 		trees[m.Target] = true
@@ -44,7 +44,7 @@ func maskSpecials(pl *Plan, p *profiles.Profile, in Input, planned []Mount) erro
 		return nil
 	}
 	listed := map[string]bool{}
-	for _, s := range p.UnixSockets {
+	for _, s := range rq.UnixSockets {
 		listed[filepath.Clean(s)] = true
 	}
 	n := len(pl.Mounts)

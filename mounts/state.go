@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/mounts/request"
 	"github.com/fedmem/fedmem/vault"
 )
 
 // StateDir is the per-profile state store of profile name under home:
 // ~/.local/share/fedmem/<name>.
 func StateDir(home, name string) string {
-	return filepath.Join(home, filepath.FromSlash(profiles.StateRoot), name)
+	return filepath.Join(home, filepath.FromSlash(request.StateRoot), name)
 }
 
 // stateMounts are the writable binds of the profile's `state:` entries:
@@ -21,19 +21,19 @@ func StateDir(home, name string) string {
 // laid over them as over any writable path. The launcher creates missing
 // sources and mount points (as the caller, without following links) and
 // refreshes seeded copies (Mount.Seed) before the sandbox starts.
-func stateMounts(p *profiles.Profile, in Input, exists func(string) (bool, bool)) (ms []Mount, warnings []string) {
-	if p.Home.Mode == "hidden" || len(p.State) == 0 {
+func stateMounts(rq *request.Request, in Input, exists func(string) (bool, bool)) (ms []Mount, warnings []string) {
+	if rq.Home.Mode == request.HomeHidden || len(rq.State) == 0 {
 		return nil, nil
 	}
-	store := StateDir(in.Home, p.Name)
-	for _, s := range p.State {
-		rel := s.Clean()
+	store := StateDir(in.Home, rq.Profile)
+	for _, s := range rq.State {
+		rel := s.Path
 		t := filepath.Join(in.Home, rel)
 		if vault.Within(t, in.Vault) || vault.Within(in.Vault, t) {
 			warnings = append(warnings, fmt.Sprintf("state %s overlaps the vault: it stays read-only", t))
 			continue
 		}
-		m := Mount{Kind: BindRW, Target: t, Dir: s.IsDir(), State: true, Why: "profile: state (per profile, " + store + ")"}
+		m := Mount{Kind: BindRW, Target: t, Dir: s.Dir, State: true, Why: "profile: state (per profile, " + store + ")"}
 		switch {
 		case s.Real != "":
 			m.Source = filepath.Join(in.Home, filepath.Clean(filepath.FromSlash(trimTilde(s.Real))))

@@ -15,7 +15,7 @@ func testPlan(t *testing.T) *Plan {
 		t.Fatal(err)
 	}
 	p.Home.Mode = profiles.HomeRO // the masks of a whole home shown read-only
-	pl, err := Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u",
+	pl, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u",
 		Exists: func(p string) (bool, bool) { return p == "/w" || p == "/home/u/.ssh", true }})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestBuildOrder(t *testing.T) {
 	p.Home.Mode = profiles.HomeRO // masks of the whole home come last
 	// Vault inside the workdir: the vault's read-only bind must come after
 	// the workdir's writable bind, and the inbox after the vault.
-	pl, err := Build(p, Input{Vault: "/w/vault", Session: "s1", Workdir: "/w", Home: "/home/u"})
+	pl, err := Build(p.PlanRequest(), Input{Vault: "/w/vault", Session: "s1", Workdir: "/w", Home: "/home/u"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestBuildOrder(t *testing.T) {
 		t.Fatal("want a warning for a writable path containing the vault")
 	}
 	// Workdir inside the vault stays read-only.
-	pl, err = Build(p, Input{Vault: "/v", Session: "s1", Workdir: "/v/10-projects", Home: "/home/u"})
+	pl, err = Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/v/10-projects", Home: "/home/u"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestBuildOrder(t *testing.T) {
 			t.Fatal("workdir inside the vault must not be writable")
 		}
 	}
-	if _, err := Build(p, Input{Vault: "/v", Session: "../x", Workdir: "/w", Home: "/h"}); !errors.Is(err, ErrPlan) {
+	if _, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "../x", Workdir: "/w", Home: "/h"}); !errors.Is(err, ErrPlan) {
 		t.Fatalf("bad session id: %v", err)
 	}
 }

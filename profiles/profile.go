@@ -17,24 +17,26 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fedmem/fedmem/mounts/request"
 )
 
-// Network modes.
+// Network modes (their names are mounts/request's, which the plan reads).
 const (
 	// NetworkHost shares the host's network namespace: the agent reaches
 	// every service on the host's loopback and the cloud metadata endpoint.
 	// Only by name in a profile; `fedmem profile check` warns about it.
-	NetworkHost = "host"
+	NetworkHost = request.NetworkHost
 	// NetworkNone: the sandbox's own network namespace, loopback only.
-	NetworkNone = "none"
+	NetworkNone = request.NetworkNone
 	// NetworkAllowlist: the sandbox's own network namespace; out only
 	// through fedmem-run's proxy, to the allow list's host:port pairs.
-	NetworkAllowlist = "allowlist"
+	NetworkAllowlist = request.NetworkAllowlist
 	// NetworkPublic: the sandbox's own network namespace; out only through
 	// fedmem-run's proxy, to any public address (never loopback, private,
 	// link-local, metadata, multicast or the host's own addresses). The
 	// default.
-	NetworkPublic = "public"
+	NetworkPublic = request.NetworkPublic
 )
 
 // Proxied reports whether a network mode reaches out through fedmem-run's
@@ -125,7 +127,7 @@ func (p *Profile) Propose() bool { return p.Workdir == WorkdirPropose }
 
 // RiskKeepGroups, in accept_risks, lets an unprivileged caller's agent keep
 // the caller's supplementary groups where fedmem-run cannot drop them.
-const RiskKeepGroups = "keep-groups"
+const RiskKeepGroups = request.RiskKeepGroups
 
 // Vault says which part of the vault the agent sees.
 type Vault struct {
@@ -254,14 +256,14 @@ const (
 	// and state writable, unix_sockets listed under it. The rest of the
 	// caller's home does not exist inside: no secret to mask, no socket of
 	// the user's (docker, podman, lima, an editor's server) to reach.
-	HomeAllowlist = "allowlist"
+	HomeAllowlist = string(request.HomeAllowlist)
 	// HomeRO shows the whole home read-only with the secrets masked (the
 	// model before the allow-list): every other file is readable and every
 	// unix socket the agent's uid may write answers it. A weakening:
 	// `fedmem profile check` warns about it.
-	HomeRO = "ro"
+	HomeRO = string(request.HomeRO)
 	// HomeHidden: an empty read-only directory; no writable path, no state.
-	HomeHidden = "hidden"
+	HomeHidden = string(request.HomeHidden)
 )
 
 // Home says how the user's home directory appears inside the sandbox.

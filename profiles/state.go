@@ -6,11 +6,13 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fedmem/fedmem/mounts/request"
 )
 
 // StateRoot is where per-profile state is kept, relative to $HOME:
 // ~/.local/share/fedmem/<profile>/<path>.
-const StateRoot = ".local/share/fedmem"
+const StateRoot = request.StateRoot
 
 // State is one entry of a profile's `state:` list: a path under $HOME the
 // agent may write and that outlives the session (caches, module stores, an

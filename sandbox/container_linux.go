@@ -82,12 +82,8 @@ func helperPath(explicit, name string) (string, error) {
 // the same protocol as in the namespace backend (config, sync, pty and
 // proxy descriptors), so everything from here on is the same run.
 func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir string) (*Result, error) {
-	if spec.Plan.ProposedWorkdir() != nil {
-		// Never the real workdir bound writable in place of a proposal.
-		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageBackend, Msg: fmt.Sprintf("the %s backend cannot build the profile's `workdir: propose` (an overlay the namespace backend mounts): use --backend namespace, or a profile with workdir: direct", rt.name)}
-	}
-	if os.Geteuid() != 0 {
-		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageBackend, Msg: "the " + rt.name + " backend needs root (use --backend namespace for rootless sessions)"}
+	if err := rt.refuse(spec); err != nil {
+		return nil, err
 	}
 	s := *spec
 	spec = &s
@@ -99,6 +95,40 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	if err != nil {
 		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: "own executable: " + err.Error()}
 	}
+	cfg, notes := containerInit(spec, idp, rt.name)
+	id := "fedmem-" + spec.Plan.Session + "-" + randHex(4)
+	bundle := filepath.Join(stateDir, "bundles", id)
+	ocispec, err := containerSpec(spec, rt, idp, id, bundle, exe)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(bundle)
+	if err := writeBundle(ocispec, rt, bundle); err != nil {
+		return nil, err
+	}
+	return superviseContainer(ctx, spec, rt, &cfg, hostLayers{
+		backend: rt.name, namespaces: sandboxNamespaces(spec.Plan), limits: notes,
+		identity: &idp.id, enforced: rt.enforced, notes: rt.notes,
+	}, id, bundle)
+}
+
+// refuse says why rt cannot run spec at all: a proposed workdir (never the
+// real workdir bound writable in place of a proposal), or a caller that is
+// not root.
+func (rt containerRuntime) refuse(spec *Spec) error {
+	if spec.Plan.ProposedWorkdir() != nil {
+		return &Error{Code: ExitFedmemError, Stage: mounts.StageBackend, Msg: fmt.Sprintf("the %s backend cannot build the profile's `workdir: propose` (an overlay the namespace backend mounts): use --backend namespace, or a profile with workdir: direct", rt.name)}
+	}
+	if os.Geteuid() != 0 {
+		return &Error{Code: ExitFedmemError, Stage: mounts.StageBackend, Msg: "the " + rt.name + " backend needs root (use --backend namespace for rootless sessions)"}
+	}
+	return nil
+}
+
+// containerInit is the init's config for a container session and the
+// notes on how each limit is enforced (the runtime's cgroup for pids,
+// memory and cpu; rlimits the init sets; fedmem-run for the rest).
+func containerInit(spec *Spec, idp *idPlan, runtime string) (initConfig, []string) {
 	cfg := initConfig{
 		Plan: spec.Plan, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, TTY: spec.TTY,
 		RequireLandlock: spec.RequireLandlock, RequireSeccomp: spec.RequireSeccomp,
@@ -107,59 +137,55 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	if idp.cred != nil {
 		cfg.AgentSwitch, cfg.AgentUID, cfg.AgentGID, cfg.AgentGroups = true, spec.UID, spec.GID, idp.agentGroups
 	}
-	var notes []string
 	l := spec.Limits
-	if l.FileSize > 0 {
-		cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_FSIZE, Max: uint64(l.FileSize)})
-		notes = append(notes, fmt.Sprintf("file_size=%d (RLIMIT_FSIZE)", l.FileSize))
-	}
-	if l.OpenFiles > 0 {
-		cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_NOFILE, Max: uint64(l.OpenFiles)})
-		notes = append(notes, fmt.Sprintf("open_files=%d (RLIMIT_NOFILE)", l.OpenFiles))
-	}
+	notes := fileRlimits(l, &cfg)
 	if l.Pids > 0 {
-		notes = append(notes, fmt.Sprintf("pids=%d (OCI linux.resources.pids: %s's cgroup)", l.Pids, rt.name))
+		notes = append(notes, fmt.Sprintf("pids=%d (OCI linux.resources.pids: %s's cgroup)", l.Pids, runtime))
 	}
 	if l.Memory > 0 {
-		notes = append(notes, fmt.Sprintf("memory=%d (OCI linux.resources.memory: %s's cgroup)", l.Memory, rt.name))
+		notes = append(notes, fmt.Sprintf("memory=%d (OCI linux.resources.memory: %s's cgroup)", l.Memory, runtime))
 	}
-	notes = append(notes, fmt.Sprintf("cpu: sessions share %s's weight (OCI cgroupsPath /%s/fedmem-<session>-<hex>: %s's cgroup at its default weight)", cgroups.Slice, cgroups.Slice, rt.name))
-	if l.WallTime > 0 {
-		notes = append(notes, "wall_time="+l.WallTime.String()+" (fedmem-run kills the container)")
-	}
-	if l.InboxBytes > 0 {
-		notes = append(notes, fmt.Sprintf("inbox_bytes=%d (fedmem-run watches the inbox and kills the container)", l.InboxBytes))
-	}
+	notes = append(notes, fmt.Sprintf("cpu: sessions share %s's weight (OCI cgroupsPath /%s/fedmem-<session>-<hex>: %s's cgroup at its default weight)", cgroups.Slice, cgroups.Slice, runtime))
+	notes = append(notes, parentLimitNotes(l, "container")...)
 	notes = append(notes, tmpNotes(spec.Plan)...)
-	// The seccomp filter is fedmem's init's to install, right before it
-	// forks the agent, exactly as in the namespace backend: the runtime's
-	// copy (seccomp.OCI, same rules) would be in force from the init's
-	// first instruction and forbid the mask fix-up (finishOCIRoot). The
-	// agent gets the same filter either way; the test suites check it.
-	var sc *specs.LinuxSeccomp
-	toOCI := func(m []syscall.SysProcIDMap) []specs.LinuxIDMapping {
-		var out []specs.LinuxIDMapping
-		for _, x := range m {
-			out = append(out, specs.LinuxIDMapping{ContainerID: uint32(x.ContainerID), HostID: uint32(x.HostID), Size: uint32(x.Size)})
-		}
-		return out
+	return cfg, notes
+}
+
+// ociIDMappings are a user namespace's id maps in the OCI spec's words.
+func ociIDMappings(m []syscall.SysProcIDMap) []specs.LinuxIDMapping {
+	var out []specs.LinuxIDMapping
+	for _, x := range m {
+		out = append(out, specs.LinuxIDMapping{ContainerID: uint32(x.ContainerID), HostID: uint32(x.HostID), Size: uint32(x.Size)})
 	}
-	idmapped := ociIDMapped(spec, &idp.id)
-	id := "fedmem-" + spec.Plan.Session + "-" + randHex(4)
-	bundle := filepath.Join(stateDir, "bundles", id)
+	return out
+}
+
+// containerSpec is the OCI spec of the session: the plan's one
+// translation (sandbox/oci) with fedmem's init as the container's process,
+// and fedmem-run's own executable bound read-only under the name the init
+// dispatches on (the runtime execs Args[0] found in PATH).
+func containerSpec(spec *Spec, rt containerRuntime, idp *idPlan, id, bundle, exe string) (*specs.Spec, error) {
 	initArgs := []string{InitArg0, ociInitArg}
 	if rt.fdSocket {
 		initArgs = append(initArgs, ociFdSocketArg)
 	}
+	l := spec.Limits
 	ocispec, err := oci.Translate(oci.Input{
 		Plan: spec.Plan, Rootfs: rt.rootfs, Image: rt.image,
 		Args: initArgs, Env: append(initEnv(), "PATH="+oci.InitDir), Cwd: "/",
 		Hostname: spec.Hostname, UID: 0, GID: 0,
-		UIDMap: toOCI(idp.uidMaps), GIDMap: toOCI(idp.gidMaps),
-		InitCaps: initCaps, Pids: int64(l.Pids), Memory: l.Memory, CPU: l.CPU, Seccomp: sc,
+		UIDMap: ociIDMappings(idp.uidMaps), GIDMap: ociIDMappings(idp.gidMaps),
+		InitCaps: initCaps, Pids: int64(l.Pids), Memory: l.Memory, CPU: l.CPU,
+		// No runtime seccomp: the filter is fedmem's init's to install,
+		// right before it forks the agent, exactly as in the namespace
+		// backend: the runtime's copy (seccomp.OCI, same rules) would be
+		// in force from the init's first instruction and forbid the mask
+		// fix-up (finishOCIRoot). The agent gets the same filter either
+		// way; the test suites check it.
+		Seccomp:     nil,
 		CgroupsPath: "/" + cgroups.Slice + "/" + id, // beside the namespace backend's sessions: one CPU entity for all
 		Annotations: map[string]string{"fedmem.session": spec.Plan.Session},
-		IDMapped:    idmapped,
+		IDMapped:    ociIDMapped(spec, &idp.id),
 		HomeIDMap:   ociHomeIDMap(spec, &idp.id),
 		Placeholder: filepath.Join(bundle, "placeholder"), PlaceholderJSON: filepath.Join(bundle, "placeholder.json"),
 	})
@@ -167,35 +193,116 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageSpec, Msg: err.Error()}
 	}
 	faultOCI(ocispec, spec.Plan) // fedmemfault builds only (test/escape TestVerificationFailsClosed)
-	// fedmem-run's own executable, read-only, under the name the init
-	// dispatches on (the runtime execs Args[0] found in PATH).
 	ocispec.Mounts = append(ocispec.Mounts, specs.Mount{Destination: filepath.Join(oci.InitDir, InitArg0), Type: "bind", Source: exe, Options: []string{"bind", "ro", "nosuid", "nodev"}})
-	if err := os.MkdirAll(bundle, 0o700); err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: err.Error()}
+	return ocispec, nil
+}
+
+// writeBundle writes the bundle the helper runs: what an absent protected
+// file reads as inside (the placeholders), the descriptor socket's
+// directory for a runtime that relays them (fdSocket), and config.json.
+func writeBundle(ocispec *specs.Spec, rt containerRuntime, bundle string) error {
+	setupErr := func(err error) error {
+		return &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: err.Error()}
 	}
-	// What an absent protected file reads as inside (placeholders).
+	if err := os.MkdirAll(bundle, 0o700); err != nil {
+		return setupErr(err)
+	}
 	for name, body := range map[string]string{"placeholder": "", "placeholder.json": "{}"} {
 		if err := os.WriteFile(filepath.Join(bundle, name), []byte(body), 0o444); err != nil {
-			return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: err.Error()}
+			return setupErr(err)
 		}
 	}
 	if rt.fdSocket {
 		fdDir := filepath.Join(bundle, "fds")
 		if err := os.Mkdir(fdDir, 0o700); err != nil {
-			return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: err.Error()}
+			return setupErr(err)
 		}
 		ocispec.Mounts = append(ocispec.Mounts, specs.Mount{Destination: ociFdDir, Type: "bind", Source: fdDir, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
 	}
-	defer os.RemoveAll(bundle)
 	raw, err := json.MarshalIndent(ocispec, "", "  ")
 	if err == nil {
 		err = os.WriteFile(filepath.Join(bundle, "config.json"), raw, 0o600)
 	}
 	if err != nil {
-		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: err.Error()}
+		return setupErr(err)
 	}
+	return nil
+}
 
-	link, err := newInitLink(spec, &cfg)
+// containerKill ends a container session from here. Once the init's pid
+// is known: SIGKILL to every process of the container's cgroup (cgroupKill:
+// the init's death alone ends its pid namespace only once the dying init
+// gets a CPU) and to the init through a pidfd; and always the helper's kill
+// over the control pipe, which alone is a round trip through the runtime
+// (containerd: gRPC, shim, runc) while a flood of writers goes on.
+type containerKill struct {
+	id  string
+	ctl *os.File // the control pipe's write end
+	mu  sync.Mutex
+	fd  int // pidfd of the container's init, 0: not yet known
+	cg  *cgroupKill
+	// closed: the session is over, the pidfd is closed (or never kept).
+	closed bool
+}
+
+// setInit makes the container's init, pid in our pid namespace, known.
+func (k *containerKill) setInit(pid int) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return
+	}
+	cg := containerCgroup(pid, fd, k.id)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		unix.Close(fd)
+		return
+	}
+	k.fd, k.cg = fd, cg
+}
+
+func (k *containerKill) kill() {
+	k.mu.Lock()
+	if k.fd > 0 && !k.closed {
+		k.cg.kill()
+		_ = unix.PidfdSendSignal(k.fd, unix.SIGKILL, nil, 0)
+	}
+	k.mu.Unlock()
+	_, _ = k.ctl.Write([]byte{'k'})
+}
+
+// close ends kill's use of the init's pidfd.
+func (k *containerKill) close() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.closed = true
+	if k.fd > 0 {
+		unix.Close(k.fd)
+	}
+}
+
+// readInitPid reads the pid of the container's init (in our pid
+// namespace) that the helper writes on r once the runtime made it, makes
+// it known to k before the agent can have started (the limits kill
+// through it), and sends it: 0 when the helper died before it knew.
+func readInitPid(r io.Reader, k *containerKill) <-chan int {
+	initPid := make(chan int, 1)
+	go func() {
+		b, _ := io.ReadAll(r)
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if n > 0 {
+			k.setInit(n)
+		}
+		initPid <- n
+	}()
+	return initPid
+}
+
+// superviseContainer starts the helper on the written bundle, hands the
+// init its config and watches the session to its end: the same watch and
+// epilogue as the namespace backend's.
+func superviseContainer(ctx context.Context, spec *Spec, rt containerRuntime, cfg *initConfig, host hostLayers, id, bundle string) (*Result, error) {
+	link, err := newInitLink(spec, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -229,118 +336,46 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	sigs, stopSigs := forwarded(spec)
 	defer stopSigs()
 
-	link.sendConfig(&cfg, nil)
+	link.sendConfig(cfg, nil)
 	cloned := monoNow()
 	if err := cmd.Start(); err != nil {
 		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageStart, Msg: fmt.Sprintf("%s helper: %v", rt.name, err)}
 	}
-	// kill: once the init's pid is known, SIGKILL to every process of the
-	// container's cgroup from here (cgroupKill: the init's death alone
-	// ends its pid namespace only once the dying init gets a CPU) and to
-	// the init through a pidfd; and the helper's kill over the control
-	// pipe, which alone is a round trip through the runtime (containerd:
-	// gRPC, shim, runc) while a flood of writers goes on.
-	var initFd struct {
-		sync.Mutex
-		fd     int // pidfd of the container's init, 0: not yet known
-		cg     *cgroupKill
-		closed bool
-	}
-	setInitFd := func(pid int) {
-		fd, err := unix.PidfdOpen(pid, 0)
-		if err != nil {
-			return
-		}
-		cg := containerCgroup(pid, fd, id)
-		initFd.Lock()
-		defer initFd.Unlock()
-		if initFd.closed {
-			unix.Close(fd)
-			return
-		}
-		initFd.fd, initFd.cg = fd, cg
-	}
-	defer func() {
-		initFd.Lock()
-		defer initFd.Unlock()
-		initFd.closed = true
-		if initFd.fd > 0 {
-			unix.Close(initFd.fd)
-		}
-	}()
-	kill := func() {
-		initFd.Lock()
-		if initFd.fd > 0 && !initFd.closed {
-			initFd.cg.kill()
-			_ = unix.PidfdSendSignal(initFd.fd, unix.SIGKILL, nil, 0)
-		}
-		initFd.Unlock()
-		_, _ = ctlW.Write([]byte{'k'})
-	}
-	pl := startParentLimits(spec, kill)
+	k := &containerKill{id: id, ctl: ctlW}
+	defer k.close()
+	pl := startParentLimits(spec, k.kill)
 	defer pl.stop()
 	msgs, masters := link.started(spec)
 	ctlR.Close()
 	pidW.Close()
-	initPid := make(chan int, 1)
-	go func() {
-		b, _ := io.ReadAll(pidR)
-		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		if n > 0 {
-			setInitFd(n) // before the agent can have started: the limits kill through it
-		}
-		initPid <- n // 0: the helper died before it knew
-	}()
-	relay := link.relay
-	ns := []string{"user", "mount", "pid", "ipc", "uts", "cgroup"}
-	if spec.Plan.Network.OwnNetNS() {
-		ns = append(ns, "net")
-	}
-	host := func(x Layers) Layers {
-		x.Backend, x.Namespaces, x.PTY, x.Limits = rt.name, ns, relay != nil, notes
-		x.Identity = &idp.id
-		x.EnforcedBy = rt.enforced
-		x.Notes = append(x.Notes, rt.notes...)
-		return x
-	}
-	res = &Result{ExitCode: -1, Layers: host(Layers{})}
+	initPid := readInitPid(pidR, k)
+	host.pty = link.relay != nil
+	res = host.newResult()
 	var tmpFull tmpCap // /tmp or /dev/shm full: limits.tmp_bytes
-	w := &watch{spec: spec, res: res, host: host, relay: relay, proc: cmd.Process,
-		kill: kill, masters: masters, sigs: sigs,
+	w := &watch{spec: spec, res: res, host: host, relay: link.relay, proc: cmd.Process,
+		kill: k.kill, masters: masters, sigs: sigs,
 		started: func(m initMessage) map[string]any {
 			if pid := <-initPid; pid > 0 {
-				tmpFull.start(spec.Plan, pid, kill)
+				tmpFull.start(spec.Plan, pid, k.kill)
 			}
 			return map[string]any{"phases_ms": startPhases(cloned, m.Phases)}
 		}}
 	runErr := w.run(ctx, msgs)
-	werr := cmd.Wait()
-	if relay != nil && relay.master != nil {
-		relay.Finish()
-	}
+	werr := w.reap(cmd)
 	// The helper read the container's cgroup before it went.
 	if b, err := os.ReadFile(filepath.Join(bundle, "limits_hit")); err == nil {
 		res.LimitsHit = append(res.LimitsHit, strings.Fields(string(b))...)
 	}
-	pl.record(spec, res)
-	tmpFull.finish(res)
-	if pl.end(spec, res) {
-		return res, nil
-	}
-	if runErr != nil {
-		return res, runErr
-	}
-	if res.ExitCode < 0 {
+	return conclude(spec, res, pl, &tmpFull, runErr, func(res *Result) error {
 		// The init said nothing: the helper's status tells (128+n when
 		// the container's process was killed by signal n).
 		var ee *exec.ExitError
 		if errors.As(werr, &ee) && ee.ExitCode() > 128 && ee.ExitCode() != ExitFedmemError {
 			res.ExitCode, res.Signal = ee.ExitCode(), ee.ExitCode()-128
-			return res, nil
+			return nil
 		}
-		return res, &Error{Code: ExitFedmemError, Stage: mounts.StageInit, Msg: fmt.Sprintf("%s: the container's init ended without a status: %v", rt.name, werr)}
-	}
-	return res, nil
+		return &Error{Code: ExitFedmemError, Stage: mounts.StageInit, Msg: fmt.Sprintf("%s: the container's init ended without a status: %v", rt.name, werr)}
+	})
 }
 
 // ociIDMapped decides, as idmapBinds does for the namespace backend, which

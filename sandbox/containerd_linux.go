@@ -4,9 +4,9 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"strconv"
 
 	"github.com/fedmem/fedmem/mounts"
+	ocihelper "github.com/fedmem/fedmem/sandbox/oci/helper"
 )
 
 // Containerd is the containerd backend: the same OCI spec, run by a real
@@ -52,8 +52,7 @@ func (c Containerd) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		rootfs:   "rootfs",
 		image:    c.Image != "",
 		command: func(bundle, id string, nfds, control, pidFd int) *exec.Cmd {
-			args := []string{"run", "--address", addr, "--namespace", ContainerdNamespace, "--bundle", bundle, "--id", id,
-				"--fds", strconv.Itoa(nfds), "--control", strconv.Itoa(control), "--pid-fd", strconv.Itoa(pidFd)}
+			args := append([]string{"run", "--address", addr, "--namespace", ContainerdNamespace}, ocihelper.RunFlags{Bundle: bundle, ID: id, FDs: nfds, Control: control, PidFd: pidFd}.Args()...)
 			if c.Image != "" {
 				args = append(args, "--image", c.Image)
 			}

@@ -42,24 +42,3 @@ func (d *Denied) Fields() map[string]any {
 	}
 	return m
 }
-
-// denialHint says how to live with a refused system call. No profile
-// setting lifts a seccomp rule (the deny-list is the same for every
-// profile: docs/seccomp.md), so the hint names what a profile can do
-// instead.
-func denialHint(rule string) string {
-	switch rule {
-	case "unshare-namespaces", "clone-namespaces", "setns":
-		return "no profile allows new namespaces: a nested sandbox (bwrap, Codex's own) cannot start inside fedmem; " +
-			"turn the agent's own sandbox off (Codex: --sandbox danger-full-access) and let fedmem be the sandbox (docs/seccomp.md)"
-	case "mount":
-		return "no profile allows mounts: give the agent the paths it needs with writable:, state: or home.mode in its profile (docs/profiles.md)"
-	case "suid-sgid":
-		return "setuid/setgid bits can never be set inside fedmem: files the agent writes belong to you on the host " +
-			"(docs/seccomp.md); set the mode without them (chmod 755; for a directory that inherited set-group-id, chmod 00755), " +
-			"or outside fedmem if you really mean it"
-	case "":
-		return "refused by the seccomp deny-list (docs/seccomp.md)"
-	}
-	return "refused by seccomp rule " + rule + " for every profile (docs/seccomp.md); it cannot be allowed in a profile: run this step outside fedmem"
-}

@@ -11,4 +11,14 @@
 //     filter and, where the kernel has it, a Landlock domain;
 //   - no file descriptor but stdio reaches the agent;
 //   - the agent's exit code, or 128+signal, is what Run reports.
+//
+// Two processes run this package's code: fedmem-run (the parent: the
+// backends, the watch of a session, the placeholders' guard) and the
+// sandbox's pid 1, fedmem-run re-executed as InitArg0 (the root's build
+// and verification, the layers, the agent's fork and reaping; and the
+// user-namespace holder it becomes under userns-hold). Code that runs
+// only in the re-executed init lives in files named pid1_*.go; every other
+// file holds the parent's code or code both run (the wire protocol in
+// protocol.go, MountError, the no-link opens). test/boundary
+// TestPid1CodeApart checks the rule on the package's call graph.
 package sandbox

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -538,13 +537,6 @@ func holdUsernsRunning(uids, gids []syscall.SysProcIDMap) (*os.File, error) {
 	w.Close()
 	_ = cmd.Wait()
 	return f, err
-}
-
-// holdMain is the init run as usernsHoldArg: it holds its user namespace
-// until stdin closes.
-func holdMain() {
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	os.Exit(0)
 }
 
 // ProbeIdmap reports whether a mount of dir can be idmapped on this

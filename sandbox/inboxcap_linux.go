@@ -387,15 +387,6 @@ func (w *inboxWatch) events(b []byte) error {
 	return nil
 }
 
-// withSize adds a tmpfs size= option (limits.tmp_bytes) to opts; a write
-// past it fails with ENOSPC. Without one a tmpfs may grow to half of RAM.
-func withSize(opts string, size int64) string {
-	if size <= 0 {
-		return opts
-	}
-	return fmt.Sprintf("%s,size=%d", opts, size)
-}
-
 // tmpNotes says how limits.tmp_bytes is enforced, for the report.
 func tmpNotes(pl *mounts.Plan) []string {
 	for _, m := range pl.Mounts {

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"errors"
 	"strconv"
 
 	"github.com/fedmem/fedmem/mounts"
@@ -30,36 +29,6 @@ func landlockRules(pl *mounts.Plan) landlock.Rules {
 		// or not).
 		UnixSockets: pl.UnixSockets,
 	}
-}
-
-// applyLandlock restricts every thread to the plan's rules and scopes
-// abstract unix sockets and signals to the sandbox. It runs after the root
-// is final: once applied, the kernel refuses this process further mounts.
-func applyLandlock(cfg *initConfig, l *Layers) error {
-	st, err := landlock.Apply(landlockRules(cfg.Plan))
-	if err != nil {
-		return err
-	}
-	l.Landlock, l.LandlockFS, l.LandlockNet, l.Scoped = st.ABI, st.FS, st.NetTCP, st.Scopes()
-	if cfg.RequireLandlock && (st.ABI == 0 || !st.FS) {
-		return errors.New("the profile requires landlock and this kernel does not enforce it (see `fedmem doctor`)")
-	}
-	return nil
-}
-
-// scopeThread puts the calling (forking) thread in a nested Landlock domain
-// scoping signals and abstract sockets; see landlock.ScopeThread.
-func scopeThread() (bool, error) { return landlock.ScopeThread() }
-
-// applySeccomp installs the deny-list filter on every thread. It is the
-// last step before the agent is forked: the filter forbids the mount
-// family, namespaces and ptrace to everything that follows.
-func applySeccomp(cfg *initConfig, l *Layers) error {
-	if err := seccomp.Apply(cfg.Plan.SocketFamilies...); err != nil {
-		return err
-	}
-	l.Seccomp = true
-	return nil
 }
 
 func describeFilters(pl *mounts.Plan) []string {

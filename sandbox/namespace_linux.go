@@ -43,13 +43,92 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		return nil, err
 	}
 	defer link.Close()
+	cmd := namespaceInit(spec, idp, link, &cfg)
+	link.setStdio(cmd, spec)
+	clean := startNamespaceCleanup(spec)
+	defer clean.run()
+	if idp.cred != nil {
+		clean.closeIdmapped, err = idmapBinds(spec, &cfg, &idp.id, cmd)
+		if err != nil {
+			return nil, err
+		}
+	}
+	Stamp("idmapped")
+	cg, limitNotes, err := limitsSetup(spec, &cfg)
+	clean.cg = cg
+	Stamp("limits")
+	if err != nil {
+		return nil, err
+	}
+	if fd := cg.FD(); fd != nil {
+		// clone3(CLONE_INTO_CGROUP): the init is born in the session's
+		// v2 cgroup and never runs a single instruction outside its limits.
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(fd.Fd())
+	}
 
+	// Forward termination signals to pid 1, which forwards them to the agent.
+	sigs, stopSigs := forwarded(spec)
+	defer stopSigs()
+	cloned, err := startNamespaceInit(cmd, &cfg, link, idp, cg, clean)
+	if err != nil {
+		return nil, err
+	}
+	var tmpFull tmpCap // /tmp or /dev/shm full: limits.tmp_bytes
+	// SIGKILL to pid 1 ends the whole pid namespace at once.
+	pl := startParentLimits(spec, func() { _ = cmd.Process.Kill() })
+	defer pl.stop()
+	msgs, masters := link.started(spec)
+	proposal := link.proposal()
+	for _, f := range cmd.ExtraFiles[len(link.files):] {
+		f.Close() // the idmapped trees: the init holds them now
+	}
+	host := hostLayers{backend: "namespace", namespaces: sandboxNamespaces(spec.Plan), pty: link.relay != nil,
+		limits: limitNotes, identity: &idp.id, enforced: Namespace{}.Describe()}
+	res := host.newResult()
+	w := &watch{spec: spec, res: res, host: host, relay: link.relay, proc: cmd.Process,
+		kill: func() { _ = cmd.Process.Signal(unix.SIGKILL) }, masters: masters, sigs: sigs,
+		started: func(m initMessage) map[string]any {
+			tmpFull.start(spec.Plan, cmd.Process.Pid, func() { _ = cmd.Process.Kill() })
+			return map[string]any{"phases_ms": startPhases(cloned, m.Phases)}
+		}}
+	runErr := w.run(ctx, msgs)
+	werr := w.reap(cmd)
+	// The init is gone: the proposal's upper tmpfs (if it mounted one)
+	// is held by this descriptor alone now.
+	res.Proposal = <-proposal
+	Stamp("reaped")
+	clean.coversLost = res.CoversLost != ""
+	if cg != nil {
+		res.LimitsHit = append(res.LimitsHit, cg.Hits()...)
+	}
+	clean.run()
+	Stamp("cleaned")
+	if g := clean.placeholders(); g.err != nil {
+		return nil, g.err // the init got no config: nothing ran
+	}
+	return conclude(spec, res, pl, &tmpFull, runErr, func(res *Result) error {
+		// The init died without saying why (killed from outside, or OOM).
+		var ee *exec.ExitError
+		if errors.As(werr, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				res.Signal = int(ws.Signal())
+				res.ExitCode = 128 + res.Signal
+				return nil
+			}
+		}
+		return &Error{Code: ExitFedmemError, Stage: mounts.StageInit, Msg: fmt.Sprintf("sandbox init ended without a status: %v", werr)}
+	})
+}
+
+// namespaceInit is the command of the sandbox's pid 1: this executable
+// again, under InitArg0, cloned into the sandbox's namespaces with the
+// identity idp maps, holding across its execve the capabilities it needs
+// to build the root; cfg learns what the identity asks of the init.
+func namespaceInit(spec *Spec, idp *idPlan, link *initLink, cfg *initConfig) *exec.Cmd {
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
-	ns := []string{"user", "mount", "pid", "ipc", "uts", "cgroup"}
 	if spec.Plan.Network.OwnNetNS() { // every mode but host: fail closed
 		flags |= unix.CLONE_NEWNET
-		ns = append(ns, "net")
 	}
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
@@ -92,71 +171,74 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		cmd.SysProcAttr.Credential = idp.cred
 		cfg.AgentSwitch, cfg.AgentUID, cfg.AgentGID, cfg.AgentGroups = true, spec.UID, spec.GID, idp.agentGroups
 	}
+	return cmd
+}
 
-	link.setStdio(cmd, spec)
-	// Guarantee 6: placeholders leave no litter. They are made while the
-	// init starts (the config, hence the root build, waits for them), off
-	// the start-up's critical path (issue 9); every return waits for them
-	// and releases them.
-	type guard struct {
-		release func(coversLost bool)
-		err     error
-	}
-	guarded := make(chan guard, 1)
+// placeholderGuard is guardPlaceholders' outcome.
+type placeholderGuard struct {
+	release func(coversLost bool)
+	err     error
+}
+
+// namespaceCleanup is the namespace session's cleanup, once the sandbox is
+// gone (or never started): the session cgroup's removal (an rmdir of a v1
+// memory cgroup can take milliseconds) runs beside the placeholders'
+// removal and the idmapped trees' close, and all are done before Run
+// returns — nothing is left running or behind.
+type namespaceCleanup struct {
+	// placeholders waits for the placeholders' guard (made while the
+	// init starts) and returns it.
+	placeholders  func() placeholderGuard
+	cg            *cgroups.Session
+	closeIdmapped func()
+	coversLost    bool // the init found a cover detached at the end (reverify)
+	once          sync.Once
+}
+
+// startNamespaceCleanup starts guarding the placeholders (guarantee 6:
+// placeholders leave no litter). They are made while the init starts (the
+// config, hence the root build, waits for them), off the start-up's
+// critical path (issue 9); every return waits for them and releases them.
+func startNamespaceCleanup(spec *Spec) *namespaceCleanup {
+	guarded := make(chan placeholderGuard, 1)
 	go func() {
 		release, err := guardPlaceholders(spec)
-		guarded <- guard{release, err}
+		guarded <- placeholderGuard{release, err}
 	}()
-	placeholders := sync.OnceValue(func() guard { return <-guarded })
-	// The session's cleanup, once the sandbox is gone (or never started):
-	// the session cgroup's removal (an rmdir of a v1 memory cgroup can take
-	// milliseconds) runs beside the placeholders' removal, and both are
-	// done before Run returns — nothing is left running or behind.
-	var cg *cgroups.Session
-	closeIdmapped := func() {}
-	coversLost := false // the init found a cover detached at the end (reverify)
-	cleanup := sync.OnceFunc(func() {
+	return &namespaceCleanup{
+		placeholders:  sync.OnceValue(func() placeholderGuard { return <-guarded }),
+		closeIdmapped: func() {},
+	}
+}
+
+// run cleans up, once.
+func (c *namespaceCleanup) run() {
+	c.once.Do(func() {
 		removed := make(chan struct{})
 		go func() {
 			defer close(removed)
-			cg.Remove()
+			c.cg.Remove()
 		}()
-		closeIdmapped()
-		placeholders().release(coversLost)
+		c.closeIdmapped()
+		c.placeholders().release(c.coversLost)
 		<-removed
 	})
-	defer cleanup()
-	if idp.cred != nil {
-		closeIdmapped, err = idmapBinds(spec, &cfg, &idp.id, cmd)
-		if err != nil {
-			return nil, err
-		}
-	}
-	Stamp("idmapped")
-	cg, limitNotes, err := limitsSetup(spec, &cfg)
-	Stamp("limits")
-	if err != nil {
-		return nil, err
-	}
-	if fd := cg.FD(); fd != nil {
-		// clone3(CLONE_INTO_CGROUP): the init is born in the session's
-		// v2 cgroup and never runs a single instruction outside its limits.
-		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(fd.Fd())
-	}
+}
 
-	// Forward termination signals to pid 1, which forwards them to the agent.
-	sigs, stopSigs := forwarded(spec)
-	defer stopSigs()
-
+// startNamespaceInit starts the init and hands it its config once it may
+// read it: with newgidmap, after its gid map is written (no step of the
+// sandbox runs with the caller's groups still usable); with a v1 session
+// cgroup, once it is in it (v2 is entered at clone); and only once the
+// placeholders are guarded. It returns when the init was cloned; on an
+// error the init gets no config and is killed and reaped.
+func startNamespaceInit(cmd *exec.Cmd, cfg *initConfig, link *initLink, idp *idPlan, cg *cgroups.Session, clean *namespaceCleanup) (cloned int64, err error) {
 	// The config goes into the pipe while the init is still starting (a
 	// config larger than the pipe buffer just completes once it reads).
 	// Should the init die first, the write fails with EPIPE and the init's
 	// own error, or its exit status, tells why.
-	// With a session v1 cgroup the init must be in it before it reads its
-	// config, hence before it can start anything (v2 is entered at clone).
 	placed := make(chan bool, 1) // sent once, and only with a v1 cgroup
 	mapped := make(chan bool, 1) // sent once, and only with newgidmap
-	link.sendConfig(&cfg, func() bool {
+	link.sendConfig(cfg, func() bool {
 		ok := !cg.NeedsAdd() || <-placed
 		if ok && idp.newgidmap != "" {
 			ok = <-mapped
@@ -164,19 +246,18 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		// The placeholders are made (and their directories locked)
 		// before the init builds the root; if they cannot be guarded the
 		// init gets no config and the session is refused below.
-		return ok && placeholders().err == nil
+		return ok && clean.placeholders().err == nil
 	})
-	cloned := monoNow()
+	cloned = monoNow()
 	if err := cmd.Start(); err != nil {
 		if cg.NeedsAdd() {
 			placed <- false
 		}
 		mapped <- false
-		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageStart, Msg: startHint(err)}
+		return 0, &Error{Code: ExitFedmemError, Stage: mounts.StageStart, Msg: startHint(err)}
 	}
 	if idp.newgidmap != "" {
-		// Before the init reads its config (it waits for it): no step of
-		// the sandbox runs with the caller's groups still usable.
+		// Before the init reads its config (it waits for it).
 		if err := idp.mapGids(cmd.Process.Pid); err != nil {
 			mapped <- false
 			if cg.NeedsAdd() {
@@ -184,7 +265,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			}
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			return nil, err
+			return 0, err
 		}
 		mapped <- true
 	}
@@ -193,74 +274,11 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 			placed <- false
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageLimits, Msg: err.Error()}
+			return 0, &Error{Code: ExitFedmemError, Stage: mounts.StageLimits, Msg: err.Error()}
 		}
 		placed <- true
 	}
-	var tmpFull tmpCap // /tmp or /dev/shm full: limits.tmp_bytes
-	// SIGKILL to pid 1 ends the whole pid namespace at once.
-	pl := startParentLimits(spec, func() { _ = cmd.Process.Kill() })
-	defer pl.stop()
-	msgs, masters := link.started(spec)
-	proposal := link.proposal()
-	for _, f := range cmd.ExtraFiles[len(link.files):] {
-		f.Close() // the idmapped trees: the init holds them now
-	}
-	relay := link.relay
-
-	// What the parent knows of the layers; the init reports the rest.
-	host := func(l Layers) Layers {
-		l.Backend, l.Namespaces, l.PTY, l.Limits = "namespace", ns, relay != nil, limitNotes
-		l.Identity = &idp.id
-		l.EnforcedBy = Namespace{}.Describe()
-		return l
-	}
-	res := &Result{ExitCode: -1, Layers: host(Layers{})}
-	w := &watch{spec: spec, res: res, host: host, relay: relay, proc: cmd.Process,
-		kill: func() { _ = cmd.Process.Signal(unix.SIGKILL) }, masters: masters, sigs: sigs,
-		started: func(m initMessage) map[string]any {
-			tmpFull.start(spec.Plan, cmd.Process.Pid, func() { _ = cmd.Process.Kill() })
-			return map[string]any{"phases_ms": startPhases(cloned, m.Phases)}
-		}}
-	runErr := w.run(ctx, msgs)
-	werr := cmd.Wait()
-	// The init is gone: the proposal's upper tmpfs (if it mounted one)
-	// is held by this descriptor alone now.
-	res.Proposal = <-proposal
-	if relay != nil && relay.master != nil {
-		relay.Finish()
-	}
-	Stamp("reaped")
-	coversLost = res.CoversLost != ""
-	if cg != nil {
-		res.LimitsHit = append(res.LimitsHit, cg.Hits()...)
-	}
-	cleanup()
-	Stamp("cleaned")
-	if g := placeholders(); g.err != nil {
-		return nil, g.err // the init got no config: nothing ran
-	}
-	pl.record(spec, res)
-	tmpFull.finish(res)
-	if pl.end(spec, res) {
-		return res, nil
-	}
-	if runErr != nil {
-		return res, runErr
-	}
-	if res.ExitCode < 0 {
-		// The init died without saying why (killed from outside, or OOM).
-		var ee *exec.ExitError
-		if errors.As(werr, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				res.Signal = int(ws.Signal())
-				res.ExitCode = 128 + res.Signal
-				return res, nil
-			}
-		}
-		return res, &Error{Code: ExitFedmemError, Stage: mounts.StageInit, Msg: fmt.Sprintf("sandbox init ended without a status: %v", werr)}
-	}
-	return res, nil
+	return cloned, nil
 }
 
 func emit(spec *Spec, name string, fields map[string]any) {
@@ -319,21 +337,8 @@ func initEnv() []string { return []string{"GOMAXPROCS=1"} }
 // weaker sandbox.
 func limitsSetup(spec *Spec, cfg *initConfig) (*cgroups.Session, []string, error) {
 	l := spec.Limits
-	var notes []string
-	if l.WallTime > 0 {
-		notes = append(notes, "wall_time="+l.WallTime.String()+" (fedmem-run kills the sandbox)")
-	}
-	if l.InboxBytes > 0 {
-		notes = append(notes, fmt.Sprintf("inbox_bytes=%d (fedmem-run watches the inbox and kills the sandbox)", l.InboxBytes))
-	}
-	if l.FileSize > 0 {
-		cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_FSIZE, Max: uint64(l.FileSize)})
-		notes = append(notes, fmt.Sprintf("file_size=%d (RLIMIT_FSIZE)", l.FileSize))
-	}
-	if l.OpenFiles > 0 {
-		cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_NOFILE, Max: uint64(l.OpenFiles)})
-		notes = append(notes, fmt.Sprintf("open_files=%d (RLIMIT_NOFILE)", l.OpenFiles))
-	}
+	notes := parentLimitNotes(l, "sandbox")
+	notes = append(notes, fileRlimits(l, cfg)...)
 	notes = append(notes, tmpNotes(spec.Plan)...)
 	// Share: every session's processes go in a cpu cgroup under the one
 	// fedmem.slice, whatever the profile, so that sessions together weigh

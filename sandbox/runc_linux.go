@@ -3,11 +3,11 @@ package sandbox
 import (
 	"context"
 	"os/exec"
-	"strconv"
 	"syscall"
 
 	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/sandbox/oci"
+	ocihelper "github.com/fedmem/fedmem/sandbox/oci/helper"
 )
 
 // Runc is the runc backend: the sandbox/oci translation of the plan run by
@@ -42,8 +42,8 @@ func (r Runc) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		name:     "runc",
 		rootfs:   oci.HostRoot,
 		command: func(bundle, id string, nfds, control, pidFd int) *exec.Cmd {
-			cmd := exec.Command(helper, "run", "--state", state+"/containers", "--bundle", bundle, "--id", id,
-				"--fds", strconv.Itoa(nfds), "--control", strconv.Itoa(control), "--pid-fd", strconv.Itoa(pidFd))
+			args := append([]string{"run", "--state", state + "/containers"}, ocihelper.RunFlags{Bundle: bundle, ID: id, FDs: nfds, Control: control, PidFd: pidFd}.Args()...)
+			cmd := exec.Command(helper, args...)
 			cmd.Env = []string{"GOMAXPROCS=2"}
 			cmd.SysProcAttr = runcHelperAttr()
 			return cmd

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/mounts"
 )
 
 // readInit turns the init's JSON lines on r into messages; the channel is
@@ -38,11 +41,11 @@ func readInit(r io.Reader) <-chan initMessage {
 type watch struct {
 	spec    *Spec
 	res     *Result
-	host    func(Layers) Layers // adds what the parent knows to the init's layers
-	relay   *ptyRelay           // nil without a terminal
-	proc    *os.Process         // the process signals are forwarded to
-	kill    func()              // ends the whole sandbox
-	masters <-chan *os.File     // the PTY master, once the init sends it
+	host    hostLayers      // what the parent knows, added to the init's layers
+	relay   *ptyRelay       // nil without a terminal
+	proc    *os.Process     // the process signals are forwarded to
+	kill    func()          // ends the whole sandbox
+	masters <-chan *os.File // the PTY master, once the init sends it
 	sigs    <-chan os.Signal
 	// started, if set, runs when the init reports its layers and returns
 	// extra fields for the "started" event.
@@ -69,7 +72,7 @@ func (w *watch) run(ctx context.Context, msgs <-chan initMessage) error {
 			switch m.Type {
 			case msgStarted:
 				if m.Layers != nil {
-					w.res.Layers = w.host(*m.Layers)
+					w.res.Layers = w.host.add(*m.Layers)
 					fields := map[string]any{"layers": w.res.Layers}
 					if w.started != nil {
 						for k, v := range w.started(m) {
@@ -110,6 +113,103 @@ func (w *watch) run(ctx context.Context, msgs <-chan initMessage) error {
 		}
 	}
 	return runErr
+}
+
+// sandboxNamespaces are the namespaces every backend gives the sandbox:
+// user, mount, pid, ipc, uts and cgroup, and net in every network mode but
+// host (fail closed).
+func sandboxNamespaces(pl *mounts.Plan) []string {
+	ns := []string{"user", "mount", "pid", "ipc", "uts", "cgroup"}
+	if pl.Network.OwnNetNS() {
+		ns = append(ns, "net")
+	}
+	return ns
+}
+
+// hostLayers is what the parent knows of the layers, for every backend;
+// the init reports the rest.
+type hostLayers struct {
+	backend    string
+	namespaces []string
+	pty        bool
+	limits     []string // how each limit is enforced
+	identity   *Identity
+	enforced   []string // the backend's enforced_by
+	notes      []string // the backend's own notes, after the init's
+}
+
+// add puts what the parent knows into l, the init's layers.
+func (h hostLayers) add(l Layers) Layers {
+	l.Backend, l.Namespaces, l.PTY, l.Limits = h.backend, h.namespaces, h.pty, h.limits
+	l.Identity = h.identity
+	l.EnforcedBy = h.enforced
+	l.Notes = append(l.Notes, h.notes...)
+	return l
+}
+
+// newResult is a session's result before the init says anything: no exit
+// yet (-1), the parent's layers.
+func (h hostLayers) newResult() *Result {
+	return &Result{ExitCode: -1, Layers: h.add(Layers{})}
+}
+
+// reap waits for the process that held the init (the init itself, or the
+// runtime helper that ran it) once the init's messages ended, and drains
+// the terminal relay; it returns the wait's error for conclude's status.
+func (w *watch) reap(cmd *exec.Cmd) error {
+	werr := cmd.Wait()
+	if w.relay != nil && w.relay.master != nil {
+		w.relay.Finish()
+	}
+	return werr
+}
+
+// conclude is every backend's epilogue once its init is reaped and the
+// backend has put in res what only it knows (its cgroup's hits): the
+// limits the parent enforced (wall time, inbox bytes, tmp bytes) are
+// recorded and told, and the session ends with the wall time's exit, else
+// the init's own error (runErr), else — when the init never reported an
+// exit — what status makes of the reaped process (the signal that killed
+// it, or an error at StageInit).
+func conclude(spec *Spec, res *Result, pl *parentLimits, tmp *tmpCap, runErr error, status func(res *Result) error) (*Result, error) {
+	pl.record(spec, res)
+	tmp.finish(res)
+	if pl.end(spec, res) {
+		return res, nil
+	}
+	if runErr != nil {
+		return res, runErr
+	}
+	if res.ExitCode < 0 {
+		return res, status(res)
+	}
+	return res, nil
+}
+
+// fileRlimits asks the init for the rlimits of limits.file_size and
+// limits.open_files, the same in every backend, and says so.
+func fileRlimits(l Limits, cfg *initConfig) (notes []string) {
+	if l.FileSize > 0 {
+		cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_FSIZE, Max: uint64(l.FileSize)})
+		notes = append(notes, fmt.Sprintf("file_size=%d (RLIMIT_FSIZE)", l.FileSize))
+	}
+	if l.OpenFiles > 0 {
+		cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_NOFILE, Max: uint64(l.OpenFiles)})
+		notes = append(notes, fmt.Sprintf("open_files=%d (RLIMIT_NOFILE)", l.OpenFiles))
+	}
+	return notes
+}
+
+// parentLimitNotes say how the limits the parent enforces itself are, for
+// a sandbox called what ("sandbox", "container").
+func parentLimitNotes(l Limits, what string) (notes []string) {
+	if l.WallTime > 0 {
+		notes = append(notes, "wall_time="+l.WallTime.String()+" (fedmem-run kills the "+what+")")
+	}
+	if l.InboxBytes > 0 {
+		notes = append(notes, fmt.Sprintf("inbox_bytes=%d (fedmem-run watches the inbox and kills the %s)", l.InboxBytes, what))
+	}
+	return notes
 }
 
 // parentLimits are the limits the parent enforces itself for every backend:

@@ -186,7 +186,7 @@ func Resolve(o Options) (*Session, error) {
 		scanEntries = host.DefaultScanEntries
 	}
 	scanner := host.NewScanner(scanEntries, host.DefaultScanTime)
-	s.Plan, err = mounts.Build(prof, mounts.Input{
+	s.Plan, err = mounts.Build(prof.PlanRequest(), mounts.Input{
 		Vault: s.Vault, Session: s.ID, Workdir: s.Workdir, Home: s.Home,
 		Exists:     host.Exists,
 		ExtraMasks: host.CredentialPaths(s.OwnerUID),

@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fedmem/fedmem/mounts"
@@ -286,155 +284,45 @@ func reportEarly(o *Options, code int, stage mounts.Stage, cause error, stderr i
 // run does the session's work after Run has opened the output files; rep
 // is filled in as it goes.
 func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, stderr io.Writer, rewriteRecord bool, sigs <-chan os.Signal) (int, error) {
-	created, err := ensureGateState(r.Session)
+	r, err := planWithGateState(o, r)
 	if err != nil {
-		return sandbox.ExitFedmemError, staged(StageState, err)
+		return sandbox.ExitFedmemError, err
 	}
-	if created {
-		// Plan again, same session: the state directory now exists and
-		// is masked.
-		o2 := *o
-		o2.Session = r.ID
-		if r, err = Resolve(&o2); err != nil {
-			return sandbox.ExitFedmemError, err
-		}
+	ss := &session{o: o, r: r, ev: ev, rep: rep, stderr: stderr, environ: o.Environ, nt: &notices{}}
+	if ss.environ == nil {
+		ss.environ = os.Environ()
 	}
 	s, spec, prof := r.Session, r.Spec, r.Profile
 	// Guarantee 8: every credential's source is read before anything
 	// else of the session exists; one that cannot be refuses it (125).
-	environ := o.Environ
-	if environ == nil {
-		environ = os.Environ()
-	}
-	secrets, err := readCredentials(prof, environ, s.Home)
+	secrets, err := readCredentials(prof, ss.environ, s.Home)
 	if err != nil {
 		return sandbox.ExitFedmemError, err
 	}
 	s.Plan.Watch = append(s.Plan.Watch, absentCredentialFiles(prof, s.Home, s.Plan)...)
 	// From here until the agent has exited, fedmem-run writes nothing to
 	// the user's terminal: its messages wait in nt (notices.go).
-	nt := &notices{}
-	defer func() { nt.flush(stderr, s.ID, 0, nil) }() // a run refused before its agent: its warnings still said once
-	for i, w := range s.Warnings {
-		if i < s.ProfileWarnings && s.ProfileSourceKind == "builtin" {
-			nt.quiet++ // the built-in's own, said by fedmem profile check
-			continue
-		}
-		nt.warn(w)
-	}
-	// Writable home paths the profile names must exist to be bound.
-	for _, m := range s.Plan.Mounts {
-		if m.Create {
-			if err := createOwned(m.Source, m.Dir, s.OwnerUID, s.OwnerGID); err != nil {
-				return sandbox.ExitFedmemError, staged(StageState, fmt.Errorf("profile %s: create %s: %w", prof.Name, m.Source, err))
-			}
-		}
-	}
-	// Per-profile state: its store and mount points, seeded copies.
-	stateWarnings, err := prepareState(s.Plan, s.Home, s.OwnerUID, s.OwnerGID, s.UID)
-	if err != nil {
-		return sandbox.ExitFedmemError, staged(StageState, fmt.Errorf("profile %s: %w", prof.Name, err))
-	}
-	for _, w := range stateWarnings {
-		nt.warn(w)
-		rep.Warnings = append(rep.Warnings, w)
+	defer func() { ss.nt.flush(stderr, s.ID, 0, nil) }() // a run refused before its agent: its warnings still said once
+	ss.queueWarnings()
+	if err := ss.prepareHostPaths(); err != nil {
+		return sandbox.ExitFedmemError, err
 	}
 	started := time.Now()
 	rep.VaultHeadStart, _ = vault.ReadHead(s.Vault)
-	if err := checkInboxReachable(s.Vault, s.UID, s.GID); err != nil {
-		return sandbox.ExitFedmemError, staged(StageInbox, err)
+	if err := ss.makeInbox(); err != nil {
+		return sandbox.ExitFedmemError, err
 	}
-	if err := createInbox(s.Vault, s.Plan.Inbox, s.UID); err != nil {
-		return sandbox.ExitFedmemError, staged(StageInbox, err)
-	}
-	// A run refused after this point, before its agent started (a
-	// mount, identity or verification failure: 125; a command that is
-	// not there: 127), leaves no session folder behind: they piled up in
-	// 90-inbox/ after refused runs (issue 23). "started" is the init's
-	// word that every layer is in place, just before it executes the
-	// agent; without it nothing of the agent ever ran, and the folder is
-	// removed only if it is empty (rmdir), so nothing written is lost.
-	var agentStarted atomic.Bool
-	dropUnstarted := func() {
-		if !agentStarted.Load() && !rep.InboxRemoved && removeUnstartedInbox(s.Plan.Inbox) {
-			rep.InboxRemoved = true
-			ev.emit("inbox", map[string]any{"removed": s.Plan.Inbox, "reason": "the agent never started"})
-		}
-	}
-	defer dropUnstarted() // the refusals returned below
-
-	stdinF, _ := o.Stdin.(*os.File)
-	stdoutF, _ := o.Stdout.(*os.File)
-	spec.TTY = prof.TTY == "auto" && isTerminal(stdinF) && isTerminal(stdoutF)
-	std, err := attachStdio(o.Stdin, o.Stdout, o.Stderr, spec.TTY)
+	defer ss.dropUnstarted() // the refusals returned below
+	std, err := ss.attachStdio()
 	if err != nil {
 		return sandbox.ExitFedmemError, err
 	}
 	defer std.release()
-	spec.Stdin, spec.Stdout, spec.Stderr = std.in, std.out, std.err
-	// What the after-session sweep moved aside, or could not check, is
-	// told to the user on stderr (after the agent exits) and in the
-	// report's warnings, not only in the --events file nobody may be
-	// writing (TestRedteam5SweepTold): a plant left under a walk bound, or
-	// a folder of the user's moved aside, must not go unnoticed.
-	var warnMu sync.Mutex
-	var instructions []string // instruction files the session changed
-	spec.Event = func(name string, fields map[string]any) {
-		if name == "started" {
-			agentStarted.Store(true)
-		}
-		ev.emit(name, fields)
-		if name == "instructions" {
-			warnMu.Lock()
-			defer warnMu.Unlock()
-			instructions = append(instructions, fmt.Sprint(fields["path"]))
-			return
-		}
-		if name != "persistence" {
-			return
-		}
-		w := persistenceWarning(fields)
-		nt.warn(w)
-		warnMu.Lock()
-		defer warnMu.Unlock()
-		rep.Warnings = append(rep.Warnings, w)
-	}
+	spec.Event = ss.onEvent
 	spec.Signals = sigs
-	var creds *credSession
-	var ctl *netControl
-	if len(secrets) > 0 {
-		if creds, err = startCredentials(r, secrets, environ, ev.emit); err != nil {
-			return sandbox.ExitFedmemError, err
-		}
-		defer creds.stop()
-		spec.Env = creds.caEnv(spec.Env)
-		ctx = creds.watch(ctx)
-	}
-	if profiles.Proxied(prof.Network) {
-		pol, err := policy(prof)
-		if err != nil {
-			return sandbox.ExitFedmemError, err
-		}
-		spec.Proxy = &netproxy.Proxy{Policy: pol, OnDecision: func(d netproxy.Decision) {
-			ev.emit("network", map[string]any{"method": d.Method, "host": d.Host, "port": d.Port, "allowed": d.Allowed, "addr": d.Addr, "reason": d.Reason})
-			if !d.Allowed {
-				nt.refuse(d)
-			}
-		}, Credentials: creds.proxyCredentials(func(name, host string, port int, where string) {
-			ev.emit("credential", map[string]any{"credential": name, "host": host, "port": port, "where": where, "allowed": false,
-				"reason": "the placeholder of credential " + name + " in " + where + ": refused"})
-		})}
-		// `fedmem net allow SESSION HOST` from another terminal (netctl).
-		nc, err := startNetControl(s.ID, pol, ev.emit)
-		if err != nil {
-			w := "fedmem net allow is not available for this session: " + err.Error()
-			nt.warn(w)
-			warnMu.Lock()
-			rep.Warnings = append(rep.Warnings, w)
-			warnMu.Unlock()
-		}
-		defer nc.close() // on an early return; the end below closes it first
-		ctl = nc
+	defer ss.stopNetwork() // on an early return; the end closes the control first
+	if ctx, err = ss.startNetwork(ctx, secrets); err != nil {
+		return sandbox.ExitFedmemError, err
 	}
 	ev.emit("start", map[string]any{"profile": prof.Name, "profile_hash": s.ProfileHash, "vault": s.Vault, "inbox": s.Plan.Inbox,
 		"workdir": s.Workdir, "command": o.Argv, "uid": s.UID, "network": prof.Network, "warnings": s.Warnings})
@@ -446,81 +334,8 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	// notices went missing, TestReportCountsDenials once in ~100 runs).
 	std.release()
 	rep.DurationMS = time.Since(started).Milliseconds()
-	rep.VaultHeadEnd, _ = vault.ReadHead(s.Vault)
-	rep.InboxFiles, rep.InboxTruncated = listInbox(s.Plan.Inbox)
-	code := 0
-	if res != nil {
-		rep.Layers = &res.Layers
-		rep.Identity = res.Layers.Identity
-		rep.ExitCode, rep.Signal = res.ExitCode, res.Signal
-		rep.LimitsHit = res.LimitsHit
-		rep.CoversLost = res.CoversLost
-		code = res.ExitCode
-	}
-	if runErr != nil {
-		code = sandbox.ExitCodeOf(runErr)
-		rep.ExitCode = code
-		var se *sandbox.Error
-		if errors.As(runErr, &se) {
-			rep.Error = se
-		}
-	}
-	// The hosts `fedmem net allow` added while the agent ran.
-	if ctl != nil {
-		rep.NetAllowed = ctl.close()
-		if len(rep.NetAllowed) > 0 {
-			nt.say(fmt.Sprintf("network: fedmem net allow added %s during the session (net-allow events)", strings.Join(rep.NetAllowed, ", ")))
-		}
-	}
-	if res != nil && res.Proposal != nil {
-		// The agent's workdir writes, held in the sandbox's overlay,
-		// become a branch or patch now (sandbox/launch/propose.go).
-		rep.Proposal = makeProposal(res.Proposal, s.Workdir, s.ID, environ, s.Home, upperFull(res.Proposal))
-		res.Proposal.Close()
-	} else if s.Plan.ProposedWorkdir() != nil && runErr == nil {
-		rep.Proposal = &Proposal{Kind: "kept", Error: "the sandbox handed no proposal back: nothing the agent wrote to the workdir was kept"}
-	}
-	// The credentials' end (refreshed tokens written back, refusals
-	// counted): said after the agent, with the other warnings.
-	for _, line := range creds.finish() {
-		nt.say(line)
-		rep.Warnings = append(rep.Warnings, line)
-	}
-	if line := creds.summary(); line != "" {
-		nt.say(line)
-		rep.Warnings = append(rep.Warnings, line)
-	}
-	// The files the user's next agent reads as instructions that the
-	// session made or changed: one line after the session, the same in
-	// the report (issue 22 item 5).
-	warnMu.Lock()
-	if w := instructionsWarning(instructions); w != "" {
-		fmt.Fprintf(stderr, "fedmem-run: warning: %s\n", w)
-		rep.Warnings = append(rep.Warnings, w)
-	}
-	warnMu.Unlock()
-	rep.Denials = ev.counted()
-	denied := 0
-	if rep.Denials != nil {
-		denied = rep.Denials.Total
-	}
-	// The agent has exited: now the user hears what happened.
-	nt.flush(stderr, s.ID, denied, rep.LimitsHit)
-	if rep.Proposal != nil {
-		fmt.Fprintf(stderr, "fedmem-run: %s\n", rep.Proposal.Summary())
-	}
-	if rewriteRecord {
-		// The end, for the gate: a draft changed in the session folder
-		// after it is not the session's (gate/origin.go forDraft).
-		rep.Ended = time.Now().UTC().Format(time.RFC3339Nano)
-		writeSessionRecord(s.Vault, rep, stderr)
-	}
-	dropUnstarted() // before "exit", the last event
-	sandbox.Stamp("collected")
-	phases, clock := sandbox.EndPhases()
-	ev.emit("exit", map[string]any{"exit_code": rep.ExitCode, "signal": rep.Signal, "duration_ms": rep.DurationMS,
-		"vault_head_end": rep.VaultHeadEnd, "inbox_files": len(rep.InboxFiles), "error": rep.Error,
-		"phases_ms": phases, "clock_ns": clock})
+	code := ss.collect(res, runErr)
+	ss.afterSession(res, runErr, rewriteRecord)
 	return code, runErr
 }
 

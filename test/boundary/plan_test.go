@@ -77,3 +77,40 @@ func TestBackendsReadNoProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanReadsNoProfile: the Plan (mounts and the packages below it) is
+// built from the profile's request (mounts/request, made by
+// profiles.(*Profile).PlanRequest) and reads nothing of the profile
+// schema: no non-test package under mounts/ imports profiles or a package
+// below it (issue 20). Checked with cgo on and off.
+func TestPlanReadsNoProfile(t *testing.T) {
+	root := moduleRoot(t)
+	forbidden := []string{module + "/profiles"}
+	for _, cgo := range []string{"0", "1"} {
+		imports := goListImports(t, root, cgo, "./mounts/...", "./profiles")
+		// Positive controls: the walk listed the plan and its request, and
+		// sees profiles' own import of the request (so a plan package's
+		// import of profiles would be seen the same way).
+		for _, want := range []string{module + "/mounts", module + "/mounts/request", module + "/mounts/families"} {
+			if _, ok := imports[want]; !ok {
+				t.Fatalf("CGO_ENABLED=%s go list ./mounts/... did not list %s; got %d packages", cgo, want, len(imports))
+			}
+		}
+		if !contains(imports[module+"/profiles"], module+"/mounts/request") {
+			t.Fatalf("CGO_ENABLED=%s: profiles does not import mounts/request: the check below could not see an import", cgo)
+		}
+		pkgs := make([]string, 0, len(imports))
+		for pkg := range imports {
+			if strings.HasPrefix(pkg, module+"/mounts") {
+				pkgs = append(pkgs, pkg)
+			}
+		}
+		sort.Strings(pkgs)
+		for _, pkg := range pkgs {
+			if bad := violations(imports[pkg], forbidden); len(bad) > 0 {
+				t.Errorf("CGO_ENABLED=%s: %s imports the profile schema (the plan reads mounts/request; profiles.(*Profile).PlanRequest makes it):\n  %s",
+					cgo, pkg, strings.Join(bad, "\n  "))
+			}
+		}
+	}
+}

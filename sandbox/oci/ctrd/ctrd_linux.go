@@ -54,13 +54,10 @@ func Main(args []string) int {
 	fs := flag.NewFlagSet("fedmem-containerd "+args[1], flag.ContinueOnError)
 	addr := fs.String("address", "/run/containerd/containerd.sock", "containerd socket")
 	ns := fs.String("namespace", "fedmem", "containerd namespace")
-	bundle := fs.String("bundle", "", "bundle directory holding config.json")
-	id := fs.String("id", "", "container id")
 	image := fs.String("image", "", "image reference in the local content store (default: the host's / read-only)")
 	snapshotter := fs.String("snapshotter", "", "snapshotter for --image (default: containerd's)")
-	nfds := fs.Int("fds", 0, "descriptors from 3 on to hand to the container's init")
-	control := fs.Int("control", -1, "descriptor whose end of file or any byte kills the container")
-	pidFd := fs.Int("pid-fd", -1, "descriptor to write the container's init's pid to, then close")
+	var rf helper.RunFlags
+	rf.Register(fs)
 	if err := fs.Parse(args[2:]); err != nil {
 		return 2
 	}
@@ -104,7 +101,7 @@ func Main(args []string) int {
 		}
 		return 0
 	case "run":
-		code, err := run(ctx, c, runOpts{bundle: *bundle, id: *id, image: *image, snapshotter: *snapshotter, nfds: *nfds, control: *control, pidFd: *pidFd})
+		code, err := run(ctx, c, runOpts{bundle: rf.Bundle, id: rf.ID, image: *image, snapshotter: *snapshotter, nfds: rf.FDs, control: rf.Control, pidFd: rf.PidFd})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "fedmem-containerd:", err)
 		}

@@ -6,10 +6,46 @@
 package helper
 
 import (
+	"flag"
 	"os"
 	"runtime/debug"
 	"strconv"
 )
+
+// RunFlags are the flags of a helper's `run`, the same for every runtime
+// helper: fedmem-run writes them (Args), the helper reads them (Register),
+// so that the two sides of the protocol cannot drift apart.
+type RunFlags struct {
+	// Bundle is the bundle directory holding config.json.
+	Bundle string
+	// ID is the container's id.
+	ID string
+	// FDs descriptors from 3 on go to the container's process (fedmem's
+	// init: config, sync, pty, proxy, proposal).
+	FDs int
+	// Control is the descriptor whose end of file (fedmem-run gone) or
+	// any byte kills the container; -1: none.
+	Control int
+	// PidFd is the descriptor the helper writes the container's init's
+	// pid to, then closes (ReportPid); -1: none.
+	PidFd int
+}
+
+// Register defines the run flags on fs, filling f when fs is parsed.
+func (f *RunFlags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.Bundle, "bundle", "", "bundle directory holding config.json")
+	fs.StringVar(&f.ID, "id", "", "container id")
+	fs.IntVar(&f.FDs, "fds", 0, "descriptors from 3 on to hand to the container's process")
+	fs.IntVar(&f.Control, "control", -1, "descriptor whose end of file (fedmem-run gone) or any byte kills the container")
+	fs.IntVar(&f.PidFd, "pid-fd", -1, "descriptor to write the container's init's pid to, then close")
+}
+
+// Args are f as the helper's command line says it (after `run` and the
+// helper's own flags).
+func (f RunFlags) Args() []string {
+	return []string{"--bundle", f.Bundle, "--id", f.ID,
+		"--fds", strconv.Itoa(f.FDs), "--control", strconv.Itoa(f.Control), "--pid-fd", strconv.Itoa(f.PidFd)}
+}
 
 // HostRoot as root.path asks the runc helper for a recursive read-only
 // clone of the host's / as the container's root, made in the helper's own

@@ -53,11 +53,8 @@ func Main(args []string) int {
 	}
 	fs := flag.NewFlagSet("fedmem-runc "+args[1], flag.ContinueOnError)
 	state := fs.String("state", "/run/fedmem/runc", "libcontainer state root")
-	bundle := fs.String("bundle", "", "bundle directory holding config.json")
-	id := fs.String("id", "", "container id")
-	nfds := fs.Int("fds", 0, "descriptors from 3 on to hand to the container's process")
-	control := fs.Int("control", -1, "descriptor whose end of file (fedmem-run gone) or any byte kills the container")
-	pidFd := fs.Int("pid-fd", -1, "descriptor to write the container's init's pid to, then close")
+	var rf helper.RunFlags
+	rf.Register(fs)
 	if err := fs.Parse(args[2:]); err != nil {
 		return 2
 	}
@@ -71,7 +68,7 @@ func Main(args []string) int {
 		}
 		return 0
 	case "run":
-		code, err := run(*state, *bundle, *id, *nfds, *control, *pidFd)
+		code, err := run(*state, rf.Bundle, rf.ID, rf.FDs, rf.Control, rf.PidFd)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "fedmem-runc:", err)
 		}

@@ -34,47 +34,97 @@ func InitMain() {
 	// The agent is forked from this thread, which alone gets the empty
 	// bounding set (see dropCapabilities): stay on it.
 	runtime.LockOSThread()
-	phases := map[string]int64{"go": processStart, "init": monoNow()}
-	sync := os.NewFile(initSyncFd, "sync")
-	fail := func(code int, stage mounts.Stage, err error) {
-		_ = json.NewEncoder(sync).Encode(initMessage{Type: msgError, Err: &Error{Code: code, Stage: stage, Msg: err.Error()}})
-		os.Exit(code)
+	in := &initRun{
+		phases: map[string]int64{"go": processStart, "init": monoNow()},
+		sync:   os.NewFile(initSyncFd, "sync"),
+		layers: Layers{Caps: "none"},
 	}
-	var cfg initConfig
-	cfgFile := os.NewFile(initConfigFd, "config")
-	if err := json.NewDecoder(io.LimitReader(cfgFile, 16<<20)).Decode(&cfg); err != nil {
-		fail(ExitFedmemError, mounts.StageConfig, err)
-	}
-	cfgFile.Close()
-	phases["config"] = monoNow()
-	if cfg.DropGroups {
-		// Process-wide (Go applies it to every thread).
-		if err := syscall.Setgroups(nil); err != nil {
-			fail(ExitFedmemError, mounts.StageIdentity, fmt.Errorf("setgroups([]): %w", err))
-		}
-		if gs, err := unix.Getgroups(); err != nil || len(gs) != 0 {
-			fail(ExitFedmemError, mounts.StageIdentity, fmt.Errorf("supplementary groups still held after setgroups([]): %v %v", gs, err))
-		}
-	}
-	if cfg.Plan == nil || len(cfg.Argv) == 0 {
-		fail(ExitFedmemError, mounts.StageConfig, errors.New("empty plan or command"))
-	}
+	in.readConfig()
 	// The forker thread is started now so that its creation and its
 	// bounding-set drop overlap with building the root instead of adding
 	// to the start-up time.
-	fk := startForker(&cfg)
+	in.fk = startForker(&in.cfg)
 	// Not dumpable: the agent (same uid) cannot open /proc/1/mem, /proc/1/exe
 	// or /proc/1/fd of this process (CVE-2019-5736 went through /proc/self/exe
 	// of the runtime).
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		fail(ExitFedmemError, mounts.StagePrctl, err)
+		in.fail(ExitFedmemError, mounts.StagePrctl, err)
 	}
-	layers := Layers{Caps: "none"}
-	skipped, err := buildRootFor(&cfg) // ociinit_linux.go: or check the container runtime's
+	in.buildAndVerifyRoot()
+	in.setUpNetwork()
+	in.restrict()
+	path := in.agentPath()
+	// The agent is forked from a dedicated thread (the main thread stays
+	// locked to this goroutine, so the forker runs elsewhere). That thread
+	// alone drops its bounding set (the agent inherits it) and enters a
+	// nested Landlock domain that scopes signals and abstract sockets, so
+	// the agent cannot signal this pid 1, whose leader thread stays outside.
+	in.fk.path <- path
+	if err := <-in.fk.ready; err != nil {
+		in.fail(ExitFedmemError, mounts.StageCapabilities, err)
+	}
+	in.setRlimits()
+	in.dropCapabilities()
+	sigs := in.holdSignals()
+	pid := in.forkAgent()
+	in.reap(pid, sigs)
+}
+
+// initRun is the state of the sandbox's pid 1 as InitMain goes through its
+// steps; every step that fails ends the process through fail.
+type initRun struct {
+	sync   *os.File // the sync pipe: the parent reads our messages there
+	cfg    initConfig
+	layers Layers
+	phases map[string]int64
+	fk     *forker
+}
+
+// fail reports err at stage to the parent and exits with code.
+func (in *initRun) fail(code int, stage mounts.Stage, err error) {
+	in.send(initMessage{Type: msgError, Err: &Error{Code: code, Stage: stage, Msg: err.Error()}})
+	os.Exit(code)
+}
+
+// send writes one message to the parent.
+func (in *initRun) send(m initMessage) {
+	_ = json.NewEncoder(in.sync).Encode(m)
+}
+
+// readConfig reads the config the parent sends (bounded) and drops the
+// caller's supplementary groups when it asks.
+func (in *initRun) readConfig() {
+	cfgFile := os.NewFile(initConfigFd, "config")
+	if err := json.NewDecoder(io.LimitReader(cfgFile, 16<<20)).Decode(&in.cfg); err != nil {
+		in.fail(ExitFedmemError, mounts.StageConfig, err)
+	}
+	cfgFile.Close()
+	in.phases["config"] = monoNow()
+	if in.cfg.DropGroups {
+		// Process-wide (Go applies it to every thread).
+		if err := syscall.Setgroups(nil); err != nil {
+			in.fail(ExitFedmemError, mounts.StageIdentity, fmt.Errorf("setgroups([]): %w", err))
+		}
+		if gs, err := unix.Getgroups(); err != nil || len(gs) != 0 {
+			in.fail(ExitFedmemError, mounts.StageIdentity, fmt.Errorf("supplementary groups still held after setgroups([]): %v %v", gs, err))
+		}
+	}
+	if in.cfg.Plan == nil || len(in.cfg.Argv) == 0 {
+		in.fail(ExitFedmemError, mounts.StageConfig, errors.New("empty plan or command"))
+	}
+}
+
+// buildAndVerifyRoot builds the root (or checks the container runtime's),
+// drops from the plan the masks this uid cannot reach (said in the
+// layers' notes), verifies the live mount table against the plan and,
+// with a terminal, makes the sandbox's private pty.
+func (in *initRun) buildAndVerifyRoot() {
+	cfg := &in.cfg
+	skipped, err := buildRootFor(cfg) // pid1_oci_linux.go: or check the container runtime's
 	if err != nil {
-		fail(ExitFedmemError, mounts.StageMounts, err)
+		in.fail(ExitFedmemError, mounts.StageMounts, err)
 	}
-	phases["root"] = monoNow()
+	in.phases["root"] = monoNow()
 	if len(skipped) > 0 {
 		kept := cfg.Plan.Mounts[:0]
 		for _, m := range cfg.Plan.Mounts {
@@ -84,69 +134,87 @@ func InitMain() {
 		}
 		cfg.Plan.Mounts = kept
 		for _, p := range skipped {
-			layers.Notes = append(layers.Notes, "not masked (unreachable by the agent's uid): "+p)
+			in.layers.Notes = append(in.layers.Notes, "not masked (unreachable by the agent's uid): "+p)
 		}
 	}
 	if err := verifyLive(cfg.Plan); err != nil {
-		fail(ExitFedmemError, mounts.StageVerify, err)
+		in.fail(ExitFedmemError, mounts.StageVerify, err)
 	}
 	if cfg.TTY {
-		if err := makeSandboxPTY(&cfg); err != nil {
-			fail(ExitFedmemError, mounts.StagePTY, err)
+		if err := makeSandboxPTY(cfg); err != nil {
+			in.fail(ExitFedmemError, mounts.StagePTY, err)
 		}
 	}
-	layers.Verified = true
-	phases["verify"] = monoNow()
+	in.layers.Verified = true
+	in.phases["verify"] = monoNow()
+}
+
+// setUpNetwork names the host, brings loopback up in the sandbox's own
+// network namespace and starts the proxy relay; then no descriptor that
+// survived this far may reach the agent.
+func (in *initRun) setUpNetwork() {
+	cfg := &in.cfg
 	if cfg.Hostname != "" {
 		_ = unix.Sethostname([]byte(cfg.Hostname))
 	}
 	if cfg.Plan.Network.OwnNetNS() {
 		if err := loopbackUp(); err != nil {
-			fail(ExitFedmemError, mounts.StageNetwork, err)
+			in.fail(ExitFedmemError, mounts.StageNetwork, err)
 		}
 	}
 	if cfg.ProxyFd > 0 {
 		if err := startProxyRelay(cfg.ProxyFd, cfg.ProxyPort); err != nil {
-			fail(ExitFedmemError, mounts.StageNetwork, err)
+			in.fail(ExitFedmemError, mounts.StageNetwork, err)
 		}
 	}
 	// Whatever descriptor survived this far must not reach the agent.
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	phases["network"] = monoNow()
+	in.phases["network"] = monoNow()
+}
 
+// restrict applies the all-threads layers before the fork: no_new_privs
+// and the Landlock domain.
+func (in *initRun) restrict() {
 	if err := setNoNewPrivs(); err != nil {
-		fail(ExitFedmemError, mounts.StageNoNewPrivs, err)
+		in.fail(ExitFedmemError, mounts.StageNoNewPrivs, err)
 	}
-	layers.NoNewPrivs = true
-	if err := applyLandlock(&cfg, &layers); err != nil {
-		fail(ExitFedmemError, mounts.StageLandlock, err)
+	in.layers.NoNewPrivs = true
+	if err := applyLandlock(&in.cfg, &in.layers); err != nil {
+		in.fail(ExitFedmemError, mounts.StageLandlock, err)
 	}
-	phases["landlock"] = monoNow()
-	path, err := lookPath(cfg.Argv[0], cfg.Env, cfg.Dir)
+	in.phases["landlock"] = monoNow()
+}
+
+// agentPath looks the agent's command up in its PATH, inside the sandbox:
+// absent is 127, not executable 126.
+func (in *initRun) agentPath() string {
+	path, err := lookPath(in.cfg.Argv[0], in.cfg.Env, in.cfg.Dir)
 	if err != nil {
 		code := ExitNotFound
 		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOEXEC) || errors.Is(err, unix.EISDIR) {
 			code = ExitCannotExecute
 		}
-		fail(code, "exec", err)
+		in.fail(code, "exec", err)
 	}
-	// The agent is forked from a dedicated thread (the main thread stays
-	// locked to this goroutine, so the forker runs elsewhere). That thread
-	// alone drops its bounding set (the agent inherits it) and enters a
-	// nested Landlock domain that scopes signals and abstract sockets, so
-	// the agent cannot signal this pid 1, whose leader thread stays outside.
-	fk.path <- path
-	if err := <-fk.ready; err != nil {
-		fail(ExitFedmemError, mounts.StageCapabilities, err)
-	}
-	for _, r := range cfg.Rlimits {
+	return path
+}
+
+// setRlimits sets the limits the config asks the init for (file_size,
+// open_files, pids without a cgroup); the agent inherits them.
+func (in *initRun) setRlimits() {
+	for _, r := range in.cfg.Rlimits {
 		lim := unix.Rlimit{Cur: r.Max, Max: r.Max}
 		if err := unix.Setrlimit(r.Resource, &lim); err != nil {
-			fail(ExitFedmemError, mounts.StageLimits, fmt.Errorf("setrlimit(%d, %d): %w", r.Resource, r.Max, err))
+			in.fail(ExitFedmemError, mounts.StageLimits, fmt.Errorf("setrlimit(%d, %d): %w", r.Resource, r.Max, err))
 		}
 	}
+}
+
+// dropCapabilities drops every capability of every thread but what the
+// forker needs to switch to the agent's identity and signal it.
+func (in *initRun) dropCapabilities() {
 	var keep uint64
-	if cfg.AgentSwitch {
+	if in.cfg.AgentSwitch {
 		// The forker's child becomes the agent's uid between fork and
 		// exec; execve of a non-root uid leaves it no capability. The
 		// forker thread signals the agent, another uid, for the launcher
@@ -154,15 +222,20 @@ func InitMain() {
 		// with EPERM and the signal is lost (TestRedteam3SigtermReachesAgent).
 		// It reaches only this user namespace, the sandbox's.
 		keep = 1<<unix.CAP_SETUID | 1<<unix.CAP_SETGID | 1<<unix.CAP_KILL
-		if cfg.AgentUID == 0 || cfg.AgentGID == 0 {
-			fail(ExitFedmemError, mounts.StageIdentity, errors.New("refusing to run the agent as uid or gid 0"))
+		if in.cfg.AgentUID == 0 || in.cfg.AgentGID == 0 {
+			in.fail(ExitFedmemError, mounts.StageIdentity, errors.New("refusing to run the agent as uid or gid 0"))
 		}
 	}
 	if err := dropCapabilities(keep); err != nil {
-		fail(ExitFedmemError, mounts.StageCapabilities, err)
+		in.fail(ExitFedmemError, mounts.StageCapabilities, err)
 	}
-	fk.keep = keep
-	phases["caps"] = monoNow()
+	in.fk.keep = keep
+	in.phases["caps"] = monoNow()
+}
+
+// holdSignals registers the signals forwarded to the agent and swallows
+// every other the Go runtime would act on.
+func (in *initRun) holdSignals() <-chan os.Signal {
 	// Forward signals from the parent to the agent. Register before the
 	// fork so that none is lost, and after the all-threads layers above:
 	// os/signal starts two threads of its own, which inherit every layer
@@ -172,7 +245,7 @@ func InitMain() {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwardedSignals...)
 	// Every other signal the Go runtime would act on is caught and
-	// dropped (initsig_linux.go): a pid namespace's init gets from inside
+	// dropped (pid1_signals_linux.go): a pid namespace's init gets from inside
 	// only the signals it handles, and the runtime's default handling of
 	// some (SIGQUIT, SIGABRT, SIGSYS…) is to dump its stacks and die — an
 	// agent of the same uid must not end the session's pid 1 that way. The
@@ -181,30 +254,44 @@ func InitMain() {
 	// signal, which is all a swallowed signal needs (no goroutine to start
 	// on the way to the fork).
 	signal.Notify(make(chan os.Signal, 1), swallowedSignals...)
-	phases["signals"] = monoNow()
-	if fk.reports, err = applySeccompReporting(&cfg, &layers, sync); err != nil {
-		fail(ExitFedmemError, mounts.StageSeccomp, err)
+	in.phases["signals"] = monoNow()
+	return sigs
+}
+
+// forkAgent installs the seccomp filter (the last layer, with its
+// reporting), lets the forker fork and exec the agent, and tells the
+// parent the session started with these layers; it returns the agent's
+// pid.
+func (in *initRun) forkAgent() int {
+	var err error
+	if in.fk.reports, err = applySeccompReporting(&in.cfg, &in.layers, in.sync); err != nil {
+		in.fail(ExitFedmemError, mounts.StageSeccomp, err)
 	}
-	phases["layers"] = monoNow()
-	fk.goAhead <- struct{}{}
-	res := <-fk.done
-	phases["exec"] = monoNow()
+	in.phases["layers"] = monoNow()
+	in.fk.goAhead <- struct{}{}
+	res := <-in.fk.done
+	in.phases["exec"] = monoNow()
 	if res.stage != "" {
-		fail(ExitFedmemError, res.stage, res.err)
+		in.fail(ExitFedmemError, res.stage, res.err)
 	}
 	if res.err != nil {
 		code := ExitCannotExecute
 		if errors.Is(res.err, unix.ENOENT) {
 			code = ExitNotFound
 		}
-		fail(code, "exec", fmt.Errorf("%s: %w", cfg.Argv[0], res.err))
+		in.fail(code, "exec", fmt.Errorf("%s: %w", in.cfg.Argv[0], res.err))
 	}
-	pid := res.pid
 	if res.scoped {
-		layers.Notes = append(layers.Notes, "agent in a nested Landlock domain: cannot signal pid 1")
+		in.layers.Notes = append(in.layers.Notes, "agent in a nested Landlock domain: cannot signal pid 1")
 	}
-	_ = json.NewEncoder(sync).Encode(initMessage{Type: msgStarted, Layers: &layers, Phases: phases})
+	in.send(initMessage{Type: msgStarted, Layers: &in.layers, Phases: in.phases})
+	return res.pid
+}
 
+// reap forwards sigs to the agent, pid, and reaps every child until the
+// agent ends; then it tells the parent how (and whether the mount table
+// still matched the plan) and exits with the agent's status.
+func (in *initRun) reap(pid int, sigs <-chan os.Signal) {
 	var stopped atomic.Bool
 	go func() {
 		for s := range sigs {
@@ -213,11 +300,11 @@ func InitMain() {
 				continue // the pty delivers it to the foreground group
 			}
 			// Sent by the forker thread: see forker.signals.
-			fk.signal(sig)
+			in.fk.signal(sig)
 			if sig != unix.SIGCONT && stopped.Load() {
 				// A stopped job acts on nothing until continued (a
 				// shell's kill sends SIGCONT after SIGHUP/SIGTERM too).
-				fk.signal(unix.SIGCONT)
+				in.fk.signal(unix.SIGCONT)
 			}
 		}
 	}()
@@ -228,7 +315,7 @@ func InitMain() {
 			continue
 		}
 		if err != nil {
-			fail(ExitFedmemError, mounts.StageWait, err)
+			in.fail(ExitFedmemError, mounts.StageWait, err)
 		}
 		if wpid != pid {
 			continue // an orphan re-parented to us: reaped
@@ -238,15 +325,15 @@ func InitMain() {
 			stopped.Store(false)
 		case ws.Stopped():
 			stopped.Store(true)
-			if cfg.TTY {
-				_ = json.NewEncoder(sync).Encode(initMessage{Type: msgStopped, Signal: int(ws.StopSignal())})
+			if in.cfg.TTY {
+				in.send(initMessage{Type: msgStopped, Signal: int(ws.StopSignal())})
 			}
 		case ws.Exited():
-			_ = json.NewEncoder(sync).Encode(initMessage{Type: msgExit, Code: ws.ExitStatus(), CoversLost: reverify(cfg.Plan)})
+			in.send(initMessage{Type: msgExit, Code: ws.ExitStatus(), CoversLost: reverify(in.cfg.Plan)})
 			os.Exit(ws.ExitStatus())
 		case ws.Signaled():
 			n := int(ws.Signal())
-			_ = json.NewEncoder(sync).Encode(initMessage{Type: msgExit, Code: 128 + n, Signal: n, CoversLost: reverify(cfg.Plan)})
+			in.send(initMessage{Type: msgExit, Code: 128 + n, Signal: n, CoversLost: reverify(in.cfg.Plan)})
 			os.Exit(128 + n)
 		}
 	}
@@ -352,7 +439,7 @@ func startForker(cfg *initConfig) *forker {
 			}
 			_ = unix.Kill(r.pid, sig)
 		}
-		// This thread serves the seccomp listener (denials_linux.go).
+		// This thread serves the seccomp listener (pid1_denials_linux.go).
 		f.reports.serve(func() {
 			for {
 				select {
@@ -503,4 +590,11 @@ func loopbackUp() error {
 		return fmt.Errorf("SIOCSIFFLAGS lo: %w", err)
 	}
 	return nil
+}
+
+// holdMain is the init run as usernsHoldArg: it holds its user namespace
+// until stdin closes.
+func holdMain() {
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
 }

@@ -1,4 +1,11 @@
-package profiles
+// Package families names what makes a tool run code later, outside the
+// sandbox (guarantee 6): the persistence families' name patterns
+// (ProjectFamilies, InstructionFiles) and the exact names a plan holds
+// read-only (GitPersist, HomePersist, AfterSession). Pure data and the
+// matching of names against it; nothing here reads the profile schema or
+// touches the system. The plan (mounts), the profile's checks (profiles)
+// and the backends' walk after the session all read these one tables.
+package families
 
 import (
 	"path"

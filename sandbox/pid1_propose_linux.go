@@ -50,7 +50,7 @@ func mountProposal(t string, m mounts.Mount, src, sock int) error {
 		opts += ",size=" + strconv.FormatInt(m.Size, 10)
 	}
 	if err := unix.Mount("tmpfs", proposeStage, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		return &MountError{Op: "mount tmpfs (workdir proposal)", Target: m.Target, Err: err}
+		return &MountError{Op: "mount tmpfs (workdir proposal)", Target: m.Target, Flags: unix.MS_NOSUID | unix.MS_NODEV, Data: opts, Err: err}
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(t, &st); err != nil {

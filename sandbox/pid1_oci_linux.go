@@ -51,28 +51,11 @@ func finishOCIRoot(pl *mounts.Plan) error {
 		}
 		flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
 		if err := unix.Mount("", m.Target, "", flags, ""); err != nil {
-			return &MountError{Op: "remount mask read-only, nodev", Target: m.Target, Err: err}
+			return &MountError{Op: "remount mask read-only, nodev", Target: m.Target, Flags: flags, Err: err}
 		}
 	}
 	return nil
 }
-
-// ociFdSocketArg, after ociInitArg, says the runtime cannot hand
-// descriptors to the container's process (containerd gives a task only its
-// stdio): the init receives them first, over the unix socket the helper
-// listens on in ociFdDir, and puts them at 3, 4… where the protocol
-// expects them.
-const ociFdSocketArg = "fds-socket"
-
-// ociFdDir is where the helper's descriptor socket appears inside (bound
-// read-only: connect needs no write access to the mount). The helper
-// unlinks the socket as soon as the init has its descriptors, before the
-// agent exists.
-const ociFdDir = "/dev/.fedmem/fds"
-
-// OCIFdSocket is the socket's name in ociFdDir (and in the bundle's fds
-// directory the helper binds there).
-const OCIFdSocket = "s"
 
 func init() {
 	// Runs before main in fedmem-run: only for the container's init.

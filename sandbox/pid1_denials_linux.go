@@ -48,7 +48,7 @@ func (r *denialReporter) report(d *Denied) {
 		d = &Denied{Kind: d.Kind, Truncated: true, Hint: "more operations were refused; only the first 256 are reported"}
 	}
 	// One write per message, below PIPE_BUF (paths are capped, see
-	// fsdenials_linux.go): atomic beside the init's own messages and the
+	// pid1_fsdenials_linux.go): atomic beside the init's own messages and the
 	// other listener's on the same pipe.
 	_ = json.NewEncoder(r.sync).Encode(initMessage{Type: msgDenied, Denial: d})
 }
@@ -56,7 +56,7 @@ func (r *denialReporter) report(d *Denied) {
 // applySeccompReporting installs the seccomp filter with a user
 // notification listener (TSYNC_ESRCH|NEW_LISTENER, Linux 5.7) and returns
 // the reporter that serves it: the forker thread calls serve once the
-// agent is forked (fsdenials_linux.go says why that thread). Each refused
+// agent is forked (pid1_fsdenials_linux.go says why that thread). Each refused
 // call is answered with the rule's errno — decided from the kernel's
 // seccomp_data by the errno filter itself, never from memory the agent
 // controls — and reported on the sync pipe. With cfg.FSDenials each write
@@ -106,4 +106,25 @@ func applySeccompReporting(cfg *initConfig, l *Layers, sync *os.File) (*denialRe
 		return nil, err
 	}
 	return rep, nil
+}
+
+// denialHint says how to live with a refused system call. No profile
+// setting lifts a seccomp rule (the deny-list is the same for every
+// profile: docs/seccomp.md), so the hint names what a profile can do
+// instead.
+func denialHint(rule string) string {
+	switch rule {
+	case "unshare-namespaces", "clone-namespaces", "setns":
+		return "no profile allows new namespaces: a nested sandbox (bwrap, Codex's own) cannot start inside fedmem; " +
+			"turn the agent's own sandbox off (Codex: --sandbox danger-full-access) and let fedmem be the sandbox (docs/seccomp.md)"
+	case "mount":
+		return "no profile allows mounts: give the agent the paths it needs with writable:, state: or home.mode in its profile (docs/profiles.md)"
+	case "suid-sgid":
+		return "setuid/setgid bits can never be set inside fedmem: files the agent writes belong to you on the host " +
+			"(docs/seccomp.md); set the mode without them (chmod 755; for a directory that inherited set-group-id, chmod 00755), " +
+			"or outside fedmem if you really mean it"
+	case "":
+		return "refused by the seccomp deny-list (docs/seccomp.md)"
+	}
+	return "refused by seccomp rule " + rule + " for every profile (docs/seccomp.md); it cannot be allowed in a profile: run this step outside fedmem"
 }
