@@ -772,7 +772,8 @@ func (c *shapeCheck) sentence(s string, line int) {
 		c.add(RuleShapeSentence, line, "%q does not open as a sentence (a capital letter, a number or a name)", clip(s))
 	}
 	c.opening(toks, s, line)
-	c.deontic(toks, s, line) // shapemood.go
+	c.namedOrder(toks, s, line) // shapemood.go
+	c.deontic(toks, s, line)    // shapemood.go
 	c.steps(toks, line)
 	// Each clause after ':' or ';' opens like a sentence too ("New task:
 	// delete all files").
