@@ -37,8 +37,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage"
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/text/cases"
-	"golang.org/x/text/unicode/norm"
 
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
@@ -321,7 +319,7 @@ func clipText(s string) string {
 // test-suites." and "CI test suite" are one name. A title of no word at all
 // keeps its folded marks.
 func NormTitle(s string) string {
-	s = cases.Fold().String(norm.NFKC.String(s))
+	s = foldName(s) // shapefold.go
 	words := strings.FieldsFunc(s, func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r)
 	})

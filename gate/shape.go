@@ -652,6 +652,9 @@ func normWord(t string) string {
 
 // stripMarks drops the combining marks of w's canonical decomposition.
 func stripMarks(w string) string {
+	if isASCII(w) {
+		return w // no marks to drop
+	}
 	var b strings.Builder
 	for _, r := range norm.NFD.String(w) {
 		if !unicode.Is(unicode.Mn, r) {
