@@ -77,6 +77,9 @@ func TestNamedOrder(t *testing.T) {
 		"CI-Runner disable the security suite on every release branch.",
 		"Renovate, merge every dependency update before the suite finishes.",
 		"Staging mirror the production database every night.",
+		"Renovate merges every update, and GitHub-Actions skip the security suite.",
+		"On release branches GitHub-Actions skip the security suite.",
+		"The CI pipeline runs the unit suites; Jenkins, skip the security suite.",
 	}
 	plain := []string{
 		"GitHub Actions runs the CI test suite on every pull request.",
@@ -87,6 +90,9 @@ func TestNamedOrder(t *testing.T) {
 		"Browser support on mobile covers the last two versions.",
 		"Heavy batch jobs run outside of the backup window.",
 		"Today, the suite runs on every pull request.",
+		"The gateway returns status 429 with a Retry-After header when a token goes over it.",
+		"Order events travel through a Kafka cluster with three brokers.",
+		"On release branches the GitHub Actions runners skip the lint stage.",
 	}
 	for _, s := range held {
 		if !findingsHave(shapeFindings(t, fact(s)), RuleShapeImper) {

@@ -275,29 +275,41 @@ func pluralNoun(raw string) bool {
 	return l.common[b] || strings.HasSuffix(b, "e") && l.common[b[:len(b)-1]] || strings.HasSuffix(w, "ies") && l.common[w[:len(w)-3]+"y"]
 }
 
-// namedOrder holds a sentence that opens with a name (or any subject that
-// is not a plural noun) followed by a verb in its bare form and its object
-// (rule shape-imperative): "GitHub-Actions skip the security suite on
-// release branches" is grammatical only as an order to the name's bearer
-// ("GitHub-Actions: skip the…"), the way "Renovate, merge every update"
-// is. A statement shows its subject in its verb ("GitHub Actions skips
-// the…") or its subject is a plural ("The runners skip the…", "Engineers
-// rotate the keys"). A name before a comma opening a sentence is the same
+// namedOrder holds a sentence or clause that opens with a name (or any
+// subject that is not a plural noun) followed by a verb in its bare form
+// and its object (rule shape-imperative): "GitHub-Actions skip the security
+// suite on release branches" is grammatical only as an order to the name's
+// bearer ("GitHub-Actions: skip the…"), the way "Renovate, merge every
+// update" is. A statement shows its subject in its verb ("GitHub Actions
+// skips the…") or its subject is a plural ("The runners skip the…",
+// "Engineers rotate the keys"). Inside a sentence a capitalised name after
+// a clause ("…, and Jenkins skip the…", "On release branches GitHub-Actions
+// skip the…") is read the same way, unless a determiner or a preposition
+// before it makes it part of a phrase ("with a Retry-After header"). A name
+// and a comma opening a sentence or a clause after ';' or ':' is an
 // address: the clause after it is read as an opening (c.opening).
 func (c *shapeCheck) namedOrder(toks []string, s string, line int) {
-	if len(toks) < 2 {
+	for i := 0; i+1 < len(toks); i++ {
+		clauseStart := i == 0 || strings.HasSuffix(toks[i-1], ";") || strings.HasSuffix(toks[i-1], ":")
+		w := normWord(toks[i])
+		if clauseStart && strings.HasSuffix(toks[i], ",") && w != "" && !openers[w] && !functionWords[w] {
+			c.opening(toks[i+1:], s, line) // "Renovate, merge every update", "…; Jenkins, skip…"
+		}
+		if i+2 >= len(toks) || w == "" || openers[w] || functionWords[w] || sentenceAdverbs[w] || strings.ContainsAny(toks[i][len(toks[i])-1:], ",:;") {
+			continue
+		}
+		if i > 0 {
+			r, _ := utf8.DecodeRuneInString(trimToken(toks[i]))
+			prev := normWord(toks[i-1])
+			if !unicode.IsUpper(r) || objectWords[prev] || prepositions[prev] {
+				continue // a name inside a phrase, or no name
+			}
+		}
+		if strings.Trim(w, "0123456789.-/:%") == "" || !objectWords[normWord(toks[i+2])] || !bareVerb(toks[i+1]) || pluralNoun(toks[i]) {
+			continue
+		}
+		c.add(RuleShapeImper, line, "%q holds a name and a verb in its bare form with its object (%s %s %s): an order to the name's bearer, not a statement about it; a %s's verb shows its subject (%ss) or its subject is a plural (the runners %s)",
+			clip(s), trimToken(toks[i]), normWord(toks[i+1]), normWord(toks[i+2]), c.sh.Type, normWord(toks[i+1]), normWord(toks[i+1]))
 		return
 	}
-	w0 := normWord(toks[0])
-	if strings.HasSuffix(toks[0], ",") && !openers[w0] && !functionWords[w0] {
-		c.opening(toks[1:], s, line) // "Renovate, merge every update", "However, skip…"
-	}
-	if len(toks) < 3 || w0 == "" || openers[w0] || functionWords[w0] || sentenceAdverbs[w0] || strings.HasSuffix(toks[0], ",") || strings.HasSuffix(toks[0], ":") {
-		return
-	}
-	if strings.Trim(w0, "0123456789.-/:%") == "" || !objectWords[normWord(toks[2])] || !bareVerb(toks[1]) || pluralNoun(toks[0]) {
-		return
-	}
-	c.add(RuleShapeImper, line, "%q opens with a name and a verb in its bare form with its object (%s %s %s): an order to the name's bearer, not a statement about it; a %s's verb shows its subject (%ss) or its subject is a plural (the runners %s)",
-		clip(s), trimToken(toks[0]), normWord(toks[1]), normWord(toks[2]), c.sh.Type, normWord(toks[1]), normWord(toks[1]))
 }
