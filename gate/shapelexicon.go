@@ -30,7 +30,9 @@ package gate
 // holds a plain note; it never lets an instruction through.
 //
 // Cost: one map lookup per word; word formation only for a word not in the
-// lexicon; the vault's words only for what is still unknown after that.
+// lexicon; the vault's words only for what is still unknown after that. The
+// lexicon is read once per process, on the first shaped draft (about 25 ms
+// and 4 MiB of heap for its 76k entries).
 
 import (
 	_ "embed"
@@ -203,8 +205,9 @@ func camelParts(p string) []string {
 	return append(out, string(rs[start:]))
 }
 
-// knownWord: a token of prose (punctuation around it trimmed) is known
-// when each run of its letters is; it returns the first run that is not.
+// unknownIn: a token of prose (punctuation around it trimmed) is known
+// when each run of its letters is; it returns the first run that is not
+// ("" when every run is known).
 func (l *lexicon) unknownIn(tok string) string {
 	t := strings.ReplaceAll(trimToken(tok), "\u2019", "'")
 	t = strings.TrimSuffix(strings.TrimSuffix(t, "'s"), "'")
