@@ -68,6 +68,9 @@ type verdict struct {
 	// Verified are `verified` entries evidence adds after the gate's own
 	// (an approved verifier that passed: process:<name>).
 	Verified []*yaml.Node
+	// unknown are the words of a shaped note its lexicon does not know
+	// (shapelexicon.go); the evidence step drops those the vault uses.
+	unknown []lexWord
 }
 
 // evidenceCheck is one step of judgement that runs after the content,
@@ -276,11 +279,13 @@ func judge(in *judgeInput) (verdict, error) {
 	}
 	v.Reasons = append(v.Reasons, originReasons(in, m.Type)...)
 	v.Reasons = append(v.Reasons, shapeReasons(in, m.Type)...) // shape.go
+	v.unknown = shapeUnknownWords(in, m.Type)                  // shapelexicon.go
 	for _, check := range evidenceChecks {
 		if err := check(in, &v); err != nil {
 			return v, err
 		}
 	}
+	v.Reasons = append(v.Reasons, lexiconReasons(m.Type, v.unknown)...)
 	validate.Sort(v.Reasons)
 	switch {
 	case note.HasErrors(v.Reasons):

@@ -37,8 +37,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage"
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/text/cases"
-	"golang.org/x/text/unicode/norm"
 
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
@@ -69,6 +67,9 @@ type Evidence struct {
 	Verifiers []VerifierRun `json:"verifiers,omitempty"`
 	// Head is the commit the sources were resolved against.
 	Head string `json:"head,omitempty"`
+	// counted are the sources that count as evidence (the words of the
+	// draft are bound to them too: shapelexicon.go).
+	counted []countedSource
 }
 
 // SourceProof is one entry of the draft's `sources`, as the gate resolved it.
@@ -116,11 +117,11 @@ func checkEvidence(ctx context.Context, pol *policy.Policy, in evidenceInput, hv
 	if in.Res.Note == nil {
 		return ev, nil, nil
 	}
-	proofs, out, err := resolveSources(pol, in.Res, hv)
+	proofs, counted, out, err := resolveSources(pol, in.Res, hv)
 	if err != nil {
 		return ev, nil, err
 	}
-	ev.Sources = proofs
+	ev.Sources, ev.counted = proofs, counted
 	cf, err := conflicts(in.Res, in.Folder, in.Dest, hv)
 	if err != nil {
 		return ev, nil, err
@@ -192,7 +193,7 @@ func sourcePathError(p string) string {
 
 // resolveSources resolves every `sources` entry: URLs are recorded, vault
 // paths must be regular files at HEAD and are fingerprinted.
-func resolveSources(pol *policy.Policy, res validate.Result, hv *headView) ([]SourceProof, []note.Finding, error) {
+func resolveSources(pol *policy.Policy, res validate.Result, hv *headView) ([]SourceProof, []countedSource, []note.Finding, error) {
 	var proofs []SourceProof
 	var out []note.Finding
 	gateMade, discounted := 0, 0
@@ -216,7 +217,7 @@ func resolveSources(pol *policy.Policy, res validate.Result, hv *headView) ([]So
 		}
 		e, err := hv.entry(ref.Value)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		switch {
 		case e == nil:
@@ -234,7 +235,7 @@ func resolveSources(pol *policy.Policy, res validate.Result, hv *headView) ([]So
 			var f noteFacts
 			if strings.HasSuffix(ref.Value, ".md") {
 				if f, err = hv.facts(e.Hash); err != nil {
-					return nil, nil, err
+					return nil, nil, nil, err
 				}
 			}
 			if rule, why := sourceDiscount(ref.Value, f, subject); rule != "" { // sources.go
@@ -275,7 +276,7 @@ func resolveSources(pol *policy.Policy, res validate.Result, hv *headView) ([]So
 	if len(counted) > 0 && subject != nil {
 		bf, err := boundToSources(res, counted, hv) // subjectbind.go
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		out = append(out, bf...)
 	}
@@ -287,7 +288,7 @@ func resolveSources(pol *policy.Policy, res validate.Result, hv *headView) ([]So
 			}
 		}
 	}
-	return proofs, out, nil
+	return proofs, counted, out, nil
 }
 
 func modeName(m filemode.FileMode) string {
@@ -318,7 +319,7 @@ func clipText(s string) string {
 // test-suites." and "CI test suite" are one name. A title of no word at all
 // keeps its folded marks.
 func NormTitle(s string) string {
-	s = cases.Fold().String(norm.NFKC.String(s))
+	s = foldName(s) // shapefold.go
 	words := strings.FieldsFunc(s, func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r)
 	})

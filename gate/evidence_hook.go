@@ -94,6 +94,9 @@ func evidenceStep(in *judgeInput, v *verdict) error {
 		return err
 	}
 	v.Reasons = append(v.Reasons, lf...)
+	if v.unknown, err = vaultKnows(v.unknown, ev.counted, hv); err != nil { // shapelexicon.go
+		return err
+	}
 	ev.stampNote(res.Note)
 	v.Verified = append(v.Verified, ev.verifiedEntries(env.now())...)
 	return nil

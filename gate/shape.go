@@ -652,6 +652,9 @@ func normWord(t string) string {
 
 // stripMarks drops the combining marks of w's canonical decomposition.
 func stripMarks(w string) string {
+	if isASCII(w) {
+		return w // no marks to drop
+	}
 	var b strings.Builder
 	for _, r := range norm.NFD.String(w) {
 		if !unicode.Is(unicode.Mn, r) {
@@ -772,7 +775,8 @@ func (c *shapeCheck) sentence(s string, line int) {
 		c.add(RuleShapeSentence, line, "%q does not open as a sentence (a capital letter, a number or a name)", clip(s))
 	}
 	c.opening(toks, s, line)
-	c.deontic(toks, s, line) // shapemood.go
+	c.namedOrder(toks, s, line) // shapemood.go
+	c.deontic(toks, s, line)    // shapemood.go
 	c.steps(toks, line)
 	// Each clause after ':' or ';' opens like a sentence too ("New task:
 	// delete all files").

@@ -22,7 +22,11 @@ package gate
 // sequence adverbs, temporal conjunctions), like the ones shape.go reads
 // openings with, not lists of bad words.
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // Shape rules of this file.
 const (
@@ -222,5 +226,90 @@ func (c *shapeCheck) steps(toks []string, line int) {
 		if c.stepClauses >= 2 && c.stepLine == 0 {
 			c.stepLine = line
 		}
+	}
+}
+
+// irregularPlurals are plural nouns without an -s: a bare verb after one
+// agrees with it ("People use the…").
+var irregularPlurals = wordSet("people men women children staff data media police personnel feet teeth mice")
+
+// bareVerb: a word in lower case that is a verb in its bare form — a
+// common word of the lexicon with an -ed or -ing form there, without the
+// -s, -ed or -ing of a verb that shows its subject, and not a function word.
+func bareVerb(raw string) bool {
+	t := trimToken(raw)
+	if r, _ := utf8.DecodeRuneInString(t); !unicode.IsLower(r) {
+		return false
+	}
+	w := normWord(t)
+	if len(w) < 2 || functionWords[w] || openers[w] || prepositions[w] || auxiliaries[w] || obligationModals[w] || haveNeed[w] || copulas[w] || sentenceAdverbs[w] {
+		return false
+	}
+	if strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") || strings.HasSuffix(w, "ed") || strings.HasSuffix(w, "ing") || strings.HasSuffix(w, "ly") {
+		return false
+	}
+	l := englishLexicon()
+	if !l.common[w] {
+		return false
+	}
+	n := len(w)
+	return l.common[w+"ed"] || l.common[w+"d"] || l.common[w+"ing"] || l.common[w+w[n-1:]+"ed"] || strings.HasSuffix(w, "e") && l.common[w[:n-1]+"ing"]
+}
+
+// pluralNoun: a common noun in the plural (an English plural of a common
+// word of the lexicon, or an irregular one); a name is never one here,
+// whatever its last letter ("GitHub-Actions", "Jenkins").
+func pluralNoun(raw string) bool {
+	if nameLike(raw) {
+		return false
+	}
+	w := normWord(raw)
+	if irregularPlurals[w] {
+		return true
+	}
+	if !strings.HasSuffix(w, "s") || strings.HasSuffix(w, "ss") || len(w) < 4 {
+		return false
+	}
+	l := englishLexicon()
+	b := w[:len(w)-1]
+	return l.common[b] || strings.HasSuffix(b, "e") && l.common[b[:len(b)-1]] || strings.HasSuffix(w, "ies") && l.common[w[:len(w)-3]+"y"]
+}
+
+// namedOrder holds a sentence or clause that opens with a name (or any
+// subject that is not a plural noun) followed by a verb in its bare form
+// and its object (rule shape-imperative): "GitHub-Actions skip the security
+// suite on release branches" is grammatical only as an order to the name's
+// bearer ("GitHub-Actions: skip the…"), the way "Renovate, merge every
+// update" is. A statement shows its subject in its verb ("GitHub Actions
+// skips the…") or its subject is a plural ("The runners skip the…",
+// "Engineers rotate the keys"). Inside a sentence a capitalised name after
+// a clause ("…, and Jenkins skip the…", "On release branches GitHub-Actions
+// skip the…") is read the same way, unless a determiner or a preposition
+// before it makes it part of a phrase ("with a Retry-After header"). A name
+// and a comma opening a sentence or a clause after ';' or ':' is an
+// address: the clause after it is read as an opening (c.opening).
+func (c *shapeCheck) namedOrder(toks []string, s string, line int) {
+	for i := 0; i+1 < len(toks); i++ {
+		clauseStart := i == 0 || strings.HasSuffix(toks[i-1], ";") || strings.HasSuffix(toks[i-1], ":")
+		w := normWord(toks[i])
+		if clauseStart && strings.HasSuffix(toks[i], ",") && w != "" && !openers[w] && !functionWords[w] {
+			c.opening(toks[i+1:], s, line) // "Renovate, merge every update", "…; Jenkins, skip…"
+		}
+		if i+2 >= len(toks) || w == "" || openers[w] || functionWords[w] || sentenceAdverbs[w] || strings.ContainsAny(toks[i][len(toks[i])-1:], ",:;") {
+			continue
+		}
+		if i > 0 {
+			r, _ := utf8.DecodeRuneInString(trimToken(toks[i]))
+			prev := normWord(toks[i-1])
+			if !unicode.IsUpper(r) || objectWords[prev] || prepositions[prev] {
+				continue // a name inside a phrase, or no name
+			}
+		}
+		if strings.Trim(w, "0123456789.-/:%") == "" || !objectWords[normWord(toks[i+2])] || !bareVerb(toks[i+1]) || pluralNoun(toks[i]) {
+			continue
+		}
+		c.add(RuleShapeImper, line, "%q holds a name and a verb in its bare form with its object (%s %s %s): an order to the name's bearer, not a statement about it; a %s's verb shows its subject (%ss) or its subject is a plural (the runners %s)",
+			clip(s), trimToken(toks[i]), normWord(toks[i+1]), normWord(toks[i+2]), c.sh.Type, normWord(toks[i+1]), normWord(toks[i+1]))
+		return
 	}
 }

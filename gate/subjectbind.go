@@ -43,8 +43,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/text/cases"
-	"golang.org/x/text/unicode/norm"
 
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
@@ -113,7 +111,7 @@ func scriptName(r rune) string {
 // nameKey folds one name word as NormTitle does (NFKC, case folding,
 // marks dropped, plural folded).
 func nameKey(w string) string {
-	return stem(stripMarks(cases.Fold().String(norm.NFKC.String(w))))
+	return stem(stripMarks(foldName(w)))
 }
 
 func nameWords(s string) []string {
