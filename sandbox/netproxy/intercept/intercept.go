@@ -402,7 +402,9 @@ func (s *Server) scrubResponse(r *http.Response) {
 		for _, p := range pairs {
 			keep = max(keep, len(p.real)-1)
 		}
-		b := &scrubBody{rc: r.Body, pairs: pairs, keep: keep, buf: make([]byte, wireBuf+keep), resp: r}
+		// A buffer for one record to start with (most answers are
+		// small); it grows to wireBuf once records are waiting.
+		b := &scrubBody{rc: r.Body, pairs: pairs, keep: keep, buf: make([]byte, maxRecord+keep), resp: r}
 		if r.Request != nil {
 			if u, ok := r.Request.Context().Value(upstreamKey{}).(*upstream); ok && u.c != nil {
 				b.more = u.c.recordsWaiting
@@ -501,8 +503,14 @@ func (b *scrubBody) Read(p []byte) (int, error) {
 			var k int
 			k, err = b.rc.Read(b.buf[b.n:])
 			b.n += k
-			if k == 0 || err != nil || len(b.buf)-b.n < maxRecord || b.more == nil || !b.more() {
+			if k == 0 || err != nil || b.more == nil || !b.more() {
 				break
+			}
+			if len(b.buf)-b.n < maxRecord {
+				if len(b.buf) >= wireBuf+b.keep {
+					break
+				}
+				b.buf = append(b.buf[:b.n], make([]byte, wireBuf+b.keep-b.n)...)
 			}
 		}
 		if b.n > start {

@@ -60,9 +60,6 @@ func (b *batchConn) Write(p []byte) (int, error) {
 			return b.Conn.Write(p)
 		}
 	}
-	if b.buf == nil {
-		b.buf = make([]byte, 0, wireBuf)
-	}
 	b.buf = append(b.buf, p...)
 	return len(p), nil
 }
