@@ -405,7 +405,10 @@ func (s *Server) scrubResponse(r *http.Response) {
 		// A buffer for one record to start with (most answers are
 		// small); it grows to wireBuf once records are waiting.
 		b := &scrubBody{rc: r.Body, pairs: pairs, keep: keep, buf: make([]byte, maxRecord+keep), resp: r}
-		if r.Request != nil {
+		// Not through a decompressor: it may need more than has arrived
+		// to give anything, and it reads the body to its end (and the
+		// transport then reads the connection) before its last bytes.
+		if r.Request != nil && !r.Uncompressed {
 			if u, ok := r.Request.Context().Value(upstreamKey{}).(*upstream); ok && u.c != nil {
 				b.more = u.c.recordsWaiting
 			}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // The interceptor's system calls, per byte: crypto/tls reads the socket
@@ -26,13 +27,21 @@ const wireBuf = 256 << 10
 type readBufConn struct {
 	net.Conn
 	r *bufio.Reader
+	// buffered is r.Buffered() after the last read: the transport's own
+	// goroutine reads the connection for the next answer once a body
+	// ended, while scrubBody may still ask (recordsWaiting).
+	buffered atomic.Int64
 }
 
 func newReadBufConn(c net.Conn) *readBufConn {
 	return &readBufConn{Conn: c, r: bufio.NewReaderSize(c, wireBuf)}
 }
 
-func (c *readBufConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+func (c *readBufConn) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.buffered.Store(int64(c.r.Buffered()))
+	return n, err
+}
 
 // batchConn is the agent's connection under crypto/tls: while a batch is
 // open (batchTLS.Write), what crypto/tls writes (one record per write) is
@@ -136,4 +145,4 @@ const maxRecord = 5 + 16<<10 + 2048
 // records' worth of bytes: crypto/tls's next record (whatever part of it
 // it read already) is then complete here, and a read of the answer's body
 // returns without a system call, so it cannot wait for the network.
-func (c *readBufConn) recordsWaiting() bool { return c.r.Buffered() >= 2*maxRecord }
+func (c *readBufConn) recordsWaiting() bool { return c.buffered.Load() >= 2*maxRecord }
