@@ -4,19 +4,21 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/fedmem/fedmem/sandbox/netproxy"
 )
 
 // startProxyRelay listens on 127.0.0.1:port (HTTP) and 127.0.0.1:SocksPort
 // (SOCKS5) inside the sandbox's network namespace and hands every accepted
 // connection to fedmem-run's proxy, which tells the two protocols apart by
-// their first byte: a fresh socket pair per connection, one end sent over
-// ctlFd (SCM_RIGHTS), the bytes spliced between the agent's connection and
-// the other end. It runs in the init, before any layer is applied (the
-// listeners exist before Landlock and seccomp, which keep them working).
+// their first byte: the accepted socket itself is sent over ctlFd
+// (SCM_RIGHTS) and closed here, so the proxy reads and writes the agent's
+// connection with no copy between (a socket pair spliced to it cost a
+// download through the proxy as much CPU as the agent's own reads:
+// test/bench -only cred). It runs in the init, before any layer is applied
+// (the listeners exist before Landlock and seccomp, which keep them
+// working).
 func startProxyRelay(ctlFd, port int) error {
 	ctl := os.NewFile(uintptr(ctlFd), "proxy-ctl")
 	for _, p := range []int{port, SocksPort} {
@@ -30,33 +32,28 @@ func startProxyRelay(ctlFd, port int) error {
 				if err != nil {
 					return
 				}
-				go relayOne(ctl, c)
+				go handOver(ctl, c)
 			}
 		}()
 	}
 	return nil
 }
 
-func relayOne(ctl *os.File, c net.Conn) {
+// handOver sends the agent's accepted connection to fedmem-run's proxy
+// and closes the init's copy (the proxy holds its own).
+func handOver(ctl *os.File, c net.Conn) {
 	defer c.Close()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return
+	}
+	raw, err := sc.SyscallConn()
 	if err != nil {
 		return
 	}
-	err = unix.Sendmsg(int(ctl.Fd()), []byte{0}, unix.UnixRights(fds[1]), nil, 0)
-	unix.Close(fds[1])
-	if err != nil {
-		unix.Close(fds[0])
-		return
-	}
-	f := os.NewFile(uintptr(fds[0]), "proxy-conn")
-	up, err := net.FileConn(f)
-	f.Close()
-	if err != nil {
-		return
-	}
-	defer up.Close()
-	netproxy.Splice(c, up)
+	_ = raw.Control(func(fd uintptr) {
+		_ = unix.Sendmsg(int(ctl.Fd()), []byte{0}, unix.UnixRights(int(fd)), nil, 0)
+	})
 }
 
 // listenLoopback listens on 127.0.0.1:port with plain system calls and

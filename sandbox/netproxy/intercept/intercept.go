@@ -73,10 +73,6 @@ type Server struct {
 	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	OnEvent func(Event)
 
-	// noReadAhead turns off the answer's read-ahead (readahead.go): the
-	// benchmark compares.
-	noReadAhead bool
-
 	mu     sync.Mutex
 	leaves map[string]*tls.Certificate
 	credMu sync.RWMutex // Creds' Real values change on a refresh
@@ -176,7 +172,8 @@ func (s *Server) Serve(c net.Conn, pre []byte, host string, port int, addrs []ne
 		c.Close()
 		return
 	}
-	tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{*leaf}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
+	agent := &batchConn{Conn: c}
+	tc := tls.Server(agent, &tls.Config{Certificates: []tls.Certificate{*leaf}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
 	hostport := net.JoinHostPort(host, strconv.Itoa(port))
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -189,14 +186,19 @@ func (s *Server) Serve(c net.Conn, pre []byte, host string, port int, addrs []ne
 			for _, a := range addrs {
 				up, err := dial(ctx, "tcp", a.String())
 				if err == nil {
-					return up, nil
+					return newReadBufConn(up), nil
 				}
 				errs = append(errs, err)
 			}
 			return nil, fmt.Errorf("dial %s: %w", hostport, errors.Join(errs...))
 		},
-		TLSClientConfig:     &tls.Config{ServerName: host, RootCAs: s.RootCAs, MinVersion: tls.VersionTLS12},
-		ForceAttemptHTTP2:   true,
+		TLSClientConfig: &tls.Config{ServerName: host, RootCAs: s.RootCAs, MinVersion: tls.VersionTLS12},
+		// HTTP/1.1 upstream, as the agent's side is: one request at a
+		// time per agent connection, so HTTP/2's multiplexing gains
+		// nothing, and its flow control (a WINDOW_UPDATE for every read
+		// of the body, a goroutine hand-off for every frame) tripled the
+		// CPU a download cost the real host and added a third to ours.
+		ForceAttemptHTTP2:   false,
 		MaxIdleConnsPerHost: 4,
 		IdleConnTimeout:     90 * time.Second,
 	}
@@ -211,7 +213,8 @@ func (s *Server) Serve(c net.Conn, pre []byte, host string, port int, addrs []ne
 			// default Go, Python requests or Node client asks for gzip).
 			pr.Out.Header.Del("Accept-Encoding")
 		},
-		Transport: scrub1xx{rt: tr, s: s},
+		Transport:  scrub1xx{rt: tr, s: s},
+		BufferPool: proxyBuffers,
 		ModifyResponse: func(r *http.Response) error {
 			if r.StatusCode == http.StatusSwitchingProtocols {
 				// What follows an upgrade (a websocket) is a raw stream
@@ -254,7 +257,7 @@ func (s *Server) Serve(c net.Conn, pre []byte, host string, port int, addrs []ne
 		}
 		rp.ServeHTTP(w, r)
 	})
-	ln := &oneConn{c: tc, done: make(chan struct{})}
+	ln := &oneConn{c: &batchTLS{Conn: tc, b: agent}, done: make(chan struct{})}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, ErrorLog: nil}
 	_ = srv.Serve(ln)
 	<-ln.done
@@ -399,49 +402,89 @@ func (s *Server) scrubResponse(r *http.Response) {
 		for _, p := range pairs {
 			keep = max(keep, len(p.real)-1)
 		}
-		r.Body = &scrubBody{rc: r.Body, pairs: pairs, keep: keep, buf: make([]byte, 64<<10+keep), resp: r}
-		if !s.noReadAhead {
-			r.Body = readAhead(r.Body)
+		// A buffer for one record to start with (most answers are
+		// small); it grows to wireBuf once records are waiting.
+		b := &scrubBody{rc: r.Body, pairs: pairs, keep: keep, buf: make([]byte, maxRecord+keep), resp: r}
+		// Not through a decompressor: it may need more than has arrived
+		// to give anything, and it reads the body to its end (and the
+		// transport then reads the connection) before its last bytes.
+		if r.Request != nil && !r.Uncompressed {
+			if u, ok := r.Request.Context().Value(upstreamKey{}).(*upstream); ok && u.c != nil {
+				b.more = u.c.recordsWaiting
+			}
 		}
+		r.Body = b
 	}
 }
+
+// upstreamKey is the context value scrub1xx adds to each request: the
+// connection the transport sends it on (httptrace's GotConn).
+type upstreamKey struct{}
+
+type upstream struct{ c *readBufConn }
 
 // scrub1xx scrubs the informational answers (103 Early Hints) that
 // httputil.ReverseProxy passes on to the agent as they come: its trace
 // hook, added here, is the newest, so it runs before the proxy's copies
-// the header (TestRT18EchoTrailerEarlyHintsUpgrade).
+// the header (TestRT18EchoTrailerEarlyHintsUpgrade). It also notes the
+// upstream connection, whose buffer tells scrubBody when more of the
+// answer has arrived.
 type scrub1xx struct {
 	rt http.RoundTripper
 	s  *Server
 }
 
 func (x scrub1xx) RoundTrip(r *http.Request) (*http.Response, error) {
-	ctx := httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{Got1xxResponse: func(_ int, h textproto.MIMEHeader) error {
-		scrubHeader(http.Header(h), x.s.scrubPairs())
-		return nil
-	}})
+	u := &upstream{}
+	ctx := context.WithValue(r.Context(), upstreamKey{}, u)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		Got1xxResponse: func(_ int, h textproto.MIMEHeader) error {
+			scrubHeader(http.Header(h), x.s.scrubPairs())
+			return nil
+		},
+		GotConn: func(i httptrace.GotConnInfo) {
+			c := i.Conn
+			if tc, ok := c.(interface{ NetConn() net.Conn }); ok {
+				c = tc.NetConn()
+			}
+			u.c, _ = c.(*readBufConn)
+		},
+	})
 	return x.rt.RoundTrip(r.WithContext(ctx))
 }
 
 // scrubBody replaces every real value in a response body by its
 // placeholder, in place (the same length, so the body's length holds),
-// keeping back the last bytes of each read that could begin a value split
-// across reads. At the end of the body it scrubs the response's trailers,
-// which the transport has read by then and the proxy copies after it.
+// keeping back the tail of each read that begins a real value (the
+// longest suffix that is a prefix of one), to be completed or not by the
+// next read: a value split across reads is still found, and everything
+// else goes out as it arrives (a streamed answer's event is not held
+// until the next). At the end of the body it scrubs the response's
+// trailers, which the transport has read by then and the proxy copies
+// after it.
+//
+// A read of the body gives one TLS record (16 KB at most). While more
+// records have arrived (more: the upstream connection's buffer holds at
+// least two whole records, so the next read cannot wait), scrubBody reads
+// on, up to its buffer: one Read then hands the proxy a large chunk, which
+// goes to the agent in one write (batchConn). It never reads on when a
+// read could wait.
 type scrubBody struct {
 	rc    io.ReadCloser
 	pairs []scrubPair
-	keep  int
-	buf   []byte // buf[:n]: read, scrubbed; buf[:n-keep] may go out
+	keep  int    // the longest proper prefix of a real value
+	buf   []byte // buf[:n]: read, scrubbed; buf[:n-hold] may go out
 	n     int
+	hold  int // the tail of buf[:n] that begins a real value
 	out   int // buf[:out] already returned
 	eof   bool
 	resp  *http.Response
+	more  func() bool // nil: one read at a time
 }
 
 func (b *scrubBody) Read(p []byte) (int, error) {
 	for {
-		ready := b.n - b.keep
+		ready := b.n - b.hold
 		if b.eof {
 			ready = b.n
 		}
@@ -457,10 +500,23 @@ func (b *scrubBody) Read(p []byte) (int, error) {
 		tail := b.n - b.out
 		copy(b.buf, b.buf[b.out:b.n])
 		b.n, b.out = tail, 0
-		k, err := b.rc.Read(b.buf[b.n:])
-		if k > 0 {
-			start := max(0, b.n-b.keep)
+		start := max(0, b.n-b.keep)
+		var err error
+		for {
+			var k int
+			k, err = b.rc.Read(b.buf[b.n:])
 			b.n += k
+			if k == 0 || err != nil || b.more == nil || !b.more() {
+				break
+			}
+			if len(b.buf)-b.n < maxRecord {
+				if len(b.buf) >= wireBuf+b.keep {
+					break
+				}
+				b.buf = append(b.buf[:b.n], make([]byte, wireBuf+b.keep-b.n)...)
+			}
+		}
+		if b.n > start {
 			win := b.buf[start:b.n]
 			for _, pr := range b.pairs {
 				for i := bytes.Index(win, pr.real); i >= 0; i = bytes.Index(win, pr.real) {
@@ -468,6 +524,7 @@ func (b *scrubBody) Read(p []byte) (int, error) {
 				}
 			}
 		}
+		b.hold = prefixTail(b.buf[:b.n], b.pairs)
 		if err == io.EOF {
 			b.eof = true
 			if b.resp != nil {
@@ -477,6 +534,29 @@ func (b *scrubBody) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
+}
+
+// prefixTail is the length of the longest suffix of b that is a proper
+// prefix of a real value: a value that begins in b and ends past it
+// begins there, so the bytes before it can go out.
+func prefixTail(b []byte, pairs []scrubPair) int {
+	hold := 0
+	for _, pr := range pairs {
+		r := pr.real
+		from := max(0, len(b)-len(r)+1)
+		for i := from; i < len(b) && len(b)-i > hold; i++ {
+			j := bytes.IndexByte(b[i:], r[0])
+			if j < 0 {
+				break
+			}
+			i += j
+			if len(b)-i > hold && bytes.HasPrefix(r, b[i:]) {
+				hold = len(b) - i
+				break
+			}
+		}
+	}
+	return hold
 }
 
 func (b *scrubBody) Close() error { return b.rc.Close() }
