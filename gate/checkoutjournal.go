@@ -30,11 +30,7 @@ type checkoutRecord struct {
 // journalCheckout records the open group's files in the checkout journal,
 // with those of a journal an earlier flush left (its checkout failed).
 func (g *Gate) journalCheckout() error {
-	var paths []string
-	if b := g.repo.batch; b != nil {
-		paths = b.fileOrder
-	}
-	return g.journalPaths(paths)
+	return g.journalPaths(g.repo.BatchFiles())
 }
 
 // journalPaths records paths in the checkout journal, with those already
@@ -116,7 +112,7 @@ func (g *Gate) redoCheckout() error {
 	} else if err != nil {
 		return fmt.Errorf("checkout journal: %w", err)
 	}
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return err
 	}
@@ -129,16 +125,16 @@ func (g *Gate) redoCheckout() error {
 		if head.IsZero() {
 			continue
 		}
-		cur, err := g.repo.fileAt(head, p)
+		cur, err := g.repo.FileAt(head, p)
 		if err != nil {
 			return fmt.Errorf("checkout journal %s: %s at HEAD: %w", file, p, err)
 		}
 		if cur != nil {
-			ch = append(ch, change{p, cur})
+			ch = append(ch, change{Path: p, Content: cur})
 		}
 	}
 	if len(ch) > 0 {
-		if err := g.repo.checkoutNow(ch); err != nil {
+		if err := g.repo.CheckoutNow(ch); err != nil {
 			return fmt.Errorf("checkout journal %s: redo: %w", file, err)
 		}
 	}

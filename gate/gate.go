@@ -13,14 +13,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
-
 	"github.com/fedmem/fedmem/gate/audit"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // Options configures a Gate.
@@ -62,7 +60,7 @@ type Gate struct {
 	opts     Options
 	log      *slog.Logger
 	now      func() time.Time
-	repo     *repo
+	repo     *repo.Repo
 	audit    *audit.Log
 	unlock   func()
 	uid      int
@@ -81,7 +79,7 @@ type Gate struct {
 	pass *pass
 	// groups maps a draft id to the base its group marker records
 	// (groupcommit.go); nil until read.
-	groups map[string]plumbing.Hash
+	groups map[string]repo.Hash
 	// rec records a pass's decisions off its goroutine (asyncrecord.go).
 	rec *recorder
 	// flushCost is what flushing a group inside a pass has cost lately
@@ -157,10 +155,12 @@ func Open(o Options) (*Gate, error) {
 		return nil, err
 	}
 	if o.SignKey != "" {
-		if g.repo.signer, err = LoadSigner(o.SignKey); err != nil {
+		s, err := LoadSigner(o.SignKey)
+		if err != nil {
 			g.unlock()
 			return nil, err
 		}
+		g.repo.SetSigner(s)
 	}
 	if g.audit, err = audit.Open(g.state); err != nil {
 		g.unlock()
@@ -505,7 +505,7 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 	// killed after publishing it, before recording the decision). It is
 	// found by the draft id before anything is judged again: the verdict
 	// against a HEAD that holds the note itself would differ.
-	if _, head, err := g.repo.head(); err != nil {
+	if _, head, err := g.repo.Head(); err != nil {
 		return nil, err
 	} else if done, err := g.adoptEarlierCommit(head, d); err != nil {
 		return nil, err
@@ -608,12 +608,12 @@ func (g *Gate) judgeOwned(in *inbox, pol *policy.Policy, sess, name string, res 
 }
 
 func (g *Gate) judgeOrigin(in *inbox, pol *policy.Policy, sess, name string, res validate.Result, o origin) (verdict, origin, error) {
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return verdict{}, origin{}, err
 	}
 	ji := &judgeInput{Policy: pol, Result: res, Session: sess, Name: name, Origin: o,
-		Head: func(p string) ([]byte, error) { return g.repo.fileAt(head, p) }, Env: g.evidenceEnv(head)}
+		Head: func(p string) ([]byte, error) { return g.repo.FileAt(head, p) }, Env: g.evidenceEnv(head)}
 	if pol.AutoPromote != nil {
 		r, err := g.autoRates()
 		if err != nil {
@@ -671,8 +671,8 @@ func (g *Gate) note(kind string, data any) {
 }
 
 // signature is the gate identity from policy, sanitised for a commit header.
-func (g *Gate) signature(pol *policy.Policy) object.Signature {
-	return object.Signature{Name: sanitizeLine(pol.GateName), Email: sanitizeLine(pol.GateEmail), When: g.now().UTC().Truncate(time.Second)}
+func (g *Gate) signature(pol *policy.Policy) repo.Signature {
+	return repo.Signature{Name: sanitizeLine(pol.GateName), Email: sanitizeLine(pol.GateEmail), When: g.now().UTC().Truncate(time.Second)}
 }
 
 // sanitizeLine keeps text safe for one line of a commit header or message.

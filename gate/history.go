@@ -1,16 +1,12 @@
 package gate
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/storer"
-
 	"github.com/fedmem/fedmem/gate/audit"
 	"github.com/fedmem/fedmem/vault"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // auditHeadTrailer is the trailer in which a gate commit records the audit
@@ -43,16 +39,8 @@ func ReadHistory(vaultDir string, v *Verifier) (*History, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := git.PlainOpen(dir)
-	if err != nil {
-		return nil, fmt.Errorf("open vault repository %s: %w", dir, err)
-	}
 	h := &History{Checked: v != nil}
-	it, err := r.Log(&git.LogOptions{Order: git.LogOrderCommitterTime})
-	if err != nil {
-		return nil, fmt.Errorf("%s: history: %w", dir, err)
-	}
-	err = it.ForEach(func(c *object.Commit) error {
+	err = repo.Log(dir, func(c *repo.Commit) error {
 		if !isGateCommit(c.Message) {
 			return nil
 		}
@@ -73,8 +61,8 @@ func ReadHistory(vaultDir string, v *Verifier) (*History, error) {
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, storer.ErrStop) {
-		return nil, fmt.Errorf("%s: history: %w", dir, err)
+	if err != nil {
+		return nil, err
 	}
 	return h, nil
 }

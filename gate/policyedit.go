@@ -40,11 +40,11 @@ func (g *Gate) EditReviewers(op, name, by string) (string, []string, error) {
 	if err := g.finishSweepIntent(); err != nil {
 		return "", nil, err
 	}
-	branch, head, err := g.repo.head()
+	branch, head, err := g.repo.Head()
 	if err != nil {
 		return "", nil, err
 	}
-	old, err := g.repo.fileAt(head, vault.PolicyFile)
+	old, err := g.repo.FileAt(head, vault.PolicyFile)
 	if err != nil {
 		return "", nil, err
 	}
@@ -68,7 +68,7 @@ func (g *Gate) EditReviewers(op, name, by string) (string, []string, error) {
 	}
 	verb := map[string]string{"add": "add reviewer", "remove": "remove reviewer"}[op]
 	msg := fmt.Sprintf("fedmem: policy: %s %s\n\nFedmem-Policy: reviewers %s %s\nFedmem-Reviewer: %s\n", verb, name, op, name, by)
-	h, err := g.repo.commitChanges(branch, head, ch, g.signature(pol), msg)
+	h, err := g.repo.CommitChanges(branch, head, ch, g.signature(pol), msg)
 	if err != nil {
 		os.Remove(g.statePath(sweepIntentFile))
 		return "", nil, err
@@ -76,7 +76,7 @@ func (g *Gate) EditReviewers(op, name, by string) (string, []string, error) {
 	if _, err := g.audit.Append("policy", map[string]string{"change": "reviewers " + op, "reviewer": name, "by": by, "commit": h.String()}); err != nil {
 		return "", nil, err
 	}
-	if err := g.repo.checkout(ch); err != nil {
+	if err := g.repo.Checkout(ch); err != nil {
 		return "", nil, err
 	}
 	g.log.Info("policy", "change", "reviewers "+op, "reviewer", name, "by", by, "commit", h.String())

@@ -180,7 +180,7 @@ func (g *Gate) approveLocked(in *inbox, pol *policy.Policy, id, reviewer string,
 	d.Reviewer = reviewer
 	// Already committed by an approval (or pass) killed before recording
 	// it: adopt that commit, whoever approves now (keyed by draft id).
-	if _, head, err := g.repo.head(); err != nil {
+	if _, head, err := g.repo.Head(); err != nil {
 		return nil, err
 	} else if done, err := g.adoptEarlierCommit(head, d); err != nil {
 		return nil, err

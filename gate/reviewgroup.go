@@ -6,8 +6,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // Batch approvals on the pass's group commit (issue 19). A batch approval
@@ -110,12 +108,9 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt ApproveOptions) [
 	staged := make([]*Decision, len(ids))
 	recorded := make([]bool, len(ids))
 	for i, id := range ids {
-		var tip0 plumbing.Hash
-		if g.repo.batch != nil {
-			tip0 = g.repo.batch.tip
-		}
+		tip0 := g.repo.BatchTip()
 		d, err := g.approveLocked(in, pol, id, reviewer, opt)
-		if b := g.repo.batch; b != nil && b.tip != tip0 {
+		if g.repo.Batching() && g.repo.BatchTip() != tip0 {
 			// The draft has a commit in the group (even when its approval
 			// failed after it: an audit append, say). Its marker is synced
 			// by the barrier before the branch moves; without it the
@@ -128,7 +123,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt ApproveOptions) [
 				mid = d.ID
 			}
 			if validClaimID(mid) {
-				if err := writeAtomic(g.statePath(committingDir, mid), []byte(b.base.String()), 0o600); err != nil {
+				if err := writeAtomic(g.statePath(committingDir, mid), []byte(g.repo.BatchBase().String()), 0o600); err != nil {
 					g.log.Warn("approval marker not written (the group's marker covers it)", "id", mid, "err", err)
 				}
 			}
@@ -231,7 +226,7 @@ func (g *Gate) recoverReviewGroups() error {
 		return err
 	}
 	defer in.Close()
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return err
 	}

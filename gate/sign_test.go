@@ -26,17 +26,17 @@ func gateCommit(t *testing.T, g *Gate, p, content string) string {
 	if _, err := g.audit.Append("claim", map[string]string{"path": p}); err != nil {
 		t.Fatal(err)
 	}
-	branch, head, err := g.repo.head()
+	branch, head, err := g.repo.Head()
 	if err != nil {
 		t.Fatal(err)
 	}
 	msg := "fedmem: test commit " + p + "\n\nFedmem-Decision: promoted\n" + auditHeadTrailer + ": " + g.audit.Head() + "\n"
 	sig := object.Signature{Name: "fedmem gate", Email: "gate@fedmem.invalid", When: time.Now().UTC().Truncate(time.Second)}
-	h, err := g.repo.commitChanges(branch, head, []change{{p, []byte(content)}}, sig, msg)
+	h, err := g.repo.CommitChanges(branch, head, []change{{Path: p, Content: []byte(content)}}, sig, msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.repo.checkout([]change{{p, []byte(content)}}); err != nil {
+	if err := g.repo.Checkout([]change{{Path: p, Content: []byte(content)}}); err != nil {
 		t.Fatal(err)
 	}
 	return h.String()
@@ -109,7 +109,7 @@ func mustCommit(t *testing.T, v, rev string) *object.Commit {
 		t.Fatal(err)
 	}
 	h := strings.TrimSpace(gitCLI(t, v, "rev-parse", rev))
-	c, err := g.r.CommitObject(plumbingHash(h))
+	c, err := g.Commit(plumbingHash(h))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,14 +26,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // WithheldKey is the extension key of a withheld note.
@@ -99,7 +97,7 @@ func (g *Gate) Sweep() (*SweepSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return nil, err
 	}
@@ -162,12 +160,12 @@ func (g *Gate) sweepSessions(hours int, now time.Time) *SessionPrune {
 
 type noteAt struct {
 	path string
-	blob plumbing.Hash
+	blob repo.Hash
 }
 
 // collectNotes lists the .md files under t (but index.md, log.md, hidden
 // names and the skipped top-level folders).
-func collectNotes(hv *headView, t *object.Tree, dir string, out *[]noteAt) error {
+func collectNotes(hv *headView, t *repo.Tree, dir string, out *[]noteAt) error {
 	for _, e := range t.Entries {
 		if strings.HasPrefix(e.Name, ".") {
 			continue
@@ -177,18 +175,18 @@ func collectNotes(hv *headView, t *object.Tree, dir string, out *[]noteAt) error
 			p = dir + "/" + e.Name
 		}
 		switch {
-		case e.Mode == filemode.Dir:
+		case e.Mode == repo.ModeDir:
 			if dir == "" && sweepSkip[e.Name] {
 				continue
 			}
-			sub, err := object.GetTree(hv.s, e.Hash)
+			sub, err := hv.r.Tree(e.Hash)
 			if err != nil {
 				return fmt.Errorf("read tree %s: %w", p, err)
 			}
 			if err := collectNotes(hv, sub, p, out); err != nil {
 				return err
 			}
-		case e.Mode.IsFile() && e.Mode != filemode.Symlink && dir != "" && strings.HasSuffix(e.Name, ".md") && e.Name != "index.md" && e.Name != "log.md" && !isArchivePage(p):
+		case e.Mode.IsFile() && e.Mode != repo.ModeSymlink && dir != "" && strings.HasSuffix(e.Name, ".md") && e.Name != "index.md" && e.Name != "log.md" && !isArchivePage(p):
 			*out = append(*out, noteAt{p, e.Hash})
 		}
 	}
@@ -323,7 +321,7 @@ type sweepIntent struct {
 // restore) with the gate's commit machinery: the note, its folder's log.md
 // line, one commit, an audit entry, then the work tree and index.
 func (g *Gate) commitLifecycle(pol *policy.Policy, p string, content []byte, kind, logLine, msg string, audit map[string]string) (string, error) {
-	branch, head, err := g.repo.head()
+	branch, head, err := g.repo.Head()
 	if err != nil {
 		return "", err
 	}
@@ -340,7 +338,7 @@ func (g *Gate) commitLifecycle(pol *policy.Policy, p string, content []byte, kin
 	if err := writeJSON(g.statePath(sweepIntentFile), in); err != nil {
 		return "", err
 	}
-	h, err := g.repo.commitChanges(branch, head, ch, g.signature(pol), msg)
+	h, err := g.repo.CommitChanges(branch, head, ch, g.signature(pol), msg)
 	if err != nil {
 		os.Remove(g.statePath(sweepIntentFile))
 		return "", err
@@ -349,7 +347,7 @@ func (g *Gate) commitLifecycle(pol *policy.Policy, p string, content []byte, kin
 	if _, err := g.audit.Append(kind, audit); err != nil {
 		return "", err
 	}
-	if err := g.repo.checkout(ch); err != nil {
+	if err := g.repo.Checkout(ch); err != nil {
 		return "", err
 	}
 	g.log.Info(kind, "path", p, "commit", h.String())
@@ -369,7 +367,7 @@ func (g *Gate) finishSweepIntent() error {
 	if err != nil {
 		return err
 	}
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return err
 	}
@@ -378,16 +376,16 @@ func (g *Gate) finishSweepIntent() error {
 		if sourcePathError(p) != "" {
 			return fmt.Errorf("%s names %q, not a vault path", sweepIntentFile, p)
 		}
-		b, err := g.repo.fileAt(head, p)
+		b, err := g.repo.FileAt(head, p)
 		if err != nil {
 			return err
 		}
 		if b != nil {
-			ch = append(ch, change{p, b})
+			ch = append(ch, change{Path: p, Content: b})
 		}
 	}
 	if len(ch) > 0 {
-		if err := g.repo.checkout(ch); err != nil {
+		if err := g.repo.Checkout(ch); err != nil {
 			return err
 		}
 	}
@@ -398,11 +396,11 @@ func (g *Gate) finishSweepIntent() error {
 }
 
 func (g *Gate) withhold(pol *policy.Policy, p, reason, detail string, now time.Time) (*Withheld, error) {
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return nil, err
 	}
-	old, err := g.repo.fileAt(head, p)
+	old, err := g.repo.FileAt(head, p)
 	if err != nil || old == nil {
 		return nil, fmt.Errorf("read %s at HEAD: %v", p, err)
 	}
@@ -449,7 +447,7 @@ func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return nil, err
 	}
@@ -481,7 +479,7 @@ func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
 	} else {
 		res.Failures = append(res.Failures, cf...)
 	}
-	content, err := g.repo.fileAt(head, p)
+	content, err := g.repo.FileAt(head, p)
 	if err != nil {
 		return nil, err
 	}

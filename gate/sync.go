@@ -27,33 +27,22 @@ package gate
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
-
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 const (
@@ -219,7 +208,7 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 	if err := g.finishSyncIntent(st); err != nil {
 		return fmt.Errorf("finish interrupted sync: %w", err)
 	}
-	lb, _, err := g.repo.head()
+	lb, _, err := g.repo.Head()
 	if err != nil {
 		return err
 	}
@@ -227,13 +216,9 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 		rbranch = lb.Short()
 	}
 	st.Branch, st.LocalBranch = rbranch, lb.Short()
-	remoteRef := plumbing.NewBranchReferenceName(rbranch)
-	track := plumbing.ReferenceName("refs/remotes/" + syncRemoteName + "/" + rbranch)
-	spec := config.RefSpec("+" + remoteRef.String() + ":" + track.String())
-	rem := git.NewRemote(g.repo.s, &config.RemoteConfig{Name: syncRemoteName, URLs: []string{rawURL}, Fetch: []config.RefSpec{spec}})
-	au := &syncAuth{url: rawURL}
+	rem := g.repo.Remote(syncRemoteName, rawURL, rbranch, g.remoteOp)
 	for attempt := 0; attempt < syncAttempts; attempt++ {
-		R, err := g.fetch(rem, spec, track, au)
+		R, err := rem.Fetch()
 		if err != nil {
 			return fmt.Errorf("fetch: %w", err)
 		}
@@ -242,7 +227,7 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 		if err := g.checkPublished(st, R, rawURL, rbranch); err != nil {
 			return err
 		}
-		lb, L, err := g.repo.head()
+		lb, L, err := g.repo.Head()
 		if err != nil {
 			return err
 		}
@@ -256,21 +241,21 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 		switch {
 		case base == R || R.IsZero():
 			syncFault("before-push")
-			perr := g.push(rem, lb, remoteRef, R, au)
+			perr := rem.Push(lb, R)
 			if perr == nil {
 				syncFault("after-push")
 				st.LastPush = g.now().UTC()
 				st.Pushes++
 				st.Published, st.PublishedTo = L.String(), redactURL(rawURL)+" "+rbranch
 				st.RemoteHead = L.String()
-				_ = g.repo.s.SetReference(plumbing.NewHashReference(track, L))
+				_ = rem.Tracked(L)
 				g.note("sync-push", map[string]any{"remote": redactURL(rawURL), "branch": rbranch, "from": R.String(), "to": L.String(), "commits": len(local)})
 				g.log.Info("pushed", "remote", redactURL(rawURL), "to", L.String(), "commits", len(local))
 				return nil
 			}
 			// The remote moved between fetch and push (the CAS failed):
 			// fetch again and replay. Anything else is the error.
-			if R2, ferr := g.fetch(rem, spec, track, au); ferr == nil && R2 != R {
+			if R2, ferr := rem.Fetch(); ferr == nil && R2 != R {
 				continue
 			}
 			return fmt.Errorf("push %d commit(s) to %s: %w", len(local), rbranch, perr)
@@ -288,51 +273,12 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 	return fmt.Errorf("the remote kept moving: gave up after %d rounds (the next pass tries again)", syncAttempts)
 }
 
-// fetch brings the remote branch into track and returns its tip (zero when
-// the remote has no such branch yet).
-func (g *Gate) fetch(rem *git.Remote, spec config.RefSpec, track plumbing.ReferenceName, au *syncAuth) (plumbing.Hash, error) {
-	err := au.do(func(a transport.AuthMethod) error {
-		return g.remoteOp("fetch", func(ctx context.Context) error {
-			return rem.FetchContext(ctx, &git.FetchOptions{RemoteName: syncRemoteName, RefSpecs: []config.RefSpec{spec}, Auth: a, Tags: git.NoTags, Force: true})
-		})
-	})
-	switch {
-	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
-	case errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, git.NoMatchingRefSpecError{}):
-		return plumbing.ZeroHash, nil
-	default:
-		return plumbing.ZeroHash, err
-	}
-	ref, err := g.repo.s.Reference(track)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("read %s: %w", track, err)
-	}
-	return ref.Hash(), nil
-}
-
-// push sends lb to the remote branch, allowed only while the remote branch
-// is still at expect (zero: absent).
-func (g *Gate) push(rem *git.Remote, lb, remoteRef plumbing.ReferenceName, expect plumbing.Hash, au *syncAuth) error {
-	opts := &git.PushOptions{RemoteName: syncRemoteName, RefSpecs: []config.RefSpec{config.RefSpec(lb.String() + ":" + remoteRef.String())}}
-	if !expect.IsZero() {
-		opts.RequireRemoteRefs = []config.RefSpec{config.RefSpec(expect.String() + ":" + remoteRef.String())}
-	}
-	err := au.do(func(a transport.AuthMethod) error {
-		opts.Auth = a
-		return g.remoteOp("push", func(ctx context.Context) error { return rem.PushContext(ctx, opts) })
-	})
-	if errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return nil
-	}
-	return err
-}
-
 // mergeBase walks the first-parent chains of a and b back in step until one
 // reaches a commit the other has seen. It returns the base and the commits
 // of each side above it, newest first. Cost: the distance to the base (the
 // gate keeps history linear), not the length of history.
-func (g *Gate) mergeBase(a, b plumbing.Hash) (base plumbing.Hash, aSide, bSide []plumbing.Hash, err error) {
-	seenA, seenB := map[plumbing.Hash]int{}, map[plumbing.Hash]int{}
+func (g *Gate) mergeBase(a, b repo.Hash) (base repo.Hash, aSide, bSide []repo.Hash, err error) {
+	seenA, seenB := map[repo.Hash]int{}, map[repo.Hash]int{}
 	ca, cb := a, b
 	for i := 0; i < maxRecoveryWalk && (!ca.IsZero() || !cb.IsZero()); i++ {
 		if !ca.IsZero() {
@@ -357,18 +303,18 @@ func (g *Gate) mergeBase(a, b plumbing.Hash) (base plumbing.Hash, aSide, bSide [
 		}
 	}
 	if b.IsZero() {
-		return plumbing.ZeroHash, aSide, nil, nil
+		return repo.ZeroHash, aSide, nil, nil
 	}
-	return plumbing.ZeroHash, nil, nil, errors.New("the vault and the remote branch share no history (or it is deeper than the walk bound)")
+	return repo.ZeroHash, nil, nil, errors.New("the vault and the remote branch share no history (or it is deeper than the walk bound)")
 }
 
-func (g *Gate) firstParent(h plumbing.Hash) (plumbing.Hash, error) {
-	c, err := object.GetCommit(g.repo.s, h)
+func (g *Gate) firstParent(h repo.Hash) (repo.Hash, error) {
+	c, err := g.repo.Commit(h)
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("read commit %s: %w", h, err)
+		return repo.ZeroHash, fmt.Errorf("read commit %s: %w", h, err)
 	}
 	if c.NumParents() == 0 {
-		return plumbing.ZeroHash, nil
+		return repo.ZeroHash, nil
 	}
 	return c.ParentHashes[0], nil
 }
@@ -377,14 +323,14 @@ func (g *Gate) firstParent(h plumbing.Hash) (plumbing.Hash, error) {
 // paths of the work tree and index to R. Paths are checked before the branch
 // moves: nothing outside the vault's tracked folders (never .git, never a
 // session's inbox folder), regular files only.
-func (g *Gate) fastForward(st *syncFile, lb plumbing.ReferenceName, L, R plumbing.Hash) error {
+func (g *Gate) fastForward(st *syncFile, lb repo.RefName, L, R repo.Hash) error {
 	if _, err := g.workTreeChanges(L, R, R); err != nil {
 		return err
 	}
 	if err := writeJSON(g.statePath(syncIntentFile), syncIntent{Kind: "fast-forward", Old: L.String(), New: R.String()}); err != nil {
 		return err
 	}
-	if err := g.repo.casRef(lb, L, R); err != nil {
+	if err := g.repo.CASRef(lb, L, R); err != nil {
 		os.Remove(g.statePath(syncIntentFile))
 		return err
 	}
@@ -409,11 +355,11 @@ func (g *Gate) finishSyncIntent(st *syncFile) error {
 	if err != nil {
 		return err
 	}
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return err
 	}
-	oldH, newH := plumbing.NewHash(in.Old), plumbing.NewHash(in.New)
+	oldH, newH := repo.NewHash(in.Old), repo.NewHash(in.New)
 	if head == oldH {
 		return os.Remove(g.statePath(syncIntentFile))
 	}
@@ -464,54 +410,32 @@ func syncPathError(p string) string {
 
 // workTreeChanges lists the paths that differ between commits from and to,
 // with their content at commit at (nil where at has none).
-func (g *Gate) workTreeChanges(from, to, at plumbing.Hash) ([]wtChange, error) {
-	tree := func(h plumbing.Hash) (*object.Tree, error) {
-		if h.IsZero() {
-			return &object.Tree{}, nil
-		}
-		c, err := object.GetCommit(g.repo.s, h)
-		if err != nil {
-			return nil, err
-		}
-		return c.Tree()
-	}
-	ft, err := tree(from)
-	if err != nil {
-		return nil, err
-	}
-	tt, err := tree(to)
-	if err != nil {
-		return nil, err
-	}
-	at_, err := tree(at)
-	if err != nil {
-		return nil, err
-	}
-	chs, err := object.DiffTree(ft, tt)
+func (g *Gate) workTreeChanges(from, to, at repo.Hash) ([]wtChange, error) {
+	chs, err := g.repo.Diff(from, to)
 	if err != nil {
 		return nil, err
 	}
 	var out []wtChange
 	for _, ch := range chs {
-		p := ch.To.Name
+		p := ch.To
 		if p == "" {
-			p = ch.From.Name
+			p = ch.From
 		}
 		if why := syncPathError(p); why != "" {
 			return nil, fmt.Errorf("remote path %q %s", p, why)
 		}
-		e, err := at_.FindEntry(p)
-		if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrFileNotFound) {
-			out = append(out, wtChange{path: p})
-			continue
-		}
+		e, err := g.repo.EntryAt(at, p)
 		if err != nil {
 			return nil, err
 		}
-		if e.Mode != filemode.Regular && e.Mode != filemode.Executable && e.Mode != filemode.Deprecated {
+		if e == nil {
+			out = append(out, wtChange{path: p})
+			continue
+		}
+		if e.Mode != repo.ModeRegular && e.Mode != repo.ModeExecutable && e.Mode != repo.ModeDeprecated {
 			return nil, fmt.Errorf("remote path %q is a %s; the gate checks out regular files only", p, modeName(e.Mode))
 		}
-		b, err := g.repo.wholeFileAt(at, p)
+		b, err := g.repo.WholeFileAt(at, p)
 		if err != nil {
 			return nil, err
 		}
@@ -533,57 +457,23 @@ func (g *Gate) applyWorkTree(wt []wtChange) error {
 		if c.content == nil {
 			dels = append(dels, c.path)
 		} else {
-			writes = append(writes, change{c.path, c.content})
+			writes = append(writes, change{Path: c.path, Content: c.content})
 		}
 	}
 	if len(dels) > 0 {
-		if err := g.removePaths(dels); err != nil {
+		if err := g.repo.RemovePaths(dels); err != nil {
 			return err
 		}
 	}
 	if len(writes) > 0 {
-		return g.repo.checkout(writes)
+		return g.repo.Checkout(writes)
 	}
-	return nil
-}
-
-// removePaths deletes files from the work tree (and parent folders left
-// empty) and their index entries.
-func (g *Gate) removePaths(paths []string) error {
-	for _, p := range paths {
-		full := filepath.Join(g.vaultDir, filepath.FromSlash(p))
-		if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove %s: %w", p, err)
-		}
-		for d := path.Dir(p); d != "." && strings.Contains(d, "/"); d = path.Dir(d) {
-			if os.Remove(filepath.Join(g.vaultDir, filepath.FromSlash(d))) != nil {
-				break
-			}
-		}
-	}
-	lock := filepath.Join(g.repo.gitDir, "index.lock")
-	lf, err := g.repo.takeLock(lock)
-	if err != nil {
-		return fmt.Errorf("lock index: %w", err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			lf.Close()
-			os.Remove(lock)
-		}
-		g.repo.dropIntent()
-	}()
-	if err := g.repo.writeIndex(lf, lock, nil, paths); err != nil {
-		return err
-	}
-	done = true
 	return nil
 }
 
 // replay rebuilds the gate's commits above base (local, newest first) on
 // the remote tip R, then moves the local branch from L to the result.
-func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbing.Hash, local []plumbing.Hash, rawURL string) error {
+func (g *Gate) replay(st *syncFile, lb repo.RefName, L, R, base repo.Hash, local []repo.Hash, rawURL string) error {
 	onRemote, err := g.draftsBetween(R, base)
 	if err != nil {
 		return err
@@ -592,7 +482,7 @@ func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbi
 	remap, paths, held := map[string]string{}, map[string]string{}, map[string]syncHold{}
 	replayed, skipped, dropped := 0, 0, 0
 	for i := len(local) - 1; i >= 0; i-- {
-		com, err := object.GetCommit(g.repo.s, local[i])
+		com, err := g.repo.Commit(local[i])
 		if err != nil {
 			return err
 		}
@@ -656,7 +546,7 @@ func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbi
 	if err := writeJSON(g.statePath(syncIntentFile), in); err != nil {
 		return err
 	}
-	if err := g.repo.casRef(lb, L, tip); err != nil {
+	if err := g.repo.CASRef(lb, L, tip); err != nil {
 		os.Remove(g.statePath(syncIntentFile))
 		return err
 	}
@@ -671,10 +561,10 @@ func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbi
 
 // draftsBetween maps the Fedmem-Draft ids of the commits from tip back to
 // (not including) base to their commits.
-func (g *Gate) draftsBetween(tip, base plumbing.Hash) (map[string]plumbing.Hash, error) {
-	out := map[string]plumbing.Hash{}
+func (g *Gate) draftsBetween(tip, base repo.Hash) (map[string]repo.Hash, error) {
+	out := map[string]repo.Hash{}
 	for c, i := tip, 0; !c.IsZero() && c != base && i < maxRecoveryWalk; i++ {
-		com, err := object.GetCommit(g.repo.s, c)
+		com, err := g.repo.Commit(c)
 		if err != nil {
 			return nil, err
 		}
@@ -708,17 +598,9 @@ func isPage(p string) (header string, ok bool) {
 // content plus the lines com appended (once); a note path the remote has
 // since filled with other content moves to a free path (newPath), and the
 // page lines and commit message follow it. Anything else is a conflict.
-func (g *Gate) replayChanges(com *object.Commit, tip plumbing.Hash) (out []change, msg, newPath string, err error) {
+func (g *Gate) replayChanges(com *repo.Commit, tip repo.Hash) (out []change, msg, newPath string, err error) {
 	parent := com.ParentHashes[0]
-	pt, err := g.treeOf(parent)
-	if err != nil {
-		return nil, "", "", err
-	}
-	ct, err := com.Tree()
-	if err != nil {
-		return nil, "", "", err
-	}
-	chs, err := object.DiffTree(pt, ct)
+	chs, err := g.repo.Diff(parent, com.Hash)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -726,9 +608,9 @@ func (g *Gate) replayChanges(com *object.Commit, tip plumbing.Hash) (out []chang
 	notePath := trailer(com.Message, TrailerPath)
 	var oldBase, newBase string
 	if notePath != "" {
-		ours, err1 := g.repo.wholeFileAt(com.Hash, notePath)
-		theirs, err2 := g.repo.wholeFileAt(tip, notePath)
-		base, err3 := g.repo.wholeFileAt(parent, notePath)
+		ours, err1 := g.repo.WholeFileAt(com.Hash, notePath)
+		theirs, err2 := g.repo.WholeFileAt(tip, notePath)
+		base, err3 := g.repo.WholeFileAt(parent, notePath)
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return nil, "", "", err
 		}
@@ -746,21 +628,21 @@ func (g *Gate) replayChanges(com *object.Commit, tip plumbing.Hash) (out []chang
 		}
 	}
 	for _, ch := range chs {
-		p := ch.To.Name
+		p := ch.To
 		if p == "" {
-			return nil, "", "", fmt.Errorf("%w: %s deletes %s", errReplayConflict, com.Hash.String()[:12], ch.From.Name)
+			return nil, "", "", fmt.Errorf("%w: %s deletes %s", errReplayConflict, com.Hash.String()[:12], ch.From)
 		}
-		if ch.To.TreeEntry.Mode != filemode.Regular {
+		if ch.ToMode != repo.ModeRegular {
 			return nil, "", "", fmt.Errorf("%w: %s is not a regular file", errReplayConflict, p)
 		}
-		ours, err1 := g.repo.wholeFileAt(com.Hash, p)
-		base, err2 := g.repo.wholeFileAt(parent, p)
+		ours, err1 := g.repo.WholeFileAt(com.Hash, p)
+		base, err2 := g.repo.WholeFileAt(parent, p)
 		target := p
 		if newPath != "" && p == notePath {
 			target = newPath
 			base = nil
 		}
-		theirs, err3 := g.repo.wholeFileAt(tip, target)
+		theirs, err3 := g.repo.WholeFileAt(tip, target)
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return nil, "", "", err
 		}
@@ -772,7 +654,7 @@ func (g *Gate) replayChanges(com *object.Commit, tip plumbing.Hash) (out []chang
 		case bytes.Equal(theirs, ours):
 			continue
 		case bytes.Equal(theirs, base):
-			out = append(out, change{target, ours})
+			out = append(out, change{Path: target, Content: ours})
 			continue
 		case !page:
 			return nil, "", "", fmt.Errorf("%w: the remote changed %s too", errReplayConflict, p)
@@ -800,46 +682,30 @@ func (g *Gate) replayChanges(com *object.Commit, tip plumbing.Hash) (out []chang
 		if len(merged) > 0 && merged[len(merged)-1] != '\n' {
 			merged = append(merged, '\n')
 		}
-		out = append(out, change{target, append(merged, added...)})
+		out = append(out, change{Path: target, Content: append(merged, added...)})
 	}
 	return out, msg, newPath, nil
-}
-
-func (g *Gate) treeOf(h plumbing.Hash) (*object.Tree, error) {
-	c, err := object.GetCommit(g.repo.s, h)
-	if err != nil {
-		return nil, err
-	}
-	return c.Tree()
 }
 
 // writeCommitOn writes blobs, trees and a commit with orig's author,
 // committer and msg on parent, without moving any ref (the replay moves the
 // branch once, at the end). Signed like every gate commit when a key is set.
-func (g *Gate) writeCommitOn(parent plumbing.Hash, changes []change, orig *object.Commit, msg string) (plumbing.Hash, error) {
-	c, err := object.GetCommit(g.repo.s, parent)
+func (g *Gate) writeCommitOn(parent repo.Hash, changes []change, orig *repo.Commit, msg string) (repo.Hash, error) {
+	c, err := g.repo.Commit(parent)
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return repo.ZeroHash, err
 	}
 	root := c.TreeHash
 	for _, ch := range changes {
-		blob, err := g.repo.writeBlob(ch.Content)
+		blob, err := g.repo.WriteBlob(ch.Content)
 		if err != nil {
-			return plumbing.ZeroHash, err
+			return repo.ZeroHash, err
 		}
-		if root, err = g.repo.putPath(root, strings.Split(ch.Path, "/"), blob); err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("write tree for %s: %w", ch.Path, err)
+		if root, err = g.repo.PutPath(root, strings.Split(ch.Path, "/"), blob); err != nil {
+			return repo.ZeroHash, fmt.Errorf("write tree for %s: %w", ch.Path, err)
 		}
 	}
-	com := &object.Commit{Author: orig.Author, Committer: orig.Committer, Message: msg, TreeHash: root, ParentHashes: []plumbing.Hash{parent}}
-	if err := g.repo.signer.SignCommit(com); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	obj := g.repo.s.NewEncodedObject()
-	if err := com.Encode(obj); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return g.repo.s.SetEncodedObject(obj)
+	return g.repo.WriteCommit(root, []repo.Hash{parent}, orig.Author, orig.Committer, msg)
 }
 
 // remapDecisions points the decisions (and receipts) of replayed
@@ -895,7 +761,7 @@ func (g *Gate) remapDecisions(remap, paths map[string]string) {
 // flags those whose verdict differs from the one they were held with. The
 // decision stays pending (a reviewer decides; approval judges again anyway);
 // the flag says what changed.
-func (g *Gate) recheckPending(st *syncFile, head plumbing.Hash) {
+func (g *Gate) recheckPending(st *syncFile, head repo.Hash) {
 	pol, err := g.Policy()
 	if err != nil {
 		return
@@ -978,7 +844,7 @@ func slicesEqual(a, b []string) bool {
 
 // fillCounts sets Head, Ahead and Behind from the repository.
 func (g *Gate) fillCounts(s *SyncStatus) {
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return
 	}
@@ -986,11 +852,7 @@ func (g *Gate) fillCounts(s *SyncStatus) {
 	if s.Branch == "" {
 		return
 	}
-	ref, err := g.repo.s.Reference(plumbing.ReferenceName("refs/remotes/" + syncRemoteName + "/" + s.Branch))
-	rh := plumbing.ZeroHash
-	if err == nil {
-		rh = ref.Hash()
-	}
+	rh, _, _ := g.repo.Ref(repo.TrackRef(syncRemoteName, s.Branch))
 	s.RemoteHead = rh.String()
 	if rh.IsZero() {
 		s.RemoteHead = ""
@@ -1027,13 +889,12 @@ func ReadSyncStatus(vaultDir, stateDir string) (*SyncStatus, error) {
 		}
 	}
 	// Read-only: not openRepo, which cleans up after a killed gate.
-	gr, err := git.PlainOpen(dir)
+	r, err := repo.OpenReadOnly(dir)
 	if err != nil {
 		return &st.SyncStatus, nil
 	}
-	r := &repo{dir: dir, gitDir: filepath.Join(dir, ".git"), r: gr, s: gr.Storer}
 	g := &Gate{vaultDir: dir, repo: r}
-	lb, _, err := r.head()
+	lb, _, err := r.Head()
 	if err == nil && st.Branch == "" {
 		st.Branch = lb.Short()
 	}
@@ -1042,102 +903,6 @@ func ReadSyncStatus(vaultDir, stateDir string) (*SyncStatus, error) {
 	}
 	g.fillCounts(&st.SyncStatus)
 	return &st.SyncStatus, nil
-}
-
-// syncAuth supplies credentials from the gate user's own configuration:
-// none for file:// and git://; SSH agent or the user's default key (with
-// ~/.ssh/known_hosts) for ssh; for http(s), `git credential fill` when the
-// server asks (the user's credential helpers), approved or rejected after.
-type syncAuth struct {
-	url    string
-	filled transport.AuthMethod
-	ssh    transport.AuthMethod
-}
-
-func (a *syncAuth) do(f func(transport.AuthMethod) error) error {
-	ep, err := transport.NewEndpoint(a.url)
-	if err != nil {
-		return err
-	}
-	switch ep.Protocol {
-	case "ssh":
-		if a.ssh == nil {
-			if a.ssh, err = sshAuth(ep.User); err != nil {
-				return err
-			}
-		}
-		return f(a.ssh)
-	case "http", "https":
-		err := f(a.filled)
-		if a.filled != nil || !(errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed)) {
-			return err
-		}
-		cred, ferr := credential("fill", ep, nil)
-		if ferr != nil {
-			return fmt.Errorf("%w (no credentials from the gate user's git credential helpers: %v)", err, ferr)
-		}
-		a.filled = &githttp.BasicAuth{Username: cred["username"], Password: cred["password"]}
-		err = f(a.filled)
-		if errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed) {
-			_, _ = credential("reject", ep, cred)
-		} else if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
-			_, _ = credential("approve", ep, cred)
-		}
-		return err
-	}
-	return f(nil)
-}
-
-func sshAuth(user string) (transport.AuthMethod, error) {
-	if user == "" {
-		user = "git"
-	}
-	if os.Getenv("SSH_AUTH_SOCK") != "" {
-		if a, err := gitssh.NewSSHAgentAuth(user); err == nil {
-			return a, nil
-		}
-	}
-	home, _ := os.UserHomeDir()
-	for _, k := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
-		p := filepath.Join(home, ".ssh", k)
-		if _, err := os.Stat(p); err == nil {
-			return gitssh.NewPublicKeysFromFile(user, p, "")
-		}
-	}
-	return nil, errors.New("no SSH agent and no ~/.ssh/id_ed25519, id_ecdsa or id_rsa for the gate user")
-}
-
-// credential runs `git credential <op>` for the endpoint, never prompting.
-func credential(op string, ep *transport.Endpoint, cred map[string]string) (map[string]string, error) {
-	host := ep.Host
-	if ep.Port != 0 {
-		host += ":" + strconv.Itoa(ep.Port)
-	}
-	var in strings.Builder
-	fmt.Fprintf(&in, "protocol=%s\nhost=%s\npath=%s\n", ep.Protocol, host, strings.TrimPrefix(ep.Path, "/"))
-	for _, k := range []string{"username", "password"} {
-		if v, ok := cred[k]; ok {
-			fmt.Fprintf(&in, "%s=%s\n", k, v)
-		}
-	}
-	in.WriteString("\n")
-	cmd := exec.Command("git", "credential", op)
-	cmd.Stdin = strings.NewReader(in.String())
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false")
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("git credential %s: %v", op, err)
-	}
-	res := map[string]string{}
-	for _, l := range strings.Split(string(out), "\n") {
-		if k, v, ok := strings.Cut(l, "="); ok {
-			res[k] = v
-		}
-	}
-	if op == "fill" && res["password"] == "" {
-		return nil, errors.New("git credential fill returned no password")
-	}
-	return res, nil
 }
 
 // redactURL drops the user information (and anything after it that is not

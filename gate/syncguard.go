@@ -17,7 +17,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // ErrRemoteRewrote is returned when the remote's history does not hold
@@ -26,11 +26,11 @@ var ErrRemoteRewrote = errors.New("the remote rewrote or dropped this gate's his
 
 // checkPublished refuses the remote tip R unless the last commit this gate
 // published is R or one of R's ancestors.
-func (g *Gate) checkPublished(st *syncFile, R plumbing.Hash, rawURL, rbranch string) error {
+func (g *Gate) checkPublished(st *syncFile, R repo.Hash, rawURL, rbranch string) error {
 	if st.Published == "" || st.PublishedTo != redactURL(rawURL)+" "+rbranch {
 		return nil // nothing published to this remote branch yet
 	}
-	P := plumbing.NewHash(st.Published)
+	P := repo.NewHash(st.Published)
 	if R == P {
 		return nil
 	}
@@ -49,7 +49,7 @@ func (g *Gate) checkPublished(st *syncFile, R plumbing.Hash, rawURL, rbranch str
 
 // forgedPromotion refuses a replay when the remote, above the merge base,
 // holds a commit carrying the draft id of local (unpublished) promotion.
-func (g *Gate) forgedPromotion(id string, remote, local plumbing.Hash, rawURL string) error {
+func (g *Gate) forgedPromotion(id string, remote, local repo.Hash, rawURL string) error {
 	g.note("sync-refused", map[string]string{"remote": redactURL(rawURL), "draft": id, "remote_commit": remote.String(), "local_commit": local.String(),
 		"reason": "a remote commit claims the draft id of a promotion this gate never published"})
 	return fmt.Errorf("%w: remote commit %s carries Fedmem-Draft %s, the id of this gate's own promotion %s, which it never pushed: a forged or rewritten commit. It is not adopted; remove it from the remote branch", ErrRemoteRewrote, remote, id, local)

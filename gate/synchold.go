@@ -21,12 +21,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // RuleSyncHeld is the info a decision held after a sync carries.
@@ -42,12 +41,12 @@ type syncHold struct {
 
 // replayContradicts judges the note of local promotion com against tip:
 // nil when it may be replayed, else the hold to record.
-func (g *Gate) replayContradicts(com *object.Commit, tip plumbing.Hash) (*syncHold, error) {
+func (g *Gate) replayContradicts(com *repo.Commit, tip repo.Hash) (*syncHold, error) {
 	p := trailer(com.Message, TrailerPath)
 	if p == "" || trailer(com.Message, TrailerDecision) != StatePromoted {
 		return nil, nil
 	}
-	ours, err := g.repo.fileAt(com.Hash, p)
+	ours, err := g.repo.FileAt(com.Hash, p)
 	if err != nil || ours == nil {
 		return nil, err
 	}
