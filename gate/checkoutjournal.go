@@ -6,6 +6,8 @@ import (
 	"os"
 	"path"
 	"strings"
+
+	"github.com/fedmem/fedmem/gate/durable"
 )
 
 // The checkout journal (issue 24 item 6, the recovery race of docs/gate.md).
@@ -47,7 +49,7 @@ func (g *Gate) journalPaths(paths []string) error {
 	}
 	file := g.statePath(checkoutJournal)
 	var rec checkoutRecord
-	if err := readJSON(file, &rec); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := durable.ReadJSON(file, &rec); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("checkout journal: %w", err)
 	}
 	have := map[string]bool{}
@@ -69,7 +71,7 @@ func (g *Gate) journalPaths(paths []string) error {
 			g.journalExtra = true
 		}
 	}
-	if err := writeJSON(file, rec); err != nil {
+	if err := durable.WriteJSON(file, rec); err != nil {
 		return fmt.Errorf("checkout journal: %w", err)
 	}
 	g.journaled = true
@@ -107,7 +109,7 @@ func (g *Gate) recoverCheckout() error { return g.redoCheckout() }
 func (g *Gate) redoCheckout() error {
 	file := g.statePath(checkoutJournal)
 	var rec checkoutRecord
-	if err := readJSON(file, &rec); errors.Is(err, os.ErrNotExist) {
+	if err := durable.ReadJSON(file, &rec); errors.Is(err, os.ErrNotExist) {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("checkout journal: %w", err)

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -168,9 +169,9 @@ func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, int, erro
 			errs = append(errs, fmt.Errorf("session %s: move %q out of the inbox: %w (the gate needs write access to session directories)", sess, n, err))
 			continue
 		}
-		if lz := lazyFor(g.state); lz != nil {
-			lz.addDir(g.statePath(claimsDir)) // synced at the pass's barrier
-			lz.addDir(filepath.Join(g.vaultDir, vault.InboxDir, sess))
+		if lz := durable.LazyFor(g.state); lz != nil {
+			lz.AddDir(g.statePath(claimsDir)) // synced at the pass's barrier
+			lz.AddDir(filepath.Join(g.vaultDir, vault.InboxDir, sess))
 		} else {
 			_ = unix.Fsync(cfd)
 			_ = unix.Fsync(sfd)
@@ -238,7 +239,7 @@ func (g *Gate) holdEntry(in *inbox, sess, n string, st *unix.Stat_t, why *note.F
 	}
 	key := g.statePath(heldDir, fmt.Sprintf("%x.json", sha256.Sum256([]byte(sess+"/"+n))))
 	var old heldMark
-	if readJSON(key, &old) == nil && old == mark {
+	if durable.ReadJSON(key, &old) == nil && old == mark {
 		return false
 	}
 	r := Receipt{Draft: n, State: StateUnclaimed, Reasons: []note.Finding{*why}, Decided: g.now().UTC()}
@@ -249,7 +250,7 @@ func (g *Gate) holdEntry(in *inbox, sess, n string, st *unix.Stat_t, why *note.F
 	}
 	g.note("unclaimed", map[string]string{"session": sess, "name": n, "rule": why.Rule})
 	g.log.Info("left in the inbox", "session", sess, "name", n, "rule", why.Rule)
-	_ = writeJSON(key, mark)
+	_ = durable.WriteJSON(key, mark)
 	return true
 }
 
@@ -545,7 +546,7 @@ func (g *Gate) pruneHeldMarks(in *inbox) int {
 	for _, e := range ents {
 		key := filepath.Join(dir, e.Name())
 		var m heldMark
-		if readJSON(key, &m) != nil || m.Session == "" || m.Name == "" {
+		if durable.ReadJSON(key, &m) != nil || m.Session == "" || m.Name == "" {
 			continue
 		}
 		if m.Session != filepath.Base(m.Session) || m.Name != filepath.Base(m.Name) {

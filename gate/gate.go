@@ -14,7 +14,10 @@ import (
 	"time"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/logsafe"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/sign"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
@@ -108,7 +111,7 @@ func Open(o Options) (*Gate, error) {
 	if g.log == nil {
 		g.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	g.log = slog.New(SafeLogHandler(g.log.Handler())) // logsafe.go
+	g.log = slog.New(logsafe.Handler(g.log.Handler()))
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -155,7 +158,7 @@ func Open(o Options) (*Gate, error) {
 		return nil, err
 	}
 	if o.SignKey != "" {
-		s, err := LoadSigner(o.SignKey)
+		s, err := sign.LoadSigner(o.SignKey)
 		if err != nil {
 			g.unlock()
 			return nil, err
@@ -723,7 +726,7 @@ func (g *Gate) record(d *Decision, pendingBytes []byte) error {
 	}
 	d.Decided = g.now().UTC()
 	if pendingBytes != nil {
-		if err := writeAtomic(g.statePath(pendingDir, d.ID+".draft"), pendingBytes, 0o600); err != nil {
+		if err := durable.WriteAtomic(g.statePath(pendingDir, d.ID+".draft"), pendingBytes, 0o600); err != nil {
 			return err
 		}
 	}
@@ -737,7 +740,7 @@ func (g *Gate) record(d *Decision, pendingBytes []byte) error {
 		"state": d.State, "rules": rules, "path": d.Path, "commit": d.Commit, "duplicate_of": d.DuplicateOf}); err != nil {
 		return err
 	}
-	if err := writeJSON(g.statePath(decisionsDir, d.ID+".json"), d); err != nil {
+	if err := durable.WriteJSON(g.statePath(decisionsDir, d.ID+".json"), d); err != nil {
 		return err
 	}
 	groupFault("decided")

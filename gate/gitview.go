@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/vault/repo"
 )
 
@@ -17,11 +18,11 @@ type change = repo.Change
 
 // openRepo opens the vault repository for the gate: the lock intent in the
 // gate's state dir, work-tree writes that a pass's group leaves to its
-// barrier (writeAtomicVia), and the group commit's fault points.
+// barrier (durable.WriteAtomicVia), and the group commit's fault points.
 func openRepo(dir, intent string) (*repo.Repo, error) {
 	return repo.Open(dir, repo.Options{
 		Intent:    intent,
-		WriteFile: writeAtomicVia,
+		WriteFile: durable.WriteAtomicVia,
 		Fault:     func(point string) { groupFault(point) },
 	})
 }

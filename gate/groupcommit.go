@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/vault/repo"
 )
 
@@ -49,121 +49,9 @@ var (
 	groupMaxWait   = 250 * time.Millisecond
 )
 
-// syncer remembers files and directories written without fsync.
-type syncer struct {
-	mu    sync.Mutex
-	files map[string]bool
-	dirs  map[string]bool
-}
-
-func newSyncer() *syncer { return &syncer{files: map[string]bool{}, dirs: map[string]bool{}} }
-
-func (s *syncer) add(file string) {
-	s.mu.Lock()
-	s.files[file] = true
-	s.dirs[filepath.Dir(file)] = true
-	s.mu.Unlock()
-}
-
-func (s *syncer) addDir(dir string) {
-	s.mu.Lock()
-	s.dirs[dir] = true
-	s.mu.Unlock()
-}
-
-// flush fsyncs every remembered file, then every directory, in parallel.
-// A file removed since it was written is skipped (its removal is what the
-// directory's fsync makes durable).
-func (s *syncer) flush() error { return s.take().sync() }
-
-// syncSet is what a syncer held at one instant (take), synced later.
-type syncSet struct{ files, dirs map[string]bool }
-
-// take hands over every remembered path; later writes start a new set.
-func (s *syncer) take() syncSet {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	set := syncSet{s.files, s.dirs}
-	s.files, s.dirs = map[string]bool{}, map[string]bool{}
-	return set
-}
-
-// sync fsyncs the set's files, then its directories.
-func (set syncSet) sync() error {
-	for _, m := range []map[string]bool{set.files, set.dirs} {
-		if err := fsyncAll(m); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func fsyncAll(set map[string]bool) error {
-	if len(set) == 0 {
-		return nil
-	}
-	ch := make(chan string)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	workers := min(32, len(set))
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p := range ch {
-				f, err := os.Open(p)
-				if errors.Is(err, os.ErrNotExist) {
-					continue
-				}
-				if err == nil {
-					err = f.Sync()
-					f.Close()
-				}
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("fsync %s: %w", p, err))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for p := range set {
-		ch <- p
-	}
-	close(ch)
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// lazyRoots maps a directory to the syncer that takes over the fsyncs of
-// writeAtomic below it (the gate's state and the vault's work tree during
-// a pass). Keyed by directory, so gates of other vaults in the same process
-// are not affected.
-var lazyRoots = struct {
-	sync.RWMutex
-	m map[string]*syncer
-}{m: map[string]*syncer{}}
-
-// lazyFor returns the syncer for path, or nil when path must be synced
-// as it is written.
-func lazyFor(path string) *syncer {
-	lazyRoots.RLock()
-	defer lazyRoots.RUnlock()
-	if len(lazyRoots.m) == 0 {
-		return nil
-	}
-	for root, s := range lazyRoots.m {
-		if path == root || strings.HasPrefix(path, root+string(filepath.Separator)) {
-			return s
-		}
-	}
-	return nil
-}
-
 // pass is the state of one group (see the top of this file).
 type pass struct {
-	sy    *syncer
+	sy    *durable.Syncer
 	roots []string
 	// deferred record the decisions of promoted drafts, after the branch
 	// moved; cleanups write receipts and drop claims, after a barrier.
@@ -192,13 +80,9 @@ type pass struct {
 // beginPass starts group mode for a pass. Only Once uses it; reviews and
 // sweeps keep writing (and syncing) as they go.
 func (g *Gate) beginPass() {
-	p := &pass{sy: newSyncer(), sums: map[string]bool{}, decided: map[*Decision]bool{}, adopted: map[string]bool{}}
+	p := &pass{sy: durable.NewSyncer(), sums: map[string]bool{}, decided: map[*Decision]bool{}, adopted: map[string]bool{}}
 	p.roots = []string{g.state, g.vaultDir}
-	lazyRoots.Lock()
-	for _, r := range p.roots {
-		lazyRoots.m[r] = p.sy
-	}
-	lazyRoots.Unlock()
+	durable.Defer(p.roots, p.sy)
 	g.audit.SetDeferSync(true)
 	g.pass = p
 	g.repo.BeginBatch()
@@ -214,13 +98,7 @@ func (g *Gate) endPass() error {
 	err = errors.Join(err, p.joinTail())
 	g.pass = nil
 	g.repo.AbortBatch()
-	lazyRoots.Lock()
-	for _, r := range p.roots {
-		if lazyRoots.m[r] == p.sy {
-			delete(lazyRoots.m, r)
-		}
-	}
-	lazyRoots.Unlock()
+	durable.Undefer(p.roots, p.sy)
 	g.audit.SetDeferSync(false)
 	return errors.Join(err, g.barrier(p))
 }
@@ -249,19 +127,19 @@ func (g *Gate) barrier(p *pass) error {
 	if err := g.audit.Sync(); err != nil {
 		return err
 	}
-	return p.sy.flush()
+	return p.sy.Flush()
 }
 
 // barrierAsync starts a barrier over everything written so far and returns
 // its result channel: the audit log is synced, and the files and folders
 // the syncer holds now (later writes belong to the next barrier).
 func (g *Gate) barrierAsync(p *pass) <-chan error {
-	set := p.sy.take()
+	set := p.sy.Take()
 	ch := make(chan error, 1)
 	go func() {
 		err := g.audit.Sync()
 		if err == nil {
-			err = set.sync()
+			err = set.Sync()
 		}
 		ch <- err
 	}()
@@ -481,7 +359,7 @@ func (g *Gate) writeGroupMarker(p *pass) (string, error) {
 	m := groupMarker{Base: g.repo.BatchBase().String(), IDs: p.marked}
 	p.marked = nil
 	path := g.statePath(committingDir, groupMarkerPrefix+newClaimID(g.now())+".json")
-	if err := writeJSON(path, m); err != nil {
+	if err := durable.WriteJSON(path, m); err != nil {
 		return "", fmt.Errorf("group marker: %w", err)
 	}
 	if g.groups == nil {
@@ -507,7 +385,7 @@ func (g *Gate) loadGroupMarkers(claimed func(id string) bool) error {
 			continue
 		}
 		var m groupMarker
-		if err := readJSON(g.statePath(committingDir, e.Name()), &m); err != nil {
+		if err := durable.ReadJSON(g.statePath(committingDir, e.Name()), &m); err != nil {
 			return fmt.Errorf("group marker: %w", err)
 		}
 		live := claimed == nil

@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/vault"
 )
@@ -63,7 +64,7 @@ func (g *Gate) EditReviewers(op, name, by string) (string, []string, error) {
 	cs.set(vault.PolicyFile, updated)
 	ch := cs.list()
 	intent := sweepIntent{Parent: head.String(), Kind: "policy", Note: vault.PolicyFile, Paths: []string{vault.PolicyFile}}
-	if err := writeJSON(g.statePath(sweepIntentFile), intent); err != nil {
+	if err := durable.WriteJSON(g.statePath(sweepIntentFile), intent); err != nil {
 		return "", nil, err
 	}
 	verb := map[string]string{"add": "add reviewer", "remove": "remove reviewer"}[op]

@@ -7,7 +7,9 @@ import (
 	"path"
 	"strings"
 
+	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/sign"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/repo"
 )
@@ -30,7 +32,7 @@ const (
 	TrailerPath      = "Fedmem-Path"
 	TrailerOrigin    = "Fedmem-Origin"
 	TrailerReviewer  = "Fedmem-Reviewer"
-	TrailerAuditHead = "Fedmem-Audit-Head"
+	TrailerAuditHead = sign.AuditHeadTrailer
 )
 
 // maxRecoveryWalk bounds the walk from HEAD back to a marker's parent.
@@ -113,7 +115,7 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 		return err
 	}
 	if !g.markInGroup(d.ID) {
-		if err := writeAtomic(g.statePath(committingDir, d.ID), []byte(g.repo.MarkerBase(head).String()), 0o600); err != nil {
+		if err := durable.WriteAtomic(g.statePath(committingDir, d.ID), []byte(g.repo.MarkerBase(head).String()), 0o600); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/fedmem/fedmem/gate/durable"
 )
 
 // Batch approvals on the pass's group commit (issue 19). A batch approval
@@ -123,7 +125,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt ApproveOptions) [
 				mid = d.ID
 			}
 			if validClaimID(mid) {
-				if err := writeAtomic(g.statePath(committingDir, mid), []byte(g.repo.BatchBase().String()), 0o600); err != nil {
+				if err := durable.WriteAtomic(g.statePath(committingDir, mid), []byte(g.repo.BatchBase().String()), 0o600); err != nil {
 					g.log.Warn("approval marker not written (the group's marker covers it)", "id", mid, "err", err)
 				}
 			}
@@ -204,7 +206,7 @@ func (g *Gate) recoverReviewGroups() error {
 			continue
 		}
 		var m groupMarker
-		if err := readJSON(g.statePath(committingDir, e.Name()), &m); err != nil {
+		if err := durable.ReadJSON(g.statePath(committingDir, e.Name()), &m); err != nil {
 			return fmt.Errorf("group marker %s: %w", e.Name(), err)
 		}
 		for _, id := range m.IDs {

@@ -28,6 +28,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
@@ -335,7 +336,7 @@ func (g *Gate) commitLifecycle(pol *policy.Policy, p string, content []byte, kin
 	for _, c := range ch {
 		in.Paths = append(in.Paths, c.Path)
 	}
-	if err := writeJSON(g.statePath(sweepIntentFile), in); err != nil {
+	if err := durable.WriteJSON(g.statePath(sweepIntentFile), in); err != nil {
 		return "", err
 	}
 	h, err := g.repo.CommitChanges(branch, head, ch, g.signature(pol), msg)
@@ -360,7 +361,7 @@ func (g *Gate) commitLifecycle(pol *policy.Policy, p string, content []byte, kin
 // the recorded parent, the audit entry is written again (at least once).
 func (g *Gate) finishSweepIntent() error {
 	var in sweepIntent
-	err := readJSON(g.statePath(sweepIntentFile), &in)
+	err := durable.ReadJSON(g.statePath(sweepIntentFile), &in)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/durable"
 )
 
 func activeNote(title, staleAfter, sources string) string {
@@ -157,7 +158,7 @@ func TestSweepFinishesAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What commitLifecycle does, up to the ref update; then "killed".
-	if err := writeJSON(g.statePath(sweepIntentFile), sweepIntent{Parent: head.String(), Paths: []string{"20-domains/old.md"}, Kind: "withhold", Note: "20-domains/old.md"}); err != nil {
+	if err := durable.WriteJSON(g.statePath(sweepIntentFile), sweepIntent{Parent: head.String(), Paths: []string{"20-domains/old.md"}, Kind: "withhold", Note: "20-domains/old.md"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := g.repo.CommitChanges(branch, head, []change{{Path: "20-domains/old.md", Content: b}}, g.signature(pol), "fedmem: withhold 20-domains/old.md (stale)\n"); err != nil {

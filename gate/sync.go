@@ -38,6 +38,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault"
@@ -145,7 +146,7 @@ var errReplayConflict = errors.New("replay conflict")
 
 func (g *Gate) loadSyncFile() *syncFile {
 	var st syncFile
-	if err := readJSON(g.statePath(syncStateFile), &st); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := durable.ReadJSON(g.statePath(syncStateFile), &st); err != nil && !errors.Is(err, os.ErrNotExist) {
 		g.log.Warn("sync state unreadable; starting afresh", "err", err)
 		st = syncFile{}
 	}
@@ -163,7 +164,7 @@ func (g *Gate) syncAfterPass() {
 	case perr == nil && pol.Remote == nil:
 		if st.Configured {
 			st.Configured = false
-			_ = writeJSON(g.statePath(syncStateFile), st)
+			_ = durable.WriteJSON(g.statePath(syncStateFile), st)
 		}
 		return
 	case perr == nil:
@@ -187,7 +188,7 @@ func (g *Gate) syncAfterPass() {
 		st.LastError = ""
 	}
 	g.fillCounts(&st.SyncStatus)
-	if werr := writeJSON(g.statePath(syncStateFile), st); werr != nil {
+	if werr := durable.WriteJSON(g.statePath(syncStateFile), st); werr != nil {
 		g.log.Error("sync state not written", "err", werr)
 	}
 }
@@ -327,7 +328,7 @@ func (g *Gate) fastForward(st *syncFile, lb repo.RefName, L, R repo.Hash) error 
 	if _, err := g.workTreeChanges(L, R, R); err != nil {
 		return err
 	}
-	if err := writeJSON(g.statePath(syncIntentFile), syncIntent{Kind: "fast-forward", Old: L.String(), New: R.String()}); err != nil {
+	if err := durable.WriteJSON(g.statePath(syncIntentFile), syncIntent{Kind: "fast-forward", Old: L.String(), New: R.String()}); err != nil {
 		return err
 	}
 	if err := g.repo.CASRef(lb, L, R); err != nil {
@@ -348,7 +349,7 @@ func (g *Gate) fastForward(st *syncFile, lb repo.RefName, L, R repo.Hash) error 
 // left Old, the intent is dropped.
 func (g *Gate) finishSyncIntent(st *syncFile) error {
 	var in syncIntent
-	err := readJSON(g.statePath(syncIntentFile), &in)
+	err := durable.ReadJSON(g.statePath(syncIntentFile), &in)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -543,7 +544,7 @@ func (g *Gate) replay(st *syncFile, lb repo.RefName, L, R, base repo.Hash, local
 		return err
 	}
 	in := syncIntent{Kind: "replay", Old: L.String(), New: tip.String(), Remap: remap, Paths: paths, Held: held}
-	if err := writeJSON(g.statePath(syncIntentFile), in); err != nil {
+	if err := durable.WriteJSON(g.statePath(syncIntentFile), in); err != nil {
 		return err
 	}
 	if err := g.repo.CASRef(lb, L, tip); err != nil {
@@ -739,7 +740,7 @@ func (g *Gate) remapDecisions(remap, paths map[string]string) {
 		if np != "" {
 			d.Path = np
 		}
-		if err := writeJSON(g.statePath(decisionsDir, id+".json"), d); err != nil {
+		if err := durable.WriteJSON(g.statePath(decisionsDir, id+".json"), d); err != nil {
 			g.log.Error("decision not updated after replay", "id", id, "err", err)
 			continue
 		}
@@ -875,7 +876,7 @@ func ReadSyncStatus(vaultDir, stateDir string) (*SyncStatus, error) {
 		stateDir = DefaultStateDir(dir)
 	}
 	var st syncFile
-	if err := readJSON(filepath.Join(stateDir, syncStateFile), &st); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := durable.ReadJSON(filepath.Join(stateDir, syncStateFile), &st); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 	pol, perr := policy.Load(filepath.Join(dir, filepath.FromSlash(vault.PolicyFile)))

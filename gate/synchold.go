@@ -23,6 +23,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 	"github.com/fedmem/fedmem/vault/repo"
@@ -123,7 +124,7 @@ func (g *Gate) holdReplayed(holds map[string]syncHold) {
 		if err != nil || d == nil || d.State != StatePromoted {
 			continue
 		}
-		if err := writeAtomic(g.statePath(pendingDir, id+".draft"), h.Draft, 0o600); err != nil {
+		if err := durable.WriteAtomic(g.statePath(pendingDir, id+".draft"), h.Draft, 0o600); err != nil {
 			g.log.Error("held draft not kept", "id", id, "err", err)
 			continue
 		}
@@ -131,12 +132,12 @@ func (g *Gate) holdReplayed(holds map[string]syncHold) {
 		d.State, d.Commit, d.Path, d.AutoPromoted = StatePending, "", h.Path, false
 		d.Reasons = append(d.Reasons, h.Reasons...)
 		validate.Sort(d.Reasons)
-		if err := writeJSON(g.statePath(decisionsDir, id+".json"), d); err != nil {
+		if err := durable.WriteJSON(g.statePath(decisionsDir, id+".json"), d); err != nil {
 			g.log.Error("held decision not recorded", "id", id, "err", err)
 			continue
 		}
 		if d.SHA256 != "" {
-			_ = writeJSON(g.statePath(seenDir, d.SHA256+".json"), seenRecord{d.ID, d.State})
+			_ = durable.WriteJSON(g.statePath(seenDir, d.SHA256+".json"), seenRecord{d.ID, d.State})
 		}
 		var rules []string
 		for _, r := range h.Reasons {

@@ -1,4 +1,4 @@
-package gate
+package sign
 
 import (
 	"fmt"
@@ -9,10 +9,10 @@ import (
 	"github.com/fedmem/fedmem/vault/repo"
 )
 
-// auditHeadTrailer is the trailer in which a gate commit records the audit
+// AuditHeadTrailer is the trailer in which a gate commit records the audit
 // log's head at commit time ((*audit.Log).Head), anchoring the log's end
 // outside the gate's state directory.
-const auditHeadTrailer = "Fedmem-Audit-Head"
+const AuditHeadTrailer = "Fedmem-Audit-Head"
 
 // History is what `fedmem audit verify` learns from the vault's Git history:
 // the audit heads gate commits anchored, and the state of their signatures.
@@ -46,7 +46,7 @@ func ReadHistory(vaultDir string, v *Verifier) (*History, error) {
 		}
 		h.GateCommits++
 		short := c.Hash.String()[:12]
-		if head := trailerValue(c.Message, auditHeadTrailer); head != "" {
+		if head := trailerValue(c.Message, AuditHeadTrailer); head != "" {
 			h.Anchors = append(h.Anchors, audit.Anchor{Head: head, Source: "commit " + short})
 		}
 		if c.PGPSignature == "" {
