@@ -1,9 +1,7 @@
 package gate
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path"
 	"strings"
 
@@ -24,6 +22,8 @@ import (
 // whoever decided what since. Redoing it is idempotent; a path HEAD does
 // not hold (the branch never moved) is skipped.
 const checkoutJournal = "checkout.json"
+
+func (g *Gate) checkoutIntent() durable.Intent { return durable.Intent(g.statePath(checkoutJournal)) }
 
 type checkoutRecord struct {
 	Paths []string `json:"paths"`
@@ -47,9 +47,8 @@ func (g *Gate) journalPaths(paths []string) error {
 	if len(paths) == 0 {
 		return nil
 	}
-	file := g.statePath(checkoutJournal)
 	var rec checkoutRecord
-	if err := durable.ReadJSON(file, &rec); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if _, err := g.checkoutIntent().Load(&rec); err != nil {
 		return fmt.Errorf("checkout journal: %w", err)
 	}
 	have := map[string]bool{}
@@ -71,7 +70,7 @@ func (g *Gate) journalPaths(paths []string) error {
 			g.journalExtra = true
 		}
 	}
-	if err := durable.WriteJSON(file, rec); err != nil {
+	if err := g.checkoutIntent().Record(rec); err != nil {
 		return fmt.Errorf("checkout journal: %w", err)
 	}
 	g.journaled = true
@@ -95,7 +94,7 @@ func (g *Gate) checkoutDone() {
 		}
 		return
 	}
-	os.Remove(g.statePath(checkoutJournal))
+	g.checkoutIntent().Done()
 }
 
 // recoverCheckout redoes the checkout a killed gate's flush journaled:
@@ -109,10 +108,10 @@ func (g *Gate) recoverCheckout() error { return g.redoCheckout() }
 func (g *Gate) redoCheckout() error {
 	file := g.statePath(checkoutJournal)
 	var rec checkoutRecord
-	if err := durable.ReadJSON(file, &rec); errors.Is(err, os.ErrNotExist) {
-		return nil
-	} else if err != nil {
+	if ok, err := g.checkoutIntent().Load(&rec); err != nil {
 		return fmt.Errorf("checkout journal: %w", err)
+	} else if !ok {
+		return nil
 	}
 	_, head, err := g.repo.Head()
 	if err != nil {
@@ -141,5 +140,5 @@ func (g *Gate) redoCheckout() error {
 		}
 	}
 	g.log.Info("checkout redone", "files", len(ch), "journaled", len(rec.Paths))
-	return os.Remove(file)
+	return g.checkoutIntent().Done()
 }

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/vault"
 )
@@ -64,14 +62,14 @@ func (g *Gate) EditReviewers(op, name, by string) (string, []string, error) {
 	cs.set(vault.PolicyFile, updated)
 	ch := cs.list()
 	intent := sweepIntent{Parent: head.String(), Kind: "policy", Note: vault.PolicyFile, Paths: []string{vault.PolicyFile}}
-	if err := durable.WriteJSON(g.statePath(sweepIntentFile), intent); err != nil {
+	if err := g.sweepIntent().Record(intent); err != nil {
 		return "", nil, err
 	}
 	verb := map[string]string{"add": "add reviewer", "remove": "remove reviewer"}[op]
 	msg := fmt.Sprintf("fedmem: policy: %s %s\n\nFedmem-Policy: reviewers %s %s\nFedmem-Reviewer: %s\n", verb, name, op, name, by)
 	h, err := g.repo.CommitChanges(branch, head, ch, g.signature(pol), msg)
 	if err != nil {
-		os.Remove(g.statePath(sweepIntentFile))
+		g.sweepIntent().Done()
 		return "", nil, err
 	}
 	if _, err := g.audit.Append("policy", map[string]string{"change": "reviewers " + op, "reviewer": name, "by": by, "commit": h.String()}); err != nil {
@@ -81,7 +79,7 @@ func (g *Gate) EditReviewers(op, name, by string) (string, []string, error) {
 		return "", nil, err
 	}
 	g.log.Info("policy", "change", "reviewers "+op, "reviewer", name, "by", by, "commit", h.String())
-	return h.String(), now, os.Remove(g.statePath(sweepIntentFile))
+	return h.String(), now, g.sweepIntent().Done()
 }
 
 // editReviewers changes the top-level reviewers list of a policy document,

@@ -19,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -82,6 +81,8 @@ var sweepSkip = map[string]bool{"00-global": true, vault.InboxDir: true, "99-arc
 // is about to change; a gate killed between the ref update and the work
 // tree finishes the checkout on its next sweep.
 const sweepIntentFile = "sweep.intent"
+
+func (g *Gate) sweepIntent() durable.Intent { return durable.Intent(g.statePath(sweepIntentFile)) }
 
 // Sweep withholds every active note that is past its `stale_after` or whose
 // fingerprinted sources changed at HEAD, and removes the empty session
@@ -336,12 +337,12 @@ func (g *Gate) commitLifecycle(pol *policy.Policy, p string, content []byte, kin
 	for _, c := range ch {
 		in.Paths = append(in.Paths, c.Path)
 	}
-	if err := durable.WriteJSON(g.statePath(sweepIntentFile), in); err != nil {
+	if err := g.sweepIntent().Record(in); err != nil {
 		return "", err
 	}
 	h, err := g.repo.CommitChanges(branch, head, ch, g.signature(pol), msg)
 	if err != nil {
-		os.Remove(g.statePath(sweepIntentFile))
+		g.sweepIntent().Done()
 		return "", err
 	}
 	audit["commit"] = h.String()
@@ -352,7 +353,7 @@ func (g *Gate) commitLifecycle(pol *policy.Policy, p string, content []byte, kin
 		return "", err
 	}
 	g.log.Info(kind, "path", p, "commit", h.String())
-	return h.String(), os.Remove(g.statePath(sweepIntentFile))
+	return h.String(), g.sweepIntent().Done()
 }
 
 // finishSweepIntent completes a withhold or restore a killed gate left
@@ -361,11 +362,7 @@ func (g *Gate) commitLifecycle(pol *policy.Policy, p string, content []byte, kin
 // the recorded parent, the audit entry is written again (at least once).
 func (g *Gate) finishSweepIntent() error {
 	var in sweepIntent
-	err := durable.ReadJSON(g.statePath(sweepIntentFile), &in)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	if ok, err := g.sweepIntent().Load(&in); !ok {
 		return err
 	}
 	_, head, err := g.repo.Head()
@@ -393,7 +390,7 @@ func (g *Gate) finishSweepIntent() error {
 	if head.String() != in.Parent {
 		g.note(in.Kind, map[string]string{"path": in.Note, "commit": head.String(), "recovered": "true"})
 	}
-	return os.Remove(g.statePath(sweepIntentFile))
+	return g.sweepIntent().Done()
 }
 
 func (g *Gate) withhold(pol *policy.Policy, p, reason, detail string, now time.Time) (*Withheld, error) {

@@ -328,11 +328,11 @@ func (g *Gate) fastForward(st *syncFile, lb repo.RefName, L, R repo.Hash) error 
 	if _, err := g.workTreeChanges(L, R, R); err != nil {
 		return err
 	}
-	if err := durable.WriteJSON(g.statePath(syncIntentFile), syncIntent{Kind: "fast-forward", Old: L.String(), New: R.String()}); err != nil {
+	if err := g.syncIntent().Record(syncIntent{Kind: "fast-forward", Old: L.String(), New: R.String()}); err != nil {
 		return err
 	}
 	if err := g.repo.CASRef(lb, L, R); err != nil {
-		os.Remove(g.statePath(syncIntentFile))
+		g.syncIntent().Done()
 		return err
 	}
 	syncFault("ff-moved")
@@ -347,13 +347,11 @@ func (g *Gate) fastForward(st *syncFile, lb repo.RefName, L, R repo.Hash) error 
 // replayed promotions get their new commit ids (and paths), held drafts are
 // judged again against HEAD, and the intent is removed. If the branch never
 // left Old, the intent is dropped.
+func (g *Gate) syncIntent() durable.Intent { return durable.Intent(g.statePath(syncIntentFile)) }
+
 func (g *Gate) finishSyncIntent(st *syncFile) error {
 	var in syncIntent
-	err := durable.ReadJSON(g.statePath(syncIntentFile), &in)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	if ok, err := g.syncIntent().Load(&in); !ok {
 		return err
 	}
 	_, head, err := g.repo.Head()
@@ -362,12 +360,12 @@ func (g *Gate) finishSyncIntent(st *syncFile) error {
 	}
 	oldH, newH := repo.NewHash(in.Old), repo.NewHash(in.New)
 	if head == oldH {
-		return os.Remove(g.statePath(syncIntentFile))
+		return g.syncIntent().Done()
 	}
 	if head != newH {
 		if base, _, _, err := g.mergeBase(head, newH); err != nil || base != newH {
 			g.log.Warn("sync intent names a commit HEAD does not contain; dropped", "new", in.New)
-			return os.Remove(g.statePath(syncIntentFile))
+			return g.syncIntent().Done()
 		}
 	}
 	wt, err := g.workTreeChanges(oldH, newH, head)
@@ -382,7 +380,7 @@ func (g *Gate) finishSyncIntent(st *syncFile) error {
 	}
 	g.holdReplayed(in.Held)
 	g.recheckPending(st, head)
-	return os.Remove(g.statePath(syncIntentFile))
+	return g.syncIntent().Done()
 }
 
 // wtChange is one path of the work tree to bring to a commit.
@@ -544,11 +542,11 @@ func (g *Gate) replay(st *syncFile, lb repo.RefName, L, R, base repo.Hash, local
 		return err
 	}
 	in := syncIntent{Kind: "replay", Old: L.String(), New: tip.String(), Remap: remap, Paths: paths, Held: held}
-	if err := durable.WriteJSON(g.statePath(syncIntentFile), in); err != nil {
+	if err := g.syncIntent().Record(in); err != nil {
 		return err
 	}
 	if err := g.repo.CASRef(lb, L, tip); err != nil {
-		os.Remove(g.statePath(syncIntentFile))
+		g.syncIntent().Done()
 		return err
 	}
 	syncFault("replayed")

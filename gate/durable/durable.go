@@ -226,3 +226,28 @@ func Undefer(roots []string, s *Syncer) {
 	}
 	deferred.Unlock()
 }
+
+// Intent is the journal of one durable move in progress, a JSON file in
+// the gate's state dir: Record writes it (synced, or at the group's
+// barrier below a deferred root) before the move's first step; a gate
+// killed during the move finds it with Load when it next runs and
+// finishes or drops the move; Done removes it once the move is whole.
+// The gate's moves that span more than one file (a withhold, restore or
+// policy edit: sweep.intent; a sync's branch move: sync.intent; a group's
+// checkout: checkout.json) each keep one.
+type Intent string
+
+// Record writes v as the intent.
+func (in Intent) Record(v any) error { return WriteJSON(string(in), v) }
+
+// Load reads the intent into v; false (and no error) when there is none.
+func (in Intent) Load(v any) (bool, error) {
+	err := ReadJSON(string(in), v)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Done removes the intent: the move is whole.
+func (in Intent) Done() error { return os.Remove(string(in)) }
