@@ -235,7 +235,7 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 		if R == L {
 			return nil
 		}
-		base, local, _, err := g.mergeBase(L, R)
+		base, local, _, err := g.repo.MergeBase(L, R, maxRecoveryWalk)
 		if err != nil {
 			return err
 		}
@@ -272,52 +272,6 @@ func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
 		}
 	}
 	return fmt.Errorf("the remote kept moving: gave up after %d rounds (the next pass tries again)", syncAttempts)
-}
-
-// mergeBase walks the first-parent chains of a and b back in step until one
-// reaches a commit the other has seen. It returns the base and the commits
-// of each side above it, newest first. Cost: the distance to the base (the
-// gate keeps history linear), not the length of history.
-func (g *Gate) mergeBase(a, b repo.Hash) (base repo.Hash, aSide, bSide []repo.Hash, err error) {
-	seenA, seenB := map[repo.Hash]int{}, map[repo.Hash]int{}
-	ca, cb := a, b
-	for i := 0; i < maxRecoveryWalk && (!ca.IsZero() || !cb.IsZero()); i++ {
-		if !ca.IsZero() {
-			if _, ok := seenB[ca]; ok {
-				return ca, aSide, bSide[:seenB[ca]], nil
-			}
-			seenA[ca] = len(aSide)
-			aSide = append(aSide, ca)
-			if ca, err = g.firstParent(ca); err != nil {
-				return
-			}
-		}
-		if !cb.IsZero() {
-			if _, ok := seenA[cb]; ok {
-				return cb, aSide[:seenA[cb]], bSide, nil
-			}
-			seenB[cb] = len(bSide)
-			bSide = append(bSide, cb)
-			if cb, err = g.firstParent(cb); err != nil {
-				return
-			}
-		}
-	}
-	if b.IsZero() {
-		return repo.ZeroHash, aSide, nil, nil
-	}
-	return repo.ZeroHash, nil, nil, errors.New("the vault and the remote branch share no history (or it is deeper than the walk bound)")
-}
-
-func (g *Gate) firstParent(h repo.Hash) (repo.Hash, error) {
-	c, err := g.repo.Commit(h)
-	if err != nil {
-		return repo.ZeroHash, fmt.Errorf("read commit %s: %w", h, err)
-	}
-	if c.NumParents() == 0 {
-		return repo.ZeroHash, nil
-	}
-	return c.ParentHashes[0], nil
 }
 
 // fastForward moves the local branch from L to R and brings the changed
@@ -363,7 +317,7 @@ func (g *Gate) finishSyncIntent(st *syncFile) error {
 		return g.syncIntent().Done()
 	}
 	if head != newH {
-		if base, _, _, err := g.mergeBase(head, newH); err != nil || base != newH {
+		if base, _, _, err := g.repo.MergeBase(head, newH, maxRecoveryWalk); err != nil || base != newH {
 			g.log.Warn("sync intent names a commit HEAD does not contain; dropped", "new", in.New)
 			return g.syncIntent().Done()
 		}
@@ -856,7 +810,7 @@ func (g *Gate) fillCounts(s *SyncStatus) {
 	if rh.IsZero() {
 		s.RemoteHead = ""
 	}
-	if _, a, b, err := g.mergeBase(head, rh); err == nil {
+	if _, a, b, err := g.repo.MergeBase(head, rh, maxRecoveryWalk); err == nil {
 		s.Ahead, s.Behind = len(a), len(b)
 	}
 }

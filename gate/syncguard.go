@@ -36,7 +36,7 @@ func (g *Gate) checkPublished(st *syncFile, R repo.Hash, rawURL, rbranch string)
 	}
 	why := "the remote branch is gone"
 	if !R.IsZero() {
-		base, _, _, err := g.mergeBase(P, R)
+		base, _, _, err := g.repo.MergeBase(P, R, maxRecoveryWalk)
 		if err == nil && base == P {
 			return nil
 		}

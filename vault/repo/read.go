@@ -176,3 +176,50 @@ func Log(dir string, fn func(*Commit) error) error {
 
 // ErrStop ends a Log walk early without an error.
 var ErrStop = storer.ErrStop
+
+// MergeBase walks the first-parent chains of a and b back in step until one
+// reaches a commit the other has seen. It returns the base and the commits
+// of each side above it, newest first. Cost: the distance to the base (the
+// gate keeps history linear), not the length of history; at most max steps.
+func (g *Repo) MergeBase(a, b Hash, max int) (base Hash, aSide, bSide []Hash, err error) {
+	seenA, seenB := map[Hash]int{}, map[Hash]int{}
+	ca, cb := a, b
+	for i := 0; i < max && (!ca.IsZero() || !cb.IsZero()); i++ {
+		if !ca.IsZero() {
+			if _, ok := seenB[ca]; ok {
+				return ca, aSide, bSide[:seenB[ca]], nil
+			}
+			seenA[ca] = len(aSide)
+			aSide = append(aSide, ca)
+			if ca, err = g.FirstParent(ca); err != nil {
+				return
+			}
+		}
+		if !cb.IsZero() {
+			if _, ok := seenA[cb]; ok {
+				return cb, aSide[:seenA[cb]], bSide, nil
+			}
+			seenB[cb] = len(bSide)
+			bSide = append(bSide, cb)
+			if cb, err = g.FirstParent(cb); err != nil {
+				return
+			}
+		}
+	}
+	if b.IsZero() {
+		return plumbing.ZeroHash, aSide, nil, nil
+	}
+	return plumbing.ZeroHash, nil, nil, errors.New("the vault and the remote branch share no history (or it is deeper than the walk bound)")
+}
+
+// FirstParent is commit h's first parent (zero for a root commit).
+func (g *Repo) FirstParent(h Hash) (Hash, error) {
+	c, err := g.Commit(h)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("read commit %s: %w", h, err)
+	}
+	if c.NumParents() == 0 {
+		return plumbing.ZeroHash, nil
+	}
+	return c.ParentHashes[0], nil
+}
