@@ -9,7 +9,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
-	"github.com/fedmem/fedmem/gate/sign"
+	"github.com/fedmem/fedmem/gate/trailer"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/repo"
 )
@@ -25,14 +25,14 @@ const committingDir = "committing"
 
 // Trailers every gate commit carries (git interpret-trailers format).
 const (
-	TrailerDraft     = "Fedmem-Draft"
-	TrailerSession   = "Fedmem-Session"
-	TrailerDecision  = "Fedmem-Decision"
-	TrailerSHA256    = "Fedmem-Draft-Sha256"
-	TrailerPath      = "Fedmem-Path"
-	TrailerOrigin    = "Fedmem-Origin"
-	TrailerReviewer  = "Fedmem-Reviewer"
-	TrailerAuditHead = sign.AuditHeadTrailer
+	TrailerDraft     = trailer.Draft
+	TrailerSession   = trailer.Session
+	TrailerDecision  = trailer.Decision
+	TrailerSHA256    = trailer.SHA256
+	TrailerPath      = trailer.Path
+	TrailerOrigin    = trailer.Origin
+	TrailerReviewer  = trailer.Reviewer
+	TrailerAuditHead = trailer.AuditHead
 )
 
 // maxRecoveryWalk bounds the walk from HEAD back to a marker's parent.
@@ -179,17 +179,6 @@ func (g *Gate) commitMessage(d *Decision, o origin, dest, reviewer string) strin
 	return b.String()
 }
 
-// trailer returns the value of the last "Key: value" trailer line in msg.
-func trailer(msg, key string) string {
-	val := ""
-	for _, l := range strings.Split(msg, "\n") {
-		if v, ok := strings.CutPrefix(l, key+": "); ok {
-			val = strings.TrimSpace(v)
-		}
-	}
-	return val
-}
-
 // adoptEarlierCommit finds this draft's commit when a marker says one may
 // exist (see committingDir). Found: the decision takes that commit (its
 // path, and its reviewer if it was an approval), and the files it changed
@@ -215,11 +204,11 @@ func (g *Gate) adoptEarlierCommit(head repo.Hash, d *Decision) (done bool, err e
 		if err != nil {
 			return false, fmt.Errorf("recovery walk: %w", err)
 		}
-		if trailer(com.Message, TrailerDraft) == d.ID {
+		if trailer.Value(com.Message, TrailerDraft) == d.ID {
 			d.State, d.Commit = StatePromoted, c.String()
-			d.Path = trailer(com.Message, TrailerPath)
-			d.Origin = trailer(com.Message, TrailerOrigin)
-			d.Reviewer = trailer(com.Message, TrailerReviewer)
+			d.Path = trailer.Value(com.Message, TrailerPath)
+			d.Origin = trailer.Value(com.Message, TrailerOrigin)
+			d.Reviewer = trailer.Value(com.Message, TrailerReviewer)
 			paths, err := g.changedPaths(com)
 			if err != nil {
 				return false, err

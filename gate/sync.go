@@ -40,6 +40,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/trailer"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
@@ -442,7 +443,7 @@ func (g *Gate) replay(st *syncFile, lb repo.RefName, L, R, base repo.Hash, local
 		if com.NumParents() != 1 {
 			return fmt.Errorf("local commit %s is a merge or a root: the gate replays only its own linear commits", com.Hash.String()[:12])
 		}
-		id := trailer(com.Message, TrailerDraft)
+		id := trailer.Value(com.Message, TrailerDraft)
 		if id != "" {
 			if at, ok := onRemote[id]; ok {
 				// Not this gate's commit: it never pushed this one
@@ -521,7 +522,7 @@ func (g *Gate) draftsBetween(tip, base repo.Hash) (map[string]repo.Hash, error) 
 		if err != nil {
 			return nil, err
 		}
-		if id := trailer(com.Message, TrailerDraft); id != "" {
+		if id := trailer.Value(com.Message, TrailerDraft); id != "" {
 			if _, dup := out[id]; !dup {
 				out[id] = c
 			}
@@ -558,7 +559,7 @@ func (g *Gate) replayChanges(com *repo.Commit, tip repo.Hash) (out []change, msg
 		return nil, "", "", err
 	}
 	msg = com.Message
-	notePath := trailer(com.Message, TrailerPath)
+	notePath := trailer.Value(com.Message, TrailerPath)
 	var oldBase, newBase string
 	if notePath != "" {
 		ours, err1 := g.repo.WholeFileAt(com.Hash, notePath)
@@ -568,7 +569,7 @@ func (g *Gate) replayChanges(com *repo.Commit, tip repo.Hash) (out []change, msg
 			return nil, "", "", err
 		}
 		if base == nil && theirs != nil && !bytes.Equal(theirs, ours) {
-			np, err := g.allocPath(tip, notePath, trailer(com.Message, TrailerDraft), trailer(com.Message, TrailerSHA256))
+			np, err := g.allocPath(tip, notePath, trailer.Value(com.Message, TrailerDraft), trailer.Value(com.Message, TrailerSHA256))
 			if err != nil {
 				return nil, "", "", fmt.Errorf("%w: %v", errReplayConflict, err)
 			}

@@ -24,6 +24,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/trailer"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 	"github.com/fedmem/fedmem/vault/repo"
@@ -43,8 +44,8 @@ type syncHold struct {
 // replayContradicts judges the note of local promotion com against tip:
 // nil when it may be replayed, else the hold to record.
 func (g *Gate) replayContradicts(com *repo.Commit, tip repo.Hash) (*syncHold, error) {
-	p := trailer(com.Message, TrailerPath)
-	if p == "" || trailer(com.Message, TrailerDecision) != StatePromoted {
+	p := trailer.Value(com.Message, TrailerPath)
+	if p == "" || trailer.Value(com.Message, TrailerDecision) != StatePromoted {
 		return nil, nil
 	}
 	ours, err := g.repo.FileAt(com.Hash, p)

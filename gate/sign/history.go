@@ -2,9 +2,9 @@ package sign
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/trailer"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/repo"
 )
@@ -12,7 +12,7 @@ import (
 // AuditHeadTrailer is the trailer in which a gate commit records the audit
 // log's head at commit time ((*audit.Log).Head), anchoring the log's end
 // outside the gate's state directory.
-const AuditHeadTrailer = "Fedmem-Audit-Head"
+const AuditHeadTrailer = trailer.AuditHead
 
 // History is what `fedmem audit verify` learns from the vault's Git history:
 // the audit heads gate commits anchored, and the state of their signatures.
@@ -41,12 +41,12 @@ func ReadHistory(vaultDir string, v *Verifier) (*History, error) {
 	}
 	h := &History{Checked: v != nil}
 	err = repo.Log(dir, func(c *repo.Commit) error {
-		if !isGateCommit(c.Message) {
+		if !trailer.IsGate(c.Message) {
 			return nil
 		}
 		h.GateCommits++
 		short := c.Hash.String()[:12]
-		if head := trailerValue(c.Message, AuditHeadTrailer); head != "" {
+		if head := trailer.Value(c.Message, AuditHeadTrailer); head != "" {
 			h.Anchors = append(h.Anchors, audit.Anchor{Head: head, Source: "commit " + short})
 		}
 		if c.PGPSignature == "" {
@@ -65,25 +65,4 @@ func ReadHistory(vaultDir string, v *Verifier) (*History, error) {
 		return nil, err
 	}
 	return h, nil
-}
-
-// isGateCommit: the gate's commits carry Fedmem-* trailers; humans' do not.
-func isGateCommit(msg string) bool {
-	for _, l := range strings.Split(msg, "\n") {
-		if strings.HasPrefix(l, "Fedmem-") && strings.Contains(l, ": ") {
-			return true
-		}
-	}
-	return false
-}
-
-// trailerValue is the value of the last "key: value" line in msg.
-func trailerValue(msg, key string) string {
-	v := ""
-	for _, l := range strings.Split(msg, "\n") {
-		if rest, ok := strings.CutPrefix(l, key+": "); ok {
-			v = strings.TrimSpace(rest)
-		}
-	}
-	return v
 }
