@@ -17,6 +17,7 @@ import (
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/logsafe"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/remote"
 	"github.com/fedmem/fedmem/gate/sign"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault"
@@ -89,7 +90,7 @@ type Gate struct {
 	// (run.go, groupDue).
 	flushCost time.Duration
 	// remote bounds remote operations (remoteio.go).
-	remote remoteState
+	remote remote.Deadline
 	// journaled: the checkout journal lists files not yet checked out;
 	// journalExtra: some of them an earlier, failed checkout's
 	// (checkoutjournal.go).

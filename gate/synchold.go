@@ -24,6 +24,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/remote"
 	"github.com/fedmem/fedmem/gate/trailer"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
@@ -33,13 +34,8 @@ import (
 // RuleSyncHeld is the info a decision held after a sync carries.
 const RuleSyncHeld = "sync-held"
 
-// syncHold is one local promotion not replayed, recorded in the sync
-// intent so a gate killed after the branch moved still holds it.
-type syncHold struct {
-	Path    string         `json:"path"`
-	Reasons []note.Finding `json:"reasons"`
-	Draft   []byte         `json:"draft"`
-}
+// syncHold is one local promotion not replayed (remote.Hold).
+type syncHold = remote.Hold
 
 // replayContradicts judges the note of local promotion com against tip:
 // nil when it may be replayed, else the hold to record.

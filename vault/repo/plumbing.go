@@ -64,3 +64,17 @@ func IsNoteMode(mode string) bool {
 	m, err := filemode.New(mode)
 	return err == nil && m.IsFile() && m != filemode.Symlink
 }
+
+// ModeName names what a non-file entry is, for a message ("folder",
+// "symbolic link", "submodule", else "special entry").
+func ModeName(m EntryMode) string {
+	switch m {
+	case filemode.Dir:
+		return "folder"
+	case filemode.Symlink:
+		return "symbolic link"
+	case filemode.Submodule:
+		return "submodule"
+	}
+	return "special entry"
+}
