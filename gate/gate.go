@@ -15,6 +15,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate/audit"
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/intake"
 	"github.com/fedmem/fedmem/gate/logsafe"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/remote"
@@ -116,7 +117,7 @@ func Open(o Options) (*Gate, error) {
 	if g.now == nil {
 		g.now = time.Now
 	}
-	owner, err := ownerOf(filepath.Join(dir, ".git"))
+	owner, err := intake.OwnerOf(filepath.Join(dir, ".git"))
 	if err != nil {
 		return nil, err
 	}
@@ -135,10 +136,10 @@ func Open(o Options) (*Gate, error) {
 	}
 	// Refuses a state dir the gate did not create (owner, mode, link);
 	// creates it only under a trusted parent (statedir_linux.go).
-	if err := prepareStateDir(g.state, g.uid, []string{claimsDir, decisionsDir, pendingDir, seenDir, committingDir}); err != nil {
+	if err := intake.PrepareStateDir(g.state, g.uid, []string{claimsDir, decisionsDir, pendingDir, seenDir, committingDir}); err != nil {
 		return nil, err
 	}
-	if same, err := sameFS(g.state, filepath.Join(dir, vault.InboxDir)); err != nil || !same {
+	if same, err := intake.SameFS(g.state, filepath.Join(dir, vault.InboxDir)); err != nil || !same {
 		return nil, fmt.Errorf("state dir %s must be on the same filesystem as the vault (drafts are moved there by rename): %v", g.state, err)
 	}
 	if g.unlock, err = g.lockState(); err != nil {
@@ -247,7 +248,7 @@ func (g *Gate) Once() (*Summary, error) {
 		return nil, err
 	}
 	defer in.Close()
-	sessions, err := in.sessions()
+	sessions, err := in.Sessions()
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +264,7 @@ func (g *Gate) Once() (*Summary, error) {
 			if refused[sess] || perSession[sess] >= pol.MaxDrafts {
 				continue
 			}
-			owner, err := in.sessionOwner(sess)
+			owner, err := in.SessionOwner(sess)
 			if err != nil {
 				s.Errors = append(s.Errors, fmt.Sprintf("session %s: %v", sess, err))
 				refused[sess] = true
@@ -317,7 +318,7 @@ func (g *Gate) Once() (*Summary, error) {
 		if time.Since(tm.Start) >= passIntake {
 			break
 		}
-		sessions, err := in.sessions()
+		sessions, err := in.Sessions()
 		if err != nil {
 			break // the next pass lists again
 		}

@@ -1,13 +1,18 @@
 package gate
 
 import (
-	"errors"
 	"path"
 	"strings"
+
+	"github.com/fedmem/fedmem/gate/intake"
 )
 
 // ErrBusy is returned when another gate holds the state directory.
-var ErrBusy = errors.New("gate busy")
+var ErrBusy = intake.ErrBusy
+
+// ErrUntrustedStateDir is wrapped by Open's error when the state directory
+// is not one the gate can trust (intake.PrepareStateDir says why).
+var ErrUntrustedStateDir = intake.ErrUntrustedStateDir
 
 // cleanSlug turns text into an ASCII slug: lower-case letters, digits and
 // single dashes, at most 60 bytes.

@@ -54,7 +54,7 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 			return
 		}
 		defer in.Close()
-		sessions, _ := in.sessions()
+		sessions, _ := in.Sessions()
 		for _, s := range sessions {
 			p := filepath.Join(inboxDir, s)
 			if !watched[p] && w.Add(p) == nil {
