@@ -76,7 +76,7 @@ func (g *Gate) applyChoice(d *Decision, res validate.Result, opts ApproveOptions
 // draft's `supersedes`, so promoteDraft deprecates them in its commit);
 // otherwise ErrContradiction.
 func (g *Gate) decideContradiction(d *Decision, res validate.Result, v *verdict, opts ApproveOptions) (validate.Result, error) {
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return res, err
 	}

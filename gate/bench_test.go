@@ -78,15 +78,15 @@ func BenchmarkPromotionCommit(b *testing.B) {
 			syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 			start := time.Now()
 			for i := 0; i < b.N; i++ {
-				branch, head, err := r.head()
+				branch, head, err := r.Head()
 				if err != nil {
 					b.Fatal(err)
 				}
-				ch := []change{{fmt.Sprintf("20-domains/gate-%06d.md", i), []byte(fmt.Sprintf("---\ntype: Fact\n---\ngate %d\n", i))}}
-				if _, err := r.commitChanges(branch, head, ch, sig, "bench\n"); err != nil {
+				ch := []change{{Path: fmt.Sprintf("20-domains/gate-%06d.md", i), Content: []byte(fmt.Sprintf("---\ntype: Fact\n---\ngate %d\n", i))}}
+				if _, err := r.CommitChanges(branch, head, ch, sig, "bench\n"); err != nil {
 					b.Fatal(err)
 				}
-				if err := r.checkout(ch); err != nil {
+				if err := r.Checkout(ch); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,11 +1,11 @@
 package gate
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path"
 	"strings"
+
+	"github.com/fedmem/fedmem/gate/durable"
 )
 
 // The checkout journal (issue 24 item 6, the recovery race of docs/gate.md).
@@ -23,6 +23,8 @@ import (
 // not hold (the branch never moved) is skipped.
 const checkoutJournal = "checkout.json"
 
+func (g *Gate) checkoutIntent() durable.Intent { return durable.Intent(g.statePath(checkoutJournal)) }
+
 type checkoutRecord struct {
 	Paths []string `json:"paths"`
 }
@@ -30,11 +32,7 @@ type checkoutRecord struct {
 // journalCheckout records the open group's files in the checkout journal,
 // with those of a journal an earlier flush left (its checkout failed).
 func (g *Gate) journalCheckout() error {
-	var paths []string
-	if b := g.repo.batch; b != nil {
-		paths = b.fileOrder
-	}
-	return g.journalPaths(paths)
+	return g.journalPaths(g.repo.BatchFiles())
 }
 
 // journalPaths records paths in the checkout journal, with those already
@@ -49,9 +47,8 @@ func (g *Gate) journalPaths(paths []string) error {
 	if len(paths) == 0 {
 		return nil
 	}
-	file := g.statePath(checkoutJournal)
 	var rec checkoutRecord
-	if err := readJSON(file, &rec); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if _, err := g.checkoutIntent().Load(&rec); err != nil {
 		return fmt.Errorf("checkout journal: %w", err)
 	}
 	have := map[string]bool{}
@@ -73,7 +70,7 @@ func (g *Gate) journalPaths(paths []string) error {
 			g.journalExtra = true
 		}
 	}
-	if err := writeJSON(file, rec); err != nil {
+	if err := g.checkoutIntent().Record(rec); err != nil {
 		return fmt.Errorf("checkout journal: %w", err)
 	}
 	g.journaled = true
@@ -97,7 +94,7 @@ func (g *Gate) checkoutDone() {
 		}
 		return
 	}
-	os.Remove(g.statePath(checkoutJournal))
+	g.checkoutIntent().Done()
 }
 
 // recoverCheckout redoes the checkout a killed gate's flush journaled:
@@ -111,12 +108,12 @@ func (g *Gate) recoverCheckout() error { return g.redoCheckout() }
 func (g *Gate) redoCheckout() error {
 	file := g.statePath(checkoutJournal)
 	var rec checkoutRecord
-	if err := readJSON(file, &rec); errors.Is(err, os.ErrNotExist) {
-		return nil
-	} else if err != nil {
+	if ok, err := g.checkoutIntent().Load(&rec); err != nil {
 		return fmt.Errorf("checkout journal: %w", err)
+	} else if !ok {
+		return nil
 	}
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return err
 	}
@@ -129,19 +126,19 @@ func (g *Gate) redoCheckout() error {
 		if head.IsZero() {
 			continue
 		}
-		cur, err := g.repo.fileAt(head, p)
+		cur, err := g.repo.FileAt(head, p)
 		if err != nil {
 			return fmt.Errorf("checkout journal %s: %s at HEAD: %w", file, p, err)
 		}
 		if cur != nil {
-			ch = append(ch, change{p, cur})
+			ch = append(ch, change{Path: p, Content: cur})
 		}
 	}
 	if len(ch) > 0 {
-		if err := g.repo.checkoutNow(ch); err != nil {
+		if err := g.repo.CheckoutNow(ch); err != nil {
 			return fmt.Errorf("checkout journal %s: redo: %w", file, err)
 		}
 	}
 	g.log.Info("checkout redone", "files", len(ch), "journaled", len(rec.Paths))
-	return os.Remove(file)
+	return g.checkoutIntent().Done()
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/fedmem/fedmem/gate/durable"
 )
 
 // Claim journal (issue 9). A claim record must be on disk before its draft
@@ -67,14 +69,14 @@ func (g *Gate) journalClaim(c Claim) error {
 	}
 	g.claimRecs[c.ID] = c
 	g.recMu.Unlock()
-	if lz := lazyFor(g.journal.Name()); lz != nil {
-		lz.add(g.journal.Name())
+	if lz := durable.LazyFor(g.journal.Name()); lz != nil {
+		lz.Add(g.journal.Name())
 		return nil
 	}
 	if err := g.journal.Sync(); err != nil {
 		return err
 	}
-	return syncDir(g.statePath(claimsDir))
+	return durable.SyncDir(g.statePath(claimsDir))
 }
 
 // closeJournal ends the pass's claim journal (its file stays while one of
@@ -170,7 +172,7 @@ func (g *Gate) claimRecord(id string) (Claim, error) {
 	if ok {
 		return c, nil
 	}
-	if err := readJSON(g.statePath(claimsDir, id+".json"), &c); err != nil {
+	if err := durable.ReadJSON(g.statePath(claimsDir, id+".json"), &c); err != nil {
 		return Claim{}, err
 	}
 	c.legacy = true

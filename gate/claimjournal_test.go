@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fedmem/fedmem/gate/durable"
 )
 
 // stateDrafts fills two sessions with promotable facts, held guesses, a
@@ -69,7 +71,7 @@ func checkSeenOnce(t *testing.T, v string) {
 			continue
 		}
 		var s seenRecord
-		if err := readJSON(filepath.Join(state, seenDir, sum+".json"), &s); err != nil {
+		if err := durable.ReadJSON(filepath.Join(state, seenDir, sum+".json"), &s); err != nil {
 			t.Errorf("content %s has no seen record: %v", sum[:12], err)
 		} else if s.ID != ids[0] {
 			t.Errorf("seen record of %s names %s; its decision is %s", sum[:12], s.ID, ids[0])

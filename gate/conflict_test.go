@@ -90,7 +90,7 @@ func TestConflictIndexFollowsHead(t *testing.T) {
 	g := openGate(t, v)
 	held := func(title string) bool {
 		t.Helper()
-		_, head, _ := g.repo.head()
+		_, head, _ := g.repo.Head()
 		hv, err := newHeadView(g.repo, head)
 		if err != nil {
 			t.Fatal(err)
@@ -106,7 +106,7 @@ func TestConflictIndexFollowsHead(t *testing.T) {
 	}
 	gitCLI(t, v, "mv", "30-clients/acme/a/b/c/billing.md", "20-domains/billing.md")
 	gitCLI(t, v, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "move")
-	_, head, _ := g.repo.head()
+	_, head, _ := g.repo.Head()
 	hv, _ := newHeadView(g.repo, head)
 	ns, err := hv.named(NormTitle("Billing day"))
 	if err != nil || len(ns) != 1 || ns[0].Path != "20-domains/billing.md" {
@@ -302,7 +302,7 @@ func vaultIndexWhole(t *testing.T, g *Gate, head plumbing.Hash, k string) []name
 				if !indexedDir(p) {
 					continue
 				}
-				sub, err := object.GetTree(g.repo.s, e.Hash)
+				sub, err := g.repo.Tree(e.Hash)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -431,7 +431,7 @@ func TestConflictIndexMovesByDifference(t *testing.T) {
 	g := openGate(t, v)
 	named := func(k string) int {
 		t.Helper()
-		_, head, _ := g.repo.head()
+		_, head, _ := g.repo.Head()
 		hv, err := newHeadView(g.repo, head)
 		if err != nil {
 			t.Fatal(err)
@@ -445,7 +445,7 @@ func TestConflictIndexMovesByDifference(t *testing.T) {
 	added := func() int {
 		vaultIndexes.Lock()
 		defer vaultIndexes.Unlock()
-		return vaultIndexes.m[g.repo.gitDir].added
+		return vaultIndexes.m[g.repo.GitDir()].added
 	}
 	if named("Big note 7") != 1 {
 		t.Fatal("the folder's note is not indexed")

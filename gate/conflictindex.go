@@ -24,10 +24,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-
 	"github.com/fedmem/fedmem/vault"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // namedNote is one note that holds a name.
@@ -43,7 +41,7 @@ type namedNote struct {
 
 // vaultIndex is the conflict index of one repository at one root tree.
 type vaultIndex struct {
-	root plumbing.Hash
+	root repo.Hash
 	// raws: the content of every indexed folder's tree ("" is the root),
 	// the old side of the next difference.
 	raws map[string][]byte
@@ -68,7 +66,7 @@ type indexedName struct {
 	title, subject string
 	withheld       bool
 	aliases        []string // held like titles
-	blob           plumbing.Hash
+	blob           repo.Hash
 }
 
 // vaultIndexes holds one vaultIndex per repository (by its .git path).
@@ -120,7 +118,7 @@ func (hv *headView) named(k string) ([]namedNote, error) {
 // vaultIndexLocked returns the index at hv's root tree, moving it there
 // (vaultIndexes is locked by the caller).
 func (hv *headView) vaultIndexLocked() (*vaultIndex, error) {
-	key := hv.r.gitDir
+	key := hv.r.GitDir()
 	idx := vaultIndexes.m[key]
 	if idx == nil || idx.root != hv.rootHash {
 		if idx == nil {
@@ -140,7 +138,7 @@ func (hv *headView) vaultIndexLocked() (*vaultIndex, error) {
 
 // nameWordNotes returns the notes in force (path → blob) one of whose
 // names holds one of the word keys ws (at most max notes, in path order).
-func (hv *headView) nameWordNotes(ws []string, max int) (map[string]plumbing.Hash, error) {
+func (hv *headView) nameWordNotes(ws []string, max int) (map[string]repo.Hash, error) {
 	if hv.root == nil || len(ws) == 0 {
 		return nil, nil
 	}
@@ -155,7 +153,7 @@ func (hv *headView) nameWordNotes(ws []string, max int) (map[string]plumbing.Has
 		ps = append(ps, idx.words[w]...)
 	}
 	slices.Sort(ps)
-	out := map[string]plumbing.Hash{}
+	out := map[string]repo.Hash{}
 	for _, p := range slices.Compact(ps) {
 		if len(out) == max {
 			break
@@ -228,7 +226,7 @@ func newVaultIndex() *vaultIndex {
 
 // moveVaultIndex moves idx to hv's root tree.
 func (hv *headView) moveVaultIndex(idx *vaultIndex) error {
-	raw, err := hv.r.rawTree(hv.rootHash)
+	raw, err := hv.r.RawTree(hv.rootHash)
 	if err != nil {
 		return fmt.Errorf("conflict index: read root tree: %w", err)
 	}
@@ -329,13 +327,13 @@ func (hv *headView) diffDir(idx *vaultIndex, dir string, raw []byte) error {
 func (hv *headView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 	name := string(c.name)
 	p := joinPath(dir, name)
-	var id plumbing.Hash
+	var id repo.Hash
 	copy(id[:], c.all[len(c.all)-20:])
 	if c.dir {
 		if !indexedDir(p) || string(c.mode) != "40000" {
 			return nil
 		}
-		raw, err := hv.r.rawTree(id)
+		raw, err := hv.r.RawTree(id)
 		if err != nil {
 			return fmt.Errorf("conflict index: read folder %s: %w", p, err)
 		}
@@ -344,8 +342,8 @@ func (hv *headView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 	if dir == "" || !strings.HasSuffix(name, ".md") || name == "index.md" || name == "log.md" || strings.HasPrefix(name, ".") || isArchivePage(p) {
 		return nil
 	}
-	m, err := filemode.New(string(c.mode))
-	if err != nil || !m.IsFile() || m == filemode.Symlink {
+	m, err := repo.ParseMode(string(c.mode))
+	if err != nil || !m.IsFile() || m == repo.ModeSymlink {
 		return nil
 	}
 	f, err := hv.facts(id)

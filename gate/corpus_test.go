@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/fedmem/fedmem/gate/intake"
 )
 
 // expectation is one entry of testdata/corpus.json: the state a fixture must
@@ -236,7 +238,7 @@ func TestOddDraftNames(t *testing.T) {
 	for _, n := range names {
 		rn := n + ".json"
 		if len(rn) > 255 {
-			rn = receiptName(n)
+			rn = intake.ReceiptName(n)
 		}
 		if _, err := os.Stat(filepath.Join(sd, ".receipts", rn)); err != nil {
 			t.Errorf("receipt for %q: %v", n, err)

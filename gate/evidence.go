@@ -24,7 +24,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -32,16 +31,13 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // Evidence rules (finding rules the gate adds to a decision).
@@ -223,7 +219,7 @@ func resolveSources(pol *policy.Policy, res validate.Result, hv *headView) ([]So
 		case e == nil:
 			out = append(out, note.Finding{Rule: RuleSourcesUnresolved, Line: ref.Line, Severity: note.Flag,
 				Message: fmt.Sprintf("source %s is not in the vault at HEAD %.12s", clipText(ref.Value), hv.commit)})
-		case e.Mode != filemode.Regular && e.Mode != filemode.Executable:
+		case e.Mode != repo.ModeRegular && e.Mode != repo.ModeExecutable:
 			out = append(out, note.Finding{Rule: RuleSourcesUnresolved, Line: ref.Line, Severity: note.Flag,
 				Message: fmt.Sprintf("source %s is a %s at HEAD %.12s, not a file", clipText(ref.Value), modeName(e.Mode), hv.commit)})
 		default:
@@ -291,13 +287,13 @@ func resolveSources(pol *policy.Policy, res validate.Result, hv *headView) ([]So
 	return proofs, counted, out, nil
 }
 
-func modeName(m filemode.FileMode) string {
+func modeName(m repo.EntryMode) string {
 	switch m {
-	case filemode.Dir:
+	case repo.ModeDir:
 		return "folder"
-	case filemode.Symlink:
+	case repo.ModeSymlink:
 		return "symbolic link"
-	case filemode.Submodule:
+	case repo.ModeSubmodule:
 		return "submodule"
 	}
 	return "special entry"
@@ -337,23 +333,22 @@ func NormTitle(s string) string {
 
 // headView reads one commit's tree: entries by path, note facts by blob.
 type headView struct {
-	s        storage.Storer
-	r        *repo
-	commit   plumbing.Hash
-	rootHash plumbing.Hash
-	root     *object.Tree // nil for an unborn branch
+	r        *repo.Repo
+	commit   repo.Hash
+	rootHash repo.Hash
+	root     *repo.Tree // nil for an unborn branch
 }
 
-func newHeadView(r *repo, head plumbing.Hash) (*headView, error) {
-	hv := &headView{s: r.s, r: r, commit: head}
+func newHeadView(r *repo.Repo, head repo.Hash) (*headView, error) {
+	hv := &headView{r: r, commit: head}
 	if head.IsZero() {
 		return hv, nil
 	}
 	var err error
-	if hv.rootHash, err = r.rootTree(head); err != nil {
+	if hv.rootHash, err = r.RootTree(head); err != nil {
 		return nil, fmt.Errorf("read commit %s: %w", head, err)
 	}
-	if hv.root, err = object.GetTree(r.s, hv.rootHash); err != nil {
+	if hv.root, err = r.Tree(hv.rootHash); err != nil {
 		return nil, fmt.Errorf("read tree of %s: %w", head, err)
 	}
 	return hv, nil
@@ -363,14 +358,14 @@ func newHeadView(r *repo, head plumbing.Hash) (*headView, error) {
 // walks the raw trees along p (the repository's cache holds them), never
 // decoding a folder into objects: a lookup in a folder of n notes costs a
 // scan of its bytes, not n allocations.
-func (hv *headView) entry(p string) (*object.TreeEntry, error) {
+func (hv *headView) entry(p string) (*repo.TreeEntry, error) {
 	if hv.root == nil {
 		return nil, nil
 	}
 	h := hv.rootHash
 	parts := strings.Split(p, "/")
 	for i, name := range parts {
-		raw, err := hv.r.rawTree(h)
+		raw, err := hv.r.RawTree(h)
 		if err != nil {
 			return nil, fmt.Errorf("look up %s at %s: %w", p, hv.commit, err)
 		}
@@ -382,11 +377,11 @@ func (hv *headView) entry(p string) (*object.TreeEntry, error) {
 			return nil, nil
 		}
 		if i == len(parts)-1 {
-			m, err := filemode.New(mode)
+			m, err := repo.ParseMode(mode)
 			if err != nil {
 				return nil, fmt.Errorf("look up %s at %s: %w", p, hv.commit, err)
 			}
-			return &object.TreeEntry{Name: name, Mode: m, Hash: id}, nil
+			return &repo.TreeEntry{Name: name, Mode: m, Hash: id}, nil
 		}
 		h = id
 	}
@@ -457,46 +452,37 @@ const maxFactsBytes = note.MaxFrontmatterBytes + 1024
 // (rebuilt on demand).
 var objCache = struct {
 	sync.Mutex
-	facts map[plumbing.Hash]noteFacts
-}{facts: map[plumbing.Hash]noteFacts{}}
+	facts map[repo.Hash]noteFacts
+}{facts: map[repo.Hash]noteFacts{}}
 
 const (
 	maxCachedFacts   = 500_000
 	maxCachedFolders = 256
 )
 
-func (hv *headView) facts(blob plumbing.Hash) (noteFacts, error) {
+func (hv *headView) facts(blob repo.Hash) (noteFacts, error) {
 	objCache.Lock()
 	f, ok := objCache.facts[blob]
 	objCache.Unlock()
 	if ok {
 		return f, nil
 	}
-	b, err := readBlobPrefix(hv.s, blob, maxFactsBytes)
+	b, err := readBlobPrefix(hv.r, blob, maxFactsBytes)
 	if err != nil {
 		return f, err
 	}
 	f = factsOf(b)
 	objCache.Lock()
 	if len(objCache.facts) >= maxCachedFacts {
-		objCache.facts = map[plumbing.Hash]noteFacts{}
+		objCache.facts = map[repo.Hash]noteFacts{}
 	}
 	objCache.facts[blob] = f
 	objCache.Unlock()
 	return f, nil
 }
 
-func readBlobPrefix(s storage.Storer, h plumbing.Hash, n int64) ([]byte, error) {
-	obj, err := s.EncodedObject(plumbing.BlobObject, h)
-	if err != nil {
-		return nil, fmt.Errorf("read blob %s: %w", h, err)
-	}
-	rd, err := obj.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	return io.ReadAll(io.LimitReader(rd, n))
+func readBlobPrefix(r *repo.Repo, h repo.Hash, n int64) ([]byte, error) {
+	return r.BlobPrefix(h, n)
 }
 
 // factsOf reads a note's frontmatter. A file without a usable frontmatter
@@ -566,7 +552,7 @@ func factsOf(b []byte) noteFacts {
 // one folder (direct children only) to their paths, at one tree of that
 // folder (raw: the tree's content; names: each indexed note's keys).
 type folderIndex struct {
-	tree     plumbing.Hash
+	tree     repo.Hash
 	raw      []byte
 	names    map[string]indexedNote
 	titles   map[string][]string
@@ -593,10 +579,10 @@ var folderIndexes = struct {
 // that subject, each in path order.
 func (hv *headView) sameNamed(folder, k string) ([]string, error) {
 	e, err := hv.entry(folder)
-	if err != nil || e == nil || e.Mode != filemode.Dir {
+	if err != nil || e == nil || e.Mode != repo.ModeDir {
 		return nil, err
 	}
-	raw, err := hv.r.rawTree(e.Hash)
+	raw, err := hv.r.RawTree(e.Hash)
 	if err != nil {
 		return nil, fmt.Errorf("read folder %s: %w", folder, err)
 	}
@@ -658,7 +644,7 @@ func (c *treeCursor) next() bool {
 // in place (the caller holds folderIndexes' lock). keep is false when raw
 // is not in Git's order (only a tree Git itself would reject): the index
 // is then built whole and not kept.
-func (hv *headView) moveIndex(folder string, idx *folderIndex, h plumbing.Hash, raw []byte) (_ *folderIndex, keep bool, err error) {
+func (hv *headView) moveIndex(folder string, idx *folderIndex, h repo.Hash, raw []byte) (_ *folderIndex, keep bool, err error) {
 	keep = sortedTree(raw)
 	if idx == nil || !keep {
 		idx = &folderIndex{names: map[string]indexedNote{}, titles: map[string][]string{}, subjects: map[string][]string{}}
@@ -741,11 +727,11 @@ func (hv *headView) add(idx *folderIndex, folder string, c *treeCursor) error {
 	if c.dir || !strings.HasSuffix(n, ".md") || n == "index.md" || n == "log.md" {
 		return nil
 	}
-	m, err := filemode.New(string(c.mode))
+	m, err := repo.ParseMode(string(c.mode))
 	if err != nil || !m.IsFile() {
 		return nil
 	}
-	var id plumbing.Hash
+	var id repo.Hash
 	copy(id[:], c.all[len(c.all)-20:])
 	f, err := hv.facts(id)
 	if err != nil {

@@ -9,18 +9,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/vault/note"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // evidenceEnv is what the evidence step of judge needs from the gate: the
 // repository at the HEAD the verdict is taken against, the vault (for
 // verifiers) and the clock.
 type evidenceEnv struct {
-	repo  *repo
-	head  plumbing.Hash
+	repo  *repo.Repo
+	head  repo.Hash
 	vault string
 	now   func() time.Time
 	// pool, when set, runs the verifiers outside the decision
@@ -30,7 +29,7 @@ type evidenceEnv struct {
 	noVerify bool
 }
 
-func (g *Gate) evidenceEnv(head plumbing.Hash) *evidenceEnv {
+func (g *Gate) evidenceEnv(head repo.Hash) *evidenceEnv {
 	env := &evidenceEnv{repo: g.repo, head: head, vault: g.vaultDir, now: g.now, noVerify: g.showing}
 	if g.verifyAsync {
 		env.pool = g.verify

@@ -45,7 +45,7 @@ func evidenceFor(t *testing.T, g *Gate, pol *policy.Policy, draft, dest string, 
 	if res.Note == nil || note.HasErrors(res.Findings) {
 		t.Fatalf("draft invalid: %v", res.Findings)
 	}
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/fedmem/fedmem/test/testutil"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // folderIndexWhole is the folder index built from the whole folder, as
@@ -26,7 +25,7 @@ func folderIndexWhole(t *testing.T, g *Gate, head plumbing.Hash, folder, k strin
 	if err != nil {
 		return nil
 	}
-	tr, err := object.GetTree(g.repo.s, e.Hash)
+	tr, err := g.repo.Tree(e.Hash)
 	if err != nil {
 		t.Fatal(err)
 	}

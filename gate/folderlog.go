@@ -10,16 +10,15 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/fedmem/fedmem/gate/validate"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // changeSet collects the files one commit writes, reading the current
 // content of a path from earlier changes first, then from HEAD.
 type changeSet struct {
 	g     *Gate
-	head  plumbing.Hash
+	head  repo.Hash
 	order []string
 	files map[string][]byte
 	// base: what get read of a path at head (nil: absent), so the scan
@@ -27,7 +26,7 @@ type changeSet struct {
 	base map[string][]byte
 }
 
-func (g *Gate) newChangeSet(head plumbing.Hash) *changeSet {
+func (g *Gate) newChangeSet(head repo.Hash) *changeSet {
 	return &changeSet{g: g, head: head, files: map[string][]byte{}, base: map[string][]byte{}}
 }
 
@@ -45,16 +44,11 @@ func (cs *changeSet) atHead(p string) ([]byte, error) {
 	if b, ok := cs.base[p]; ok {
 		return b, nil
 	}
-	b, err := cs.g.repo.wholeFileAt(cs.head, p)
+	b, err := cs.g.repo.WholeFileAt(cs.head, p)
 	if err == nil {
 		cs.base[p] = b
 	}
 	return b, err
-}
-
-// wholeFileAt is fileAt without a size limit.
-func (g *repo) wholeFileAt(c plumbing.Hash, p string) ([]byte, error) {
-	return g.blobAt(c, p, -1)
 }
 
 func (cs *changeSet) set(p string, b []byte) {
@@ -67,7 +61,7 @@ func (cs *changeSet) set(p string, b []byte) {
 func (cs *changeSet) list() []change {
 	out := make([]change, 0, len(cs.order))
 	for _, p := range cs.order {
-		out = append(out, change{p, cs.files[p]})
+		out = append(out, change{Path: p, Content: cs.files[p]})
 	}
 	return out
 }

@@ -16,7 +16,7 @@ import (
 // its own commit path and returns the changes that commit wrote.
 func promoteLines(t *testing.T, g *Gate, dest, title string) []change {
 	t.Helper()
-	branch, head, err := g.repo.head()
+	branch, head, err := g.repo.Head()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,10 +27,10 @@ func promoteLines(t *testing.T, g *Gate, dest, title string) []change {
 		t.Fatal(err)
 	}
 	ch := cs.list()
-	if _, err := g.repo.commitChanges(branch, head, ch, g.signature(mustPolicy(t, g)), "fedmem: test\n\nFedmem-Decision: promoted\n"); err != nil {
+	if _, err := g.repo.CommitChanges(branch, head, ch, g.signature(mustPolicy(t, g)), "fedmem: test\n\nFedmem-Decision: promoted\n"); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.repo.checkout(ch); err != nil {
+	if err := g.repo.Checkout(ch); err != nil {
 		t.Fatal(err)
 	}
 	return ch

@@ -13,96 +13,16 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/intake"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
 )
 
-// resolveStrict never follows a symbolic link (not even in a parent: the
-// agent owns its session directory and may plant one), never leaves the
-// directory it starts from, and refuses /proc magic links.
-const resolveStrict = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+// inbox is the vault's inbox folder, opened by intake.
+type inbox = intake.Inbox
 
-func openat2(dirfd int, name string, flags uint64) (int, error) {
-	for {
-		fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{Flags: flags | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: resolveStrict})
-		if err == unix.EINTR || err == unix.EAGAIN && flags&unix.O_NONBLOCK == 0 {
-			continue
-		}
-		return fd, err
-	}
-}
-
-// openDir opens a directory with openat2 under dirfd.
-func openDir(dirfd int, name string) (int, error) {
-	return openat2(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY)
-}
-
-// listDir returns the names in the directory open at fd (fd stays open).
-func listDir(fd int) ([]string, error) {
-	dup, err := unix.Dup(fd)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(dup), "dir")
-	defer f.Close()
-	// The duplicate shares fd's position: a second listing (a pass's
-	// intake lists the inbox again) would start at the end.
-	if _, err := unix.Seek(dup, 0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	return f.Readdirnames(-1)
-}
-
-// inbox holds an open descriptor on the vault's inbox folder.
-type inbox struct {
-	fd int
-}
-
-func (g *Gate) openInbox() (*inbox, error) {
-	fd, err := unix.Open(g.vaultDir+"/"+vault.InboxDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("open inbox %s/%s: %w", g.vaultDir, vault.InboxDir, err)
-	}
-	return &inbox{fd: fd}, nil
-}
-
-func (in *inbox) Close() { unix.Close(in.fd) }
-
-// sessions lists session directories: valid ids only (dot names such as
-// .sessions and .gitkeep are skipped).
-func (in *inbox) sessions() ([]string, error) {
-	names, err := listDir(in.fd)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, n := range names {
-		if vault.ValidSessionID(n) {
-			out = append(out, n)
-		}
-	}
-	return out, nil
-}
-
-// sessionOwner returns the uid owning a session directory.
-func (in *inbox) sessionOwner(sess string) (int, error) {
-	fd, err := openDir(in.fd, sess)
-	if err != nil {
-		return -1, err
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return -1, err
-	}
-	return int(st.Uid), nil
-}
-
-// ignoredName: dot names (receipts, editors' temp files) and *.tmp are
-// drafts still being written; the agent renames them when done.
-func ignoredName(n string) bool {
-	return strings.HasPrefix(n, ".") || strings.HasSuffix(n, ".tmp")
-}
+func (g *Gate) openInbox() (*inbox, error) { return intake.Open(g.vaultDir) }
 
 // claimSession moves every ready entry of one session into claims/, writing
 // the claim record first so a crash between the two steps is recoverable.
@@ -111,12 +31,12 @@ func ignoredName(n string) bool {
 // entry costs a receipt, an audit entry and a held/ mark, and counts
 // against limits.max_drafts_per_session like a claim.
 func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, int, error) {
-	sfd, err := openDir(in.fd, sess)
+	sfd, err := intake.OpenDir(in.FD(), sess)
 	if err != nil {
 		return nil, 0, fmt.Errorf("session %s: %w", sess, err)
 	}
 	defer unix.Close(sfd)
-	names, err := listDir(sfd)
+	names, err := intake.ListDir(sfd)
 	if err != nil {
 		return nil, 0, fmt.Errorf("session %s: list: %w", sess, err)
 	}
@@ -129,7 +49,7 @@ func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, int, erro
 	var errs []error
 	held := 0
 	for _, n := range names {
-		if ignoredName(n) {
+		if intake.IgnoredName(n) {
 			continue
 		}
 		if len(out)+held >= max {
@@ -168,9 +88,9 @@ func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, int, erro
 			errs = append(errs, fmt.Errorf("session %s: move %q out of the inbox: %w (the gate needs write access to session directories)", sess, n, err))
 			continue
 		}
-		if lz := lazyFor(g.state); lz != nil {
-			lz.addDir(g.statePath(claimsDir)) // synced at the pass's barrier
-			lz.addDir(filepath.Join(g.vaultDir, vault.InboxDir, sess))
+		if lz := durable.LazyFor(g.state); lz != nil {
+			lz.AddDir(g.statePath(claimsDir)) // synced at the pass's barrier
+			lz.AddDir(filepath.Join(g.vaultDir, vault.InboxDir, sess))
 		} else {
 			_ = unix.Fsync(cfd)
 			_ = unix.Fsync(sfd)
@@ -201,7 +121,7 @@ func (g *Gate) unclaimable(sfd int, n string, st *unix.Stat_t) *note.Finding {
 		return &note.Finding{Rule: "claim-not-regular", Severity: note.Error, Message: fmt.Sprintf(
 			"%q is a directory; only regular files are drafts. It was left in place and nothing was deleted; move its files up into the session folder (and remove the directory) to submit them", n)}
 	case unix.S_IFREG:
-		fd, err := openat2(sfd, n, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+		fd, err := intake.OpenAt(sfd, n, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 		if err == nil {
 			unix.Close(fd)
 			return nil
@@ -238,7 +158,7 @@ func (g *Gate) holdEntry(in *inbox, sess, n string, st *unix.Stat_t, why *note.F
 	}
 	key := g.statePath(heldDir, fmt.Sprintf("%x.json", sha256.Sum256([]byte(sess+"/"+n))))
 	var old heldMark
-	if readJSON(key, &old) == nil && old == mark {
+	if durable.ReadJSON(key, &old) == nil && old == mark {
 		return false
 	}
 	r := Receipt{Draft: n, State: StateUnclaimed, Reasons: []note.Finding{*why}, Decided: g.now().UTC()}
@@ -249,7 +169,7 @@ func (g *Gate) holdEntry(in *inbox, sess, n string, st *unix.Stat_t, why *note.F
 	}
 	g.note("unclaimed", map[string]string{"session": sess, "name": n, "rule": why.Rule})
 	g.log.Info("left in the inbox", "session", sess, "name", n, "rule", why.Rule)
-	_ = writeJSON(key, mark)
+	_ = durable.WriteJSON(key, mark)
 	return true
 }
 
@@ -271,7 +191,7 @@ func (g *Gate) returnClaim(cfd int, id string) error {
 		return err
 	}
 	defer in.Close()
-	sfd, err := openDir(in.fd, c.Session)
+	sfd, err := intake.OpenDir(in.FD(), c.Session)
 	if err != nil {
 		return fmt.Errorf("session %s: %w", c.Session, err)
 	}
@@ -329,7 +249,7 @@ func (g *Gate) readClaimAt(id string, max int64, mayReturn bool) (readResult, er
 	defer unix.Close(cfd)
 	// O_NONBLOCK: opening a FIFO for reading returns at once instead of
 	// waiting for a writer; O_NOCTTY: a terminal never becomes ours.
-	fd, err := openat2(cfd, id+".draft", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	fd, err := intake.OpenAt(cfd, id+".draft", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	switch {
 	case errors.Is(err, unix.ELOOP):
 		return rejectClaim("claim-symlink", "the draft is a symbolic link; links are never followed"), nil
@@ -369,7 +289,7 @@ func (g *Gate) readClaimAt(id string, max int64, mayReturn bool) (readResult, er
 	}
 	switch {
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return rejectClaim("claim-not-regular", "the draft is a %s, not a regular file", fileKind(st.Mode)), nil
+		return rejectClaim("claim-not-regular", "the draft is a %s, not a regular file", intake.FileKind(st.Mode)), nil
 	case st.Nlink != 1:
 		return rejectClaim("claim-hardlink", "the draft has %d hard links; a draft must have exactly one", st.Nlink), nil
 	case st.Size > max:
@@ -395,24 +315,6 @@ func (g *Gate) readClaimAt(id string, max int64, mayReturn bool) (readResult, er
 	return readResult{Bytes: b, Sum: fmt.Sprintf("%x", sum), Owner: own}, nil
 }
 
-func fileKind(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFIFO:
-		return "FIFO"
-	case unix.S_IFDIR:
-		return "directory"
-	case unix.S_IFCHR:
-		return "character device"
-	case unix.S_IFBLK:
-		return "block device"
-	case unix.S_IFSOCK:
-		return "socket"
-	case unix.S_IFLNK:
-		return "symbolic link"
-	}
-	return "special file"
-}
-
 // SessionRecord is what fedmem-run records about a session, in
 // 90-inbox/.sessions/<session>.json, where the agent cannot reach it (one
 // definition, in package vault, shared with the launcher).
@@ -424,7 +326,7 @@ const maxSessionRecord = 1 << 20
 // unreadable record, or one whose uid is not the session directory's owner,
 // yields nil: the drafts then come from an unknown agent.
 func (g *Gate) sessionRecord(in *inbox, sess string) *SessionRecord {
-	fd, err := openat2(in.fd, ".sessions/"+sess+".json", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	fd, err := intake.OpenAt(in.FD(), ".sessions/"+sess+".json", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
 		return nil
 	}
@@ -442,7 +344,7 @@ func (g *Gate) sessionRecord(in *inbox, sess string) *SessionRecord {
 	if json.Unmarshal(b, &r) != nil || r.Session != sess {
 		return nil
 	}
-	if owner, err := in.sessionOwner(sess); err != nil || owner != r.UID || int(st.Uid) != r.UID {
+	if owner, err := in.SessionOwner(sess); err != nil || owner != r.UID || int(st.Uid) != r.UID {
 		return nil
 	}
 	return &r
@@ -453,82 +355,11 @@ func (g *Gate) sessionRecord(in *inbox, sess string) *SessionRecord {
 // with openat2, the file is created O_EXCL under a fresh name and renamed
 // over the final one (rename replaces a planted symlink, never follows it).
 func (g *Gate) writeReceipt(in *inbox, sess, name string, b []byte) error {
-	sfd, err := openDir(in.fd, sess)
-	if err != nil {
-		return fmt.Errorf("receipt: session %s: %w", sess, err)
-	}
-	defer unix.Close(sfd)
-	if err := unix.Mkdirat(sfd, ".receipts", 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
-		return fmt.Errorf("receipt: mkdir: %w", err)
-	}
-	rfd, err := openDir(sfd, ".receipts")
-	if err != nil {
-		return fmt.Errorf("receipt: open %s/.receipts: %w", sess, err)
-	}
-	defer unix.Close(rfd)
-	final := receiptName(name)
-	tmp := fmt.Sprintf(".tmp-%s", newClaimID(g.now()))
-	fd, err := unix.Openat(rfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
-	if err != nil {
-		return fmt.Errorf("receipt: create: %w", err)
-	}
-	f := os.NewFile(uintptr(fd), tmp)
-	_, werr := f.Write(b)
-	if werr == nil {
-		werr = f.Chmod(0o644)
-	}
-	cerr := f.Close()
-	if werr != nil || cerr != nil {
-		unix.Unlinkat(rfd, tmp, 0)
-		return fmt.Errorf("receipt: write: %v %v", werr, cerr)
-	}
-	if err := unix.Renameat(rfd, tmp, rfd, final); err != nil {
-		unix.Unlinkat(rfd, tmp, 0)
-		return fmt.Errorf("receipt: rename: %w", err)
-	}
-	return nil
-}
-
-// receiptName is NAME.json, or a hash when that would be too long.
-func receiptName(name string) string {
-	if len(name)+len(".json") <= 255 {
-		return name + ".json"
-	}
-	return fmt.Sprintf("sha256-%x.json", sha256.Sum256([]byte(name)))
+	return in.WriteReceipt(sess, name, b, ".tmp-"+newClaimID(g.now()))
 }
 
 // lockState takes an exclusive flock on the state dir's lock file.
-func (g *Gate) lockState() (func(), error) {
-	f, err := os.OpenFile(g.statePath("lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("another gate holds %s: %w", g.statePath("lock"), ErrBusy)
-	}
-	return func() { f.Close() }, nil
-}
-
-// sameFS reports whether two paths are on one filesystem (rename works).
-func sameFS(a, b string) (bool, error) {
-	var sa, sb unix.Stat_t
-	if err := unix.Stat(a, &sa); err != nil {
-		return false, err
-	}
-	if err := unix.Stat(b, &sb); err != nil {
-		return false, err
-	}
-	return sa.Dev == sb.Dev, nil
-}
-
-func ownerOf(path string) (int, error) {
-	var st unix.Stat_t
-	if err := unix.Lstat(path, &st); err != nil {
-		return -1, err
-	}
-	return int(st.Uid), nil
-}
+func (g *Gate) lockState() (func(), error) { return intake.LockState(g.statePath("lock")) }
 
 // pruneHeldMarks removes the held/ marks whose entry is no longer in its
 // session folder (claimed, moved, deleted, or the session pruned): without
@@ -545,14 +376,14 @@ func (g *Gate) pruneHeldMarks(in *inbox) int {
 	for _, e := range ents {
 		key := filepath.Join(dir, e.Name())
 		var m heldMark
-		if readJSON(key, &m) != nil || m.Session == "" || m.Name == "" {
+		if durable.ReadJSON(key, &m) != nil || m.Session == "" || m.Name == "" {
 			continue
 		}
 		if m.Session != filepath.Base(m.Session) || m.Name != filepath.Base(m.Name) {
 			continue // not a name the gate wrote
 		}
 		var st unix.Stat_t
-		if err := unix.Fstatat(in.fd, m.Session+"/"+m.Name, &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
+		if err := unix.Fstatat(in.FD(), m.Session+"/"+m.Name, &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
 			if os.Remove(key) == nil {
 				n++
 			}

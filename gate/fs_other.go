@@ -4,16 +4,16 @@ package gate
 
 import (
 	"context"
-	"errors"
 
+	"github.com/fedmem/fedmem/gate/intake"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
 )
 
 // errUnsupported: claiming drafts safely needs openat2 (Linux 5.6+).
-var errUnsupported = errors.New("the gate needs Linux (openat2)")
+var errUnsupported = intake.ErrUnsupported
 
-type inbox struct{}
+type inbox = intake.Inbox
 
 // SessionRecord is what fedmem-run records about a session, in
 // 90-inbox/.sessions/<session>.json, where the agent cannot reach it (one
@@ -21,9 +21,6 @@ type inbox struct{}
 type SessionRecord = vault.SessionRecord
 
 func (g *Gate) openInbox() (*inbox, error)                             { return nil, errUnsupported }
-func (in *inbox) Close()                                               {}
-func (in *inbox) sessions() ([]string, error)                          { return nil, errUnsupported }
-func (in *inbox) sessionOwner(string) (int, error)                     { return -1, errUnsupported }
 func (g *Gate) claimSession(*inbox, string, int) ([]Claim, int, error) { return nil, 0, errUnsupported }
 func (g *Gate) readClaim(string, int64) (readResult, error)            { return readResult{}, errUnsupported }
 func (g *Gate) readClaimAt(string, int64, bool) (readResult, error) {
@@ -32,8 +29,6 @@ func (g *Gate) readClaimAt(string, int64, bool) (readResult, error) {
 func (g *Gate) sessionRecord(*inbox, string) *SessionRecord       { return nil }
 func (g *Gate) writeReceipt(*inbox, string, string, []byte) error { return errUnsupported }
 func (g *Gate) lockState() (func(), error)                        { return nil, errUnsupported }
-func sameFS(a, b string) (bool, error)                            { return false, errUnsupported }
-func ownerOf(string) (int, error)                                 { return -1, errUnsupported }
 
 type readResult struct {
 	Bytes  []byte

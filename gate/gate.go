@@ -13,14 +13,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
-
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/intake"
+	"github.com/fedmem/fedmem/gate/logsafe"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/remote"
+	"github.com/fedmem/fedmem/gate/sign"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // Options configures a Gate.
@@ -62,7 +65,7 @@ type Gate struct {
 	opts     Options
 	log      *slog.Logger
 	now      func() time.Time
-	repo     *repo
+	repo     *repo.Repo
 	audit    *audit.Log
 	unlock   func()
 	uid      int
@@ -81,14 +84,14 @@ type Gate struct {
 	pass *pass
 	// groups maps a draft id to the base its group marker records
 	// (groupcommit.go); nil until read.
-	groups map[string]plumbing.Hash
+	groups map[string]repo.Hash
 	// rec records a pass's decisions off its goroutine (asyncrecord.go).
 	rec *recorder
 	// flushCost is what flushing a group inside a pass has cost lately
 	// (run.go, groupDue).
 	flushCost time.Duration
 	// remote bounds remote operations (remoteio.go).
-	remote remoteState
+	remote remote.Deadline
 	// journaled: the checkout journal lists files not yet checked out;
 	// journalExtra: some of them an earlier, failed checkout's
 	// (checkoutjournal.go).
@@ -110,11 +113,11 @@ func Open(o Options) (*Gate, error) {
 	if g.log == nil {
 		g.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	g.log = slog.New(SafeLogHandler(g.log.Handler())) // logsafe.go
+	g.log = slog.New(logsafe.Handler(g.log.Handler()))
 	if g.now == nil {
 		g.now = time.Now
 	}
-	owner, err := ownerOf(filepath.Join(dir, ".git"))
+	owner, err := intake.OwnerOf(filepath.Join(dir, ".git"))
 	if err != nil {
 		return nil, err
 	}
@@ -133,10 +136,10 @@ func Open(o Options) (*Gate, error) {
 	}
 	// Refuses a state dir the gate did not create (owner, mode, link);
 	// creates it only under a trusted parent (statedir_linux.go).
-	if err := prepareStateDir(g.state, g.uid, []string{claimsDir, decisionsDir, pendingDir, seenDir, committingDir}); err != nil {
+	if err := intake.PrepareStateDir(g.state, g.uid, []string{claimsDir, decisionsDir, pendingDir, seenDir, committingDir}); err != nil {
 		return nil, err
 	}
-	if same, err := sameFS(g.state, filepath.Join(dir, vault.InboxDir)); err != nil || !same {
+	if same, err := intake.SameFS(g.state, filepath.Join(dir, vault.InboxDir)); err != nil || !same {
 		return nil, fmt.Errorf("state dir %s must be on the same filesystem as the vault (drafts are moved there by rename): %v", g.state, err)
 	}
 	if g.unlock, err = g.lockState(); err != nil {
@@ -157,10 +160,12 @@ func Open(o Options) (*Gate, error) {
 		return nil, err
 	}
 	if o.SignKey != "" {
-		if g.repo.signer, err = LoadSigner(o.SignKey); err != nil {
+		s, err := sign.LoadSigner(o.SignKey)
+		if err != nil {
 			g.unlock()
 			return nil, err
 		}
+		g.repo.SetSigner(s)
 	}
 	if g.audit, err = audit.Open(g.state); err != nil {
 		g.unlock()
@@ -243,7 +248,7 @@ func (g *Gate) Once() (*Summary, error) {
 		return nil, err
 	}
 	defer in.Close()
-	sessions, err := in.sessions()
+	sessions, err := in.Sessions()
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +264,7 @@ func (g *Gate) Once() (*Summary, error) {
 			if refused[sess] || perSession[sess] >= pol.MaxDrafts {
 				continue
 			}
-			owner, err := in.sessionOwner(sess)
+			owner, err := in.SessionOwner(sess)
 			if err != nil {
 				s.Errors = append(s.Errors, fmt.Sprintf("session %s: %v", sess, err))
 				refused[sess] = true
@@ -313,7 +318,7 @@ func (g *Gate) Once() (*Summary, error) {
 		if time.Since(tm.Start) >= passIntake {
 			break
 		}
-		sessions, err := in.sessions()
+		sessions, err := in.Sessions()
 		if err != nil {
 			break // the next pass lists again
 		}
@@ -505,7 +510,7 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 	// killed after publishing it, before recording the decision). It is
 	// found by the draft id before anything is judged again: the verdict
 	// against a HEAD that holds the note itself would differ.
-	if _, head, err := g.repo.head(); err != nil {
+	if _, head, err := g.repo.Head(); err != nil {
 		return nil, err
 	} else if done, err := g.adoptEarlierCommit(head, d); err != nil {
 		return nil, err
@@ -608,12 +613,12 @@ func (g *Gate) judgeOwned(in *inbox, pol *policy.Policy, sess, name string, res 
 }
 
 func (g *Gate) judgeOrigin(in *inbox, pol *policy.Policy, sess, name string, res validate.Result, o origin) (verdict, origin, error) {
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return verdict{}, origin{}, err
 	}
 	ji := &judgeInput{Policy: pol, Result: res, Session: sess, Name: name, Origin: o,
-		Head: func(p string) ([]byte, error) { return g.repo.fileAt(head, p) }, Env: g.evidenceEnv(head)}
+		Head: func(p string) ([]byte, error) { return g.repo.FileAt(head, p) }, Env: g.evidenceEnv(head)}
 	if pol.AutoPromote != nil {
 		r, err := g.autoRates()
 		if err != nil {
@@ -671,8 +676,8 @@ func (g *Gate) note(kind string, data any) {
 }
 
 // signature is the gate identity from policy, sanitised for a commit header.
-func (g *Gate) signature(pol *policy.Policy) object.Signature {
-	return object.Signature{Name: sanitizeLine(pol.GateName), Email: sanitizeLine(pol.GateEmail), When: g.now().UTC().Truncate(time.Second)}
+func (g *Gate) signature(pol *policy.Policy) repo.Signature {
+	return repo.Signature{Name: sanitizeLine(pol.GateName), Email: sanitizeLine(pol.GateEmail), When: g.now().UTC().Truncate(time.Second)}
 }
 
 // sanitizeLine keeps text safe for one line of a commit header or message.
@@ -723,7 +728,7 @@ func (g *Gate) record(d *Decision, pendingBytes []byte) error {
 	}
 	d.Decided = g.now().UTC()
 	if pendingBytes != nil {
-		if err := writeAtomic(g.statePath(pendingDir, d.ID+".draft"), pendingBytes, 0o600); err != nil {
+		if err := durable.WriteAtomic(g.statePath(pendingDir, d.ID+".draft"), pendingBytes, 0o600); err != nil {
 			return err
 		}
 	}
@@ -737,7 +742,7 @@ func (g *Gate) record(d *Decision, pendingBytes []byte) error {
 		"state": d.State, "rules": rules, "path": d.Path, "commit": d.Commit, "duplicate_of": d.DuplicateOf}); err != nil {
 		return err
 	}
-	if err := writeJSON(g.statePath(decisionsDir, d.ID+".json"), d); err != nil {
+	if err := durable.WriteJSON(g.statePath(decisionsDir, d.ID+".json"), d); err != nil {
 		return err
 	}
 	groupFault("decided")

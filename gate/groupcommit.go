@@ -3,17 +3,13 @@ package gate
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/storer"
-	"github.com/go-git/go-git/v5/storage"
-	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // Group commit (issue 9). A pass (Once) decides many drafts; done one at a
@@ -53,121 +49,9 @@ var (
 	groupMaxWait   = 250 * time.Millisecond
 )
 
-// syncer remembers files and directories written without fsync.
-type syncer struct {
-	mu    sync.Mutex
-	files map[string]bool
-	dirs  map[string]bool
-}
-
-func newSyncer() *syncer { return &syncer{files: map[string]bool{}, dirs: map[string]bool{}} }
-
-func (s *syncer) add(file string) {
-	s.mu.Lock()
-	s.files[file] = true
-	s.dirs[filepath.Dir(file)] = true
-	s.mu.Unlock()
-}
-
-func (s *syncer) addDir(dir string) {
-	s.mu.Lock()
-	s.dirs[dir] = true
-	s.mu.Unlock()
-}
-
-// flush fsyncs every remembered file, then every directory, in parallel.
-// A file removed since it was written is skipped (its removal is what the
-// directory's fsync makes durable).
-func (s *syncer) flush() error { return s.take().sync() }
-
-// syncSet is what a syncer held at one instant (take), synced later.
-type syncSet struct{ files, dirs map[string]bool }
-
-// take hands over every remembered path; later writes start a new set.
-func (s *syncer) take() syncSet {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	set := syncSet{s.files, s.dirs}
-	s.files, s.dirs = map[string]bool{}, map[string]bool{}
-	return set
-}
-
-// sync fsyncs the set's files, then its directories.
-func (set syncSet) sync() error {
-	for _, m := range []map[string]bool{set.files, set.dirs} {
-		if err := fsyncAll(m); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func fsyncAll(set map[string]bool) error {
-	if len(set) == 0 {
-		return nil
-	}
-	ch := make(chan string)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	workers := min(32, len(set))
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p := range ch {
-				f, err := os.Open(p)
-				if errors.Is(err, os.ErrNotExist) {
-					continue
-				}
-				if err == nil {
-					err = f.Sync()
-					f.Close()
-				}
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("fsync %s: %w", p, err))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for p := range set {
-		ch <- p
-	}
-	close(ch)
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// lazyRoots maps a directory to the syncer that takes over the fsyncs of
-// writeAtomic below it (the gate's state and the vault's work tree during
-// a pass). Keyed by directory, so gates of other vaults in the same process
-// are not affected.
-var lazyRoots = struct {
-	sync.RWMutex
-	m map[string]*syncer
-}{m: map[string]*syncer{}}
-
-// lazyFor returns the syncer for path, or nil when path must be synced
-// as it is written.
-func lazyFor(path string) *syncer {
-	lazyRoots.RLock()
-	defer lazyRoots.RUnlock()
-	if len(lazyRoots.m) == 0 {
-		return nil
-	}
-	for root, s := range lazyRoots.m {
-		if path == root || strings.HasPrefix(path, root+string(filepath.Separator)) {
-			return s
-		}
-	}
-	return nil
-}
-
 // pass is the state of one group (see the top of this file).
 type pass struct {
-	sy    *syncer
+	sy    *durable.Syncer
 	roots []string
 	// deferred record the decisions of promoted drafts, after the branch
 	// moved; cleanups write receipts and drop claims, after a barrier.
@@ -196,16 +80,12 @@ type pass struct {
 // beginPass starts group mode for a pass. Only Once uses it; reviews and
 // sweeps keep writing (and syncing) as they go.
 func (g *Gate) beginPass() {
-	p := &pass{sy: newSyncer(), sums: map[string]bool{}, decided: map[*Decision]bool{}, adopted: map[string]bool{}}
+	p := &pass{sy: durable.NewSyncer(), sums: map[string]bool{}, decided: map[*Decision]bool{}, adopted: map[string]bool{}}
 	p.roots = []string{g.state, g.vaultDir}
-	lazyRoots.Lock()
-	for _, r := range p.roots {
-		lazyRoots.m[r] = p.sy
-	}
-	lazyRoots.Unlock()
+	durable.Defer(p.roots, p.sy)
 	g.audit.SetDeferSync(true)
 	g.pass = p
-	g.repo.beginBatch()
+	g.repo.BeginBatch()
 }
 
 // endPass flushes what is left and leaves group mode.
@@ -217,14 +97,8 @@ func (g *Gate) endPass() error {
 	p := g.pass
 	err = errors.Join(err, p.joinTail())
 	g.pass = nil
-	g.repo.abortBatch()
-	lazyRoots.Lock()
-	for _, r := range p.roots {
-		if lazyRoots.m[r] == p.sy {
-			delete(lazyRoots.m, r)
-		}
-	}
-	lazyRoots.Unlock()
+	g.repo.AbortBatch()
+	durable.Undefer(p.roots, p.sy)
 	g.audit.SetDeferSync(false)
 	return errors.Join(err, g.barrier(p))
 }
@@ -253,19 +127,19 @@ func (g *Gate) barrier(p *pass) error {
 	if err := g.audit.Sync(); err != nil {
 		return err
 	}
-	return p.sy.flush()
+	return p.sy.Flush()
 }
 
 // barrierAsync starts a barrier over everything written so far and returns
 // its result channel: the audit log is synced, and the files and folders
 // the syncer holds now (later writes belong to the next barrier).
 func (g *Gate) barrierAsync(p *pass) <-chan error {
-	set := p.sy.take()
+	set := p.sy.Take()
 	ch := make(chan error, 1)
 	go func() {
 		err := g.audit.Sync()
 		if err == nil {
-			err = set.sync()
+			err = set.Sync()
 		}
 		ch <- err
 	}()
@@ -291,7 +165,7 @@ func (p *pass) joinTail() error {
 // gate looked at them again.
 func (g *Gate) deferFinish(in *inbox, c Claim, d *Decision) bool {
 	p := g.pass
-	if p == nil || d.State != StatePromoted || !d.Decided.IsZero() || !(g.repo.inBatch(d.Commit) || p.adopted[d.ID]) {
+	if p == nil || d.State != StatePromoted || !d.Decided.IsZero() || !(g.repo.InBatch(d.Commit) || p.adopted[d.ID]) {
 		return false
 	}
 	delete(p.adopted, d.ID)
@@ -349,7 +223,7 @@ func (g *Gate) flushPass() (err error) {
 	}
 	groupFault("marked")
 	first := g.barrierAsync(p)
-	published, err := g.repo.publishBatch(func() error {
+	published, err := g.repo.PublishBatch(func() error {
 		err := <-first
 		first = nil
 		if err == nil {
@@ -449,282 +323,6 @@ func runAll(fs []func() error) error {
 	return errors.Join(errs...)
 }
 
-// commitBatch is a group of commits written in memory on top of base.
-type commitBatch struct {
-	branch    plumbing.ReferenceName
-	base, tip plumbing.Hash
-	objs      map[plumbing.Hash]plumbing.EncodedObject
-	order     []plumbing.Hash
-	commits   map[plumbing.Hash]bool
-	files     map[string][]byte
-	fileOrder []string
-	// bases maps an object to the one it is a new version of (the tree
-	// of the same folder, the blob at the same path before the commit):
-	// a delta base when both are in the group's pack (pack.go).
-	bases map[plumbing.Hash]plumbing.Hash
-}
-
-// overlay is the repository's storer with the group's objects in front.
-type overlay struct {
-	storage.Storer
-	b *commitBatch
-}
-
-func (o overlay) SetEncodedObject(obj plumbing.EncodedObject) (plumbing.Hash, error) {
-	h := obj.Hash()
-	if _, ok := o.b.objs[h]; !ok {
-		o.b.objs[h] = obj
-		o.b.order = append(o.b.order, h)
-	}
-	return h, nil
-}
-
-func (o overlay) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
-	if obj, ok := o.b.objs[h]; ok && (t == plumbing.AnyObject || obj.Type() == t) {
-		return obj, nil
-	}
-	return o.Storer.EncodedObject(t, h)
-}
-
-func (o overlay) HasEncodedObject(h plumbing.Hash) error {
-	if _, ok := o.b.objs[h]; ok {
-		return nil
-	}
-	return o.Storer.HasEncodedObject(h)
-}
-
-func (o overlay) EncodedObjectSize(h plumbing.Hash) (int64, error) {
-	if obj, ok := o.b.objs[h]; ok {
-		return obj.Size(), nil
-	}
-	return o.Storer.EncodedObjectSize(h)
-}
-
-// beginBatch starts writing commits in memory; without a branch to commit
-// to (detached HEAD) it leaves the repository as it is.
-func (g *repo) beginBatch() {
-	if g.batch != nil {
-		return
-	}
-	branch, head, err := g.head()
-	if err != nil {
-		return
-	}
-	if _, ok := g.s.(storer.PackfileWriter); !ok {
-		return
-	}
-	g.batch = &commitBatch{branch: branch, base: head, tip: head, objs: map[plumbing.Hash]plumbing.EncodedObject{},
-		commits: map[plumbing.Hash]bool{}, files: map[string][]byte{}, bases: map[plumbing.Hash]plumbing.Hash{}}
-	g.real = g.s
-	g.s = overlay{Storer: g.real, b: g.batch}
-}
-
-// abortBatch leaves batch mode, dropping anything unpublished.
-func (g *repo) abortBatch() {
-	if g.batch == nil {
-		return
-	}
-	g.batch = nil
-	g.s = g.real
-}
-
-// inBatch reports whether commit h is in the open, unpublished group.
-func (g *repo) inBatch(h string) bool {
-	return g.batch != nil && h != "" && g.batch.commits[plumbing.NewHash(h)]
-}
-
-// markerBase is the commit a committing/ marker names: the on-disk tip of
-// the branch (the walk from HEAD after a crash stops there).
-func (g *repo) markerBase(head plumbing.Hash) plumbing.Hash {
-	if g.batch != nil {
-		return g.batch.base
-	}
-	return head
-}
-
-// publishBatch writes the group's objects as one pack, moves the branch
-// from the group's base to its tip once ready (the group's barrier) returns
-// nil, checks the files out, and starts a new group at the tip. It reports
-// whether the branch moved; ready is not called when there is nothing to
-// publish.
-func (g *repo) publishBatch(ready func() error) (bool, error) {
-	b := g.batch
-	if b == nil || (len(b.commits) == 0 && len(b.files) == 0) {
-		return false, nil
-	}
-	g.batch, g.s = nil, g.real
-	defer g.beginBatch()
-	moved := false
-	if len(b.commits) > 0 {
-		if err := g.writePack(b); err != nil {
-			return false, err
-		}
-		if err := ready(); err != nil {
-			return false, err
-		}
-		groupFault("packed")
-		if err := g.casRef(b.branch, b.base, b.tip); err != nil {
-			return false, err
-		}
-		moved = true
-	}
-	var ch []change
-	for _, p := range b.fileOrder {
-		ch = append(ch, change{p, b.files[p]})
-	}
-	return moved, g.checkout(ch)
-}
-
-func (g *repo) addBatchFiles(changes []change) {
-	for _, c := range changes {
-		if _, ok := g.batch.files[c.Path]; !ok {
-			g.batch.fileOrder = append(g.batch.fileOrder, c.Path)
-		}
-		g.batch.files[c.Path] = c.Content
-	}
-}
-
-// reindexing is the repository's storer, made to notice packs written by
-// others: go-git loads the list of pack indexes once, so after `git gc`
-// (which `git commit` may start in the background) moves loose objects
-// into a new pack and prunes them, every lookup of one would fail. On a
-// miss, when the pack folder changed since the last look, the pack indexes
-// are loaded again and the lookup retried.
-//
-// It also keeps the objects of the gate's latest packs in memory (recent,
-// up to recentBudget bytes): the next groups read those trees, pages and
-// commits again, and would otherwise have go-git load every pack index
-// anew (its list is reloaded whole) and inflate them from the new pack.
-type reindexing struct {
-	storage.Storer
-	packDir string
-	mu      sync.Mutex
-	seen    time.Time
-	// recent: objects of the latest packs; groups: their hashes per pack,
-	// oldest first; bytes: their total size.
-	recent map[plumbing.Hash]plumbing.EncodedObject
-	groups [][]plumbing.Hash
-	bytes  int64
-	// unlisted: the gate wrote a pack go-git has not listed yet (the
-	// folder's mtime may not show it: it ticks coarsely).
-	unlisted bool
-}
-
-// recentBudget bounds the bytes of objects reindexing keeps in memory.
-var recentBudget int64 = 64 << 20
-
-// addRecent keeps a written pack's objects in memory, dropping the oldest
-// packs' beyond the budget.
-func (r *reindexing) addRecent(objs map[plumbing.Hash]plumbing.EncodedObject, order []plumbing.Hash) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.recent == nil {
-		r.recent = map[plumbing.Hash]plumbing.EncodedObject{}
-	}
-	var kept []plumbing.Hash
-	for _, h := range order {
-		if _, ok := r.recent[h]; ok {
-			continue
-		}
-		r.recent[h] = objs[h]
-		r.bytes += objs[h].Size()
-		kept = append(kept, h)
-	}
-	r.groups = append(r.groups, kept)
-	r.unlisted = true
-	for r.bytes > recentBudget && len(r.groups) > 1 {
-		for _, h := range r.groups[0] {
-			r.bytes -= r.recent[h].Size()
-			delete(r.recent, h)
-		}
-		r.groups = r.groups[1:]
-	}
-}
-
-func (r *reindexing) recentObject(h plumbing.Hash) plumbing.EncodedObject {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.recent[h]
-}
-
-func newReindexing(s storage.Storer, gitDir string) storage.Storer {
-	r := &reindexing{Storer: s, packDir: filepath.Join(gitDir, "objects", "pack")}
-	if fi, err := os.Stat(r.packDir); err == nil {
-		r.seen = fi.ModTime()
-	}
-	return r
-}
-
-// refresh reloads the pack indexes when the pack folder changed; it
-// reports whether it did.
-func (r *reindexing) refresh() bool {
-	ri, ok := r.Storer.(interface{ Reindex() })
-	if !ok {
-		return false
-	}
-	fi, err := os.Stat(r.packDir)
-	if err != nil {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if fi.ModTime().Equal(r.seen) && !r.unlisted {
-		return false
-	}
-	r.seen, r.unlisted = fi.ModTime(), false
-	ri.Reindex()
-	return true
-}
-
-// missing: the object is not where go-git's list of packs says (gone
-// with a deleted pack, or in one it has not indexed).
-func missing(err error) bool {
-	return errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, dotgit.ErrPackfileNotFound)
-}
-
-func (r *reindexing) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
-	if obj := r.recentObject(h); obj != nil && (t == plumbing.AnyObject || obj.Type() == t) {
-		return obj, nil
-	}
-	obj, err := r.Storer.EncodedObject(t, h)
-	if missing(err) && r.refresh() {
-		return r.Storer.EncodedObject(t, h)
-	}
-	return obj, err
-}
-
-func (r *reindexing) HasEncodedObject(h plumbing.Hash) error {
-	if r.recentObject(h) != nil {
-		return nil
-	}
-	err := r.Storer.HasEncodedObject(h)
-	if missing(err) && r.refresh() {
-		return r.Storer.HasEncodedObject(h)
-	}
-	return err
-}
-
-func (r *reindexing) EncodedObjectSize(h plumbing.Hash) (int64, error) {
-	if obj := r.recentObject(h); obj != nil {
-		return obj.Size(), nil
-	}
-	n, err := r.Storer.EncodedObjectSize(h)
-	if missing(err) && r.refresh() {
-		return r.Storer.EncodedObjectSize(h)
-	}
-	return n, err
-}
-
-// PackfileWriter is the real storer's (a group's pack is written by
-// writePack, see pack.go; this marks a storer that can hold packs).
-func (r *reindexing) PackfileWriter() (io.WriteCloser, error) {
-	pw, ok := r.Storer.(storer.PackfileWriter)
-	if !ok {
-		return nil, errors.New("storer cannot write packfiles")
-	}
-	return pw.PackfileWriter()
-}
-
 // groupMarker is the committing/ marker of one group: the drafts whose
 // commits the group holds and the branch's on-disk tip it was built on (the
 // recovery walk's end). It is written and synced before the branch moves,
@@ -743,7 +341,7 @@ const groupMarkerPrefix = "G-"
 // marker covers it; false outside a group (the caller writes its own).
 func (g *Gate) markInGroup(id string) bool {
 	p := g.pass
-	if p == nil || g.repo.batch == nil {
+	if p == nil || !g.repo.Batching() {
 		return false
 	}
 	p.marked = append(p.marked, id)
@@ -754,21 +352,21 @@ func (g *Gate) markInGroup(id string) bool {
 // that precedes the branch move) and returns its path ("" when the group
 // promotes nothing).
 func (g *Gate) writeGroupMarker(p *pass) (string, error) {
-	if len(p.marked) == 0 || g.repo.batch == nil {
+	if len(p.marked) == 0 || !g.repo.Batching() {
 		p.marked = nil
 		return "", nil
 	}
-	m := groupMarker{Base: g.repo.batch.base.String(), IDs: p.marked}
+	m := groupMarker{Base: g.repo.BatchBase().String(), IDs: p.marked}
 	p.marked = nil
 	path := g.statePath(committingDir, groupMarkerPrefix+newClaimID(g.now())+".json")
-	if err := writeJSON(path, m); err != nil {
+	if err := durable.WriteJSON(path, m); err != nil {
 		return "", fmt.Errorf("group marker: %w", err)
 	}
 	if g.groups == nil {
-		g.groups = map[string]plumbing.Hash{}
+		g.groups = map[string]repo.Hash{}
 	}
 	for _, id := range m.IDs {
-		g.groups[id] = plumbing.NewHash(m.Base)
+		g.groups[id] = repo.NewHash(m.Base)
 	}
 	return path, nil
 }
@@ -781,18 +379,18 @@ func (g *Gate) loadGroupMarkers(claimed func(id string) bool) error {
 	if err != nil {
 		return err
 	}
-	groups := map[string]plumbing.Hash{}
+	groups := map[string]repo.Hash{}
 	for _, e := range ents {
 		if !strings.HasPrefix(e.Name(), groupMarkerPrefix) || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
 		var m groupMarker
-		if err := readJSON(g.statePath(committingDir, e.Name()), &m); err != nil {
+		if err := durable.ReadJSON(g.statePath(committingDir, e.Name()), &m); err != nil {
 			return fmt.Errorf("group marker: %w", err)
 		}
 		live := claimed == nil
 		for _, id := range m.IDs {
-			groups[id] = plumbing.NewHash(m.Base)
+			groups[id] = repo.NewHash(m.Base)
 			live = live || claimed(id)
 		}
 		if !live {
@@ -804,10 +402,10 @@ func (g *Gate) loadGroupMarkers(claimed func(id string) bool) error {
 }
 
 // groupBase returns the base a group marker records for draft id.
-func (g *Gate) groupBase(id string) (plumbing.Hash, bool, error) {
+func (g *Gate) groupBase(id string) (repo.Hash, bool, error) {
 	if g.groups == nil {
 		if err := g.loadGroupMarkers(nil); err != nil {
-			return plumbing.ZeroHash, false, err
+			return repo.ZeroHash, false, err
 		}
 	}
 	h, ok := g.groups[id]

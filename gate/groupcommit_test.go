@@ -3,6 +3,7 @@ package gate
 import (
 	"fmt"
 	"github.com/fedmem/fedmem/test/testutil"
+	"github.com/fedmem/fedmem/vault/repo"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,7 +23,7 @@ func TestHelperGroupProcess(t *testing.T) {
 	}
 	point := os.Getenv("FEDMEM_GROUP_HELPER_FAULT")
 	if point == "index-shared" {
-		indexMaxDelta = 1 // every index write makes a new shared file
+		repo.IndexMaxDelta = 1 // every index write makes a new shared file
 	}
 	// Kill at the hit-th time the point is reached (1 by default), in
 	// groups of size drafts (default: the gate's own).
@@ -194,7 +195,7 @@ func checkPacks(t *testing.T, v string) int {
 	deltas := 0
 	for _, e := range ents {
 		n := e.Name()
-		if strings.HasPrefix(n, packTmpPrefix) {
+		if strings.HasPrefix(n, repo.PackTmpPrefix) {
 			t.Errorf("temporary pack file left: %s", n)
 		}
 		if !strings.HasSuffix(n, ".idx") {
@@ -249,20 +250,20 @@ func TestGroupPackGitCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, head, err := r.head()
+	_, head, err := r.Head()
 	if err != nil {
 		t.Fatal(err)
 	}
 	files := strings.Fields(gitCLI(t, v, "ls-tree", "-r", "--name-only", "HEAD"))
 	for _, p := range files {
 		want := gitCLI(t, v, "cat-file", "blob", "HEAD:"+p)
-		got, err := r.wholeFileAt(head, p)
+		got, err := r.WholeFileAt(head, p)
 		if err != nil || string(got) != want {
 			t.Errorf("%s: gate reads %q (%v), git %q", p, got, err, want)
 		}
 	}
 	for _, p := range []string{"20-domains", "no/such.md", "20-domains/nope.md"} {
-		if got, err := r.wholeFileAt(head, p); err != nil || got != nil {
+		if got, err := r.WholeFileAt(head, p); err != nil || got != nil {
 			t.Errorf("%s: gate reads %q (%v), want nothing", p, got, err)
 		}
 	}

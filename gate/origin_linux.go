@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fedmem/fedmem/gate/intake"
 	"github.com/fedmem/fedmem/gate/policy"
 )
 
@@ -28,7 +29,7 @@ import (
 // drafts always wait for a reviewer.
 func (g *Gate) originOf(in *inbox, pol *policy.Policy, sess string) origin {
 	var o origin
-	dfd, err := openDir(in.fd, ".sessions")
+	dfd, err := intake.OpenDir(in.FD(), ".sessions")
 	if err != nil {
 		o.Why = fmt.Sprintf("no session record folder: %v", err)
 		return o
@@ -39,7 +40,7 @@ func (g *Gate) originOf(in *inbox, pol *policy.Policy, sess string) origin {
 		o.Why = err.Error()
 		return o
 	}
-	fd, err := openat2(dfd, sess+".json", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	fd, err := intake.OpenAt(dfd, sess+".json", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
 		o.Why = fmt.Sprintf("no session record: %v", err)
 		return o
@@ -52,7 +53,7 @@ func (g *Gate) originOf(in *inbox, pol *policy.Policy, sess string) origin {
 		return o
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
-		o.Why = fmt.Sprintf("the record is a %s with %d links, not a plain file", fileKind(st.Mode), st.Nlink)
+		o.Why = fmt.Sprintf("the record is a %s with %d links, not a plain file", intake.FileKind(st.Mode), st.Nlink)
 		return o
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxSessionRecord))
@@ -70,7 +71,7 @@ func (g *Gate) originOf(in *inbox, pol *policy.Policy, sess string) origin {
 		return o
 	}
 	o.Record = &r
-	if owner, err := in.sessionOwner(sess); err != nil || owner != r.UID {
+	if owner, err := in.SessionOwner(sess); err != nil || owner != r.UID {
 		o.Why = fmt.Sprintf("the record's uid %d does not own the session folder", r.UID)
 		return o
 	}

@@ -47,14 +47,14 @@ func TestPageTailsAfterAbortBatch(t *testing.T) {
 	g := openGate(t, v)
 	publish := func() {
 		t.Helper()
-		if _, err := g.repo.publishBatch(func() error { return nil }); err != nil {
+		if _, err := g.repo.PublishBatch(func() error { return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// First is published by a group: its log.md version stays in memory
 	// (the recent objects), the buffer the next group grows in place.
-	g.repo.beginBatch()
-	if g.repo.batch == nil {
+	g.repo.BeginBatch()
+	if !g.repo.Batching() {
 		t.Fatal("no group started")
 	}
 	promoteLines(t, g, "20-domains/first.md", "First")
@@ -64,7 +64,7 @@ func TestPageTailsAfterAbortBatch(t *testing.T) {
 	inPlace := 0
 	for _, n := range []string{"a", "b", "c"} {
 		for _, c := range promoteLines(t, g, "20-domains/"+n+".md", "Dropped "+n) {
-			dropped = append(dropped, change{c.Path, c.Content})
+			dropped = append(dropped, change{Path: c.Path, Content: c.Content})
 			if c.Path == "20-domains/log.md" {
 				if prev != nil && &prev[0] == &c.Content[0] {
 					inPlace++
@@ -80,23 +80,23 @@ func TestPageTailsAfterAbortBatch(t *testing.T) {
 	for _, c := range dropped {
 		want[plumbing.ComputeHash(plumbing.BlobObject, c.Content)] = string(c.Content)
 	}
-	g.repo.abortBatch()
-	g.repo.beginBatch()
+	g.repo.AbortBatch()
+	g.repo.BeginBatch()
 	promoteLines(t, g, "20-domains/second.md", "Second")
 	publish()
 	promoteLines(t, g, "20-domains/third.md", "Third")
 	promoteLines(t, g, "20-domains/fourth.md", "Fourth")
-	g.repo.abortBatch()
+	g.repo.AbortBatch()
 	for _, c := range dropped {
 		if h := plumbing.ComputeHash(plumbing.BlobObject, c.Content); want[h] != string(c.Content) {
 			t.Errorf("%s of the dropped group changed after it was handed out", c.Path)
 		}
 	}
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := g.repo.wholeFileAt(head, "20-domains/log.md")
+	log, err := g.repo.WholeFileAt(head, "20-domains/log.md")
 	if err != nil {
 		t.Fatal(err)
 	}

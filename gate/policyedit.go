@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 
@@ -40,11 +39,11 @@ func (g *Gate) EditReviewers(op, name, by string) (string, []string, error) {
 	if err := g.finishSweepIntent(); err != nil {
 		return "", nil, err
 	}
-	branch, head, err := g.repo.head()
+	branch, head, err := g.repo.Head()
 	if err != nil {
 		return "", nil, err
 	}
-	old, err := g.repo.fileAt(head, vault.PolicyFile)
+	old, err := g.repo.FileAt(head, vault.PolicyFile)
 	if err != nil {
 		return "", nil, err
 	}
@@ -63,24 +62,24 @@ func (g *Gate) EditReviewers(op, name, by string) (string, []string, error) {
 	cs.set(vault.PolicyFile, updated)
 	ch := cs.list()
 	intent := sweepIntent{Parent: head.String(), Kind: "policy", Note: vault.PolicyFile, Paths: []string{vault.PolicyFile}}
-	if err := writeJSON(g.statePath(sweepIntentFile), intent); err != nil {
+	if err := g.sweepIntent().Record(intent); err != nil {
 		return "", nil, err
 	}
 	verb := map[string]string{"add": "add reviewer", "remove": "remove reviewer"}[op]
 	msg := fmt.Sprintf("fedmem: policy: %s %s\n\nFedmem-Policy: reviewers %s %s\nFedmem-Reviewer: %s\n", verb, name, op, name, by)
-	h, err := g.repo.commitChanges(branch, head, ch, g.signature(pol), msg)
+	h, err := g.repo.CommitChanges(branch, head, ch, g.signature(pol), msg)
 	if err != nil {
-		os.Remove(g.statePath(sweepIntentFile))
+		g.sweepIntent().Done()
 		return "", nil, err
 	}
 	if _, err := g.audit.Append("policy", map[string]string{"change": "reviewers " + op, "reviewer": name, "by": by, "commit": h.String()}); err != nil {
 		return "", nil, err
 	}
-	if err := g.repo.checkout(ch); err != nil {
+	if err := g.repo.Checkout(ch); err != nil {
 		return "", nil, err
 	}
 	g.log.Info("policy", "change", "reviewers "+op, "reviewer", name, "by", by, "commit", h.String())
-	return h.String(), now, os.Remove(g.statePath(sweepIntentFile))
+	return h.String(), now, g.sweepIntent().Done()
 }
 
 // editReviewers changes the top-level reviewers list of a policy document,

@@ -7,11 +7,11 @@ import (
 	"path"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
-
+	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/trailer"
 	"github.com/fedmem/fedmem/gate/validate"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // committingDir holds one marker per draft whose promotion commit may be on
@@ -25,14 +25,14 @@ const committingDir = "committing"
 
 // Trailers every gate commit carries (git interpret-trailers format).
 const (
-	TrailerDraft     = "Fedmem-Draft"
-	TrailerSession   = "Fedmem-Session"
-	TrailerDecision  = "Fedmem-Decision"
-	TrailerSHA256    = "Fedmem-Draft-Sha256"
-	TrailerPath      = "Fedmem-Path"
-	TrailerOrigin    = "Fedmem-Origin"
-	TrailerReviewer  = "Fedmem-Reviewer"
-	TrailerAuditHead = "Fedmem-Audit-Head"
+	TrailerDraft     = trailer.Draft
+	TrailerSession   = trailer.Session
+	TrailerDecision  = trailer.Decision
+	TrailerSHA256    = trailer.SHA256
+	TrailerPath      = trailer.Path
+	TrailerOrigin    = trailer.Origin
+	TrailerReviewer  = trailer.Reviewer
+	TrailerAuditHead = trailer.AuditHead
 )
 
 // maxRecoveryWalk bounds the walk from HEAD back to a marker's parent.
@@ -47,7 +47,7 @@ const maxRecoveryWalk = 100000
 // the decision, that commit is adopted instead of committing again, whoever
 // calls now.
 func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result, v verdict, o origin, reviewer string) error {
-	branch, head, err := g.repo.head()
+	branch, head, err := g.repo.Head()
 	if err != nil {
 		return err
 	}
@@ -115,11 +115,11 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 		return err
 	}
 	if !g.markInGroup(d.ID) {
-		if err := writeAtomic(g.statePath(committingDir, d.ID), []byte(g.repo.markerBase(head).String()), 0o600); err != nil {
+		if err := durable.WriteAtomic(g.statePath(committingDir, d.ID), []byte(g.repo.MarkerBase(head).String()), 0o600); err != nil {
 			return err
 		}
 	}
-	if g.repo.batch == nil {
+	if !g.repo.Batching() {
 		// Committed on its own (a review): its files are journaled before
 		// the branch moves, as a group's are at its flush, so that a kill
 		// between the move and the index write is repaired at Open
@@ -132,7 +132,7 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 			return err
 		}
 	}
-	h, err := g.repo.commitChanges(branch, head, changes, g.signature(pol), msg)
+	h, err := g.repo.CommitChanges(branch, head, changes, g.signature(pol), msg)
 	if err != nil {
 		return err
 	}
@@ -145,10 +145,10 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 		return err
 	}
 	g.log.Info("committed", "id", d.ID, "commit", d.Commit, "path", dest, "reviewer", reviewer)
-	if err := g.repo.checkout(changes); err != nil {
+	if err := g.repo.Checkout(changes); err != nil {
 		return err
 	}
-	if g.repo.batch == nil {
+	if !g.repo.Batching() {
 		g.checkoutDone()
 	}
 	return nil
@@ -179,25 +179,14 @@ func (g *Gate) commitMessage(d *Decision, o origin, dest, reviewer string) strin
 	return b.String()
 }
 
-// trailer returns the value of the last "Key: value" trailer line in msg.
-func trailer(msg, key string) string {
-	val := ""
-	for _, l := range strings.Split(msg, "\n") {
-		if v, ok := strings.CutPrefix(l, key+": "); ok {
-			val = strings.TrimSpace(v)
-		}
-	}
-	return val
-}
-
 // adoptEarlierCommit finds this draft's commit when a marker says one may
 // exist (see committingDir). Found: the decision takes that commit (its
 // path, and its reviewer if it was an approval), and the files it changed
 // are brought to HEAD in the work tree and index. done reports whether the
 // draft is already promoted.
-func (g *Gate) adoptEarlierCommit(head plumbing.Hash, d *Decision) (done bool, err error) {
+func (g *Gate) adoptEarlierCommit(head repo.Hash, d *Decision) (done bool, err error) {
 	b, err := os.ReadFile(g.statePath(committingDir, d.ID))
-	var base plumbing.Hash
+	var base repo.Hash
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		// A group's promotions share one marker (groupcommit.go).
@@ -208,39 +197,39 @@ func (g *Gate) adoptEarlierCommit(head plumbing.Hash, d *Decision) (done bool, e
 	case err != nil:
 		return false, err
 	default:
-		base = plumbing.NewHash(strings.TrimSpace(string(b)))
+		base = repo.NewHash(strings.TrimSpace(string(b)))
 	}
 	for c, i := head, 0; !c.IsZero() && c != base && i < maxRecoveryWalk; i++ {
-		com, err := object.GetCommit(g.repo.s, c)
+		com, err := g.repo.Commit(c)
 		if err != nil {
 			return false, fmt.Errorf("recovery walk: %w", err)
 		}
-		if trailer(com.Message, TrailerDraft) == d.ID {
+		if trailer.Value(com.Message, TrailerDraft) == d.ID {
 			d.State, d.Commit = StatePromoted, c.String()
-			d.Path = trailer(com.Message, TrailerPath)
-			d.Origin = trailer(com.Message, TrailerOrigin)
-			d.Reviewer = trailer(com.Message, TrailerReviewer)
+			d.Path = trailer.Value(com.Message, TrailerPath)
+			d.Origin = trailer.Value(com.Message, TrailerOrigin)
+			d.Reviewer = trailer.Value(com.Message, TrailerReviewer)
 			paths, err := g.changedPaths(com)
 			if err != nil {
 				return false, err
 			}
 			var ch []change
 			for _, p := range paths {
-				cur, err := g.repo.fileAt(head, p)
+				cur, err := g.repo.FileAt(head, p)
 				if err != nil {
 					return false, err
 				}
 				if cur != nil {
-					ch = append(ch, change{p, cur})
+					ch = append(ch, change{Path: p, Content: cur})
 				}
 			}
 			g.log.Info("adopted earlier commit", "id", d.ID, "commit", d.Commit)
-			if g.pass != nil && g.repo.batch != nil {
+			if g.pass != nil && g.repo.Batching() {
 				// The checkout waits for the group's flush; so does the
 				// decision (deferFinish).
 				g.pass.adopted[d.ID] = true
 			}
-			return true, g.repo.checkout(ch)
+			return true, g.repo.Checkout(ch)
 		}
 		if com.NumParents() == 0 {
 			break
@@ -251,39 +240,13 @@ func (g *Gate) adoptEarlierCommit(head plumbing.Hash, d *Decision) (done bool, e
 }
 
 // changedPaths lists the files a commit changed against its first parent.
-func (g *Gate) changedPaths(com *object.Commit) ([]string, error) {
-	to, err := com.Tree()
-	if err != nil {
-		return nil, err
-	}
-	from := &object.Tree{}
-	if com.NumParents() > 0 {
-		p, err := com.Parent(0)
-		if err != nil {
-			return nil, err
-		}
-		if from, err = p.Tree(); err != nil {
-			return nil, err
-		}
-	}
-	chs, err := object.DiffTree(from, to)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, c := range chs {
-		if c.To.Name != "" {
-			out = append(out, c.To.Name)
-		}
-	}
-	return out, nil
-}
+func (g *Gate) changedPaths(com *repo.Commit) ([]string, error) { return g.repo.ChangedPaths(com) }
 
 // allocPath returns a path at head that no file holds: the title's slug,
 // then -2 … -5, then names made unique by the claim id and the content
 // hash. However many drafts share a title, the allocation ends in a path
 // (no draft is left without a decision because others squat its name).
-func (g *Gate) allocPath(head plumbing.Hash, want, id, sum string) (string, error) {
+func (g *Gate) allocPath(head repo.Hash, want, id, sum string) (string, error) {
 	base := strings.TrimSuffix(want, ".md")
 	cands := []string{base + ".md"}
 	for i := 2; i <= 5; i++ {
@@ -298,7 +261,7 @@ func (g *Gate) allocPath(head plumbing.Hash, want, id, sum string) (string, erro
 		cands = append(cands, path.Dir(base)+"/note-"+sum[:64]+"-"+idSlug+".md")
 	}
 	for _, c := range cands {
-		old, err := g.repo.fileAt(head, c)
+		old, err := g.repo.FileAt(head, c)
 		if err != nil {
 			return "", err
 		}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -44,13 +45,13 @@ const pruneStateFile = "prune.json"
 // recordPrune keeps the counts of one sweep's pruning (and the running total).
 func (g *Gate) recordPrune(p *SessionPrune, now time.Time) error {
 	var st PruneStatus
-	if err := readJSON(g.statePath(pruneStateFile), &st); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := durable.ReadJSON(g.statePath(pruneStateFile), &st); err != nil && !errors.Is(err, os.ErrNotExist) {
 		st = PruneStatus{}
 	}
 	st.At, st.AfterHours = now, p.AfterHours
 	st.Pruned, st.Waiting, st.Kept = len(p.Pruned), p.Waiting, p.Kept
 	st.PrunedTotal += len(p.Pruned)
-	return writeJSON(g.statePath(pruneStateFile), st)
+	return durable.WriteJSON(g.statePath(pruneStateFile), st)
 }
 
 // ReadPruneStatus reads what the last sweep pruned (nil when no sweep has
@@ -64,7 +65,7 @@ func ReadPruneStatus(vaultDir, stateDir string) (*PruneStatus, error) {
 		stateDir = DefaultStateDir(dir)
 	}
 	var st PruneStatus
-	err = readJSON(filepath.Join(stateDir, pruneStateFile), &st)
+	err = durable.ReadJSON(filepath.Join(stateDir, pruneStateFile), &st)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fedmem/fedmem/gate/intake"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -40,13 +41,13 @@ func (g *Gate) pruneSessions(in *inbox, hours int, now time.Time) *SessionPrune 
 		return p
 	}
 	grace := time.Duration(hours) * time.Hour
-	sessions, err := in.sessions()
+	sessions, err := in.Sessions()
 	if err != nil {
 		p.Errors = append(p.Errors, fmt.Sprintf("list inbox: %v", err))
 		return p
 	}
 	for _, sess := range sessions {
-		empty, mtime, err := emptyDir(in.fd, sess)
+		empty, mtime, err := emptyDir(in.FD(), sess)
 		if err != nil {
 			if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, unix.ELOOP) {
 				p.Errors = append(p.Errors, fmt.Sprintf("session %s: %v", sess, err))
@@ -68,7 +69,7 @@ func (g *Gate) pruneSessions(in *inbox, hours int, now time.Time) *SessionPrune 
 			p.Waiting++
 			continue
 		}
-		switch err := unix.Unlinkat(in.fd, sess, unix.AT_REMOVEDIR); {
+		switch err := unix.Unlinkat(in.FD(), sess, unix.AT_REMOVEDIR); {
 		case err == nil:
 			p.Pruned = append(p.Pruned, sess)
 			g.note("session-pruned", map[string]string{"session": sess, "idle_since": since.UTC().Format(time.RFC3339)})
@@ -85,7 +86,7 @@ func (g *Gate) pruneSessions(in *inbox, hours int, now time.Time) *SessionPrune 
 // emptyDir opens name under dirfd without following links and reports
 // whether it has no entries, and its modification time.
 func emptyDir(dirfd int, name string) (bool, time.Time, error) {
-	fd, err := openDir(dirfd, name)
+	fd, err := intake.OpenDir(dirfd, name)
 	if err != nil {
 		return false, time.Time{}, err
 	}
@@ -111,7 +112,7 @@ func emptyDir(dirfd int, name string) (bool, time.Time, error) {
 // record yields neither (the folder's own mtime decides). Used only to wait
 // longer, so the record's writer is not checked here (see pruneSessions).
 func sessionEnd(in *inbox, sess string) (ended time.Time, live bool) {
-	fd, err := openat2(in.fd, ".sessions/"+sess+".json", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	fd, err := intake.OpenAt(in.FD(), ".sessions/"+sess+".json", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
 		return time.Time{}, false
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/fedmem/fedmem/gate/durable"
 )
 
 // TestRecoveryKillNineTwice: the recovery race of docs/gate.md (Known
@@ -127,7 +129,7 @@ func TestCheckoutJournalBadPath(t *testing.T) {
 		}
 		g.Close()
 		file := filepath.Join(DefaultStateDir(v), checkoutJournal)
-		if err := writeJSON(file, checkoutRecord{Paths: []string{"20-domains/index.md", bad}}); err != nil {
+		if err := durable.WriteJSON(file, checkoutRecord{Paths: []string{"20-domains/index.md", bad}}); err != nil {
 			t.Fatal(err)
 		}
 		_, err = Open(Options{Vault: v, AllowSameUser: true})
@@ -208,7 +210,7 @@ func TestCheckoutJournalMergesFailedCheckout(t *testing.T) {
 				t.Fatalf("want one promoted note, ls-files says %q", stale)
 			}
 			gitCLI(t, v, "rm", "--cached", "-q", stale)
-			if err := writeJSON(filepath.Join(g.StateDir(), checkoutJournal), checkoutRecord{Paths: []string{stale}}); err != nil {
+			if err := durable.WriteJSON(filepath.Join(g.StateDir(), checkoutJournal), checkoutRecord{Paths: []string{stale}}); err != nil {
 				t.Fatal(err)
 			}
 			g.journaled = true // as a checkout that failed leaves it

@@ -424,7 +424,7 @@ func TestSweepSkipsLogAndIndexArchivePages(t *testing.T) {
 		"log/000001.md":              "---\ntype: Fact\ntitle: top-level log folder\n---\nx\n",
 	})
 	g := openGate(t, v)
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		t.Fatal(err)
 	}

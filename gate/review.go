@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/sign"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -180,7 +182,7 @@ func (g *Gate) approveLocked(in *inbox, pol *policy.Policy, id, reviewer string,
 	d.Reviewer = reviewer
 	// Already committed by an approval (or pass) killed before recording
 	// it: adopt that commit, whoever approves now (keyed by draft id).
-	if _, head, err := g.repo.head(); err != nil {
+	if _, head, err := g.repo.Head(); err != nil {
 		return nil, err
 	} else if done, err := g.adoptEarlierCommit(head, d); err != nil {
 		return nil, err
@@ -282,11 +284,11 @@ func (g *Gate) recordReview(in *inbox, d *Decision) error {
 // recordReviewDecision is the durable half of recordReview: the decision,
 // the seen index and the audit entry.
 func (g *Gate) recordReviewDecision(d *Decision) error {
-	if err := writeJSON(g.statePath(decisionsDir, d.ID+".json"), d); err != nil {
+	if err := durable.WriteJSON(g.statePath(decisionsDir, d.ID+".json"), d); err != nil {
 		return err
 	}
 	if d.SHA256 != "" && d.DuplicateOf == "" {
-		if err := writeJSON(g.statePath(seenDir, d.SHA256+".json"), seenRecord{d.ID, d.State}); err != nil {
+		if err := durable.WriteJSON(g.statePath(seenDir, d.SHA256+".json"), seenRecord{d.ID, d.State}); err != nil {
 			return err
 		}
 	}
@@ -379,7 +381,7 @@ type ReviewResponse struct {
 type AuditResult struct {
 	Entries  int64           `json:"entries"`
 	Problems []audit.Problem `json:"problems,omitempty"`
-	History  *History        `json:"history,omitempty"`
+	History  *sign.History   `json:"history,omitempty"`
 	Anchors  int             `json:"anchors"`
 	Error    string          `json:"error,omitempty"`
 }
@@ -388,7 +390,7 @@ type AuditResult struct {
 // history (what `fedmem audit verify --vault` does with read access).
 func (g *Gate) VerifyAudit() *AuditResult {
 	r := &AuditResult{}
-	hist, err := ReadHistory(g.vaultDir, nil)
+	hist, err := sign.ReadHistory(g.vaultDir, nil)
 	if err != nil {
 		r.Error = err.Error()
 		return r

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/fedmem/fedmem/gate/durable"
 )
 
 // Batch approvals on the pass's group commit (issue 19). A batch approval
@@ -110,12 +110,9 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt ApproveOptions) [
 	staged := make([]*Decision, len(ids))
 	recorded := make([]bool, len(ids))
 	for i, id := range ids {
-		var tip0 plumbing.Hash
-		if g.repo.batch != nil {
-			tip0 = g.repo.batch.tip
-		}
+		tip0 := g.repo.BatchTip()
 		d, err := g.approveLocked(in, pol, id, reviewer, opt)
-		if b := g.repo.batch; b != nil && b.tip != tip0 {
+		if g.repo.Batching() && g.repo.BatchTip() != tip0 {
 			// The draft has a commit in the group (even when its approval
 			// failed after it: an audit append, say). Its marker is synced
 			// by the barrier before the branch moves; without it the
@@ -128,7 +125,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt ApproveOptions) [
 				mid = d.ID
 			}
 			if validClaimID(mid) {
-				if err := writeAtomic(g.statePath(committingDir, mid), []byte(b.base.String()), 0o600); err != nil {
+				if err := durable.WriteAtomic(g.statePath(committingDir, mid), []byte(g.repo.BatchBase().String()), 0o600); err != nil {
 					g.log.Warn("approval marker not written (the group's marker covers it)", "id", mid, "err", err)
 				}
 			}
@@ -209,7 +206,7 @@ func (g *Gate) recoverReviewGroups() error {
 			continue
 		}
 		var m groupMarker
-		if err := readJSON(g.statePath(committingDir, e.Name()), &m); err != nil {
+		if err := durable.ReadJSON(g.statePath(committingDir, e.Name()), &m); err != nil {
 			return fmt.Errorf("group marker %s: %w", e.Name(), err)
 		}
 		for _, id := range m.IDs {
@@ -231,7 +228,7 @@ func (g *Gate) recoverReviewGroups() error {
 		return err
 	}
 	defer in.Close()
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return err
 	}

@@ -149,7 +149,7 @@ func (g *Gate) showContext(d *Decision, b []byte) *ShowContext {
 		c.Problem = "judge: " + err.Error()
 		return c
 	}
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		c.Problem = "HEAD: " + err.Error()
 		return c
@@ -171,7 +171,7 @@ func (g *Gate) showContext(d *Decision, b []byte) *ShowContext {
 		if p == "" || seen[p] {
 			return
 		}
-		old, err := g.repo.fileAt(head, p)
+		old, err := g.repo.FileAt(head, p)
 		if err != nil || old == nil {
 			return
 		}

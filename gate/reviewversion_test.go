@@ -89,7 +89,7 @@ func TestVerifierOutcomesFromReasons(t *testing.T) {
 	v := trustVault(t)
 	humanCommit(t, v, map[string]string{"10-projects/region.md": "---\ntype: Reference\ntitle: Deploy region rules\n---\nWe deploy to eu-west-1.\n"})
 	g := openGate(t, v)
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,8 +24,8 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 	defer w.Close()
 	// SIGTERM (ctx) cuts off a fetch or push in progress (remoteio.go):
 	// a silent remote cannot keep the pass, and so Run, from ending.
-	g.setStop(ctx)
-	defer g.setStop(nil)
+	g.remote.SetStop(ctx)
+	defer g.remote.SetStop(nil)
 	// Verifiers run outside the lock (verifypool.go); a run's end starts
 	// a pass. Cancelling ctx kills the runs; Run returns once they ended.
 	var verified <-chan struct{}
@@ -54,7 +54,7 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 			return
 		}
 		defer in.Close()
-		sessions, _ := in.sessions()
+		sessions, _ := in.Sessions()
 		for _, s := range sessions {
 			p := filepath.Join(inboxDir, s)
 			if !watched[p] && w.Add(p) == nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedmem/fedmem/gate/intake"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -135,7 +136,7 @@ func TestScanWhatYouCommit(t *testing.T) {
 
 func receiptFileName(name string) string {
 	if len(name)+len(".json") > 255 {
-		return receiptName(name)
+		return intake.ReceiptName(name)
 	}
 	return name + ".json"
 }

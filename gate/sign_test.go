@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/sign"
 )
 
 // gateCommit writes one commit through the gate's own commit path, with the
@@ -26,17 +27,17 @@ func gateCommit(t *testing.T, g *Gate, p, content string) string {
 	if _, err := g.audit.Append("claim", map[string]string{"path": p}); err != nil {
 		t.Fatal(err)
 	}
-	branch, head, err := g.repo.head()
+	branch, head, err := g.repo.Head()
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := "fedmem: test commit " + p + "\n\nFedmem-Decision: promoted\n" + auditHeadTrailer + ": " + g.audit.Head() + "\n"
+	msg := "fedmem: test commit " + p + "\n\nFedmem-Decision: promoted\n" + sign.AuditHeadTrailer + ": " + g.audit.Head() + "\n"
 	sig := object.Signature{Name: "fedmem gate", Email: "gate@fedmem.invalid", When: time.Now().UTC().Truncate(time.Second)}
-	h, err := g.repo.commitChanges(branch, head, []change{{p, []byte(content)}}, sig, msg)
+	h, err := g.repo.CommitChanges(branch, head, []change{{Path: p, Content: []byte(content)}}, sig, msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.repo.checkout([]change{{p, []byte(content)}}); err != nil {
+	if err := g.repo.Checkout([]change{{Path: p, Content: []byte(content)}}); err != nil {
 		t.Fatal(err)
 	}
 	return h.String()
@@ -52,7 +53,7 @@ func sshKey(t *testing.T, dir, name string) (priv, pub string) {
 }
 
 // Gate commits are signed in Git's SSH signature format: `git verify-commit`
-// (real git, not our verifier) accepts them, and ReadHistory checks them
+// (real git, not our verifier) accepts them, and sign.ReadHistory checks them
 // against the public key; another key and unsigned commits are reported.
 func TestSignedGateCommitsSSH(t *testing.T) {
 	v := newVault(t)
@@ -72,19 +73,19 @@ func TestSignedGateCommitsSSH(t *testing.T) {
 	out := gitCLI(t, v, "-c", "gpg.format=ssh", "-c", "gpg.ssh.allowedSignersFile="+allowed, "verify-commit", "-v", h)
 	t.Logf("git verify-commit: %s", out)
 
-	ver, err := LoadVerifier(pub)
+	ver, err := sign.LoadVerifier(pub)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hist, err := ReadHistory(v, ver)
+	hist, err := sign.ReadHistory(v, ver)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if hist.GateCommits != 1 || hist.Signed != 1 || len(hist.Bad) != 0 || len(hist.Anchors) != 1 {
 		t.Fatalf("history %+v", hist)
 	}
-	other, _ := LoadVerifier(otherPub)
-	if hist, _ := ReadHistory(v, other); len(hist.Bad) != 1 || !strings.Contains(hist.Bad[0], "signed by another key") {
+	other, _ := sign.LoadVerifier(otherPub)
+	if hist, _ := sign.ReadHistory(v, other); len(hist.Bad) != 1 || !strings.Contains(hist.Bad[0], "signed by another key") {
 		t.Fatalf("another key: %+v", hist)
 	}
 
@@ -95,8 +96,8 @@ func TestSignedGateCommitsSSH(t *testing.T) {
 	}
 	gateCommit(t, g, "10-projects/unsigned.md", "---\ntype: Fact\n---\nunsigned\n")
 	g.Close()
-	hist, _ = ReadHistory(v, ver)
-	if hist.Unsigned != 1 || len(hist.Bad) != 1 || !strings.Contains(hist.Bad[0], "unsigned") || !errors.Is(ver.VerifyCommit(mustCommit(t, v, "HEAD")), ErrSignature) {
+	hist, _ = sign.ReadHistory(v, ver)
+	if hist.Unsigned != 1 || len(hist.Bad) != 1 || !strings.Contains(hist.Bad[0], "unsigned") || !errors.Is(ver.VerifyCommit(mustCommit(t, v, "HEAD")), sign.ErrSignature) {
 		t.Fatalf("unsigned commit: %+v", hist)
 	}
 	checkRepo(t, v)
@@ -109,7 +110,7 @@ func mustCommit(t *testing.T, v, rev string) *object.Commit {
 		t.Fatal(err)
 	}
 	h := strings.TrimSpace(gitCLI(t, v, "rev-parse", rev))
-	c, err := g.r.CommitObject(plumbingHash(h))
+	c, err := g.Commit(plumbingHash(h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,11 +142,11 @@ func TestSignedGateCommitsOpenPGP(t *testing.T) {
 	}
 	gateCommit(t, g, "10-projects/pgp.md", "---\ntype: Fact\n---\npgp\n")
 	g.Close()
-	ver, err := LoadVerifier(pub)
+	ver, err := sign.LoadVerifier(pub)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hist, err := ReadHistory(v, ver)
+	hist, err := sign.ReadHistory(v, ver)
 	if err != nil || hist.Signed != 1 || len(hist.Bad) != 0 {
 		t.Fatalf("history %+v %v", hist, err)
 	}
@@ -198,7 +199,7 @@ func TestCutAuditLogStaysDetected(t *testing.T) {
 	if _, probs, err := audit.Verify(state); err != nil {
 		t.Fatalf("chain alone: %v %v", err, probs)
 	}
-	hist, err := ReadHistory(v, nil)
+	hist, err := sign.ReadHistory(v, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

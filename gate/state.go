@@ -3,13 +3,12 @@ package gate
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/vault/note"
 )
 
@@ -130,83 +129,6 @@ func validClaimID(id string) bool {
 	return true
 }
 
-// writeAtomic writes b to path via a temporary file, fsync and rename.
-func writeAtomic(path string, b []byte, mode os.FileMode) error {
-	return writeAtomicVia(filepath.Dir(path), path, b, mode)
-}
-
-// writeAtomicVia is writeAtomic with the temporary file in tmpDir (same
-// filesystem), so a crash leaves no stray file next to path.
-func writeAtomicVia(tmpDir, path string, b []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(tmpDir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(b); err != nil {
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		return err
-	}
-	// In a pass's group mode the fsyncs are taken together at its next
-	// barrier (groupcommit.go).
-	lazy := lazyFor(path)
-	if lazy == nil {
-		if err := f.Sync(); err != nil {
-			return err
-		}
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
-	if lazy != nil {
-		lazy.add(path)
-		return nil
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeAtomic(path, append(b, '\n'), 0o600)
-}
-
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}
-
 func (g *Gate) statePath(parts ...string) string {
 	return filepath.Join(append([]string{g.state}, parts...)...)
 }
@@ -214,7 +136,7 @@ func (g *Gate) statePath(parts ...string) string {
 // loadDecision returns the recorded decision for a claim id, or nil.
 func (g *Gate) loadDecision(id string) (*Decision, error) {
 	var d Decision
-	err := readJSON(g.statePath(decisionsDir, id+".json"), &d)
+	err := durable.ReadJSON(g.statePath(decisionsDir, id+".json"), &d)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -236,18 +158,18 @@ func (g *Gate) linkSeen(d *Decision) error {
 		return nil
 	case err != nil:
 		// A filesystem without hard links: the record itself.
-		return writeJSON(dst, seenRecord{d.ID, d.State})
+		return durable.WriteJSON(dst, seenRecord{d.ID, d.State})
 	}
-	if lz := lazyFor(dst); lz != nil {
-		lz.addDir(filepath.Dir(dst))
+	if lz := durable.LazyFor(dst); lz != nil {
+		lz.AddDir(filepath.Dir(dst))
 		return nil
 	}
-	return syncDir(filepath.Dir(dst))
+	return durable.SyncDir(filepath.Dir(dst))
 }
 
 func (g *Gate) loadSeen(sum string) (*seenRecord, error) {
 	var s seenRecord
-	err := readJSON(g.statePath(seenDir, sum+".json"), &s)
+	err := durable.ReadJSON(g.statePath(seenDir, sum+".json"), &s)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -269,7 +191,7 @@ func (g *Gate) Decisions() ([]Decision, error) {
 		if filepath.Ext(e.Name()) != ".json" {
 			continue
 		}
-		if err := readJSON(g.statePath(decisionsDir, e.Name()), &d); err != nil {
+		if err := durable.ReadJSON(g.statePath(decisionsDir, e.Name()), &d); err != nil {
 			return nil, err
 		}
 		out = append(out, d)

@@ -41,11 +41,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // Rules of this file (Flags).
@@ -58,7 +58,7 @@ const (
 // countedSource is a vault source that counts as evidence.
 type countedSource struct {
 	Path  string
-	Blob  plumbing.Hash
+	Blob  repo.Hash
 	Facts noteFacts
 }
 
@@ -162,19 +162,19 @@ type srcSentence struct {
 
 var boundCache = struct {
 	sync.Mutex
-	m map[plumbing.Hash]*boundText
-}{m: map[plumbing.Hash]*boundText{}}
+	m map[repo.Hash]*boundText
+}{m: map[repo.Hash]*boundText{}}
 
 const maxBoundCache = 4096
 
-func (hv *headView) boundText(blob plumbing.Hash) (*boundText, error) {
+func (hv *headView) boundText(blob repo.Hash) (*boundText, error) {
 	boundCache.Lock()
 	bt := boundCache.m[blob]
 	boundCache.Unlock()
 	if bt != nil {
 		return bt, nil
 	}
-	b, err := readBlobPrefix(hv.s, blob, maxBoundBytes)
+	b, err := readBlobPrefix(hv.r, blob, maxBoundBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func (hv *headView) boundText(blob plumbing.Hash) (*boundText, error) {
 	}
 	boundCache.Lock()
 	if len(boundCache.m) >= maxBoundCache {
-		boundCache.m = map[plumbing.Hash]*boundText{}
+		boundCache.m = map[repo.Hash]*boundText{}
 	}
 	boundCache.m[blob] = bt
 	boundCache.Unlock()

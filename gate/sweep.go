@@ -19,21 +19,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // WithheldKey is the extension key of a withheld note.
@@ -84,6 +82,8 @@ var sweepSkip = map[string]bool{"00-global": true, vault.InboxDir: true, "99-arc
 // tree finishes the checkout on its next sweep.
 const sweepIntentFile = "sweep.intent"
 
+func (g *Gate) sweepIntent() durable.Intent { return durable.Intent(g.statePath(sweepIntentFile)) }
+
 // Sweep withholds every active note that is past its `stale_after` or whose
 // fingerprinted sources changed at HEAD, and removes the empty session
 // folders of 90-inbox/ whose grace period passed (pruneSessions). Cost: a walk of HEAD's trees and,
@@ -99,7 +99,7 @@ func (g *Gate) Sweep() (*SweepSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return nil, err
 	}
@@ -162,12 +162,12 @@ func (g *Gate) sweepSessions(hours int, now time.Time) *SessionPrune {
 
 type noteAt struct {
 	path string
-	blob plumbing.Hash
+	blob repo.Hash
 }
 
 // collectNotes lists the .md files under t (but index.md, log.md, hidden
 // names and the skipped top-level folders).
-func collectNotes(hv *headView, t *object.Tree, dir string, out *[]noteAt) error {
+func collectNotes(hv *headView, t *repo.Tree, dir string, out *[]noteAt) error {
 	for _, e := range t.Entries {
 		if strings.HasPrefix(e.Name, ".") {
 			continue
@@ -177,18 +177,18 @@ func collectNotes(hv *headView, t *object.Tree, dir string, out *[]noteAt) error
 			p = dir + "/" + e.Name
 		}
 		switch {
-		case e.Mode == filemode.Dir:
+		case e.Mode == repo.ModeDir:
 			if dir == "" && sweepSkip[e.Name] {
 				continue
 			}
-			sub, err := object.GetTree(hv.s, e.Hash)
+			sub, err := hv.r.Tree(e.Hash)
 			if err != nil {
 				return fmt.Errorf("read tree %s: %w", p, err)
 			}
 			if err := collectNotes(hv, sub, p, out); err != nil {
 				return err
 			}
-		case e.Mode.IsFile() && e.Mode != filemode.Symlink && dir != "" && strings.HasSuffix(e.Name, ".md") && e.Name != "index.md" && e.Name != "log.md" && !isArchivePage(p):
+		case e.Mode.IsFile() && e.Mode != repo.ModeSymlink && dir != "" && strings.HasSuffix(e.Name, ".md") && e.Name != "index.md" && e.Name != "log.md" && !isArchivePage(p):
 			*out = append(*out, noteAt{p, e.Hash})
 		}
 	}
@@ -260,7 +260,7 @@ func sourceMismatches(hv *headView, self string, f noteFacts) ([]string, error) 
 }
 
 // retiredFor: the note at e is deprecated with superseded_by self.
-func retiredFor(hv *headView, e *object.TreeEntry, self string) (bool, error) {
+func retiredFor(hv *headView, e *repo.TreeEntry, self string) (bool, error) {
 	if self == "" {
 		return false, nil
 	}
@@ -343,7 +343,7 @@ type sweepIntent struct {
 // restore) with the gate's commit machinery: the note, its folder's log.md
 // line, one commit, an audit entry, then the work tree and index.
 func (g *Gate) commitLifecycle(pol *policy.Policy, p string, content []byte, kind, logLine, msg string, audit map[string]string) (string, error) {
-	branch, head, err := g.repo.head()
+	branch, head, err := g.repo.Head()
 	if err != nil {
 		return "", err
 	}
@@ -357,23 +357,23 @@ func (g *Gate) commitLifecycle(pol *policy.Policy, p string, content []byte, kin
 	for _, c := range ch {
 		in.Paths = append(in.Paths, c.Path)
 	}
-	if err := writeJSON(g.statePath(sweepIntentFile), in); err != nil {
+	if err := g.sweepIntent().Record(in); err != nil {
 		return "", err
 	}
-	h, err := g.repo.commitChanges(branch, head, ch, g.signature(pol), msg)
+	h, err := g.repo.CommitChanges(branch, head, ch, g.signature(pol), msg)
 	if err != nil {
-		os.Remove(g.statePath(sweepIntentFile))
+		g.sweepIntent().Done()
 		return "", err
 	}
 	audit["commit"] = h.String()
 	if _, err := g.audit.Append(kind, audit); err != nil {
 		return "", err
 	}
-	if err := g.repo.checkout(ch); err != nil {
+	if err := g.repo.Checkout(ch); err != nil {
 		return "", err
 	}
 	g.log.Info(kind, "path", p, "commit", h.String())
-	return h.String(), os.Remove(g.statePath(sweepIntentFile))
+	return h.String(), g.sweepIntent().Done()
 }
 
 // finishSweepIntent completes a withhold or restore a killed gate left
@@ -382,14 +382,10 @@ func (g *Gate) commitLifecycle(pol *policy.Policy, p string, content []byte, kin
 // the recorded parent, the audit entry is written again (at least once).
 func (g *Gate) finishSweepIntent() error {
 	var in sweepIntent
-	err := readJSON(g.statePath(sweepIntentFile), &in)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	if ok, err := g.sweepIntent().Load(&in); !ok {
 		return err
 	}
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return err
 	}
@@ -398,31 +394,31 @@ func (g *Gate) finishSweepIntent() error {
 		if sourcePathError(p) != "" {
 			return fmt.Errorf("%s names %q, not a vault path", sweepIntentFile, p)
 		}
-		b, err := g.repo.fileAt(head, p)
+		b, err := g.repo.FileAt(head, p)
 		if err != nil {
 			return err
 		}
 		if b != nil {
-			ch = append(ch, change{p, b})
+			ch = append(ch, change{Path: p, Content: b})
 		}
 	}
 	if len(ch) > 0 {
-		if err := g.repo.checkout(ch); err != nil {
+		if err := g.repo.Checkout(ch); err != nil {
 			return err
 		}
 	}
 	if head.String() != in.Parent {
 		g.note(in.Kind, map[string]string{"path": in.Note, "commit": head.String(), "recovered": "true"})
 	}
-	return os.Remove(g.statePath(sweepIntentFile))
+	return g.sweepIntent().Done()
 }
 
 func (g *Gate) withhold(pol *policy.Policy, p, reason, detail string, now time.Time) (*Withheld, error) {
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return nil, err
 	}
-	old, err := g.repo.fileAt(head, p)
+	old, err := g.repo.FileAt(head, p)
 	if err != nil || old == nil {
 		return nil, fmt.Errorf("read %s at HEAD: %v", p, err)
 	}
@@ -469,7 +465,7 @@ func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, head, err := g.repo.head()
+	_, head, err := g.repo.Head()
 	if err != nil {
 		return nil, err
 	}
@@ -501,7 +497,7 @@ func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
 	} else {
 		res.Failures = append(res.Failures, cf...)
 	}
-	content, err := g.repo.fileAt(head, p)
+	content, err := g.repo.FileAt(head, p)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/durable"
 )
 
 func activeNote(title, staleAfter, sources string) string {
@@ -147,20 +148,20 @@ func TestSweepFinishesAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	branch, head, err := g.repo.head()
+	branch, head, err := g.repo.Head()
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, _ := g.repo.fileAt(head, "20-domains/old.md")
+	old, _ := g.repo.FileAt(head, "20-domains/old.md")
 	b, err := withheldNote(old, fixedNow, WithholdStale, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// What commitLifecycle does, up to the ref update; then "killed".
-	if err := writeJSON(g.statePath(sweepIntentFile), sweepIntent{Parent: head.String(), Paths: []string{"20-domains/old.md"}, Kind: "withhold", Note: "20-domains/old.md"}); err != nil {
+	if err := durable.WriteJSON(g.statePath(sweepIntentFile), sweepIntent{Parent: head.String(), Paths: []string{"20-domains/old.md"}, Kind: "withhold", Note: "20-domains/old.md"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.repo.commitChanges(branch, head, []change{{"20-domains/old.md", b}}, g.signature(pol), "fedmem: withhold 20-domains/old.md (stale)\n"); err != nil {
+	if _, err := g.repo.CommitChanges(branch, head, []change{{Path: "20-domains/old.md", Content: b}}, g.signature(pol), "fedmem: withhold 20-domains/old.md (stale)\n"); err != nil {
 		t.Fatal(err)
 	}
 	if st := gitCLI(t, v, "status", "--porcelain"); strings.TrimSpace(st) == "" {

@@ -1,204 +1,107 @@
 package gate
 
-// Remote sync (issue 12; docs/multi-machine.md). With `remote: {url,
-// branch}` in the policy, every pass ends with a sync of the vault's branch
-// with the remote branch:
-//
-//   - fetch the remote branch into refs/remotes/fedmem/<branch>;
-//   - remote == HEAD: nothing to do;
-//   - the remote is behind HEAD: push HEAD with compare-and-swap (the update
-//     names the remote tip just fetched; receive-pack applies it only if the
-//     branch still has that value, under its ref lock);
-//   - HEAD is behind the remote: fast-forward the branch (lock-file CAS) and
-//     the changed paths of the work tree and index;
-//   - both moved: replay the gate's own commits since the merge base onto the
-//     remote tip, one new commit each; then push. A remote commit that
-//     carries the draft id of a local promotion is a forgery, refused
-//     (syncguard.go), as is a remote tip that does not contain the last
-//     commit this gate published.
-//
-// Every step that moves the local branch writes sync.intent (state dir)
-// first, so a gate killed at any point finishes the work tree, the
-// decisions' commit ids and the audit on its next pass; a push is atomic on
-// the server, so a kill mid-push leaves the remote either before or after
-// it, and the next pass sees which. Nothing of the remote's URL beyond what
-// the policy says is stored; credentials stay with the gate user's Git
-// credential helpers and SSH keys; URLs are redacted in every message.
+// Remote sync (docs/multi-machine.md) is gate/remote's; this file is the
+// gate's side of it: when a pass ends it syncs with the remote the policy
+// names, and after a branch move it points the decisions of replayed
+// promotions at their new commits, holds the promotions not replayed
+// (synchold.go) and judges its held drafts again.
 
 import (
-	"bytes"
-	"context"
 	"errors"
-	"fmt"
-	"net/url"
 	"os"
-	"os/exec"
-	"path"
-	"path/filepath"
-	"regexp"
 	"sort"
-	"strconv"
-	"strings"
-	"time"
 
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
-
-	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/remote"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
-)
-
-const (
-	// syncStateFile (state dir) holds the last sync's outcome and the remote
-	// last configured (used when the policy in the work tree does not parse,
-	// so that a fix pushed to the remote can still arrive).
-	syncStateFile = "sync.json"
-	// syncIntentFile names a branch move in progress (see finishSyncIntent).
-	syncIntentFile = "sync.intent"
-	// syncRemoteName names the anonymous remote; it is never written to
-	// .git/config (which sandboxes can read).
-	syncRemoteName = "fedmem"
-	// syncAttempts bounds fetch/replay/push rounds per pass when the remote
-	// keeps moving; the next pass tries again.
-	syncAttempts = 5
-	// maxRecheck bounds the held drafts judged again after one remote move.
-	maxRecheck = 500
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // SyncStatus is the state of remote sync, as `fedmem gate status` and
-// `fedmem doctor --vault` show it. Fields are only ever added.
-type SyncStatus struct {
-	// Configured is true when the policy names a remote.
-	Configured bool `json:"configured"`
-	// Remote is the remote's URL with any user name removed.
-	Remote      string `json:"remote,omitempty"`
-	Branch      string `json:"branch,omitempty"`
-	LocalBranch string `json:"local_branch,omitempty"`
-	Head        string `json:"head,omitempty"`
-	// RemoteHead is the remote tip the gate last saw (fetched or pushed).
-	RemoteHead string `json:"remote_head,omitempty"`
-	// Ahead counts local commits not on RemoteHead (queued promotions);
-	// Behind counts remote commits not yet fast-forwarded.
-	Ahead       int       `json:"ahead"`
-	Behind      int       `json:"behind"`
-	LastAttempt time.Time `json:"last_attempt,omitzero"`
-	LastFetch   time.Time `json:"last_fetch,omitzero"`
-	LastPush    time.Time `json:"last_push,omitzero"`
-	// LastError is the last sync's error ("" after a success), redacted.
-	LastError   string    `json:"last_error,omitempty"`
-	LastErrorAt time.Time `json:"last_error_at,omitzero"`
-	// Counters since the state dir was created.
-	Pushes   int `json:"pushes"`
-	Replayed int `json:"replayed"`
-	// Skipped counts local commits not replayed because the remote
-	// already holds their changes.
-	Skipped int `json:"skipped"`
-	// Published is the last commit this gate pushed (syncguard.go): every
-	// later remote tip must contain it.
-	Published string `json:"published,omitempty"`
-	// PublishedTo is the remote and branch Published was pushed to (a
-	// remote the policy names anew starts without one).
-	PublishedTo string `json:"published_to,omitempty"`
-	// Dropped counts lifecycle commits (withhold/restore) not replayed
-	// because the remote changed the same note; the next sweep re-derives
-	// them from the new HEAD.
-	Dropped int `json:"dropped"`
-	// Flagged are held drafts whose verdict against the new HEAD differs
-	// from the one they were held with (re-judged after a remote move).
-	Flagged []FlaggedDraft `json:"flagged,omitempty"`
-}
+// `fedmem doctor --vault` show it (remote.Status).
+type SyncStatus = remote.Status
 
 // FlaggedDraft is a held draft whose verdict changed after the remote moved.
-type FlaggedDraft struct {
-	ID     string    `json:"id"`
-	Head   string    `json:"head"`
-	State  string    `json:"state"`
-	Before []string  `json:"before"`
-	After  []string  `json:"after"`
-	At     time.Time `json:"at"`
-}
+type FlaggedDraft = remote.FlaggedDraft
 
-type syncFile struct {
-	SyncStatus
-	// URL is the remote as the policy last named it (no secrets: the
-	// policy refuses them). Kept in the gate-private state dir only.
-	URL        string `json:"url,omitempty"`
-	ConfBranch string `json:"conf_branch,omitempty"`
-}
+// ErrRemoteDeadline is returned when a remote operation passed its deadline
+// or the gate was asked to stop while it ran.
+var ErrRemoteDeadline = remote.ErrDeadline
 
-type syncIntent struct {
-	Kind string `json:"kind"` // fast-forward | replay
-	Old  string `json:"old"`
-	New  string `json:"new"`
-	// Remap: draft id → the commit now holding its promotion; Paths: draft
-	// id → its new path when the replay had to move the note.
-	Remap map[string]string `json:"remap,omitempty"`
-	Paths map[string]string `json:"paths,omitempty"`
-	// Held: draft id → a local promotion not replayed because it
-	// contradicts a note in force on the remote (synchold.go).
-	Held map[string]syncHold `json:"held,omitempty"`
-}
+// ErrRemoteRewrote is returned when the remote's history does not hold
+// what this gate published there, or forges one of its promotions.
+var ErrRemoteRewrote = remote.ErrRewrote
+
+// maxRecheck bounds the held drafts judged again after one remote move.
+const maxRecheck = 500
 
 // syncFault is a test hook called at named points of a sync (a test's
 // helper process kills itself there); it does nothing in the binary.
 var syncFault = func(point string) {}
 
-// errReplayConflict: a local commit cannot be replayed on the remote tip.
-var errReplayConflict = errors.New("replay conflict")
+// syncer is the sync engine of this gate (the gate is its Host).
+func (g *Gate) syncer() *remote.Engine {
+	return remote.New(remote.Config{Repo: g.repo, Log: g.log, Now: g.now, State: g.state, Host: syncHost{g},
+		Deadline: &g.remote, Fault: func(p string) { syncFault(p) }, Pages: map[string]string{"log.md": logHeader, "index.md": indexHeader}})
+}
 
-func (g *Gate) loadSyncFile() *syncFile {
-	var st syncFile
-	if err := readJSON(g.statePath(syncStateFile), &st); err != nil && !errors.Is(err, os.ErrNotExist) {
-		g.log.Warn("sync state unreadable; starting afresh", "err", err)
-		st = syncFile{}
+// syncHost is the gate as remote.Host.
+type syncHost struct{ g *Gate }
+
+func (h syncHost) Note(kind string, data any) { h.g.note(kind, data) }
+func (h syncHost) AllocPath(tip repo.Hash, want, id, sum string) (string, error) {
+	return h.g.allocPath(tip, want, id, sum)
+}
+func (h syncHost) Contradicts(com *repo.Commit, tip repo.Hash) (*remote.Hold, error) {
+	return h.g.replayContradicts(com, tip)
+}
+func (h syncHost) Moved(st *remote.File, head repo.Hash, remap, paths map[string]string, held map[string]remote.Hold) {
+	if len(remap) > 0 {
+		h.g.remapDecisions(remap, paths)
 	}
-	return &st
+	h.g.holdReplayed(held)
+	h.g.recheckPending(st, head)
 }
 
 // syncAfterPass is called at the end of every Once, with g.mu held. Errors
 // are recorded in sync.json and the log, never returned: promotions stay
 // local (queued) and the next pass retries.
 func (g *Gate) syncAfterPass() {
-	st := g.loadSyncFile()
+	e := g.syncer()
+	st := e.LoadFile()
 	u, br := st.URL, st.ConfBranch
 	pol, perr := g.Policy()
 	switch {
 	case perr == nil && pol.Remote == nil:
 		if st.Configured {
 			st.Configured = false
-			_ = writeJSON(g.statePath(syncStateFile), st)
+			_ = e.SaveFile(st)
 		}
 		return
 	case perr == nil:
 		u, br = pol.Remote.URL, pol.Remote.Branch
-		g.setRemoteTimeout(pol.Remote.Timeout)
+		g.remote.SetTimeout(pol.Remote.Timeout)
 	case u == "":
 		return
 	default:
 		// The policy in the work tree does not parse: keep syncing with the
 		// remote last configured, so the fix (a reviewed push) can arrive.
-		g.log.Warn("policy does not parse; syncing with the last configured remote", "remote", redactURL(u))
+		g.log.Warn("policy does not parse; syncing with the last configured remote", "remote", remote.RedactURL(u))
 	}
-	st.Configured, st.URL, st.ConfBranch, st.Remote = true, u, br, redactURL(u)
+	st.Configured, st.URL, st.ConfBranch, st.Remote = true, u, br, remote.RedactURL(u)
 	st.LastAttempt = g.now().UTC()
-	err := g.sync(st, u, br)
+	err := e.Run(st, u, br)
 	if err != nil {
-		st.LastError, st.LastErrorAt = redactErr(err, u), g.now().UTC()
+		st.LastError, st.LastErrorAt = remote.RedactErr(err, u), g.now().UTC()
 		g.log.Error("sync failed", "remote", st.Remote, "err", st.LastError)
 		g.note("sync-error", map[string]string{"remote": st.Remote, "error": st.LastError})
 	} else {
 		st.LastError = ""
 	}
-	g.fillCounts(&st.SyncStatus)
-	if werr := writeJSON(g.statePath(syncStateFile), st); werr != nil {
+	e.FillCounts(&st.Status)
+	if werr := e.SaveFile(st); werr != nil {
 		g.log.Error("sync state not written", "err", werr)
 	}
 }
@@ -208,638 +111,12 @@ func (g *Gate) Sync() (*SyncStatus, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.syncAfterPass()
-	st := g.loadSyncFile()
+	e := g.syncer()
+	st := e.LoadFile()
 	if st.LastError != "" && st.LastErrorAt.Equal(st.LastAttempt) {
-		return &st.SyncStatus, errors.New(st.LastError)
+		return &st.Status, errors.New(st.LastError)
 	}
-	return &st.SyncStatus, nil
-}
-
-func (g *Gate) sync(st *syncFile, rawURL, rbranch string) error {
-	if err := g.finishSyncIntent(st); err != nil {
-		return fmt.Errorf("finish interrupted sync: %w", err)
-	}
-	lb, _, err := g.repo.head()
-	if err != nil {
-		return err
-	}
-	if rbranch == "" {
-		rbranch = lb.Short()
-	}
-	st.Branch, st.LocalBranch = rbranch, lb.Short()
-	remoteRef := plumbing.NewBranchReferenceName(rbranch)
-	track := plumbing.ReferenceName("refs/remotes/" + syncRemoteName + "/" + rbranch)
-	spec := config.RefSpec("+" + remoteRef.String() + ":" + track.String())
-	rem := git.NewRemote(g.repo.s, &config.RemoteConfig{Name: syncRemoteName, URLs: []string{rawURL}, Fetch: []config.RefSpec{spec}})
-	au := &syncAuth{url: rawURL}
-	for attempt := 0; attempt < syncAttempts; attempt++ {
-		R, err := g.fetch(rem, spec, track, au)
-		if err != nil {
-			return fmt.Errorf("fetch: %w", err)
-		}
-		st.LastFetch = g.now().UTC()
-		st.RemoteHead = R.String()
-		if err := g.checkPublished(st, R, rawURL, rbranch); err != nil {
-			return err
-		}
-		lb, L, err := g.repo.head()
-		if err != nil {
-			return err
-		}
-		if R == L {
-			return nil
-		}
-		base, local, _, err := g.mergeBase(L, R)
-		if err != nil {
-			return err
-		}
-		switch {
-		case base == R || R.IsZero():
-			syncFault("before-push")
-			perr := g.push(rem, lb, remoteRef, R, au)
-			if perr == nil {
-				syncFault("after-push")
-				st.LastPush = g.now().UTC()
-				st.Pushes++
-				st.Published, st.PublishedTo = L.String(), redactURL(rawURL)+" "+rbranch
-				st.RemoteHead = L.String()
-				_ = g.repo.s.SetReference(plumbing.NewHashReference(track, L))
-				g.note("sync-push", map[string]any{"remote": redactURL(rawURL), "branch": rbranch, "from": R.String(), "to": L.String(), "commits": len(local)})
-				g.log.Info("pushed", "remote", redactURL(rawURL), "to", L.String(), "commits", len(local))
-				return nil
-			}
-			// The remote moved between fetch and push (the CAS failed):
-			// fetch again and replay. Anything else is the error.
-			if R2, ferr := g.fetch(rem, spec, track, au); ferr == nil && R2 != R {
-				continue
-			}
-			return fmt.Errorf("push %d commit(s) to %s: %w", len(local), rbranch, perr)
-		case base == L:
-			if err := g.fastForward(st, lb, L, R); err != nil {
-				return fmt.Errorf("fast-forward to %s: %w", R.String()[:12], err)
-			}
-			return nil
-		default:
-			if err := g.replay(st, lb, L, R, base, local, rawURL); err != nil {
-				return err
-			}
-		}
-	}
-	return fmt.Errorf("the remote kept moving: gave up after %d rounds (the next pass tries again)", syncAttempts)
-}
-
-// fetch brings the remote branch into track and returns its tip (zero when
-// the remote has no such branch yet).
-func (g *Gate) fetch(rem *git.Remote, spec config.RefSpec, track plumbing.ReferenceName, au *syncAuth) (plumbing.Hash, error) {
-	err := au.do(func(a transport.AuthMethod) error {
-		return g.remoteOp("fetch", func(ctx context.Context) error {
-			return rem.FetchContext(ctx, &git.FetchOptions{RemoteName: syncRemoteName, RefSpecs: []config.RefSpec{spec}, Auth: a, Tags: git.NoTags, Force: true})
-		})
-	})
-	switch {
-	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
-	case errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, git.NoMatchingRefSpecError{}):
-		return plumbing.ZeroHash, nil
-	default:
-		return plumbing.ZeroHash, err
-	}
-	ref, err := g.repo.s.Reference(track)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("read %s: %w", track, err)
-	}
-	return ref.Hash(), nil
-}
-
-// push sends lb to the remote branch, allowed only while the remote branch
-// is still at expect (zero: absent).
-func (g *Gate) push(rem *git.Remote, lb, remoteRef plumbing.ReferenceName, expect plumbing.Hash, au *syncAuth) error {
-	opts := &git.PushOptions{RemoteName: syncRemoteName, RefSpecs: []config.RefSpec{config.RefSpec(lb.String() + ":" + remoteRef.String())}}
-	if !expect.IsZero() {
-		opts.RequireRemoteRefs = []config.RefSpec{config.RefSpec(expect.String() + ":" + remoteRef.String())}
-	}
-	err := au.do(func(a transport.AuthMethod) error {
-		opts.Auth = a
-		return g.remoteOp("push", func(ctx context.Context) error { return rem.PushContext(ctx, opts) })
-	})
-	if errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return nil
-	}
-	return err
-}
-
-// mergeBase walks the first-parent chains of a and b back in step until one
-// reaches a commit the other has seen. It returns the base and the commits
-// of each side above it, newest first. Cost: the distance to the base (the
-// gate keeps history linear), not the length of history.
-func (g *Gate) mergeBase(a, b plumbing.Hash) (base plumbing.Hash, aSide, bSide []plumbing.Hash, err error) {
-	seenA, seenB := map[plumbing.Hash]int{}, map[plumbing.Hash]int{}
-	ca, cb := a, b
-	for i := 0; i < maxRecoveryWalk && (!ca.IsZero() || !cb.IsZero()); i++ {
-		if !ca.IsZero() {
-			if _, ok := seenB[ca]; ok {
-				return ca, aSide, bSide[:seenB[ca]], nil
-			}
-			seenA[ca] = len(aSide)
-			aSide = append(aSide, ca)
-			if ca, err = g.firstParent(ca); err != nil {
-				return
-			}
-		}
-		if !cb.IsZero() {
-			if _, ok := seenA[cb]; ok {
-				return cb, aSide[:seenA[cb]], bSide, nil
-			}
-			seenB[cb] = len(bSide)
-			bSide = append(bSide, cb)
-			if cb, err = g.firstParent(cb); err != nil {
-				return
-			}
-		}
-	}
-	if b.IsZero() {
-		return plumbing.ZeroHash, aSide, nil, nil
-	}
-	return plumbing.ZeroHash, nil, nil, errors.New("the vault and the remote branch share no history (or it is deeper than the walk bound)")
-}
-
-func (g *Gate) firstParent(h plumbing.Hash) (plumbing.Hash, error) {
-	c, err := object.GetCommit(g.repo.s, h)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("read commit %s: %w", h, err)
-	}
-	if c.NumParents() == 0 {
-		return plumbing.ZeroHash, nil
-	}
-	return c.ParentHashes[0], nil
-}
-
-// fastForward moves the local branch from L to R and brings the changed
-// paths of the work tree and index to R. Paths are checked before the branch
-// moves: nothing outside the vault's tracked folders (never .git, never a
-// session's inbox folder), regular files only.
-func (g *Gate) fastForward(st *syncFile, lb plumbing.ReferenceName, L, R plumbing.Hash) error {
-	if _, err := g.workTreeChanges(L, R, R); err != nil {
-		return err
-	}
-	if err := writeJSON(g.statePath(syncIntentFile), syncIntent{Kind: "fast-forward", Old: L.String(), New: R.String()}); err != nil {
-		return err
-	}
-	if err := g.repo.casRef(lb, L, R); err != nil {
-		os.Remove(g.statePath(syncIntentFile))
-		return err
-	}
-	syncFault("ff-moved")
-	g.note("sync-fast-forward", map[string]string{"from": L.String(), "to": R.String()})
-	g.log.Info("fast-forwarded", "from", L.String(), "to", R.String())
-	return g.finishSyncIntent(st)
-}
-
-// finishSyncIntent completes a branch move recorded in sync.intent: the
-// paths that differ between Old and New are written from the current HEAD
-// (later gate commits may have changed some again), the decisions of
-// replayed promotions get their new commit ids (and paths), held drafts are
-// judged again against HEAD, and the intent is removed. If the branch never
-// left Old, the intent is dropped.
-func (g *Gate) finishSyncIntent(st *syncFile) error {
-	var in syncIntent
-	err := readJSON(g.statePath(syncIntentFile), &in)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	_, head, err := g.repo.head()
-	if err != nil {
-		return err
-	}
-	oldH, newH := plumbing.NewHash(in.Old), plumbing.NewHash(in.New)
-	if head == oldH {
-		return os.Remove(g.statePath(syncIntentFile))
-	}
-	if head != newH {
-		if base, _, _, err := g.mergeBase(head, newH); err != nil || base != newH {
-			g.log.Warn("sync intent names a commit HEAD does not contain; dropped", "new", in.New)
-			return os.Remove(g.statePath(syncIntentFile))
-		}
-	}
-	wt, err := g.workTreeChanges(oldH, newH, head)
-	if err != nil {
-		return err
-	}
-	if err := g.applyWorkTree(wt); err != nil {
-		return err
-	}
-	if len(in.Remap) > 0 {
-		g.remapDecisions(in.Remap, in.Paths)
-	}
-	g.holdReplayed(in.Held)
-	g.recheckPending(st, head)
-	return os.Remove(g.statePath(syncIntentFile))
-}
-
-// wtChange is one path of the work tree to bring to a commit.
-type wtChange struct {
-	path    string
-	content []byte // nil: delete
-}
-
-// syncPathError says why the gate will not write p into its work tree from a
-// remote commit, or "".
-func syncPathError(p string) string {
-	if p == "" || strings.HasPrefix(p, "/") || strings.ContainsAny(p, "\\\x00\r\n") {
-		return "is not a clean relative path"
-	}
-	parts := strings.Split(p, "/")
-	for _, c := range parts {
-		if c == "" || c == "." || c == ".." || strings.EqualFold(c, ".git") {
-			return "has an empty, '.', '..' or .git component"
-		}
-	}
-	if parts[0] == vault.InboxDir && len(parts) > 2 {
-		return "is inside a session's inbox folder (agents write there; a remote never does)"
-	}
-	return ""
-}
-
-// workTreeChanges lists the paths that differ between commits from and to,
-// with their content at commit at (nil where at has none).
-func (g *Gate) workTreeChanges(from, to, at plumbing.Hash) ([]wtChange, error) {
-	tree := func(h plumbing.Hash) (*object.Tree, error) {
-		if h.IsZero() {
-			return &object.Tree{}, nil
-		}
-		c, err := object.GetCommit(g.repo.s, h)
-		if err != nil {
-			return nil, err
-		}
-		return c.Tree()
-	}
-	ft, err := tree(from)
-	if err != nil {
-		return nil, err
-	}
-	tt, err := tree(to)
-	if err != nil {
-		return nil, err
-	}
-	at_, err := tree(at)
-	if err != nil {
-		return nil, err
-	}
-	chs, err := object.DiffTree(ft, tt)
-	if err != nil {
-		return nil, err
-	}
-	var out []wtChange
-	for _, ch := range chs {
-		p := ch.To.Name
-		if p == "" {
-			p = ch.From.Name
-		}
-		if why := syncPathError(p); why != "" {
-			return nil, fmt.Errorf("remote path %q %s", p, why)
-		}
-		e, err := at_.FindEntry(p)
-		if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrFileNotFound) {
-			out = append(out, wtChange{path: p})
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if e.Mode != filemode.Regular && e.Mode != filemode.Executable && e.Mode != filemode.Deprecated {
-			return nil, fmt.Errorf("remote path %q is a %s; the gate checks out regular files only", p, modeName(e.Mode))
-		}
-		b, err := g.repo.wholeFileAt(at, p)
-		if err != nil {
-			return nil, err
-		}
-		if b == nil {
-			b = []byte{}
-		}
-		out = append(out, wtChange{path: p, content: b})
-	}
-	return out, nil
-}
-
-// applyWorkTree writes and deletes the changed paths and their index
-// entries. Each file is replaced by rename, so a reader (a sandbox) sees
-// either the old or the new content of a file, never a mix.
-func (g *Gate) applyWorkTree(wt []wtChange) error {
-	var writes []change
-	var dels []string
-	for _, c := range wt {
-		if c.content == nil {
-			dels = append(dels, c.path)
-		} else {
-			writes = append(writes, change{c.path, c.content})
-		}
-	}
-	if len(dels) > 0 {
-		if err := g.removePaths(dels); err != nil {
-			return err
-		}
-	}
-	if len(writes) > 0 {
-		return g.repo.checkout(writes)
-	}
-	return nil
-}
-
-// removePaths deletes files from the work tree (and parent folders left
-// empty) and their index entries.
-func (g *Gate) removePaths(paths []string) error {
-	for _, p := range paths {
-		full := filepath.Join(g.vaultDir, filepath.FromSlash(p))
-		if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove %s: %w", p, err)
-		}
-		for d := path.Dir(p); d != "." && strings.Contains(d, "/"); d = path.Dir(d) {
-			if os.Remove(filepath.Join(g.vaultDir, filepath.FromSlash(d))) != nil {
-				break
-			}
-		}
-	}
-	lock := filepath.Join(g.repo.gitDir, "index.lock")
-	lf, err := g.repo.takeLock(lock)
-	if err != nil {
-		return fmt.Errorf("lock index: %w", err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			lf.Close()
-			os.Remove(lock)
-		}
-		g.repo.dropIntent()
-	}()
-	if err := g.repo.writeIndex(lf, lock, nil, paths); err != nil {
-		return err
-	}
-	done = true
-	return nil
-}
-
-// replay rebuilds the gate's commits above base (local, newest first) on
-// the remote tip R, then moves the local branch from L to the result.
-func (g *Gate) replay(st *syncFile, lb plumbing.ReferenceName, L, R, base plumbing.Hash, local []plumbing.Hash, rawURL string) error {
-	onRemote, err := g.draftsBetween(R, base)
-	if err != nil {
-		return err
-	}
-	tip := R
-	remap, paths, held := map[string]string{}, map[string]string{}, map[string]syncHold{}
-	replayed, skipped, dropped := 0, 0, 0
-	for i := len(local) - 1; i >= 0; i-- {
-		com, err := object.GetCommit(g.repo.s, local[i])
-		if err != nil {
-			return err
-		}
-		if com.NumParents() != 1 {
-			return fmt.Errorf("local commit %s is a merge or a root: the gate replays only its own linear commits", com.Hash.String()[:12])
-		}
-		id := trailer(com.Message, TrailerDraft)
-		if id != "" {
-			if at, ok := onRemote[id]; ok {
-				// Not this gate's commit: it never pushed this one
-				// (syncguard.go).
-				return g.forgedPromotion(id, at, com.Hash, rawURL)
-			}
-		}
-		if id != "" {
-			// Judged again on the remote tip: the later of two notes of
-			// one name is held, never replayed beside it (synchold.go).
-			h, err := g.replayContradicts(com, tip)
-			if err != nil {
-				return err
-			}
-			if h != nil {
-				held[id] = *h
-				continue
-			}
-		}
-		ch, msg, newPath, err := g.replayChanges(com, tip)
-		if errors.Is(err, errReplayConflict) && id == "" {
-			dropped++
-			g.log.Warn("lifecycle commit not replayed (the remote changed the same note); the next sweep re-derives it", "commit", com.Hash.String(), "err", err)
-			g.note("sync-dropped", map[string]string{"commit": com.Hash.String(), "reason": err.Error()})
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("replay %s (draft %q) on the remote tip %s: %w; the promotion stays local until this is resolved", com.Hash.String()[:12], id, tip.String()[:12], err)
-		}
-		if len(ch) == 0 {
-			skipped++
-			if id != "" {
-				remap[id] = tip.String()
-			}
-			continue
-		}
-		h, err := g.writeCommitOn(tip, ch, com, msg)
-		if err != nil {
-			return err
-		}
-		tip = h
-		replayed++
-		if id != "" {
-			remap[id] = h.String()
-			if newPath != "" {
-				paths[id] = newPath
-			}
-		}
-	}
-	if _, err := g.workTreeChanges(L, tip, tip); err != nil {
-		return err
-	}
-	in := syncIntent{Kind: "replay", Old: L.String(), New: tip.String(), Remap: remap, Paths: paths, Held: held}
-	if err := writeJSON(g.statePath(syncIntentFile), in); err != nil {
-		return err
-	}
-	if err := g.repo.casRef(lb, L, tip); err != nil {
-		os.Remove(g.statePath(syncIntentFile))
-		return err
-	}
-	syncFault("replayed")
-	st.Replayed += replayed
-	st.Skipped += skipped
-	st.Dropped += dropped
-	g.note("sync-replay", map[string]any{"from": L.String(), "onto": R.String(), "to": tip.String(), "replayed": replayed, "skipped": skipped, "dropped": dropped, "held": len(held)})
-	g.log.Info("replayed", "onto", R.String(), "to", tip.String(), "replayed", replayed, "skipped", skipped, "dropped", dropped)
-	return g.finishSyncIntent(st)
-}
-
-// draftsBetween maps the Fedmem-Draft ids of the commits from tip back to
-// (not including) base to their commits.
-func (g *Gate) draftsBetween(tip, base plumbing.Hash) (map[string]plumbing.Hash, error) {
-	out := map[string]plumbing.Hash{}
-	for c, i := tip, 0; !c.IsZero() && c != base && i < maxRecoveryWalk; i++ {
-		com, err := object.GetCommit(g.repo.s, c)
-		if err != nil {
-			return nil, err
-		}
-		if id := trailer(com.Message, TrailerDraft); id != "" {
-			if _, dup := out[id]; !dup {
-				out[id] = c
-			}
-		}
-		if com.NumParents() == 0 {
-			break
-		}
-		c = com.ParentHashes[0]
-	}
-	return out, nil
-}
-
-// isPage: a folder's log.md or index.md, which the gate only appends to.
-func isPage(p string) (header string, ok bool) {
-	switch path.Base(p) {
-	case "log.md":
-		return logHeader, true
-	case "index.md":
-		return indexHeader, true
-	}
-	return "", false
-}
-
-// replayChanges computes the files commit com changes, applied on tip
-// instead of its parent. A file the remote left as the parent had it takes
-// com's content; a page (log.md, index.md) both changed takes the remote's
-// content plus the lines com appended (once); a note path the remote has
-// since filled with other content moves to a free path (newPath), and the
-// page lines and commit message follow it. Anything else is a conflict.
-func (g *Gate) replayChanges(com *object.Commit, tip plumbing.Hash) (out []change, msg, newPath string, err error) {
-	parent := com.ParentHashes[0]
-	pt, err := g.treeOf(parent)
-	if err != nil {
-		return nil, "", "", err
-	}
-	ct, err := com.Tree()
-	if err != nil {
-		return nil, "", "", err
-	}
-	chs, err := object.DiffTree(pt, ct)
-	if err != nil {
-		return nil, "", "", err
-	}
-	msg = com.Message
-	notePath := trailer(com.Message, TrailerPath)
-	var oldBase, newBase string
-	if notePath != "" {
-		ours, err1 := g.repo.wholeFileAt(com.Hash, notePath)
-		theirs, err2 := g.repo.wholeFileAt(tip, notePath)
-		base, err3 := g.repo.wholeFileAt(parent, notePath)
-		if err := errors.Join(err1, err2, err3); err != nil {
-			return nil, "", "", err
-		}
-		if base == nil && theirs != nil && !bytes.Equal(theirs, ours) {
-			np, err := g.allocPath(tip, notePath, trailer(com.Message, TrailerDraft), trailer(com.Message, TrailerSHA256))
-			if err != nil {
-				return nil, "", "", fmt.Errorf("%w: %v", errReplayConflict, err)
-			}
-			if path.Dir(np) != path.Dir(notePath) {
-				return nil, "", "", fmt.Errorf("%w: %s is taken on the remote and no free name is left in its folder", errReplayConflict, notePath)
-			}
-			newPath, oldBase, newBase = np, path.Base(notePath), path.Base(np)
-			msg = strings.ReplaceAll(msg, "promote "+notePath, "promote "+np)
-			msg = strings.ReplaceAll(msg, TrailerPath+": "+notePath, TrailerPath+": "+np)
-		}
-	}
-	for _, ch := range chs {
-		p := ch.To.Name
-		if p == "" {
-			return nil, "", "", fmt.Errorf("%w: %s deletes %s", errReplayConflict, com.Hash.String()[:12], ch.From.Name)
-		}
-		if ch.To.TreeEntry.Mode != filemode.Regular {
-			return nil, "", "", fmt.Errorf("%w: %s is not a regular file", errReplayConflict, p)
-		}
-		ours, err1 := g.repo.wholeFileAt(com.Hash, p)
-		base, err2 := g.repo.wholeFileAt(parent, p)
-		target := p
-		if newPath != "" && p == notePath {
-			target = newPath
-			base = nil
-		}
-		theirs, err3 := g.repo.wholeFileAt(tip, target)
-		if err := errors.Join(err1, err2, err3); err != nil {
-			return nil, "", "", err
-		}
-		header, page := isPage(p)
-		if page && oldBase != "" && path.Dir(p) == path.Dir(notePath) {
-			ours = bytes.ReplaceAll(ours, []byte("]("+oldBase+")"), []byte("]("+newBase+")"))
-		}
-		switch {
-		case bytes.Equal(theirs, ours):
-			continue
-		case bytes.Equal(theirs, base):
-			out = append(out, change{target, ours})
-			continue
-		case !page:
-			return nil, "", "", fmt.Errorf("%w: the remote changed %s too", errReplayConflict, p)
-		}
-		var added []byte
-		switch {
-		case base != nil && bytes.HasPrefix(ours, base):
-			added = ours[len(base):]
-		case base == nil && bytes.HasPrefix(ours, []byte(header)):
-			added = ours[len(header):]
-		default:
-			return nil, "", "", fmt.Errorf("%w: %s was rewritten, not appended to (page rolled over?)", errReplayConflict, p)
-		}
-		added = bytes.TrimLeft(added, "\n")
-		if theirs == nil {
-			if base != nil {
-				return nil, "", "", fmt.Errorf("%w: the remote removed %s", errReplayConflict, p)
-			}
-			theirs = []byte(header)
-		}
-		if len(added) == 0 || bytes.Contains(theirs, added) {
-			continue
-		}
-		merged := append([]byte{}, theirs...)
-		if len(merged) > 0 && merged[len(merged)-1] != '\n' {
-			merged = append(merged, '\n')
-		}
-		out = append(out, change{target, append(merged, added...)})
-	}
-	return out, msg, newPath, nil
-}
-
-func (g *Gate) treeOf(h plumbing.Hash) (*object.Tree, error) {
-	c, err := object.GetCommit(g.repo.s, h)
-	if err != nil {
-		return nil, err
-	}
-	return c.Tree()
-}
-
-// writeCommitOn writes blobs, trees and a commit with orig's author,
-// committer and msg on parent, without moving any ref (the replay moves the
-// branch once, at the end). Signed like every gate commit when a key is set.
-func (g *Gate) writeCommitOn(parent plumbing.Hash, changes []change, orig *object.Commit, msg string) (plumbing.Hash, error) {
-	c, err := object.GetCommit(g.repo.s, parent)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	root := c.TreeHash
-	for _, ch := range changes {
-		blob, err := g.repo.writeBlob(ch.Content)
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		if root, err = g.repo.putPath(root, strings.Split(ch.Path, "/"), blob); err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("write tree for %s: %w", ch.Path, err)
-		}
-	}
-	com := &object.Commit{Author: orig.Author, Committer: orig.Committer, Message: msg, TreeHash: root, ParentHashes: []plumbing.Hash{parent}}
-	if err := g.repo.signer.SignCommit(com); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	obj := g.repo.s.NewEncodedObject()
-	if err := com.Encode(obj); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return g.repo.s.SetEncodedObject(obj)
+	return &st.Status, nil
 }
 
 // remapDecisions points the decisions (and receipts) of replayed
@@ -873,7 +150,7 @@ func (g *Gate) remapDecisions(remap, paths map[string]string) {
 		if np != "" {
 			d.Path = np
 		}
-		if err := writeJSON(g.statePath(decisionsDir, id+".json"), d); err != nil {
+		if err := durable.WriteJSON(g.statePath(decisionsDir, id+".json"), d); err != nil {
 			g.log.Error("decision not updated after replay", "id", id, "err", err)
 			continue
 		}
@@ -895,7 +172,7 @@ func (g *Gate) remapDecisions(remap, paths map[string]string) {
 // flags those whose verdict differs from the one they were held with. The
 // decision stays pending (a reviewer decides; approval judges again anyway);
 // the flag says what changed.
-func (g *Gate) recheckPending(st *syncFile, head plumbing.Hash) {
+func (g *Gate) recheckPending(st *remote.File, head repo.Hash) {
 	pol, err := g.Policy()
 	if err != nil {
 		return
@@ -976,30 +253,6 @@ func slicesEqual(a, b []string) bool {
 	return true
 }
 
-// fillCounts sets Head, Ahead and Behind from the repository.
-func (g *Gate) fillCounts(s *SyncStatus) {
-	_, head, err := g.repo.head()
-	if err != nil {
-		return
-	}
-	s.Head = head.String()
-	if s.Branch == "" {
-		return
-	}
-	ref, err := g.repo.s.Reference(plumbing.ReferenceName("refs/remotes/" + syncRemoteName + "/" + s.Branch))
-	rh := plumbing.ZeroHash
-	if err == nil {
-		rh = ref.Hash()
-	}
-	s.RemoteHead = rh.String()
-	if rh.IsZero() {
-		s.RemoteHead = ""
-	}
-	if _, a, b, err := g.mergeBase(head, rh); err == nil {
-		s.Ahead, s.Behind = len(a), len(b)
-	}
-}
-
 // ReadSyncStatus reads the sync state of a vault's gate without taking its
 // lock (a running gate holds it): the last sync's record from the state dir,
 // ahead/behind counted now from the vault's HEAD and the remote tip last
@@ -1012,159 +265,5 @@ func ReadSyncStatus(vaultDir, stateDir string) (*SyncStatus, error) {
 	if stateDir == "" {
 		stateDir = DefaultStateDir(dir)
 	}
-	var st syncFile
-	if err := readJSON(filepath.Join(stateDir, syncStateFile), &st); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	pol, perr := policy.Load(filepath.Join(dir, filepath.FromSlash(vault.PolicyFile)))
-	if perr == nil {
-		st.Configured = pol.Remote != nil
-		if pol.Remote != nil {
-			st.Remote = redactURL(pol.Remote.URL)
-			if pol.Remote.Branch != "" {
-				st.Branch = pol.Remote.Branch
-			}
-		}
-	}
-	// Read-only: not openRepo, which cleans up after a killed gate.
-	gr, err := git.PlainOpen(dir)
-	if err != nil {
-		return &st.SyncStatus, nil
-	}
-	r := &repo{dir: dir, gitDir: filepath.Join(dir, ".git"), r: gr, s: gr.Storer}
-	g := &Gate{vaultDir: dir, repo: r}
-	lb, _, err := r.head()
-	if err == nil && st.Branch == "" {
-		st.Branch = lb.Short()
-	}
-	if err == nil {
-		st.LocalBranch = lb.Short()
-	}
-	g.fillCounts(&st.SyncStatus)
-	return &st.SyncStatus, nil
-}
-
-// syncAuth supplies credentials from the gate user's own configuration:
-// none for file:// and git://; SSH agent or the user's default key (with
-// ~/.ssh/known_hosts) for ssh; for http(s), `git credential fill` when the
-// server asks (the user's credential helpers), approved or rejected after.
-type syncAuth struct {
-	url    string
-	filled transport.AuthMethod
-	ssh    transport.AuthMethod
-}
-
-func (a *syncAuth) do(f func(transport.AuthMethod) error) error {
-	ep, err := transport.NewEndpoint(a.url)
-	if err != nil {
-		return err
-	}
-	switch ep.Protocol {
-	case "ssh":
-		if a.ssh == nil {
-			if a.ssh, err = sshAuth(ep.User); err != nil {
-				return err
-			}
-		}
-		return f(a.ssh)
-	case "http", "https":
-		err := f(a.filled)
-		if a.filled != nil || !(errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed)) {
-			return err
-		}
-		cred, ferr := credential("fill", ep, nil)
-		if ferr != nil {
-			return fmt.Errorf("%w (no credentials from the gate user's git credential helpers: %v)", err, ferr)
-		}
-		a.filled = &githttp.BasicAuth{Username: cred["username"], Password: cred["password"]}
-		err = f(a.filled)
-		if errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed) {
-			_, _ = credential("reject", ep, cred)
-		} else if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
-			_, _ = credential("approve", ep, cred)
-		}
-		return err
-	}
-	return f(nil)
-}
-
-func sshAuth(user string) (transport.AuthMethod, error) {
-	if user == "" {
-		user = "git"
-	}
-	if os.Getenv("SSH_AUTH_SOCK") != "" {
-		if a, err := gitssh.NewSSHAgentAuth(user); err == nil {
-			return a, nil
-		}
-	}
-	home, _ := os.UserHomeDir()
-	for _, k := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
-		p := filepath.Join(home, ".ssh", k)
-		if _, err := os.Stat(p); err == nil {
-			return gitssh.NewPublicKeysFromFile(user, p, "")
-		}
-	}
-	return nil, errors.New("no SSH agent and no ~/.ssh/id_ed25519, id_ecdsa or id_rsa for the gate user")
-}
-
-// credential runs `git credential <op>` for the endpoint, never prompting.
-func credential(op string, ep *transport.Endpoint, cred map[string]string) (map[string]string, error) {
-	host := ep.Host
-	if ep.Port != 0 {
-		host += ":" + strconv.Itoa(ep.Port)
-	}
-	var in strings.Builder
-	fmt.Fprintf(&in, "protocol=%s\nhost=%s\npath=%s\n", ep.Protocol, host, strings.TrimPrefix(ep.Path, "/"))
-	for _, k := range []string{"username", "password"} {
-		if v, ok := cred[k]; ok {
-			fmt.Fprintf(&in, "%s=%s\n", k, v)
-		}
-	}
-	in.WriteString("\n")
-	cmd := exec.Command("git", "credential", op)
-	cmd.Stdin = strings.NewReader(in.String())
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false")
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("git credential %s: %v", op, err)
-	}
-	res := map[string]string{}
-	for _, l := range strings.Split(string(out), "\n") {
-		if k, v, ok := strings.Cut(l, "="); ok {
-			res[k] = v
-		}
-	}
-	if op == "fill" && res["password"] == "" {
-		return nil, errors.New("git credential fill returned no password")
-	}
-	return res, nil
-}
-
-// redactURL drops the user information (and anything after it that is not
-// the host and path) of a remote URL for display.
-func redactURL(s string) string {
-	if strings.Contains(s, "://") {
-		u, err := url.Parse(s)
-		if err != nil {
-			return "<unparsable remote URL>"
-		}
-		u.User, u.RawQuery, u.Fragment = nil, "", ""
-		return u.String()
-	}
-	if at := strings.Index(s, "@"); at >= 0 {
-		return s[at+1:]
-	}
-	return s
-}
-
-var userinfoRe = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@`)
-
-// redactErr is err's text with the raw URL and any user information
-// removed.
-func redactErr(err error, rawURL string) string {
-	s := err.Error()
-	if rawURL != "" {
-		s = strings.ReplaceAll(s, rawURL, redactURL(rawURL))
-	}
-	return userinfoRe.ReplaceAllString(s, "$1")
+	return remote.ReadStatus(dir, stateDir)
 }

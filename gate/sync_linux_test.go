@@ -236,7 +236,7 @@ func settle(t *testing.T, r *remoteSrv, gs ...*Gate) {
 		tip := strings.TrimSpace(gitCLI(t, r.bare, "rev-parse", "HEAD"))
 		same := true
 		for _, g := range gs {
-			if _, h, _ := g.repo.head(); h.String() != tip {
+			if _, h, _ := g.repo.Head(); h.String() != tip {
 				same = false
 			}
 		}

@@ -21,33 +21,30 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/remote"
+	"github.com/fedmem/fedmem/gate/trailer"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // RuleSyncHeld is the info a decision held after a sync carries.
 const RuleSyncHeld = "sync-held"
 
-// syncHold is one local promotion not replayed, recorded in the sync
-// intent so a gate killed after the branch moved still holds it.
-type syncHold struct {
-	Path    string         `json:"path"`
-	Reasons []note.Finding `json:"reasons"`
-	Draft   []byte         `json:"draft"`
-}
+// syncHold is one local promotion not replayed (remote.Hold).
+type syncHold = remote.Hold
 
 // replayContradicts judges the note of local promotion com against tip:
 // nil when it may be replayed, else the hold to record.
-func (g *Gate) replayContradicts(com *object.Commit, tip plumbing.Hash) (*syncHold, error) {
-	p := trailer(com.Message, TrailerPath)
-	if p == "" || trailer(com.Message, TrailerDecision) != StatePromoted {
+func (g *Gate) replayContradicts(com *repo.Commit, tip repo.Hash) (*syncHold, error) {
+	p := trailer.Value(com.Message, TrailerPath)
+	if p == "" || trailer.Value(com.Message, TrailerDecision) != StatePromoted {
 		return nil, nil
 	}
-	ours, err := g.repo.fileAt(com.Hash, p)
+	ours, err := g.repo.FileAt(com.Hash, p)
 	if err != nil || ours == nil {
 		return nil, err
 	}
@@ -124,7 +121,7 @@ func (g *Gate) holdReplayed(holds map[string]syncHold) {
 		if err != nil || d == nil || d.State != StatePromoted {
 			continue
 		}
-		if err := writeAtomic(g.statePath(pendingDir, id+".draft"), h.Draft, 0o600); err != nil {
+		if err := durable.WriteAtomic(g.statePath(pendingDir, id+".draft"), h.Draft, 0o600); err != nil {
 			g.log.Error("held draft not kept", "id", id, "err", err)
 			continue
 		}
@@ -132,12 +129,12 @@ func (g *Gate) holdReplayed(holds map[string]syncHold) {
 		d.State, d.Commit, d.Path, d.AutoPromoted = StatePending, "", h.Path, false
 		d.Reasons = append(d.Reasons, h.Reasons...)
 		validate.Sort(d.Reasons)
-		if err := writeJSON(g.statePath(decisionsDir, id+".json"), d); err != nil {
+		if err := durable.WriteJSON(g.statePath(decisionsDir, id+".json"), d); err != nil {
 			g.log.Error("held decision not recorded", "id", id, "err", err)
 			continue
 		}
 		if d.SHA256 != "" {
-			_ = writeJSON(g.statePath(seenDir, d.SHA256+".json"), seenRecord{d.ID, d.State})
+			_ = durable.WriteJSON(g.statePath(seenDir, d.SHA256+".json"), seenRecord{d.ID, d.State})
 		}
 		var rules []string
 		for _, r := range h.Reasons {

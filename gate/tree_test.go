@@ -28,19 +28,19 @@ func TestTreeSpliceOrder(t *testing.T) {
 	}
 	adds := []string{"20-domains/foo/y.md", "20-domains/foo.a.md", "20-domains/fo.md", "20-domains/zzz.md", "20-domains/foo/x.md",
 		"20-domains/new/dir/x.md", "20-domains/a/b/a.md", "20-domains/a/b-c.md", "00-global/z.md", "top.md"}
-	branch, head, err := r.head()
+	branch, head, err := r.Head()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ch []change
 	for _, a := range adds {
-		ch = append(ch, change{a, []byte("new " + a + "\n")})
+		ch = append(ch, change{Path: a, Content: []byte("new " + a + "\n")})
 	}
 	sig := object.Signature{Name: "g", Email: "g@g", When: time.Now()}
-	if _, err := r.commitChanges(branch, head, ch, sig, "splice\n"); err != nil {
+	if _, err := r.CommitChanges(branch, head, ch, sig, "splice\n"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.checkout(ch); err != nil {
+	if err := r.Checkout(ch); err != nil {
 		t.Fatal(err)
 	}
 	checkRepo(t, v)
@@ -61,11 +61,11 @@ func TestTreeSpliceOrder(t *testing.T) {
 		t.Errorf("replace: %q", got)
 	}
 	// A file where a folder exists (and vice versa) is refused, not corrupted.
-	branch, head, _ = r.head()
-	if _, err := r.commitChanges(branch, head, []change{{"20-domains/foo", []byte("x")}}, sig, "bad\n"); err == nil {
+	branch, head, _ = r.Head()
+	if _, err := r.CommitChanges(branch, head, []change{{Path: "20-domains/foo", Content: []byte("x")}}, sig, "bad\n"); err == nil {
 		t.Error("file over a folder accepted")
 	}
-	if _, err := r.commitChanges(branch, head, []change{{"20-domains/foo.md/x.md", []byte("x")}}, sig, "bad\n"); err == nil {
+	if _, err := r.CommitChanges(branch, head, []change{{Path: "20-domains/foo.md/x.md", Content: []byte("x")}}, sig, "bad\n"); err == nil {
 		t.Error("folder over a file accepted")
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate"
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/sign"
 )
 
 func init() {
@@ -57,17 +58,17 @@ Exit codes: 0 the log verifies; 1 it does not (or cannot be read); 2 bad usage.`
 			if pubKey != "" && abs == "" {
 				return usageErrorf("--pubkey needs --vault DIR (signatures are on the vault's commits)")
 			}
-			var hist *gate.History
+			var hist *sign.History
 			if abs != "" {
-				var ver *gate.Verifier
+				var ver *sign.Verifier
 				if pubKey != "" {
 					var err error
-					if ver, err = gate.LoadVerifier(pubKey); err != nil {
+					if ver, err = sign.LoadVerifier(pubKey); err != nil {
 						return err
 					}
 				}
 				var err error
-				if hist, err = gate.ReadHistory(abs, ver); err != nil {
+				if hist, err = sign.ReadHistory(abs, ver); err != nil {
 					return err
 				}
 			}
@@ -102,7 +103,7 @@ Exit codes: 0 the log verifies; 1 it does not (or cannot be read); 2 bad usage.`
 			if hist != nil && hist.GateCommits > 0 {
 				switch {
 				case hist.Checked && len(hist.Bad) > 0 && err == nil:
-					err = fmt.Errorf("%d gate commit(s) without a valid signature: %w", len(hist.Bad), gate.ErrSignature)
+					err = fmt.Errorf("%d gate commit(s) without a valid signature: %w", len(hist.Bad), sign.ErrSignature)
 				case !hist.Checked && hist.Unsigned > 0:
 					warnings = append(warnings, fmt.Sprintf("warning: %d of %d gate commits are unsigned (start the gate with --sign-key to sign them)", hist.Unsigned, hist.GateCommits))
 				case !hist.Checked:

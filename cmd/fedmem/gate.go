@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fedmem/fedmem/gate"
+	"github.com/fedmem/fedmem/gate/logsafe"
 )
 
 func init() {
@@ -48,7 +49,7 @@ func (o *gateOptions) open(stderr io.Writer) (*gate.Gate, error) {
 		StateDir:      o.state,
 		AllowSameUser: o.allowSameUser,
 		SignKey:       o.signKey,
-		Logger:        slog.New(gate.SafeLogHandler(slog.NewJSONHandler(stderr, nil))),
+		Logger:        slog.New(logsafe.Handler(slog.NewJSONHandler(stderr, nil))),
 	})
 }
 
@@ -156,7 +157,7 @@ in progress finish, then exits 0.`,
 			}
 			errc := make(chan error, 1)
 			go func() { errc <- g.ServeReview(ctx, sock) }()
-			log := slog.New(gate.SafeLogHandler(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))) // pass warnings and errors name drafts
+			log := slog.New(logsafe.Handler(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))) // pass warnings and errors name drafts
 			log.Info("gate running", "state", g.StateDir(), "socket", sock)
 			err = g.Run(ctx, o.interval, func(s *gate.Summary, err error) {
 				if err != nil {

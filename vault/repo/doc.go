@@ -16,6 +16,16 @@
 //     adopt inbox entries that someone other than the gate created;
 //   - it never follows a symbolic link when it changes owner or mode.
 //
-// This package links go-git. Only the trusted side (cmd/fedmem, the gate)
-// may import it; the untrusted-side launcher cmd/fedmem-run must not.
+// It is also fedmem's one Git layer (issue 20): the only package of the
+// module that imports go-git (test/boundary checks it). Open gives the
+// gate a Repo that reads commits and raw trees, edits trees as bytes,
+// writes commits (signed through a Signer), moves branches by
+// compare-and-swap with Git's lock-file protocol (its intent recorded
+// first, so a killed writer's lock is removed at the next Open), updates
+// the split index under index.lock, groups a pass's commits into one pack
+// of its own (batch.go, pack.go), and fetches and pushes a remote branch.
+// Every write stays `git fsck --strict` clean.
+//
+// Only the trusted side (cmd/fedmem, the gate) may import it; the
+// untrusted-side launcher cmd/fedmem-run must not.
 package repo

@@ -1,4 +1,4 @@
-package gate
+package remote
 
 import (
 	"errors"
@@ -13,12 +13,12 @@ func TestRedactURL(t *testing.T) {
 		"git@github.com:team/v.git":                     "github.com:team/v.git",
 		"file:///srv/v.git":                             "file:///srv/v.git",
 	} {
-		if got := redactURL(in); got != want {
-			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
 		}
 	}
 	raw := "https://bob:hunter2@git.example.com/v.git"
-	msg := redactErr(errors.New("push to "+raw+" failed; also http://u:p@other/x"), raw)
+	msg := RedactErr(errors.New("push to "+raw+" failed; also http://u:p@other/x"), raw)
 	if strings.Contains(msg, "hunter2") || strings.Contains(msg, "u:p@") {
 		t.Errorf("redactErr kept a secret: %s", msg)
 	}
@@ -29,8 +29,8 @@ func TestSyncPathError(t *testing.T) {
 		"20-domains/x.md": false, "90-inbox/.gitkeep": false, ".gitignore": false,
 		"90-inbox/sess/x.md": true, ".git/config": true, "a/.GIT/x": true, "a/../b": true, "/abs": true, "a//b": true,
 	} {
-		if got := syncPathError(p) != ""; got != bad {
-			t.Errorf("syncPathError(%q) refused=%v, want %v", p, got, bad)
+		if got := PathError(p) != ""; got != bad {
+			t.Errorf("PathError(%q) refused=%v, want %v", p, got, bad)
 		}
 	}
 }

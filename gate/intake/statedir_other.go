@@ -1,10 +1,10 @@
 //go:build !linux
 
-package gate
+package intake
 
 import "errors"
 
 // ErrUntrustedStateDir: see statedir_linux.go.
 var ErrUntrustedStateDir = errors.New("untrusted gate state directory")
 
-func prepareStateDir(string, int, []string) error { return errUnsupported }
+func PrepareStateDir(string, int, []string) error { return ErrUnsupported }

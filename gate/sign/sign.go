@@ -1,4 +1,4 @@
-package gate
+package sign
 
 import (
 	"bytes"
@@ -14,9 +14,9 @@ import (
 	"strings"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // Signer signs the gate's commits with an SSH key (Git's "SSH signature"
@@ -84,25 +84,11 @@ func (s *Signer) Sign(message io.Reader) ([]byte, error) {
 // SignCommit sets com's signature (the gpgsig header Git uses for both key
 // kinds) over its encoding without one. A nil Signer leaves com unsigned.
 // Call it right before the commit object is encoded and stored.
-func (s *Signer) SignCommit(com *object.Commit) error {
+func (s *Signer) SignCommit(com *repo.Commit) error {
 	if s == nil {
 		return nil
 	}
-	com.PGPSignature = ""
-	obj := &plumbing.MemoryObject{}
-	if err := com.EncodeWithoutSignature(obj); err != nil {
-		return err
-	}
-	r, err := obj.Reader()
-	if err != nil {
-		return err
-	}
-	sig, err := s.Sign(r)
-	if err != nil {
-		return fmt.Errorf("sign commit: %w", err)
-	}
-	com.PGPSignature = string(sig)
-	return nil
+	return repo.SignCommit(s, com)
 }
 
 // Verifier checks gate commit signatures against one trusted public key.
@@ -136,21 +122,11 @@ func LoadVerifier(path string) (*Verifier, error) {
 
 // VerifyCommit checks com's signature; the error wraps ErrSignature when it
 // is missing or wrong.
-func (v *Verifier) VerifyCommit(com *object.Commit) error {
+func (v *Verifier) VerifyCommit(com *repo.Commit) error {
 	if com.PGPSignature == "" {
 		return fmt.Errorf("unsigned: %w", ErrSignature)
 	}
-	obj := &plumbing.MemoryObject{}
-	c := *com
-	c.PGPSignature = ""
-	if err := c.EncodeWithoutSignature(obj); err != nil {
-		return err
-	}
-	r, err := obj.Reader()
-	if err != nil {
-		return err
-	}
-	msg, err := io.ReadAll(r)
+	msg, err := repo.SignedPayload(com)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package gate
+package intake
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 // decisions or redirect the gate's writes through planted links.
 var ErrUntrustedStateDir = errors.New("untrusted gate state directory")
 
-// prepareStateDir makes sure state is a directory the gate (euid uid) can
+// PrepareStateDir makes sure state is a directory the gate (euid uid) can
 // trust, creating it only when it is absent and its parent is trusted, and
 // creates the private sub-folders. Rules, each named in the error:
 //   - the state directory is a real directory, not a symbolic link (its last
@@ -24,7 +24,7 @@ var ErrUntrustedStateDir = errors.New("untrusted gate state directory")
 //   - when absent, its parent must be owned by root or the gate's uid and
 //     writable by nobody else (a planter could otherwise swap it later);
 //   - each sub-folder is a real directory owned by the gate, mode 0700.
-func prepareStateDir(state string, uid int, subdirs []string) error {
+func PrepareStateDir(state string, uid int, subdirs []string) error {
 	fd, err := unix.Open(state, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		if err := trustedParent(state, uid); err != nil {

@@ -1,4 +1,4 @@
-package gate
+package repo
 
 import (
 	"bytes"
@@ -105,13 +105,13 @@ func TestPackDeltas(t *testing.T) {
 func mixTrees(src, dst []byte, rng *rand.Rand) []byte {
 	byKey := map[string][]byte{}
 	for i := 0; i < len(src); {
-		name, dir, end, _ := nextEntry(src, i)
+		name, dir, end, _ := NextEntry(src, i)
 		byKey[fmt.Sprint(string(name), dir)] = src[i:end]
 		i = end
 	}
 	var out []byte
 	for j := 0; j < len(dst); {
-		name, dir, end, _ := nextEntry(dst, j)
+		name, dir, end, _ := NextEntry(dst, j)
 		ent := dst[j:end]
 		if s, ok := byKey[fmt.Sprint(string(name), dir)]; ok && rng.Intn(8) != 0 {
 			ent = s

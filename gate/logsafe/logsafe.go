@@ -1,12 +1,12 @@
-package gate
-
-// Every line the gate logs escapes control, C1, bidirectional and other
-// invisible characters (issue 24): draft names, session names and reasons
+// Package logsafe makes log lines safe to read: every line the gate logs
+// escapes control, C1, bidirectional and other invisible characters (issue
+// 24): draft names, session names and reasons
 // come from the agent, and a JSON or text handler writes U+0085, U+202E or
 // U+2066 as raw UTF-8 — a log viewer then shows a line that is not what was
 // logged (a reversed file name, a fake second line). The handler wraps the
 // caller's: every string in the message and the attributes (groups too)
 // has such characters written as \u{XXXX}.
+package logsafe
 
 import (
 	"context"
@@ -21,9 +21,9 @@ import (
 // safeHandler escapes what reaches the wrapped handler.
 type safeHandler struct{ h slog.Handler }
 
-// SafeLogHandler wraps h so that no log line carries a control, C1,
+// Handler wraps h so that no log line carries a control, C1,
 // bidirectional or invisible character raw.
-func SafeLogHandler(h slog.Handler) slog.Handler {
+func Handler(h slog.Handler) slog.Handler {
 	if _, ok := h.(safeHandler); ok {
 		return h
 	}

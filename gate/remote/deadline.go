@@ -1,4 +1,4 @@
-package gate
+package remote
 
 // Deadlines for remote operations (issue 24 item 4). A remote that accepts
 // a connection and never answers (a git:// listener, a stuck HTTP server)
@@ -22,42 +22,43 @@ import (
 	"github.com/fedmem/fedmem/gate/policy"
 )
 
-// ErrRemoteDeadline is returned when a remote operation passed its deadline
+// ErrDeadline is returned when a remote operation passed its deadline
 // or the gate was asked to stop while it ran.
-var ErrRemoteDeadline = errors.New("remote operation cut off")
+var ErrDeadline = errors.New("remote operation cut off")
 
-// remoteState is what bounds the gate's remote operations.
-type remoteState struct {
+// Deadline is what bounds the gate's remote operations.
+type Deadline struct {
 	mu      sync.Mutex
 	stop    context.Context // Run's context (nil outside Run)
 	timeout time.Duration   // per operation (0: policy default)
 }
 
-// setStop makes ctx's end stop every remote operation (nil: none).
-func (g *Gate) setStop(ctx context.Context) {
-	g.remote.mu.Lock()
-	g.remote.stop = ctx
-	g.remote.mu.Unlock()
+// SetStop makes ctx's end stop every remote operation (nil: none).
+func (d *Deadline) SetStop(ctx context.Context) {
+	d.mu.Lock()
+	d.stop = ctx
+	d.mu.Unlock()
 }
 
-func (g *Gate) setRemoteTimeout(d time.Duration) {
-	if d <= 0 {
-		d = policy.DefaultRemoteTimeout
+// SetTimeout bounds every later operation by t (0: policy default).
+func (d *Deadline) SetTimeout(t time.Duration) {
+	if t <= 0 {
+		t = policy.DefaultRemoteTimeout
 	}
-	g.remote.mu.Lock()
-	g.remote.timeout = d
-	g.remote.mu.Unlock()
+	d.mu.Lock()
+	d.timeout = t
+	d.mu.Unlock()
 }
 
-// remoteOp runs op (one fetch or push) under the deadline. It returns op's
-// error, or ErrRemoteDeadline when the deadline passed or the gate is
+// Do runs op (one fetch or push) under the deadline. It returns op's
+// error, or ErrDeadline when the deadline passed or the gate is
 // stopping; then op is left to end on its own (its reads and writes see
 // the context ended) — it cannot move a ref afterwards: go-git updates refs
 // only after a complete exchange, which a cancelled context ends first.
-func (g *Gate) remoteOp(what string, op func(ctx context.Context) error) error {
-	g.remote.mu.Lock()
-	parent, d := g.remote.stop, g.remote.timeout
-	g.remote.mu.Unlock()
+func (dl *Deadline) Do(what string, op func(ctx context.Context) error) error {
+	dl.mu.Lock()
+	parent, d := dl.stop, dl.timeout
+	dl.mu.Unlock()
 	if parent == nil {
 		parent = context.Background()
 	}
@@ -65,7 +66,7 @@ func (g *Gate) remoteOp(what string, op func(ctx context.Context) error) error {
 		d = policy.DefaultRemoteTimeout
 	}
 	if err := parent.Err(); err != nil {
-		return fmt.Errorf("%w before the %s: the gate is stopping", ErrRemoteDeadline, what)
+		return fmt.Errorf("%w before the %s: the gate is stopping", ErrDeadline, what)
 	}
 	ctx, cancel := context.WithTimeout(parent, d)
 	defer cancel()
@@ -90,7 +91,7 @@ func (g *Gate) remoteOp(what string, op func(ctx context.Context) error) error {
 
 func cutOff(what string, parent context.Context, d time.Duration, err error) error {
 	if parent.Err() != nil {
-		return fmt.Errorf("%w: the gate is stopping (during the %s: %v)", ErrRemoteDeadline, what, err)
+		return fmt.Errorf("%w: the gate is stopping (during the %s: %v)", ErrDeadline, what, err)
 	}
-	return fmt.Errorf("%w: no complete answer to the %s from the remote within %s (remote.timeout; connect and silence included)", ErrRemoteDeadline, what, d)
+	return fmt.Errorf("%w: no complete answer to the %s from the remote within %s (remote.timeout; connect and silence included)", ErrDeadline, what, d)
 }

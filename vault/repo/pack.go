@@ -1,9 +1,8 @@
-package gate
+package repo
 
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
@@ -36,8 +35,8 @@ import (
 // temporary file, an .idx without its pack) are removed when it opens the
 // repository again (cleanPackLeftovers).
 
-// packTmpPrefix names the gate's temporary pack files in objects/pack.
-const packTmpPrefix = "tmp_fedmem_"
+// PackTmpPrefix names the gate's temporary pack files in objects/pack.
+const PackTmpPrefix = "tmp_fedmem_"
 
 // maxDeltaDepth bounds a delta chain (git's pack.depth default is 50).
 const maxDeltaDepth = 50
@@ -75,7 +74,7 @@ func rawObject(b *commitBatch, h plumbing.Hash) ([]byte, error) {
 // rawObj is an object the gate made from content it holds: its bytes are
 // kept as given and read back without a copy (readObject), so a group
 // reading a page or a tree it just wrote, and encodePack, cost no copy of
-// it. Immutable once made: neither the maker nor a reader may change b.
+// it. Immutable once made: neither the maker nor a reader may Change b.
 type rawObj struct {
 	t plumbing.ObjectType
 	h plumbing.Hash
@@ -83,7 +82,7 @@ type rawObj struct {
 }
 
 // newRawObj makes the object of type t with content b (b is kept, not
-// copied: the caller must not change it afterwards).
+// copied: the caller must not Change it afterwards).
 func newRawObj(t plumbing.ObjectType, b []byte) *rawObj {
 	return &rawObj{t: t, h: plumbing.ComputeHash(t, b), b: b[:len(b):len(b)]}
 }
@@ -284,40 +283,6 @@ func affixDelta(src, dst []byte) []byte {
 	return d.out
 }
 
-// nextEntry parses the tree entry at off in raw: its name (a folder's
-// marked by dir) and where it ends; ok false if it is malformed.
-func nextEntry(raw []byte, off int) (name []byte, dir bool, end int, ok bool) {
-	sp := bytes.IndexByte(raw[off:], ' ')
-	if sp < 0 {
-		return nil, false, 0, false
-	}
-	nul := bytes.IndexByte(raw[off+sp:], 0)
-	if nul < 0 || off+sp+nul+21 > len(raw) {
-		return nil, false, 0, false
-	}
-	return raw[off+sp+1 : off+sp+nul], string(raw[off:off+sp]) == "40000", off + sp + nul + 21, true
-}
-
-// compareKeys orders two tree entries as Git does: by name, a folder's
-// name followed by "/". (Only where treeDelta looks for a match depends
-// on it: an entry is copied only when its bytes are equal.)
-func compareKeys(a []byte, aDir bool, b []byte, bDir bool) int {
-	n := min(len(a), len(b))
-	if c := bytes.Compare(a[:n], b[:n]); c != 0 {
-		return c
-	}
-	next := func(s []byte, dir bool) int {
-		if len(s) > n {
-			return int(s[n])
-		}
-		if dir {
-			return '/'
-		}
-		return -1 // the key ends here
-	}
-	return cmp.Compare(next(a, aDir), next(b, bDir))
-}
-
 // treeDelta encodes tree dst against tree src entry by entry: runs of
 // entries dst keeps are copied, the others inserted (both trees are walked
 // once, in Git's order). nil if either tree is malformed.
@@ -335,22 +300,22 @@ func treeDelta(src, dst []byte) []byte {
 	i, sEnd := 0, 0
 	sOK := false
 	if len(src) > 0 {
-		if sName, sDir, sEnd, sOK = nextEntry(src, 0); !sOK {
+		if sName, sDir, sEnd, sOK = NextEntry(src, 0); !sOK {
 			return nil
 		}
 	}
 	for j := 0; j < len(dst); {
-		name, dir, end, ok := nextEntry(dst, j)
+		name, dir, end, ok := NextEntry(dst, j)
 		if !ok {
 			return nil
 		}
 		c := -1
 		for sOK {
-			if c = compareKeys(sName, sDir, name, dir); c >= 0 {
+			if c = CompareKeys(sName, sDir, name, dir); c >= 0 {
 				break
 			}
 			if i = sEnd; i < len(src) {
-				if sName, sDir, sEnd, sOK = nextEntry(src, i); !sOK {
+				if sName, sDir, sEnd, sOK = NextEntry(src, i); !sOK {
 					return nil
 				}
 			} else {
@@ -376,16 +341,16 @@ func treeDelta(src, dst []byte) []byte {
 
 // writePack writes the group's objects into one packfile and its index,
 // synced, and makes them visible (index first, then pack; see above).
-func (g *repo) writePack(b *commitBatch) error {
+func (g *Repo) writePack(b *commitBatch) error {
 	dir := filepath.Join(g.gitDir, "objects", "pack")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	pf, err := os.CreateTemp(dir, packTmpPrefix+"pack_")
+	pf, err := os.CreateTemp(dir, PackTmpPrefix+"pack_")
 	if err != nil {
 		return fmt.Errorf("write pack: %w", err)
 	}
-	xf, err := os.CreateTemp(dir, packTmpPrefix+"idx_")
+	xf, err := os.CreateTemp(dir, PackTmpPrefix+"idx_")
 	if err != nil {
 		pf.Close()
 		os.Remove(pf.Name())
@@ -445,7 +410,7 @@ func (g *repo) writePack(b *commitBatch) error {
 		os.Remove(xf.Name())
 		return err
 	}
-	groupFault("pack-idx")
+	g.fault("pack-idx")
 	if err := os.Rename(pf.Name(), base+".pack"); err != nil {
 		os.Remove(pf.Name())
 		return err
@@ -475,7 +440,7 @@ func cleanPackLeftovers(gitDir string) {
 	for _, e := range ents {
 		n := e.Name()
 		switch {
-		case strings.HasPrefix(n, packTmpPrefix):
+		case strings.HasPrefix(n, PackTmpPrefix):
 			os.Remove(filepath.Join(dir, n))
 		case strings.HasPrefix(n, "pack-") && strings.HasSuffix(n, ".idx"):
 			if _, err := os.Stat(filepath.Join(dir, strings.TrimSuffix(n, ".idx")+".pack")); errors.Is(err, os.ErrNotExist) {

@@ -1,4 +1,4 @@
-package gate
+package remote
 
 // A remote cannot rewrite the gate (issue 24 item 4). A gate recognises its
 // own published commits by their ids, never by their trailers (anyone can
@@ -17,40 +17,40 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
-// ErrRemoteRewrote is returned when the remote's history does not hold
+// ErrRewrote is returned when the remote's history does not hold
 // what this gate published there, or forges one of its promotions.
-var ErrRemoteRewrote = errors.New("the remote rewrote or dropped this gate's history")
+var ErrRewrote = errors.New("the remote rewrote or dropped this gate's history")
 
 // checkPublished refuses the remote tip R unless the last commit this gate
 // published is R or one of R's ancestors.
-func (g *Gate) checkPublished(st *syncFile, R plumbing.Hash, rawURL, rbranch string) error {
-	if st.Published == "" || st.PublishedTo != redactURL(rawURL)+" "+rbranch {
+func (e *Engine) checkPublished(st *File, R repo.Hash, rawURL, rbranch string) error {
+	if st.Published == "" || st.PublishedTo != RedactURL(rawURL)+" "+rbranch {
 		return nil // nothing published to this remote branch yet
 	}
-	P := plumbing.NewHash(st.Published)
+	P := repo.NewHash(st.Published)
 	if R == P {
 		return nil
 	}
 	why := "the remote branch is gone"
 	if !R.IsZero() {
-		base, _, _, err := g.mergeBase(P, R)
+		base, _, _, err := e.repo.MergeBase(P, R, walkBound)
 		if err == nil && base == P {
 			return nil
 		}
 		why = fmt.Sprintf("the remote tip %s does not contain it (rewritten by a force-push, or reset)", R)
 	}
-	g.note("sync-refused", map[string]string{"remote": redactURL(rawURL), "published": P.String(), "remote_head": R.String(), "reason": why})
-	g.log.Error("remote refused: it rewrote or dropped a published commit", "published", P.String(), "remote_head", R.String())
-	return fmt.Errorf("%w: commit %s, which this gate published (audit entry sync-push), is not in the remote's history: %s. Nothing of the remote is adopted; restore the remote branch (push %s back to it) — the gate syncs again on its next pass", ErrRemoteRewrote, P, why, P)
+	e.host.Note("sync-refused", map[string]string{"remote": RedactURL(rawURL), "published": P.String(), "remote_head": R.String(), "reason": why})
+	e.log.Error("remote refused: it rewrote or dropped a published commit", "published", P.String(), "remote_head", R.String())
+	return fmt.Errorf("%w: commit %s, which this gate published (audit entry sync-push), is not in the remote's history: %s. Nothing of the remote is adopted; restore the remote branch (push %s back to it) — the gate syncs again on its next pass", ErrRewrote, P, why, P)
 }
 
 // forgedPromotion refuses a replay when the remote, above the merge base,
 // holds a commit carrying the draft id of local (unpublished) promotion.
-func (g *Gate) forgedPromotion(id string, remote, local plumbing.Hash, rawURL string) error {
-	g.note("sync-refused", map[string]string{"remote": redactURL(rawURL), "draft": id, "remote_commit": remote.String(), "local_commit": local.String(),
+func (e *Engine) forgedPromotion(id string, remote, local repo.Hash, rawURL string) error {
+	e.host.Note("sync-refused", map[string]string{"remote": RedactURL(rawURL), "draft": id, "remote_commit": remote.String(), "local_commit": local.String(),
 		"reason": "a remote commit claims the draft id of a promotion this gate never published"})
-	return fmt.Errorf("%w: remote commit %s carries Fedmem-Draft %s, the id of this gate's own promotion %s, which it never pushed: a forged or rewritten commit. It is not adopted; remove it from the remote branch", ErrRemoteRewrote, remote, id, local)
+	return fmt.Errorf("%w: remote commit %s carries Fedmem-Draft %s, the id of this gate's own promotion %s, which it never pushed: a forged or rewritten commit. It is not adopted; remove it from the remote branch", ErrRewrote, remote, id, local)
 }

@@ -1,22 +1,18 @@
-package gate
+package sign
 
 import (
-	"errors"
 	"fmt"
-	"strings"
-
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/trailer"
 	"github.com/fedmem/fedmem/vault"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
-// auditHeadTrailer is the trailer in which a gate commit records the audit
+// AuditHeadTrailer is the trailer in which a gate commit records the audit
 // log's head at commit time ((*audit.Log).Head), anchoring the log's end
 // outside the gate's state directory.
-const auditHeadTrailer = "Fedmem-Audit-Head"
+const AuditHeadTrailer = trailer.AuditHead
 
 // History is what `fedmem audit verify` learns from the vault's Git history:
 // the audit heads gate commits anchored, and the state of their signatures.
@@ -43,22 +39,14 @@ func ReadHistory(vaultDir string, v *Verifier) (*History, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := git.PlainOpen(dir)
-	if err != nil {
-		return nil, fmt.Errorf("open vault repository %s: %w", dir, err)
-	}
 	h := &History{Checked: v != nil}
-	it, err := r.Log(&git.LogOptions{Order: git.LogOrderCommitterTime})
-	if err != nil {
-		return nil, fmt.Errorf("%s: history: %w", dir, err)
-	}
-	err = it.ForEach(func(c *object.Commit) error {
-		if !isGateCommit(c.Message) {
+	err = repo.Log(dir, func(c *repo.Commit) error {
+		if !trailer.IsGate(c.Message) {
 			return nil
 		}
 		h.GateCommits++
 		short := c.Hash.String()[:12]
-		if head := trailerValue(c.Message, auditHeadTrailer); head != "" {
+		if head := trailer.Value(c.Message, AuditHeadTrailer); head != "" {
 			h.Anchors = append(h.Anchors, audit.Anchor{Head: head, Source: "commit " + short})
 		}
 		if c.PGPSignature == "" {
@@ -73,29 +61,8 @@ func ReadHistory(vaultDir string, v *Verifier) (*History, error) {
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, storer.ErrStop) {
-		return nil, fmt.Errorf("%s: history: %w", dir, err)
+	if err != nil {
+		return nil, err
 	}
 	return h, nil
-}
-
-// isGateCommit: the gate's commits carry Fedmem-* trailers; humans' do not.
-func isGateCommit(msg string) bool {
-	for _, l := range strings.Split(msg, "\n") {
-		if strings.HasPrefix(l, "Fedmem-") && strings.Contains(l, ": ") {
-			return true
-		}
-	}
-	return false
-}
-
-// trailerValue is the value of the last "key: value" line in msg.
-func trailerValue(msg, key string) string {
-	v := ""
-	for _, l := range strings.Split(msg, "\n") {
-		if rest, ok := strings.CutPrefix(l, key+": "); ok {
-			v = strings.TrimSpace(rest)
-		}
-	}
-	return v
 }
