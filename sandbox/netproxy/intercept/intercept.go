@@ -236,8 +236,14 @@ func (s *Server) Serve(c net.Conn, pre []byte, host string, port int, addrs []ne
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			s.event("network", map[string]any{"method": r.Method, "host": host, "port": port, "allowed": false, "reason": "credential proxy: upstream: " + err.Error()})
-			http.Error(w, "fedmem: upstream "+hostport+": "+err.Error(), http.StatusBadGateway)
+			// The transport's errors quote what the host sent (a header
+			// line, a status line, a Content-Length) and ModifyResponse's
+			// the encoding it named: a host that reflects the request
+			// puts a real value there (TestRT18UpstreamErrorEchoScrubbed).
+			// Scrubbed like an answer, and quoted forms too.
+			msg := scrubError(err.Error(), s.scrubPairs())
+			s.event("network", map[string]any{"method": r.Method, "host": host, "port": port, "allowed": false, "reason": "credential proxy: upstream: " + msg})
+			http.Error(w, "fedmem: upstream "+hostport+": "+msg, http.StatusBadGateway)
 		},
 		// 0: ReverseProxy flushes a streaming response (server-sent
 		// events of the model APIs, no Content-Length) at every write
@@ -381,6 +387,17 @@ func scrubHeader(h http.Header, pairs []scrubPair) {
 			h[k2] = append(h[k2], vs...)
 		}
 	}
+}
+
+// scrubError is scrubString for an error's text, which may hold a value
+// as %q quoted it: the quoted forms are replaced too.
+func scrubError(v string, pairs []scrubPair) string {
+	v = scrubString(v, pairs)
+	for _, p := range pairs {
+		qr, qm := strconv.Quote(string(p.real)), strconv.Quote(string(p.mask))
+		v = strings.ReplaceAll(v, qr[1:len(qr)-1], qm[1:len(qm)-1])
+	}
+	return v
 }
 
 func scrubString(v string, pairs []scrubPair) string {
