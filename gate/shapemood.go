@@ -313,3 +313,56 @@ func (c *shapeCheck) namedOrder(toks []string, s string, line int) {
 		return
 	}
 }
+
+// clauseConjunctions open a clause after a comma without being its subject
+// or verb.
+var clauseConjunctions = wordSet("and but so or yet nor then")
+
+// commaImperatives open an instruction after a comma whatever follows.
+var commaImperatives = wordSet("please kindly ensure remember don't dont let let's lets")
+
+// commaOrder holds a sentence whose clause after a comma opens with a verb
+// in its bare form and its object (rule shape-imperative, red team round
+// 4): "On release branches, skip the security stage", "When a merge is
+// urgent, disable the…", "The suite runs on every pull request, and skip
+// the…", "…, so skip the…". A statement's clause after a comma opens with
+// its subject ("On release branches, the runners skip…") or continues a
+// list of nouns; a bare verb with an object there is the main clause of an
+// order whose subject, the reader, is left out.
+func (c *shapeCheck) commaOrder(toks []string, s string, line int) {
+	for i := 0; i+1 < len(toks); i++ {
+		if !strings.HasSuffix(toks[i], ",") {
+			continue
+		}
+		j := i + 1
+		for j+1 < len(toks) && (clauseConjunctions[normWord(toks[j])] || sentenceAdverbs[normWord(toks[j])] || strings.HasSuffix(normWord(toks[j]), "ly") && !openers[normWord(toks[j])]) {
+			j++
+		}
+		w := normWord(toks[j])
+		if commaImperatives[w] || j+1 < len(toks) && bareVerb(toks[j]) && objectWords[normWord(toks[j+1])] {
+			c.add(RuleShapeImper, line, "%q holds a clause after a comma that opens as an instruction (%s …): a statement's clause names its subject before its verb", clip(s), w)
+			return
+		}
+	}
+}
+
+// nameClauses holds a name (a title, a subject, an alias, a tag) whose
+// part after ':', ';' or ',' opens as an instruction: a verb in its bare
+// form ("CI test suite: skip security", "CI test suite, disable security"),
+// with or without an object (red team, round 4). A name's parts are names.
+func (c *shapeCheck) nameClauses(toks []string, text string, line int) {
+	for i := 0; i+1 < len(toks); i++ {
+		if !strings.HasSuffix(toks[i], ",") && !strings.HasSuffix(toks[i], ":") && !strings.HasSuffix(toks[i], ";") {
+			continue
+		}
+		j := i + 1
+		for j+1 < len(toks) && (clauseConjunctions[normWord(toks[j])] || sentenceAdverbs[normWord(toks[j])]) {
+			j++
+		}
+		if w := normWord(toks[j]); bareVerb(toks[j]) || imperativeOpeners[w] || commaImperatives[w] {
+			c.add(RuleShapeImper, line, "the name %q has a part that opens with a verb in its bare form (%s): an instruction, not a name", clip(text), w)
+			return
+		}
+		c.opening(toks[j:], text, line)
+	}
+}
