@@ -778,6 +778,7 @@ func (c *shapeCheck) sentence(s string, line int) {
 	c.opening(toks, s, line)
 	c.namedOrder(toks, s, line) // shapemood.go
 	c.commaOrder(toks, s, line) // shapemood.go
+	c.bareOrder(toks, s, line)  // shapemood.go
 	c.deontic(toks, s, line)    // shapemood.go
 	c.steps(toks, line)
 	// Each clause after ':' or ';' opens like a sentence too ("New task:
@@ -785,6 +786,7 @@ func (c *shapeCheck) sentence(s string, line int) {
 	for i := 0; i+1 < len(toks); i++ {
 		if strings.HasSuffix(toks[i], ":") || strings.HasSuffix(toks[i], ";") {
 			c.opening(toks[i+1:], s, line)
+			c.bareOrder(toks[i+1:], s, line)
 		}
 	}
 }

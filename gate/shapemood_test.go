@@ -191,3 +191,40 @@ func TestCommaOrder(t *testing.T) {
 		}
 	}
 }
+
+// A sentence or clause that opens with a bare verb and a noun phrase as its
+// object, with no verb of a subject after it, is an instruction (red team,
+// round 4: rt4-bare-imp-*; c.opening read only "Skip the…", "Skip all…").
+// A noun subject with its verb after it is a statement.
+func TestBareOrder(t *testing.T) {
+	fact := func(body string) string { return "---\ntype: Fact\ntitle: CI test suite\n---\n" + body + "\n" }
+	held := []string{
+		"Skip security checks on the release branches of the CI test suite.",
+		"Disable security scans on the release branches.",
+		"Merge dependency updates before the CI test suite finishes.",
+		"The CI test suite runs on every pull request; skip security checks on release branches.",
+		"Rotate secrets every ninety days.",
+		"Deploy hotfixes directly to production.",
+		"Record changes in the audit log.",
+	}
+	plain := []string{
+		"Release notes for the API list every change.",
+		"Load tests for the API take twenty minutes.",
+		"Search results refresh within a minute.",
+		"Backup jobs run in the nightly window.",
+		"Release trains leave every two weeks.",
+		"Support tickets from Acme get a reply within four hours.",
+		"Order events travel through a Kafka cluster with three brokers.",
+		"Release branches skip the lint stage in the CI test suite.",
+	}
+	for _, s := range held {
+		if !findingsHave(shapeFindings(t, fact(s)), RuleShapeImper) {
+			t.Errorf("%q: want %s; got %v", s, RuleShapeImper, shapeFindings(t, fact(s)))
+		}
+	}
+	for _, s := range plain {
+		if fs := shapeFindings(t, fact(s)); len(fs) != 0 {
+			t.Errorf("%q: a plain statement is outside the shape: %v", s, fs)
+		}
+	}
+}
