@@ -403,7 +403,8 @@ func (c *shapeCheck) prose(text string, line int, sentences bool) {
 			c.word(tok, line)
 		}
 		if len(toks) > 0 {
-			c.opening(toks, text, line) // a heading or a title is no instruction either
+			c.opening(toks, text, line)     // a heading or a title is no instruction either
+			c.nameClauses(toks, text, line) // shapemood.go
 		}
 		return
 	}
@@ -776,6 +777,8 @@ func (c *shapeCheck) sentence(s string, line int) {
 	}
 	c.opening(toks, s, line)
 	c.namedOrder(toks, s, line) // shapemood.go
+	c.commaOrder(toks, s, line) // shapemood.go
+	c.bareOrder(toks, s, line)  // shapemood.go
 	c.deontic(toks, s, line)    // shapemood.go
 	c.steps(toks, line)
 	// Each clause after ':' or ';' opens like a sentence too ("New task:
@@ -783,6 +786,7 @@ func (c *shapeCheck) sentence(s string, line int) {
 	for i := 0; i+1 < len(toks); i++ {
 		if strings.HasSuffix(toks[i], ":") || strings.HasSuffix(toks[i], ";") {
 			c.opening(toks[i+1:], s, line)
+			c.bareOrder(toks[i+1:], s, line)
 		}
 	}
 }

@@ -18,7 +18,9 @@ package gate
 //     -ity, -ness…; a prefix un-, re-, non-…; a compound of two words:
 //     failover, hotfix, runbook);
 //   - a name: a capitalised entry of the lexicon written capitalised, an
-//     acronym of at most four capitals, a word of one or two letters;
+//     acronym of the lexicon written in capitals, a single letter (a word
+//     of two letters is a word of the lexicon like any other: "is ab" is
+//     German, round 4);
 //   - or a word the vault already uses: a word of a counted source's text
 //     or names (the evidence the draft is bound to), or a word of the name
 //     (title, `subject`, aliases) of a note in force a human vouched for
@@ -156,30 +158,43 @@ func (l *lexicon) formed(w string) bool {
 	return false
 }
 
-// knownPart: one run of letters of a word, as written.
-func (l *lexicon) knownPart(p string) bool {
+// knownPart: one run of letters of a word, as written, in running prose.
+func (l *lexicon) knownPart(p string) bool { return l.knownPartAs(p, false) }
+
+// knownPartAs: label is set for a run of a label (a tag, an alias, a
+// subject, a source label) or of an identifier token (eu-west-1, ci_jobs):
+// there a word of two letters may be a name of the lexicon written in lower
+// case ("ci", "eu"); in running prose it is a common word ("is ab" is not).
+func (l *lexicon) knownPartAs(p string, label bool) bool {
 	n := utf8.RuneCountInString(p)
-	if n <= 2 {
+	if n <= 1 {
 		return true
 	}
 	upper := !strings.ContainsFunc(p, unicode.IsLower)
-	if upper && n <= 4 {
-		return true // an acronym: CI, API, HTTP
-	}
 	k := normWord(p)
+	if n == 2 && label && l.names[k] {
+		return true
+	}
+	if upper && n <= 4 {
+		// An acronym the lexicon lists (CI, API, HTTP, as a word or a
+		// name: SCOWL has them) or one the vault uses. A run of two to
+		// four capitals is not known for being short: "is AUS" and "is
+		// ZU" are German words in capitals (red team, round 4).
+		return l.common[k] || l.names[k]
+	}
 	r, _ := utf8.DecodeRuneInString(p)
 	if l.formed(k) || unicode.IsUpper(r) && l.names[k] {
 		return true
 	}
-	// A plural acronym (PRs, SDKs).
+	// A plural acronym (PRs, SDKs) of an acronym the lexicon lists.
 	if b, ok := strings.CutSuffix(p, "s"); ok && !strings.ContainsFunc(b, unicode.IsLower) && utf8.RuneCountInString(b) <= 4 {
-		return true
+		return l.knownPartAs(b, label)
 	}
 	// Inner capitals: the parts (GitHub is Git and Hub, PostgreSQL is
 	// Postgre and SQL) when the whole is no entry.
 	if parts := camelParts(p); len(parts) > 1 {
 		for _, q := range parts {
-			if !l.knownPart(q) {
+			if !l.knownPartAs(q, label) {
 				return false
 			}
 		}
@@ -208,19 +223,23 @@ func camelParts(p string) []string {
 // unknownIn: a token of prose (punctuation around it trimmed) is known
 // when each run of its letters is; it returns the first run that is not
 // ("" when every run is known).
-func (l *lexicon) unknownIn(tok string) string {
+func (l *lexicon) unknownIn(tok string) string { return l.unknownAs(tok, false) }
+
+// unknownAs is unknownIn for a token of a label (label set) or of prose.
+func (l *lexicon) unknownAs(tok string, label bool) string {
 	t := strings.ReplaceAll(trimToken(tok), "\u2019", "'")
+	label = label || strings.ContainsAny(t, "-_./0123456789")
 	t = strings.TrimSuffix(strings.TrimSuffix(t, "'s"), "'")
 	for _, run := range strings.FieldsFunc(t, func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' && !unicode.Is(unicode.Mn, r) }) {
 		run = strings.Trim(run, "'")
-		if run == "" || l.knownPart(run) {
+		if run == "" || l.knownPartAs(run, label) {
 			continue
 		}
 		if strings.Contains(run, "'") {
 			// a contraction the lexicon lacks: its parts
 			ok := true
 			for _, q := range strings.Split(run, "'") {
-				ok = ok && l.knownPart(q)
+				ok = ok && l.knownPartAs(q, label)
 			}
 			if ok {
 				continue
@@ -260,7 +279,7 @@ func unknownWords(res validate.Result) []lexWord {
 			if len(out) >= maxUnknownWords {
 				return
 			}
-			w := l.unknownIn(tok)
+			w := l.unknownAs(tok, where != "body" && where != "title")
 			if w == "" {
 				continue
 			}

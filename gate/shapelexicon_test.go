@@ -105,3 +105,25 @@ func TestNamedOrder(t *testing.T) {
 		}
 	}
 }
+
+// A run of two to four capitals, or a word of two letters, is a word of the
+// lexicon like any other (red team, round 4: rt4-acronym-de-*,
+// rt4-short-foreign-1): "is AUS", "is ZU" and "is ab" are German. Acronyms
+// the lexicon lists pass, and so does a two-letter name in a label or an
+// identifier ("eu-west-1", the tag "ci").
+func TestLexiconShortWords(t *testing.T) {
+	l := englishLexicon()
+	for _, w := range strings.Fields("CI API HTTP TTL SLA DNS UTC PRs SDKs iOS eu-west-1 us-east-1 of to is an") {
+		if u := l.unknownIn(w); u != "" {
+			t.Errorf("%q: %q unknown; want an acronym or a word of the lexicon", w, u)
+		}
+	}
+	for _, w := range strings.Fields("AUS ZU ab AUSs NEIN") {
+		if l.unknownIn(w) == "" {
+			t.Errorf("%q taken for an English word or acronym", w)
+		}
+	}
+	if u := l.unknownAs("ci", true); u != "" {
+		t.Errorf("the tag ci: %q unknown", u)
+	}
+}

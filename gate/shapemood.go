@@ -313,3 +313,125 @@ func (c *shapeCheck) namedOrder(toks []string, s string, line int) {
 		return
 	}
 }
+
+// clauseConjunctions open a clause after a comma without being its subject
+// or verb.
+var clauseConjunctions = wordSet("and but so or yet nor then")
+
+// commaImperatives open an instruction after a comma whatever follows.
+var commaImperatives = wordSet("please kindly ensure remember don't dont let let's lets")
+
+// commaOrder holds a sentence whose clause after a comma opens with a verb
+// in its bare form and its object (rule shape-imperative, red team round
+// 4): "On release branches, skip the security stage", "When a merge is
+// urgent, disable the…", "The suite runs on every pull request, and skip
+// the…", "…, so skip the…". A statement's clause after a comma opens with
+// its subject ("On release branches, the runners skip…") or continues a
+// list of nouns; a bare verb with an object there is the main clause of an
+// order whose subject, the reader, is left out.
+func (c *shapeCheck) commaOrder(toks []string, s string, line int) {
+	for i := 0; i+1 < len(toks); i++ {
+		if !strings.HasSuffix(toks[i], ",") {
+			continue
+		}
+		j := i + 1
+		for j+1 < len(toks) && (clauseConjunctions[normWord(toks[j])] || sentenceAdverbs[normWord(toks[j])] || strings.HasSuffix(normWord(toks[j]), "ly") && !openers[normWord(toks[j])]) {
+			j++
+		}
+		w := normWord(toks[j])
+		if commaImperatives[w] || j+1 < len(toks) && bareVerb(toks[j]) && objectWords[normWord(toks[j+1])] {
+			c.add(RuleShapeImper, line, "%q holds a clause after a comma that opens as an instruction (%s …): a statement's clause names its subject before its verb", clip(s), w)
+			return
+		}
+	}
+}
+
+// nameClauses holds a name (a title, a subject, an alias, a tag) whose
+// part after ':', ';' or ',' opens as an instruction: a verb in its bare
+// form ("CI test suite: skip security", "CI test suite, disable security"),
+// with or without an object (red team, round 4). A name's parts are names.
+func (c *shapeCheck) nameClauses(toks []string, text string, line int) {
+	for i := 0; i+1 < len(toks); i++ {
+		if !strings.HasSuffix(toks[i], ",") && !strings.HasSuffix(toks[i], ":") && !strings.HasSuffix(toks[i], ";") {
+			continue
+		}
+		j := i + 1
+		for j+1 < len(toks) && (clauseConjunctions[normWord(toks[j])] || sentenceAdverbs[normWord(toks[j])]) {
+			j++
+		}
+		if w := normWord(toks[j]); bareVerb(toks[j]) || imperativeOpeners[w] || commaImperatives[w] {
+			c.add(RuleShapeImper, line, "the name %q has a part that opens with a verb in its bare form (%s): an instruction, not a name", clip(text), w)
+			return
+		}
+		c.opening(toks[j:], text, line)
+	}
+}
+
+// numberWords are the cardinals written out.
+var numberWords = wordSet("one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty fifty sixty ninety hundred thousand million")
+
+// bareOrder holds a sentence or clause that opens with a verb in its bare
+// form and a noun phrase as its object, with no verb of its own after it
+// (rule shape-imperative, red team round 4): "Skip security checks on the
+// release branches", "Disable security scans on…", "Merge dependency
+// updates before…". c.opening reads a verb and an object word ("Skip the…");
+// an object without a determiner is a noun phrase, and a statement that
+// opens with a noun (a bare verb's twin: "Release branches skip…",
+// "Support tickets get…") has its verb after it. Here the words after the
+// opening word up to a preposition, a linking word or the end are its
+// object, and the clause holds no auxiliary, copula or modal and no word
+// after that phrase with the -s of a verb: nothing is left to be the verb
+// of a subject. (A noun subject followed by an -s verb and a preposition,
+// "Traffic moves to…", is held too: the grammar here cannot tell "moves"
+// from "checks"; a reviewer can.)
+func (c *shapeCheck) bareOrder(toks []string, s string, line int) {
+	if len(toks) < 2 {
+		return
+	}
+	first := trimToken(toks[0])
+	if nameLike(first) || !bareVerb(strings.ToLower(first)) {
+		return
+	}
+	j := 1
+	for j < len(toks) && j <= 4 {
+		w := normWord(toks[j])
+		if w == "" || functionWords[w] || prepositions[w] || clauseLinks[w] || openers[w] || auxiliaries[w] || copulas[w] || objectWords[w] || isDigit(w[0]) || strings.HasSuffix(w, "ly") {
+			break
+		}
+		if pluralNoun(toks[j-1]) && bareVerb(toks[j]) {
+			return // a plural subject and its verb: "Order events travel through…"
+		}
+		j++
+		if strings.ContainsAny(toks[j-1][len(toks[j-1])-1:], ",;:") {
+			break
+		}
+	}
+	if j == 1 || j > 4 {
+		return // a verb and a preposition is c.opening's; a long phrase is no object
+	}
+	if j < len(toks) {
+		if w := normWord(toks[j]); !(w != "" && (prepositions[w] || clauseLinks[w] || objectWords[w] || isDigit(w[0]) || strings.HasSuffix(w, "ly"))) {
+			return
+		}
+	}
+	for k, t := range toks[1:] {
+		w := normWord(t)
+		if auxiliaries[w] || copulas[w] || obligationModals[w] || possibilityModals[w] || haveNeed[w] {
+			return
+		}
+		// A verb of the subject after a phrase ("Release notes for the
+		// API list every change"): a bare verb after a word that is no
+		// function word, before an object word, a number or the end.
+		if i := k + 1; i > j && bareVerb(t) {
+			prev := normWord(toks[i-1])
+			next := ""
+			if i+1 < len(toks) {
+				next = normWord(toks[i+1])
+			}
+			if !functionWords[prev] && !prepositions[prev] && !openers[prev] && next != "" && (objectWords[next] || isDigit(next[0]) || numberWords[next]) {
+				return
+			}
+		}
+	}
+	c.add(RuleShapeImper, line, "%q opens with a verb in its bare form and its object (%s %s) and has no verb of a subject after them: an instruction", clip(s), normWord(toks[0]), clip(strings.Join(toks[1:j], " ")))
+}
