@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/fedmem/fedmem/vault/atomicfile"
 )
 
 // Syncer remembers files and directories written without fsync.
@@ -137,55 +139,16 @@ func WriteAtomic(path string, b []byte, mode os.FileMode) error {
 // WriteAtomicVia is WriteAtomic with the temporary file in tmpDir (same
 // filesystem), so a crash leaves no stray file next to path.
 func WriteAtomicVia(tmpDir, path string, b []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(tmpDir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(b); err != nil {
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		return err
-	}
 	// In a pass's group mode the fsyncs are taken together at its next
 	// barrier (groupcommit.go).
-	lazy := LazyFor(path)
-	if lazy == nil {
-		if err := f.Sync(); err != nil {
-			return err
-		}
+	if lazy := LazyFor(path); lazy != nil {
+		return atomicfile.Write(tmpDir, path, b, mode, lazy)
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
-	if lazy != nil {
-		lazy.Add(path)
-		return nil
-	}
-	return SyncDir(dir)
+	return atomicfile.Write(tmpDir, path, b, mode, nil)
 }
 
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+// SyncDir fsyncs a folder: what makes a rename or an unlink in it durable.
+func SyncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 func WriteJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")

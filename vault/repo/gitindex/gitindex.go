@@ -32,6 +32,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/fedmem/fedmem/vault/atomicfile"
 )
 
 // ErrUnsupported is returned for an index this package does not edit (an
@@ -626,14 +628,7 @@ func SharedName(raw []byte) string {
 	return "sharedindex." + hex.EncodeToString(h[:])
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 // WantSplit reads core.splitIndex as Git does for this package's purpose:
 // unset or true keeps the index split; a false value writes it plain.
