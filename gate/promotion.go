@@ -23,18 +23,6 @@ import (
 // between HEAD and that parent.
 const committingDir = "committing"
 
-// Trailers every gate commit carries (git interpret-trailers format).
-const (
-	TrailerDraft     = trailer.Draft
-	TrailerSession   = trailer.Session
-	TrailerDecision  = trailer.Decision
-	TrailerSHA256    = trailer.SHA256
-	TrailerPath      = trailer.Path
-	TrailerOrigin    = trailer.Origin
-	TrailerReviewer  = trailer.Reviewer
-	TrailerAuditHead = trailer.AuditHead
-)
-
 // maxRecoveryWalk bounds the walk from HEAD back to a marker's parent.
 const maxRecoveryWalk = 100000
 
@@ -164,18 +152,18 @@ func (g *Gate) commitMessage(d *Decision, o origin, dest, reviewer string) strin
 		fmt.Fprintf(&b, "fedmem: promote %s\n\nDraft %s from session %s, promoted by the gate (trusted origin, evidence held).\n\n", dest, d.ID, sanitizeLine(d.Session))
 	}
 	tr := func(k, v string) { fmt.Fprintf(&b, "%s: %s\n", k, sanitizeLine(v)) }
-	tr(TrailerDraft, d.ID)
-	tr(TrailerSession, d.Session)
-	tr(TrailerSHA256, d.SHA256)
-	tr(TrailerDecision, StatePromoted)
-	tr(TrailerPath, dest)
-	tr(TrailerOrigin, o.String())
+	tr(trailer.Draft, d.ID)
+	tr(trailer.Session, d.Session)
+	tr(trailer.SHA256, d.SHA256)
+	tr(trailer.Decision, StatePromoted)
+	tr(trailer.Path, dest)
+	tr(trailer.Origin, o.String())
 	if reviewer != "" {
-		tr(TrailerReviewer, reviewer)
+		tr(trailer.Reviewer, reviewer)
 	}
 	// The audit head at commit time anchors the log's end outside the
 	// gate's state (`fedmem audit verify` cross-checks it).
-	tr(TrailerAuditHead, g.audit.Head())
+	tr(trailer.AuditHead, g.audit.Head())
 	return b.String()
 }
 
@@ -204,11 +192,11 @@ func (g *Gate) adoptEarlierCommit(head repo.Hash, d *Decision) (done bool, err e
 		if err != nil {
 			return false, fmt.Errorf("recovery walk: %w", err)
 		}
-		if trailer.Value(com.Message, TrailerDraft) == d.ID {
+		if trailer.Value(com.Message, trailer.Draft) == d.ID {
 			d.State, d.Commit = StatePromoted, c.String()
-			d.Path = trailer.Value(com.Message, TrailerPath)
-			d.Origin = trailer.Value(com.Message, TrailerOrigin)
-			d.Reviewer = trailer.Value(com.Message, TrailerReviewer)
+			d.Path = trailer.Value(com.Message, trailer.Path)
+			d.Origin = trailer.Value(com.Message, trailer.Origin)
+			d.Reviewer = trailer.Value(com.Message, trailer.Reviewer)
 			paths, err := g.changedPaths(com)
 			if err != nil {
 				return false, err

@@ -40,8 +40,8 @@ type syncHold = remote.Hold
 // replayContradicts judges the note of local promotion com against tip:
 // nil when it may be replayed, else the hold to record.
 func (g *Gate) replayContradicts(com *repo.Commit, tip repo.Hash) (*syncHold, error) {
-	p := trailer.Value(com.Message, TrailerPath)
-	if p == "" || trailer.Value(com.Message, TrailerDecision) != StatePromoted {
+	p := trailer.Value(com.Message, trailer.Path)
+	if p == "" || trailer.Value(com.Message, trailer.Decision) != StatePromoted {
 		return nil, nil
 	}
 	ours, err := g.repo.FileAt(com.Hash, p)
