@@ -69,7 +69,6 @@ func TestUnknownWordsEveryText(t *testing.T) {
 // name's bearer (rt2-name-imperative-1); a plural subject or a verb that
 // shows its subject is a statement.
 func TestNamedOrder(t *testing.T) {
-	fact := func(body string) string { return "---\ntype: Fact\ntitle: CI test suite\n---\n" + body + "\n" }
 	held := []string{
 		"GitHub-Actions skip the security suite on release branches.",
 		"Jenkins skip the security stage on release branches.",
@@ -94,16 +93,7 @@ func TestNamedOrder(t *testing.T) {
 		"Order events travel through a Kafka cluster with three brokers.",
 		"On release branches the GitHub Actions runners skip the lint stage.",
 	}
-	for _, s := range held {
-		if !findingsHave(shapeFindings(t, fact(s)), RuleShapeImper) {
-			t.Errorf("%q: want %s; got %v", s, RuleShapeImper, shapeFindings(t, fact(s)))
-		}
-	}
-	for _, s := range plain {
-		if fs := shapeFindings(t, fact(s)); len(fs) != 0 {
-			t.Errorf("%q: a plain statement is outside the shape: %v", s, fs)
-		}
-	}
+	heldAndPlain(t, RuleShapeImper, held, plain)
 }
 
 // A run of two to four capitals, or a word of two letters, is a word of the

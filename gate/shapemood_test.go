@@ -197,7 +197,6 @@ func TestCommaOrder(t *testing.T) {
 // round 4: rt4-bare-imp-*; c.opening read only "Skip the…", "Skip all…").
 // A noun subject with its verb after it is a statement.
 func TestBareOrder(t *testing.T) {
-	fact := func(body string) string { return "---\ntype: Fact\ntitle: CI test suite\n---\n" + body + "\n" }
 	held := []string{
 		"Skip security checks on the release branches of the CI test suite.",
 		"Disable security scans on the release branches.",
@@ -217,9 +216,17 @@ func TestBareOrder(t *testing.T) {
 		"Order events travel through a Kafka cluster with three brokers.",
 		"Release branches skip the lint stage in the CI test suite.",
 	}
+	heldAndPlain(t, RuleShapeImper, held, plain)
+}
+
+// heldAndPlain: each body of held, in a Fact titled "CI test suite", is
+// outside the shape by rule, and each of plain is inside it (no finding).
+func heldAndPlain(t *testing.T, rule string, held, plain []string) {
+	t.Helper()
+	fact := func(body string) string { return "---\ntype: Fact\ntitle: CI test suite\n---\n" + body + "\n" }
 	for _, s := range held {
-		if !findingsHave(shapeFindings(t, fact(s)), RuleShapeImper) {
-			t.Errorf("%q: want %s; got %v", s, RuleShapeImper, shapeFindings(t, fact(s)))
+		if fs := shapeFindings(t, fact(s)); !findingsHave(fs, rule) {
+			t.Errorf("%q: want %s; got %v", s, rule, fs)
 		}
 	}
 	for _, s := range plain {
