@@ -155,7 +155,7 @@ func runDoctorAs(vaultFlag, ctrdAddr, agentUser string) (*doctorReport, error) {
 		} else {
 			if agent == nil && os.Geteuid() == 0 && facts.Agent.Error == "" {
 				agent = &doctorAgent{uid: facts.Agent.UID, gid: facts.Agent.GID, how: "fedmem-run's default agent (" + facts.Agent.Source + ")"}
-				if g, ok := vault.AgentGroup(vaultFlag); ok && facts.Agent.Source == "default" {
+				if g, ok := vault.AgentGroup(vaultFlag); ok && vault.DefaultAgentTakesGroup(facts.Agent.Source) {
 					agent.gid = g // as fedmem-run gives it (vault.AgentGroup)
 					agent.how += ", with the vault's agent group"
 				}

@@ -39,11 +39,11 @@ func Resolve(o *Options) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.IdentitySource == "default" && !s.Placeholder {
-		// A root caller's default agent (uid 65533) has no account, so it
-		// is in no group, and a vault whose inbox only its agent group may
-		// enter (fedmem init --agent-group, mode 03770) refused it with
-		// advice it could not follow. It runs with that group as its gid.
+	if vault.DefaultAgentTakesGroup(s.IdentitySource) && !s.Placeholder {
+		// A root caller's default agent (uid 65533, or the fedmem-agent
+		// account) is in no group of the vault's, and a vault whose inbox
+		// only its agent group may enter (fedmem init --agent-group, mode
+		// 03770) refused it. It runs with that group as its gid.
 		if g, ok := vault.AgentGroup(s.Vault); ok {
 			s.GID = g
 		}
