@@ -30,7 +30,7 @@ import (
 // and a placeholder of the same length.
 const (
 	realTok = "ya29.a0Af+H/Tok=en<x>&y.REALrealREALreal0123456789"
-	phTok   = "ya29.PHphPHphPHphPHphPHphPHphPHphPHph987654321000"
+	phTok   = "ya29.PHphPHphPHphPHphPHphPHphPHphPHph9876543210000"
 )
 
 // echoRig is an allowed host that reflects the request's credential
@@ -63,6 +63,16 @@ func newEchoRig(t *testing.T) *echoRig {
 		e.saw = q.Header.Get("X-Api-Key")
 		e.mu.Unlock()
 		echo := "x-api-key: " + q.Header.Get("X-Api-Key") + "\nx-token: " + q.Header.Get("X-Token") + "\n"
+		if q.URL.Path == "/part" {
+			// A part whatever the request asks: bytes from..to.
+			var from, to int
+			fmt.Sscan(q.URL.Query().Get("from"), &from)
+			fmt.Sscan(q.URL.Query().Get("to"), &to)
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", from, to, len(echo)))
+			w.WriteHeader(http.StatusPartialContent)
+			io.WriteString(w, echo[from:to+1])
+			return
+		}
 		body, ok := echoTransforms[q.URL.Query().Get("t")]
 		if !ok {
 			http.Error(w, "no such transform", 400)
@@ -121,7 +131,12 @@ func newEchoRig(t *testing.T) *echoRig {
 // reads them.
 func (e *echoRig) get(t *testing.T, query string, hdr map[string]string) (int, http.Header, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", "https://api.test/headers?"+query, nil)
+	return e.getPath(t, "/headers?"+query, hdr)
+}
+
+func (e *echoRig) getPath(t *testing.T, path string, hdr map[string]string) (int, http.Header, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "https://api.test"+path, nil)
 	req.Header.Set("x-api-key", placeholder)
 	req.Header.Set("x-token", phTok)
 	for k, v := range hdr {
@@ -216,6 +231,17 @@ func TestRT18RangeEchoReassembled(t *testing.T) {
 			got = append(got, part...)
 		}
 		check("the parts of a multipart/byteranges answer", got)
+	})
+	t.Run("unasked", func(t *testing.T) {
+		// A host that answers a part (206) though no Range reached it.
+		var got []byte
+		for i := off; i < off+len(realKey); i += 4 {
+			code, _, b := e.getPath(t, fmt.Sprintf("/part?from=%d&to=%d", i, i+3), nil)
+			if code == http.StatusPartialContent {
+				got = append(got, b...)
+			}
+		}
+		check("206 answers to no Range", got)
 	})
 	t.Run("if-range", func(t *testing.T) {
 		// If-Range with a date the echo's (zero) modification time
@@ -321,5 +347,31 @@ func TestRT18TransformedEchoScrubbed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestScrubMasksCutTail: an answer that ends inside a real value (a host
+// that cuts its echo) hands out that beginning masked, as far as it goes
+// past what the placeholder shares; a tail shorter than minForm is left
+// (an answer that ends in the first bytes of a form is ordinary text).
+func TestScrubMasksCutTail(t *testing.T) {
+	s := &Server{Creds: []Cred{{Name: "k", Placeholder: placeholder, Real: realKey}}}
+	for _, n := range []int{minForm, 30, len(realKey) - 1} {
+		body := "you sent " + realKey[:n]
+		resp := &http.Response{Header: http.Header{}, Body: &oneByte{s: []byte(body)}}
+		s.scrubResponse(resp)
+		got, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "you sent " + placeholder[:n]; string(got) != want {
+			t.Errorf("cut at %d: got %q, want %q", n, got, want)
+		}
+	}
+	body := "a count of 9" // the reversed key begins with 9
+	resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body))}
+	s.scrubResponse(resp)
+	if got, _ := io.ReadAll(resp.Body); string(got) != body {
+		t.Errorf("got %q, want %q unchanged", got, body)
 	}
 }
