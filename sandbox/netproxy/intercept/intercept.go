@@ -333,6 +333,12 @@ func (s *Server) inject(r *http.Request, host string, port int) (string, string)
 			return c.Name, "the URL"
 		}
 		for k, vs := range r.Header {
+			// A name is canonicalised by the server's reader (and is
+			// case-insensitive): searched in any case
+			// (TestRT18PlaceholderInHeaderName).
+			if strings.Contains(strings.ToLower(k), strings.ToLower(c.Placeholder)) {
+				return c.Name, "a header name"
+			}
 			for _, v := range vs {
 				if strings.Contains(v, c.Placeholder) {
 					return c.Name, "header " + k
