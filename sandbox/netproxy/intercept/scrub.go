@@ -133,19 +133,28 @@ func base64Core(enc *base64.Encoding, v string, align int) []byte {
 // block of w bytes (w: 8, or the shortest form's length if shorter) every
 // st bytes (st: the shortest form's length less w-1, at most 32), so that
 // any occurrence of a form holds a whole sampled block that begins within
-// its first st bytes. Each sampled block is looked up (a bitmap, then a
-// map) among the w-byte pieces at offsets 0..st-1 of each form, and only a
-// hit is compared in full. bytes.Index once per form and chunk (what the
-// scrub did when it knew one form per value) was a pass over the answer
-// per form (BenchmarkScrub).
+// its first st bytes. Each sampled block is looked up in a hash table of
+// the w-byte pieces at offsets 0..st-1 of each form (a bitmap of their
+// hashes first, which fits the first-level cache; then a table with open
+// addressing, a quarter full, exact), and only a hit is compared in full. bytes.Index once per
+// form and chunk (what the scrub did when it knew one form per value) was
+// a pass over the answer per form (BenchmarkScrub).
 type scrubber struct {
 	pairs  []scrubPair
 	w, st  int
-	maxLen int    // the longest form
-	mask   uint64 // a block's w bytes
-	shift  uint   // hashKey's: 64 less log2(len(bits)*64)
-	bits   []uint64
-	cands  map[uint64][]cand
+	maxLen int                   // the longest form
+	mask   uint64                // a block's w bytes
+	shift  uint                  // hash's: 64 less log2(len(tab))
+	bits   *[1 << 16 / 64]uint64 // a bit per piece's top 16 hash bits
+	tab    []slot
+	cands  []cand
+}
+
+// slot is a piece (key 0: empty; a folded key never is 0) and its forms,
+// cands[first:first+n].
+type slot struct {
+	key      uint64
+	first, n int32
 }
 
 // cand is a form whose piece at offset off is a block's key.
@@ -166,22 +175,33 @@ func newScrubber(pairs []scrubPair) *scrubber {
 	if s.w < 8 {
 		s.mask = 1<<(8*s.w) - 1
 	}
-	// A bitmap of 64 bits per piece at least (a sampled block that is
-	// none passes the bitmap 1 time in 64 or less).
-	logBits := uint(16)
-	for 1<<logBits < 64*len(pairs)*s.st && logBits < 24 {
-		logBits++
-	}
-	s.shift = 64 - logBits
-	s.bits = make([]uint64, 1<<logBits/64)
-	s.cands = map[uint64][]cand{}
+	byKey := map[uint64][]cand{}
+	var keys []uint64
 	for i, p := range pairs {
 		for off := 0; off < s.st && off+s.w <= len(p.real); off++ {
 			key := s.key(p.real[off:])
-			h := s.hash(key)
-			s.bits[h>>6] |= 1 << (h & 63)
-			s.cands[key] = append(s.cands[key], cand{i, off})
+			if byKey[key] == nil {
+				keys = append(keys, key)
+			}
+			byKey[key] = append(byKey[key], cand{i, off})
 		}
+	}
+	logSize := uint(4)
+	for 1<<logSize < 4*len(keys) {
+		logSize++
+	}
+	s.shift = 64 - logSize
+	s.tab = make([]slot, 1<<logSize)
+	s.bits = new([1 << 16 / 64]uint64)
+	for _, key := range keys {
+		h16 := (key * hashMul) >> 48
+		s.bits[h16>>6] |= 1 << (h16 & 63)
+		h := s.hash(key)
+		for s.tab[h].key != 0 {
+			h = (h + 1) & uint64(len(s.tab)-1)
+		}
+		s.tab[h] = slot{key, int32(len(s.cands)), int32(len(byKey[key]))}
+		s.cands = append(s.cands, byKey[key]...)
 	}
 	return s
 }
@@ -203,7 +223,9 @@ func (s *scrubber) key(b []byte) uint64 {
 
 const fold8 = 0x2020202020202020
 
-func (s *scrubber) hash(v uint64) uint64 { return (v * 0x9E3779B97F4A7C15) >> s.shift }
+const hashMul = 0x9E3779B97F4A7C15
+
+func (s *scrubber) hash(v uint64) uint64 { return (v * hashMul) >> s.shift }
 
 // scrub replaces, in place, every form (up to ASCII case) wholly inside b
 // by its mask.
@@ -217,28 +239,35 @@ func (s *scrubber) scrub(b []byte) {
 	// multiply and a bit test per sampled block.
 	for ; pos+8 <= len(b); pos += st {
 		v := (binary.LittleEndian.Uint64(b[pos:]) | fold8) & m
-		h := s.hash(v)
-		if bits[h>>6]&(1<<(h&63)) != 0 {
-			s.hit(b, pos, v)
+		if h := (v * hashMul) >> 48; bits[h>>6]&(1<<(h&63)) != 0 {
+			s.probe(b, pos, v)
 		}
 	}
 	for ; pos+w <= len(b); pos += st {
-		v := s.key(b[pos:])
-		h := s.hash(v)
-		if bits[h>>6]&(1<<(h&63)) != 0 {
-			s.hit(b, pos, v)
-		}
+		s.probe(b, pos, s.key(b[pos:]))
 	}
 }
 
-// hit compares in full the forms whose piece is the block at pos.
-func (s *scrubber) hit(b []byte, pos int, key uint64) {
-	for _, c := range s.cands[key] {
-		p := s.pairs[c.pair]
-		start := pos - c.off
-		if start >= 0 && start+len(p.real) <= len(b) && equalFold(b[start:start+len(p.real)], p.real) {
-			copy(b[start:], p.mask)
+// probe looks the block at pos (key v) up, and compares in full the forms
+// it is a piece of.
+func (s *scrubber) probe(b []byte, pos int, v uint64) {
+	tmask := uint64(len(s.tab) - 1)
+	for h := s.hash(v); ; h = (h + 1) & tmask {
+		e := &s.tab[h]
+		if e.key == 0 {
+			return
 		}
+		if e.key != v {
+			continue
+		}
+		for _, c := range s.cands[e.first : e.first+e.n] {
+			p := s.pairs[c.pair]
+			start := pos - c.off
+			if start >= 0 && start+len(p.real) <= len(b) && equalFold(b[start:start+len(p.real)], p.real) {
+				copy(b[start:], p.mask)
+			}
+		}
+		return
 	}
 }
 
