@@ -498,43 +498,66 @@ func (b *scrubBody) Read(p []byte) (int, error) {
 		if b.eof {
 			return 0, io.EOF
 		}
-		// Move the kept tail to the front, read after it.
+		// Only the kept tail is left: move it to the front of the
+		// buffer read into — the caller's own when it has room for a
+		// record past the tail (the reverse proxy's 256 KB: the bytes
+		// are not copied once more, out of ours), else ours.
 		tail := b.n - b.out
-		copy(b.buf, b.buf[b.out:b.n])
+		dst, intoP := b.buf, len(p) >= tail+maxRecord
+		if intoP {
+			dst = p
+		}
+		copy(dst, b.buf[b.out:b.n])
 		b.n, b.out = tail, 0
-		start := max(0, b.n-b.keep)
-		var err error
-		for {
-			var k int
-			k, err = b.rc.Read(b.buf[b.n:])
-			b.n += k
-			if k == 0 || err != nil || b.more == nil || !b.more() {
-				break
-			}
-			if len(b.buf)-b.n < maxRecord {
-				if len(b.buf) >= wireBuf+b.keep {
-					break
-				}
-				b.buf = append(b.buf[:b.n], make([]byte, wireBuf+b.keep-b.n)...)
-			}
+		n, err := b.fill(&dst, tail, !intoP)
+		if n > 0 {
+			b.sc.scrub(dst[:n]) // from 0: the tail is shorter than every form
 		}
-		if b.n > start {
-			b.sc.scrub(b.buf[start:b.n])
-		}
-		var which int
-		b.hold, which = b.sc.prefixTail(b.buf[:b.n])
+		hold, which := b.sc.prefixTail(dst[:n])
 		if err == io.EOF {
 			b.eof = true
-			if b.hold >= minForm {
+			if hold >= minForm {
 				// The answer ends inside what begins a real value:
 				// that beginning goes out masked too.
-				copy(b.buf[b.n-b.hold:b.n], b.sc.pairs[which].mask)
+				copy(dst[n-hold:n], b.sc.pairs[which].mask)
 			}
+			hold = 0
 			if b.resp != nil {
 				scrubHeader(b.resp.Trailer, b.sc)
 			}
 		} else if err != nil {
 			return 0, err
+		}
+		if !intoP {
+			b.buf, b.n, b.hold = dst, n, hold
+			continue
+		}
+		// Read into p: what may go out is there; the tail to keep
+		// back goes to our buffer.
+		b.n = copy(b.buf, p[n-hold:n])
+		b.hold = b.n
+		if n > hold {
+			return n - hold, nil
+		}
+	}
+}
+
+// fill reads the upstream into (*dst)[n:] once, and on while more has
+// arrived and (*dst) has room for a record — growing it to wireBuf past
+// keep when it is scrubBody's own buffer (own). It returns the bytes now in
+// *dst and the last read's error.
+func (b *scrubBody) fill(dst *[]byte, n int, own bool) (int, error) {
+	for {
+		k, err := b.rc.Read((*dst)[n:])
+		n += k
+		if k == 0 || err != nil || b.more == nil || !b.more() {
+			return n, err
+		}
+		if len(*dst)-n < maxRecord {
+			if !own || len(*dst) >= wireBuf+b.keep {
+				return n, nil
+			}
+			*dst = append((*dst)[:n], make([]byte, wireBuf+b.keep-n)...)
 		}
 	}
 }
