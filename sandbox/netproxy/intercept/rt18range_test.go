@@ -2,6 +2,7 @@ package intercept
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -63,6 +64,19 @@ func newEchoRig(t *testing.T) *echoRig {
 		e.saw = q.Header.Get("X-Api-Key")
 		e.mu.Unlock()
 		echo := "x-api-key: " + q.Header.Get("X-Api-Key") + "\nx-token: " + q.Header.Get("X-Token") + "\n"
+		if q.URL.Path == "/ce" {
+			// gzip, announced on the second of two Content-Encoding
+			// lines (the first says identity), or as a list.
+			if q.URL.Query().Get("list") != "" {
+				w.Header().Set("Content-Encoding", "identity, gzip")
+			} else {
+				w.Header()["Content-Encoding"] = []string{"identity", "gzip"}
+			}
+			zw := gzip.NewWriter(w)
+			io.WriteString(zw, echo)
+			zw.Close()
+			return
+		}
 		if q.URL.Path == "/part" {
 			// A part whatever the request asks: bytes from..to.
 			var from, to int
@@ -257,6 +271,31 @@ func TestRT18RangeEchoReassembled(t *testing.T) {
 			check("an If-Range answer", b)
 		}
 	})
+}
+
+// TestRT18SecondContentEncodingLine: an allowed host that answers gzip
+// under two Content-Encoding lines, "identity" then "gzip" (or the list
+// "identity, gzip"), passed the check of the first line only: the
+// transport decodes only what says gzip alone, the scrub read compressed
+// bytes, and the agent, which reads every line, gunzips the real key.
+// Fails on da0ef2c for the two lines.
+func TestRT18SecondContentEncodingLine(t *testing.T) {
+	e := newEchoRig(t)
+	for _, q := range []string{"", "list=1"} {
+		code, h, b := e.getPath(t, "/ce?"+q, nil)
+		t.Logf("%s: %d %q", q, code, h.Values("Content-Encoding"))
+		if code != http.StatusOK {
+			continue
+		}
+		if strings.Contains(strings.Join(h.Values("Content-Encoding"), ","), "gzip") {
+			if zr, err := gzip.NewReader(bytes.NewReader(b)); err == nil {
+				b, _ = io.ReadAll(zr)
+			}
+		}
+		if bytes.Contains(b, []byte(secretPart(realKey, placeholder))) {
+			t.Errorf("BREACH (%q): the agent gunzipped the real key: %q", q, b)
+		}
+	}
 }
 
 // echoTransforms are what the echo host may do to the whole echo before
