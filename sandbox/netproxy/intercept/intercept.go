@@ -275,8 +275,12 @@ func (s *Server) answer(r *http.Response) error {
 		r.Body.Close()
 		return errors.New("an upgrade (101 Switching Protocols) of a connection to a credential's host: refused (the stream after it could carry a real value back unscrubbed)")
 	}
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if r.StatusCode == http.StatusPartialContent || r.Header.Get("Content-Range") != "" || strings.EqualFold(mt, "multipart/byteranges") {
+	byteranges := false
+	for _, ct := range r.Header.Values("Content-Type") {
+		mt, _, _ := mime.ParseMediaType(ct)
+		byteranges = byteranges || strings.EqualFold(mt, "multipart/byteranges")
+	}
+	if r.StatusCode == http.StatusPartialContent || len(r.Header.Values("Content-Range")) > 0 || byteranges {
 		// Range is not sent (Rewrite): a host that answers a part
 		// anyway could cut a real value where the scrub does not see
 		// it whole (TestRT18RangeEchoReassembled).
