@@ -82,7 +82,16 @@ func newEchoRig(t *testing.T) *echoRig {
 			var from, to int
 			fmt.Sscan(q.URL.Query().Get("from"), &from)
 			fmt.Sscan(q.URL.Query().Get("to"), &to)
-			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", from, to, len(echo)))
+			cr := fmt.Sprintf("bytes %d-%d/%d", from, to, len(echo))
+			if q.URL.Query().Get("hide") != "" {
+				// An empty Content-Range line first, and a 200.
+				w.Header()["Content-Range"] = []string{"", cr}
+				w.Header()["Content-Type"] = []string{"text/plain", "multipart/byteranges; boundary=x"}
+				w.WriteHeader(http.StatusOK)
+				io.WriteString(w, echo[from:to+1])
+				return
+			}
+			w.Header().Set("Content-Range", cr)
 			w.WriteHeader(http.StatusPartialContent)
 			io.WriteString(w, echo[from:to+1])
 			return
@@ -261,6 +270,12 @@ func TestRT18RangeEchoReassembled(t *testing.T) {
 			}
 		}
 		check("206 answers to no Range", got)
+		// The same part as a 200 whose first Content-Range line is
+		// empty (and whose second Content-Type line is byteranges):
+		// the agent's client reads the second; it is a partial answer.
+		if code, h, b := e.getPath(t, fmt.Sprintf("/part?hide=1&from=%d&to=%d", off, off+3), nil); code == http.StatusOK {
+			t.Errorf("a part under an empty first Content-Range line passed: %d %q %q", code, h.Values("Content-Range"), b)
+		}
 	})
 	t.Run("if-range", func(t *testing.T) {
 		// If-Range with a date the echo's (zero) modification time
