@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // A body about another subject than its evidence (issue 24, red team round
 // 2: rt2-offbody-*). The subject test binds a draft's title to its cited

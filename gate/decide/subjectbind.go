@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // The claim bound to its evidence (issue 24, the open red-team drafts): a
 // source that counts (sources.go: in force, a human's, about the draft's

@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // The evidence step of judge (decide.go): registered in evidenceChecks, fed
 // by judgeInput.Env (set by judgeDraft).

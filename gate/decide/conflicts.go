@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // Conflicts and supersession (issue 24 item 3, issue 19 item 3): never two
 // notes in force for one title or subject, anywhere in the vault.

@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // Provenance-shaped content anywhere in a draft is a claim (issue 24).
 // Top-level claims (status, verified, … in any letter case) are moved under

@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // Evidence: what the gate itself establishes about a draft, as OKF's write
 // path asks before a candidate becomes active ("durable, specific,

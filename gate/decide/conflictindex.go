@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // The conflict index (issue 24 item 3): one index of the whole vault, every
 // folder depth, of the notes that hold a name — in force, or withheld (a

@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // Evidence bound to the claim (issue 24): a vault source counts as evidence
 // only when it is a note in force that a human vouched for and that is about
