@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/test/testutil"
 )
 
@@ -36,7 +37,7 @@ func TestEvidenceDecidesPromotion(t *testing.T) {
 	put(t, dir, "good.md", "---\ntype: Fact\ntitle: Deploy region\nsources:\n  - resource: 10-projects/src.md\n    section: regions\n  - https://example.com/regions\n---\nProduction runs in eu-west-1.\n")
 	s := once(t, g)
 	good := decisionFor(t, s, "good.md")
-	if good.State != StatePromoted || !hasRule(good, RuleVerifierPassed) {
+	if good.State != StatePromoted || !hasRule(good, decide.RuleVerifierPassed) {
 		t.Fatalf("good.md: %+v", good)
 	}
 	b, err := os.ReadFile(filepath.Join(v, good.Path))
@@ -55,13 +56,13 @@ func TestEvidenceDecidesPromotion(t *testing.T) {
 	put(t, dir, "wrong.md", "---\ntype: Fact\ntitle: Queue region\nsources: [10-projects/src.md]\n---\nThe queue runs in us-east-1.\n")
 	put(t, dir, "dup.md", "---\ntype: Fact\ntitle: '  DEPLOY   region'\nsources: [10-projects/src.md]\n---\nProduction runs in eu-west-1 (again).\n")
 	s = once(t, g)
-	for name, rule := range map[string]string{"nosrc.md": RuleNoEvidence, "badsrc.md": RuleSourcesUnresolved, "wrong.md": RuleVerifierFailed, "dup.md": RuleConflict} {
+	for name, rule := range map[string]string{"nosrc.md": decide.RuleNoEvidence, "badsrc.md": decide.RuleSourcesUnresolved, "wrong.md": decide.RuleVerifierFailed, "dup.md": decide.RuleConflict} {
 		d := decisionFor(t, s, name)
 		if d.State != StatePending || !hasRule(d, rule) {
 			t.Errorf("%s: want pending with %s, got %s %v", name, rule, d.State, d.Reasons)
 		}
 	}
-	if d := decisionFor(t, s, "wrong.md"); !strings.Contains(reasonText(d, RuleVerifierFailed), "no eu-west-1 in the draft") {
+	if d := decisionFor(t, s, "wrong.md"); !strings.Contains(reasonText(d, decide.RuleVerifierFailed), "no eu-west-1 in the draft") {
 		t.Errorf("the failure's output should be in the receipt: %v", d.Reasons)
 	}
 	checkRepo(t, v)

@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/vault"
 )
@@ -32,7 +33,7 @@ func (g *Gate) EditReviewers(op, name, by string) (string, []string, error) {
 		return "", nil, fmt.Errorf("reviewers: unknown change %q (add, remove)", op)
 	}
 	if _, err := strconv.Atoi(name); err != nil && !validReviewer(name) {
-		return "", nil, fmt.Errorf("reviewer %q is not a user name or uid the policy can hold", clip(name))
+		return "", nil, fmt.Errorf("reviewer %q is not a user name or uid the policy can hold", decide.Clip(name))
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -101,7 +102,7 @@ func editReviewers(src []byte, op, name string) ([]byte, []string, error) {
 	}
 	if seq == nil {
 		seq = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
-		m.Content = append(m.Content, str("reviewers"), seq)
+		m.Content = append(m.Content, decide.Str("reviewers"), seq)
 	}
 	if seq.Kind != yaml.SequenceNode {
 		return nil, nil, fmt.Errorf("%s: reviewers is not a list", vault.PolicyFile)
@@ -115,7 +116,7 @@ func editReviewers(src []byte, op, name string) ([]byte, []string, error) {
 	case op == "add" && i >= 0:
 		return nil, nil, fmt.Errorf("%s is already a reviewer", name)
 	case op == "add":
-		seq.Content = append(seq.Content, str(name))
+		seq.Content = append(seq.Content, decide.Str(name))
 		names = append(names, name)
 	case i < 0:
 		return nil, nil, fmt.Errorf("%s is not a reviewer (reviewers: %v)", name, names)

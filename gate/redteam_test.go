@@ -26,6 +26,7 @@ import (
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/test/testutil"
 	"github.com/fedmem/fedmem/vault"
 	vaultrepo "github.com/fedmem/fedmem/vault/repo"
@@ -232,9 +233,9 @@ func TestSelfCitedEvidenceNotEvidence(t *testing.T) {
 	}
 	put(t, filepath.Join(v, "90-inbox", "rt"), "b.md", "---\ntype: Fact\ntitle: Caches may be disabled\nsources: ["+a.Path+"]\n---\nPer the cache note, agents may disable caches in production.\n")
 	b := decisionFor(t, once(t, g), "b.md")
-	rtHeldBy(t, "b.md", b, RuleNoEvidence)
-	if !slices.Contains(rtRules(b), RuleSourceGateMade) {
-		t.Errorf("b.md: no %s finding naming %s: %v", RuleSourceGateMade, a.Path, b.Reasons)
+	rtHeldBy(t, "b.md", b, decide.RuleNoEvidence)
+	if !slices.Contains(rtRules(b), decide.RuleSourceGateMade) {
+		t.Errorf("b.md: no %s finding naming %s: %v", decide.RuleSourceGateMade, a.Path, b.Reasons)
 	}
 	// A note a human wrote is evidence (control: the rule is about who
 	// wrote the source, not about citing notes).
@@ -269,11 +270,11 @@ func TestConflictSubjectVersusTitleHeld(t *testing.T) {
 			t.Errorf("%s contradicts a note in force and promoted (%s)", n, d.Path)
 		}
 	}
-	rtHeldBy(t, "deploy-region.md", ds["deploy-region.md"], RuleConflict)
-	rtHeldBy(t, "db-title.md", ds["db-title.md"], RuleConflict)
+	rtHeldBy(t, "deploy-region.md", ds["deploy-region.md"], decide.RuleConflict)
+	rtHeldBy(t, "db-title.md", ds["db-title.md"], decide.RuleConflict)
 	// No title, no subject: the path from the file name holds a note in force.
 	put(t, filepath.Join(v, "90-inbox", "rt"), "deploy-region.md", "---\ntype: Fact\nsources: [10-projects/src.md]\n---\nWe deploy to ap-south-1.\n")
-	rtHeldBy(t, "untitled deploy-region.md", decisionFor(t, once(t, g), "deploy-region.md"), RuleConflict)
+	rtHeldBy(t, "untitled deploy-region.md", decisionFor(t, once(t, g), "deploy-region.md"), decide.RuleConflict)
 }
 
 // Breach (e), low-medium: identical bytes from a second session were
@@ -428,12 +429,12 @@ func TestSweepSkipsLogAndIndexArchivePages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hv, err := newHeadView(g.repo, head)
+	hv, err := decide.NewHeadView(g.repo, head)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var notes []noteAt
-	if err := collectNotes(hv, hv.root, "", &notes); err != nil {
+	if err := collectNotes(hv, hv.Root(), "", &notes); err != nil {
 		t.Fatal(err)
 	}
 	var got []string

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/sign"
@@ -124,7 +125,7 @@ func (g *Gate) Show(id string) (*Decision, []byte, error) {
 }
 
 func validReviewer(name string) bool {
-	return name != "" && len(name) <= 64 && cleanSlug(name) != "" && !strings.ContainsAny(name, " \t\r\n:<>/")
+	return name != "" && len(name) <= 64 && decide.CleanSlug(name) != "" && !strings.ContainsAny(name, " \t\r\n:<>/")
 }
 
 // Approve promotes a pending draft on a human's word, through the same
@@ -208,7 +209,7 @@ func (g *Gate) approveLocked(in *inbox, pol *policy.Policy, id, reviewer string,
 	if opts.batch && len(res.Meta.Supersedes) > 0 {
 		var ps []string
 		for _, r := range res.Meta.Supersedes {
-			ps = append(ps, clipText(r.Value))
+			ps = append(ps, decide.ClipText(r.Value))
 		}
 		return nil, fmt.Errorf("draft %s would supersede %s: a batch retires no note it did not show; approve it alone (fedmem review show %s, then fedmem review approve %s)", d.ID, strings.Join(ps, ", "), d.ID, d.ID)
 	}
@@ -319,11 +320,11 @@ func deprecate(old []byte, dest string) ([]byte, bool) {
 	set := func(k, v string) {
 		for i := 0; i+1 < len(n.Front.Content); i += 2 {
 			if n.Front.Content[i].Value == k {
-				n.Front.Content[i+1] = str(v)
+				n.Front.Content[i+1] = decide.Str(v)
 				return
 			}
 		}
-		n.Front.Content = append(n.Front.Content, str(k), str(v))
+		n.Front.Content = append(n.Front.Content, decide.Str(k), decide.Str(v))
 	}
 	set("status", note.StatusDeprecated)
 	set("superseded_by", dest)

@@ -27,15 +27,13 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
 	"github.com/fedmem/fedmem/vault/repo"
 )
-
-// WithheldKey is the extension key of a withheld note.
-const WithheldKey = "withheld"
 
 // Withhold reasons.
 const (
@@ -66,11 +64,11 @@ type SweepSummary struct {
 
 // ReverifyResult says whether a withheld note was restored, or what fails.
 type ReverifyResult struct {
-	Path     string        `json:"path"`
-	Restored bool          `json:"restored"`
-	Commit   string        `json:"commit,omitempty"`
-	Failures []string      `json:"failures,omitempty"`
-	Verified []VerifierRun `json:"verifiers,omitempty"`
+	Path     string               `json:"path"`
+	Restored bool                 `json:"restored"`
+	Commit   string               `json:"commit,omitempty"`
+	Failures []string             `json:"failures,omitempty"`
+	Verified []decide.VerifierRun `json:"verifiers,omitempty"`
 }
 
 // sweepFolders are never swept: the contract (a human changes it), the
@@ -103,22 +101,22 @@ func (g *Gate) Sweep() (*SweepSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	hv, err := newHeadView(g.repo, head)
+	hv, err := decide.NewHeadView(g.repo, head)
 	if err != nil {
 		return nil, err
 	}
 	s := &SweepSummary{Withheld: []Withheld{}}
 	now := g.now().UTC()
 	s.Sessions = g.sweepSessions(pol.PruneEmptyAfterHours, now)
-	if hv.root == nil {
+	if hv.Root() == nil {
 		return s, nil
 	}
 	var notes []noteAt
-	if err := collectNotes(hv, hv.root, "", &notes); err != nil {
+	if err := collectNotes(hv, hv.Root(), "", &notes); err != nil {
 		return nil, err
 	}
 	for _, n := range notes {
-		f, err := hv.facts(n.blob)
+		f, err := hv.Facts(n.blob)
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +165,7 @@ type noteAt struct {
 
 // collectNotes lists the .md files under t (but index.md, log.md, hidden
 // names and the skipped top-level folders).
-func collectNotes(hv *headView, t *repo.Tree, dir string, out *[]noteAt) error {
+func collectNotes(hv *decide.HeadView, t *repo.Tree, dir string, out *[]noteAt) error {
 	for _, e := range t.Entries {
 		if strings.HasPrefix(e.Name, ".") {
 			continue
@@ -181,43 +179,22 @@ func collectNotes(hv *headView, t *repo.Tree, dir string, out *[]noteAt) error {
 			if dir == "" && sweepSkip[e.Name] {
 				continue
 			}
-			sub, err := hv.r.Tree(e.Hash)
+			sub, err := hv.Repo().Tree(e.Hash)
 			if err != nil {
 				return fmt.Errorf("read tree %s: %w", p, err)
 			}
 			if err := collectNotes(hv, sub, p, out); err != nil {
 				return err
 			}
-		case e.Mode.IsFile() && e.Mode != repo.ModeSymlink && dir != "" && strings.HasSuffix(e.Name, ".md") && e.Name != "index.md" && e.Name != "log.md" && !isArchivePage(p):
+		case e.Mode.IsFile() && e.Mode != repo.ModeSymlink && dir != "" && strings.HasSuffix(e.Name, ".md") && e.Name != "index.md" && e.Name != "log.md" && !decide.IsArchivePage(p):
 			*out = append(*out, noteAt{p, e.Hash})
 		}
 	}
 	return nil
 }
 
-// isArchivePage reports whether p is an archive page the gate wrote when a
-// folder's log.md or index.md filled up (<folder>/log/000001.md,
-// <folder>/index/000002.md; folderlog.go appendLine): gate pages, not notes.
-func isArchivePage(p string) bool {
-	dir, name := path.Split(p)
-	kind := path.Base(strings.TrimSuffix(dir, "/"))
-	if (kind != "log" && kind != "index") || strings.Count(dir, "/") < 2 {
-		return false
-	}
-	num, ok := strings.CutSuffix(name, ".md")
-	if !ok || len(num) != 6 {
-		return false
-	}
-	for _, c := range num {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
 // staleness says why a note in force must be withheld ("" if it need not).
-func staleness(hv *headView, self string, f noteFacts, now time.Time) (reason, detail string, err error) {
+func staleness(hv *decide.HeadView, self string, f decide.NoteFacts, now time.Time) (reason, detail string, err error) {
 	if !f.StaleAfter.IsZero() && now.After(f.StaleAfter) {
 		return WithholdStale, fmt.Sprintf("stale_after %s has passed", f.StaleAfter.UTC().Format(time.RFC3339)), nil
 	}
@@ -233,38 +210,38 @@ func staleness(hv *headView, self string, f noteFacts, now time.Time) (reason, d
 // itself (superseded_by self: the supersession commit rewrote it) is not
 // one: it is history, not evidence gone stale
 // (TestSupersedingNoteNotWithheldForItsSource).
-func sourceMismatches(hv *headView, self string, f noteFacts) ([]string, error) {
+func sourceMismatches(hv *decide.HeadView, self string, f decide.NoteFacts) ([]string, error) {
 	var out []string
 	for _, fp := range f.Fingerprints {
-		if sourcePathError(fp.Resource) != "" {
-			out = append(out, fmt.Sprintf("source %s is not a vault path", clipText(fp.Resource)))
+		if decide.SourcePathError(fp.Resource) != "" {
+			out = append(out, fmt.Sprintf("source %s is not a vault path", decide.ClipText(fp.Resource)))
 			continue
 		}
-		e, err := hv.entry(fp.Resource)
+		e, err := hv.Entry(fp.Resource)
 		if err != nil {
 			return nil, err
 		}
 		switch {
 		case e == nil:
-			out = append(out, fmt.Sprintf("source %s is gone at HEAD %.12s (was %s%.12s)", fp.Resource, hv.commit, FingerprintPrefix, fp.Blob))
+			out = append(out, fmt.Sprintf("source %s is gone at HEAD %.12s (was %s%.12s)", fp.Resource, hv.Commit(), decide.FingerprintPrefix, fp.Blob))
 		case e.Hash.String() != fp.Blob:
 			if retired, err := retiredFor(hv, e, self); err != nil {
 				return nil, err
 			} else if retired {
 				continue
 			}
-			out = append(out, fmt.Sprintf("source %s changed (%s%.12s, now %s%.12s at HEAD %.12s)", fp.Resource, FingerprintPrefix, fp.Blob, FingerprintPrefix, e.Hash, hv.commit))
+			out = append(out, fmt.Sprintf("source %s changed (%s%.12s, now %s%.12s at HEAD %.12s)", fp.Resource, decide.FingerprintPrefix, fp.Blob, decide.FingerprintPrefix, e.Hash, hv.Commit()))
 		}
 	}
 	return out, nil
 }
 
 // retiredFor: the note at e is deprecated with superseded_by self.
-func retiredFor(hv *headView, e *repo.TreeEntry, self string) (bool, error) {
+func retiredFor(hv *decide.HeadView, e *repo.TreeEntry, self string) (bool, error) {
 	if self == "" {
 		return false, nil
 	}
-	sf, err := hv.facts(e.Hash)
+	sf, err := hv.Facts(e.Hash)
 	if err != nil {
 		return false, err
 	}
@@ -279,7 +256,7 @@ func setKey(m *yaml.Node, key string, v *yaml.Node) {
 			return
 		}
 	}
-	m.Content = append(m.Content, str(key), v)
+	m.Content = append(m.Content, decide.Str(key), v)
 }
 
 func dropKey(m *yaml.Node, key string) {
@@ -297,8 +274,8 @@ func withheldNote(b []byte, at time.Time, reason, detail string) ([]byte, error)
 	if n == nil {
 		return nil, fmt.Errorf("note does not parse: %v", fs)
 	}
-	setKey(n.Front, "status", str(note.StatusDraft))
-	setKey(n.Front, WithheldKey, keyed("at", at.UTC().Format(time.RFC3339), "reason", reason, "detail", detail))
+	setKey(n.Front, "status", decide.Str(note.StatusDraft))
+	setKey(n.Front, decide.WithheldKey, decide.Keyed("at", at.UTC().Format(time.RFC3339), "reason", reason, "detail", detail))
 	return note.Render(n.Front, n.Body)
 }
 
@@ -310,8 +287,8 @@ func restoredNote(b []byte, at time.Time, ttlDays int, by string) ([]byte, error
 	if n == nil {
 		return nil, fmt.Errorf("note does not parse: %v", fs)
 	}
-	dropKey(n.Front, WithheldKey)
-	setKey(n.Front, "status", str(note.StatusStable))
+	dropKey(n.Front, decide.WithheldKey)
+	setKey(n.Front, "status", decide.Str(note.StatusStable))
 	stale := true
 	if s, ok := n.Scalar("stale_after"); ok {
 		if norm, ok := note.NormalizeTime(s); ok {
@@ -321,9 +298,9 @@ func restoredNote(b []byte, at time.Time, ttlDays int, by string) ([]byte, error
 		}
 	}
 	if stale {
-		setKey(n.Front, "stale_after", str(at.UTC().AddDate(0, 0, ttlDays).Format(time.RFC3339)))
+		setKey(n.Front, "stale_after", decide.Str(at.UTC().AddDate(0, 0, ttlDays).Format(time.RFC3339)))
 	}
-	entry := keyed("by", by, "at", at.UTC().Format(time.RFC3339))
+	entry := decide.Keyed("by", by, "at", at.UTC().Format(time.RFC3339))
 	if v := n.Get("verified"); v != nil && v.Kind == yaml.SequenceNode {
 		v.Content = append(v.Content, entry)
 	} else {
@@ -391,7 +368,7 @@ func (g *Gate) finishSweepIntent() error {
 	}
 	var ch []change
 	for _, p := range in.Paths {
-		if sourcePathError(p) != "" {
+		if decide.SourcePathError(p) != "" {
 			return fmt.Errorf("%s names %q, not a vault path", sweepIntentFile, p)
 		}
 		b, err := g.repo.FileAt(head, p)
@@ -426,8 +403,8 @@ func (g *Gate) withhold(pol *policy.Policy, p, reason, detail string, now time.T
 	if err != nil {
 		return nil, err
 	}
-	sp := sanitizeLine(p)
-	msg := fmt.Sprintf("fedmem: withhold %s (%s)\n\n%s\n\nFedmem-Withheld: %s\nFedmem-Reason: %s\n", sp, reason, sanitizeLine(detail), sp, reason)
+	sp := decide.SanitizeLine(p)
+	msg := fmt.Sprintf("fedmem: withhold %s (%s)\n\n%s\n\nFedmem-Withheld: %s\nFedmem-Reason: %s\n", sp, reason, decide.SanitizeLine(detail), sp, reason)
 	logLine := fmt.Sprintf("- %s withheld [%s](%s): %s\n", now.Format(time.RFC3339), label(path.Base(p)), path.Base(p), label(reason+": "+detail))
 	c, err := g.commitLifecycle(pol, p, b, "withhold", logLine, msg, map[string]string{"path": p, "reason": reason, "detail": detail})
 	if err != nil {
@@ -445,7 +422,7 @@ func (g *Gate) withhold(pol *policy.Policy, p, reason, detail string, now time.T
 // reviewer is the human asking ("" when the gate user runs it directly: the
 // note then records process:fedmem-gate).
 func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
-	by := GateActor
+	by := decide.GateActor
 	if reviewer != "" {
 		if !validReviewer(reviewer) {
 			return nil, fmt.Errorf("reviewer name %q is not usable", reviewer)
@@ -469,18 +446,18 @@ func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	hv, err := newHeadView(g.repo, head)
+	hv, err := decide.NewHeadView(g.repo, head)
 	if err != nil {
 		return nil, err
 	}
-	e, err := hv.entry(p)
+	e, err := hv.Entry(p)
 	if err != nil {
 		return nil, err
 	}
 	if e == nil || !e.Mode.IsFile() {
 		return nil, fmt.Errorf("%s is not a note in the vault at HEAD", p)
 	}
-	f, err := hv.facts(e.Hash)
+	f, err := hv.Facts(e.Hash)
 	if err != nil {
 		return nil, err
 	}
@@ -492,7 +469,7 @@ func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
 		return nil, err
 	}
 	// Never two in force for one name (conflicts.go).
-	if cf, err := restoreConflicts(hv, p, f); err != nil {
+	if cf, err := decide.RestoreConflicts(hv, p, f); err != nil {
 		return nil, err
 	} else {
 		res.Failures = append(res.Failures, cf...)
@@ -505,15 +482,15 @@ func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
 		vs := pol.VerifiersFor(f.Type)
 		if len(vs) > 0 {
 			run := newVerifierRunner(g.vaultDir)
-			srcs := make([]SourceProof, 0, len(f.Fingerprints))
+			srcs := make([]decide.SourceProof, 0, len(f.Fingerprints))
 			for _, fp := range f.Fingerprints {
-				srcs = append(srcs, SourceProof{Resource: fp.Resource, Fingerprint: FingerprintPrefix + fp.Blob})
+				srcs = append(srcs, decide.SourceProof{Resource: fp.Resource, Fingerprint: decide.FingerprintPrefix + fp.Blob})
 			}
 			for _, v := range vs {
 				r := run.run(context.Background(), v, content, srcs)
 				res.Verified = append(res.Verified, r)
 				if !r.Passed {
-					res.Failures = append(res.Failures, fmt.Sprintf("verifier %s failed (exit %d, timed out %v): %s", v.Name, r.ExitCode, r.TimedOut, r.summary()))
+					res.Failures = append(res.Failures, fmt.Sprintf("verifier %s failed (exit %d, timed out %v): %s", v.Name, r.ExitCode, r.TimedOut, r.Summary()))
 				}
 			}
 		}
@@ -527,7 +504,7 @@ func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp := sanitizeLine(p)
+	sp := decide.SanitizeLine(p)
 	msg := fmt.Sprintf("fedmem: restore %s (reverified by %s)\n\nEvery fingerprinted source matches HEAD %s.\n\nFedmem-Restored: %s\nFedmem-Verified-By: %s\n", sp, by, head, sp, by)
 	logLine := fmt.Sprintf("- %s restored [%s](%s), reverified by %s\n", now.Format(time.RFC3339), label(path.Base(p)), path.Base(p), label(by))
 	if res.Commit, err = g.commitLifecycle(pol, p, b, "restore", logLine, msg, map[string]string{"path": p, "by": by}); err != nil {
@@ -551,11 +528,11 @@ func (g *Gate) notePath(ref string) (string, error) {
 		return "", fmt.Errorf("decision %s promoted no note", id)
 	}
 	p := strings.TrimPrefix(ref, "/")
-	if why := sourcePathError(p); why != "" || !strings.HasSuffix(p, ".md") {
+	if why := decide.SourcePathError(p); why != "" || !strings.HasSuffix(p, ".md") {
 		if why == "" {
 			why = "is not a .md note"
 		}
-		return "", fmt.Errorf("%q is neither a decision id nor a note path: it %s", clipText(ref), why)
+		return "", fmt.Errorf("%q is neither a decision id nor a note path: it %s", decide.ClipText(ref), why)
 	}
 	if top, _, _ := strings.Cut(p, "/"); sweepSkip[top] {
 		return "", fmt.Errorf("%s: notes in %s/ are never withheld", p, top)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
 )
 
@@ -61,7 +62,7 @@ func TestSweepWithholdsAndReverifyRestores(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := factsOf(b)
+		f := decide.FactsOf(b)
 		if f.InForce || f.Status != "draft" || !f.Withheld {
 			t.Errorf("%s after the sweep: status %q withheld %v\n%s", p, f.Status, f.Withheld, b)
 		}
@@ -98,7 +99,7 @@ func TestSweepWithholdsAndReverifyRestores(t *testing.T) {
 		t.Fatalf("reverify after the source came back: %+v, %v", r, err)
 	}
 	b, _ := os.ReadFile(filepath.Join(v, "20-domains/bound.md"))
-	if f := factsOf(b); !f.InForce || f.Withheld || !strings.Contains(string(b), "by: human:alice") {
+	if f := decide.FactsOf(b); !f.InForce || f.Withheld || !strings.Contains(string(b), "by: human:alice") {
 		t.Fatalf("restored note:\n%s", b)
 	}
 	// The stale note: sources (none) match, so it comes back with a new
@@ -107,7 +108,7 @@ func TestSweepWithholdsAndReverifyRestores(t *testing.T) {
 		t.Fatalf("reverify stale note: %+v, %v", r, err)
 	}
 	b, _ = os.ReadFile(filepath.Join(v, "20-domains/expired.md"))
-	if f := factsOf(b); !f.InForce || !f.StaleAfter.After(fixedNow) {
+	if f := decide.FactsOf(b); !f.InForce || !f.StaleAfter.After(fixedNow) {
 		t.Fatalf("restored stale note keeps an old stale_after:\n%s", b)
 	}
 	// Not withheld / not a note / outside the swept folders.

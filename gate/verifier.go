@@ -24,6 +24,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/vault"
 )
@@ -143,8 +144,8 @@ type runReport struct {
 
 // run executes one verifier on a draft and says what happened. It never
 // returns without the process (and its sandbox) gone.
-func (r *verifierRunner) run(ctx context.Context, v policy.Verifier, draft []byte, sources []SourceProof) (out VerifierRun) {
-	out = VerifierRun{Name: v.Name, Profile: v.Profile, ExitCode: -1}
+func (r *verifierRunner) run(ctx context.Context, v policy.Verifier, draft []byte, sources []decide.SourceProof) (out decide.VerifierRun) {
+	out = decide.VerifierRun{Name: v.Name, Profile: v.Profile, ExitCode: -1}
 	sink := &outputSink{h: sha256.New()}
 	defer func() {
 		out.OutputSHA256 = hex.EncodeToString(sink.h.Sum(nil))

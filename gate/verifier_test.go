@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/test/testutil"
 	vaultrepo "github.com/fedmem/fedmem/vault/repo"
@@ -57,7 +58,7 @@ func TestVerifiersRunUnderFedmemRun(t *testing.T) {
 	if r.findErr != nil {
 		t.Fatal(r.findErr)
 	}
-	srcs := []SourceProof{{Resource: "20-domains/src.md", Fingerprint: FingerprintPrefix + blobID(t, v, "20-domains/src.md")}}
+	srcs := []decide.SourceProof{{Resource: "20-domains/src.md", Fingerprint: decide.FingerprintPrefix + blobID(t, v, "20-domains/src.md")}}
 	draft := []byte("---\ntype: Fact\ntitle: Region\nsources: [20-domains/src.md]\n---\nWe deploy to eu-west-1.\n")
 
 	pass := r.run(context.Background(), pol.Verifiers["region-check"], draft, srcs)
@@ -124,9 +125,9 @@ func TestVerifierEvidenceInDecision(t *testing.T) {
 	for _, c := range []struct {
 		typ, body, rule string
 	}{
-		{"Fact", "We deploy to eu-west-1.", RuleVerifierPassed},
-		{"Runbook", "Restart the workers.", RuleVerifierFailed},
-		{"Reference", "See the spec.", RuleVerifierTimeout},
+		{"Fact", "We deploy to eu-west-1.", decide.RuleVerifierPassed},
+		{"Runbook", "Restart the workers.", decide.RuleVerifierFailed},
+		{"Reference", "See the spec.", decide.RuleVerifierTimeout},
 	} {
 		draft := "---\ntype: " + c.typ + "\ntitle: A " + c.typ + "\nsources: [20-domains/src.md]\n---\n" + c.body + "\n"
 		ev, fs := evidenceFor(t, g, pol, draft, "", run)
@@ -137,13 +138,13 @@ func TestVerifierEvidenceInDecision(t *testing.T) {
 		if !strings.Contains(got[0].Message, ev.Verifiers[0].OutputSHA256) {
 			t.Errorf("%s: the finding should carry the output hash: %v", c.typ, got[0])
 		}
-		if c.rule == RuleVerifierFailed && !strings.Contains(got[0].Message, "contract broken") {
+		if c.rule == decide.RuleVerifierFailed && !strings.Contains(got[0].Message, "contract broken") {
 			t.Errorf("a failure should carry the verifier's output: %v", got[0])
 		}
 	}
 	// A draft already held (no vault source) does not start a sandbox.
 	ev, fs := evidenceFor(t, g, pol, "---\ntype: Fact\ntitle: No source\n---\neu-west-1\n", "", run)
-	if len(ev.Verifiers) != 0 || len(findingsWith(fs, RuleNoEvidence)) != 1 {
+	if len(ev.Verifiers) != 0 || len(findingsWith(fs, decide.RuleNoEvidence)) != 1 {
 		t.Fatalf("held draft: verifiers %v, findings %v", ev.Verifiers, fs)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/test/testutil"
 )
@@ -36,13 +37,13 @@ func TestSlowVerifierDoesNotBlockPass(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 4)
 	var runs atomic.Int32
-	g.verify = newVerifyPool(context.Background(), func(ctx context.Context, ver policy.Verifier, draft []byte, srcs []SourceProof) VerifierRun {
+	g.verify = newVerifyPool(context.Background(), func(ctx context.Context, ver policy.Verifier, draft []byte, srcs []decide.SourceProof) decide.VerifierRun {
 		runs.Add(1)
 		if strings.Contains(string(draft), "checked") {
 			started <- struct{}{}
 			<-release
 		}
-		return VerifierRun{Name: ver.Name, Profile: "strict", Passed: true, ExitCode: 0, OutputSHA256: "00"}
+		return decide.VerifierRun{Name: ver.Name, Profile: "strict", Passed: true, ExitCode: 0, OutputSHA256: "00"}
 	})
 	defer func() {
 		select {
@@ -93,7 +94,7 @@ func TestSlowVerifierDoesNotBlockPass(t *testing.T) {
 		t.Errorf("the verifier ran %d times, want 2 (once per draft)", n)
 	}
 	d, err := g.loadDecision(s.Decisions[0].ID)
-	if err != nil || d == nil || len(findingsWith(d.Reasons, RuleVerifierPassed)) != 1 {
+	if err != nil || d == nil || len(findingsWith(d.Reasons, decide.RuleVerifierPassed)) != 1 {
 		t.Fatalf("v-1's decision should carry the verifier's pass: %+v %v", d, err)
 	}
 	checkRepo(t, v)
@@ -181,7 +182,7 @@ func TestGateRunSlowVerifierRealSandbox(t *testing.T) {
 	waitFor("v-1's draft decided once its verifier ended", receipt(s1, "a.md"))
 	var r Receipt
 	b, err := os.ReadFile(filepath.Join(s1, ".receipts", "a.md.json"))
-	if err != nil || json.Unmarshal(b, &r) != nil || r.State != StatePromoted || len(findingsWith(r.Reasons, RuleVerifierPassed)) != 1 {
-		t.Fatalf("v-1's receipt: %s %v; want promoted with %s", b, err, RuleVerifierPassed)
+	if err != nil || json.Unmarshal(b, &r) != nil || r.State != StatePromoted || len(findingsWith(r.Reasons, decide.RuleVerifierPassed)) != 1 {
+		t.Fatalf("v-1's receipt: %s %v; want promoted with %s", b, err, decide.RuleVerifierPassed)
 	}
 }

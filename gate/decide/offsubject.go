@@ -61,7 +61,7 @@ func sentenceWordKeys(s string) []string {
 	return out
 }
 
-func offSubject(res validate.Result, counted []countedSource, hv *headView) ([]note.Finding, error) {
+func offSubject(res validate.Result, counted []countedSource, hv *HeadView) ([]note.Finding, error) {
 	sh := res.Shape()
 	if sh == nil || hv == nil {
 		return nil, nil
@@ -104,7 +104,7 @@ func offSubject(res validate.Result, counted []countedSource, hv *headView) ([]n
 			}
 			slices.Sort(ps)
 			for _, op := range ps {
-				f, err := hv.facts(others[op])
+				f, err := hv.Facts(others[op])
 				if err != nil {
 					return nil, err
 				}
