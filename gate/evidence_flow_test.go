@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/verify"
 	"github.com/fedmem/fedmem/test/testutil"
 )
 
@@ -27,7 +28,7 @@ const flowVerifier = `verifiers:
 func TestEvidenceDecidesPromotion(t *testing.T) {
 	testutil.RequireRoot(t)
 	bins := testutil.Binaries(t)
-	t.Setenv(FedmemRunEnv, bins.FedmemRun)
+	t.Setenv(verify.FedmemRunEnv, bins.FedmemRun)
 	v := sandboxVault(t)
 	humanCommit(t, v, map[string]string{"10-projects/src.md": "---\ntype: Reference\ntitle: Source\n---\nWe deploy to eu-west-1.\n"})
 	setPolicy(t, v, trustPolicy()+flowVerifier)

@@ -22,6 +22,7 @@ import (
 	"github.com/fedmem/fedmem/gate/remote"
 	"github.com/fedmem/fedmem/gate/sign"
 	"github.com/fedmem/fedmem/gate/validate"
+	"github.com/fedmem/fedmem/gate/verify"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
 	"github.com/fedmem/fedmem/vault/repo"
@@ -97,9 +98,9 @@ type Gate struct {
 	// journalExtra: some of them an earlier, failed checkout's
 	// (checkoutjournal.go).
 	journaled, journalExtra bool
-	// verify runs a pass's verifiers outside the lock (verifypool.go; set
+	// verify runs a pass's verifiers outside the lock (gate/verify.Pool; set
 	// by Run); verifyAsync: the decision being judged is a pass's.
-	verify      *verifyPool
+	verify      *verify.Pool
 	verifyAsync bool
 }
 
@@ -386,7 +387,7 @@ func (g *Gate) decideBatch(in *inbox, pol *policy.Policy, s *Summary, ids []stri
 				continue // back in the inbox, unread; its receipt says why
 			}
 			if errors.Is(err, decide.ErrVerifying) {
-				s.Deferred++ // its verifiers run outside the lock (verifypool.go)
+				s.Deferred++ // its verifiers run outside the lock (gate/verify.Pool)
 				continue
 			}
 			if err != nil {
@@ -618,9 +619,9 @@ func (g *Gate) judgeOwned(in *inbox, pol *policy.Policy, sess, name string, res 
 // verifiers run outside the decision, else a runner in it).
 func (g *Gate) decideEnv(head repo.Hash) *decide.Env {
 	env := &decide.Env{Repo: g.repo, Head: head, Now: g.now, NoVerify: g.showing,
-		Runner: func() decide.VerifyFunc { return newVerifierRunner(g.vaultDir).run }}
+		Runner: func() decide.VerifyFunc { return verify.NewRunner(g.vaultDir).Run }}
 	if g.verifyAsync {
-		env.Pool = g.verify.result
+		env.Pool = g.verify.Result
 	}
 	return env
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
+	"github.com/fedmem/fedmem/gate/verify"
 )
 
 // TestShowResubmittedDraftDiff: an agent rewrites a draft a reviewer
@@ -148,7 +149,7 @@ func TestShowRunsNoVerifier(t *testing.T) {
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho run >> "+count+"\necho 'verifier stand-in: no'\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(FedmemRunEnv, fake)
+	t.Setenv(verify.FedmemRunEnv, fake)
 	runs := func() int {
 		b, _ := os.ReadFile(count)
 		return strings.Count(string(b), "run\n")

@@ -30,6 +30,7 @@ import (
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/verify"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
 	"github.com/fedmem/fedmem/vault/repo"
@@ -481,13 +482,13 @@ func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
 	if len(res.Failures) == 0 {
 		vs := pol.VerifiersFor(f.Type)
 		if len(vs) > 0 {
-			run := newVerifierRunner(g.vaultDir)
+			run := verify.NewRunner(g.vaultDir)
 			srcs := make([]decide.SourceProof, 0, len(f.Fingerprints))
 			for _, fp := range f.Fingerprints {
 				srcs = append(srcs, decide.SourceProof{Resource: fp.Resource, Fingerprint: decide.FingerprintPrefix + fp.Blob})
 			}
 			for _, v := range vs {
-				r := run.run(context.Background(), v, content, srcs)
+				r := run.Run(context.Background(), v, content, srcs)
 				res.Verified = append(res.Verified, r)
 				if !r.Passed {
 					res.Failures = append(res.Failures, fmt.Sprintf("verifier %s failed (exit %d, timed out %v): %s", v.Name, r.ExitCode, r.TimedOut, r.Summary()))

@@ -10,7 +10,7 @@ package decide
 //     sweep can withhold the note when the source changes. URLs are recorded,
 //     never fetched. A draft without one resolving vault source has no
 //     evidence and waits for a human.
-//   - approved verification processes (verifier.go): the policy's
+//   - approved verification processes (gate/verify): the policy's
 //     verifiers for the type run under fedmem-run; exit 0 is evidence.
 //   - no conflict: a note in force (status absent or stable) or withheld,
 //     anywhere in the vault (conflictindex.go), with the same title or subject,
@@ -92,7 +92,7 @@ type VerifierRun struct {
 	Error        string `json:"error,omitempty"`
 }
 
-// VerifyFunc runs one verifier on a draft (verifier.go).
+// VerifyFunc runs one verifier on a draft (gate/verify.Runner.Run).
 type VerifyFunc func(ctx context.Context, v policy.Verifier, draft []byte, sources []SourceProof) VerifierRun
 
 // EvidenceInput is what checkEvidence looks at.

@@ -1,4 +1,4 @@
-package gate
+package verify
 
 import (
 	"context"
@@ -35,7 +35,9 @@ var (
 // verifyKeep bounds the finished results kept (oldest dropped first).
 const verifyKeep = 256
 
-type verifyPool struct {
+// Pool runs verifiers outside the decision, bounded in all and per
+// session, and keeps their results for the draft's next pass.
+type Pool struct {
 	run  decide.VerifyFunc
 	ctx  context.Context
 	sem  chan struct{}
@@ -53,8 +55,8 @@ type verifyJob struct {
 	res  decide.VerifierRun
 }
 
-func newVerifyPool(ctx context.Context, run decide.VerifyFunc) *verifyPool {
-	return &verifyPool{run: run, ctx: ctx, sem: make(chan struct{}, verifyBound), ends: make(chan struct{}, 1),
+func NewPool(ctx context.Context, run decide.VerifyFunc) *Pool {
+	return &Pool{run: run, ctx: ctx, sem: make(chan struct{}, verifyBound), ends: make(chan struct{}, 1),
 		jobs: map[string]*verifyJob{}, bySession: map[string]int{}}
 }
 
@@ -72,10 +74,10 @@ func verifyKey(v policy.Verifier, draft []byte, sources []decide.SourceProof) st
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// result returns the finished run of v on draft and sources; without one
+// Result returns the finished run of v on draft and sources; without one
 // it starts the run (when the bounds allow; else a later pass asks again)
 // and reports false.
-func (p *verifyPool) result(session string, v policy.Verifier, draft []byte, sources []decide.SourceProof) (decide.VerifierRun, bool) {
+func (p *Pool) Result(session string, v policy.Verifier, draft []byte, sources []decide.SourceProof) (decide.VerifierRun, bool) {
 	key := verifyKey(v, draft, sources)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -122,4 +124,8 @@ func (p *verifyPool) result(session string, v policy.Verifier, draft []byte, sou
 
 // wait returns once every run started has ended (Run, after its context
 // is cancelled: the runs' sandboxes are killed with it).
-func (p *verifyPool) wait() { p.wg.Wait() }
+func (p *Pool) Wait() { p.wg.Wait() }
+
+// Ends is sent on (without blocking, capacity 1) when a run ends: the
+// gate's Run starts a pass on it.
+func (p *Pool) Ends() <-chan struct{} { return p.ends }
