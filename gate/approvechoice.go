@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -55,7 +56,7 @@ func (g *Gate) applyChoice(d *Decision, res validate.Result, opts ApproveOptions
 		return res, fmt.Errorf("draft %s has no frontmatter to retitle", d.ID)
 	}
 	old := res.Meta.Title
-	setKey(res.Note.Front, "title", decide.Str(t))
+	sweep.SetKey(res.Note.Front, "title", decide.Str(t))
 	b, err := note.Render(res.Note.Front, res.Note.Body)
 	if err != nil {
 		return res, err

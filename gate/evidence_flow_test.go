@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/gate/verify"
 	"github.com/fedmem/fedmem/test/testutil"
 )
@@ -74,7 +75,7 @@ func TestEvidenceDecidesPromotion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sw.Withheld) != 1 || sw.Withheld[0].Path != good.Path || sw.Withheld[0].Reason != WithholdSourceChanged {
+	if len(sw.Withheld) != 1 || sw.Withheld[0].Path != good.Path || sw.Withheld[0].Reason != sweep.WithholdSourceChanged {
 		t.Fatalf("sweep: %+v", sw)
 	}
 	checkRepo(t, v)

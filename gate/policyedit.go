@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -37,7 +38,8 @@ func (g *Gate) EditReviewers(op, name, by string) (string, []string, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if err := g.finishSweepIntent(); err != nil {
+	e := g.sweeper()
+	if err := e.Finish(); err != nil {
 		return "", nil, err
 	}
 	branch, head, err := g.repo.Head()
@@ -62,25 +64,15 @@ func (g *Gate) EditReviewers(op, name, by string) (string, []string, error) {
 	cs := g.newChangeSet(head)
 	cs.set(vault.PolicyFile, updated)
 	ch := cs.list()
-	intent := sweepIntent{Parent: head.String(), Kind: "policy", Note: vault.PolicyFile, Paths: []string{vault.PolicyFile}}
-	if err := g.sweepIntent().Record(intent); err != nil {
-		return "", nil, err
-	}
 	verb := map[string]string{"add": "add reviewer", "remove": "remove reviewer"}[op]
 	msg := fmt.Sprintf("fedmem: policy: %s %s\n\nFedmem-Policy: reviewers %s %s\nFedmem-Reviewer: %s\n", verb, name, op, name, by)
-	h, err := g.repo.CommitChanges(branch, head, ch, g.signature(pol), msg)
+	h, err := e.Commit(pol, branch, head, sweep.Move{Kind: "policy", Note: vault.PolicyFile, Changes: ch, Msg: msg,
+		Audit: map[string]string{"change": "reviewers " + op, "reviewer": name, "by": by}})
 	if err != nil {
-		g.sweepIntent().Done()
 		return "", nil, err
 	}
-	if _, err := g.audit.Append("policy", map[string]string{"change": "reviewers " + op, "reviewer": name, "by": by, "commit": h.String()}); err != nil {
-		return "", nil, err
-	}
-	if err := g.repo.Checkout(ch); err != nil {
-		return "", nil, err
-	}
-	g.log.Info("policy", "change", "reviewers "+op, "reviewer", name, "by", by, "commit", h.String())
-	return h.String(), now, g.sweepIntent().Done()
+	g.log.Info("policy", "change", "reviewers "+op, "reviewer", name, "by", by, "commit", h)
+	return h, now, e.Done()
 }
 
 // editReviewers changes the top-level reviewers list of a policy document,

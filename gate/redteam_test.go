@@ -27,6 +27,7 @@ import (
 	"github.com/fedmem/fedmem/vault/note"
 
 	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/test/testutil"
 	"github.com/fedmem/fedmem/vault"
 	vaultrepo "github.com/fedmem/fedmem/vault/repo"
@@ -79,7 +80,7 @@ func rtAllObjects(t *testing.T, v string) string {
 // Breach (b), high: the title carried a text-presentation selector U+FE0F
 // inside an AWS key ("AKIAZ4\uFE0FXYQW…"), allowed after a digit
 // (validate/text.go allowedInContext), which breaks gitleaks' match. The
-// folder's log.md and index.md got label(title), which dropped every
+// folder's log.md and index.md got decide.Label(title), which dropped every
 // invisible rune and so reassembled the key, and those pages were not
 // scanned before the commit. Now: a selector after ASCII is flagged unless
 // it is a keycap, label turns invisible characters into spaces, and the
@@ -92,7 +93,7 @@ func TestLabelCannotReassembleSecretInLogAndIndex(t *testing.T) {
 		t.Errorf("an AWS key reached a Git object (log.md/index.md label of a %s draft)", ds["k.md"].State)
 	}
 	rtHeldBy(t, "k.md", ds["k.md"], "invisible-unicode")
-	if l := label("AKIAZ4\uFE0FXYQW7NJ2KPL5RB x\u200By"); strings.Contains(l, "AKIAZ4XYQW") || strings.Contains(l, "xy") {
+	if l := decide.Label("AKIAZ4\uFE0FXYQW7NJ2KPL5RB x\u200By"); strings.Contains(l, "AKIAZ4XYQW") || strings.Contains(l, "xy") {
 		t.Errorf("label joined what an invisible character split: %q", l)
 	}
 	// The commit-time scan refuses a secret in another file of the commit
@@ -433,13 +434,13 @@ func TestSweepSkipsLogAndIndexArchivePages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var notes []noteAt
-	if err := collectNotes(hv, hv.Root(), "", &notes); err != nil {
+	var notes []sweep.NoteAt
+	if err := sweep.CollectNotes(hv, hv.Root(), "", &notes); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, n := range notes {
-		got = append(got, n.path)
+		got = append(got, n.Path)
 	}
 	for _, p := range []string{"20-domains/log/000001.md", "20-domains/index/000002.md"} {
 		if slices.Contains(got, p) {

@@ -12,6 +12,7 @@ import (
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/sign"
+	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -356,13 +357,13 @@ type ReviewRequest struct {
 
 // ReviewResponse answers a ReviewRequest. Fields are only ever added.
 type ReviewResponse struct {
-	OK        bool            `json:"ok"`
-	Error     string          `json:"error,omitempty"`
-	Reviewer  string          `json:"reviewer,omitempty"`
-	Decisions []Decision      `json:"decisions,omitempty"`
-	Decision  *Decision       `json:"decision,omitempty"`
-	Draft     string          `json:"draft,omitempty"`
-	Reverify  *ReverifyResult `json:"reverify,omitempty"` // op reverify (sweep.go)
+	OK        bool                  `json:"ok"`
+	Error     string                `json:"error,omitempty"`
+	Reviewer  string                `json:"reviewer,omitempty"`
+	Decisions []Decision            `json:"decisions,omitempty"`
+	Decision  *Decision             `json:"decision,omitempty"`
+	Draft     string                `json:"draft,omitempty"`
+	Reverify  *sweep.ReverifyResult `json:"reverify,omitempty"` // op reverify (gate/sweep)
 	// Batch: one item per id of a batch approve or reject.
 	Batch []BatchItem `json:"batch,omitempty"`
 	// Context: what a reviewer decides a held draft with (op show).

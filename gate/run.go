@@ -126,7 +126,7 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 				continue
 			}
 			sweepWaits = time.Time{}
-			g.sweepTick() // withhold stale notes (sweep.go), at most every SweepEvery
+			g.sweepTick() // withhold stale notes (sweephost.go, gate/sweep), at most every SweepEvery
 		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/remote"
+	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/gate/trailer"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
@@ -86,7 +87,7 @@ func heldDraftOf(n *note.Note) ([]byte, error) {
 			if v.Kind == yaml.SequenceNode {
 				for _, e := range v.Content {
 					if e.Kind == yaml.MappingNode {
-						dropKey(e, "fingerprint")
+						sweep.DropKey(e, "fingerprint")
 					}
 				}
 			}

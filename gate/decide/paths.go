@@ -3,6 +3,9 @@ package decide
 import (
 	"path"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/fedmem/fedmem/gate/validate"
 )
 
 // Where a note lands and which paths are the gate's own pages.
@@ -83,6 +86,34 @@ func SanitizeLine(s string) string {
 	}, s)
 	if len(s) > 200 {
 		s = s[:200]
+	}
+	return s
+}
+
+// Label makes display text safe inside a Markdown link in index/log files:
+// one line, no link or emphasis syntax, at most 100 bytes.
+func Label(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
+			return ' '
+		case strings.ContainsRune("[]()<>`*_|\\!#", r):
+			return ' '
+		}
+		if _, bad := validate.Invisible(r); bad {
+			// A space, never nothing: dropping a selector or zero-width
+			// character would join what it split ("AKIAZ4\uFE0FXYQW…"
+			// becomes a whole key in log.md and index.md).
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 100 {
+		s = s[:100]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
 	}
 	return s
 }

@@ -1,4 +1,4 @@
-package gate
+package sweep
 
 // Withholding (OKF's fourth state). An active note — in force: status
 // absent or stable — is withheld when its `stale_after` has passed or when a
@@ -19,10 +19,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -53,13 +52,13 @@ type Withheld struct {
 	Commit string `json:"commit"`
 }
 
-// SweepSummary is the result of one sweep. Fields are only ever added.
-type SweepSummary struct {
+// Summary is the result of one sweep. Fields are only ever added.
+type Summary struct {
 	Checked  int        `json:"checked"` // notes in force looked at
 	Withheld []Withheld `json:"withheld"`
 	Errors   []string   `json:"errors,omitempty"`
 	// Sessions is what the sweep did with empty session folders in
-	// 90-inbox/ (prune_linux.go).
+	// 90-inbox/ (Host.PruneSessions).
 	Sessions *SessionPrune `json:"sessions,omitempty"`
 }
 
@@ -72,52 +71,111 @@ type ReverifyResult struct {
 	Verified []decide.VerifierRun `json:"verifiers,omitempty"`
 }
 
-// sweepFolders are never swept: the contract (a human changes it), the
+// sweepSkip are never swept: the contract (a human changes it), the
 // inbox and the archive are not memory in force.
 var sweepSkip = map[string]bool{"00-global": true, vault.InboxDir: true, "99-archive": true}
 
-// sweepIntent, in the state dir, names the paths a withhold/restore commit
-// is about to change; a gate killed between the ref update and the work
-// tree finishes the checkout on its next sweep.
-const sweepIntentFile = "sweep.intent"
+// Skipped reports whether notes in the top-level folder top are never
+// withheld.
+func Skipped(top string) bool { return sweepSkip[top] }
 
-func (g *Gate) sweepIntent() durable.Intent { return durable.Intent(g.statePath(sweepIntentFile)) }
+// IntentFile, in the state dir, names the paths a withhold, restore or
+// policy commit is about to change; a gate killed between the ref update
+// and the work tree finishes the checkout on its next sweep.
+const IntentFile = "sweep.intent"
+
+// SessionPrune is what a sweep did with empty session folders under
+// 90-inbox/ (the host prunes them: it owns the inbox). Fields are only ever
+// added.
+type SessionPrune struct {
+	// AfterHours is the policy's grace period
+	// (inbox.prune_empty_sessions_after_hours); 0: pruning is off.
+	AfterHours int `json:"after_hours"`
+	// Pruned lists the empty session folders removed by this sweep.
+	Pruned []string `json:"pruned"`
+	// Waiting counts empty folders kept: still within the grace period, or
+	// of a session whose record says it has not ended.
+	Waiting int `json:"waiting"`
+	// Kept counts folders holding anything (drafts, receipts): never pruned.
+	Kept int `json:"kept"`
+	// HeldMarksPruned counts the gate's held/ marks dropped because their
+	// entry left its session folder (pruneHeldMarks).
+	HeldMarksPruned int      `json:"held_marks_pruned,omitempty"`
+	Errors          []string `json:"errors,omitempty"`
+}
+
+// Host is what the engine needs from the gate.
+type Host interface {
+	// Note appends an audit entry (best effort: a recovered move).
+	Note(kind string, data any)
+	// Audit appends an audit entry; a failure fails the move.
+	Audit(kind string, data map[string]string) error
+	// Changes are the files a commit writing content at p against head
+	// changes: p and, when logLine is not "", its folder's log.md with the
+	// line appended (the gate's folder pages).
+	Changes(head repo.Hash, p string, content []byte, logLine string) ([]repo.Change, error)
+	// Signature is the gate's commit signature under pol.
+	Signature(pol *policy.Policy) repo.Signature
+	// PruneSessions removes the empty session folders whose grace period
+	// passed and records what it did.
+	PruneSessions(hours int, now time.Time) *SessionPrune
+}
+
+// Engine withholds and restores notes of one vault, each move one gate
+// commit recorded first in the intent file.
+type Engine struct {
+	repo   *repo.Repo
+	log    *slog.Logger
+	now    func() time.Time
+	intent durable.Intent
+	vault  string
+	host   Host
+}
+
+// Config is what New needs: the repository, the gate's log and clock, the
+// intent file (IntentFile in the state dir), the vault (verifiers of
+// reverify run there) and the host.
+type Config struct {
+	Repo   *repo.Repo
+	Log    *slog.Logger
+	Now    func() time.Time
+	Intent durable.Intent
+	Vault  string
+	Host   Host
+}
+
+// New returns the engine of c.
+func New(c Config) *Engine {
+	return &Engine{repo: c.Repo, log: c.Log, now: c.Now, intent: c.Intent, vault: c.Vault, host: c.Host}
+}
 
 // Sweep withholds every active note that is past its `stale_after` or whose
-// fingerprinted sources changed at HEAD, and removes the empty session
-// folders of 90-inbox/ whose grace period passed (pruneSessions). Cost: a walk of HEAD's trees and,
+// fingerprinted sources changed at HEAD, and has the host remove the empty
+// session folders of 90-inbox/ whose grace period passed. Cost: a walk of HEAD's trees and,
 // once per note blob ever seen, its frontmatter (cached by blob id); one
-// commit (O(changed paths)) per note withheld.
-func (g *Gate) Sweep() (*SweepSummary, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if err := g.finishSweepIntent(); err != nil {
-		return nil, err
-	}
-	pol, err := g.Policy()
+// commit (O(changed paths)) per note withheld. The caller holds the gate's
+// lock and has finished any move a killed gate left (Finish).
+func (e *Engine) Sweep(pol *policy.Policy) (*Summary, error) {
+	_, head, err := e.repo.Head()
 	if err != nil {
 		return nil, err
 	}
-	_, head, err := g.repo.Head()
+	hv, err := decide.NewHeadView(e.repo, head)
 	if err != nil {
 		return nil, err
 	}
-	hv, err := decide.NewHeadView(g.repo, head)
-	if err != nil {
-		return nil, err
-	}
-	s := &SweepSummary{Withheld: []Withheld{}}
-	now := g.now().UTC()
-	s.Sessions = g.sweepSessions(pol.PruneEmptyAfterHours, now)
+	s := &Summary{Withheld: []Withheld{}}
+	now := e.now().UTC()
+	s.Sessions = e.host.PruneSessions(pol.PruneEmptyAfterHours, now)
 	if hv.Root() == nil {
 		return s, nil
 	}
-	var notes []noteAt
-	if err := collectNotes(hv, hv.Root(), "", &notes); err != nil {
+	var notes []NoteAt
+	if err := CollectNotes(hv, hv.Root(), "", &notes); err != nil {
 		return nil, err
 	}
 	for _, n := range notes {
-		f, err := hv.Facts(n.blob)
+		f, err := hv.Facts(n.Blob)
 		if err != nil {
 			return nil, err
 		}
@@ -125,16 +183,16 @@ func (g *Gate) Sweep() (*SweepSummary, error) {
 			continue
 		}
 		s.Checked++
-		reason, detail, err := staleness(hv, n.path, f, now)
+		reason, detail, err := staleness(hv, n.Path, f, now)
 		if err != nil {
 			return nil, err
 		}
 		if reason == "" {
 			continue
 		}
-		w, err := g.withhold(pol, n.path, reason, detail, now)
+		w, err := e.withhold(pol, n.Path, reason, detail, now)
 		if err != nil {
-			s.Errors = append(s.Errors, fmt.Sprintf("withhold %s: %v", n.path, err))
+			s.Errors = append(s.Errors, fmt.Sprintf("withhold %s: %v", n.Path, err))
 			continue
 		}
 		s.Withheld = append(s.Withheld, *w)
@@ -142,31 +200,15 @@ func (g *Gate) Sweep() (*SweepSummary, error) {
 	return s, nil
 }
 
-// sweepSessions prunes empty session folders and records the counts for
-// `fedmem gate status`. Failures are reported in the result, never fatal to
-// the sweep.
-func (g *Gate) sweepSessions(hours int, now time.Time) *SessionPrune {
-	in, err := g.openInbox()
-	if err != nil {
-		return &SessionPrune{AfterHours: hours, Pruned: []string{}, Errors: []string{err.Error()}}
-	}
-	defer in.Close()
-	p := g.pruneSessions(in, hours, now)
-	p.HeldMarksPruned = g.pruneHeldMarks(in)
-	if err := g.recordPrune(p, now); err != nil {
-		p.Errors = append(p.Errors, "record prune status: "+err.Error())
-	}
-	return p
+// NoteAt is a note file at HEAD: its path and blob.
+type NoteAt struct {
+	Path string
+	Blob repo.Hash
 }
 
-type noteAt struct {
-	path string
-	blob repo.Hash
-}
-
-// collectNotes lists the .md files under t (but index.md, log.md, hidden
+// CollectNotes lists the .md files under t (but index.md, log.md, hidden
 // names and the skipped top-level folders).
-func collectNotes(hv *decide.HeadView, t *repo.Tree, dir string, out *[]noteAt) error {
+func CollectNotes(hv *decide.HeadView, t *repo.Tree, dir string, out *[]NoteAt) error {
 	for _, e := range t.Entries {
 		if strings.HasPrefix(e.Name, ".") {
 			continue
@@ -184,11 +226,11 @@ func collectNotes(hv *decide.HeadView, t *repo.Tree, dir string, out *[]noteAt) 
 			if err != nil {
 				return fmt.Errorf("read tree %s: %w", p, err)
 			}
-			if err := collectNotes(hv, sub, p, out); err != nil {
+			if err := CollectNotes(hv, sub, p, out); err != nil {
 				return err
 			}
 		case e.Mode.IsFile() && e.Mode != repo.ModeSymlink && dir != "" && strings.HasSuffix(e.Name, ".md") && e.Name != "index.md" && e.Name != "log.md" && !decide.IsArchivePage(p):
-			*out = append(*out, noteAt{p, e.Hash})
+			*out = append(*out, NoteAt{p, e.Hash})
 		}
 	}
 	return nil
@@ -249,8 +291,8 @@ func retiredFor(hv *decide.HeadView, e *repo.TreeEntry, self string) (bool, erro
 	return sf.Status == note.StatusDeprecated && path.Clean(strings.TrimPrefix(sf.SupersededBy, "/")) == self, nil
 }
 
-// setKey sets key in mapping m (appended when absent).
-func setKey(m *yaml.Node, key string, v *yaml.Node) {
+// SetKey sets key in mapping m (appended when absent).
+func SetKey(m *yaml.Node, key string, v *yaml.Node) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {
 			m.Content[i+1] = v
@@ -260,7 +302,8 @@ func setKey(m *yaml.Node, key string, v *yaml.Node) {
 	m.Content = append(m.Content, decide.Str(key), v)
 }
 
-func dropKey(m *yaml.Node, key string) {
+// DropKey removes key from mapping m.
+func DropKey(m *yaml.Node, key string) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {
 			m.Content = append(m.Content[:i], m.Content[i+2:]...)
@@ -269,14 +312,14 @@ func dropKey(m *yaml.Node, key string) {
 	}
 }
 
-// withheldNote rewrites a note as withheld.
-func withheldNote(b []byte, at time.Time, reason, detail string) ([]byte, error) {
+// WithheldNote rewrites a note as withheld.
+func WithheldNote(b []byte, at time.Time, reason, detail string) ([]byte, error) {
 	n, fs := note.Parse(b)
 	if n == nil {
 		return nil, fmt.Errorf("note does not parse: %v", fs)
 	}
-	setKey(n.Front, "status", decide.Str(note.StatusDraft))
-	setKey(n.Front, decide.WithheldKey, decide.Keyed("at", at.UTC().Format(time.RFC3339), "reason", reason, "detail", detail))
+	SetKey(n.Front, "status", decide.Str(note.StatusDraft))
+	SetKey(n.Front, decide.WithheldKey, decide.Keyed("at", at.UTC().Format(time.RFC3339), "reason", reason, "detail", detail))
 	return note.Render(n.Front, n.Body)
 }
 
@@ -288,8 +331,8 @@ func restoredNote(b []byte, at time.Time, ttlDays int, by string) ([]byte, error
 	if n == nil {
 		return nil, fmt.Errorf("note does not parse: %v", fs)
 	}
-	dropKey(n.Front, decide.WithheldKey)
-	setKey(n.Front, "status", decide.Str(note.StatusStable))
+	DropKey(n.Front, decide.WithheldKey)
+	SetKey(n.Front, "status", decide.Str(note.StatusStable))
 	stale := true
 	if s, ok := n.Scalar("stale_after"); ok {
 		if norm, ok := note.NormalizeTime(s); ok {
@@ -299,166 +342,168 @@ func restoredNote(b []byte, at time.Time, ttlDays int, by string) ([]byte, error
 		}
 	}
 	if stale {
-		setKey(n.Front, "stale_after", decide.Str(at.UTC().AddDate(0, 0, ttlDays).Format(time.RFC3339)))
+		SetKey(n.Front, "stale_after", decide.Str(at.UTC().AddDate(0, 0, ttlDays).Format(time.RFC3339)))
 	}
 	entry := decide.Keyed("by", by, "at", at.UTC().Format(time.RFC3339))
 	if v := n.Get("verified"); v != nil && v.Kind == yaml.SequenceNode {
 		v.Content = append(v.Content, entry)
 	} else {
-		setKey(n.Front, "verified", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{entry}})
+		SetKey(n.Front, "verified", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{entry}})
 	}
 	return note.Render(n.Front, n.Body)
 }
 
-type sweepIntent struct {
+// Intent is what IntentFile holds: the move a commit is about to make.
+type Intent struct {
 	Parent string   `json:"parent"`
 	Paths  []string `json:"paths"`
 	Kind   string   `json:"kind"`
 	Note   string   `json:"note"`
 }
 
+// Move is one durable change of the vault by a gate commit: its kind (the
+// audit entry's), the note it is about, the changes, the commit message and
+// the audit entry's data (the commit is added).
+type Move struct {
+	Kind, Note string
+	Changes    []repo.Change
+	Msg        string
+	Audit      map[string]string
+}
+
+// Commit makes m on branch at head: the intent recorded, one commit, the
+// audit entry, then the work tree and index; a gate killed on the way
+// finishes it on its next Finish.
+func (e *Engine) Commit(pol *policy.Policy, branch repo.RefName, head repo.Hash, m Move) (string, error) {
+	in := Intent{Parent: head.String(), Kind: m.Kind, Note: m.Note}
+	for _, c := range m.Changes {
+		in.Paths = append(in.Paths, c.Path)
+	}
+	if err := e.intent.Record(in); err != nil {
+		return "", err
+	}
+	h, err := e.repo.CommitChanges(branch, head, m.Changes, e.host.Signature(pol), m.Msg)
+	if err != nil {
+		e.intent.Done()
+		return "", err
+	}
+	m.Audit["commit"] = h.String()
+	if err := e.host.Audit(m.Kind, m.Audit); err != nil {
+		return "", err
+	}
+	if err := e.repo.Checkout(m.Changes); err != nil {
+		return "", err
+	}
+	return h.String(), nil
+}
+
+// Done ends the move Commit recorded.
+func (e *Engine) Done() error { return e.intent.Done() }
+
 // commitLifecycle commits one lifecycle change of a note (withhold or
 // restore) with the gate's commit machinery: the note, its folder's log.md
 // line, one commit, an audit entry, then the work tree and index.
-func (g *Gate) commitLifecycle(pol *policy.Policy, p string, content []byte, kind, logLine, msg string, audit map[string]string) (string, error) {
-	branch, head, err := g.repo.Head()
+func (e *Engine) commitLifecycle(pol *policy.Policy, p string, content []byte, kind, logLine, msg string, audit map[string]string) (string, error) {
+	branch, head, err := e.repo.Head()
 	if err != nil {
 		return "", err
 	}
-	cs := g.newChangeSet(head)
-	cs.set(p, content)
-	if err := cs.appendLine(path.Dir(p)+"/log.md", logHeader, logLine); err != nil {
-		return "", err
-	}
-	ch := cs.list()
-	in := sweepIntent{Parent: head.String(), Kind: kind, Note: p}
-	for _, c := range ch {
-		in.Paths = append(in.Paths, c.Path)
-	}
-	if err := g.sweepIntent().Record(in); err != nil {
-		return "", err
-	}
-	h, err := g.repo.CommitChanges(branch, head, ch, g.signature(pol), msg)
+	ch, err := e.host.Changes(head, p, content, logLine)
 	if err != nil {
-		g.sweepIntent().Done()
 		return "", err
 	}
-	audit["commit"] = h.String()
-	if _, err := g.audit.Append(kind, audit); err != nil {
+	h, err := e.Commit(pol, branch, head, Move{Kind: kind, Note: p, Changes: ch, Msg: msg, Audit: audit})
+	if err != nil {
 		return "", err
 	}
-	if err := g.repo.Checkout(ch); err != nil {
-		return "", err
-	}
-	g.log.Info(kind, "path", p, "commit", h.String())
-	return h.String(), g.sweepIntent().Done()
+	e.log.Info(kind, "path", p, "commit", h)
+	return h, e.intent.Done()
 }
 
-// finishSweepIntent completes a withhold or restore a killed gate left
+// Finish completes a withhold, restore or policy edit a killed gate left
 // between its ref update and its work tree: the paths are checked out from
 // HEAD (a no-op when the commit never happened) and, when HEAD moved past
 // the recorded parent, the audit entry is written again (at least once).
-func (g *Gate) finishSweepIntent() error {
-	var in sweepIntent
-	if ok, err := g.sweepIntent().Load(&in); !ok {
+func (e *Engine) Finish() error {
+	var in Intent
+	if ok, err := e.intent.Load(&in); !ok {
 		return err
 	}
-	_, head, err := g.repo.Head()
+	_, head, err := e.repo.Head()
 	if err != nil {
 		return err
 	}
-	var ch []change
+	var ch []repo.Change
 	for _, p := range in.Paths {
 		if decide.SourcePathError(p) != "" {
-			return fmt.Errorf("%s names %q, not a vault path", sweepIntentFile, p)
+			return fmt.Errorf("%s names %q, not a vault path", IntentFile, p)
 		}
-		b, err := g.repo.FileAt(head, p)
+		b, err := e.repo.FileAt(head, p)
 		if err != nil {
 			return err
 		}
 		if b != nil {
-			ch = append(ch, change{Path: p, Content: b})
+			ch = append(ch, repo.Change{Path: p, Content: b})
 		}
 	}
 	if len(ch) > 0 {
-		if err := g.repo.Checkout(ch); err != nil {
+		if err := e.repo.Checkout(ch); err != nil {
 			return err
 		}
 	}
 	if head.String() != in.Parent {
-		g.note(in.Kind, map[string]string{"path": in.Note, "commit": head.String(), "recovered": "true"})
+		e.host.Note(in.Kind, map[string]string{"path": in.Note, "commit": head.String(), "recovered": "true"})
 	}
-	return g.sweepIntent().Done()
+	return e.intent.Done()
 }
 
-func (g *Gate) withhold(pol *policy.Policy, p, reason, detail string, now time.Time) (*Withheld, error) {
-	_, head, err := g.repo.Head()
+func (e *Engine) withhold(pol *policy.Policy, p, reason, detail string, now time.Time) (*Withheld, error) {
+	_, head, err := e.repo.Head()
 	if err != nil {
 		return nil, err
 	}
-	old, err := g.repo.FileAt(head, p)
+	old, err := e.repo.FileAt(head, p)
 	if err != nil || old == nil {
 		return nil, fmt.Errorf("read %s at HEAD: %v", p, err)
 	}
-	b, err := withheldNote(old, now, reason, detail)
+	b, err := WithheldNote(old, now, reason, detail)
 	if err != nil {
 		return nil, err
 	}
 	sp := decide.SanitizeLine(p)
 	msg := fmt.Sprintf("fedmem: withhold %s (%s)\n\n%s\n\nFedmem-Withheld: %s\nFedmem-Reason: %s\n", sp, reason, decide.SanitizeLine(detail), sp, reason)
-	logLine := fmt.Sprintf("- %s withheld [%s](%s): %s\n", now.Format(time.RFC3339), label(path.Base(p)), path.Base(p), label(reason+": "+detail))
-	c, err := g.commitLifecycle(pol, p, b, "withhold", logLine, msg, map[string]string{"path": p, "reason": reason, "detail": detail})
+	logLine := fmt.Sprintf("- %s withheld [%s](%s): %s\n", now.Format(time.RFC3339), decide.Label(path.Base(p)), path.Base(p), decide.Label(reason+": "+detail))
+	c, err := e.commitLifecycle(pol, p, b, "withhold", logLine, msg, map[string]string{"path": p, "reason": reason, "detail": detail})
 	if err != nil {
 		return nil, err
 	}
 	return &Withheld{Path: p, Reason: reason, Detail: detail, Commit: c}, nil
 }
 
-// Reverify re-checks a withheld note, named by its vault path or by the id
-// of the decision that promoted it: every fingerprinted source must have its
-// recorded blob id at HEAD and every policy verifier for its type must pass
-// (run on the note as it stands). Then it is restored by a gate commit
-// (status stable, `withheld` dropped, a fresh stale_after if the old one
-// passed, `verified: {by: <by>}`); otherwise the result lists what fails.
-// reviewer is the human asking ("" when the gate user runs it directly: the
-// note then records process:fedmem-gate).
-func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
-	by := decide.GateActor
-	if reviewer != "" {
-		if !validReviewer(reviewer) {
-			return nil, fmt.Errorf("reviewer name %q is not usable", reviewer)
-		}
-		by = "human:" + reviewer
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if err := g.finishSweepIntent(); err != nil {
-		return nil, err
-	}
-	p, err := g.notePath(ref)
+// Reverify re-checks the withheld note at p (a vault path the caller
+// resolved): every fingerprinted source must have its recorded blob id at
+// HEAD and every policy verifier for its type must pass (run on the note as
+// it stands). Then it is restored by a gate commit (status stable,
+// `withheld` dropped, a fresh stale_after if the old one passed,
+// `verified: {by: <by>}`); otherwise the result lists what fails. The
+// caller holds the gate's lock and has called Finish.
+func (e *Engine) Reverify(pol *policy.Policy, p, by string) (*ReverifyResult, error) {
+	_, head, err := e.repo.Head()
 	if err != nil {
 		return nil, err
 	}
-	pol, err := g.Policy()
+	hv, err := decide.NewHeadView(e.repo, head)
 	if err != nil {
 		return nil, err
 	}
-	_, head, err := g.repo.Head()
+	ent, err := hv.Entry(p)
 	if err != nil {
 		return nil, err
 	}
-	hv, err := decide.NewHeadView(g.repo, head)
-	if err != nil {
-		return nil, err
-	}
-	e, err := hv.Entry(p)
-	if err != nil {
-		return nil, err
-	}
-	if e == nil || !e.Mode.IsFile() {
+	if ent == nil || !ent.Mode.IsFile() {
 		return nil, fmt.Errorf("%s is not a note in the vault at HEAD", p)
 	}
-	f, err := hv.Facts(e.Hash)
+	f, err := hv.Facts(ent.Hash)
 	if err != nil {
 		return nil, err
 	}
@@ -475,14 +520,14 @@ func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
 	} else {
 		res.Failures = append(res.Failures, cf...)
 	}
-	content, err := g.repo.FileAt(head, p)
+	content, err := e.repo.FileAt(head, p)
 	if err != nil {
 		return nil, err
 	}
 	if len(res.Failures) == 0 {
 		vs := pol.VerifiersFor(f.Type)
 		if len(vs) > 0 {
-			run := verify.NewRunner(g.vaultDir)
+			run := verify.NewRunner(e.vault)
 			srcs := make([]decide.SourceProof, 0, len(f.Fingerprints))
 			for _, fp := range f.Fingerprints {
 				srcs = append(srcs, decide.SourceProof{Resource: fp.Resource, Fingerprint: decide.FingerprintPrefix + fp.Blob})
@@ -497,86 +542,20 @@ func (g *Gate) Reverify(ref, reviewer string) (*ReverifyResult, error) {
 		}
 	}
 	if len(res.Failures) > 0 {
-		g.note("reverify-failed", map[string]any{"path": p, "by": by, "failures": res.Failures})
+		e.host.Note("reverify-failed", map[string]any{"path": p, "by": by, "failures": res.Failures})
 		return res, nil
 	}
-	now := g.now().UTC()
+	now := e.now().UTC()
 	b, err := restoredNote(content, now, pol.TTLDays(f.Type), by)
 	if err != nil {
 		return nil, err
 	}
 	sp := decide.SanitizeLine(p)
 	msg := fmt.Sprintf("fedmem: restore %s (reverified by %s)\n\nEvery fingerprinted source matches HEAD %s.\n\nFedmem-Restored: %s\nFedmem-Verified-By: %s\n", sp, by, head, sp, by)
-	logLine := fmt.Sprintf("- %s restored [%s](%s), reverified by %s\n", now.Format(time.RFC3339), label(path.Base(p)), path.Base(p), label(by))
-	if res.Commit, err = g.commitLifecycle(pol, p, b, "restore", logLine, msg, map[string]string{"path": p, "by": by}); err != nil {
+	logLine := fmt.Sprintf("- %s restored [%s](%s), reverified by %s\n", now.Format(time.RFC3339), decide.Label(path.Base(p)), path.Base(p), decide.Label(by))
+	if res.Commit, err = e.commitLifecycle(pol, p, b, "restore", logLine, msg, map[string]string{"path": p, "by": by}); err != nil {
 		return nil, err
 	}
 	res.Restored = true
 	return res, nil
-}
-
-// notePath turns a reverify argument into a vault path: a decision id (the
-// path it promoted; a unique prefix of it will do) or a vault path of a note.
-func (g *Gate) notePath(ref string) (string, error) {
-	if !strings.ContainsAny(ref, "/") && !strings.HasSuffix(ref, ".md") {
-		id, err := g.resolveID(ref, false)
-		if err != nil {
-			return "", err
-		}
-		if d, err := g.loadDecision(id); err == nil && d != nil && d.Path != "" {
-			return d.Path, nil
-		}
-		return "", fmt.Errorf("decision %s promoted no note", id)
-	}
-	p := strings.TrimPrefix(ref, "/")
-	if why := decide.SourcePathError(p); why != "" || !strings.HasSuffix(p, ".md") {
-		if why == "" {
-			why = "is not a .md note"
-		}
-		return "", fmt.Errorf("%q is neither a decision id nor a note path: it %s", decide.ClipText(ref), why)
-	}
-	if top, _, _ := strings.Cut(p, "/"); sweepSkip[top] {
-		return "", fmt.Errorf("%s: notes in %s/ are never withheld", p, top)
-	}
-	return p, nil
-}
-
-// lastSweep rate-limits the sweep Run does from its backstop timer.
-var lastSweep sync.Map // *Gate → time.Time
-
-// SweepEvery is the least time between two sweeps from Run.
-var SweepEvery = time.Minute
-
-// sweepTick is Run's periodic sweep: at most once per SweepEvery, failures
-// logged (the next tick retries).
-func (g *Gate) sweepTick() {
-	now := time.Now()
-	if t, ok := lastSweep.Load(g); ok && now.Sub(t.(time.Time)) < SweepEvery {
-		return
-	}
-	lastSweep.Store(g, now)
-	s, err := g.Sweep()
-	if err != nil {
-		g.log.Error("sweep failed", "err", err)
-		return
-	}
-	for _, e := range s.Errors {
-		g.log.Error("sweep", "err", e)
-	}
-	if p := s.Sessions; p != nil {
-		for _, e := range p.Errors {
-			g.log.Error("sweep sessions", "err", e)
-		}
-		if len(p.Pruned) > 0 {
-			g.log.Info("pruned empty sessions", "sessions", p.Pruned, "waiting", p.Waiting, "kept", p.Kept)
-		}
-	}
-	if len(s.Withheld) > 0 {
-		paths := make([]string, 0, len(s.Withheld))
-		for _, w := range s.Withheld {
-			paths = append(paths, w.Path)
-		}
-		sort.Strings(paths)
-		g.log.Info("swept", "checked", s.Checked, "withheld", paths)
-	}
 }
