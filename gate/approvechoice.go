@@ -21,6 +21,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -47,14 +49,14 @@ func (g *Gate) applyChoice(d *Decision, res validate.Result, opts ApproveOptions
 		return res, fmt.Errorf("choose one: --supersede keeps the draft's title and retires the note in force; --title gives the draft another one")
 	}
 	t := strings.TrimSpace(opts.Title)
-	if t == "" || len(t) > 200 || strings.ContainsFunc(t, func(r rune) bool { return r < 0x20 || r == 0x7f }) || cleanSlug(t) == "" {
-		return res, fmt.Errorf("title %q is not usable: 1 to 200 characters, no control characters, at least one letter or digit", clipText(opts.Title))
+	if t == "" || len(t) > 200 || strings.ContainsFunc(t, func(r rune) bool { return r < 0x20 || r == 0x7f }) || decide.CleanSlug(t) == "" {
+		return res, fmt.Errorf("title %q is not usable: 1 to 200 characters, no control characters, at least one letter or digit", decide.ClipText(opts.Title))
 	}
 	if res.Note == nil {
 		return res, fmt.Errorf("draft %s has no frontmatter to retitle", d.ID)
 	}
 	old := res.Meta.Title
-	setKey(res.Note.Front, "title", str(t))
+	sweep.SetKey(res.Note.Front, "title", decide.Str(t))
 	b, err := note.Render(res.Note.Front, res.Note.Body)
 	if err != nil {
 		return res, err
@@ -64,10 +66,10 @@ func (g *Gate) applyChoice(d *Decision, res validate.Result, opts ApproveOptions
 		return res, err
 	}
 	if nr.Note == nil || note.HasErrors(nr.Findings) {
-		return res, fmt.Errorf("draft %s retitled %q is not valid: %v", d.ID, clipText(t), nr.Findings)
+		return res, fmt.Errorf("draft %s retitled %q is not valid: %v", d.ID, decide.ClipText(t), nr.Findings)
 	}
 	d.Reasons = append(d.Reasons, note.Finding{Rule: "reviewer-retitle", Severity: note.Info,
-		Message: fmt.Sprintf("the reviewer retitled the draft from %q to %q", clipText(old), clipText(t))})
+		Message: fmt.Sprintf("the reviewer retitled the draft from %q to %q", decide.ClipText(old), decide.ClipText(t))})
 	return nr, nil
 }
 
@@ -75,28 +77,28 @@ func (g *Gate) applyChoice(d *Decision, res validate.Result, opts ApproveOptions
 // no contradiction, or the reviewer chose to supersede (the notes join the
 // draft's `supersedes`, so promoteDraft deprecates them in its commit);
 // otherwise ErrContradiction.
-func (g *Gate) decideContradiction(d *Decision, res validate.Result, v *verdict, opts ApproveOptions) (validate.Result, error) {
+func (g *Gate) decideContradiction(d *Decision, res validate.Result, v *decide.Verdict, opts ApproveOptions) (validate.Result, error) {
 	_, head, err := g.repo.Head()
 	if err != nil {
 		return res, err
 	}
-	hv, err := newHeadView(g.repo, head)
+	hv, err := decide.NewHeadView(g.repo, head)
 	if err != nil {
 		return res, err
 	}
-	dest := destPath(v.Folder, res.Meta.Title, d.Draft, d.SHA256)
-	cs, err := contradictions(res, dest, "", hv)
+	dest := decide.DestPath(v.Folder, res.Meta.Title, d.Draft, d.SHA256)
+	cs, err := decide.Contradictions(res, dest, "", hv)
 	if err != nil || len(cs) == 0 {
 		return res, err
 	}
 	if !opts.Supersede {
-		return res, contradictionError(d.ID, cs)
+		return res, decide.ContradictionError(d.ID, cs)
 	}
 	seq := res.Note.Get("supersedes")
 	switch {
 	case seq == nil:
 		seq = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
-		res.Note.Front.Content = append(res.Note.Front.Content, str("supersedes"), seq)
+		res.Note.Front.Content = append(res.Note.Front.Content, decide.Str("supersedes"), seq)
 	case seq.Kind == yaml.ScalarNode:
 		one := *seq
 		*seq = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{&one}}
@@ -107,7 +109,7 @@ func (g *Gate) decideContradiction(d *Decision, res validate.Result, v *verdict,
 	res.Meta.Supersedes = append([]note.Ref(nil), res.Meta.Supersedes...)
 	var paths []string
 	for _, c := range cs {
-		seq.Content = append(seq.Content, str(c.Path))
+		seq.Content = append(seq.Content, decide.Str(c.Path))
 		res.Meta.Supersedes = append(res.Meta.Supersedes, note.Ref{Value: c.Path})
 		paths = append(paths, c.Path)
 	}

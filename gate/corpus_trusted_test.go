@@ -3,6 +3,7 @@ package gate
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/fedmem/fedmem/gate/decide"
 	"os"
 	"path/filepath"
 	"sort"
@@ -28,7 +29,7 @@ import (
 func ciSession(t *testing.T, v, sess string) string {
 	t.Helper()
 	dir := session(t, v, sess)
-	rec := SessionRecord{Session: sess, Profile: "ci", ProfileHash: builtinHash("ci"), UID: os.Geteuid(),
+	rec := SessionRecord{Session: sess, Profile: "ci", ProfileHash: decide.BuiltinHash("ci"), UID: os.Geteuid(),
 		Command: []string{"/usr/bin/claude", "-p"}, Started: "2026-11-29T20:00:00Z"}
 	b, _ := json.Marshal(rec)
 	if err := os.WriteFile(filepath.Join(v, "90-inbox", ".sessions", sess+".json"), b, 0o644); err != nil {

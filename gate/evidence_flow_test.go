@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/sweep"
+	"github.com/fedmem/fedmem/gate/verify"
 	"github.com/fedmem/fedmem/test/testutil"
 )
 
@@ -26,7 +29,7 @@ const flowVerifier = `verifiers:
 func TestEvidenceDecidesPromotion(t *testing.T) {
 	testutil.RequireRoot(t)
 	bins := testutil.Binaries(t)
-	t.Setenv(FedmemRunEnv, bins.FedmemRun)
+	t.Setenv(verify.FedmemRunEnv, bins.FedmemRun)
 	v := sandboxVault(t)
 	humanCommit(t, v, map[string]string{"10-projects/src.md": "---\ntype: Reference\ntitle: Source\n---\nWe deploy to eu-west-1.\n"})
 	setPolicy(t, v, trustPolicy()+flowVerifier)
@@ -36,7 +39,7 @@ func TestEvidenceDecidesPromotion(t *testing.T) {
 	put(t, dir, "good.md", "---\ntype: Fact\ntitle: Deploy region\nsources:\n  - resource: 10-projects/src.md\n    section: regions\n  - https://example.com/regions\n---\nProduction runs in eu-west-1.\n")
 	s := once(t, g)
 	good := decisionFor(t, s, "good.md")
-	if good.State != StatePromoted || !hasRule(good, RuleVerifierPassed) {
+	if good.State != StatePromoted || !hasRule(good, decide.RuleVerifierPassed) {
 		t.Fatalf("good.md: %+v", good)
 	}
 	b, err := os.ReadFile(filepath.Join(v, good.Path))
@@ -55,13 +58,13 @@ func TestEvidenceDecidesPromotion(t *testing.T) {
 	put(t, dir, "wrong.md", "---\ntype: Fact\ntitle: Queue region\nsources: [10-projects/src.md]\n---\nThe queue runs in us-east-1.\n")
 	put(t, dir, "dup.md", "---\ntype: Fact\ntitle: '  DEPLOY   region'\nsources: [10-projects/src.md]\n---\nProduction runs in eu-west-1 (again).\n")
 	s = once(t, g)
-	for name, rule := range map[string]string{"nosrc.md": RuleNoEvidence, "badsrc.md": RuleSourcesUnresolved, "wrong.md": RuleVerifierFailed, "dup.md": RuleConflict} {
+	for name, rule := range map[string]string{"nosrc.md": decide.RuleNoEvidence, "badsrc.md": decide.RuleSourcesUnresolved, "wrong.md": decide.RuleVerifierFailed, "dup.md": decide.RuleConflict} {
 		d := decisionFor(t, s, name)
 		if d.State != StatePending || !hasRule(d, rule) {
 			t.Errorf("%s: want pending with %s, got %s %v", name, rule, d.State, d.Reasons)
 		}
 	}
-	if d := decisionFor(t, s, "wrong.md"); !strings.Contains(reasonText(d, RuleVerifierFailed), "no eu-west-1 in the draft") {
+	if d := decisionFor(t, s, "wrong.md"); !strings.Contains(reasonText(d, decide.RuleVerifierFailed), "no eu-west-1 in the draft") {
 		t.Errorf("the failure's output should be in the receipt: %v", d.Reasons)
 	}
 	checkRepo(t, v)
@@ -72,7 +75,7 @@ func TestEvidenceDecidesPromotion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sw.Withheld) != 1 || sw.Withheld[0].Path != good.Path || sw.Withheld[0].Reason != WithholdSourceChanged {
+	if len(sw.Withheld) != 1 || sw.Withheld[0].Path != good.Path || sw.Withheld[0].Reason != sweep.WithholdSourceChanged {
 		t.Fatalf("sweep: %+v", sw)
 	}
 	checkRepo(t, v)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
@@ -36,7 +37,7 @@ func blobID(t *testing.T, v, p string) string {
 }
 
 // evidenceFor validates a draft and runs checkEvidence against HEAD.
-func evidenceFor(t *testing.T, g *Gate, pol *policy.Policy, draft, dest string, run verifyFunc) (Evidence, []note.Finding) {
+func evidenceFor(t *testing.T, g *Gate, pol *policy.Policy, draft, dest string, run decide.VerifyFunc) (decide.Evidence, []note.Finding) {
 	t.Helper()
 	res, err := validate.Draft([]byte(draft))
 	if err != nil {
@@ -49,12 +50,12 @@ func evidenceFor(t *testing.T, g *Gate, pol *policy.Policy, draft, dest string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	hv, err := newHeadView(g.repo, head)
+	hv, err := decide.NewHeadView(g.repo, head)
 	if err != nil {
 		t.Fatal(err)
 	}
 	folder, _ := pol.Target(res.Meta.Type)
-	ev, fs, err := checkEvidence(context.Background(), pol, evidenceInput{Res: res, Draft: []byte(draft), Folder: folder, Dest: dest}, hv, run)
+	ev, fs, err := decide.CheckEvidence(context.Background(), pol, decide.EvidenceInput{Res: res, Draft: []byte(draft), Folder: folder, Dest: dest}, hv, run)
 	if err != nil {
 		t.Fatalf("checkEvidence: %v", err)
 	}
@@ -93,14 +94,14 @@ func TestSourcesResolveAndFingerprint(t *testing.T) {
 		wantPaths []string
 	}{
 		{name: "two vault paths and a URL", sources: "sources:\n  - 20-domains/region.md\n  - resource: 10-projects/api/contract.md\n    author: human:alice\n  - https://example.com/spec\n", resolved: 2},
-		{name: "missing path", sources: "sources:\n  - 20-domains/region.md\n  - 20-domains/nope.md\n", rule: RuleSourcesUnresolved, severity: note.Flag, line: 6, resolved: 1},
-		{name: "a folder is not a source", sources: "sources:\n  - 20-domains\n", rule: RuleSourcesUnresolved, severity: note.Flag, line: 5},
-		{name: "no sources", sources: "", rule: RuleNoEvidence, severity: note.Flag},
-		{name: "URL only", sources: "sources:\n  - https://example.com/x\n", rule: RuleNoEvidence, severity: note.Flag, line: 4},
-		{name: "dot-dot", sources: "sources:\n  - 20-domains/../00-global/RULES.md\n", rule: RuleSourcePath, severity: note.Error, line: 5},
-		{name: "absolute", sources: "sources:\n  - /20-domains/region.md\n", rule: RuleSourcePath, severity: note.Error, line: 5},
-		{name: "inbox", sources: "sources:\n  - 90-inbox/s1/other.md\n", rule: RuleSourcePath, severity: note.Error, line: 5},
-		{name: "git dir", sources: "sources:\n  - .git/config\n", rule: RuleSourcePath, severity: note.Error, line: 5},
+		{name: "missing path", sources: "sources:\n  - 20-domains/region.md\n  - 20-domains/nope.md\n", rule: decide.RuleSourcesUnresolved, severity: note.Flag, line: 6, resolved: 1},
+		{name: "a folder is not a source", sources: "sources:\n  - 20-domains\n", rule: decide.RuleSourcesUnresolved, severity: note.Flag, line: 5},
+		{name: "no sources", sources: "", rule: decide.RuleNoEvidence, severity: note.Flag},
+		{name: "URL only", sources: "sources:\n  - https://example.com/x\n", rule: decide.RuleNoEvidence, severity: note.Flag, line: 4},
+		{name: "dot-dot", sources: "sources:\n  - 20-domains/../00-global/RULES.md\n", rule: decide.RuleSourcePath, severity: note.Error, line: 5},
+		{name: "absolute", sources: "sources:\n  - /20-domains/region.md\n", rule: decide.RuleSourcePath, severity: note.Error, line: 5},
+		{name: "inbox", sources: "sources:\n  - 90-inbox/s1/other.md\n", rule: decide.RuleSourcePath, severity: note.Error, line: 5},
+		{name: "git dir", sources: "sources:\n  - .git/config\n", rule: decide.RuleSourcePath, severity: note.Error, line: 5},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -110,7 +111,7 @@ func TestSourcesResolveAndFingerprint(t *testing.T) {
 			for _, s := range ev.Sources {
 				if s.Fingerprint != "" {
 					n++
-					if want := FingerprintPrefix + blobID(t, v, s.Resource); s.Fingerprint != want {
+					if want := decide.FingerprintPrefix + blobID(t, v, s.Resource); s.Fingerprint != want {
 						t.Errorf("fingerprint of %s = %s, want %s (git rev-parse)", s.Resource, s.Fingerprint, want)
 					}
 				}
@@ -162,7 +163,7 @@ func TestConflictWithNoteInForce(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			draft := "---\ntype: Fact\n" + c.front + src + "---\nBody.\n"
 			_, fs := evidenceFor(t, g, pol, draft, c.dest, nil)
-			got := findingsWith(fs, RuleConflict)
+			got := findingsWith(fs, decide.RuleConflict)
 			if c.conflict != (len(got) > 0) {
 				t.Fatalf("conflict = %v, want %v: %v", len(got) > 0, c.conflict, fs)
 			}
@@ -181,11 +182,11 @@ func TestStampWritesFingerprintsAndVerifiers(t *testing.T) {
 	g := openGate(t, v)
 	draft := "---\ntype: Fact\ntitle: Stamped\nsources:\n  - resource: 20-domains/src.md\n    fingerprint: git-blob:0000000000000000000000000000000000000000\n    author: human:alice\n  - https://example.com/doc\n---\nBody.\n"
 	ev, fs := evidenceFor(t, g, policy.Default(), draft, "", nil)
-	if len(findingsWith(fs, RuleSourceClaim)) != 1 {
+	if len(findingsWith(fs, decide.RuleSourceClaim)) != 1 {
 		t.Errorf("the draft's own fingerprint should be reported as a claim: %v", fs)
 	}
-	ev.Verifiers = []VerifierRun{{Name: "contract-test", Passed: true}, {Name: "other", Passed: false}}
-	out, err := ev.stamp([]byte(draft), fixedNow)
+	ev.Verifiers = []decide.VerifierRun{{Name: "contract-test", Passed: true}, {Name: "other", Passed: false}}
+	out, err := ev.Stamp([]byte(draft), fixedNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestStampWritesFingerprintsAndVerifiers(t *testing.T) {
 	if n == nil {
 		t.Fatalf("stamped note does not parse:\n%s", out)
 	}
-	f := factsOf(out)
+	f := decide.FactsOf(out)
 	if len(f.Fingerprints) != 1 || f.Fingerprints[0].Resource != "20-domains/src.md" || f.Fingerprints[0].Blob != blobID(t, v, "20-domains/src.md") {
 		t.Fatalf("fingerprints in the stamped note: %+v\n%s", f.Fingerprints, out)
 	}
@@ -205,19 +206,5 @@ func TestStampWritesFingerprintsAndVerifiers(t *testing.T) {
 	}
 	if strings.Contains(s, "process:other") || strings.Contains(s, "0000000000000000") {
 		t.Errorf("stamped note keeps a failed verifier or the draft's fingerprint:\n%s", s)
-	}
-}
-
-func TestNormTitle(t *testing.T) {
-	for _, c := range [][2]string{
-		{"Deploy  Region", "deploy region"},
-		{"\tＤｅｐｌｏｙ\u00a0region ", "deploy region"},
-		{"STRASSE", "strasse"},
-		{"Straße", "strasse"},
-		{"ﬁle", "file"},
-	} {
-		if got := NormTitle(c[0]); got != c[1] {
-			t.Errorf("NormTitle(%q) = %q, want %q", c[0], got, c[1])
-		}
 	}
 }

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
-	"github.com/fedmem/fedmem/gate/validate"
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/vault/repo"
 )
 
@@ -66,34 +65,6 @@ func (cs *changeSet) list() []change {
 	return out
 }
 
-// label makes display text safe inside a Markdown link in index/log files:
-// one line, no link or emphasis syntax, at most 100 bytes.
-func label(s string) string {
-	s = strings.Map(func(r rune) rune {
-		switch {
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
-			return ' '
-		case strings.ContainsRune("[]()<>`*_|\\!#", r):
-			return ' '
-		}
-		if _, bad := validate.Invisible(r); bad {
-			// A space, never nothing: dropping a selector or zero-width
-			// character would join what it split ("AKIAZ4\uFE0FXYQW…"
-			// becomes a whole key in log.md and index.md).
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 100 {
-		s = s[:100]
-		for !utf8.ValidString(s) {
-			s = s[:len(s)-1]
-		}
-	}
-	return s
-}
-
 const (
 	logHeader   = "# Log\n\nChanges to this folder, oldest first. Written by the fedmem gate.\n\n"
 	indexHeader = "# Index\n\nNotes in this folder. Written by the fedmem gate.\n\n"
@@ -103,7 +74,7 @@ const (
 // promoted at dest, in the same commit.
 func (cs *changeSet) notePromoted(dest, title string, d *Decision, when time.Time) error {
 	dir, base := path.Dir(dest), path.Base(dest)
-	text := label(title)
+	text := decide.Label(title)
 	if text == "" {
 		text = strings.TrimSuffix(base, ".md")
 	}

@@ -5,6 +5,7 @@ package gate
 import (
 	"context"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/intake"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
@@ -35,7 +36,7 @@ type readResult struct {
 	Sum    string
 	Reject *note.Finding
 	Retry  bool
-	Owner  *DraftOwner
+	Owner  *decide.DraftOwner
 }
 
 func (g *Gate) ServeReview(ctx context.Context, path string) error { return errUnsupported }

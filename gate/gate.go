@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/intake"
 	"github.com/fedmem/fedmem/gate/logsafe"
@@ -21,6 +22,7 @@ import (
 	"github.com/fedmem/fedmem/gate/remote"
 	"github.com/fedmem/fedmem/gate/sign"
 	"github.com/fedmem/fedmem/gate/validate"
+	"github.com/fedmem/fedmem/gate/verify"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
 	"github.com/fedmem/fedmem/vault/repo"
@@ -96,9 +98,9 @@ type Gate struct {
 	// journalExtra: some of them an earlier, failed checkout's
 	// (checkoutjournal.go).
 	journaled, journalExtra bool
-	// verify runs a pass's verifiers outside the lock (verifypool.go; set
+	// verify runs a pass's verifiers outside the lock (gate/verify.Pool; set
 	// by Run); verifyAsync: the decision being judged is a pass's.
-	verify      *verifyPool
+	verify      *verify.Pool
 	verifyAsync bool
 }
 
@@ -384,8 +386,8 @@ func (g *Gate) decideBatch(in *inbox, pol *policy.Policy, s *Summary, ids []stri
 			if errors.Is(err, errReturned) {
 				continue // back in the inbox, unread; its receipt says why
 			}
-			if errors.Is(err, errVerifying) {
-				s.Deferred++ // its verifiers run outside the lock (verifypool.go)
+			if errors.Is(err, decide.ErrVerifying) {
+				s.Deferred++ // its verifiers run outside the lock (gate/verify.Pool)
 				continue
 			}
 			if err != nil {
@@ -568,14 +570,14 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 	v, o, err := g.judgeOwned(in, pol, c.Session, c.Name, res, d.Owner)
 	g.verifyAsync = false
 	if err != nil {
-		return nil, err // errVerifying: still claimed, decided by a later pass
+		return nil, err // decide.ErrVerifying: still claimed, decided by a later pass
 	}
 	d.State, d.Reasons, d.Type, d.Risk, d.Confidence, d.Origin = v.State, v.Reasons, v.Type, v.Risk, v.Confidence, o.String()
 	switch v.State {
 	case StateRejected:
 		return d, g.finish(in, c, d, nil)
 	case StatePending:
-		d.Path = destPath(v.Folder, res.Meta.Title, c.Name, rr.Sum)
+		d.Path = decide.DestPath(v.Folder, res.Meta.Title, c.Name, rr.Sum)
 		return d, g.finish(in, c, d, rr.Bytes)
 	}
 	d.AutoPromoted = true
@@ -600,7 +602,7 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 // with the session's origin and the gate's own rate counts. It does not know
 // who wrote the draft's file: the session's origin is taken as is (used
 // where only the rules a draft trips matter); decisions use judgeOwned.
-func (g *Gate) judgeDraft(in *inbox, pol *policy.Policy, sess string, res validate.Result) (verdict, origin, error) {
+func (g *Gate) judgeDraft(in *inbox, pol *policy.Policy, sess string, res validate.Result) (decide.Verdict, decide.Origin, error) {
 	return g.judgeOrigin(in, pol, sess, "", res, g.originOf(in, pol, sess))
 }
 
@@ -608,25 +610,37 @@ func (g *Gate) judgeDraft(in *inbox, pol *policy.Policy, sess string, res valida
 // when it read it: the session's origin counts for the draft only when the
 // session wrote it (origin.forDraft).
 // name is the draft's file name in the inbox.
-func (g *Gate) judgeOwned(in *inbox, pol *policy.Policy, sess, name string, res validate.Result, own *DraftOwner) (verdict, origin, error) {
-	return g.judgeOrigin(in, pol, sess, name, res, g.originOf(in, pol, sess).forDraft(own))
+func (g *Gate) judgeOwned(in *inbox, pol *policy.Policy, sess, name string, res validate.Result, own *decide.DraftOwner) (decide.Verdict, decide.Origin, error) {
+	return g.judgeOrigin(in, pol, sess, name, res, g.originOf(in, pol, sess).ForDraft(own))
 }
 
-func (g *Gate) judgeOrigin(in *inbox, pol *policy.Policy, sess, name string, res validate.Result, o origin) (verdict, origin, error) {
+// decideEnv is what decide's evidence step takes from the gate: the
+// repository at head, the clock, and the verifiers (the verify pool when
+// verifiers run outside the decision, else a runner in it).
+func (g *Gate) decideEnv(head repo.Hash) *decide.Env {
+	env := &decide.Env{Repo: g.repo, Head: head, Now: g.now, NoVerify: g.showing,
+		Runner: func() decide.VerifyFunc { return verify.NewRunner(g.vaultDir).Run }}
+	if g.verifyAsync {
+		env.Pool = g.verify.Result
+	}
+	return env
+}
+
+func (g *Gate) judgeOrigin(in *inbox, pol *policy.Policy, sess, name string, res validate.Result, o decide.Origin) (decide.Verdict, decide.Origin, error) {
 	_, head, err := g.repo.Head()
 	if err != nil {
-		return verdict{}, origin{}, err
+		return decide.Verdict{}, decide.Origin{}, err
 	}
-	ji := &judgeInput{Policy: pol, Result: res, Session: sess, Name: name, Origin: o,
-		Head: func(p string) ([]byte, error) { return g.repo.FileAt(head, p) }, Env: g.evidenceEnv(head)}
+	ji := &decide.Input{Policy: pol, Result: res, Session: sess, Name: name, Origin: o,
+		Head: func(p string) ([]byte, error) { return g.repo.FileAt(head, p) }, Env: g.decideEnv(head)}
 	if pol.AutoPromote != nil {
 		r, err := g.autoRates()
 		if err != nil {
-			return verdict{}, o, err
+			return decide.Verdict{}, o, err
 		}
 		ji.SessionAuto, ji.DayAuto = r.session[sess], r.day[g.now().UTC().Format(time.DateOnly)]
 	}
-	v, err := judge(ji)
+	v, err := decide.Judge(ji)
 	return v, o, err
 }
 
@@ -677,21 +691,7 @@ func (g *Gate) note(kind string, data any) {
 
 // signature is the gate identity from policy, sanitised for a commit header.
 func (g *Gate) signature(pol *policy.Policy) repo.Signature {
-	return repo.Signature{Name: sanitizeLine(pol.GateName), Email: sanitizeLine(pol.GateEmail), When: g.now().UTC().Truncate(time.Second)}
-}
-
-// sanitizeLine keeps text safe for one line of a commit header or message.
-func sanitizeLine(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r == '<' || r == '>' || r == 0xFFFD {
-			return '?'
-		}
-		return r
-	}, s)
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	return s
+	return repo.Signature{Name: decide.SanitizeLine(pol.GateName), Email: decide.SanitizeLine(pol.GateEmail), When: g.now().UTC().Truncate(time.Second)}
 }
 
 // finish records a decision and cleans up the claim, in an order that a

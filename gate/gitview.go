@@ -26,16 +26,3 @@ func openRepo(dir, intent string) (*repo.Repo, error) {
 		Fault:     func(point string) { groupFault(point) },
 	})
 }
-
-// The raw-tree parsers, vault/repo's (tree.go there).
-func nextEntry(raw []byte, off int) (name []byte, dir bool, end int, ok bool) {
-	return repo.NextEntry(raw, off)
-}
-
-func compareKeys(a []byte, aDir bool, b []byte, bDir bool) int {
-	return repo.CompareKeys(a, aDir, b, bDir)
-}
-
-func findEntry(raw []byte, tree repo.Hash, name string) (int, string, repo.Hash, error) {
-	return repo.FindEntry(raw, tree, name)
-}

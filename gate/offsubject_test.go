@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"github.com/fedmem/fedmem/gate/decide"
 	"slices"
 	"strings"
 	"testing"
@@ -39,24 +40,24 @@ func TestRT2SubjectOtherNote(t *testing.T) {
 		ds[d.Draft] = d
 	}
 	for _, n := range []string{"off.md", "secret.md", "cited.md"} {
-		rtHeldBy(t, n, ds[n], RuleSubjectOtherNote)
+		rtHeldBy(t, n, ds[n], decide.RuleSubjectOtherNote)
 	}
 	// A title with its numbers left out is a name in force: a version of
 	// that note, a second answer beside it (rt2-title-digit-conflict-1).
-	rtHeldBy(t, "numbered.md", ds["numbered.md"], RuleConflict)
+	rtHeldBy(t, "numbered.md", ds["numbered.md"], decide.RuleConflict)
 	// A head narrowed by modifiers before its noun ("active production
 	// region is" against "standby region is") is compared too
 	// (rt2-title-sorted-conflict-1); words all in the source's text agree.
-	rtHeldBy(t, "narrowed.md", ds["narrowed.md"], RuleConflictRestated)
-	if slices.Contains(rtRules(ds["agrees.md"]), RuleConflictRestated) {
+	rtHeldBy(t, "narrowed.md", ds["narrowed.md"], decide.RuleConflictRestated)
+	if slices.Contains(rtRules(ds["agrees.md"]), decide.RuleConflictRestated) {
 		t.Errorf("agrees.md: a restatement in the source's words is held: %v", ds["agrees.md"].Reasons)
 	}
-	if r := reasonText(ds["off.md"], RuleSubjectOtherNote); !strings.Contains(r, "20-domains/infra/deployment-region.md") {
+	if r := reasonText(ds["off.md"], decide.RuleSubjectOtherNote); !strings.Contains(r, "20-domains/infra/deployment-region.md") {
 		t.Errorf("off.md: the reason should name the note the sentence is about: %q", r)
 	}
 	for _, n := range []string{"plain.md"} {
-		if slices.Contains(rtRules(ds[n]), RuleSubjectOtherNote) {
-			t.Errorf("%s: held by %s: %v", n, RuleSubjectOtherNote, ds[n].Reasons)
+		if slices.Contains(rtRules(ds[n]), decide.RuleSubjectOtherNote) {
+			t.Errorf("%s: held by %s: %v", n, decide.RuleSubjectOtherNote, ds[n].Reasons)
 		}
 	}
 	if ds["plain.md"].State != StatePromoted {

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/intake"
 	"github.com/fedmem/fedmem/gate/policy"
 )
@@ -27,8 +28,8 @@ import (
 // A host user in the agents' group who makes a session directory and a
 // record by hand fails these checks: the record is "unverified" and its
 // drafts always wait for a reviewer.
-func (g *Gate) originOf(in *inbox, pol *policy.Policy, sess string) origin {
-	var o origin
+func (g *Gate) originOf(in *inbox, pol *policy.Policy, sess string) decide.Origin {
+	var o decide.Origin
 	dfd, err := intake.OpenDir(in.FD(), ".sessions")
 	if err != nil {
 		o.Why = fmt.Sprintf("no session record folder: %v", err)
@@ -67,7 +68,7 @@ func (g *Gate) originOf(in *inbox, pol *policy.Policy, sess string) origin {
 		return o
 	}
 	if r.Session != sess {
-		o.Why = fmt.Sprintf("the record names session %q", clip(r.Session))
+		o.Why = fmt.Sprintf("the record names session %q", decide.Clip(r.Session))
 		return o
 	}
 	o.Record = &r
@@ -80,7 +81,7 @@ func (g *Gate) originOf(in *inbox, pol *policy.Policy, sess string) origin {
 		return o
 	}
 	if st.Uid != 0 {
-		gid, err := launcherGID(pol.AutoPromote)
+		gid, err := decide.LauncherGID(pol.AutoPromote)
 		switch {
 		case err != nil:
 			o.Why = err.Error()
@@ -100,6 +101,6 @@ func (g *Gate) originOf(in *inbox, pol *policy.Policy, sess string) origin {
 		}
 	}
 	o.Verified = true
-	trustProfile(&o, pol.AutoPromote)
+	decide.TrustProfile(&o, pol.AutoPromote)
 	return o
 }

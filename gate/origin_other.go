@@ -2,8 +2,12 @@
 
 package gate
 
-import "github.com/fedmem/fedmem/gate/policy"
+import (
+	"github.com/fedmem/fedmem/gate/policy"
 
-func (g *Gate) originOf(in *inbox, pol *policy.Policy, sess string) origin {
-	return origin{Why: "session records are only checked on Linux"}
+	"github.com/fedmem/fedmem/gate/decide"
+)
+
+func (g *Gate) originOf(in *inbox, pol *policy.Policy, sess string) decide.Origin {
+	return decide.Origin{Why: "session records are only checked on Linux"}
 }

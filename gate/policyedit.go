@@ -9,7 +9,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -32,11 +34,12 @@ func (g *Gate) EditReviewers(op, name, by string) (string, []string, error) {
 		return "", nil, fmt.Errorf("reviewers: unknown change %q (add, remove)", op)
 	}
 	if _, err := strconv.Atoi(name); err != nil && !validReviewer(name) {
-		return "", nil, fmt.Errorf("reviewer %q is not a user name or uid the policy can hold", clip(name))
+		return "", nil, fmt.Errorf("reviewer %q is not a user name or uid the policy can hold", decide.Clip(name))
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if err := g.finishSweepIntent(); err != nil {
+	e := g.sweeper()
+	if err := e.Finish(); err != nil {
 		return "", nil, err
 	}
 	branch, head, err := g.repo.Head()
@@ -61,25 +64,15 @@ func (g *Gate) EditReviewers(op, name, by string) (string, []string, error) {
 	cs := g.newChangeSet(head)
 	cs.set(vault.PolicyFile, updated)
 	ch := cs.list()
-	intent := sweepIntent{Parent: head.String(), Kind: "policy", Note: vault.PolicyFile, Paths: []string{vault.PolicyFile}}
-	if err := g.sweepIntent().Record(intent); err != nil {
-		return "", nil, err
-	}
 	verb := map[string]string{"add": "add reviewer", "remove": "remove reviewer"}[op]
 	msg := fmt.Sprintf("fedmem: policy: %s %s\n\nFedmem-Policy: reviewers %s %s\nFedmem-Reviewer: %s\n", verb, name, op, name, by)
-	h, err := g.repo.CommitChanges(branch, head, ch, g.signature(pol), msg)
+	h, err := e.Commit(pol, branch, head, sweep.Move{Kind: "policy", Note: vault.PolicyFile, Changes: ch, Msg: msg,
+		Audit: map[string]string{"change": "reviewers " + op, "reviewer": name, "by": by}})
 	if err != nil {
-		g.sweepIntent().Done()
 		return "", nil, err
 	}
-	if _, err := g.audit.Append("policy", map[string]string{"change": "reviewers " + op, "reviewer": name, "by": by, "commit": h.String()}); err != nil {
-		return "", nil, err
-	}
-	if err := g.repo.Checkout(ch); err != nil {
-		return "", nil, err
-	}
-	g.log.Info("policy", "change", "reviewers "+op, "reviewer", name, "by", by, "commit", h.String())
-	return h.String(), now, g.sweepIntent().Done()
+	g.log.Info("policy", "change", "reviewers "+op, "reviewer", name, "by", by, "commit", h)
+	return h, now, e.Done()
 }
 
 // editReviewers changes the top-level reviewers list of a policy document,
@@ -101,7 +94,7 @@ func editReviewers(src []byte, op, name string) ([]byte, []string, error) {
 	}
 	if seq == nil {
 		seq = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
-		m.Content = append(m.Content, str("reviewers"), seq)
+		m.Content = append(m.Content, decide.Str("reviewers"), seq)
 	}
 	if seq.Kind != yaml.SequenceNode {
 		return nil, nil, fmt.Errorf("%s: reviewers is not a list", vault.PolicyFile)
@@ -115,7 +108,7 @@ func editReviewers(src []byte, op, name string) ([]byte, []string, error) {
 	case op == "add" && i >= 0:
 		return nil, nil, fmt.Errorf("%s is already a reviewer", name)
 	case op == "add":
-		seq.Content = append(seq.Content, str(name))
+		seq.Content = append(seq.Content, decide.Str(name))
 		names = append(names, name)
 	case i < 0:
 		return nil, nil, fmt.Errorf("%s is not a reviewer (reviewers: %v)", name, names)

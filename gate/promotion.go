@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/trailer"
@@ -34,7 +35,7 @@ const maxRecoveryWalk = 100000
 // run committed this draft (same claim id) and was killed before recording
 // the decision, that commit is adopted instead of committing again, whoever
 // calls now.
-func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result, v verdict, o origin, reviewer string) error {
+func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result, v decide.Verdict, o decide.Origin, reviewer string) error {
 	branch, head, err := g.repo.Head()
 	if err != nil {
 		return err
@@ -42,15 +43,15 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 	if done, err := g.adoptEarlierCommit(head, d); err != nil || done {
 		return err
 	}
-	verifiedBy := GateActor
+	verifiedBy := decide.GateActor
 	if reviewer != "" {
 		verifiedBy = "human:" + reviewer
 	}
-	content, err := render(res.Note, pol, v, provenance{Session: d.Session, Origin: o}, d.FirstSeen, verifiedBy)
+	content, err := decide.Render(res.Note, pol, v, decide.Provenance{Session: d.Session, Origin: o}, d.FirstSeen, verifiedBy)
 	if err != nil {
 		return err
 	}
-	dest, err := g.allocPath(head, destPath(v.Folder, res.Meta.Title, d.Draft, d.SHA256), d.ID, d.SHA256)
+	dest, err := g.allocPath(head, decide.DestPath(v.Folder, res.Meta.Title, d.Draft, d.SHA256), d.ID, d.SHA256)
 	if err != nil {
 		return err
 	}
@@ -144,14 +145,14 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 
 // commitMessage names the draft, session and decision in trailers. The
 // draft's file name is not in it (it is the agent's text); the id is.
-func (g *Gate) commitMessage(d *Decision, o origin, dest, reviewer string) string {
+func (g *Gate) commitMessage(d *Decision, o decide.Origin, dest, reviewer string) string {
 	var b strings.Builder
 	if reviewer != "" {
-		fmt.Fprintf(&b, "fedmem: promote %s (approved by %s)\n\nDraft %s from session %s, approved by a reviewer.\n\n", dest, reviewer, d.ID, sanitizeLine(d.Session))
+		fmt.Fprintf(&b, "fedmem: promote %s (approved by %s)\n\nDraft %s from session %s, approved by a reviewer.\n\n", dest, reviewer, d.ID, decide.SanitizeLine(d.Session))
 	} else {
-		fmt.Fprintf(&b, "fedmem: promote %s\n\nDraft %s from session %s, promoted by the gate (trusted origin, evidence held).\n\n", dest, d.ID, sanitizeLine(d.Session))
+		fmt.Fprintf(&b, "fedmem: promote %s\n\nDraft %s from session %s, promoted by the gate (trusted origin, evidence held).\n\n", dest, d.ID, decide.SanitizeLine(d.Session))
 	}
-	tr := func(k, v string) { fmt.Fprintf(&b, "%s: %s\n", k, sanitizeLine(v)) }
+	tr := func(k, v string) { fmt.Fprintf(&b, "%s: %s\n", k, decide.SanitizeLine(v)) }
 	tr(trailer.Draft, d.ID)
 	tr(trailer.Session, d.Session)
 	tr(trailer.SHA256, d.SHA256)
@@ -240,9 +241,9 @@ func (g *Gate) allocPath(head repo.Hash, want, id, sum string) (string, error) {
 	for i := 2; i <= 5; i++ {
 		cands = append(cands, fmt.Sprintf("%s-%d.md", base, i))
 	}
-	idSlug := cleanSlug(id)
+	idSlug := decide.CleanSlug(id)
 	if j := strings.LastIndexByte(id, '-'); j >= 0 {
-		cands = append(cands, base+"-"+cleanSlug(id[j+1:])+".md")
+		cands = append(cands, base+"-"+decide.CleanSlug(id[j+1:])+".md")
 	}
 	cands = append(cands, base+"-"+idSlug+".md")
 	if len(sum) >= 64 {

@@ -7,27 +7,9 @@ import (
 	"time"
 
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/vault"
 )
-
-// SessionPrune is what a sweep did with empty session folders under
-// 90-inbox/. Fields are only ever added.
-type SessionPrune struct {
-	// AfterHours is the policy's grace period
-	// (inbox.prune_empty_sessions_after_hours); 0: pruning is off.
-	AfterHours int `json:"after_hours"`
-	// Pruned lists the empty session folders removed by this sweep.
-	Pruned []string `json:"pruned"`
-	// Waiting counts empty folders kept: still within the grace period, or
-	// of a session whose record says it has not ended.
-	Waiting int `json:"waiting"`
-	// Kept counts folders holding anything (drafts, receipts): never pruned.
-	Kept int `json:"kept"`
-	// HeldMarksPruned counts the gate's held/ marks dropped because their
-	// entry left its session folder (pruneHeldMarks).
-	HeldMarksPruned int      `json:"held_marks_pruned,omitempty"`
-	Errors          []string `json:"errors,omitempty"`
-}
 
 // PruneStatus is the last sweep's pruning, kept in the state directory for
 // `fedmem gate status` (which does not take the gate's lock).
@@ -43,7 +25,7 @@ type PruneStatus struct {
 const pruneStateFile = "prune.json"
 
 // recordPrune keeps the counts of one sweep's pruning (and the running total).
-func (g *Gate) recordPrune(p *SessionPrune, now time.Time) error {
+func (g *Gate) recordPrune(p *sweep.SessionPrune, now time.Time) error {
 	var st PruneStatus
 	if err := durable.ReadJSON(g.statePath(pruneStateFile), &st); err != nil && !errors.Is(err, os.ErrNotExist) {
 		st = PruneStatus{}

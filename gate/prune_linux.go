@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/gate/intake"
+	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -35,8 +36,8 @@ import (
 // the removal of anything. A session folder without a record whose agent
 // has written nothing for the whole grace period is removed; if its agent
 // still runs, its next write fails (ENOENT) rather than being lost.
-func (g *Gate) pruneSessions(in *inbox, hours int, now time.Time) *SessionPrune {
-	p := &SessionPrune{AfterHours: hours, Pruned: []string{}}
+func (g *Gate) pruneSessions(in *inbox, hours int, now time.Time) *sweep.SessionPrune {
+	p := &sweep.SessionPrune{AfterHours: hours, Pruned: []string{}}
 	if hours <= 0 {
 		return p
 	}

@@ -2,8 +2,12 @@
 
 package gate
 
-import "time"
+import (
+	"time"
 
-func (g *Gate) pruneSessions(*inbox, int, time.Time) *SessionPrune {
-	return &SessionPrune{Pruned: []string{}}
+	"github.com/fedmem/fedmem/gate/sweep"
+)
+
+func (g *Gate) pruneSessions(*inbox, int, time.Time) *sweep.SessionPrune {
+	return &sweep.SessionPrune{Pruned: []string{}}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/test/testutil"
 )
 
@@ -17,9 +18,9 @@ import (
 
 // rtFolderFacts reads every direct note of folder at HEAD with git itself
 // (not the gate's caches): path -> facts.
-func rtFolderFacts(t *testing.T, v, folder string) map[string]noteFacts {
+func rtFolderFacts(t *testing.T, v, folder string) map[string]decide.NoteFacts {
 	t.Helper()
-	out := map[string]noteFacts{}
+	out := map[string]decide.NoteFacts{}
 	ls := gitCLI(t, v, "ls-tree", "HEAD", folder+"/")
 	for _, l := range strings.Split(strings.TrimSpace(ls), "\n") {
 		tab := strings.IndexByte(l, '\t')
@@ -31,7 +32,7 @@ func rtFolderFacts(t *testing.T, v, folder string) map[string]noteFacts {
 		if len(f) != 3 || f[1] != "blob" || !strings.HasSuffix(p, ".md") || strings.HasSuffix(p, "/index.md") || strings.HasSuffix(p, "/log.md") {
 			continue
 		}
-		out[p] = factsOf([]byte(gitCLI(t, v, "cat-file", "blob", f[2])))
+		out[p] = decide.FactsOf([]byte(gitCLI(t, v, "cat-file", "blob", f[2])))
 	}
 	return out
 }

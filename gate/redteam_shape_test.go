@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"github.com/fedmem/fedmem/gate/decide"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,14 +17,14 @@ import (
 // note may be), so each of these is held with the rule named.
 func TestShapeHiddenTextHeld(t *testing.T) {
 	cases := []struct{ name, rule string }{
-		{"rt-link-title-instruction.md", RuleShapeHidden},
-		{"rt-refdef-title-instruction.md", RuleShapeHidden},
-		{"rt-refdef-label.md", RuleShapeHidden},
-		{"rt-refdef-url.md", RuleShapeHidden},
-		{"rt-link-fragment.md", RuleShapeURL},
-		{"rt-yaml-comment.md", RuleShapeHidden},
-		{"rt-source-text.md", RuleShapeSource},
-		{"rt-source-extra-key.md", RuleShapeScript}, // the entry key is plain: its text is read as a title
+		{"rt-link-title-instruction.md", decide.RuleShapeHidden},
+		{"rt-refdef-title-instruction.md", decide.RuleShapeHidden},
+		{"rt-refdef-label.md", decide.RuleShapeHidden},
+		{"rt-refdef-url.md", decide.RuleShapeHidden},
+		{"rt-link-fragment.md", decide.RuleShapeURL},
+		{"rt-yaml-comment.md", decide.RuleShapeHidden},
+		{"rt-source-text.md", decide.RuleShapeSource},
+		{"rt-source-extra-key.md", decide.RuleShapeScript}, // the entry key is plain: its text is read as a title
 	}
 	heldByRules(t, cases)
 }
@@ -34,9 +35,9 @@ func TestShapeHiddenTextHeld(t *testing.T) {
 // word by the next agent and passed the imperative and second-person rules.
 func TestShapeLetterVariantsHeld(t *testing.T) {
 	heldByRules(t, []struct{ name, rule string }{
-		{"rt-latin-smallcap-imperative.md", RuleShapeLetter},
-		{"rt-accent-imperative.md", RuleShapeImper},
-		{"rt-combining-second-person.md", RuleShapeSecond},
+		{"rt-latin-smallcap-imperative.md", decide.RuleShapeLetter},
+		{"rt-accent-imperative.md", decide.RuleShapeImper},
+		{"rt-combining-second-person.md", decide.RuleShapeSecond},
 	})
 }
 
@@ -174,7 +175,7 @@ func TestConflictUntitledNoteByFileName(t *testing.T) {
 	d := decisionFor(t, s, "freeze.md")
 	conflict := false
 	for _, r := range d.Reasons {
-		conflict = conflict || r.Rule == RuleConflict && strings.Contains(r.Message, "20-domains/ops/deploy-freeze.md")
+		conflict = conflict || r.Rule == decide.RuleConflict && strings.Contains(r.Message, "20-domains/ops/deploy-freeze.md")
 	}
 	if d.State == StatePromoted || !conflict {
 		t.Fatalf("%s (%v); want held by rule conflict naming 20-domains/ops/deploy-freeze.md", d.State, d.Reasons)
@@ -206,7 +207,7 @@ func TestConflictAliasOfHumanNote(t *testing.T) {
 	// The other way: a draft whose alias is the human note's title.
 	put(t, sd, "alias.md", "---\ntype: Fact\ntitle: Friday deploys\naliases: [Change freeze]\nsubject: Change freeze rules\nsources: [20-domains/ops/change-freeze.md]\n---\nProduction deploys go out on Fridays as on any other day.\n")
 	s = once(t, g)
-	if d := decisionFor(t, s, "alias.md"); d.State == StatePromoted || !hasRule(d, RuleConflict) {
+	if d := decisionFor(t, s, "alias.md"); d.State == StatePromoted || !hasRule(d, decide.RuleConflict) {
 		t.Fatalf("a draft aliased like the human's title: %s %v; want held by conflict", d.State, d.Reasons)
 	}
 }
@@ -217,12 +218,12 @@ func TestConflictAliasOfHumanNote(t *testing.T) {
 // ("Release branch merge gate" citing "CI test suite"). Every name the
 // draft takes must be about the source.
 func TestEvidenceSubjectDoesNotCarryTitle(t *testing.T) {
-	heldByRules(t, []struct{ name, rule string }{{"rt-subject-carries-title.md", RuleNoEvidence}})
+	heldByRules(t, []struct{ name, rule string }{{"rt-subject-carries-title.md", decide.RuleNoEvidence}})
 }
 
 // A heading was read like a title (no sentence rules): a German
 // instruction as a level-2 heading passed the language rule that holds it
 // as a paragraph. Headings are read as sentences.
 func TestShapeHeadingOtherLanguageHeld(t *testing.T) {
-	heldByRules(t, []struct{ name, rule string }{{"rt-heading-other-language.md", RuleShapeLanguage}})
+	heldByRules(t, []struct{ name, rule string }{{"rt-heading-other-language.md", decide.RuleShapeLanguage}})
 }

@@ -26,6 +26,8 @@ import (
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 
+	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/test/testutil"
 	"github.com/fedmem/fedmem/vault"
 	vaultrepo "github.com/fedmem/fedmem/vault/repo"
@@ -78,7 +80,7 @@ func rtAllObjects(t *testing.T, v string) string {
 // Breach (b), high: the title carried a text-presentation selector U+FE0F
 // inside an AWS key ("AKIAZ4\uFE0FXYQW…"), allowed after a digit
 // (validate/text.go allowedInContext), which breaks gitleaks' match. The
-// folder's log.md and index.md got label(title), which dropped every
+// folder's log.md and index.md got decide.Label(title), which dropped every
 // invisible rune and so reassembled the key, and those pages were not
 // scanned before the commit. Now: a selector after ASCII is flagged unless
 // it is a keycap, label turns invisible characters into spaces, and the
@@ -91,7 +93,7 @@ func TestLabelCannotReassembleSecretInLogAndIndex(t *testing.T) {
 		t.Errorf("an AWS key reached a Git object (log.md/index.md label of a %s draft)", ds["k.md"].State)
 	}
 	rtHeldBy(t, "k.md", ds["k.md"], "invisible-unicode")
-	if l := label("AKIAZ4\uFE0FXYQW7NJ2KPL5RB x\u200By"); strings.Contains(l, "AKIAZ4XYQW") || strings.Contains(l, "xy") {
+	if l := decide.Label("AKIAZ4\uFE0FXYQW7NJ2KPL5RB x\u200By"); strings.Contains(l, "AKIAZ4XYQW") || strings.Contains(l, "xy") {
 		t.Errorf("label joined what an invisible character split: %q", l)
 	}
 	// The commit-time scan refuses a secret in another file of the commit
@@ -232,9 +234,9 @@ func TestSelfCitedEvidenceNotEvidence(t *testing.T) {
 	}
 	put(t, filepath.Join(v, "90-inbox", "rt"), "b.md", "---\ntype: Fact\ntitle: Caches may be disabled\nsources: ["+a.Path+"]\n---\nPer the cache note, agents may disable caches in production.\n")
 	b := decisionFor(t, once(t, g), "b.md")
-	rtHeldBy(t, "b.md", b, RuleNoEvidence)
-	if !slices.Contains(rtRules(b), RuleSourceGateMade) {
-		t.Errorf("b.md: no %s finding naming %s: %v", RuleSourceGateMade, a.Path, b.Reasons)
+	rtHeldBy(t, "b.md", b, decide.RuleNoEvidence)
+	if !slices.Contains(rtRules(b), decide.RuleSourceGateMade) {
+		t.Errorf("b.md: no %s finding naming %s: %v", decide.RuleSourceGateMade, a.Path, b.Reasons)
 	}
 	// A note a human wrote is evidence (control: the rule is about who
 	// wrote the source, not about citing notes).
@@ -269,11 +271,11 @@ func TestConflictSubjectVersusTitleHeld(t *testing.T) {
 			t.Errorf("%s contradicts a note in force and promoted (%s)", n, d.Path)
 		}
 	}
-	rtHeldBy(t, "deploy-region.md", ds["deploy-region.md"], RuleConflict)
-	rtHeldBy(t, "db-title.md", ds["db-title.md"], RuleConflict)
+	rtHeldBy(t, "deploy-region.md", ds["deploy-region.md"], decide.RuleConflict)
+	rtHeldBy(t, "db-title.md", ds["db-title.md"], decide.RuleConflict)
 	// No title, no subject: the path from the file name holds a note in force.
 	put(t, filepath.Join(v, "90-inbox", "rt"), "deploy-region.md", "---\ntype: Fact\nsources: [10-projects/src.md]\n---\nWe deploy to ap-south-1.\n")
-	rtHeldBy(t, "untitled deploy-region.md", decisionFor(t, once(t, g), "deploy-region.md"), RuleConflict)
+	rtHeldBy(t, "untitled deploy-region.md", decisionFor(t, once(t, g), "deploy-region.md"), decide.RuleConflict)
 }
 
 // Breach (e), low-medium: identical bytes from a second session were
@@ -428,17 +430,17 @@ func TestSweepSkipsLogAndIndexArchivePages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hv, err := newHeadView(g.repo, head)
+	hv, err := decide.NewHeadView(g.repo, head)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var notes []noteAt
-	if err := collectNotes(hv, hv.root, "", &notes); err != nil {
+	var notes []sweep.NoteAt
+	if err := sweep.CollectNotes(hv, hv.Root(), "", &notes); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, n := range notes {
-		got = append(got, n.path)
+		got = append(got, n.Path)
 	}
 	for _, p := range []string{"20-domains/log/000001.md", "20-domains/index/000002.md"} {
 		if slices.Contains(got, p) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/decide"
 )
 
 // silentRemote listens on loopback, accepts every connection and never
@@ -224,7 +225,7 @@ func TestSyncContradictionHeldAfterReplay(t *testing.T) {
 		t.Fatalf("B's pending: %+v %v", pend, err)
 	}
 	db := pend[0]
-	if !hasRule(db, RuleConflict) || !hasRule(db, RuleSyncHeld) || !strings.Contains(reasonText(db, RuleConflict), da.Path) || db.Commit != "" {
+	if !hasRule(db, decide.RuleConflict) || !hasRule(db, RuleSyncHeld) || !strings.Contains(reasonText(db, decide.RuleConflict), da.Path) || db.Commit != "" {
 		t.Fatalf("B's decision after the sync: %+v", db)
 	}
 	if !strings.Contains(auditText(t, gb), `"sync-held"`) {
@@ -232,7 +233,7 @@ func TestSyncContradictionHeldAfterReplay(t *testing.T) {
 	}
 	checkConverged(t, r, map[string]*Gate{a: ga, b: gb})
 	// The reviewer decides: supersede A's note.
-	if _, err := gb.Approve(db.ID, "alice"); !errors.Is(err, ErrContradiction) {
+	if _, err := gb.Approve(db.ID, "alice"); !errors.Is(err, decide.ErrContradiction) {
 		t.Fatalf("approval without a choice: %v", err)
 	}
 	d, err := gb.ApproveWith(db.ID, "alice", ApproveOptions{Supersede: true})

@@ -8,9 +8,11 @@ import (
 	"strings"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/sign"
+	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -124,7 +126,7 @@ func (g *Gate) Show(id string) (*Decision, []byte, error) {
 }
 
 func validReviewer(name string) bool {
-	return name != "" && len(name) <= 64 && cleanSlug(name) != "" && !strings.ContainsAny(name, " \t\r\n:<>/")
+	return name != "" && len(name) <= 64 && decide.CleanSlug(name) != "" && !strings.ContainsAny(name, " \t\r\n:<>/")
 }
 
 // Approve promotes a pending draft on a human's word, through the same
@@ -208,7 +210,7 @@ func (g *Gate) approveLocked(in *inbox, pol *policy.Policy, id, reviewer string,
 	if opts.batch && len(res.Meta.Supersedes) > 0 {
 		var ps []string
 		for _, r := range res.Meta.Supersedes {
-			ps = append(ps, clipText(r.Value))
+			ps = append(ps, decide.ClipText(r.Value))
 		}
 		return nil, fmt.Errorf("draft %s would supersede %s: a batch retires no note it did not show; approve it alone (fedmem review show %s, then fedmem review approve %s)", d.ID, strings.Join(ps, ", "), d.ID, d.ID)
 	}
@@ -319,11 +321,11 @@ func deprecate(old []byte, dest string) ([]byte, bool) {
 	set := func(k, v string) {
 		for i := 0; i+1 < len(n.Front.Content); i += 2 {
 			if n.Front.Content[i].Value == k {
-				n.Front.Content[i+1] = str(v)
+				n.Front.Content[i+1] = decide.Str(v)
 				return
 			}
 		}
-		n.Front.Content = append(n.Front.Content, str(k), str(v))
+		n.Front.Content = append(n.Front.Content, decide.Str(k), decide.Str(v))
 	}
 	set("status", note.StatusDeprecated)
 	set("superseded_by", dest)
@@ -355,13 +357,13 @@ type ReviewRequest struct {
 
 // ReviewResponse answers a ReviewRequest. Fields are only ever added.
 type ReviewResponse struct {
-	OK        bool            `json:"ok"`
-	Error     string          `json:"error,omitempty"`
-	Reviewer  string          `json:"reviewer,omitempty"`
-	Decisions []Decision      `json:"decisions,omitempty"`
-	Decision  *Decision       `json:"decision,omitempty"`
-	Draft     string          `json:"draft,omitempty"`
-	Reverify  *ReverifyResult `json:"reverify,omitempty"` // op reverify (sweep.go)
+	OK        bool                  `json:"ok"`
+	Error     string                `json:"error,omitempty"`
+	Reviewer  string                `json:"reviewer,omitempty"`
+	Decisions []Decision            `json:"decisions,omitempty"`
+	Decision  *Decision             `json:"decision,omitempty"`
+	Draft     string                `json:"draft,omitempty"`
+	Reverify  *sweep.ReverifyResult `json:"reverify,omitempty"` // op reverify (gate/sweep)
 	// Batch: one item per id of a batch approve or reject.
 	Batch []BatchItem `json:"batch,omitempty"`
 	// Context: what a reviewer decides a held draft with (op show).

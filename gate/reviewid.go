@@ -3,6 +3,7 @@ package gate
 import (
 	"errors"
 	"fmt"
+	"github.com/fedmem/fedmem/gate/decide"
 	"os"
 	"sort"
 	"strings"
@@ -44,7 +45,7 @@ func (g *Gate) resolveID(ref string, pendingOnly bool) (string, error) {
 		return "", fmt.Errorf("id prefix %q is too short: give at least %d characters of the id (fedmem review list shows them)", ref, MinIDPrefix)
 	}
 	if len(ref) > 64 || !idChars(ref) {
-		return "", fmt.Errorf("%q: %w", clip(ref), ErrNotPending)
+		return "", fmt.Errorf("%q: %w", decide.Clip(ref), ErrNotPending)
 	}
 	ents, err := os.ReadDir(g.statePath(decisionsDir))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/validate"
 )
 
@@ -112,7 +113,7 @@ func (g *Gate) showContext(d *Decision, b []byte) *ShowContext {
 		return c
 	}
 	defer in.Close()
-	o := g.originOf(in, pol, d.Session).forDraft(d.Owner)
+	o := g.originOf(in, pol, d.Session).ForDraft(d.Owner)
 	if r := o.Record; r != nil {
 		p := &c.Provenance
 		p.Profile, p.ProfileHash, p.UID, p.Command, p.Started, p.Ended = r.Profile, r.ProfileHash, r.UID, r.Command, r.Started, r.Ended
@@ -154,14 +155,14 @@ func (g *Gate) showContext(d *Decision, b []byte) *ShowContext {
 		c.Problem = "HEAD: " + err.Error()
 		return c
 	}
-	content, err := render(res.Note, pol, v, provenance{Session: d.Session, Origin: o}, d.FirstSeen, "human:<you>")
+	content, err := decide.Render(res.Note, pol, v, decide.Provenance{Session: d.Session, Origin: o}, d.FirstSeen, "human:<you>")
 	if err != nil {
 		c.Problem = "render: " + err.Error()
 		return c
 	}
 	c.Rendered = string(content)
-	c.Target = destPath(v.Folder, res.Meta.Title, d.Draft, d.SHA256)
-	hv, err := newHeadView(g.repo, head)
+	c.Target = decide.DestPath(v.Folder, res.Meta.Title, d.Draft, d.SHA256)
+	hv, err := decide.NewHeadView(g.repo, head)
 	if err != nil {
 		c.Problem = "HEAD: " + err.Error()
 		return c
@@ -176,7 +177,7 @@ func (g *Gate) showContext(d *Decision, b []byte) *ShowContext {
 			return
 		}
 		seen[p] = true
-		f := factsOf(old)
+		f := decide.FactsOf(old)
 		c.Related = append(c.Related, RelatedNote{Path: p, Relation: rel, Status: statusWord(f.Status),
 			Diff: udiff.Unified("a/"+p+" (HEAD)", "b/"+c.Target+" (approved)", string(old), string(content))})
 	}
@@ -185,14 +186,14 @@ func (g *Gate) showContext(d *Decision, b []byte) *ShowContext {
 		relate(path.Clean(strings.TrimPrefix(s.Value, "/")), "supersedes")
 	}
 	for _, f := range v.Reasons {
-		if f.Rule == RuleConflict {
+		if f.Rule == decide.RuleConflict {
 			relate(f.Path, "contradicts")
 		}
 	}
 	for _, s := range res.Meta.Sources {
 		p := path.Clean(strings.TrimPrefix(s.Value, "/"))
 		st := SourceState{Path: p}
-		e, err := hv.entry(p)
+		e, err := hv.Entry(p)
 		switch {
 		case err != nil:
 			st.Problem = err.Error()
@@ -200,7 +201,7 @@ func (g *Gate) showContext(d *Decision, b []byte) *ShowContext {
 			st.Problem = "not a file at HEAD"
 		default:
 			st.Blob = e.Hash.String()
-			if f, err := hv.facts(e.Hash); err == nil {
+			if f, err := hv.Facts(e.Hash); err == nil {
 				st.Status, st.InForce = statusWord(f.Status), f.InForce && !f.Withheld
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	udiff "github.com/aymanbagabas/go-udiff"
+	"github.com/fedmem/fedmem/gate/decide"
 )
 
 // Resubmitted drafts and verifier outcomes in `review show` (issue 19 item
@@ -74,7 +75,7 @@ func (g *Gate) draftVersions(session, draft string) ([]versionEntry, error) {
 	defer versionIndexes.Unlock()
 	idx := versionIndexes.m[g.state]
 	if idx == nil {
-		if len(versionIndexes.m) >= maxVaultIndexes {
+		if len(versionIndexes.m) >= decide.MaxVaultIndexes {
 			versionIndexes.m = map[string]*versionIndex{}
 		}
 		idx = &versionIndex{known: map[string]bool{}, by: map[string][]versionEntry{}}
@@ -163,11 +164,11 @@ func verifierOutcomes(d *Decision, names []string) []VerifierOutcome {
 	for _, f := range d.Reasons {
 		var o string
 		switch f.Rule {
-		case RuleVerifierPassed:
+		case decide.RuleVerifierPassed:
 			o = "passed"
-		case RuleVerifierFailed:
+		case decide.RuleVerifierFailed:
 			o = "failed"
-		case RuleVerifierTimeout:
+		case decide.RuleVerifierTimeout:
 			o = "timeout"
 		default:
 			continue

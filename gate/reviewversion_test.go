@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
+	"github.com/fedmem/fedmem/gate/verify"
 )
 
 // TestShowResubmittedDraftDiff: an agent rewrites a draft a reviewer
@@ -93,7 +95,7 @@ func TestVerifierOutcomesFromReasons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hv, err := newHeadView(g.repo, head)
+	hv, err := decide.NewHeadView(g.repo, head)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,16 +104,16 @@ func TestVerifierOutcomesFromReasons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(_ context.Context, pv policy.Verifier, _ []byte, _ []SourceProof) VerifierRun {
+	run := func(_ context.Context, pv policy.Verifier, _ []byte, _ []decide.SourceProof) decide.VerifierRun {
 		switch pv.Name {
 		case "ok-check":
-			return VerifierRun{Name: pv.Name, Passed: true, OutputSHA256: "aa"}
+			return decide.VerifierRun{Name: pv.Name, Passed: true, OutputSHA256: "aa"}
 		case "bad-check":
-			return VerifierRun{Name: pv.Name, ExitCode: 3, Output: "contract broken", OutputSHA256: "bb"}
+			return decide.VerifierRun{Name: pv.Name, ExitCode: 3, Output: "contract broken", OutputSHA256: "bb"}
 		}
-		return VerifierRun{Name: pv.Name, TimedOut: true, OutputSHA256: "cc"}
+		return decide.VerifierRun{Name: pv.Name, TimedOut: true, OutputSHA256: "cc"}
 	}
-	_, fs, err := checkEvidence(context.Background(), pol, evidenceInput{Res: res, Folder: "20-domains"}, hv, run)
+	_, fs, err := decide.CheckEvidence(context.Background(), pol, decide.EvidenceInput{Res: res, Folder: "20-domains"}, hv, run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +149,7 @@ func TestShowRunsNoVerifier(t *testing.T) {
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho run >> "+count+"\necho 'verifier stand-in: no'\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(FedmemRunEnv, fake)
+	t.Setenv(verify.FedmemRunEnv, fake)
 	runs := func() int {
 		b, _ := os.ReadFile(count)
 		return strings.Count(string(b), "run\n")
@@ -155,7 +157,7 @@ func TestShowRunsNoVerifier(t *testing.T) {
 	put(t, session(t, v, "vr-1"), "r.md", "---\ntype: Fact\ntitle: Deploy region\nsources: [10-projects/region.md]\n---\nWe deploy to eu-west-1.\n")
 	g := openGate(t, v)
 	d := decisionFor(t, once(t, g), "r.md")
-	if d.State != StatePending || !hasRule(d, RuleVerifierFailed) || runs() != 1 {
+	if d.State != StatePending || !hasRule(d, decide.RuleVerifierFailed) || runs() != 1 {
 		t.Fatalf("want held by the failed verifier after one run: %+v, %d runs", d, runs())
 	}
 	for i := 0; i < 3; i++ {

@@ -8,6 +8,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/fedmem/fedmem/gate/validate"
+	"github.com/fedmem/fedmem/gate/verify"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -26,20 +27,20 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 	// a silent remote cannot keep the pass, and so Run, from ending.
 	g.remote.SetStop(ctx)
 	defer g.remote.SetStop(nil)
-	// Verifiers run outside the lock (verifypool.go); a run's end starts
+	// Verifiers run outside the lock (gate/verify.Pool); a run's end starts
 	// a pass. Cancelling ctx kills the runs; Run returns once they ended.
 	var verified <-chan struct{}
 	if g.verify == nil {
-		g.verify = newVerifyPool(ctx, newVerifierRunner(g.vaultDir).run)
+		g.verify = verify.NewPool(ctx, verify.NewRunner(g.vaultDir).Run)
 		defer func() {
-			g.verify.wait()
+			g.verify.Wait()
 			g.mu.Lock()
 			g.verify = nil
 			g.mu.Unlock()
 		}()
 	}
 	if g.verify != nil {
-		verified = g.verify.ends
+		verified = g.verify.Ends()
 	}
 	inboxDir := filepath.Join(g.vaultDir, vault.InboxDir)
 	watched := map[string]bool{}
@@ -125,7 +126,7 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 				continue
 			}
 			sweepWaits = time.Time{}
-			g.sweepTick() // withhold stale notes (sweep.go), at most every SweepEvery
+			g.sweepTick() // withhold stale notes (sweephost.go, gate/sweep), at most every SweepEvery
 		}
 	}
 }

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"github.com/fedmem/fedmem/gate/decide"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,8 +19,8 @@ func TestLabelDefusesTitles(t *testing.T) {
 		strings.Repeat("é", 80):            strings.Repeat("é", 50),
 		"# heading | table * em _ \\ ` !x": "heading table em x",
 	} {
-		if got := label(in); got != want {
-			t.Errorf("label(%q) = %q, want %q", in, got, want)
+		if got := decide.Label(in); got != want {
+			t.Errorf("decide.Label(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -8,15 +8,16 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/vault/note"
 )
 
-// Decision states.
+// Decision states (decide's verdicts).
 const (
-	StatePromoted = "promoted"
-	StatePending  = "pending"
-	StateRejected = "rejected"
+	StatePromoted = decide.StatePromoted
+	StatePending  = decide.StatePending
+	StateRejected = decide.StateRejected
 )
 
 // State directory layout (all gate-private, mode 0700):
@@ -49,7 +50,7 @@ type Claim struct {
 	FirstSeen time.Time `json:"first_seen"`
 	// Stat is the entry as lstat(2) saw it in the session folder, before
 	// the gate moved it (nil in claims made by older gates).
-	Stat *DraftOwner `json:"stat,omitempty"`
+	Stat *decide.DraftOwner `json:"stat,omitempty"`
 	// legacy: the record is a claims/ID.json file (an older gate's), not
 	// a line of a claim journal; it is removed with the draft.
 	legacy bool
@@ -96,7 +97,7 @@ type Decision struct {
 	// Owner is the owner and mode of the inode the gate read the draft
 	// from (fstat at the read): a draft counts as the session's only when
 	// its owner is the session record's uid (origin.forDraft).
-	Owner *DraftOwner `json:"draft_owner,omitempty"`
+	Owner *decide.DraftOwner `json:"draft_owner,omitempty"`
 }
 
 // errReturned: a claimed draft became unreadable (its owner changed its mode

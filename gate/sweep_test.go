@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/sweep"
 )
 
 func activeNote(title, staleAfter, sources string) string {
@@ -39,7 +41,7 @@ func TestSweepWithholdsAndReverifyRestores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Withheld) != 1 || s.Withheld[0].Path != "20-domains/expired.md" || s.Withheld[0].Reason != WithholdStale {
+	if len(s.Withheld) != 1 || s.Withheld[0].Path != "20-domains/expired.md" || s.Withheld[0].Reason != sweep.WithholdStale {
 		t.Fatalf("first sweep: want only expired.md withheld as stale, got %+v", s)
 	}
 	// The source changes (a human push): bound.md must be withheld next.
@@ -48,7 +50,7 @@ func TestSweepWithholdsAndReverifyRestores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Withheld) != 1 || s.Withheld[0].Path != "20-domains/bound.md" || s.Withheld[0].Reason != WithholdSourceChanged ||
+	if len(s.Withheld) != 1 || s.Withheld[0].Path != "20-domains/bound.md" || s.Withheld[0].Reason != sweep.WithholdSourceChanged ||
 		!strings.Contains(s.Withheld[0].Detail, "20-domains/src.md changed") {
 		t.Fatalf("second sweep: want bound.md withheld for its source, got %+v", s)
 	}
@@ -61,7 +63,7 @@ func TestSweepWithholdsAndReverifyRestores(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := factsOf(b)
+		f := decide.FactsOf(b)
 		if f.InForce || f.Status != "draft" || !f.Withheld {
 			t.Errorf("%s after the sweep: status %q withheld %v\n%s", p, f.Status, f.Withheld, b)
 		}
@@ -98,7 +100,7 @@ func TestSweepWithholdsAndReverifyRestores(t *testing.T) {
 		t.Fatalf("reverify after the source came back: %+v, %v", r, err)
 	}
 	b, _ := os.ReadFile(filepath.Join(v, "20-domains/bound.md"))
-	if f := factsOf(b); !f.InForce || f.Withheld || !strings.Contains(string(b), "by: human:alice") {
+	if f := decide.FactsOf(b); !f.InForce || f.Withheld || !strings.Contains(string(b), "by: human:alice") {
 		t.Fatalf("restored note:\n%s", b)
 	}
 	// The stale note: sources (none) match, so it comes back with a new
@@ -107,11 +109,11 @@ func TestSweepWithholdsAndReverifyRestores(t *testing.T) {
 		t.Fatalf("reverify stale note: %+v, %v", r, err)
 	}
 	b, _ = os.ReadFile(filepath.Join(v, "20-domains/expired.md"))
-	if f := factsOf(b); !f.InForce || !f.StaleAfter.After(fixedNow) {
+	if f := decide.FactsOf(b); !f.InForce || !f.StaleAfter.After(fixedNow) {
 		t.Fatalf("restored stale note keeps an old stale_after:\n%s", b)
 	}
 	// Not withheld / not a note / outside the swept folders.
-	if _, err := g.Reverify("20-domains/fresh.md", "alice"); !errors.Is(err, ErrNotWithheld) {
+	if _, err := g.Reverify("20-domains/fresh.md", "alice"); !errors.Is(err, sweep.ErrNotWithheld) {
 		t.Errorf("reverify of a note in force: %v", err)
 	}
 	for _, bad := range []string{"../etc/passwd", "90-inbox/s/x.md", "00-global/NOTE.md", ".git/config"} {
@@ -153,12 +155,12 @@ func TestSweepFinishesAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	old, _ := g.repo.FileAt(head, "20-domains/old.md")
-	b, err := withheldNote(old, fixedNow, WithholdStale, "test")
+	b, err := sweep.WithheldNote(old, fixedNow, sweep.WithholdStale, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// What commitLifecycle does, up to the ref update; then "killed".
-	if err := durable.WriteJSON(g.statePath(sweepIntentFile), sweepIntent{Parent: head.String(), Paths: []string{"20-domains/old.md"}, Kind: "withhold", Note: "20-domains/old.md"}); err != nil {
+	if err := durable.WriteJSON(g.statePath(sweep.IntentFile), sweep.Intent{Parent: head.String(), Paths: []string{"20-domains/old.md"}, Kind: "withhold", Note: "20-domains/old.md"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := g.repo.CommitChanges(branch, head, []change{{Path: "20-domains/old.md", Content: b}}, g.signature(pol), "fedmem: withhold 20-domains/old.md (stale)\n"); err != nil {
@@ -171,7 +173,7 @@ func TestSweepFinishesAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRepo(t, v)
-	if _, err := os.Stat(g.statePath(sweepIntentFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(g.statePath(sweep.IntentFile)); !os.IsNotExist(err) {
 		t.Errorf("intent left behind: %v", err)
 	}
 }

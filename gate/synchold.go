@@ -23,8 +23,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/remote"
+	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/gate/trailer"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
@@ -52,11 +54,11 @@ func (g *Gate) replayContradicts(com *repo.Commit, tip repo.Hash) (*syncHold, er
 	if err != nil || res.Note == nil {
 		return nil, err
 	}
-	hv, err := newHeadView(g.repo, tip)
+	hv, err := decide.NewHeadView(g.repo, tip)
 	if err != nil {
 		return nil, err
 	}
-	fs, err := conflicts(res, "", "", hv)
+	fs, err := decide.Conflicts(res, "", "", hv)
 	if err != nil || len(fs) == 0 {
 		return nil, err
 	}
@@ -80,12 +82,12 @@ func heldDraftOf(n *note.Note) ([]byte, error) {
 		switch k.Value {
 		case "claimed":
 			claimed = v
-		case "status", "generated", "verified", "stale_after", WithheldKey, "superseded_by":
+		case "status", "generated", "verified", "stale_after", decide.WithheldKey, "superseded_by":
 		case "sources":
 			if v.Kind == yaml.SequenceNode {
 				for _, e := range v.Content {
 					if e.Kind == yaml.MappingNode {
-						dropKey(e, "fingerprint")
+						sweep.DropKey(e, "fingerprint")
 					}
 				}
 			}

@@ -3,6 +3,7 @@ package gate
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/fedmem/fedmem/gate/decide"
 	"os"
 	"path/filepath"
 	"sort"
@@ -294,7 +295,7 @@ func TestApprovalAfterCrashIsKeyedByDraftID(t *testing.T) {
 // A proven record is trusted only for what auto_promote names: a built-in
 // profile only with the built-in's hash, anything else only pinned.
 func TestOriginTrustNeedsTheProfilesHash(t *testing.T) {
-	ci := builtinHash("ci")
+	ci := decide.BuiltinHash("ci")
 	if ci == "" {
 		t.Fatal("no hash for the built-in ci profile")
 	}

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/verify"
 	"github.com/fedmem/fedmem/test/testutil"
 	vaultrepo "github.com/fedmem/fedmem/vault/repo"
 )
@@ -46,35 +48,35 @@ const verifierPolicy = `verifiers:
 func TestVerifiersRunUnderFedmemRun(t *testing.T) {
 	testutil.RequireRoot(t)
 	bins := testutil.Binaries(t)
-	t.Setenv(FedmemRunEnv, bins.FedmemRun)
+	t.Setenv(verify.FedmemRunEnv, bins.FedmemRun)
 	v := sandboxVault(t)
 	humanCommit(t, v, map[string]string{"20-domains/src.md": "regions\n"})
 	pol, err := policy.Parse("policy.yaml", []byte(verifierPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newVerifierRunner(v)
-	if r.findErr != nil {
-		t.Fatal(r.findErr)
+	r := verify.NewRunner(v)
+	if r.FindErr() != nil {
+		t.Fatal(r.FindErr())
 	}
-	srcs := []SourceProof{{Resource: "20-domains/src.md", Fingerprint: FingerprintPrefix + blobID(t, v, "20-domains/src.md")}}
+	srcs := []decide.SourceProof{{Resource: "20-domains/src.md", Fingerprint: decide.FingerprintPrefix + blobID(t, v, "20-domains/src.md")}}
 	draft := []byte("---\ntype: Fact\ntitle: Region\nsources: [20-domains/src.md]\n---\nWe deploy to eu-west-1.\n")
 
-	pass := r.run(context.Background(), pol.Verifiers["region-check"], draft, srcs)
+	pass := r.Run(context.Background(), pol.Verifiers["region-check"], draft, srcs)
 	if !pass.Passed || pass.ExitCode != 0 || !strings.Contains(pass.Output, "region ok") || len(pass.OutputSHA256) != 64 {
 		t.Fatalf("region-check should pass inside the sandbox: %+v", pass)
 	}
-	other := r.run(context.Background(), pol.Verifiers["region-check"], []byte("---\ntype: Fact\n---\nus-east-1\n"), srcs)
+	other := r.Run(context.Background(), pol.Verifiers["region-check"], []byte("---\ntype: Fact\n---\nus-east-1\n"), srcs)
 	if other.Passed || other.ExitCode == 0 {
 		t.Fatalf("region-check must fail on a draft that does not say eu-west-1: %+v", other)
 	}
 
-	fail := r.run(context.Background(), pol.Verifiers["always-fails"], draft, srcs)
+	fail := r.Run(context.Background(), pol.Verifiers["always-fails"], draft, srcs)
 	if fail.Passed || fail.ExitCode != 3 || fail.TimedOut || !strings.Contains(fail.Output, "contract broken") || !strings.Contains(fail.Output, "on stderr") {
 		t.Fatalf("always-fails: want exit 3 with its output, got %+v", fail)
 	}
 
-	hang := r.run(context.Background(), pol.Verifiers["hangs"], draft, srcs)
+	hang := r.Run(context.Background(), pol.Verifiers["hangs"], draft, srcs)
 	if hang.Passed || !hang.TimedOut {
 		t.Fatalf("hangs: want a timeout, got %+v", hang)
 	}
@@ -91,8 +93,8 @@ func TestVerifiersRunUnderFedmemRun(t *testing.T) {
 	checkRepo(t, v)
 
 	// Without fedmem-run nothing runs (never unsandboxed): the draft fails.
-	t.Setenv(FedmemRunEnv, filepath.Join(t.TempDir(), "no-such-fedmem-run"))
-	none := newVerifierRunner(v).run(context.Background(), pol.Verifiers["region-check"], draft, srcs)
+	t.Setenv(verify.FedmemRunEnv, filepath.Join(t.TempDir(), "no-such-fedmem-run"))
+	none := verify.NewRunner(v).Run(context.Background(), pol.Verifiers["region-check"], draft, srcs)
 	if none.Passed || !strings.Contains(none.Error, "fedmem-run not found") {
 		t.Fatalf("without fedmem-run: want a failure naming it, got %+v", none)
 	}
@@ -105,7 +107,7 @@ func TestVerifiersRunUnderFedmemRun(t *testing.T) {
 func TestVerifierEvidenceInDecision(t *testing.T) {
 	testutil.RequireRoot(t)
 	bins := testutil.Binaries(t)
-	t.Setenv(FedmemRunEnv, bins.FedmemRun)
+	t.Setenv(verify.FedmemRunEnv, bins.FedmemRun)
 	v := sandboxVault(t)
 	humanCommit(t, v, map[string]string{"20-domains/src.md": "regions\n"})
 	g, err := Open(Options{Vault: v, AllowSameUser: true, Now: func() time.Time { return fixedNow }})
@@ -120,13 +122,13 @@ func TestVerifierEvidenceInDecision(t *testing.T) {
 	// The verifiers run only when no other evidence rule holds the draft;
 	// the subject rule is TestEvidenceBoundToClaim's.
 	pol.AutoPromote = &policy.AutoPromote{AnySubject: true}
-	run := newVerifierRunner(v).run
+	run := verify.NewRunner(v).Run
 	for _, c := range []struct {
 		typ, body, rule string
 	}{
-		{"Fact", "We deploy to eu-west-1.", RuleVerifierPassed},
-		{"Runbook", "Restart the workers.", RuleVerifierFailed},
-		{"Reference", "See the spec.", RuleVerifierTimeout},
+		{"Fact", "We deploy to eu-west-1.", decide.RuleVerifierPassed},
+		{"Runbook", "Restart the workers.", decide.RuleVerifierFailed},
+		{"Reference", "See the spec.", decide.RuleVerifierTimeout},
 	} {
 		draft := "---\ntype: " + c.typ + "\ntitle: A " + c.typ + "\nsources: [20-domains/src.md]\n---\n" + c.body + "\n"
 		ev, fs := evidenceFor(t, g, pol, draft, "", run)
@@ -137,13 +139,13 @@ func TestVerifierEvidenceInDecision(t *testing.T) {
 		if !strings.Contains(got[0].Message, ev.Verifiers[0].OutputSHA256) {
 			t.Errorf("%s: the finding should carry the output hash: %v", c.typ, got[0])
 		}
-		if c.rule == RuleVerifierFailed && !strings.Contains(got[0].Message, "contract broken") {
+		if c.rule == decide.RuleVerifierFailed && !strings.Contains(got[0].Message, "contract broken") {
 			t.Errorf("a failure should carry the verifier's output: %v", got[0])
 		}
 	}
 	// A draft already held (no vault source) does not start a sandbox.
 	ev, fs := evidenceFor(t, g, pol, "---\ntype: Fact\ntitle: No source\n---\neu-west-1\n", "", run)
-	if len(ev.Verifiers) != 0 || len(findingsWith(fs, RuleNoEvidence)) != 1 {
+	if len(ev.Verifiers) != 0 || len(findingsWith(fs, decide.RuleNoEvidence)) != 1 {
 		t.Fatalf("held draft: verifiers %v, findings %v", ev.Verifiers, fs)
 	}
 }

@@ -12,14 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/verify"
 	"github.com/fedmem/fedmem/test/testutil"
 )
 
 // TestSlowVerifierDoesNotBlockPass (issue 24 item 5): the policy's
 // verifier for Facts does not end on session v-1's draft until the test
 // releases it, and ends at once on session v-2's. With the verifiers run
-// outside the decision (verifypool.go, as `gate run` sets it), a pass
+// outside the decision (gate/verify.Pool, as `gate run` sets it), a pass
 // starts both runs and returns — releasing the gate's lock — with both
 // drafts claimed and undecided (deferred); once v-2's run ended, the next
 // pass decides v-2's draft while v-1's verifier still runs; once that one
@@ -36,13 +38,13 @@ func TestSlowVerifierDoesNotBlockPass(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 4)
 	var runs atomic.Int32
-	g.verify = newVerifyPool(context.Background(), func(ctx context.Context, ver policy.Verifier, draft []byte, srcs []SourceProof) VerifierRun {
+	g.verify = verify.NewPool(context.Background(), func(ctx context.Context, ver policy.Verifier, draft []byte, srcs []decide.SourceProof) decide.VerifierRun {
 		runs.Add(1)
 		if strings.Contains(string(draft), "checked") {
 			started <- struct{}{}
 			<-release
 		}
-		return VerifierRun{Name: ver.Name, Profile: "strict", Passed: true, ExitCode: 0, OutputSHA256: "00"}
+		return decide.VerifierRun{Name: ver.Name, Profile: "strict", Passed: true, ExitCode: 0, OutputSHA256: "00"}
 	})
 	defer func() {
 		select {
@@ -50,7 +52,7 @@ func TestSlowVerifierDoesNotBlockPass(t *testing.T) {
 		default:
 			close(release)
 		}
-		g.verify.wait()
+		g.verify.Wait()
 	}()
 	type result struct {
 		s   *Summary
@@ -82,18 +84,18 @@ func TestSlowVerifierDoesNotBlockPass(t *testing.T) {
 	if s := pass(); len(s.Decisions) != 0 || s.Deferred != 2 {
 		t.Fatalf("first pass: want both drafts deferred (their verifiers started); got %+v, deferred %d", s.Decisions, s.Deferred)
 	}
-	<-started       // v-1's verifier is running (and held)
-	<-g.verify.ends // v-2's ended (Run starts a pass on this)
+	<-started         // v-1's verifier is running (and held)
+	<-g.verify.Ends() // v-2's ended (Run starts a pass on this)
 	decided(pass(), "v-2", 1)
 	close(release)
-	<-g.verify.ends // v-1's ended
+	<-g.verify.Ends() // v-1's ended
 	s := pass()
 	decided(s, "v-1", 0)
 	if n := runs.Load(); n != 2 {
 		t.Errorf("the verifier ran %d times, want 2 (once per draft)", n)
 	}
 	d, err := g.loadDecision(s.Decisions[0].ID)
-	if err != nil || d == nil || len(findingsWith(d.Reasons, RuleVerifierPassed)) != 1 {
+	if err != nil || d == nil || len(findingsWith(d.Reasons, decide.RuleVerifierPassed)) != 1 {
 		t.Fatalf("v-1's decision should carry the verifier's pass: %+v %v", d, err)
 	}
 	checkRepo(t, v)
@@ -111,9 +113,9 @@ func TestSlowVerifierDoesNotBlockPass(t *testing.T) {
 func TestGateRunSlowVerifierRealSandbox(t *testing.T) {
 	testutil.RequireRoot(t)
 	bins := testutil.Binaries(t)
-	t.Setenv(FedmemRunEnv, bins.FedmemRun)
+	t.Setenv(verify.FedmemRunEnv, bins.FedmemRun)
 	tmp := testutil.TempDir(t)
-	t.Setenv(VerifyTmpEnv, tmp)
+	t.Setenv(verify.VerifyTmpEnv, tmp)
 	v := sandboxVault(t)
 	humanCommit(t, v, map[string]string{"10-projects/src.md": "---\ntype: Reference\ntitle: Source\n---\nThe system as it is.\n"})
 	setPolicy(t, v, trustPolicy()+"verifiers:\n  hold-check:\n    types: [Fact]\n    command: [/bin/sh, -c, 'grep -q slowly \"$1\" || exit 0; while [ ! -e release ]; do sleep 0.1; done; echo released', hold-check]\n    timeout: 120s\n")
@@ -157,7 +159,7 @@ func TestGateRunSlowVerifierRealSandbox(t *testing.T) {
 	put(t, s1, "a.md", "---\ntype: Fact\ntitle: Verified slowly\nsources: [10-projects/src.md]\n---\nverified slowly\n")
 	var work string
 	waitFor("v-1's verifier started", func() bool {
-		ms, _ := filepath.Glob(filepath.Join(tmp, "fedmem-verify-*", VerifyDraftFile))
+		ms, _ := filepath.Glob(filepath.Join(tmp, "fedmem-verify-*", verify.VerifyDraftFile))
 		for _, m := range ms {
 			if b, _ := os.ReadFile(m); strings.Contains(string(b), "slowly") {
 				work = filepath.Dir(m)
@@ -181,7 +183,7 @@ func TestGateRunSlowVerifierRealSandbox(t *testing.T) {
 	waitFor("v-1's draft decided once its verifier ended", receipt(s1, "a.md"))
 	var r Receipt
 	b, err := os.ReadFile(filepath.Join(s1, ".receipts", "a.md.json"))
-	if err != nil || json.Unmarshal(b, &r) != nil || r.State != StatePromoted || len(findingsWith(r.Reasons, RuleVerifierPassed)) != 1 {
-		t.Fatalf("v-1's receipt: %s %v; want promoted with %s", b, err, RuleVerifierPassed)
+	if err != nil || json.Unmarshal(b, &r) != nil || r.State != StatePromoted || len(findingsWith(r.Reasons, decide.RuleVerifierPassed)) != 1 {
+		t.Fatalf("v-1's receipt: %s %v; want promoted with %s", b, err, decide.RuleVerifierPassed)
 	}
 }

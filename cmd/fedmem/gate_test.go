@@ -15,6 +15,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate"
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/test/testutil"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/repo"
@@ -174,7 +175,7 @@ func TestGateSweepPrunesEmptySessionsCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("sweep: %d %s %s", code, out, errOut)
 	}
-	var s gate.SweepSummary
+	var s sweep.Summary
 	if err := json.Unmarshal([]byte(out), &s); err != nil || s.Sessions == nil {
 		t.Fatalf("--json: %v\n%s", err, out)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fedmem/fedmem/gate"
+	"github.com/fedmem/fedmem/gate/sweep"
 )
 
 // newGateSweepCmd is `fedmem gate sweep` (registered in gate.go).
@@ -52,7 +53,7 @@ Exit codes: 0 done; 1 a note could not be withheld or the gate failed; 2 usage.`
 	return cmd
 }
 
-func printSweep(w io.Writer, s *gate.SweepSummary, asJSON bool) {
+func printSweep(w io.Writer, s *sweep.Summary, asJSON bool) {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

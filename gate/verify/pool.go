@@ -1,13 +1,13 @@
-package gate
+package verify
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"sync"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/policy"
 )
 
@@ -35,12 +35,10 @@ var (
 // verifyKeep bounds the finished results kept (oldest dropped first).
 const verifyKeep = 256
 
-// errVerifying: a verifier the decision needs is running (or waits for a
-// slot); the draft stays claimed and is decided by a later pass.
-var errVerifying = errors.New("verifier running")
-
-type verifyPool struct {
-	run  verifyFunc
+// Pool runs verifiers outside the decision, bounded in all and per
+// session, and keeps their results for the draft's next pass.
+type Pool struct {
+	run  decide.VerifyFunc
 	ctx  context.Context
 	sem  chan struct{}
 	ends chan struct{} // a run ended (capacity 1: Run starts a pass)
@@ -54,21 +52,21 @@ type verifyPool struct {
 
 type verifyJob struct {
 	done bool
-	res  VerifierRun
+	res  decide.VerifierRun
 }
 
-func newVerifyPool(ctx context.Context, run verifyFunc) *verifyPool {
-	return &verifyPool{run: run, ctx: ctx, sem: make(chan struct{}, verifyBound), ends: make(chan struct{}, 1),
+func NewPool(ctx context.Context, run decide.VerifyFunc) *Pool {
+	return &Pool{run: run, ctx: ctx, sem: make(chan struct{}, verifyBound), ends: make(chan struct{}, 1),
 		jobs: map[string]*verifyJob{}, bySession: map[string]int{}}
 }
 
-func verifyKey(v policy.Verifier, draft []byte, sources []SourceProof) string {
+func verifyKey(v policy.Verifier, draft []byte, sources []decide.SourceProof) string {
 	h := sha256.New()
 	meta, _ := json.Marshal(struct {
 		Name, Profile string
 		Command       []string
 		Timeout       int64
-		Sources       []SourceProof
+		Sources       []decide.SourceProof
 	}{v.Name, v.Profile, v.Command, int64(v.Timeout), sources})
 	h.Write(meta)
 	h.Write([]byte{0})
@@ -76,10 +74,10 @@ func verifyKey(v policy.Verifier, draft []byte, sources []SourceProof) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// result returns the finished run of v on draft and sources; without one
+// Result returns the finished run of v on draft and sources; without one
 // it starts the run (when the bounds allow; else a later pass asks again)
 // and reports false.
-func (p *verifyPool) result(session string, v policy.Verifier, draft []byte, sources []SourceProof) (VerifierRun, bool) {
+func (p *Pool) Result(session string, v policy.Verifier, draft []byte, sources []decide.SourceProof) (decide.VerifierRun, bool) {
 	key := verifyKey(v, draft, sources)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -87,12 +85,12 @@ func (p *verifyPool) result(session string, v policy.Verifier, draft []byte, sou
 		return j.res, j.done
 	}
 	if p.bySession[session] >= verifyPerSession {
-		return VerifierRun{}, false
+		return decide.VerifierRun{}, false
 	}
 	select {
 	case p.sem <- struct{}{}:
 	default:
-		return VerifierRun{}, false
+		return decide.VerifierRun{}, false
 	}
 	j := &verifyJob{}
 	p.jobs[key] = j
@@ -121,9 +119,13 @@ func (p *verifyPool) result(session string, v policy.Verifier, draft []byte, sou
 		default:
 		}
 	}()
-	return VerifierRun{}, false
+	return decide.VerifierRun{}, false
 }
 
 // wait returns once every run started has ended (Run, after its context
 // is cancelled: the runs' sandboxes are killed with it).
-func (p *verifyPool) wait() { p.wg.Wait() }
+func (p *Pool) Wait() { p.wg.Wait() }
+
+// Ends is sent on (without blocking, capacity 1) when a run ends: the
+// gate's Run starts a pass on it.
+func (p *Pool) Ends() <-chan struct{} { return p.ends }

@@ -1,4 +1,4 @@
-package gate
+package decide
 
 import (
 	"fmt"
@@ -10,14 +10,15 @@ import (
 
 	"github.com/fedmem/fedmem/test/testutil"
 
+	"github.com/fedmem/fedmem/vault/repo"
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // folderIndexWhole is the folder index built from the whole folder, as
 // conflicts did before the index followed trees: the reference.
-func folderIndexWhole(t *testing.T, g *Gate, head plumbing.Hash, folder, k string) []string {
+func folderIndexWhole(t *testing.T, r *repo.Repo, head plumbing.Hash, folder, k string) []string {
 	t.Helper()
-	hv, err := newHeadView(g.repo, head)
+	hv, err := NewHeadView(r, head)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func folderIndexWhole(t *testing.T, g *Gate, head plumbing.Hash, folder, k strin
 	if err != nil {
 		return nil
 	}
-	tr, err := g.repo.Tree(e.Hash)
+	tr, err := r.Tree(e.Hash)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func folderIndexWhole(t *testing.T, g *Gate, head plumbing.Hash, folder, k strin
 		if !te.Mode.IsFile() || !strings.HasSuffix(te.Name, ".md") || te.Name == "index.md" || te.Name == "log.md" {
 			continue
 		}
-		f, err := hv.facts(te.Hash)
+		f, err := hv.Facts(te.Hash)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +62,7 @@ func folderIndexWhole(t *testing.T, g *Gate, head plumbing.Hash, folder, k strin
 func TestFolderIndexFollowsTrees(t *testing.T) {
 	rng := testutil.Seed(t)
 	v := newVault(t)
-	g := openGate(t, v)
+	r := openRepo(t, v)
 	const folder = "20-domains"
 	keys := []string{"deploy region", "rotation", "owner"}
 	statuses := []string{"", "status: stable\n", "status: deprecated\n", "status: draft\n"}
@@ -107,7 +108,7 @@ func TestFolderIndexFollowsTrees(t *testing.T) {
 		heads = append(heads, plumbing.NewHash(strings.TrimSpace(gitCLI(t, v, "rev-parse", "HEAD"))))
 	}
 	check := func(head plumbing.Hash) {
-		hv, err := newHeadView(g.repo, head)
+		hv, err := NewHeadView(r, head)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +117,7 @@ func TestFolderIndexFollowsTrees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := folderIndexWhole(t, g, head, folder, k); !slices.Equal(got, want) {
+			if want := folderIndexWhole(t, r, head, folder, k); !slices.Equal(got, want) {
 				t.Fatalf("at %s, %q: the index says %v, the whole folder %v", head, k, got, want)
 			}
 		}

@@ -1,10 +1,11 @@
-package gate
+package decide
 
 // The evidence step of judge (decide.go): registered in evidenceChecks, fed
-// by judgeInput.Env (set by judgeDraft).
+// by Input.Env (set by the gate's judgeDraft).
 
 import (
 	"context"
+	"errors"
 	"path"
 	"strings"
 	"time"
@@ -14,28 +15,26 @@ import (
 	"github.com/fedmem/fedmem/vault/repo"
 )
 
-// evidenceEnv is what the evidence step of judge needs from the gate: the
-// repository at the HEAD the verdict is taken against, the vault (for
-// verifiers) and the clock.
-type evidenceEnv struct {
-	repo  *repo.Repo
-	head  repo.Hash
-	vault string
-	now   func() time.Time
-	// pool, when set, runs the verifiers outside the decision
-	// (verifypool.go): a result not there yet is errVerifying.
-	pool *verifyPool
-	// noVerify: judge without running verifiers (a review show).
-	noVerify bool
+// Env is what the evidence step of Judge needs from the gate: the
+// repository at the HEAD the verdict is taken against, the verifiers and the
+// clock.
+type Env struct {
+	Repo *repo.Repo
+	Head repo.Hash
+	Now  func() time.Time
+	// Pool, when set, answers for verifiers run outside the decision (the
+	// gate's verify pool): ok false is a result not there yet, and the
+	// evidence step returns ErrVerifying.
+	Pool func(session string, v policy.Verifier, draft []byte, sources []SourceProof) (r VerifierRun, ok bool)
+	// Runner, when Pool is nil, gives the run of verifiers in the decision.
+	Runner func() VerifyFunc
+	// NoVerify: judge without running verifiers (a review show).
+	NoVerify bool
 }
 
-func (g *Gate) evidenceEnv(head repo.Hash) *evidenceEnv {
-	env := &evidenceEnv{repo: g.repo, head: head, vault: g.vaultDir, now: g.now, noVerify: g.showing}
-	if g.verifyAsync {
-		env.pool = g.verify
-	}
-	return env
-}
+// ErrVerifying: a verifier the decision needs is running (or waits for a
+// slot); the draft stays claimed and is decided by a later pass.
+var ErrVerifying = errors.New("verifier running")
 
 func init() { evidenceChecks = append(evidenceChecks, evidenceStep) }
 
@@ -43,12 +42,12 @@ func init() { evidenceChecks = append(evidenceChecks, evidenceStep) }
 // conflicts, and — only for a draft nothing else holds — the verifiers.
 // It rewrites the draft's `sources` in place with the fingerprints (render
 // then writes them) and adds a `verified` entry per verifier that passed.
-func evidenceStep(in *judgeInput, v *verdict) error {
+func evidenceStep(in *Input, v *Verdict) error {
 	env, res := in.Env, in.Result
 	if env == nil || res.Note == nil {
 		return nil
 	}
-	hv, err := newHeadView(env.repo, env.head)
+	hv, err := NewHeadView(env.Repo, env.Head)
 	if err != nil {
 		return err
 	}
@@ -56,22 +55,22 @@ func evidenceStep(in *judgeInput, v *verdict) error {
 	// file name (destPath's own fallback), so a draft without a title is
 	// checked against the note at its path too.
 	dest := ""
-	if cleanSlug(res.Meta.Title) != "" || cleanSlug(strings.TrimSuffix(in.Name, path.Ext(in.Name))) != "" {
-		dest = destPath(v.Folder, res.Meta.Title, in.Name, "")
+	if CleanSlug(res.Meta.Title) != "" || CleanSlug(strings.TrimSuffix(in.Name, path.Ext(in.Name))) != "" {
+		dest = DestPath(v.Folder, res.Meta.Title, in.Name, "")
 	}
-	var run verifyFunc
+	var run VerifyFunc
 	pending := false
-	if !env.noVerify && !note.HasFlags(v.Reasons) && !note.HasErrors(v.Reasons) && len(in.Policy.VerifiersFor(v.Type)) > 0 {
-		if pool := env.pool; pool != nil {
+	if !env.NoVerify && !note.HasFlags(v.Reasons) && !note.HasErrors(v.Reasons) && len(in.Policy.VerifiersFor(v.Type)) > 0 {
+		if pool := env.Pool; pool != nil {
 			// Every verifier of the type is started (they run in
 			// parallel); the draft waits for all of them.
 			run = func(_ context.Context, ver policy.Verifier, draft []byte, srcs []SourceProof) VerifierRun {
-				r, ok := pool.result(in.Session, ver, draft, srcs)
+				r, ok := pool(in.Session, ver, draft, srcs)
 				pending = pending || !ok
 				return r
 			}
 		} else {
-			run = newVerifierRunner(env.vault).run
+			run = env.Runner()
 		}
 	}
 	// Verifiers get the draft as the gate parsed it (the same keys and
@@ -80,12 +79,12 @@ func evidenceStep(in *judgeInput, v *verdict) error {
 	if err != nil {
 		return err
 	}
-	ev, fs, err := checkEvidence(context.Background(), in.Policy, evidenceInput{Res: res, Draft: draft, Folder: v.Folder, Dest: dest}, hv, run)
+	ev, fs, err := CheckEvidence(context.Background(), in.Policy, EvidenceInput{Res: res, Draft: draft, Folder: v.Folder, Dest: dest}, hv, run)
 	if err != nil {
 		return err
 	}
 	if pending {
-		return errVerifying
+		return ErrVerifying
 	}
 	v.Reasons = append(v.Reasons, fs...)
 	lf, err := shapeLinks(in, v.Folder, hv) // shape.go
@@ -97,6 +96,6 @@ func evidenceStep(in *judgeInput, v *verdict) error {
 		return err
 	}
 	ev.stampNote(res.Note)
-	v.Verified = append(v.Verified, ev.verifiedEntries(env.now())...)
+	v.Verified = append(v.Verified, ev.verifiedEntries(env.Now())...)
 	return nil
 }

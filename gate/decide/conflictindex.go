@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // The conflict index (issue 24 item 3): one index of the whole vault, every
 // folder depth, of the notes that hold a name — in force, or withheld (a
@@ -75,13 +75,13 @@ var vaultIndexes = struct {
 	m map[string]*vaultIndex
 }{m: map[string]*vaultIndex{}}
 
-// maxVaultIndexes bounds the repositories indexed at once (tests open many).
-const maxVaultIndexes = 16
+// MaxVaultIndexes bounds the repositories indexed at once (tests open many).
+const MaxVaultIndexes = 16
 
 // named returns the notes (in force or withheld) anywhere in the vault at
 // hv's commit whose title or subject normalises to k: those with that title
 // first, then those with that subject, each in path order.
-func (hv *headView) named(k string) ([]namedNote, error) {
+func (hv *HeadView) named(k string) ([]namedNote, error) {
 	if hv.root == nil || k == "" {
 		return nil, nil
 	}
@@ -117,7 +117,7 @@ func (hv *headView) named(k string) ([]namedNote, error) {
 
 // vaultIndexLocked returns the index at hv's root tree, moving it there
 // (vaultIndexes is locked by the caller).
-func (hv *headView) vaultIndexLocked() (*vaultIndex, error) {
+func (hv *HeadView) vaultIndexLocked() (*vaultIndex, error) {
 	key := hv.r.GitDir()
 	idx := vaultIndexes.m[key]
 	if idx == nil || idx.root != hv.rootHash {
@@ -128,7 +128,7 @@ func (hv *headView) vaultIndexLocked() (*vaultIndex, error) {
 			delete(vaultIndexes.m, key) // half moved
 			return nil, err
 		}
-		if _, ok := vaultIndexes.m[key]; !ok && len(vaultIndexes.m) >= maxVaultIndexes {
+		if _, ok := vaultIndexes.m[key]; !ok && len(vaultIndexes.m) >= MaxVaultIndexes {
 			vaultIndexes.m = map[string]*vaultIndex{}
 		}
 		vaultIndexes.m[key] = idx
@@ -138,7 +138,7 @@ func (hv *headView) vaultIndexLocked() (*vaultIndex, error) {
 
 // nameWordNotes returns the notes in force (path → blob) one of whose
 // names holds one of the word keys ws (at most max notes, in path order).
-func (hv *headView) nameWordNotes(ws []string, max int) (map[string]repo.Hash, error) {
+func (hv *HeadView) nameWordNotes(ws []string, max int) (map[string]repo.Hash, error) {
 	if hv.root == nil || len(ws) == 0 {
 		return nil, nil
 	}
@@ -225,7 +225,7 @@ func newVaultIndex() *vaultIndex {
 }
 
 // moveVaultIndex moves idx to hv's root tree.
-func (hv *headView) moveVaultIndex(idx *vaultIndex) error {
+func (hv *HeadView) moveVaultIndex(idx *vaultIndex) error {
 	raw, err := hv.r.RawTree(hv.rootHash)
 	if err != nil {
 		return fmt.Errorf("conflict index: read root tree: %w", err)
@@ -256,7 +256,7 @@ func joinPath(dir, name string) string {
 
 // diffDir moves the index of folder dir (its old content in idx.raws) to
 // the tree content raw, recursing into the sub-folders whose tree changed.
-func (hv *headView) diffDir(idx *vaultIndex, dir string, raw []byte) error {
+func (hv *HeadView) diffDir(idx *vaultIndex, dir string, raw []byte) error {
 	old, had := idx.raws[dir]
 	if had && bytes.Equal(old, raw) {
 		return nil
@@ -285,7 +285,7 @@ func (hv *headView) diffDir(idx *vaultIndex, dir string, raw []byte) error {
 		case !had:
 			c = 1
 		default:
-			c = compareKeys(o.name, o.dir, n.name, n.dir)
+			c = repo.CompareKeys(o.name, o.dir, n.name, n.dir)
 		}
 		same := c == 0 && bytes.Equal(o.all, n.all)
 		// A sub-folder whose tree changed is walked against its old
@@ -324,7 +324,7 @@ func (hv *headView) diffDir(idx *vaultIndex, dir string, raw []byte) error {
 
 // addEntry indexes the entry at c (in folder dir): a sub-folder is walked,
 // a note in force or withheld with a title or subject is put in.
-func (hv *headView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
+func (hv *HeadView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 	name := string(c.name)
 	p := joinPath(dir, name)
 	var id repo.Hash
@@ -339,14 +339,14 @@ func (hv *headView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 		}
 		return hv.diffDir(idx, p, raw)
 	}
-	if dir == "" || !strings.HasSuffix(name, ".md") || name == "index.md" || name == "log.md" || strings.HasPrefix(name, ".") || isArchivePage(p) {
+	if dir == "" || !strings.HasSuffix(name, ".md") || name == "index.md" || name == "log.md" || strings.HasPrefix(name, ".") || IsArchivePage(p) {
 		return nil
 	}
 	m, err := repo.ParseMode(string(c.mode))
 	if err != nil || !m.IsFile() || m == repo.ModeSymlink {
 		return nil
 	}
-	f, err := hv.facts(id)
+	f, err := hv.Facts(id)
 	if err != nil {
 		return err
 	}
@@ -428,7 +428,7 @@ func (idx *vaultIndex) dropNote(p string) {
 }
 
 // dropDir takes folder dir and everything under it out of the index.
-func (hv *headView) dropDir(idx *vaultIndex, dir string) error {
+func (hv *HeadView) dropDir(idx *vaultIndex, dir string) error {
 	raw, ok := idx.raws[dir]
 	if !ok {
 		return nil // never indexed (skipped folder)

@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // Provenance-shaped content anywhere in a draft is a claim (issue 24).
 // Top-level claims (status, verified, … in any letter case) are moved under
@@ -39,7 +39,7 @@ func nestedClaims(n *note.Note) []note.Finding {
 		if isClaimedKey(k.Value) {
 			continue // top-level claims: their own rule
 		}
-		walkNested(v, 1, func(key *yaml.Node) {
+		WalkNested(v, 1, func(key *yaml.Node) {
 			if k.Value == "sources" && note.FoldKey(key.Value) == "fingerprint" {
 				return // the gate's own is computed; the draft's is dropped (source-fingerprint)
 			}
@@ -54,8 +54,8 @@ func nestedClaims(n *note.Note) []note.Finding {
 	return out
 }
 
-// walkNested calls found for each provenance key in mappings under v.
-func walkNested(v *yaml.Node, depth int, found func(*yaml.Node)) {
+// WalkNested calls found for each provenance key in mappings under v.
+func WalkNested(v *yaml.Node, depth int, found func(*yaml.Node)) {
 	if depth > note.MaxDepth {
 		return
 	}
@@ -70,11 +70,11 @@ func walkNested(v *yaml.Node, depth int, found func(*yaml.Node)) {
 				found(k)
 				continue
 			}
-			walkNested(v.Content[j+1], depth+1, found)
+			WalkNested(v.Content[j+1], depth+1, found)
 		}
 	case yaml.SequenceNode:
 		for _, e := range v.Content {
-			walkNested(e, depth+1, found)
+			WalkNested(e, depth+1, found)
 		}
 	}
 }
@@ -125,7 +125,7 @@ func moveIn(v *yaml.Node, depth int, authorshipOnly bool) {
 		}
 		if claimed == nil {
 			claimed = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-			kept = append(kept, str("claimed"), claimed)
+			kept = append(kept, Str("claimed"), claimed)
 		}
 		claimed.Content = append(claimed.Content, moved...)
 		v.Content = kept

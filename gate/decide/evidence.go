@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // Evidence: what the gate itself establishes about a draft, as OKF's write
 // path asks before a candidate becomes active ("durable, specific,
@@ -10,7 +10,7 @@ package gate
 //     sweep can withhold the note when the source changes. URLs are recorded,
 //     never fetched. A draft without one resolving vault source has no
 //     evidence and waits for a human.
-//   - approved verification processes (verifier.go): the policy's
+//   - approved verification processes (gate/verify): the policy's
 //     verifiers for the type run under fedmem-run; exit 0 is evidence.
 //   - no conflict: a note in force (status absent or stable) or withheld,
 //     anywhere in the vault (conflictindex.go), with the same title or subject,
@@ -92,23 +92,23 @@ type VerifierRun struct {
 	Error        string `json:"error,omitempty"`
 }
 
-// verifyFunc runs one verifier on a draft (verifier.go).
-type verifyFunc func(ctx context.Context, v policy.Verifier, draft []byte, sources []SourceProof) VerifierRun
+// VerifyFunc runs one verifier on a draft (gate/verify.Runner.Run).
+type VerifyFunc func(ctx context.Context, v policy.Verifier, draft []byte, sources []SourceProof) VerifierRun
 
-// evidenceInput is what checkEvidence looks at.
-type evidenceInput struct {
+// EvidenceInput is what checkEvidence looks at.
+type EvidenceInput struct {
 	Res    validate.Result
 	Draft  []byte // the claimed bytes, handed to verifiers
 	Folder string // the target folder
 	Dest   string // the path the note would take ("" skips the path check)
 }
 
-// checkEvidence resolves the draft's sources at hv's commit, looks for a
+// CheckEvidence resolves the draft's sources at hv's commit, looks for a
 // conflicting note in force, and — when run is not nil and nothing so far
 // holds the draft — runs the policy's verifiers for its type. It returns
 // the evidence and findings to add to the decision; an error means a check
 // could not run (the draft must not be decided on).
-func checkEvidence(ctx context.Context, pol *policy.Policy, in evidenceInput, hv *headView, run verifyFunc) (Evidence, []note.Finding, error) {
+func CheckEvidence(ctx context.Context, pol *policy.Policy, in EvidenceInput, hv *HeadView, run VerifyFunc) (Evidence, []note.Finding, error) {
 	ev := Evidence{Head: hv.commit.String()}
 	if in.Res.Note == nil {
 		return ev, nil, nil
@@ -118,7 +118,7 @@ func checkEvidence(ctx context.Context, pol *policy.Policy, in evidenceInput, hv
 		return ev, nil, err
 	}
 	ev.Sources, ev.counted = proofs, counted
-	cf, err := conflicts(in.Res, in.Folder, in.Dest, hv)
+	cf, err := Conflicts(in.Res, in.Folder, in.Dest, hv)
 	if err != nil {
 		return ev, nil, err
 	}
@@ -135,16 +135,16 @@ func checkEvidence(ctx context.Context, pol *policy.Policy, in evidenceInput, hv
 				Message: fmt.Sprintf("approved verifier %s passed under profile %s (exit 0, output sha256 %s)", v.Name, r.Profile, r.OutputSHA256)})
 		case r.TimedOut:
 			out = append(out, note.Finding{Rule: RuleVerifierTimeout, Severity: note.Flag,
-				Message: fmt.Sprintf("approved verifier %s ran past its timeout of %s and was killed (output sha256 %s): %s", v.Name, v.Timeout, r.OutputSHA256, r.summary())})
+				Message: fmt.Sprintf("approved verifier %s ran past its timeout of %s and was killed (output sha256 %s): %s", v.Name, v.Timeout, r.OutputSHA256, r.Summary())})
 		default:
 			out = append(out, note.Finding{Rule: RuleVerifierFailed, Severity: note.Flag,
-				Message: fmt.Sprintf("approved verifier %s failed (exit %d, output sha256 %s): %s", v.Name, r.ExitCode, r.OutputSHA256, r.summary())})
+				Message: fmt.Sprintf("approved verifier %s failed (exit %d, output sha256 %s): %s", v.Name, r.ExitCode, r.OutputSHA256, r.Summary())})
 		}
 	}
 	return ev, out, nil
 }
 
-func (r VerifierRun) summary() string {
+func (r VerifierRun) Summary() string {
 	s := r.Output
 	if r.Error != "" {
 		s = r.Error + "; " + s
@@ -157,10 +157,10 @@ func (r VerifierRun) summary() string {
 
 var schemeRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.\-]*:`)
 
-// sourcePathError says why a vault source path can never resolve, or "".
+// SourcePathError says why a vault source path can never resolve, or "".
 // Sources are vault-relative ("20-domains/x.md"): no "..", no leading "/",
 // nothing hidden (.git), nothing in the inbox.
-func sourcePathError(p string) string {
+func SourcePathError(p string) string {
 	switch {
 	case p == "":
 		return "is empty"
@@ -189,7 +189,7 @@ func sourcePathError(p string) string {
 
 // resolveSources resolves every `sources` entry: URLs are recorded, vault
 // paths must be regular files at HEAD and are fingerprinted.
-func resolveSources(pol *policy.Policy, res validate.Result, hv *headView) ([]SourceProof, []countedSource, []note.Finding, error) {
+func resolveSources(pol *policy.Policy, res validate.Result, hv *HeadView) ([]SourceProof, []countedSource, []note.Finding, error) {
 	var proofs []SourceProof
 	var out []note.Finding
 	gateMade, discounted := 0, 0
@@ -205,32 +205,32 @@ func resolveSources(pol *policy.Policy, res validate.Result, hv *headView) ([]So
 			proofs = append(proofs, p)
 			continue
 		}
-		if why := sourcePathError(ref.Value); why != "" {
+		if why := SourcePathError(ref.Value); why != "" {
 			out = append(out, note.Finding{Rule: RuleSourcePath, Line: ref.Line, Severity: note.Error,
-				Message: fmt.Sprintf("source %q %s", clipText(ref.Value), why)})
+				Message: fmt.Sprintf("source %q %s", ClipText(ref.Value), why)})
 			proofs = append(proofs, p)
 			continue
 		}
-		e, err := hv.entry(ref.Value)
+		e, err := hv.Entry(ref.Value)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		switch {
 		case e == nil:
 			out = append(out, note.Finding{Rule: RuleSourcesUnresolved, Line: ref.Line, Severity: note.Flag,
-				Message: fmt.Sprintf("source %s is not in the vault at HEAD %.12s", clipText(ref.Value), hv.commit)})
+				Message: fmt.Sprintf("source %s is not in the vault at HEAD %.12s", ClipText(ref.Value), hv.commit)})
 		case e.Mode != repo.ModeRegular && e.Mode != repo.ModeExecutable:
 			out = append(out, note.Finding{Rule: RuleSourcesUnresolved, Line: ref.Line, Severity: note.Flag,
-				Message: fmt.Sprintf("source %s is a %s at HEAD %.12s, not a file", clipText(ref.Value), modeName(e.Mode), hv.commit)})
+				Message: fmt.Sprintf("source %s is a %s at HEAD %.12s, not a file", ClipText(ref.Value), modeName(e.Mode), hv.commit)})
 		default:
 			p.Fingerprint = FingerprintPrefix + e.Hash.String()
 			// A note the gate promoted without a human (its only
 			// verifiers are processes) is an agent's word: citing it
 			// would let a session bootstrap its own evidence. It is
 			// recorded and fingerprinted but does not count.
-			var f noteFacts
+			var f NoteFacts
 			if strings.HasSuffix(ref.Value, ".md") {
-				if f, err = hv.facts(e.Hash); err != nil {
+				if f, err = hv.Facts(e.Hash); err != nil {
 					return nil, nil, nil, err
 				}
 			}
@@ -241,7 +241,7 @@ func resolveSources(pol *policy.Policy, res validate.Result, hv *headView) ([]So
 				if f.GateMade {
 					gateMade++
 					out = append(out, note.Finding{Rule: RuleSourceGateMade, Line: ref.Line, Severity: note.Info,
-						Message: fmt.Sprintf("source %s was promoted by the gate without a reviewer; it counts as evidence once a human approved or reverified it", clipText(ref.Value))})
+						Message: fmt.Sprintf("source %s was promoted by the gate without a reviewer; it counts as evidence once a human approved or reverified it", ClipText(ref.Value))})
 				} else {
 					counted = append(counted, countedSource{ref.Value, e.Hash, f})
 				}
@@ -299,8 +299,8 @@ func modeName(m repo.EntryMode) string {
 	return "special entry"
 }
 
-func clipText(s string) string {
-	s = sanitizeLine(s)
+func ClipText(s string) string {
+	s = SanitizeLine(s)
 	if len(s) > 120 {
 		s = s[:120] + "…"
 	}
@@ -331,16 +331,25 @@ func NormTitle(s string) string {
 	return strings.Join(words, " ")
 }
 
-// headView reads one commit's tree: entries by path, note facts by blob.
-type headView struct {
+// HeadView reads one commit's tree: entries by path, note facts by blob.
+type HeadView struct {
 	r        *repo.Repo
 	commit   repo.Hash
 	rootHash repo.Hash
 	root     *repo.Tree // nil for an unborn branch
 }
 
-func newHeadView(r *repo.Repo, head repo.Hash) (*headView, error) {
-	hv := &headView{r: r, commit: head}
+// Root is the tree of HEAD (nil for an unborn branch).
+func (hv *HeadView) Root() *repo.Tree { return hv.root }
+
+// Repo is the repository read.
+func (hv *HeadView) Repo() *repo.Repo { return hv.r }
+
+// Commit is the HEAD commit read.
+func (hv *HeadView) Commit() repo.Hash { return hv.commit }
+
+func NewHeadView(r *repo.Repo, head repo.Hash) (*HeadView, error) {
+	hv := &HeadView{r: r, commit: head}
 	if head.IsZero() {
 		return hv, nil
 	}
@@ -358,7 +367,7 @@ func newHeadView(r *repo.Repo, head repo.Hash) (*headView, error) {
 // walks the raw trees along p (the repository's cache holds them), never
 // decoding a folder into objects: a lookup in a folder of n notes costs a
 // scan of its bytes, not n allocations.
-func (hv *headView) entry(p string) (*repo.TreeEntry, error) {
+func (hv *HeadView) Entry(p string) (*repo.TreeEntry, error) {
 	if hv.root == nil {
 		return nil, nil
 	}
@@ -369,7 +378,7 @@ func (hv *headView) entry(p string) (*repo.TreeEntry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("look up %s at %s: %w", p, hv.commit, err)
 		}
-		_, mode, id, err := findEntry(raw, h, name)
+		_, mode, id, err := repo.FindEntry(raw, h, name)
 		if err != nil {
 			return nil, fmt.Errorf("look up %s at %s: %w", p, hv.commit, err)
 		}
@@ -414,8 +423,8 @@ func nameScalars(v *yaml.Node) []*yaml.Node {
 	return out
 }
 
-// noteFacts is what the gate needs to know of a committed note.
-type noteFacts struct {
+// NoteFacts is what the gate needs to know of a committed note.
+type NoteFacts struct {
 	Parsed  bool
 	Status  string // "" when absent
 	InForce bool   // status absent or stable
@@ -452,15 +461,15 @@ const maxFactsBytes = note.MaxFrontmatterBytes + 1024
 // (rebuilt on demand).
 var objCache = struct {
 	sync.Mutex
-	facts map[repo.Hash]noteFacts
-}{facts: map[repo.Hash]noteFacts{}}
+	facts map[repo.Hash]NoteFacts
+}{facts: map[repo.Hash]NoteFacts{}}
 
 const (
 	maxCachedFacts   = 500_000
 	maxCachedFolders = 256
 )
 
-func (hv *headView) facts(blob repo.Hash) (noteFacts, error) {
+func (hv *HeadView) Facts(blob repo.Hash) (NoteFacts, error) {
 	objCache.Lock()
 	f, ok := objCache.facts[blob]
 	objCache.Unlock()
@@ -471,10 +480,10 @@ func (hv *headView) facts(blob repo.Hash) (noteFacts, error) {
 	if err != nil {
 		return f, err
 	}
-	f = factsOf(b)
+	f = FactsOf(b)
 	objCache.Lock()
 	if len(objCache.facts) >= maxCachedFacts {
-		objCache.facts = map[repo.Hash]noteFacts{}
+		objCache.facts = map[repo.Hash]NoteFacts{}
 	}
 	objCache.facts[blob] = f
 	objCache.Unlock()
@@ -485,10 +494,10 @@ func readBlobPrefix(r *repo.Repo, h repo.Hash, n int64) ([]byte, error) {
 	return r.BlobPrefix(h, n)
 }
 
-// factsOf reads a note's frontmatter. A file without a usable frontmatter
+// FactsOf reads a note's frontmatter. A file without a usable frontmatter
 // has no status, so it is in force (OKF: absent means stable).
-func factsOf(b []byte) noteFacts {
-	f := noteFacts{InForce: true}
+func FactsOf(b []byte) NoteFacts {
+	f := NoteFacts{InForce: true}
 	n, _ := note.Parse(b)
 	if n == nil {
 		return f
@@ -577,8 +586,8 @@ var folderIndexes = struct {
 // sameNamed returns the paths of the notes in force in folder whose title
 // or subject normalises to k: those with that title first, then those with
 // that subject, each in path order.
-func (hv *headView) sameNamed(folder, k string) ([]string, error) {
-	e, err := hv.entry(folder)
+func (hv *HeadView) sameNamed(folder, k string) ([]string, error) {
+	e, err := hv.Entry(folder)
 	if err != nil || e == nil || e.Mode != repo.ModeDir {
 		return nil, err
 	}
@@ -628,7 +637,7 @@ func (c *treeCursor) next() bool {
 		c.ok = false
 		return true
 	}
-	name, dir, end, ok := nextEntry(c.raw, c.off)
+	name, dir, end, ok := repo.NextEntry(c.raw, c.off)
 	if !ok {
 		c.ok = false
 		return false
@@ -644,7 +653,7 @@ func (c *treeCursor) next() bool {
 // in place (the caller holds folderIndexes' lock). keep is false when raw
 // is not in Git's order (only a tree Git itself would reject): the index
 // is then built whole and not kept.
-func (hv *headView) moveIndex(folder string, idx *folderIndex, h repo.Hash, raw []byte) (_ *folderIndex, keep bool, err error) {
+func (hv *HeadView) moveIndex(folder string, idx *folderIndex, h repo.Hash, raw []byte) (_ *folderIndex, keep bool, err error) {
 	keep = sortedTree(raw)
 	if idx == nil || !keep {
 		idx = &folderIndex{names: map[string]indexedNote{}, titles: map[string][]string{}, subjects: map[string][]string{}}
@@ -664,7 +673,7 @@ func (hv *headView) moveIndex(folder string, idx *folderIndex, h repo.Hash, raw 
 		case !n.ok:
 			c = -1
 		default:
-			c = compareKeys(o.name, o.dir, n.name, n.dir)
+			c = repo.CompareKeys(o.name, o.dir, n.name, n.dir)
 		}
 		if (c < 0 || c == 0 && !bytes.Equal(o.all, n.all)) && !o.dir {
 			// (a folder is never indexed; a note of the same name may
@@ -697,7 +706,7 @@ func sortedTree(raw []byte) bool {
 		if !c.ok {
 			return true
 		}
-		if !first && compareKeys(prev, prevDir, c.name, c.dir) >= 0 {
+		if !first && repo.CompareKeys(prev, prevDir, c.name, c.dir) >= 0 {
 			return false
 		}
 		prev, prevDir = c.name, c.dir
@@ -722,7 +731,7 @@ func (idx *folderIndex) drop(folder, name string) {
 
 // add puts the entry at c into the index when it is a note in force with
 // a title or subject.
-func (hv *headView) add(idx *folderIndex, folder string, c *treeCursor) error {
+func (hv *HeadView) add(idx *folderIndex, folder string, c *treeCursor) error {
 	n := string(c.name)
 	if c.dir || !strings.HasSuffix(n, ".md") || n == "index.md" || n == "log.md" {
 		return nil
@@ -733,7 +742,7 @@ func (hv *headView) add(idx *folderIndex, folder string, c *treeCursor) error {
 	}
 	var id repo.Hash
 	copy(id[:], c.all[len(c.all)-20:])
-	f, err := hv.facts(id)
+	f, err := hv.Facts(id)
 	if err != nil {
 		return err
 	}
@@ -773,9 +782,9 @@ func (e Evidence) stampNote(n *note.Note) {
 	for i, ent := range src.Content {
 		p := e.Sources[i]
 		m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-		m.Content = append(m.Content, str("resource"), str(p.Resource))
+		m.Content = append(m.Content, Str("resource"), Str(p.Resource))
 		if p.Fingerprint != "" {
-			m.Content = append(m.Content, str("fingerprint"), str(p.Fingerprint))
+			m.Content = append(m.Content, Str("fingerprint"), Str(p.Fingerprint))
 		}
 		if ent.Kind == yaml.MappingNode {
 			// Keys are compared folded (FoldKey): `FINGERPRINT:` or
@@ -795,7 +804,7 @@ func (e Evidence) stampNote(n *note.Note) {
 				}
 			}
 			if len(claimed.Content) > 0 {
-				m.Content = append(m.Content, str("claimed"), claimed)
+				m.Content = append(m.Content, Str("claimed"), claimed)
 			}
 		}
 		src.Content[i] = m
@@ -808,14 +817,14 @@ func (e Evidence) verifiedEntries(at time.Time) []*yaml.Node {
 	var out []*yaml.Node
 	for _, v := range e.Verifiers {
 		if v.Passed {
-			out = append(out, keyed("by", "process:"+v.Name, "at", at.UTC().Format(time.RFC3339)))
+			out = append(out, Keyed("by", "process:"+v.Name, "at", at.UTC().Format(time.RFC3339)))
 		}
 	}
 	return out
 }
 
-// stamp is stampNote and verifiedEntries applied to a rendered note.
-func (e Evidence) stamp(content []byte, at time.Time) ([]byte, error) {
+// Stamp is stampNote and verifiedEntries applied to a rendered note.
+func (e Evidence) Stamp(content []byte, at time.Time) ([]byte, error) {
 	n, fs := note.Parse(content)
 	if n == nil {
 		return nil, fmt.Errorf("stamp evidence: rendered note does not parse: %v", fs)
@@ -825,7 +834,7 @@ func (e Evidence) stamp(content []byte, at time.Time) ([]byte, error) {
 		if ver := n.Get("verified"); ver != nil && ver.Kind == yaml.SequenceNode {
 			ver.Content = append(ver.Content, passed...)
 		} else {
-			n.Front.Content = append(n.Front.Content, str("verified"), &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: passed})
+			n.Front.Content = append(n.Front.Content, Str("verified"), &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: passed})
 		}
 	}
 	return note.Render(n.Front, n.Body)

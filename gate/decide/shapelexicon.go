@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // The words of a shaped note (issue 24, red team round 2: the open drafts
 // rt2-lang-indonesian-1 and rt2-lang-latin-1). The English rules of the
@@ -254,7 +254,7 @@ func (l *lexicon) unknownAs(tok string, label bool) string {
 // lexicon does not know (deduplicated by key, in order): what
 // lexiconReasons holds the draft for unless the vault uses them. Only for a
 // draft shapeReasons checks, and only for a shape of language en.
-func shapeUnknownWords(in *judgeInput, typ string) []lexWord {
+func shapeUnknownWords(in *Input, typ string) []lexWord {
 	ap := in.Policy.AutoPromote
 	if ap == nil || !in.Origin.Verified || !in.Origin.Trusted || in.Result.Note == nil {
 		return nil
@@ -326,7 +326,7 @@ func unknownWords(res validate.Result) []lexWord {
 // vaultKnows drops from ws the words the vault uses: a word of a counted
 // source's text or names, or a name word of a note in force that a human
 // vouched for.
-func vaultKnows(ws []lexWord, counted []countedSource, hv *headView) ([]lexWord, error) {
+func vaultKnows(ws []lexWord, counted []countedSource, hv *HeadView) ([]lexWord, error) {
 	if len(ws) == 0 {
 		return nil, nil
 	}
@@ -377,13 +377,13 @@ func vaultKnows(ws []lexWord, counted []countedSource, hv *headView) ([]lexWord,
 
 // vouchedName: a note in force that a human vouched for (not one the gate
 // promoted on its own) holds the word key k in its name.
-func (hv *headView) vouchedName(k string) (bool, error) {
+func (hv *HeadView) vouchedName(k string) (bool, error) {
 	notes, err := hv.nameWordNotes([]string{k}, 8)
 	if err != nil {
 		return false, err
 	}
 	for _, blob := range notes {
-		f, err := hv.facts(blob)
+		f, err := hv.Facts(blob)
 		if err != nil {
 			return false, err
 		}

@@ -1,4 +1,4 @@
-package gate
+package decide
 
 import (
 	"fmt"
@@ -9,15 +9,16 @@ import (
 
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/vault"
 )
 
-// origin is what the gate knows about the session a draft came from. It is
+// Origin is what the gate knows about the session a draft came from. It is
 // never taken from the draft: Record is the session record fedmem-run wrote
 // in 90-inbox/.sessions/, Verified says the gate proved that record is the
 // launcher's (see originOf), Trusted that the policy's auto_promote trusts
 // its profile.
-type origin struct {
-	Record   *SessionRecord
+type Origin struct {
+	Record   *vault.SessionRecord
 	Verified bool
 	Trusted  bool
 	// Why explains the first check that failed ("" when Trusted).
@@ -27,7 +28,7 @@ type origin struct {
 }
 
 // String is the origin as a commit trailer and decision field show it.
-func (o origin) String() string {
+func (o Origin) String() string {
 	switch {
 	case o.Record == nil || !o.Verified:
 		return "unverified"
@@ -38,8 +39,8 @@ func (o origin) String() string {
 	}
 }
 
-// launcherGID resolves the policy's launcher group (a name or a gid).
-func launcherGID(ap *policy.AutoPromote) (int, error) {
+// LauncherGID resolves the policy's launcher group (a name or a gid).
+func LauncherGID(ap *policy.AutoPromote) (int, error) {
 	if ap == nil || ap.LauncherGroup == "" {
 		return -1, nil
 	}
@@ -58,10 +59,10 @@ var (
 	builtinHashes = map[string]string{}
 )
 
-// builtinHash is the hash fedmem-run reports for a built-in profile ("" if
+// BuiltinHash is the hash fedmem-run reports for a built-in profile ("" if
 // name is not built in). The gate imports the pure-data profiles package
 // only, never the sandbox.
-func builtinHash(name string) string {
+func BuiltinHash(name string) string {
 	builtinHashMu.Lock()
 	defer builtinHashMu.Unlock()
 	if h, ok := builtinHashes[name]; ok {
@@ -79,10 +80,10 @@ func builtinHash(name string) string {
 	return h
 }
 
-// trustProfile sets o.Trusted when the policy's auto_promote names the
+// TrustProfile sets o.Trusted when the policy's auto_promote names the
 // record's profile: a built-in by name with the built-in's hash, any other
 // profile pinned as name@sha256.
-func trustProfile(o *origin, ap *policy.AutoPromote) {
+func TrustProfile(o *Origin, ap *policy.AutoPromote) {
 	if ap == nil || o.Record == nil || !o.Verified {
 		return
 	}
@@ -92,7 +93,7 @@ func trustProfile(o *origin, ap *policy.AutoPromote) {
 		if name != r.Profile {
 			continue
 		}
-		switch want := builtinHash(name); {
+		switch want := BuiltinHash(name); {
 		case pin != "" && pin == r.ProfileHash:
 			o.Trusted, o.Profile = true, e
 			return
@@ -133,12 +134,12 @@ type DraftOwner struct {
 // is writable by nobody else (no group or other write bit), and was last
 // changed (ctime, which utimensat cannot set) before the session's
 // recorded end, when the launcher recorded one. Otherwise the draft's
-// origin is unverified and it waits for a reviewer.
-func (o origin) forDraft(own *DraftOwner) origin {
+// Origin is unverified and it waits for a reviewer.
+func (o Origin) ForDraft(own *DraftOwner) Origin {
 	if !o.Verified || o.Record == nil {
 		return o
 	}
-	fail := func(format string, args ...any) origin {
+	fail := func(format string, args ...any) Origin {
 		o.Verified, o.Trusted, o.Profile = false, false, ""
 		o.Why = fmt.Sprintf(format, args...)
 		return o

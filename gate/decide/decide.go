@@ -1,4 +1,4 @@
-package gate
+package decide
 
 import (
 	"fmt"
@@ -27,10 +27,10 @@ var reviewFolders = []string{"00-global", "70-decisions"}
 // path both auto-promotion and reviewer approval use (promoteDraft), and its
 // decision is recorded once with a receipt (finish / recordReview).
 
-// judgeInput is everything a verdict may depend on. Nothing in it comes from
+// Input is everything a verdict may depend on. Nothing in it comes from
 // the draft's claims about itself: origin is the session record fedmem-run
 // wrote (checked by originOf), rates are the gate's own counts.
-type judgeInput struct {
+type Input struct {
 	Policy *policy.Policy
 	Result validate.Result
 	// Head reads a path at the branch HEAD the verdict is taken against (nil:
@@ -40,17 +40,17 @@ type judgeInput struct {
 	// Name is the draft's file name in the inbox ("" when unknown): the
 	// note's path falls back to it when the draft has no title.
 	Name   string
-	Origin origin
+	Origin Origin
 	// SessionAuto and DayAuto are auto-promotions already recorded for this
 	// session and this UTC day.
 	SessionAuto, DayAuto int
 	// Env gives evidence checks the repository at HEAD, the vault and the
 	// clock (evidence.go); nil skips them.
-	Env *evidenceEnv
+	Env *Env
 }
 
-// verdict is the gate's judgement of one validated draft.
-type verdict struct {
+// Verdict is the gate's judgement of one validated draft.
+type Verdict struct {
 	State   string
 	Reasons []note.Finding
 	Type    string
@@ -79,7 +79,7 @@ type verdict struct {
 // and fields the promoted note carries. Evidence checks (sources resolving
 // at HEAD, verifiers, conflicts with notes in force) register here from
 // their own files.
-type evidenceCheck func(in *judgeInput, v *verdict) error
+type evidenceCheck func(in *Input, v *Verdict) error
 
 // evidenceChecks run in order; see evidenceCheck.
 var evidenceChecks []evidenceCheck
@@ -189,11 +189,11 @@ func claimedRisk(n *note.Note) (string, int) {
 	return risk, line
 }
 
-// judge decides what happens to a validated draft. It is pure apart from
+// Judge decides what happens to a validated draft. It is pure apart from
 // the HEAD reads and the registered evidence checks.
-func judge(in *judgeInput) (verdict, error) {
+func Judge(in *Input) (Verdict, error) {
 	pol, res := in.Policy, in.Result
-	v := verdict{Reasons: append([]note.Finding(nil), res.Findings...)}
+	v := Verdict{Reasons: append([]note.Finding(nil), res.Findings...)}
 	if res.Note != nil {
 		v.Reasons = append(v.Reasons, unknownFields(res.Note)...)
 	}
@@ -301,7 +301,7 @@ func judge(in *judgeInput) (verdict, error) {
 // originReasons holds a draft for review unless the policy trusts the
 // session's proven origin for this type and the rates allow another
 // auto-promotion. Line 0: these are about the session, not a line.
-func originReasons(in *judgeInput, typ string) []note.Finding {
+func originReasons(in *Input, typ string) []note.Finding {
 	ap := in.Policy.AutoPromote
 	o := in.Origin
 	switch {
@@ -349,41 +349,41 @@ func clip(s string) string {
 	return s
 }
 
-func str(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
+func Str(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
 
-func keyed(pairs ...any) *yaml.Node {
+func Keyed(pairs ...any) *yaml.Node {
 	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	for i := 0; i+1 < len(pairs); i += 2 {
 		v, ok := pairs[i+1].(*yaml.Node)
 		if !ok {
-			v = str(fmt.Sprint(pairs[i+1]))
+			v = Str(fmt.Sprint(pairs[i+1]))
 		}
-		m.Content = append(m.Content, str(pairs[i].(string)), v)
+		m.Content = append(m.Content, Str(pairs[i].(string)), v)
 	}
 	return m
 }
 
-// provenance is what the gate knows about where a draft came from.
-type provenance struct {
+// Provenance is what the gate knows about where a draft came from.
+type Provenance struct {
 	Session string
-	Origin  origin
+	Origin  Origin
 }
 
-func (p provenance) actor() string {
+func (p Provenance) actor() string {
 	r := p.Origin.Record
 	if r == nil || !p.Origin.Verified || len(r.Command) == 0 {
 		return "agent:unknown"
 	}
-	return "agent:" + cleanSlug(path.Base(r.Command[0]))
+	return "agent:" + CleanSlug(path.Base(r.Command[0]))
 }
 
-// render writes the promoted note: the draft's own keys in order, minus the
+// Render writes the promoted note: the draft's own keys in order, minus the
 // claims (gate-owned and trust-bearing keys in any letter case, moved under
 // `claimed:`), then the gate's fields, then evidence fields. Every time
 // comes from the gate's first sight of the draft. Provenance comes from the
 // session record only when it is proven to be the launcher's; otherwise the
 // note says `origin: unverified`.
-func render(n *note.Note, pol *policy.Policy, v verdict, prov provenance, firstSeen time.Time, verifiedBy string) ([]byte, error) {
+func Render(n *note.Note, pol *policy.Policy, v Verdict, prov Provenance, firstSeen time.Time, verifiedBy string) ([]byte, error) {
 	front := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	claimed := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	for i := 0; i+1 < len(n.Front.Content); i += 2 {
@@ -396,22 +396,32 @@ func render(n *note.Note, pol *policy.Policy, v verdict, prov provenance, firstS
 	}
 	moveNestedClaims(front, nil) // claims.go: provenance below the top level is a claim too
 	at := firstSeen.UTC().Format(time.RFC3339)
-	gen := keyed("by", prov.actor(), "at", at, "session", prov.Session)
+	gen := Keyed("by", prov.actor(), "at", at, "session", prov.Session)
 	if r := prov.Origin.Record; r != nil && prov.Origin.Verified {
-		gen.Content = append(gen.Content, keyed("origin", "verified", "profile", r.Profile, "profile_hash", r.ProfileHash, "uid", strconv.Itoa(r.UID), "started", r.Started).Content...)
+		gen.Content = append(gen.Content, Keyed("origin", "verified", "profile", r.Profile, "profile_hash", r.ProfileHash, "uid", strconv.Itoa(r.UID), "started", r.Started).Content...)
 	} else {
-		gen.Content = append(gen.Content, keyed("origin", "unverified").Content...)
+		gen.Content = append(gen.Content, Keyed("origin", "unverified").Content...)
 	}
 	ttl := pol.TTLDays(v.Type)
 	front.Content = append(front.Content,
-		str("status"), str(note.StatusStable),
-		str("generated"), gen,
-		str("verified"), &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: append([]*yaml.Node{keyed("by", verifiedBy, "at", at)}, v.Verified...)},
-		str("stale_after"), str(firstSeen.UTC().AddDate(0, 0, ttl).Format(time.RFC3339)),
+		Str("status"), Str(note.StatusStable),
+		Str("generated"), gen,
+		Str("verified"), &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: append([]*yaml.Node{Keyed("by", verifiedBy, "at", at)}, v.Verified...)},
+		Str("stale_after"), Str(firstSeen.UTC().AddDate(0, 0, ttl).Format(time.RFC3339)),
 	)
 	front.Content = append(front.Content, v.Fields...)
 	if len(claimed.Content) > 0 {
-		front.Content = append(front.Content, str("claimed"), claimed)
+		front.Content = append(front.Content, Str("claimed"), claimed)
 	}
 	return note.Render(front, n.Body)
 }
+
+// Decision states.
+const (
+	StatePromoted = "promoted"
+	StatePending  = "pending"
+	StateRejected = "rejected"
+)
+
+// Clip cuts s to 64 bytes for a reason's message.
+func Clip(s string) string { return clip(s) }

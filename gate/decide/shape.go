@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // Auto-promotion by allow-list of content (issue 24): a draft from a trusted
 // origin promotes without a reviewer only when its type has a shape in the
@@ -73,7 +73,7 @@ var shapeKeys = map[string]bool{
 // its type's shape. Drafts that wait for a reviewer anyway (no auto_promote,
 // an origin that is not trusted) are not checked: the shape only decides
 // what may skip the reviewer.
-func shapeReasons(in *judgeInput, typ string) []note.Finding {
+func shapeReasons(in *Input, typ string) []note.Finding {
 	ap := in.Policy.AutoPromote
 	if ap == nil || !in.Origin.Verified || !in.Origin.Trusted || in.Result.Note == nil {
 		return nil
@@ -1007,7 +1007,7 @@ func subjectWords(res validate.Result) map[string]bool {
 // the next agent reads. Links resolve from the folder the note lands in,
 // or from the vault root when they start with '/'. Like the shape, it
 // only decides what may skip a reviewer.
-func shapeLinks(in *judgeInput, folder string, hv *headView) ([]note.Finding, error) {
+func shapeLinks(in *Input, folder string, hv *HeadView) ([]note.Finding, error) {
 	ap := in.Policy.AutoPromote
 	if ap == nil || !in.Origin.Verified || !in.Origin.Trusted || in.Result.Note == nil || ap.ShapeFor(in.Result.Meta.Type) == nil {
 		return nil, nil
@@ -1021,7 +1021,7 @@ func shapeLinks(in *judgeInput, folder string, hv *headView) ([]note.Finding, er
 		if strings.HasPrefix(l.Detail, "/") {
 			target = path.Clean(strings.TrimLeft(l.Detail, "/"))
 		}
-		e, err := hv.entry(target)
+		e, err := hv.Entry(target)
 		if err != nil {
 			return nil, err
 		}

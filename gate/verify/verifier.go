@@ -1,4 +1,4 @@
-package gate
+package verify
 
 // Approved verification processes. The gate never runs a verifier itself:
 // it executes the fedmem-run binary (the gate does not link the sandbox;
@@ -24,6 +24,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/vault"
 )
@@ -53,7 +54,8 @@ const (
 const maxVerifierOutput = 2048
 
 // verifierRunner runs policy verifiers under fedmem-run.
-type verifierRunner struct {
+// Runner runs approved verifiers through fedmem-run.
+type Runner struct {
 	fedmemRun string // "" when not found: every run fails with findErr
 	findErr   error
 	vault     string
@@ -62,14 +64,18 @@ type verifierRunner struct {
 
 // newVerifierRunner locates fedmem-run: $FEDMEM_RUN, else next to the
 // running executable.
-func newVerifierRunner(vaultDir string) *verifierRunner {
-	r := &verifierRunner{vault: vaultDir, tmpBase: os.Getenv(VerifyTmpEnv)}
+func NewRunner(vaultDir string) *Runner {
+	r := &Runner{vault: vaultDir, tmpBase: os.Getenv(VerifyTmpEnv)}
 	if r.tmpBase == "" {
 		r.tmpBase = "/var/tmp"
 	}
 	r.fedmemRun, r.findErr = findFedmemRun()
 	return r
 }
+
+// FindErr is why fedmem-run was not found (nil: found); every run then
+// fails with it.
+func (r *Runner) FindErr() error { return r.findErr }
 
 func findFedmemRun() (string, error) {
 	p := os.Getenv(FedmemRunEnv)
@@ -141,10 +147,10 @@ type runReport struct {
 	LimitsHit []string `json:"limits_hit"`
 }
 
-// run executes one verifier on a draft and says what happened. It never
+// Run executes one verifier on a draft and says what happened. It never
 // returns without the process (and its sandbox) gone.
-func (r *verifierRunner) run(ctx context.Context, v policy.Verifier, draft []byte, sources []SourceProof) (out VerifierRun) {
-	out = VerifierRun{Name: v.Name, Profile: v.Profile, ExitCode: -1}
+func (r *Runner) Run(ctx context.Context, v policy.Verifier, draft []byte, sources []decide.SourceProof) (out decide.VerifierRun) {
+	out = decide.VerifierRun{Name: v.Name, Profile: v.Profile, ExitCode: -1}
 	sink := &outputSink{h: sha256.New()}
 	defer func() {
 		out.OutputSHA256 = hex.EncodeToString(sink.h.Sum(nil))
@@ -213,7 +219,7 @@ func (r *verifierRunner) run(ctx context.Context, v policy.Verifier, draft []byt
 	if b, rerr := os.ReadFile(report); rerr == nil {
 		_ = json.Unmarshal(b, &rep)
 	}
-	r.dropSession(rep.Session)
+	r.DropSession(rep.Session)
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -236,7 +242,7 @@ func (r *verifierRunner) run(ctx context.Context, v policy.Verifier, draft []byt
 // (a root gate's verifier runs as an unprivileged host uid, issue 8), so
 // either owner is enough. os.RemoveAll removes links without following
 // them; the record goes last, once the folder is gone.
-func (r *verifierRunner) dropSession(session string) {
+func (r *Runner) DropSession(session string) {
 	if !vault.ValidSessionID(session) {
 		return
 	}

@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // A body about another subject than its evidence (issue 24, red team round
 // 2: rt2-offbody-*). The subject test binds a draft's title to its cited
@@ -61,7 +61,7 @@ func sentenceWordKeys(s string) []string {
 	return out
 }
 
-func offSubject(res validate.Result, counted []countedSource, hv *headView) ([]note.Finding, error) {
+func offSubject(res validate.Result, counted []countedSource, hv *HeadView) ([]note.Finding, error) {
 	sh := res.Shape()
 	if sh == nil || hv == nil {
 		return nil, nil
@@ -104,7 +104,7 @@ func offSubject(res validate.Result, counted []countedSource, hv *headView) ([]n
 			}
 			slices.Sort(ps)
 			for _, op := range ps {
-				f, err := hv.facts(others[op])
+				f, err := hv.Facts(others[op])
 				if err != nil {
 					return nil, err
 				}

@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // Conflicts and supersession (issue 24 item 3, issue 19 item 3): never two
 // notes in force for one title or subject, anywhere in the vault.
@@ -53,9 +53,9 @@ func (c contradiction) String() string {
 		return fmt.Sprintf("%s (at the target path, %s)", c.Path, state)
 	}
 	if c.Variant {
-		return fmt.Sprintf("%s (its name has the words of the %s %q, %s)", c.Path, c.What, clipText(c.Value), state)
+		return fmt.Sprintf("%s (its name has the words of the %s %q, %s)", c.Path, c.What, ClipText(c.Value), state)
 	}
-	return fmt.Sprintf("%s (same %s %q, %s)", c.Path, c.What, clipText(c.Value), state)
+	return fmt.Sprintf("%s (same %s %q, %s)", c.Path, c.What, ClipText(c.Value), state)
 }
 
 // supersededPaths are the clean vault paths a draft names in `supersedes`.
@@ -67,12 +67,12 @@ func supersededPaths(res validate.Result) map[string]bool {
 	return skip
 }
 
-// contradictions lists the notes the draft would contradict at hv's
+// Contradictions lists the notes the draft would contradict at hv's
 // commit: at dest ("" skips that check), or anywhere with its title or
 // subject as their title or subject; self (a note's own path, for
 // reverify) and the notes the draft supersedes are left out. One entry per
 // path, in the order found.
-func contradictions(res validate.Result, dest, self string, hv *headView) ([]contradiction, error) {
+func Contradictions(res validate.Result, dest, self string, hv *HeadView) ([]contradiction, error) {
 	if res.Note == nil {
 		return nil, nil
 	}
@@ -82,12 +82,12 @@ func contradictions(res validate.Result, dest, self string, hv *headView) ([]con
 	seen := map[string]bool{}
 	titleLine := res.Note.KeyLine("title")
 	if dest != "" && !skip[dest] {
-		e, err := hv.entry(dest)
+		e, err := hv.Entry(dest)
 		if err != nil {
 			return nil, err
 		}
 		if e != nil && e.Mode.IsFile() {
-			f, err := hv.facts(e.Hash)
+			f, err := hv.Facts(e.Hash)
 			if err != nil {
 				return nil, err
 			}
@@ -141,11 +141,11 @@ func contradictions(res validate.Result, dest, self string, hv *headView) ([]con
 	return out, nil
 }
 
-// conflicts turns the contradictions into findings (rule conflict): the
+// Conflicts turns the contradictions into findings (rule conflict): the
 // note at the target path, and one per field (title, subject). folder is
 // not used: a name clashes anywhere in the vault (kept for the callers).
-func conflicts(res validate.Result, folder, dest string, hv *headView) ([]note.Finding, error) {
-	cs, err := contradictions(res, dest, "", hv)
+func Conflicts(res validate.Result, folder, dest string, hv *HeadView) ([]note.Finding, error) {
+	cs, err := Contradictions(res, dest, "", hv)
 	if err != nil {
 		return nil, err
 	}
@@ -162,13 +162,13 @@ func conflicts(res validate.Result, folder, dest string, hv *headView) ([]note.F
 			continue // one finding per field is enough
 		case c.Withheld:
 			fields[c.What] = true
-			msg = fmt.Sprintf("a withheld note has the same %s %q: %s (its name stays reserved while it is withheld); supersede it (`supersedes: [%s]`) or narrow this note", c.What, clipText(c.Value), c.Path, c.Path)
+			msg = fmt.Sprintf("a withheld note has the same %s %q: %s (its name stays reserved while it is withheld); supersede it (`supersedes: [%s]`) or narrow this note", c.What, ClipText(c.Value), c.Path, c.Path)
 		case c.Variant:
 			fields[c.What] = true
-			msg = fmt.Sprintf("a note in force is named with the words of the %s %q (another order, other function words or look-alike letters: one subject key): %s; supersede it (`supersedes: [%s]`) or narrow this note", c.What, clipText(c.Value), c.Path, c.Path)
+			msg = fmt.Sprintf("a note in force is named with the words of the %s %q (another order, other function words or look-alike letters: one subject key): %s; supersede it (`supersedes: [%s]`) or narrow this note", c.What, ClipText(c.Value), c.Path, c.Path)
 		default:
 			fields[c.What] = true
-			msg = fmt.Sprintf("a note in force has the same %s %q: %s; supersede it (`supersedes: [%s]`) or narrow this note", c.What, clipText(c.Value), c.Path, c.Path)
+			msg = fmt.Sprintf("a note in force has the same %s %q: %s; supersede it (`supersedes: [%s]`) or narrow this note", c.What, ClipText(c.Value), c.Path, c.Path)
 		}
 		out = append(out, note.Finding{Rule: RuleConflict, Line: c.Line, Severity: note.Flag, Path: c.Path, Message: msg})
 	}
@@ -181,14 +181,14 @@ func init() { evidenceChecks = append(evidenceChecks, supersessionStep) }
 // approved, or a note of more than low risk (by its own type and folder,
 // whatever the draft is): the one retired is what counts, not the type the
 // draft declares.
-func supersessionStep(in *judgeInput, v *verdict) error {
+func supersessionStep(in *Input, v *Verdict) error {
 	res := in.Result
 	if res.Note == nil || in.Head == nil {
 		return nil
 	}
 	for _, ref := range res.Meta.Supersedes {
 		target := path.Clean(strings.TrimPrefix(ref.Value, "/"))
-		if sourcePathError(target) != "" {
+		if SourcePathError(target) != "" {
 			continue // supersedes-missing says it is not in the vault
 		}
 		b, err := in.Head(target)
@@ -198,12 +198,12 @@ func supersessionStep(in *judgeInput, v *verdict) error {
 		if b == nil {
 			continue
 		}
-		f := factsOf(b)
+		f := FactsOf(b)
 		if !f.GateMade {
 			v.Reasons = append(v.Reasons, flag(RuleSupersedesReviewed, ref.Line, "`supersedes` names %s, a note a human wrote or approved (status %s); only a reviewer may retire it", target, statusOr(f.Status)))
 		}
 		if r := in.Policy.RiskFor(f.Type, path.Dir(target)); r != note.RiskLow {
-			v.Reasons = append(v.Reasons, flag(RuleSupersedesRisk, ref.Line, "`supersedes` names %s, a %s note in %s (risk %s); superseding it needs a reviewer", target, clipText(statusOr(f.Type)), path.Dir(target), r))
+			v.Reasons = append(v.Reasons, flag(RuleSupersedesRisk, ref.Line, "`supersedes` names %s, a %s note in %s (risk %s); superseding it needs a reviewer", target, ClipText(statusOr(f.Type)), path.Dir(target), r))
 		}
 	}
 	return nil
@@ -220,8 +220,8 @@ func statusOr(s string) string {
 // force beside one with the same name, and the reviewer made no choice.
 var ErrContradiction = errors.New("the draft contradicts a note in force")
 
-// contradictionError names the notes and the reviewer's options.
-func contradictionError(id string, cs []contradiction) error {
+// ContradictionError names the notes and the reviewer's options.
+func ContradictionError(id string, cs []contradiction) error {
 	var b strings.Builder
 	for i, c := range cs {
 		if i > 0 {
@@ -233,11 +233,11 @@ func contradictionError(id string, cs []contradiction) error {
 		ErrContradiction, id, b.String(), id, id, id)
 }
 
-// restoreConflicts lists why the withheld note at p cannot come back in
+// RestoreConflicts lists why the withheld note at p cannot come back in
 // force: another note in force holds its title or subject (a human wrote
 // one meanwhile, or a reviewer approved one). The reviewer supersedes one
 // of them first, or lets this one go.
-func restoreConflicts(hv *headView, p string, f noteFacts) ([]string, error) {
+func RestoreConflicts(hv *HeadView, p string, f NoteFacts) ([]string, error) {
 	var out []string
 	seen := map[string]bool{p: true}
 	for _, k := range []struct{ what, key string }{{"title", f.Title}, {"subject", f.Subject}} {
@@ -250,7 +250,7 @@ func restoreConflicts(hv *headView, p string, f noteFacts) ([]string, error) {
 				continue
 			}
 			seen[n.Path] = true
-			out = append(out, fmt.Sprintf("conflict: %s is in force with the same %s (normalised %q); restoring %s would put two notes in force for one name — supersede one of them first", n.Path, k.what, clipText(k.key), p))
+			out = append(out, fmt.Sprintf("conflict: %s is in force with the same %s (normalised %q); restoring %s would put two notes in force for one name — supersede one of them first", n.Path, k.what, ClipText(k.key), p))
 		}
 	}
 	return out, nil

@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // The claim bound to its evidence (issue 24, the open red-team drafts): a
 // source that counts (sources.go: in force, a human's, about the draft's
@@ -59,7 +59,7 @@ const (
 type countedSource struct {
 	Path  string
 	Blob  repo.Hash
-	Facts noteFacts
+	Facts NoteFacts
 }
 
 // Bounds: sources compared, bytes of each read, sentences of each.
@@ -120,7 +120,7 @@ func nameWords(s string) []string {
 
 // boundToSources checks the draft's names and sentences against the
 // sources that count.
-func boundToSources(res validate.Result, counted []countedSource, hv *headView) ([]note.Finding, error) {
+func boundToSources(res validate.Result, counted []countedSource, hv *HeadView) ([]note.Finding, error) {
 	if res.Note == nil {
 		return nil, nil
 	}
@@ -167,7 +167,7 @@ var boundCache = struct {
 
 const maxBoundCache = 4096
 
-func (hv *headView) boundText(blob repo.Hash) (*boundText, error) {
+func (hv *HeadView) boundText(blob repo.Hash) (*boundText, error) {
 	boundCache.Lock()
 	bt := boundCache.m[blob]
 	boundCache.Unlock()

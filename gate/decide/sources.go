@@ -1,4 +1,4 @@
-package gate
+package decide
 
 // Evidence bound to the claim (issue 24): a vault source counts as evidence
 // only when it is a note in force that a human vouched for and that is about
@@ -92,7 +92,7 @@ func draftSubject(res validate.Result) []map[string]bool {
 // sourceDiscount says why a vault source that resolved to a file at HEAD
 // does not count as evidence for the draft ("" when it counts), with the
 // rule to cite. f is the source's facts (only read for .md files).
-func sourceDiscount(p string, f noteFacts, subject []map[string]bool) (rule, why string) {
+func sourceDiscount(p string, f NoteFacts, subject []map[string]bool) (rule, why string) {
 	base := path.Base(p)
 	switch {
 	case base == "index.md" || base == "log.md":
@@ -149,5 +149,5 @@ func sourceDiscount(p string, f noteFacts, subject []map[string]bool) (rule, why
 // discountFinding is the Info a discounted source gets.
 func discountFinding(ref note.Ref, rule, why string) note.Finding {
 	return note.Finding{Rule: rule, Line: ref.Line, Severity: note.Info,
-		Message: fmt.Sprintf("source %s %s; it is recorded but is not evidence", clipText(ref.Value), why)}
+		Message: fmt.Sprintf("source %s %s; it is recorded but is not evidence", ClipText(ref.Value), why)}
 }
