@@ -387,7 +387,7 @@ func encodeCredentialFile(f string, doc any) ([]byte, error) {
 const maxCommandOutput = 64 << 10
 
 // runCredentialCommand runs a command source outside the sandbox, as the
-// caller, with environ, no stdin and profiles.CommandTimeout: its stdout
+// caller, with environ, in "/", no stdin and profiles.CommandTimeout: its stdout
 // without the final newline is the secret. absent: the program is not
 // installed, or it exited non-zero with nothing on stdout (no such entry),
 // which an optional credential skips.
@@ -395,7 +395,16 @@ func runCredentialCommand(argv, environ []string) (value string, absent bool, er
 	ctx, cancel := context.WithTimeout(context.Background(), profiles.CommandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = environ
+	// Not fedmem-run's working directory: that is mostly the workdir,
+	// which the agent writes, and a lookup such as `python3 -m keyring`
+	// imports from the directory it runs in — a keyring.py the agent
+	// left there ran outside the sandbox, as the caller, at the next
+	// session's start (TestRT18CredentialCommandRunsInWorkdir). "/" is
+	// no one's to write; PWD and OLDPWD would still name the workdir.
+	cmd.Dir = "/"
+	cmd.Env = slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		return strings.HasPrefix(kv, "PWD=") || strings.HasPrefix(kv, "OLDPWD=")
+	})
 	cmd.WaitDelay = time.Second
 	var out, errb cappedBuffer
 	out.max, errb.max = maxCommandOutput, 512
