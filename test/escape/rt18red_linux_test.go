@@ -172,3 +172,37 @@ except Exception as e:
 		t.Errorf("BREACH: the agent's keyring.py, left in the workdir, ran outside the sandbox as the caller when the next session read its credential command (%s)", b)
 	}
 }
+
+// TestRT18CredentialCommandOnWorkdirPath: the program of a command
+// source is found on fedmem-run's PATH; a PATH that names a folder of the
+// workdir before the system's (direnv's PATH_add bin, `export
+// PATH=$PWD/bin:$PATH`) finds the secret-tool the agent left there in one
+// session, and runs it outside the sandbox, as the caller, when the next
+// session starts — the class of TestRT22WorkdirPathDirPlanted, but here
+// fedmem-run itself runs the program. Fails on h-rt18b (cc1c15a). The
+// session must be refused (125) naming the program and the folder.
+func TestRT18CredentialCommandOnWorkdirPath(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	bin := filepath.Join(e.workdir, "bin")
+	must(t, os.MkdirAll(bin, 0o755))
+	e.path = bin + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+	canary := filepath.Join(e.outDir, "ran-outside")
+	prof := filepath.Join(e.outDir, "st.yaml")
+	must(t, os.WriteFile(prof, []byte("name: st\nextends: default\nnetwork: none\ncredentials:\n"+
+		"  - {name: st-key, command: [secret-tool, lookup, service, fedmem-rt18], env: TEST_API_KEY, optional: true}\n"), 0o644))
+	o1, s1, c1 := e.rtsbRun(t, []string{"--profile", prof}, nil, "sh", "-c",
+		`printf '#!/bin/sh\necho uid $(id -u) > "%s"\necho sk-test-api03-plantedbytheagent0123456789abcdefghij\n' "$2" > "$1/secret-tool" && chmod +x "$1/secret-tool" && echo PLANTED`, "sh", bin, canary)
+	t.Logf("session 1: exit %d\nstdout:\n%s\nstderr:\n%s", c1, o1, s1)
+	if c1 != 0 || !strings.Contains(o1, "PLANTED") {
+		t.Fatalf("session 1 did not plant the program (exit %d)", c1)
+	}
+	os.Remove(canary)
+	o2, s2, c2 := e.rtsbRun(t, []string{"--profile", prof}, nil, "true")
+	t.Logf("session 2: exit %d\nstdout:\n%s\nstderr:\n%s", c2, o2, s2)
+	if c2 != 125 || !strings.Contains(s2, filepath.Join(bin, "secret-tool")) || !strings.Contains(s2, "which the agent writes") {
+		t.Errorf("session 2: exit %d, want 125 naming %s/secret-tool and that the agent writes it:\n%s", c2, bin, s2)
+	}
+	if b, err := os.ReadFile(canary); err == nil {
+		t.Errorf("BREACH: the agent's %s/secret-tool, found on the caller's PATH, ran outside the sandbox as the caller at the next session's start (%s)", bin, b)
+	}
+}
