@@ -216,7 +216,10 @@ const maxCredentialFile = 1 << 20
 // skipped; any other missing, unreadable or malformed source is an error
 // naming the profile's file and line — the session must not start with
 // the real value inside (or without the placeholder the agent expects).
-func readCredentials(p *profiles.Profile, environ []string, home string) ([]secret, error) {
+//
+// writable are the paths the agent may write (the plan's): a command
+// source's program found there is refused (commandInWritable).
+func readCredentials(p *profiles.Profile, environ []string, home string, writable []string) ([]secret, error) {
 	var out []secret
 	for i := range p.Credentials {
 		c := &p.Credentials[i]
@@ -226,6 +229,9 @@ func readCredentials(p *profiles.Profile, environ []string, home string) ([]secr
 		var real, file string
 		switch {
 		case len(c.Command) > 0:
+			if err := commandInWritable(c.Command[0], writable); err != nil {
+				return nil, fail("%v", err)
+			}
 			v, absent, err := runCredentialCommand(c.Command, environ)
 			if absent && c.Optional {
 				continue
@@ -430,6 +436,44 @@ func runCredentialCommand(argv, environ []string) (value string, absent bool, er
 		return "", true, fmt.Errorf("command %s printed nothing", words)
 	}
 	return v, false, nil
+}
+
+// commandInWritable refuses a command source's program that lies where
+// the agent writes — found on a PATH that names a folder of the workdir
+// (direnv's PATH_add bin) or named so: it would run outside the sandbox,
+// as the caller, at every start (TestRT18CredentialCommandOnWorkdirPath).
+// The program is found as exec.Command finds it (a relative name with a
+// slash is taken from "/", where the command runs), links resolved.
+func commandInWritable(name string, writable []string) error {
+	prog := name
+	if !strings.Contains(name, "/") {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return nil // not installed: the run says so (optional: absent)
+		}
+		prog = p
+	}
+	if !filepath.IsAbs(prog) {
+		prog = filepath.Join("/", prog)
+	}
+	progs := []string{filepath.Clean(prog)}
+	if real, err := filepath.EvalSymlinks(prog); err == nil {
+		progs = append(progs, real)
+	}
+	for _, w := range writable {
+		ws := []string{filepath.Clean(w)}
+		if real, err := filepath.EvalSymlinks(w); err == nil {
+			ws = append(ws, real)
+		}
+		for _, p := range progs {
+			for _, w := range ws {
+				if p == w || w == "/" || strings.HasPrefix(p, w+"/") {
+					return fmt.Errorf("command %s is %s, under %s, which the agent writes: it would run outside the sandbox, as you, at the next start (name a program outside the paths the agent writes, by its absolute path)", name, p, w)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // cappedBuffer keeps the first max bytes written to it.
