@@ -756,6 +756,9 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 				Why: "credential placeholders (guarantee 8): the file " + f + " links to"})
 		}
 	}
+	if err := coverStrayCopies(r.Spec.Plan, secrets, dir); err != nil {
+		return fail(err)
+	}
 	if err := seedPlaceholders(r.Spec.Plan, secrets); err != nil {
 		return fail(err)
 	}
@@ -773,6 +776,87 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 	r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: dir, Target: dir, Dir: true,
 		Why: "credentials: the session CA bundle (guarantee 8), read-only"})
 	return cs, nil
+}
+
+// maxStrayFile bounds the files coverStrayCopies reads: a larger one (a
+// long transcript) is not searched (docs/threat-model.md, guarantee 8).
+const maxStrayFile = 4 << 20
+
+// coverStrayCopies covers every regular file under a writable folder of
+// the home (a BindRW of the plan under its Home) whose bytes hold a real
+// value with a copy that holds the placeholders instead, read-only, as a
+// source file is covered. A tool keeps copies of the files a credential
+// names where the profile does not look: Claude Code's backups of
+// ~/.claude.json in ~/.claude/backups/ (.claude.json.backup.<ms>), a
+// settings.json.backup beside the settings — the real key, readable in the
+// writable ~/.claude (TestRT18ClaudeConfigBackups). Not one more name: a
+// rule, whatever holds the value. Links are not followed (what a link
+// names outside the folder is not shown through it); files already
+// covered, state copies (seedPlaceholders) and files over maxStrayFile
+// are left.
+func coverStrayCopies(pl *mounts.Plan, secrets []secret, dir string) error {
+	if pl == nil || pl.Home == "" || len(secrets) == 0 {
+		return nil
+	}
+	covered := map[string]bool{}
+	var roots []string
+	for _, m := range pl.Mounts {
+		switch {
+		case !m.Dir:
+			covered[filepath.Clean(m.Target)] = true
+		case m.Kind == mounts.BindRW && !m.State && m.Source != "" && m.Source != pl.Home && strings.HasPrefix(m.Source, pl.Home+"/"):
+			roots = append(roots, m.Source)
+		}
+	}
+	n := 0
+	for _, root := range roots {
+		var hits []string
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() || covered[p] {
+				return nil // unreadable: the agent cannot read it either
+			}
+			if info, err := d.Info(); err != nil || info.Size() > maxStrayFile {
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil
+			}
+			for _, s := range secrets {
+				if bytes.Contains(b, []byte(s.real)) {
+					hits = append(hits, p)
+					break
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, f := range hits {
+			b, err := readBounded(f)
+			if err != nil {
+				return err
+			}
+			for _, s := range secrets {
+				b = bytes.ReplaceAll(b, []byte(s.real), []byte(s.placeholder))
+			}
+			var rnd [16]byte
+			if _, err := rand.Read(rnd[:]); err != nil {
+				return err
+			}
+			c := filepath.Join(dir, fmt.Sprintf("stray-%d-%x-%s", n, rnd, filepath.Base(f)))
+			n++
+			if err := os.WriteFile(c, b, 0o644); err != nil {
+				return err
+			}
+			covered[f] = true
+			pl.Mounts = append(pl.Mounts, pinCredentialDirs(pl, f)...)
+			pl.Mounts = append(pl.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: c, Target: f,
+				Why: "credential placeholders (guarantee 8): a copy of a real value in a writable home folder"})
+		}
+	}
+	return nil
 }
 
 // seedPlaceholders gives each state copy seeded from a seeded

@@ -22,10 +22,8 @@ import (
 // and all: the agent reads the real key there. Also a
 // ~/.claude/settings.json.backup (what tools that edit settings.json
 // leave) holding the settings' env key. Fails on h-rt18b (cc1c15a).
-// Open breach (FEDMEM_OPEN_BREACHES=1 makes it fail): the fix is not one
-// more file entry but a rule — no file the agent can read under a shown or
-// writable home folder holds a real value (walk them at the start, cover
-// each file that does with a placeholder copy, as the source files are).
+// The fix is not one more file entry but a rule (coverStrayCopies): no
+// file under a writable home folder holds a real value the agent reads.
 func TestRT18ClaudeConfigBackups(t *testing.T) {
 	cfg := `{"primaryApiKey": "` + rt18ClaudeKey + `", "hasCompletedOnboarding": true}`
 	o := rt18ClaudeKeySession(t, rt18ClaudeKey, map[string]string{
@@ -35,9 +33,6 @@ func TestRT18ClaudeConfigBackups(t *testing.T) {
 		".claude/settings.json.backup":                      `{"env": {"ANTHROPIC_API_KEY": "` + rt18ClaudeKey + `"}}`,
 	}, false)
 	if !strings.Contains(o, "HITS []") {
-		if os.Getenv("FEDMEM_OPEN_BREACHES") != "1" {
-			t.Skipf("open breach (FEDMEM_OPEN_BREACHES=1 makes it fail): the real key in Claude Code's backups under ~/.claude: %s", o)
-		}
 		t.Errorf("BREACH: the caller's real Console key is readable inside under the claude profile, in Claude Code's own backups: %s", o)
 	}
 }
