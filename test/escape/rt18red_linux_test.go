@@ -201,3 +201,41 @@ func TestRT18CredentialCommandOnWorkdirPath(t *testing.T) {
 		t.Errorf("BREACH: the agent's %s/secret-tool, found on the caller's PATH, ran outside the sandbox as the caller at the next session's start (%s)", bin, b)
 	}
 }
+
+// TestRT18CredHelperOnWorkdirPath: fedmem-cred, which fedmem-run hands
+// every real value on its stdin, is looked for beside fedmem-run, then on
+// PATH. An install where it is not beside fedmem-run and a PATH that
+// names a folder of the workdir (direnv's PATH_add bin) run the
+// fedmem-cred the agent left there: the caller's real key on the agent's
+// program's stdin, outside the sandbox. Fails on h-rt18b (cc1c15a).
+func TestRT18CredHelperOnWorkdirPath(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	solo := filepath.Join(e.outDir, "solo")
+	must(t, os.MkdirAll(solo, 0o755))
+	b, err := os.ReadFile(e.bins.FedmemRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.WriteFile(filepath.Join(solo, "fedmem-run"), b, 0o755))
+	e.bins.FedmemRun = filepath.Join(solo, "fedmem-run") // no fedmem-cred beside it
+	bin := filepath.Join(e.workdir, "bin")
+	must(t, os.MkdirAll(bin, 0o755))
+	e.path = bin + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+	canary := filepath.Join(e.outDir, "helper-stdin")
+	prof := filepath.Join(e.outDir, "env.yaml")
+	must(t, os.WriteFile(prof, []byte("name: envk\nextends: default\nnetwork: public\ncredentials:\n"+
+		"  - {name: k, env: TEST_API_KEY, hosts: [api.invalid], header: x-api-key}\n"), 0o644))
+	envs := []string{"TEST_API_KEY=" + realEnvKey}
+	o1, s1, c1 := e.rtsbRun(t, []string{"--profile", prof, "--network", "none"}, envs, "sh", "-c",
+		`printf '#!/bin/sh\ncat > "%s"\n' "$2" > "$1/fedmem-cred" && chmod +x "$1/fedmem-cred" && echo PLANTED`, "sh", bin, canary)
+	t.Logf("session 1: exit %d\nstdout:\n%s\nstderr:\n%s", c1, o1, s1)
+	if !strings.Contains(o1, "PLANTED") {
+		t.Fatalf("session 1 did not plant the program (exit %d)", c1)
+	}
+	os.Remove(canary)
+	o2, s2, c2 := e.rtsbRun(t, []string{"--profile", prof}, envs, "true")
+	t.Logf("session 2: exit %d\nstdout:\n%s\nstderr:\n%s", c2, o2, s2)
+	if b, err := os.ReadFile(canary); err == nil && strings.Contains(string(b), credMarker) {
+		t.Errorf("BREACH: the agent's %s/fedmem-cred ran outside the sandbox and read the real key on its stdin: %s", bin, b)
+	}
+}
