@@ -767,7 +767,7 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 		// No proxy, no injection: the agent holds placeholders only.
 		return cs, nil
 	}
-	if err := cs.startHelper(r.ID, environ, cs.onEvent); err != nil {
+	if err := cs.startHelper(r.ID, environ, r.Spec.Plan.Writable, cs.onEvent); err != nil {
 		return fail(err)
 	}
 	// The CA bundle the agent's clients are pointed at lives in dir, under
@@ -1044,10 +1044,17 @@ func pinCredentialDirs(pl *mounts.Plan, f string) []mounts.Mount {
 
 // startHelper starts fedmem-cred with its config on stdin and the handoff
 // socket on fd 3, and writes the CA bundle from its hello.
-func (cs *credSession) startHelper(session string, environ []string, onEvent func(string, map[string]any)) error {
+//
+// A helper found where the agent writes (a PATH folder of the workdir) is
+// refused: it would be handed every real value
+// (TestRT18CredHelperOnWorkdirPath).
+func (cs *credSession) startHelper(session string, environ, writable []string, onEvent func(string, map[string]any)) error {
 	path, err := credHelperPath()
 	if err != nil {
 		return fmt.Errorf("fedmem-cred not found beside fedmem-run nor in PATH: %w", err)
+	}
+	if err := commandInWritable(path, writable); err != nil {
+		return fmt.Errorf("the credential helper: %w", err)
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

@@ -235,6 +235,9 @@ func TestRT18CredHelperOnWorkdirPath(t *testing.T) {
 	os.Remove(canary)
 	o2, s2, c2 := e.rtsbRun(t, []string{"--profile", prof}, envs, "true")
 	t.Logf("session 2: exit %d\nstdout:\n%s\nstderr:\n%s", c2, o2, s2)
+	if c2 != 125 || !strings.Contains(s2, "which the agent writes") {
+		t.Errorf("session 2: exit %d, want 125 naming the helper the agent wrote:\n%s", c2, s2)
+	}
 	if b, err := os.ReadFile(canary); err == nil && strings.Contains(string(b), credMarker) {
 		t.Errorf("BREACH: the agent's %s/fedmem-cred ran outside the sandbox and read the real key on its stdin: %s", bin, b)
 	}
