@@ -242,3 +242,29 @@ func TestRT18CredHelperOnWorkdirPath(t *testing.T) {
 		t.Errorf("BREACH: the agent's %s/fedmem-cred ran outside the sandbox and read the real key on its stdin: %s", bin, b)
 	}
 }
+
+// TestRT18SeedVisibleWhenHomeIsWorkdir: the claude profile's Console key
+// credential is seeded — its file, ~/.claude.json, is the seed of the
+// agent's state copy, which gets the placeholder; the file itself is
+// neither covered nor watched, since an allow-list home never shows it.
+// When fedmem-run runs in the home (workdir = home: the home shown whole,
+// secrets masked), ~/.claude.json is in the workdir, real key and all.
+// Fails on h-rt18b (cc1c15a): the agent read it.
+func TestRT18SeedVisibleWhenHomeIsWorkdir(t *testing.T) {
+	e := setup(t, layout{name: "workdir-is-home/root"})
+	e.workdir = e.home
+	cfg := `{"primaryApiKey": "` + rt18ClaudeKey + `", "hasCompletedOnboarding": true}`
+	user := filepath.Join(e.home, ".claude.json")
+	must(t, os.WriteFile(user, []byte(cfg), 0o644))
+	o, s, c := e.rtsbRun(t, []string{"--profile", "claude"}, nil, "python3", "-c", rt18FindProbe, e.home)
+	t.Logf("exit %d\n%s\n%s", c, o, s)
+	if !strings.Contains(o, "HITS ") {
+		t.Fatalf("the probe did not run (exit %d)", c)
+	}
+	if !strings.Contains(o, "HITS []") {
+		t.Errorf("BREACH: the seed ~/.claude.json, in the workdir, shows the agent the real Console key: %s", o)
+	}
+	if got := string(mustRead(t, user)); got != cfg {
+		t.Errorf("the user's ~/.claude.json changed: %s", got)
+	}
+}
