@@ -44,6 +44,10 @@ type secret struct {
 	path        string // the key path in file, its wildcards resolved
 	real        string
 	placeholder string
+	// cover: the source file gets a generated copy bound over it and is
+	// watched — every file source but a seed the agent does not see
+	// (startCredentials).
+	cover bool
 }
 
 // credSession is a session's credentials: what the agent gets instead
@@ -707,7 +711,16 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 	files := map[string][]*secret{}
 	var order []string
 	for i := range secrets {
-		if f := secrets[i].file; f != "" && !secrets[i].cred.Seeded {
+		// A seed is what the agent's state copy is made from, and an
+		// allow-list home does not show it; but a home the workdir holds
+		// (or a folder the profile shows) does, real values and all
+		// (TestRT18SeedVisibleWhenHomeIsWorkdir): then it is covered and
+		// watched like any credential file.
+		f := secrets[i].file
+		secrets[i].cover = f != "" && (!secrets[i].cred.Seeded || shownByPlan(r.Spec.Plan, f))
+	}
+	for i := range secrets {
+		if f := secrets[i].file; secrets[i].cover {
 			if files[f] == nil {
 				order = append(order, f)
 			}
@@ -776,6 +789,22 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 	r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: dir, Target: dir, Dir: true,
 		Why: "credentials: the session CA bundle (guarantee 8), read-only"})
 	return cs, nil
+}
+
+// shownByPlan reports whether the agent sees host path f through a folder
+// the plan binds (read-only or writable: the workdir, a shown or writable
+// home folder, a home the workdir holds).
+func shownByPlan(pl *mounts.Plan, f string) bool {
+	if pl == nil {
+		return false
+	}
+	for _, m := range pl.Mounts {
+		if m.Dir && m.Source != "" && (m.Kind == mounts.BindRO || m.Kind == mounts.BindRW || m.Kind == mounts.Pinned) &&
+			(f == m.Source || m.Source == "/" || strings.HasPrefix(f, m.Source+"/")) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxStrayFile bounds the files coverStrayCopies reads: a larger one (a
