@@ -837,10 +837,21 @@ func coverStrayCopies(pl *mounts.Plan, secrets []secret, dir string) error {
 			roots = append(roots, m.Source)
 		}
 	}
+	// A home the agent sees whole (the workdir holds it): its top level's
+	// files too, not its folders (a whole home is too much to read at
+	// each start) — Claude Code up to 2.1.49 keeps its backups there,
+	// ~/.claude.json.backup.<ms>.
+	top := shownByPlan(pl, pl.Home)
+	if top {
+		roots = append(roots, pl.Home)
+	}
 	n := 0
 	for _, root := range roots {
 		var hits []string
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() && p != root && top && root == pl.Home {
+				return fs.SkipDir
+			}
 			if err != nil || !d.Type().IsRegular() || covered[p] {
 				return nil // unreadable: the agent cannot read it either
 			}

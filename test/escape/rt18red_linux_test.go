@@ -249,13 +249,16 @@ func TestRT18CredHelperOnWorkdirPath(t *testing.T) {
 // neither covered nor watched, since an allow-list home never shows it.
 // When fedmem-run runs in the home (workdir = home: the home shown whole,
 // secrets masked), ~/.claude.json is in the workdir, real key and all.
-// Fails on h-rt18b (cc1c15a): the agent read it.
+// Fails on h-rt18b (cc1c15a): the agent read it, and its backup beside
+// it (~/.claude.json.backup.<ms>).
 func TestRT18SeedVisibleWhenHomeIsWorkdir(t *testing.T) {
 	e := setup(t, layout{name: "workdir-is-home/root"})
 	e.workdir = e.home
 	cfg := `{"primaryApiKey": "` + rt18ClaudeKey + `", "hasCompletedOnboarding": true}`
 	user := filepath.Join(e.home, ".claude.json")
 	must(t, os.WriteFile(user, []byte(cfg), 0o644))
+	// Claude Code up to 2.1.49 keeps its backups beside the file.
+	must(t, os.WriteFile(filepath.Join(e.home, ".claude.json.backup.1769596532941"), []byte(cfg), 0o644))
 	o, s, c := e.rtsbRun(t, []string{"--profile", "claude"}, nil, "python3", "-c", rt18FindProbe, e.home)
 	t.Logf("exit %d\n%s\n%s", c, o, s)
 	if !strings.Contains(o, "HITS ") {
