@@ -44,6 +44,10 @@ type secret struct {
 	path        string // the key path in file, its wildcards resolved
 	real        string
 	placeholder string
+	// cover: the source file gets a generated copy bound over it and is
+	// watched — every file source but a seed the agent does not see
+	// (startCredentials).
+	cover bool
 }
 
 // credSession is a session's credentials: what the agent gets instead
@@ -216,7 +220,10 @@ const maxCredentialFile = 1 << 20
 // skipped; any other missing, unreadable or malformed source is an error
 // naming the profile's file and line — the session must not start with
 // the real value inside (or without the placeholder the agent expects).
-func readCredentials(p *profiles.Profile, environ []string, home string) ([]secret, error) {
+//
+// writable are the paths the agent may write (the plan's): a command
+// source's program found there is refused (commandInWritable).
+func readCredentials(p *profiles.Profile, environ []string, home string, writable []string) ([]secret, error) {
 	var out []secret
 	for i := range p.Credentials {
 		c := &p.Credentials[i]
@@ -226,6 +233,9 @@ func readCredentials(p *profiles.Profile, environ []string, home string) ([]secr
 		var real, file string
 		switch {
 		case len(c.Command) > 0:
+			if err := commandInWritable(c.Command[0], writable); err != nil {
+				return nil, fail("%v", err)
+			}
 			v, absent, err := runCredentialCommand(c.Command, environ)
 			if absent && c.Optional {
 				continue
@@ -387,7 +397,7 @@ func encodeCredentialFile(f string, doc any) ([]byte, error) {
 const maxCommandOutput = 64 << 10
 
 // runCredentialCommand runs a command source outside the sandbox, as the
-// caller, with environ, no stdin and profiles.CommandTimeout: its stdout
+// caller, with environ, in "/", no stdin and profiles.CommandTimeout: its stdout
 // without the final newline is the secret. absent: the program is not
 // installed, or it exited non-zero with nothing on stdout (no such entry),
 // which an optional credential skips.
@@ -395,7 +405,16 @@ func runCredentialCommand(argv, environ []string) (value string, absent bool, er
 	ctx, cancel := context.WithTimeout(context.Background(), profiles.CommandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = environ
+	// Not fedmem-run's working directory: that is mostly the workdir,
+	// which the agent writes, and a lookup such as `python3 -m keyring`
+	// imports from the directory it runs in — a keyring.py the agent
+	// left there ran outside the sandbox, as the caller, at the next
+	// session's start (TestRT18CredentialCommandRunsInWorkdir). "/" is
+	// no one's to write; PWD and OLDPWD would still name the workdir.
+	cmd.Dir = "/"
+	cmd.Env = slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		return strings.HasPrefix(kv, "PWD=") || strings.HasPrefix(kv, "OLDPWD=")
+	})
 	cmd.WaitDelay = time.Second
 	var out, errb cappedBuffer
 	out.max, errb.max = maxCommandOutput, 512
@@ -421,6 +440,44 @@ func runCredentialCommand(argv, environ []string) (value string, absent bool, er
 		return "", true, fmt.Errorf("command %s printed nothing", words)
 	}
 	return v, false, nil
+}
+
+// commandInWritable refuses a command source's program that lies where
+// the agent writes — found on a PATH that names a folder of the workdir
+// (direnv's PATH_add bin) or named so: it would run outside the sandbox,
+// as the caller, at every start (TestRT18CredentialCommandOnWorkdirPath).
+// The program is found as exec.Command finds it (a relative name with a
+// slash is taken from "/", where the command runs), links resolved.
+func commandInWritable(name string, writable []string) error {
+	prog := name
+	if !strings.Contains(name, "/") {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return nil // not installed: the run says so (optional: absent)
+		}
+		prog = p
+	}
+	if !filepath.IsAbs(prog) {
+		prog = filepath.Join("/", prog)
+	}
+	progs := []string{filepath.Clean(prog)}
+	if real, err := filepath.EvalSymlinks(prog); err == nil {
+		progs = append(progs, real)
+	}
+	for _, w := range writable {
+		ws := []string{filepath.Clean(w)}
+		if real, err := filepath.EvalSymlinks(w); err == nil {
+			ws = append(ws, real)
+		}
+		for _, p := range progs {
+			for _, w := range ws {
+				if p == w || w == "/" || strings.HasPrefix(p, w+"/") {
+					return fmt.Errorf("command %s is %s, under %s, which the agent writes: it would run outside the sandbox, as you, at the next start (name a program outside the paths the agent writes, by its absolute path)", name, p, w)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // cappedBuffer keeps the first max bytes written to it.
@@ -654,7 +711,16 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 	files := map[string][]*secret{}
 	var order []string
 	for i := range secrets {
-		if f := secrets[i].file; f != "" && !secrets[i].cred.Seeded {
+		// A seed is what the agent's state copy is made from, and an
+		// allow-list home does not show it; but a home the workdir holds
+		// (or a folder the profile shows) does, real values and all
+		// (TestRT18SeedVisibleWhenHomeIsWorkdir): then it is covered and
+		// watched like any credential file.
+		f := secrets[i].file
+		secrets[i].cover = f != "" && (!secrets[i].cred.Seeded || shownByPlan(r.Spec.Plan, f))
+	}
+	for i := range secrets {
+		if f := secrets[i].file; secrets[i].cover {
 			if files[f] == nil {
 				order = append(order, f)
 			}
@@ -703,6 +769,9 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 				Why: "credential placeholders (guarantee 8): the file " + f + " links to"})
 		}
 	}
+	if err := coverStrayCopies(r.Spec.Plan, secrets, dir); err != nil {
+		return fail(err)
+	}
 	if err := seedPlaceholders(r.Spec.Plan, secrets); err != nil {
 		return fail(err)
 	}
@@ -711,7 +780,7 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 		// No proxy, no injection: the agent holds placeholders only.
 		return cs, nil
 	}
-	if err := cs.startHelper(r.ID, environ, cs.onEvent); err != nil {
+	if err := cs.startHelper(r.ID, environ, r.Spec.Plan.Writable, cs.onEvent); err != nil {
 		return fail(err)
 	}
 	// The CA bundle the agent's clients are pointed at lives in dir, under
@@ -720,6 +789,114 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 	r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: dir, Target: dir, Dir: true,
 		Why: "credentials: the session CA bundle (guarantee 8), read-only"})
 	return cs, nil
+}
+
+// shownByPlan reports whether the agent sees host path f through a folder
+// the plan binds (read-only or writable: the workdir, a shown or writable
+// home folder, a home the workdir holds).
+func shownByPlan(pl *mounts.Plan, f string) bool {
+	if pl == nil {
+		return false
+	}
+	for _, m := range pl.Mounts {
+		if m.Dir && m.Source != "" && (m.Kind == mounts.BindRO || m.Kind == mounts.BindRW || m.Kind == mounts.Pinned) &&
+			(f == m.Source || m.Source == "/" || strings.HasPrefix(f, m.Source+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxStrayFile bounds the files coverStrayCopies reads: a larger one (a
+// long transcript) is not searched (docs/threat-model.md, guarantee 8).
+const maxStrayFile = 4 << 20
+
+// coverStrayCopies covers every regular file under a writable folder of
+// the home (a BindRW of the plan under its Home) whose bytes hold a real
+// value with a copy that holds the placeholders instead, read-only, as a
+// source file is covered. A tool keeps copies of the files a credential
+// names where the profile does not look: Claude Code's backups of
+// ~/.claude.json in ~/.claude/backups/ (.claude.json.backup.<ms>), a
+// settings.json.backup beside the settings — the real key, readable in the
+// writable ~/.claude (TestRT18ClaudeConfigBackups). Not one more name: a
+// rule, whatever holds the value. Links are not followed (what a link
+// names outside the folder is not shown through it); files already
+// covered, state copies (seedPlaceholders) and files over maxStrayFile
+// are left.
+func coverStrayCopies(pl *mounts.Plan, secrets []secret, dir string) error {
+	if pl == nil || pl.Home == "" || len(secrets) == 0 {
+		return nil
+	}
+	covered := map[string]bool{}
+	var roots []string
+	for _, m := range pl.Mounts {
+		switch {
+		case !m.Dir:
+			covered[filepath.Clean(m.Target)] = true
+		case m.Kind == mounts.BindRW && !m.State && m.Source != "" && m.Source != pl.Home && strings.HasPrefix(m.Source, pl.Home+"/"):
+			roots = append(roots, m.Source)
+		}
+	}
+	// A home the agent sees whole (the workdir holds it): its top level's
+	// files too, not its folders (a whole home is too much to read at
+	// each start) — Claude Code up to 2.1.49 keeps its backups there,
+	// ~/.claude.json.backup.<ms>.
+	top := shownByPlan(pl, pl.Home)
+	if top {
+		roots = append(roots, pl.Home)
+	}
+	n := 0
+	for _, root := range roots {
+		var hits []string
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() && p != root && top && root == pl.Home {
+				return fs.SkipDir
+			}
+			if err != nil || !d.Type().IsRegular() || covered[p] {
+				return nil // unreadable: the agent cannot read it either
+			}
+			if info, err := d.Info(); err != nil || info.Size() > maxStrayFile {
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil
+			}
+			for _, s := range secrets {
+				if bytes.Contains(b, []byte(s.real)) {
+					hits = append(hits, p)
+					break
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, f := range hits {
+			b, err := readBounded(f)
+			if err != nil {
+				return err
+			}
+			for _, s := range secrets {
+				b = bytes.ReplaceAll(b, []byte(s.real), []byte(s.placeholder))
+			}
+			var rnd [16]byte
+			if _, err := rand.Read(rnd[:]); err != nil {
+				return err
+			}
+			c := filepath.Join(dir, fmt.Sprintf("stray-%d-%x-%s", n, rnd, filepath.Base(f)))
+			n++
+			if err := os.WriteFile(c, b, 0o644); err != nil {
+				return err
+			}
+			covered[f] = true
+			pl.Mounts = append(pl.Mounts, pinCredentialDirs(pl, f)...)
+			pl.Mounts = append(pl.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: c, Target: f,
+				Why: "credential placeholders (guarantee 8): a copy of a real value in a writable home folder"})
+		}
+	}
+	return nil
 }
 
 // seedPlaceholders gives each state copy seeded from a seeded
@@ -907,10 +1084,17 @@ func pinCredentialDirs(pl *mounts.Plan, f string) []mounts.Mount {
 
 // startHelper starts fedmem-cred with its config on stdin and the handoff
 // socket on fd 3, and writes the CA bundle from its hello.
-func (cs *credSession) startHelper(session string, environ []string, onEvent func(string, map[string]any)) error {
+//
+// A helper found where the agent writes (a PATH folder of the workdir) is
+// refused: it would be handed every real value
+// (TestRT18CredHelperOnWorkdirPath).
+func (cs *credSession) startHelper(session string, environ, writable []string, onEvent func(string, map[string]any)) error {
 	path, err := credHelperPath()
 	if err != nil {
 		return fmt.Errorf("fedmem-cred not found beside fedmem-run nor in PATH: %w", err)
+	}
+	if err := commandInWritable(path, writable); err != nil {
+		return fmt.Errorf("the credential helper: %w", err)
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

@@ -114,7 +114,7 @@ func TestReadCredentialsRefuses(t *testing.T) {
 	for _, tc := range cases {
 		tc.c.Name, tc.c.Where = "k", "p.yaml:7"
 		p := &profiles.Profile{Credentials: []profiles.Credential{tc.c}}
-		got, err := readCredentials(p, environ, home)
+		got, err := readCredentials(p, environ, home, nil)
 		switch {
 		case tc.want == "" && (err != nil || len(got) != 0):
 			t.Errorf("%+v: %v %v, want skipped", tc.c, got, err)
@@ -137,7 +137,7 @@ func TestReadCredentialYAMLAndCommand(t *testing.T) {
 		{Name: "y", Where: "p.yaml:3", File: "~/hosts.yml", Path: `github\.com.oauth_token`},
 		{Name: "c", Where: "p.yaml:4", Command: []string{"/bin/sh", "-c", "printf '%s\\n' \"$SECRET_FROM_KEYRING\""}, Env: "API_KEY"},
 	}}
-	got, err := readCredentials(p, []string{"SECRET_FROM_KEYRING=sk-cmd-0123456789abcdefghij", "PATH=/usr/bin:/bin"}, home)
+	got, err := readCredentials(p, []string{"SECRET_FROM_KEYRING=sk-cmd-0123456789abcdefghij", "PATH=/usr/bin:/bin"}, home, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

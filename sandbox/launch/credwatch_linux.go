@@ -25,7 +25,7 @@ func (cs *credSession) watch(ctx context.Context) context.Context {
 	}
 	names := map[string][]string{} // dir → file names
 	for _, s := range cs.secrets {
-		if s.file != "" && !s.cred.Seeded { // a seed is not covered: its copy is what the agent sees
+		if s.cover { // a seed the agent does not see is not covered: its copy is what the agent sees
 			d := filepath.Dir(s.file)
 			names[d] = append(names[d], filepath.Base(s.file))
 		}

@@ -295,7 +295,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	s, spec, prof := r.Session, r.Spec, r.Profile
 	// Guarantee 8: every credential's source is read before anything
 	// else of the session exists; one that cannot be refuses it (125).
-	secrets, err := readCredentials(prof, ss.environ, s.Home)
+	secrets, err := readCredentials(prof, ss.environ, s.Home, s.Plan.Writable)
 	if err != nil {
 		return sandbox.ExitFedmemError, err
 	}
