@@ -14,6 +14,7 @@ import (
 	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/sandbox"
 	"github.com/fedmem/fedmem/sandbox/netproxy"
+	"github.com/fedmem/fedmem/sandbox/propose"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -257,10 +258,10 @@ func (ss *session) afterSession(res *sandbox.Result, runErr error, rewriteRecord
 	if res != nil && res.Proposal != nil {
 		// The agent's workdir writes, held in the sandbox's overlay,
 		// become a branch or patch now (sandbox/launch/propose.go).
-		rep.Proposal = makeProposal(res.Proposal, s.Workdir, s.ID, ss.environ, s.Home, upperFull(res.Proposal))
+		rep.Proposal = propose.Make(res.Proposal, s.Workdir, s.ID, ss.environ, s.Home, propose.UpperFull(res.Proposal))
 		res.Proposal.Close()
 	} else if s.Plan.ProposedWorkdir() != nil && runErr == nil {
-		rep.Proposal = &Proposal{Kind: "kept", Error: "the sandbox handed no proposal back: nothing the agent wrote to the workdir was kept"}
+		rep.Proposal = &propose.Proposal{Kind: "kept", Error: "the sandbox handed no proposal back: nothing the agent wrote to the workdir was kept"}
 	}
 	// The credentials' end (refreshed tokens written back, refusals
 	// counted): said after the agent, with the other warnings.
