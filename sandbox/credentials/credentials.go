@@ -1,4 +1,4 @@
-package launch
+package credentials
 
 import (
 	"bufio"
@@ -28,29 +28,51 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
-	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/mounts/request"
 	"github.com/fedmem/fedmem/sandbox/netproxy"
 )
 
-// StageCredentials: a credential's source is missing, unreadable or
-// malformed, or the credential helper could not start.
-const StageCredentials = mounts.StageCredentials
+// Source is one credential of a profile, as fedmem-run reads it: plain
+// data that sandbox/launch makes from the profile's entry (this package
+// never reads the profile schema). The fields mean what
+// profiles.Credential's do.
+type Source struct {
+	Name    string
+	Env     string
+	File    string // "~/…" or absolute
+	Path    string // the dotted key path in File (request.SplitKeyPath)
+	Command []string
+	// Hosts are where the real value may go, parsed (no port: 443).
+	Hosts []netproxy.Rule
+	// Header is the name of the request header that carries the value
+	// ("x-api-key", "Authorization"), "" when none does (a basic-auth
+	// password, a value sent in the body only).
+	Header       string
+	BasicAuth    bool
+	Optional     bool
+	KeepSuffix   int
+	Body         bool
+	FromResponse string
+	Seeded       bool
+	// Where is "FILE:LINE" of the profile's entry, for errors.
+	Where string
+}
 
-// secret is one credential read from its source: the real value stays in
+// Secret is one credential read from its source: the real value stays in
 // fedmem-run and its helper; the agent gets placeholder.
-type secret struct {
-	cred        *profiles.Credential
+type Secret struct {
+	cred        *Source
 	file        string // the source file's absolute path (file sources)
 	path        string // the key path in file, its wildcards resolved
 	real        string
 	placeholder string
 }
 
-// credSession is a session's credentials: what the agent gets instead
+// Session is a session's credentials: what the agent gets instead
 // (environment, generated files, the CA bundle) and the helper that
 // injects the real values.
-type credSession struct {
-	secrets []secret
+type Session struct {
+	secrets []Secret
 	dir     string // generated files, outside the sandbox, read-only inside
 	helper  *exec.Cmd
 	ctl     *os.File // fedmem-run's end of the handoff socket
@@ -66,7 +88,7 @@ type credSession struct {
 }
 
 // keyPath is the secret's key path in its file.
-func (s secret) keyPath() string {
+func (s Secret) keyPath() string {
 	if s.path != "" {
 		return s.path
 	}
@@ -74,7 +96,7 @@ func (s secret) keyPath() string {
 }
 
 // refresh records a credential's new real value.
-func (cs *credSession) refresh(name, v string) {
+func (cs *Session) refresh(name, v string) {
 	if v == "" {
 		return
 	}
@@ -88,13 +110,13 @@ func (cs *credSession) refresh(name, v string) {
 
 // persist writes refreshed values into their source files, after the
 // session: the sandbox is gone (a rename during it would detach the
-// cover of the file, see watch). Each file is replaced atomically (a
+// cover of the file, see Watch). Each file is replaced atomically (a
 // temporary file beside it, renamed over it) with its mode and owner.
-func (cs *credSession) persist() []error {
+func (cs *Session) persist() []error {
 	cs.mu.Lock()
 	renewed := cs.renewed
 	cs.mu.Unlock()
-	byFile := map[string][]secret{}
+	byFile := map[string][]Secret{}
 	for _, s := range cs.secrets {
 		if v, ok := renewed[s.cred.Name]; ok && s.file != "" {
 			s.real = v
@@ -110,7 +132,7 @@ func (cs *credSession) persist() []error {
 	return errs
 }
 
-func rewriteCredentialFile(f string, ss []secret) error {
+func rewriteCredentialFile(f string, ss []Secret) error {
 	// A credential file that is a link (a dotfiles checkout) is written
 	// where it points: the link stays, and the new tokens get the mode of
 	// the file that held the old ones — not the link's own 0777, which the
@@ -173,7 +195,7 @@ func rewriteCredentialFile(f string, ss []secret) error {
 }
 
 // count records a "credential" event for the summary after the session.
-func (cs *credSession) count(name string, fields map[string]any) {
+func (cs *Session) count(name string, fields map[string]any) {
 	if name != "credential" {
 		return
 	}
@@ -189,9 +211,9 @@ func (cs *credSession) count(name string, fields map[string]any) {
 	cs.refused[c]++
 }
 
-// summary is one line after the session, when placeholders were refused
+// Summary is one line after the session, when placeholders were refused
 // (never while the agent runs: it would be written over its screen).
-func (cs *credSession) summary() string {
+func (cs *Session) Summary() string {
 	if cs == nil {
 		return ""
 	}
@@ -211,17 +233,17 @@ func (cs *credSession) summary() string {
 // maxCredentialFile bounds a credential source file.
 const maxCredentialFile = 1 << 20
 
-// readCredentials reads every credential of p from its source: env from
-// environ, files under home. A missing source of an optional credential is
+// Read reads every credential from its source: env from environ, files
+// under home. A missing source of an optional credential is
 // skipped; any other missing, unreadable or malformed source is an error
 // naming the profile's file and line — the session must not start with
 // the real value inside (or without the placeholder the agent expects).
-func readCredentials(p *profiles.Profile, environ []string, home string) ([]secret, error) {
-	var out []secret
-	for i := range p.Credentials {
-		c := &p.Credentials[i]
+func Read(srcs []Source, environ []string, home string) ([]Secret, error) {
+	var out []Secret
+	for i := range srcs {
+		c := &srcs[i]
 		fail := func(f string, a ...any) error {
-			return staged(StageCredentials, fmt.Errorf("%s: credential %q: %s (the session is refused: fedmem never starts an agent with a credential it could not replace)", c.Where, c.Name, fmt.Sprintf(f, a...)))
+			return fmt.Errorf("%s: credential %q: %s (the session is refused: fedmem never starts an agent with a credential it could not replace)", c.Where, c.Name, fmt.Sprintf(f, a...))
 		}
 		var real, file string
 		switch {
@@ -259,11 +281,11 @@ func readCredentials(p *profiles.Profile, environ []string, home string) ([]secr
 			if err != nil {
 				return nil, fail("%v", err)
 			}
-			if profiles.HasWildcardKey(c.Path) {
+			if request.HasWildcardKey(c.Path) {
 				// Placeholder only (profiles checks it): every string the
 				// pattern names, none of which leaves in clear; an empty
 				// one (a stale entry) is no secret.
-				for _, m := range expandPath(doc, profiles.SplitKeyPath(c.Path), "") {
+				for _, m := range expandPath(doc, request.SplitKeyPath(c.Path), "") {
 					if m.value == "" {
 						continue
 					}
@@ -301,20 +323,20 @@ func readCredentials(p *profiles.Profile, environ []string, home string) ([]secr
 }
 
 // newSecret checks a value read from its source and makes its placeholder.
-func newSecret(c *profiles.Credential, file, path, real string, fail func(string, ...any) error) (secret, error) {
+func newSecret(c *Source, file, path, real string, fail func(string, ...any) error) (Secret, error) {
 	if len(real) < 8 {
-		return secret{}, fail("the value is shorter than 8 characters: a placeholder that short would be found by chance")
+		return Secret{}, fail("the value is shorter than 8 characters: a placeholder that short would be found by chance")
 	}
 	for _, r := range real {
 		if r < 0x21 || r > 0x7e {
-			return secret{}, fail("the value has a character outside printable ASCII: not a token")
+			return Secret{}, fail("the value has a character outside printable ASCII: not a token")
 		}
 	}
 	ph, err := placeholderFor(real, c.KeepSuffix)
 	if err != nil {
-		return secret{}, fail("placeholder: %v", err)
+		return Secret{}, fail("placeholder: %v", err)
 	}
-	return secret{cred: c, file: file, path: path, real: real, placeholder: ph}, nil
+	return Secret{cred: c, file: file, path: path, real: real, placeholder: ph}, nil
 }
 
 // pathMatch is one string a key path with wildcards names.
@@ -359,10 +381,10 @@ func expandPath(doc any, keys []string, prefix string) []pathMatch {
 }
 
 // decodeCredentialFile reads a credential file's document: YAML for a
-// *.yaml or *.yml file (profiles.IsYAMLFile), JSON otherwise.
+// *.yaml or *.yml file (request.IsYAMLFile), JSON otherwise.
 func decodeCredentialFile(f string, b []byte) (any, error) {
 	var doc any
-	if profiles.IsYAMLFile(f) {
+	if request.IsYAMLFile(f) {
 		if err := yaml.Unmarshal(b, &doc); err != nil {
 			return nil, fmt.Errorf("%s is not YAML: %v", f, err)
 		}
@@ -377,7 +399,7 @@ func decodeCredentialFile(f string, b []byte) (any, error) {
 // encodeCredentialFile writes doc back in f's format (comments of a YAML
 // file are not kept).
 func encodeCredentialFile(f string, doc any) ([]byte, error) {
-	if profiles.IsYAMLFile(f) {
+	if request.IsYAMLFile(f) {
 		return yaml.Marshal(doc)
 	}
 	return json.MarshalIndent(doc, "", "  ")
@@ -387,12 +409,12 @@ func encodeCredentialFile(f string, doc any) ([]byte, error) {
 const maxCommandOutput = 64 << 10
 
 // runCredentialCommand runs a command source outside the sandbox, as the
-// caller, with environ, no stdin and profiles.CommandTimeout: its stdout
+// caller, with environ, no stdin and request.CommandTimeout: its stdout
 // without the final newline is the secret. absent: the program is not
 // installed, or it exited non-zero with nothing on stdout (no such entry),
 // which an optional credential skips.
 func runCredentialCommand(argv, environ []string) (value string, absent bool, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), profiles.CommandTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), request.CommandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = environ
@@ -404,7 +426,7 @@ func runCredentialCommand(argv, environ []string) (value string, absent bool, er
 	err = cmd.Run()
 	switch {
 	case ctx.Err() != nil:
-		return "", false, fmt.Errorf("command %s did not answer within %v", words, profiles.CommandTimeout)
+		return "", false, fmt.Errorf("command %s did not answer within %v", words, request.CommandTimeout)
 	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist):
 		return "", true, fmt.Errorf("command %s: %v", words, err)
 	case err != nil:
@@ -478,7 +500,7 @@ func readBounded(p string) ([]byte, error) {
 // a key is absent or null.
 func lookupPath(doc any, path string) (any, error) {
 	cur := doc
-	for _, k := range profiles.SplitKeyPath(path) {
+	for _, k := range request.SplitKeyPath(path) {
 		m, ok := cur.(map[string]any)
 		if !ok {
 			return nil, fmt.Errorf("%s: not an object on the way", path)
@@ -492,7 +514,7 @@ func lookupPath(doc any, path string) (any, error) {
 
 // setPath replaces the string at path (lookupPath found it).
 func setPath(doc any, path string, v string) {
-	keys := profiles.SplitKeyPath(path)
+	keys := request.SplitKeyPath(path)
 	cur := doc
 	for _, k := range keys[:len(keys)-1] {
 		cur = cur.(map[string]any)[k]
@@ -557,7 +579,7 @@ func placeholderFor(real string, keepSuffix int) (string, error) {
 // variable holds its placeholder (set even where env.pass would not pass
 // it: the agent is meant to use it), and any real value found in another
 // variable is replaced too.
-func credentialEnv(env []string, secrets []secret) []string {
+func credentialEnv(env []string, secrets []Secret) []string {
 	out := make([]string, 0, len(env)+len(secrets))
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -585,7 +607,7 @@ func credentialEnv(env []string, secrets []secret) []string {
 // placeholder as the password, which the proxy exchanges on the wire. The
 // helper is inline shell in the environment: nothing the agent could
 // rewrite for a later run outside.
-func gitCredentialHelpers(env []string, secrets []secret) []string {
+func gitCredentialHelpers(env []string, secrets []Secret) []string {
 	n := 0
 	if i := index(env, "GIT_CONFIG_COUNT"); i >= 0 {
 		n, _ = strconv.Atoi(strings.TrimPrefix(env[i], "GIT_CONFIG_COUNT="))
@@ -596,8 +618,7 @@ func gitCredentialHelpers(env []string, secrets []secret) []string {
 		if !s.cred.BasicAuth {
 			continue
 		}
-		hosts, _ := s.cred.HostRules()
-		for _, h := range hosts {
+		for _, h := range s.cred.Hosts {
 			if h.Wildcard {
 				continue // Git's credential URLs match a host, not a pattern of them
 			}
@@ -620,27 +641,29 @@ func gitCredentialHelpers(env []string, secrets []secret) []string {
 	return env
 }
 
-// startCredentials prepares a session's credentials once the sources are
-// read: the generated copies of source files (placeholders in place of
-// every real value) bound read-only over the real files, the helper that
-// holds the CA key and injects, and the CA bundle the agent trusts. It
-// changes spec's environment and plan. The caller stops it (stop).
-func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent func(string, map[string]any)) (*credSession, error) {
-	cs := &credSession{secrets: secrets}
+// Start prepares session id's credentials once the sources are read: the
+// generated copies of source files (placeholders in place of every real
+// value) bound read-only over the real files (it adds their mounts to
+// pl), the helper that holds the CA key and injects (only with a proxied
+// network), and the CA bundle the agent trusts. It returns the agent's
+// environment env with the placeholders (and the Git credential
+// helpers) in it. The caller stops it (Stop).
+func Start(id string, pl *mounts.Plan, env []string, proxied bool, secrets []Secret, environ []string, onEvent func(string, map[string]any)) (*Session, []string, error) {
+	cs := &Session{secrets: secrets}
 	cs.onEvent = func(name string, f map[string]any) {
 		cs.count(name, f)
 		if onEvent != nil {
 			onEvent(name, f)
 		}
 	}
-	dir, err := os.MkdirTemp("/var/tmp", "fedmem-cred-"+r.ID+"-")
+	dir, err := os.MkdirTemp("/var/tmp", "fedmem-cred-"+id+"-")
 	if err != nil {
-		return nil, staged(StageCredentials, fmt.Errorf("credentials: %w", err))
+		return nil, env, fmt.Errorf("credentials: %w", err)
 	}
 	cs.dir = dir
-	fail := func(err error) (*credSession, error) {
-		cs.stop()
-		return nil, staged(StageCredentials, fmt.Errorf("credentials: %w", err))
+	fail := func(err error) (*Session, []string, error) {
+		cs.Stop()
+		return nil, env, fmt.Errorf("credentials: %w", err)
 	}
 	// The agent (another uid for a root caller) reads these by name. The
 	// CA files are public; a generated copy holds the rest of the
@@ -651,7 +674,7 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 		return fail(err)
 	}
 	// Generated copies, one per source file.
-	files := map[string][]*secret{}
+	files := map[string][]*Secret{}
 	var order []string
 	for i := range secrets {
 		if f := secrets[i].file; f != "" && !secrets[i].cred.Seeded {
@@ -690,50 +713,50 @@ func startCredentials(r *Resolved, secrets []secret, environ []string, onEvent f
 		if err := os.WriteFile(p, append(gen, '\n'), 0o644); err != nil {
 			return fail(err)
 		}
-		r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, pinCredentialDirs(r.Spec.Plan, f)...)
-		r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: p, Target: f,
+		pl.Mounts = append(pl.Mounts, pinCredentialDirs(pl, f)...)
+		pl.Mounts = append(pl.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: p, Target: f,
 			Why: "credential placeholders (guarantee 8): the real file stays outside"})
 		// A credential file that is a link (a dotfiles checkout) is read
 		// through it: the file it names is covered too, where it lies (the
 		// workdir, a shown folder), or the agent reads the real file there
 		// (TestCredentialFileLinkIntoWorkdir).
 		if real, err := filepath.EvalSymlinks(f); err == nil && real != f {
-			r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, pinCredentialDirs(r.Spec.Plan, real)...)
-			r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: p, Target: real,
+			pl.Mounts = append(pl.Mounts, pinCredentialDirs(pl, real)...)
+			pl.Mounts = append(pl.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: p, Target: real,
 				Why: "credential placeholders (guarantee 8): the file " + f + " links to"})
 		}
 	}
-	if err := seedPlaceholders(r.Spec.Plan, secrets); err != nil {
+	if err := seedPlaceholders(pl, secrets); err != nil {
 		return fail(err)
 	}
-	r.Spec.Env = gitCredentialHelpers(credentialEnv(r.Spec.Env, secrets), secrets)
-	if !profiles.Proxied(r.Profile.Network) {
+	env = gitCredentialHelpers(credentialEnv(env, secrets), secrets)
+	if !proxied {
 		// No proxy, no injection: the agent holds placeholders only.
-		return cs, nil
+		return cs, env, nil
 	}
-	if err := cs.startHelper(r.ID, environ, cs.onEvent); err != nil {
+	if err := cs.startHelper(id, environ, cs.onEvent); err != nil {
 		return fail(err)
 	}
 	// The CA bundle the agent's clients are pointed at lives in dir, under
 	// the host's /var/tmp, which is a private tmpfs inside (issue 22): bind
 	// the folder back, read-only, at its own path.
-	r.Spec.Plan.Mounts = append(r.Spec.Plan.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: dir, Target: dir, Dir: true,
+	pl.Mounts = append(pl.Mounts, mounts.Mount{Kind: mounts.BindRO, Source: dir, Target: dir, Dir: true,
 		Why: "credentials: the session CA bundle (guarantee 8), read-only"})
-	return cs, nil
+	return cs, env, nil
 }
 
 // seedPlaceholders gives each state copy seeded from a seeded
-// credential's file (profiles.Credential.Seeded) that credential's
+// credential's file (Source.Seeded) that credential's
 // placeholder at its path, and replaces every real value found in any
 // state copy by its placeholder. It runs after prepareState (which copies
 // a newer seed, real values and all) and before the sandbox exists; the
 // copy keeps its times (the seed's refresh compares them).
-func seedPlaceholders(pl *mounts.Plan, secrets []secret) error {
+func seedPlaceholders(pl *mounts.Plan, secrets []Secret) error {
 	for _, m := range pl.Mounts {
 		if !m.State || m.Seed == "" || m.Dir {
 			continue
 		}
-		var mine []secret
+		var mine []Secret
 		for _, s := range secrets {
 			if s.cred.Seeded && filepath.Clean(s.file) == filepath.Clean(m.Seed) {
 				mine = append(mine, s)
@@ -811,8 +834,7 @@ func seedPlaceholders(pl *mounts.Plan, secrets []secret) error {
 	return nil
 }
 
-// absentCredentialFiles are the source files of the profile's file
-// credentials that do not exist at the start (optional ones): watched, so
+// AbsentFiles are the source files of the file credentials that do not exist at the start (optional ones): watched, so
 // that one the agent makes is moved aside after the session
 // (Plan.Watch). A credential file is read by the user's tool outside: an
 // agent's ~/.claude/.credentials.json would log the user's next claude into
@@ -823,7 +845,7 @@ func seedPlaceholders(pl *mounts.Plan, secrets []secret) error {
 // ~/.claude/settings.json, "must not be created") is left out: the agent
 // cannot make it, and the placeholder itself would be taken for a planted
 // file and moved aside after every session.
-func absentCredentialFiles(p *profiles.Profile, home string, pl *mounts.Plan) []string {
+func AbsentFiles(srcs []Source, home string, pl *mounts.Plan) []string {
 	kept := map[string]bool{}
 	if pl != nil {
 		for _, m := range pl.Mounts {
@@ -833,9 +855,9 @@ func absentCredentialFiles(p *profiles.Profile, home string, pl *mounts.Plan) []
 		}
 	}
 	var out []string
-	for i := range p.Credentials {
-		f := p.Credentials[i].File
-		if f == "" || p.Credentials[i].Seeded {
+	for i := range srcs {
+		f := srcs[i].File
+		if f == "" || srcs[i].Seeded {
 			continue // a seed is the tool's own file outside: the agent sees its copy
 		}
 		if rest, ok := strings.CutPrefix(f, "~/"); ok {
@@ -907,8 +929,8 @@ func pinCredentialDirs(pl *mounts.Plan, f string) []mounts.Mount {
 
 // startHelper starts fedmem-cred with its config on stdin and the handoff
 // socket on fd 3, and writes the CA bundle from its hello.
-func (cs *credSession) startHelper(session string, environ []string, onEvent func(string, map[string]any)) error {
-	path, err := credHelperPath()
+func (cs *Session) startHelper(session string, environ []string, onEvent func(string, map[string]any)) error {
+	path, err := HelperPath()
 	if err != nil {
 		return fmt.Errorf("fedmem-cred not found beside fedmem-run nor in PATH: %w", err)
 	}
@@ -921,9 +943,9 @@ func (cs *credSession) startHelper(session string, environ []string, onEvent fun
 	defer theirs.Close()
 	cfg := netproxy.HelperConfig{Session: session}
 	for _, s := range cs.secrets {
-		hosts, _ := s.cred.HostRules()
+		hosts := s.cred.Hosts
 		cfg.Creds = append(cfg.Creds, netproxy.HelperCred{Name: s.cred.Name, Placeholder: s.placeholder, Real: s.real,
-			Header: s.cred.HeaderName(), Basic: s.cred.BasicAuth, Hosts: proxyRules(hosts),
+			Header: s.cred.Header, Basic: s.cred.BasicAuth, Hosts: hosts,
 			Body: s.cred.Body, FromResponse: s.cred.FromResponse, File: s.file})
 		if s.cred.BasicAuth || len(hosts) == 0 || s.cred.Header == "" {
 			cfg.Creds[len(cfg.Creds)-1].Header = ""
@@ -1006,10 +1028,10 @@ func (cs *credSession) startHelper(session string, environ []string, onEvent fun
 	return nil
 }
 
-// caEnv are the variables that point the agent's TLS clients at the CA
+// CAEnv are the variables that point the agent's TLS clients at the CA
 // bundle (system roots + the session CA), or, for Node, at the session CA
 // it adds to its own roots.
-func (cs *credSession) caEnv(env []string) []string {
+func (cs *Session) CAEnv(env []string) []string {
 	if cs == nil || cs.helper == nil {
 		return env
 	}
@@ -1047,9 +1069,9 @@ func systemRoots(environ []string) ([]byte, error) {
 	return nil, errors.New("no system CA bundle")
 }
 
-// proxyCredentials is the proxy's view: placeholders and hosts, and the
+// ProxyCredentials is the proxy's view: placeholders and hosts, and the
 // handoff of an intercepted connection to the helper.
-func (cs *credSession) proxyCredentials(onRefused func(credential, host string, port int, where string)) *netproxy.Credentials {
+func (cs *Session) ProxyCredentials(onRefused func(credential, host string, port int, where string)) *netproxy.Credentials {
 	if cs == nil {
 		return nil
 	}
@@ -1060,8 +1082,7 @@ func (cs *credSession) proxyCredentials(onRefused func(credential, host string, 
 		}
 	}}
 	for _, s := range cs.secrets {
-		hosts, _ := s.cred.HostRules()
-		cr.Secrets = append(cr.Secrets, netproxy.Secret{Name: s.cred.Name, Placeholder: s.placeholder, Hosts: proxyRules(hosts)})
+		cr.Secrets = append(cr.Secrets, netproxy.Secret{Name: s.cred.Name, Placeholder: s.placeholder, Hosts: s.cred.Hosts})
 	}
 	if cs.helper != nil {
 		cr.Hand = cs.hand
@@ -1071,7 +1092,7 @@ func (cs *credSession) proxyCredentials(onRefused func(credential, host string, 
 
 // hand sends the agent's connection to the helper (SCM_RIGHTS); this
 // process's copy is closed by the proxy when hand returns.
-func (cs *credSession) hand(c net.Conn, pre []byte, host string, port int, addrs []netip.AddrPort) {
+func (cs *Session) hand(c net.Conn, pre []byte, host string, port int, addrs []netip.AddrPort) {
 	h := netproxy.Handoff{Host: host, Port: port, Pre: pre}
 	for _, a := range addrs {
 		h.Addrs = append(h.Addrs, a.String())
@@ -1099,10 +1120,10 @@ func (cs *credSession) hand(c net.Conn, pre []byte, host string, port int, addrs
 	}
 }
 
-// finish ends the watcher and the helper and stores refreshed values in
+// Finish ends the watcher and the helper and stores refreshed values in
 // their files; it runs once the sandbox is gone, and returns what to tell
 // the user.
-func (cs *credSession) finish() []string {
+func (cs *Session) Finish() []string {
 	if cs == nil {
 		return nil
 	}
@@ -1149,36 +1170,20 @@ func (cs *credSession) finish() []string {
 	return out
 }
 
-// stop finishes (if the session did not) and removes the generated files.
-func (cs *credSession) stop() {
+// Stop finishes (if the session did not) and removes the generated files.
+func (cs *Session) Stop() {
 	if cs == nil {
 		return
 	}
-	cs.finish()
+	cs.Finish()
 	if cs.dir != "" {
 		os.RemoveAll(cs.dir)
 	}
 }
 
-// explainCredentials says, for --explain, whether the credential helper a
-// run would start is there ("" for a profile without credentials).
-func explainCredentials(r *Resolved) string {
-	if len(r.Profile.Credentials) == 0 {
-		return ""
-	}
-	if !profiles.Proxied(r.Profile.Network) {
-		return "credentials: network " + r.Profile.Network + ": no proxy, the agent's placeholders are never exchanged"
-	}
-	p, err := credHelperPath()
-	if err != nil {
-		return "credentials: MISSING: fedmem-cred not beside fedmem-run nor in PATH: a run with a credential source present would be refused"
-	}
-	return "credentials: injected by " + p + " (per-session CA; TLS terminated for the credentials' hosts only)"
-}
-
-// credHelperPath finds fedmem-cred beside the running executable, then in
+// HelperPath finds fedmem-cred beside the running executable, then in
 // PATH.
-func credHelperPath() (string, error) {
+func HelperPath() (string, error) {
 	if exe, err := os.Executable(); err == nil {
 		p := filepath.Join(filepath.Dir(exe), "fedmem-cred")
 		if _, err := os.Stat(p); err == nil {
@@ -1186,4 +1191,13 @@ func credHelperPath() (string, error) {
 		}
 	}
 	return exec.LookPath("fedmem-cred")
+}
+
+func index(env []string, k string) int {
+	for i, kv := range env {
+		if strings.HasPrefix(kv, k+"=") {
+			return i
+		}
+	}
+	return -1
 }

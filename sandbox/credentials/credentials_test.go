@@ -1,4 +1,4 @@
-package launch
+package credentials
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/mounts/request"
 )
 
 // TestPlaceholderShape: a placeholder keeps the vendor prefix, the length
@@ -62,82 +62,17 @@ func TestPlaceholderShape(t *testing.T) {
 	}
 }
 
-// TestReadCredentialsRefuses: a missing (not optional), unreadable or
-// malformed source is an error naming the profile's file and line; a
-// missing optional one is skipped.
-func TestReadCredentialsRefuses(t *testing.T) {
-	home := t.TempDir()
-	os.WriteFile(filepath.Join(home, "bad.json"), []byte("{not json"), 0o600)
-	os.WriteFile(filepath.Join(home, "ok.json"), []byte(`{"a": {"b": "tok_0123456789abcdefghij", "n": 5}}`), 0o600)
-	os.Mkdir(filepath.Join(home, "dir.json"), 0o700)
-	os.WriteFile(filepath.Join(home, "ok.yaml"), []byte("a:\n  b: tok_yaml_0123456789abcdefghij # a comment\n  n: 5\n"), 0o600)
-	os.WriteFile(filepath.Join(home, "bad.yml"), []byte("a: [unclosed\n"), 0o600)
-	os.WriteFile(filepath.Join(home, "unreadable.json"), []byte(`{"a": "tok_0123456789abcdefghij"}`), 0o000)
-	sh := func(script string) []string { return []string{"/bin/sh", "-c", script} }
-	cases := []struct {
-		c    profiles.Credential
-		want string // "" = skipped
-	}{
-		{profiles.Credential{Env: "NOPE"}, "environment variable NOPE is not set"},
-		{profiles.Credential{Env: "NOPE", Optional: true}, ""},
-		{profiles.Credential{Env: "SHORT"}, "shorter than 8"},
-		{profiles.Credential{Env: "SPACE"}, "outside printable ASCII"},
-		{profiles.Credential{File: "~/missing.json", Path: "a"}, "no such file"},
-		{profiles.Credential{File: "~/missing.json", Path: "a", Optional: true}, ""},
-		{profiles.Credential{File: "~/bad.json", Path: "a", Optional: true}, "is not JSON"},
-		{profiles.Credential{File: "~/dir.json", Path: "a", Optional: true}, "not a regular file"},
-		{profiles.Credential{File: "~/ok.json", Path: "a.c"}, "no a.c in it"},
-		{profiles.Credential{File: "~/ok.json", Path: "a.c", Optional: true}, ""},
-		{profiles.Credential{File: "~/ok.json", Path: "a.n"}, "a.n is not a string"},
-		{profiles.Credential{File: "~/ok.json", Path: "a.b.c"}, "not an object"},
-		// YAML files, by their name.
-		{profiles.Credential{File: "~/ok.yaml", Path: "a.n"}, "a.n is not a string"},
-		{profiles.Credential{File: "~/ok.yaml", Path: "a.c"}, "no a.c in it"},
-		{profiles.Credential{File: "~/bad.yml", Path: "a", Optional: true}, "is not YAML"},
-		// Command sources: a failure, a timeout, garbage.
-		{profiles.Credential{Command: sh("echo locked >&2; exit 3")}, "exit status 3 (stderr: locked)"},
-		{profiles.Credential{Command: sh("exit 1"), Optional: true}, ""},
-		{profiles.Credential{Command: sh("echo partial; exit 1"), Optional: true}, "exit status 1"},
-		{profiles.Credential{Command: []string{"/nonexistent/secret-tool", "lookup"}}, "no such file"},
-		{profiles.Credential{Command: []string{"/nonexistent/secret-tool", "lookup"}, Optional: true}, ""},
-		{profiles.Credential{Command: sh("printf 'two\nlines-0123456789'")}, "outside printable ASCII"},
-		{profiles.Credential{Command: sh("")}, "printed nothing"},
-		{profiles.Credential{Command: sh("exec sleep 60")}, "did not answer within 10s"},
-	}
-	if os.Geteuid() != 0 { // root reads a 0000 file
-		cases = append(cases, struct {
-			c    profiles.Credential
-			want string
-		}{profiles.Credential{File: "~/unreadable.json", Path: "a", Optional: true}, "permission denied"})
-	}
-	environ := []string{"SHORT=abc", "SPACE=abcdefgh ijklmnop"}
-	for _, tc := range cases {
-		tc.c.Name, tc.c.Where = "k", "p.yaml:7"
-		p := &profiles.Profile{Credentials: []profiles.Credential{tc.c}}
-		got, err := readCredentials(p, environ, home)
-		switch {
-		case tc.want == "" && (err != nil || len(got) != 0):
-			t.Errorf("%+v: %v %v, want skipped", tc.c, got, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), `p.yaml:7: credential "k": `)):
-			t.Errorf("%+v: %v, want p.yaml:7 … %q", tc.c, err, tc.want)
-		}
-		if err != nil && StageOf(err, "") != StageCredentials {
-			t.Errorf("%+v: stage %q", tc.c, StageOf(err, ""))
-		}
-	}
-}
-
 // TestReadCredentialYAMLAndCommand: a YAML file's key path and a command's
 // output are the real values; the command runs with the caller's
 // environment and its final newline is not part of the value.
 func TestReadCredentialYAMLAndCommand(t *testing.T) {
 	home := t.TempDir()
 	os.WriteFile(filepath.Join(home, "hosts.yml"), []byte("github.com:\n  oauth_token: gho_yaml0123456789abcdefghij\n  user: me\n"), 0o600)
-	p := &profiles.Profile{Credentials: []profiles.Credential{
+	srcs := []Source{
 		{Name: "y", Where: "p.yaml:3", File: "~/hosts.yml", Path: `github\.com.oauth_token`},
 		{Name: "c", Where: "p.yaml:4", Command: []string{"/bin/sh", "-c", "printf '%s\\n' \"$SECRET_FROM_KEYRING\""}, Env: "API_KEY"},
-	}}
-	got, err := readCredentials(p, []string{"SECRET_FROM_KEYRING=sk-cmd-0123456789abcdefghij", "PATH=/usr/bin:/bin"}, home)
+	}
+	got, err := Read(srcs, []string{"SECRET_FROM_KEYRING=sk-cmd-0123456789abcdefghij", "PATH=/usr/bin:/bin"}, home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +85,7 @@ func TestReadCredentialYAMLAndCommand(t *testing.T) {
 	}
 	// The generated copy and a refresh keep YAML.
 	f := filepath.Join(home, "hosts.yml")
-	if err := rewriteCredentialFile(f, []secret{{cred: &profiles.Credential{Path: `github\.com.oauth_token`}, real: "gho_new_9876543210zyxwvu"}}); err != nil {
+	if err := rewriteCredentialFile(f, []Secret{{cred: &Source{Path: `github\.com.oauth_token`}, real: "gho_new_9876543210zyxwvu"}}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(f)
@@ -162,8 +97,8 @@ func TestReadCredentialYAMLAndCommand(t *testing.T) {
 // TestCredentialEnv: the variable holds the placeholder, and a real value
 // copied into another variable is replaced too.
 func TestCredentialEnv(t *testing.T) {
-	c := &profiles.Credential{Name: "k", Env: "API_KEY"}
-	s := []secret{{cred: c, real: "sk-real-0123456789", placeholder: "sk-real-9876543210"}}
+	c := &Source{Name: "k", Env: "API_KEY"}
+	s := []Secret{{cred: c, real: "sk-real-0123456789", placeholder: "sk-real-9876543210"}}
 	env := credentialEnv([]string{"A=1", "API_KEY=sk-real-0123456789", "COPY=x sk-real-0123456789 y"}, s)
 	got := strings.Join(env, "\n")
 	if strings.Contains(got, "0123456789") || !strings.Contains(got, "API_KEY=sk-real-9876543210") || !strings.Contains(got, "COPY=x sk-real-9876543210 y") {
@@ -188,9 +123,9 @@ func TestRewriteCredentialFile(t *testing.T) {
 		uid, gid = 4321, 4322
 		os.Chown(f, uid, gid)
 	}
-	ss := []secret{
-		{cred: &profiles.Credential{Path: "o.a"}, real: "new-access-9876543210"},
-		{cred: &profiles.Credential{Path: "o.r"}, real: "new-refresh-9876543210"},
+	ss := []Secret{
+		{cred: &Source{Path: "o.a"}, real: "new-access-9876543210"},
+		{cred: &Source{Path: "o.r"}, real: "new-refresh-9876543210"},
 	}
 	if err := rewriteCredentialFile(f, ss); err != nil {
 		t.Fatal(err)
@@ -211,7 +146,7 @@ func TestRewriteCredentialFile(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("left beside it: %v", ents)
 	}
-	if err := rewriteCredentialFile(f, []secret{{cred: &profiles.Credential{Path: "o.gone"}, real: "x"}}); err == nil {
+	if err := rewriteCredentialFile(f, []Secret{{cred: &Source{Path: "o.gone"}, real: "x"}}); err == nil {
 		t.Errorf("a key no longer in the file was written anyway")
 	}
 }
@@ -224,7 +159,7 @@ func TestExpandPathWildcard(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"mcpOAuth": {"b|2": {"accessToken": "tokB"}, "a.x|1": {"accessToken": "tokA"}, "c": {"accessToken": 7}, "d": "x"}}`), &doc); err != nil {
 		t.Fatal(err)
 	}
-	got := expandPath(doc, profiles.SplitKeyPath("mcpOAuth.*.accessToken"), "")
+	got := expandPath(doc, request.SplitKeyPath("mcpOAuth.*.accessToken"), "")
 	if len(got) != 2 || got[0].path != `mcpOAuth.a\.x|1.accessToken` || got[0].value != "tokA" || got[1].value != "tokB" {
 		t.Fatalf("expandPath: %+v", got)
 	}

@@ -1,8 +1,8 @@
 //go:build !linux
 
-package launch
+package credentials
 
 import "context"
 
 // watch: Linux only (inotify).
-func (cs *credSession) watch(ctx context.Context) context.Context { return ctx }
+func (cs *Session) Watch(ctx context.Context) context.Context { return ctx }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/sandbox"
+	"github.com/fedmem/fedmem/sandbox/credentials"
 	"github.com/fedmem/fedmem/sandbox/netproxy"
 	"github.com/fedmem/fedmem/sandbox/propose"
 	"github.com/fedmem/fedmem/vault"
@@ -37,8 +38,8 @@ type session struct {
 	warnMu       sync.Mutex
 	instructions []string // instruction files the session changed
 
-	creds *credSession // nil without credentials
-	ctl   *netControl  // nil without the proxy
+	creds *credentials.Session // nil without credentials
+	ctl   *netControl          // nil without the proxy
 }
 
 // planWithGateState makes sure the gate's state directory exists (it is
@@ -175,7 +176,7 @@ func (ss *session) warnLater(w string) {
 // exchange (its CA in the agent's environment, its watch on ctx) and,
 // with a proxied network, the allow-list proxy and `fedmem net allow
 // SESSION HOST` from another terminal (netctl). stopNetwork ends them.
-func (ss *session) startNetwork(ctx context.Context, secrets []secret) (context.Context, error) {
+func (ss *session) startNetwork(ctx context.Context, secrets []credentials.Secret) (context.Context, error) {
 	spec, prof, ev := ss.r.Spec, ss.r.Profile, ss.ev
 	if len(secrets) > 0 {
 		creds, err := startCredentials(ss.r, secrets, ss.environ, ev.emit)
@@ -183,8 +184,8 @@ func (ss *session) startNetwork(ctx context.Context, secrets []secret) (context.
 			return ctx, err
 		}
 		ss.creds = creds
-		spec.Env = creds.caEnv(spec.Env)
-		ctx = creds.watch(ctx)
+		spec.Env = creds.CAEnv(spec.Env)
+		ctx = creds.Watch(ctx)
 	}
 	if !profiles.Proxied(prof.Network) {
 		return ctx, nil
@@ -198,7 +199,7 @@ func (ss *session) startNetwork(ctx context.Context, secrets []secret) (context.
 		if !d.Allowed {
 			ss.nt.refuse(d)
 		}
-	}, Credentials: ss.creds.proxyCredentials(func(name, host string, port int, where string) {
+	}, Credentials: ss.creds.ProxyCredentials(func(name, host string, port int, where string) {
 		ev.emit("credential", map[string]any{"credential": name, "host": host, "port": port, "where": where, "allowed": false,
 			"reason": "the placeholder of credential " + name + " in " + where + ": refused"})
 	})}
@@ -213,7 +214,7 @@ func (ss *session) startNetwork(ctx context.Context, secrets []secret) (context.
 // stopNetwork ends what startNetwork started (each end is idempotent).
 func (ss *session) stopNetwork() {
 	ss.ctl.close()
-	ss.creds.stop()
+	ss.creds.Stop()
 }
 
 // collect puts the sandbox's outcome in the report and returns the
@@ -265,11 +266,11 @@ func (ss *session) afterSession(res *sandbox.Result, runErr error, rewriteRecord
 	}
 	// The credentials' end (refreshed tokens written back, refusals
 	// counted): said after the agent, with the other warnings.
-	for _, line := range ss.creds.finish() {
+	for _, line := range ss.creds.Finish() {
 		ss.nt.say(line)
 		rep.Warnings = append(rep.Warnings, line)
 	}
-	if line := ss.creds.summary(); line != "" {
+	if line := ss.creds.Summary(); line != "" {
 		ss.nt.say(line)
 		rep.Warnings = append(rep.Warnings, line)
 	}
