@@ -469,3 +469,9 @@ func (c *tmpCap) finish(res *Result) {
 		res.ExitCode, res.Signal = 128+int(unix.SIGKILL), int(unix.SIGKILL)
 	}
 }
+
+// openSubdir opens the directory name in dfd for reading, never following
+// a link (a symbolic link at name fails with ELOOP, a file with ENOTDIR).
+func openSubdir(dfd int, name string) (int, error) {
+	return unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+}
