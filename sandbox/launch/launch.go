@@ -300,6 +300,9 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 		return sandbox.ExitFedmemError, err
 	}
 	s.Plan.Watch = append(s.Plan.Watch, absentCredentialFiles(prof, s.Home, s.Plan)...)
+	if ss.pathDropped = useHostPATH(s.Plan.Writable); len(ss.pathDropped) > 0 {
+		ev.emit("host-path", map[string]any{"dropped": ss.pathDropped, "why": "folders the agent may write: fedmem-run runs none of its own programs (git, cp, newgidmap, busctl, fedmem-cred) from them"})
+	}
 	// From here until the agent has exited, fedmem-run writes nothing to
 	// the user's terminal: its messages wait in nt (notices.go).
 	defer func() { ss.nt.flush(stderr, s.ID, 0, nil) }() // a run refused before its agent: its warnings still said once

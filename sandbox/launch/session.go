@@ -30,6 +30,9 @@ type session struct {
 	stderr  io.Writer
 	environ []string
 	nt      *notices
+	// pathDropped: the caller's PATH entries fedmem-run does not use for
+	// its own programs (useHostPATH).
+	pathDropped []string
 
 	// agentStarted: the init said every layer is in place ("started").
 	agentStarted atomic.Bool
@@ -181,7 +184,7 @@ func (ss *session) startNetwork(ctx context.Context, secrets []credentials.Secre
 	if len(secrets) > 0 {
 		creds, err := startCredentials(ss.r, secrets, ss.environ, ev.emit)
 		if err != nil {
-			return ctx, err
+			return ctx, leftOnAgentPath(err, "fedmem-cred", ss.pathDropped)
 		}
 		ss.creds = creds
 		spec.Env = creds.CAEnv(spec.Env)
