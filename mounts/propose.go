@@ -30,3 +30,20 @@ func (pl *Plan) ProposedWorkdir() *Mount {
 	}
 	return nil
 }
+
+// HostWritable are the host paths the agent's writable binds reach, their
+// sources: the workdir (under workdir: propose too — an earlier session of
+// another profile may have written its tree), writable home paths, state
+// folders, the inbox. A program fedmem-run runs outside the sandbox must
+// not come from one. Not the sandbox's own tmpfs (/tmp, /dev/shm, in
+// Writable), which no host process sees: a helper installed under the
+// host's /tmp is not the agent's.
+func (pl *Plan) HostWritable() []string {
+	var out []string
+	for _, m := range pl.Mounts {
+		if m.Kind == BindRW && m.Source != "" {
+			out = append(out, m.Source)
+		}
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package mounts
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -53,5 +54,36 @@ func TestProposedWorkdirPlan(t *testing.T) {
 	}
 	if !held {
 		t.Errorf("the direct workdir lost its holds")
+	}
+}
+
+// TestHostWritableIsTheBinds: the host paths the agent writes are its
+// writable binds' sources — the workdir (also under propose), the inbox —
+// never the sandbox's own /tmp and /dev/shm, which Writable lists for
+// Landlock: a fedmem-cred installed under the host's /tmp (a clone in
+// /tmp/ci) was refused as "under /tmp, which the agent writes".
+func TestHostWritableIsTheBinds(t *testing.T) {
+	tree := []string{"/w/", "/home/u/", "/v/", "/v/.git/"}
+	for _, name := range []string{"default", "strict"} {
+		p, _, err := profiles.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := Build(p.PlanRequest(), Input{Vault: "/v", Session: "s1", Workdir: "/w", Home: "/home/u", Exists: fakeHost(tree...), List: fakeList(tree...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hw := pl.HostWritable()
+		if !slices.Contains(hw, "/w") || !slices.Contains(hw, pl.Inbox) {
+			t.Errorf("%s: HostWritable %v lacks the workdir or the inbox %s", name, hw, pl.Inbox)
+		}
+		for _, tmp := range []string{"/tmp", "/dev/shm"} {
+			if slices.Contains(hw, tmp) {
+				t.Errorf("%s: HostWritable %v holds the sandbox's own %s", name, hw, tmp)
+			}
+			if !slices.Contains(pl.Writable, tmp) {
+				t.Errorf("%s: Writable %v lacks %s (the control)", name, pl.Writable, tmp)
+			}
+		}
 	}
 }

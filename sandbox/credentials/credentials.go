@@ -243,8 +243,8 @@ const maxCredentialFile = 1 << 20
 // naming the profile's file and line — the session must not start with
 // the real value inside (or without the placeholder the agent expects).
 //
-// writable are the paths the agent may write (the plan's): a command
-// source's program found there is refused (commandInWritable).
+// writable are the host paths the agent may write (Plan.HostWritable): a
+// command source's program found there is refused (commandInWritable).
 func Read(srcs []Source, environ []string, home string, writable []string) ([]Secret, error) {
 	var out []Secret
 	for i := range srcs {
@@ -803,7 +803,7 @@ func Start(id string, pl *mounts.Plan, env []string, proxied bool, secrets []Sec
 		// No proxy, no injection: the agent holds placeholders only.
 		return cs, env, nil
 	}
-	if err := cs.startHelper(id, environ, pl.Writable, cs.onEvent); err != nil {
+	if err := cs.startHelper(id, environ, pl.HostWritable(), cs.onEvent); err != nil {
 		return fail(err)
 	}
 	// The CA bundle the agent's clients are pointed at lives in dir, under

@@ -295,12 +295,12 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	s, spec, prof := r.Session, r.Spec, r.Profile
 	// Guarantee 8: every credential's source is read before anything
 	// else of the session exists; one that cannot be refuses it (125).
-	secrets, err := readCredentials(prof, ss.environ, s.Home, s.Plan.Writable)
+	secrets, err := readCredentials(prof, ss.environ, s.Home, s.Plan.HostWritable())
 	if err != nil {
 		return sandbox.ExitFedmemError, err
 	}
 	s.Plan.Watch = append(s.Plan.Watch, absentCredentialFiles(prof, s.Home, s.Plan)...)
-	if ss.pathDropped = useHostPATH(s.Plan.Writable); len(ss.pathDropped) > 0 {
+	if ss.pathDropped = useHostPATH(s.Plan.HostWritable()); len(ss.pathDropped) > 0 {
 		ev.emit("host-path", map[string]any{"dropped": ss.pathDropped, "why": "folders the agent may write: fedmem-run runs none of its own programs (git, cp, newgidmap, busctl, fedmem-cred) from them"})
 	}
 	// From here until the agent has exited, fedmem-run writes nothing to
