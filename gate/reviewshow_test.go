@@ -2,6 +2,7 @@ package gate
 
 import (
 	"encoding/json"
+	"github.com/fedmem/fedmem/gate/review"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -51,7 +52,7 @@ func TestShowContextDiffsProvenanceSources(t *testing.T) {
 	if u, err := user.LookupId(strconv.Itoa(os.Geteuid())); err == nil && p.User != u.Username {
 		t.Errorf("agent user %q, want %q", p.User, u.Username)
 	}
-	var contra *RelatedNote
+	var contra *review.RelatedNote
 	for i := range c.Related {
 		if c.Related[i].Path == "20-domains/prod-region.md" {
 			contra = &c.Related[i]
@@ -81,11 +82,11 @@ func TestShowContextDiffsProvenanceSources(t *testing.T) {
 
 func TestOriginMeaningCoversEveryWord(t *testing.T) {
 	for _, o := range []string{"", "unknown", "unverified", "verified:ci", "trusted:ci"} {
-		if m := OriginMeaning(o); m == "" || m == "unknown origin word" {
+		if m := review.OriginMeaning(o); m == "" || m == "unknown origin word" {
 			t.Errorf("%q: %q", o, m)
 		}
 	}
-	if !strings.Contains(OriginMeaning("verified:ci"), "ci") {
+	if !strings.Contains(review.OriginMeaning("verified:ci"), "ci") {
 		t.Error("meaning does not name the profile")
 	}
 }

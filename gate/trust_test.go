@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/review"
 	"os"
 	"path/filepath"
 	"sort"
@@ -190,7 +191,7 @@ func TestSameTitleNeverSquatsAPath(t *testing.T) {
 	paths := map[string]bool{}
 	for _, d := range s.Decisions {
 		if d.State == StatePending {
-			ad, err := g.ApproveWith(d.ID, "alice", ApproveOptions{Supersede: true})
+			ad, err := g.ApproveWith(d.ID, "alice", review.ApproveOptions{Supersede: true})
 			if err != nil {
 				t.Fatalf("approve %s: %v", d.Draft, err)
 			}
