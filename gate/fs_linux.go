@@ -321,8 +321,6 @@ func (g *Gate) readClaimAt(id string, max int64, mayReturn bool) (readResult, er
 // definition, in package vault, shared with the launcher).
 type SessionRecord = vault.SessionRecord
 
-const maxSessionRecord = 1 << 20
-
 // sessionRecord reads the enforcer's record of a session. A missing or
 // unreadable record, or one whose uid is not the session directory's owner,
 // yields nil: the drafts then come from an unknown agent.
@@ -337,7 +335,7 @@ func (g *Gate) sessionRecord(in *inbox, sess string) *SessionRecord {
 	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxSessionRecord))
+	b, err := io.ReadAll(io.LimitReader(f, vault.MaxSessionRecord))
 	if err != nil {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/intake"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/vault"
 )
 
 // originOf reads the session record of sess and decides whether it is proven
@@ -57,7 +58,7 @@ func (g *Gate) originOf(in *inbox, pol *policy.Policy, sess string) decide.Origi
 		o.Why = fmt.Sprintf("the record is a %s with %d links, not a plain file", intake.FileKind(st.Mode), st.Nlink)
 		return o
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxSessionRecord))
+	b, err := io.ReadAll(io.LimitReader(f, vault.MaxSessionRecord))
 	if err != nil {
 		o.Why = err.Error()
 		return o
