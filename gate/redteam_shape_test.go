@@ -157,7 +157,7 @@ func TestBatchApproveSupersedesNothingUnshown(t *testing.T) {
 
 // A human's note without a title (no frontmatter at all: OKF reads it as
 // in force) is named by its file name — the name the vault shows and that
-// the source rule reads (sources.go). The conflict index held only titles
+// the source rule reads (decide/sources.go). The conflict index held only titles
 // and subjects: a trusted profile's "Deploy freeze", citing the human's
 // deploy-freeze.md as its evidence, stood beside it saying the opposite.
 func TestConflictUntitledNoteByFileName(t *testing.T) {

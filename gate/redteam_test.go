@@ -111,10 +111,10 @@ func TestLabelCannotReassembleSecretInLogAndIndex(t *testing.T) {
 	}
 }
 
-// Breach (b), medium: `withheld` is the gate's own key (sweep.go
+// Breach (b), medium: `withheld` is the gate's own key (decide/paths.go
 // WithheldKey) but was missing from note.GateOwned: a draft's top-level
 // `withheld:` was committed as is. An off-case `FINGERPRINT:` inside a
-// sources entry survived stampNote (evidence.go) beside the gate's own
+// sources entry survived stampNote (decide/evidence.go) beside the gate's own
 // fingerprint. Now both are gate-owned (folded compare), kept only under
 // `claimed:` (the note's, or the sources entry's).
 func TestDraftCannotPlantGateOwnedKeys(t *testing.T) {
@@ -157,7 +157,7 @@ func TestDraftCannotPlantGateOwnedKeys(t *testing.T) {
 	}
 }
 
-// Breach (a), high: contractReferences (decide.go) read only the raw
+// Breach (a), high: contractReferences (decide/decide.go) read only the raw
 // title and body, lower-cased; it did not see the Markdown-decoded body
 // (backslash escape, character reference), NFKC forms, or other keys
 // (description), and the "rules void" pattern missed "obsolete". All four
@@ -220,7 +220,7 @@ func TestInstructionVariantsHeld(t *testing.T) {
 }
 
 // Breach (d), high: evidence was "a vault path that exists at HEAD"
-// (evidence.go resolveSources): a note the same session just had
+// (decide/evidence.go resolveSources): a note the same session just had
 // auto-promoted was accepted as the source of the next one, so an agent
 // bootstrapped its own evidence. Now a note the gate promoted without a
 // human (its only `verified` entries are processes) does not count as
@@ -248,8 +248,8 @@ func TestSelfCitedEvidenceNotEvidence(t *testing.T) {
 }
 
 // Breach (d), medium: a draft with no title skipped the target-path check
-// (evidence_hook.go: dest only from the title) and `subject` was compared
-// with subjects only, never titles (evidence.go conflicts): it contradicted
+// (decide/evidence_hook.go: dest only from the title) and `subject` was compared
+// with subjects only, never titles (decide/evidence.go conflicts): it contradicted
 // the note in force titled "Deploy region" and promoted. Now title and
 // subject are compared with both, and the path falls back to the file name.
 func TestConflictSubjectVersusTitleHeld(t *testing.T) {

@@ -143,7 +143,7 @@ func (g *Gate) Approve(id, reviewer string) (*Decision, error) {
 }
 
 // ApproveWith is Approve with the reviewer's decision about a draft that
-// contradicts a note in force (conflicts.go, approvechoice.go): without a
+// contradicts a note in force (decide/conflicts.go, approvechoice.go): without a
 // choice such an approval fails with ErrContradiction, naming the note.
 func (g *Gate) ApproveWith(id, reviewer string, opts review.ApproveOptions) (*Decision, error) {
 	if !validReviewer(reviewer) {
