@@ -3,12 +3,13 @@ package gate
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/fedmem/fedmem/gate/decide"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/fedmem/fedmem/gate/decide"
 )
 
 // The trusted-profile corpus (issue 24): testdata/trusted/hostile holds

@@ -1,12 +1,13 @@
 package gate
 
 import (
-	"github.com/fedmem/fedmem/gate/decide"
-	"github.com/fedmem/fedmem/gate/review"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/review"
 )
 
 // Red team of the content shapes (rt-gate): text a shaped note carries that

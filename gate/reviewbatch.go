@@ -3,10 +3,11 @@ package gate
 import (
 	"errors"
 	"fmt"
-	"github.com/fedmem/fedmem/gate/review"
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/fedmem/fedmem/gate/review"
 )
 
 // Batch reviews (issue 19): a reviewer decides many held drafts with one

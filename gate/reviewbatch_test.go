@@ -2,13 +2,14 @@ package gate
 
 import (
 	"errors"
-	"github.com/fedmem/fedmem/gate/review"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/fedmem/fedmem/gate/review"
 )
 
 // heldBatch makes five held drafts: three Facts of session s-1, a Decision

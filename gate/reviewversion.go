@@ -9,6 +9,7 @@ import (
 	"time"
 
 	udiff "github.com/aymanbagabas/go-udiff"
+
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/review"
 )

@@ -3,13 +3,14 @@ package gate
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/fedmem/fedmem/gate/decide"
-	"github.com/fedmem/fedmem/gate/review"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/review"
 )
 
 // hostileFixtures are the corpus drafts that must never become memory on
