@@ -27,7 +27,6 @@ import (
 	"github.com/fedmem/fedmem/vault/note"
 
 	"github.com/fedmem/fedmem/gate/decide"
-	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/test/testutil"
 	"github.com/fedmem/fedmem/vault"
 	vaultrepo "github.com/fedmem/fedmem/vault/repo"
@@ -408,48 +407,6 @@ func BenchmarkManyLinks(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if _, err := validate.DraftNamed("l.md", d); err != nil {
 			b.Fatal(err)
-		}
-	}
-}
-
-// Archive pages (<folder>/log/000001.md, <folder>/index/000001.md, written
-// by folderlog.go when a page fills up) are gate pages, not notes: the
-// sweep's walk (collectNotes) skips them, and still sees a note that lives
-// in a folder named log.
-func TestSweepSkipsLogAndIndexArchivePages(t *testing.T) {
-	v := newVault(t)
-	humanCommit(t, v, map[string]string{
-		"20-domains/log/000001.md":   "# Log\n\n- old line\n",
-		"20-domains/index/000002.md": "# Index\n\n- [x](../x.md)\n",
-		"20-domains/log/notes.md":    "---\ntype: Fact\ntitle: A note in a log folder\n---\nx\n",
-		"20-domains/real.md":         "---\ntype: Fact\ntitle: Real\n---\nx\n",
-		"log/000001.md":              "---\ntype: Fact\ntitle: top-level log folder\n---\nx\n",
-	})
-	g := openGate(t, v)
-	_, head, err := g.repo.Head()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hv, err := decide.NewHeadView(g.repo, head)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var notes []sweep.NoteAt
-	if err := sweep.CollectNotes(hv, hv.Root(), "", &notes); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, n := range notes {
-		got = append(got, n.Path)
-	}
-	for _, p := range []string{"20-domains/log/000001.md", "20-domains/index/000002.md"} {
-		if slices.Contains(got, p) {
-			t.Errorf("archive page %s listed as a note: %v", p, got)
-		}
-	}
-	for _, p := range []string{"20-domains/log/notes.md", "20-domains/real.md"} {
-		if !slices.Contains(got, p) {
-			t.Errorf("note %s not listed: %v", p, got)
 		}
 	}
 }
