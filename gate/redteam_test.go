@@ -451,11 +451,11 @@ func TestHelperGateAsOtherUID(t *testing.T) {
 // started by the setgid fedmem-run (proven record, trusted profile) has its
 // folder 2770 in the agents' group (sandbox/launch/inbox.go createInbox). A
 // host user in that group who never ran fedmem-run dropped a draft into it;
-// the gate took the origin from the session only (origin_linux.go originOf)
+// the gate took the origin from the session only (origin/origin_linux.go Of)
 // and never compared the draft's owner with the record's uid, so the
 // forger's draft auto-promoted as trusted:ci-docs with the victim's uid.
 // Now a draft is the session's only when the inode the gate read belongs to
-// the record's uid and is not group- or other-writable (origin.forDraft);
+// the record's uid and is not group- or other-writable (Origin.ForDraft);
 // otherwise it is origin-unverified and waits for a reviewer. The victim's
 // own 0644 draft still promotes (control).
 func TestForeignUIDDraftInTrustedSessionNotTrusted(t *testing.T) {

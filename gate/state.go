@@ -10,6 +10,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/origin"
 	"github.com/fedmem/fedmem/gate/record"
 )
 
@@ -50,7 +51,7 @@ type Claim struct {
 	FirstSeen time.Time `json:"first_seen"`
 	// Stat is the entry as lstat(2) saw it in the session folder, before
 	// the gate moved it (nil in claims made by older gates).
-	Stat *decide.DraftOwner `json:"stat,omitempty"`
+	Stat *origin.DraftOwner `json:"stat,omitempty"`
 	// legacy: the record is a claims/ID.json file (an older gate's), not
 	// a line of a claim journal; it is removed with the draft.
 	legacy bool

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/origin"
 	"github.com/fedmem/fedmem/gate/review"
 )
 
@@ -297,7 +297,7 @@ func TestApprovalAfterCrashIsKeyedByDraftID(t *testing.T) {
 // A proven record is trusted only for what auto_promote names: a built-in
 // profile only with the built-in's hash, anything else only pinned.
 func TestOriginTrustNeedsTheProfilesHash(t *testing.T) {
-	ci := decide.BuiltinHash("ci")
+	ci := origin.BuiltinHash("ci")
 	if ci == "" {
 		t.Fatal("no hash for the built-in ci profile")
 	}

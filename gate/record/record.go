@@ -6,7 +6,7 @@ package record
 import (
 	"time"
 
-	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/origin"
 	"github.com/fedmem/fedmem/vault/note"
 )
 
@@ -42,6 +42,6 @@ type Decision struct {
 	AutoPromoted bool `json:"auto_promoted,omitempty"`
 	// Owner is the owner and mode of the inode the gate read the draft
 	// from (fstat at the read): a draft counts as the session's only when
-	// its owner is the session record's uid (origin.forDraft).
-	Owner *decide.DraftOwner `json:"draft_owner,omitempty"`
+	// its owner is the session record's uid (Origin.ForDraft).
+	Owner *origin.DraftOwner `json:"draft_owner,omitempty"`
 }

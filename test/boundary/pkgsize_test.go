@@ -21,8 +21,8 @@ const maxPackageLines = 4000
 // so); lower a ceiling when a package shrinks.
 var oversized = map[string]int{
 	"sandbox":        7165,
-	"gate":           5570,
-	"gate/decide":    5384,
+	"gate":           5466,
+	"gate/decide":    5217,
 	"sandbox/launch": 4773,
 }
 
