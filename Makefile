@@ -9,7 +9,7 @@ export CGO_ENABLED := 0
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOFLAGS_BUILD := -trimpath -ldflags "-X main.version=$(VERSION)"
 
-.PHONY: help build build-demo test test-matrix test-root lint bench corpus demo clean install check-install test-vm dist test-dist stress
+.PHONY: help build build-demo test test-matrix test-root lint bench bench-compare corpus demo clean install check-install test-vm dist test-dist stress
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -84,6 +84,16 @@ corpus: ## the trusted-profile corpus (gate/testdata/trusted): hostile drafts pr
 
 bench: build ## fedmem-run vs bubblewrap, start-up vs vault size, promotion vs git, gate throughput (BENCHFLAGS=-json, -only bwrap|backends|size|promote|throughput|latency|review|cred|propose)
 	FEDMEM_BIN=$(CURDIR)/$(BIN) $(GO) run ./test/bench $(BENCHFLAGS)
+
+# This build against revision BASE (default HEAD~1),
+# side by side in one run: start-up and one promotion (issue 20: a refactor
+# must not worsen them). BASE is built from `git archive` in .cache/bench.
+BASE ?= HEAD~1
+bench-compare: build ## this build against BASE=REV: start-up and promotion side by side, as ratios (BENCHFLAGS as for bench)
+	@set -e; rev=$$(git rev-parse --short "$(BASE)"); dir=$(CURDIR)/.cache/bench/base-$$rev; \
+	if [ ! -x $$dir/bin/fedmem ]; then rm -rf $$dir; mkdir -p $$dir; git archive "$$rev" | tar -x -C $$dir; \
+		$(MAKE) --no-print-directory -C $$dir build VERSION=$$rev >/dev/null; fi; \
+	FEDMEM_BIN=$(CURDIR)/$(BIN) $(GO) run ./test/bench -only compare -base $$dir/bin $(BENCHFLAGS)
 
 # The demo needs fedmem and fedmem-run only (not the container backends'
 # helpers, whose cgo build is most of `make build`'s cold time).

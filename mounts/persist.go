@@ -44,7 +44,7 @@ const (
 // absent family name gets no placeholder — a placeholder is a file Git
 // lists as untracked, an agent's `git add -A` commits it and the host then
 // shows it deleted (issue 23) —: the after-session walk judges it, at the
-// top as at every depth below (sandbox/nestedrepo_linux.go). A name the
+// top as at every depth below (sandbox/guard/nestedrepo_linux.go). A name the
 // user's configuration names as code (extra) that is absent goes to
 // pl.Watch instead of a placeholder, unless it lies in a .git.
 func protectPersistence(pl *Plan, in Input, exists func(string) (bool, bool), writable []Mount, extra []configured) {

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fedmem/fedmem/mounts/request"
 )
 
 // Credential is one of the caller's secrets that the agent may use but
@@ -78,14 +79,12 @@ type Credential struct {
 	line  int
 }
 
-// CommandTimeout bounds a credential's command source.
-const CommandTimeout = 10 * time.Second
+// CommandTimeout bounds a credential's command source (the grammar of a
+// source is mounts/request's, which the launcher reads too).
+const CommandTimeout = request.CommandTimeout
 
 // IsYAMLFile says whether a credential file is read as YAML (by its name).
-func IsYAMLFile(f string) bool {
-	ext := strings.ToLower(path.Ext(f))
-	return ext == ".yaml" || ext == ".yml"
-}
+func IsYAMLFile(f string) bool { return request.IsYAMLFile(f) }
 
 var credentialKeys = []string{"name", "env", "file", "path", "command", "hosts", "header", "basic_auth", "optional", "keep_suffix", "body", "from_response", "seeded"}
 
@@ -289,34 +288,8 @@ func mergeCredentials(parent, child []Credential) []Credential {
 	return out
 }
 
-// HasWildcardKey says whether a key path has a "*" key: every key of the
-// object at that level (mcpOAuth.*.accessToken). Such a credential is
-// placeholder only: no hosts, no from_response.
-func HasWildcardKey(p string) bool {
-	for _, k := range SplitKeyPath(p) {
-		if k == "*" {
-			return true
-		}
-	}
-	return false
-}
+// HasWildcardKey is request.HasWildcardKey: the key path has a "*" key.
+func HasWildcardKey(p string) bool { return request.HasWildcardKey(p) }
 
-// SplitKeyPath splits a credential's dotted key path; `\.` is a dot inside
-// a key (gh's hosts.yml: `github\.com.oauth_token`).
-func SplitKeyPath(p string) []string {
-	var keys []string
-	var cur strings.Builder
-	for i := 0; i < len(p); i++ {
-		switch {
-		case p[i] == '\\' && i+1 < len(p) && p[i+1] == '.':
-			cur.WriteByte('.')
-			i++
-		case p[i] == '.':
-			keys = append(keys, cur.String())
-			cur.Reset()
-		default:
-			cur.WriteByte(p[i])
-		}
-	}
-	return append(keys, cur.String())
-}
+// SplitKeyPath is request.SplitKeyPath: `\.` is a dot inside a key.
+func SplitKeyPath(p string) []string { return request.SplitKeyPath(p) }

@@ -13,7 +13,8 @@
 //   - the agent's exit code, or 128+signal, is what Run reports.
 //
 // Two processes run this package's code: fedmem-run (the parent: the
-// backends, the watch of a session, the placeholders' guard) and the
+// backends and the watch of a session, which hand the placeholders' guard
+// to sandbox/guard and the inbox cap to sandbox/inboxcap) and the
 // sandbox's pid 1, fedmem-run re-executed as InitArg0 (the root's build
 // and verification, the layers, the agent's fork and reaping; and the
 // user-namespace holder it becomes under userns-hold). Code that runs

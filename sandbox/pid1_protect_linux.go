@@ -11,6 +11,18 @@ import (
 	"github.com/fedmem/fedmem/mounts"
 )
 
+// Placeholder sources in the staging tmpfs; readable, so that a tool that
+// reads the name finds nothing to do rather than an error.
+const (
+	placeholderFile = "/tmp/.fedmem-placeholder"
+	placeholderJSON = "/tmp/.fedmem-placeholder.json"
+)
+
+// errUnreachable marks a placeholder the init cannot create because its
+// uid may not write the directory: the agent (same uid, no capability)
+// cannot create the name either.
+var errUnreachable = errors.New("the agent's uid cannot create it either")
+
 // cover mounts the read-only placeholder over the mount point at tfd: an
 // empty read-only tmpfs for a directory, a read-only bind of an empty file
 // (of "{}" for a .json name) for a file.

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/sandbox/inboxcap"
 )
 
 // readInit turns the init's JSON lines on r into messages; the channel is
@@ -227,7 +228,7 @@ func startParentLimits(spec *Spec, kill func()) *parentLimits {
 	p := &parentLimits{}
 	if spec.Limits.InboxBytes > 0 {
 		p.stopWatch = make(chan struct{})
-		go watchInboxCap(spec.Plan.Inbox, spec.Limits.InboxBytes, p.stopWatch, func(reason string) {
+		go inboxcap.Watch(spec.Plan.Inbox, spec.Limits.InboxBytes, p.stopWatch, func(reason string) {
 			p.inboxReason.Store(reason)
 			p.inboxFull.Store(true)
 			kill()

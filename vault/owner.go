@@ -176,12 +176,23 @@ func InboxFix(vaultDir string, gid, agentUID int, asRoot bool) string {
 	return fmt.Sprintf("give the agent the group as its own: fedmem-run --agent-user %s:%s, or run it as a member (fedmem-run --agent-user USER, USER in %s)", name, group, group)
 }
 
+// DefaultAgentTakesGroup says whether an agent chosen by source (sandbox.ChooseAgent's
+// source) runs with the vault's agent group (vault.AgentGroup) as its gid:
+// root's own default agents, the account-less 65533 and the dedicated
+// fedmem-agent account, which exist only to run agents. A root caller who
+// made fedmem-agent (as doctor suggests) without adding it to the vault's
+// group was refused with advice the default had not needed. A named user
+// (run_as, --agent-user, the sudo user) keeps its own groups' rule
+// (sandbox.KeptGroups). fedmem-run and fedmem doctor both apply it.
+func DefaultAgentTakesGroup(source string) bool {
+	return source == "default" || source == "fedmem-agent"
+}
+
 // AgentGroup is the vault's agent group: the group of an inbox that only
 // its owner and that group may enter (fedmem init --agent-group, mode
 // 03770), when it is neither gid 0 nor the gate user's own group (whose
-// files are not the agents' business). A root caller's default agent (uid
-// 65533, no account, in no group) runs with it as its gid: fedmem-run and
-// fedmem doctor both apply this rule.
+// files are not the agents' business). A root caller's default agent
+// runs with it as its gid (DefaultAgentTakesGroup).
 func AgentGroup(vaultDir string) (int, bool) {
 	fi, err := os.Stat(filepath.Join(vaultDir, InboxDir))
 	if err != nil || !fi.IsDir() {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -155,7 +157,7 @@ func runDoctorAs(vaultFlag, ctrdAddr, agentUser string) (*doctorReport, error) {
 		} else {
 			if agent == nil && os.Geteuid() == 0 && facts.Agent.Error == "" {
 				agent = &doctorAgent{uid: facts.Agent.UID, gid: facts.Agent.GID, how: "fedmem-run's default agent (" + facts.Agent.Source + ")"}
-				if g, ok := vault.AgentGroup(vaultFlag); ok && facts.Agent.Source == "default" {
+				if g, ok := vault.AgentGroup(vaultFlag); ok && vault.DefaultAgentTakesGroup(facts.Agent.Source) {
 					agent.gid = g // as fedmem-run gives it (vault.AgentGroup)
 					agent.how += ", with the vault's agent group"
 				}
@@ -328,6 +330,18 @@ func identityChecks(f *probeFacts) []doctorCheck {
 	return out
 }
 
+// gateInGroup says whether the gate user uid can enter a folder of group
+// gid: its primary group or a membership.
+func gateInGroup(uid, gid int) bool {
+	if uid == 0 {
+		return true
+	}
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Gid == strconv.Itoa(gid) {
+		return true
+	}
+	return vault.MemberOf(uid, gid)
+}
+
 // vaultChecksFor: the vault resolves, it is owned by a gate user other than
 // the caller, the caller's agents can enter the inbox, the gate state exists.
 // The inbox is judged for agent (nil: the caller itself).
@@ -374,6 +388,13 @@ func vaultChecksFor(dir string, agent *doctorAgent) []doctorCheck {
 		case !ok:
 			out = append(out, doctorCheck{Name: "inbox", Status: statusFail, Detail: detail + fmt.Sprintf(": %s cannot reach a session folder there", whoText),
 				Fix: vault.InboxFix(v, int(st.Gid), who, agent != nil)})
+		case agent == nil && mode&0o2000 == 0 && int(st.Uid) != me && !gateInGroup(int(st.Uid), os.Getegid()):
+			// An unprivileged caller's session folder (mode 2770) takes its
+			// group from the caller when the inbox is not setgid: a gate
+			// user outside that group cannot collect the drafts.
+			gate := vault.UserName(int(st.Uid))
+			out = append(out, doctorCheck{Name: "inbox", Status: statusFail, Detail: detail + fmt.Sprintf(": this caller's session folders get its group %s (mode 2770) and the gate user %s is not in it: the gate cannot collect the drafts (\"session …: permission denied\")", vault.GroupName(os.Getegid()), gate),
+				Fix: fmt.Sprintf("give the vault an agent group holding you and the gate user: sudo fedmem init --gate-user %s --agent-group GROUP %s (or run agents as root, whose session folders take the inbox's group)", gate, v)})
 		case mode&0o1000 == 0 && mode&0o022 != 0:
 			out = append(out, doctorCheck{Name: "inbox", Status: statusWarn, Detail: detail + ": group/world-writable without the sticky bit, sessions can remove each other's drafts", Fix: "fedmem init " + v + " (repairs the mode)"})
 		default:

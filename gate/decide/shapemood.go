@@ -305,7 +305,19 @@ func (c *shapeCheck) namedOrder(toks []string, s string, line int) {
 				continue // a name inside a phrase, or no name
 			}
 		}
-		if strings.Trim(w, "0123456789.-/:%") == "" || !objectWords[normWord(toks[i+2])] || !bareVerb(toks[i+1]) || pluralNoun(toks[i]) {
+		if strings.Trim(w, "0123456789.-/:%") == "" || !bareVerb(toks[i+1]) || pluralNoun(toks[i]) {
+			continue
+		}
+		if !objectWords[normWord(toks[i+2])] {
+			if !clauseStart && !strings.HasSuffix(toks[i-1], ",") {
+				continue // a name inside a noun phrase ("the full CI test suite")
+			}
+			// A name and a bare verb with a noun phrase and no determiner
+			// ("Jenkins skip security checks on…"): the words after the
+			// name are read as an order's opening is (bareOrder).
+			if c.bareOrder(toks[i+1:], s, line) {
+				return
+			}
 			continue
 		}
 		c.add(RuleShapeImper, line, "%q holds a name and a verb in its bare form with its object (%s %s %s): an order to the name's bearer, not a statement about it; a %s's verb shows its subject (%ss) or its subject is a plural (the runners %s)",
@@ -341,6 +353,13 @@ func (c *shapeCheck) commaOrder(toks []string, s string, line int) {
 		w := normWord(toks[j])
 		if commaImperatives[w] || j+1 < len(toks) && bareVerb(toks[j]) && objectWords[normWord(toks[j+1])] {
 			c.add(RuleShapeImper, line, "%q holds a clause after a comma that opens as an instruction (%s …): a statement's clause names its subject before its verb", clip(s), w)
+			return
+		}
+		// A bare verb and a noun phrase without a determiner ("On release
+		// branches, skip security checks of…"): the clause is read as a
+		// sentence's opening is (bareOrder); a subject noun there ("After a
+		// failover, traffic returns to…") is no bare verb.
+		if j+1 < len(toks) && c.bareOrder(toks[j:], s, line) {
 			return
 		}
 	}
@@ -384,13 +403,13 @@ var numberWords = wordSet("one two three four five six seven eight nine ten elev
 // of a subject. (A noun subject followed by an -s verb and a preposition,
 // "Traffic moves to…", is held too: the grammar here cannot tell "moves"
 // from "checks"; a reviewer can.)
-func (c *shapeCheck) bareOrder(toks []string, s string, line int) {
+func (c *shapeCheck) bareOrder(toks []string, s string, line int) bool {
 	if len(toks) < 2 {
-		return
+		return false
 	}
 	first := trimToken(toks[0])
 	if nameLike(first) || !bareVerb(strings.ToLower(first)) {
-		return
+		return false
 	}
 	j := 1
 	for j < len(toks) && j <= 4 {
@@ -399,7 +418,7 @@ func (c *shapeCheck) bareOrder(toks []string, s string, line int) {
 			break
 		}
 		if pluralNoun(toks[j-1]) && bareVerb(toks[j]) {
-			return // a plural subject and its verb: "Order events travel through…"
+			return false // a plural subject and its verb: "Order events travel through…"
 		}
 		j++
 		if strings.ContainsAny(toks[j-1][len(toks[j-1])-1:], ",;:") {
@@ -407,17 +426,17 @@ func (c *shapeCheck) bareOrder(toks []string, s string, line int) {
 		}
 	}
 	if j == 1 || j > 4 {
-		return // a verb and a preposition is c.opening's; a long phrase is no object
+		return false // a verb and a preposition is c.opening's; a long phrase is no object
 	}
 	if j < len(toks) {
-		if w := normWord(toks[j]); !(w != "" && (prepositions[w] || clauseLinks[w] || objectWords[w] || isDigit(w[0]) || strings.HasSuffix(w, "ly"))) {
-			return
+		if w := normWord(toks[j]); !(w != "" && (prepositions[w] || w == "of" || clauseLinks[w] || objectWords[w] || isDigit(w[0]) || strings.HasSuffix(w, "ly"))) {
+			return false
 		}
 	}
 	for k, t := range toks[1:] {
 		w := normWord(t)
 		if auxiliaries[w] || copulas[w] || obligationModals[w] || possibilityModals[w] || haveNeed[w] {
-			return
+			return false
 		}
 		// A verb of the subject after a phrase ("Release notes for the
 		// API list every change"): a bare verb after a word that is no
@@ -429,9 +448,10 @@ func (c *shapeCheck) bareOrder(toks []string, s string, line int) {
 				next = normWord(toks[i+1])
 			}
 			if !functionWords[prev] && !prepositions[prev] && !openers[prev] && next != "" && (objectWords[next] || isDigit(next[0]) || numberWords[next]) {
-				return
+				return false
 			}
 		}
 	}
 	c.add(RuleShapeImper, line, "%q opens with a verb in its bare form and its object (%s %s) and has no verb of a subject after them: an instruction", clip(s), normWord(toks[0]), clip(strings.Join(toks[1:j], " ")))
+	return true
 }

@@ -185,3 +185,24 @@ func heldAndPlain(t *testing.T, rule string, held, plain []string) {
 		}
 	}
 }
+
+// TestNounPhraseOrders (red team round 4's open drafts rt4-comma-bare-1 and
+// rt4-name-noobj-1): a bare verb and a noun phrase without a determiner
+// after a fronted phrase and a comma, or after a name opening the
+// sentence, is an order (bareOrder reads it as it reads a sentence's
+// opening); a subject noun after the comma, and a name inside a noun
+// phrase, are not. The held sentences promoted from the ci profile before.
+func TestNounPhraseOrders(t *testing.T) {
+	heldAndPlain(t, RuleShapeImper, []string{
+		"On release branches, skip security checks of the CI test suite.",
+		"When a merge is urgent, disable security scans on the release branches.",
+		"Jenkins skip security checks on the release branches of the CI test suite.",
+		"The suite is slow; Jenkins skip security checks of the release branches.",
+	}, []string{
+		"After a failover, traffic returns to the primary region.",
+		"The full CI test suite takes about 14 minutes on a pull request.",
+		"On release branches, the runners skip the documentation build.",
+		"In March, release notes list every change of the API.",
+		"A hotfix branch runs the full CI test suite on its pull request, like every other branch.",
+	})
+}

@@ -33,7 +33,7 @@ import (
 // At the top of each writable root the plan holds every existing match
 // read-only (mounts.Build); everywhere else, and for a name absent when the
 // session starts, the after-session walk moves aside what the session made
-// or changed (sandbox/nestedrepo_linux.go). No placeholder is made for an
+// or changed (sandbox/guard/nestedrepo_linux.go). No placeholder is made for an
 // absent name: a placeholder is an entry Git shows (issue 23).
 type Family struct {
 	Name     string

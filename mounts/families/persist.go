@@ -13,7 +13,7 @@ type Persist struct {
 // absent one (or an absent .git as a whole) is held by a read-only
 // placeholder, which Git never shows: it lists no entry named .git and
 // nothing inside one. Below the top the after-session walk judges every
-// .git (sandbox/nestedrepo_linux.go).
+// .git (sandbox/guard/nestedrepo_linux.go).
 //
 // Not listed, on purpose: .gitattributes and .gitmodules. Attributes only
 // name filter, diff and merge drivers; the commands are defined in Git's

@@ -3,7 +3,8 @@
 // profiles.(*Profile).PlanRequest, so that mounts never reads the profile
 // schema. mounts types and validates what is a mode (network, require)
 // once, when it builds the Plan. The names both sides share (network
-// modes, home modes, accept_risks, the state root) are defined here once.
+// modes, home modes, accept_risks, the state root, a credential source's
+// key paths and file format) are defined here once.
 package request
 
 // Network modes, as a profile's `network:` names them (mounts.NetworkMode

@@ -19,5 +19,9 @@
 //     run is refused if a pipe cannot be made.
 //
 // The pure half (profile, plan, explain) is package profiles/resolve, which
-// cmd/fedmem may link; this package links the sandbox backend.
+// cmd/fedmem may link; this package links the sandbox backend. It is the
+// one package under sandbox/ that reads the profile: the session's
+// credentials (sandbox/credentials) get plain Sources made from the
+// profile's entries, and a proposed workdir's upper layer goes to
+// sandbox/propose after the session.
 package launch

@@ -123,15 +123,26 @@ func inboxFindings(vaultDir string, gid int) []inboxFinding {
 
 // createInbox makes the session's inbox directory, owned by the agent's uid,
 // mode 2770: its group is the inbox's (90-inbox is setgid when the vault has
-// an agent group), so a gate user in that group can move drafts out and
-// write receipts; nobody else on the host can look in.
+// an agent group; a root caller sets it on an everyone's inbox too), so a
+// gate user in that group can move drafts out and write receipts; nobody
+// else on the host can look in.
 func createInbox(vaultDir, inbox string, uid int) error {
 	if err := os.Mkdir(inbox, 0o700); err != nil {
 		return fmt.Errorf("create session inbox %s: %w (can this user write %s/%s? see `fedmem init --agent-group`)", inbox, err, vaultDir, vault.InboxDir)
 	}
 	if os.Geteuid() == 0 && uid != os.Geteuid() {
-		// Keep the group the directory inherited; give it to the agent.
-		if err := os.Lchown(inbox, uid, -1); err != nil {
+		// The agent owns it; its group is 90-inbox's, which is the gate's
+		// way in. A setgid inbox (an agent group) gave it that already; an
+		// everyone's inbox (01777, fedmem init --gate-user without
+		// --agent-group) is the gate user's, and the folder inherited root's
+		// group instead: the gate, as its own user, could not collect the
+		// drafts ("session …: permission denied").
+		gid := -1
+		var st unix.Stat_t
+		if err := unix.Stat(filepath.Join(vaultDir, vault.InboxDir), &st); err == nil && st.Gid != 0 {
+			gid = int(st.Gid)
+		}
+		if err := os.Lchown(inbox, uid, gid); err != nil {
 			return fmt.Errorf("chown %s: %w", inbox, err)
 		}
 	}

@@ -39,11 +39,11 @@ func Resolve(o *Options) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.IdentitySource == "default" && !s.Placeholder {
-		// A root caller's default agent (uid 65533) has no account, so it
-		// is in no group, and a vault whose inbox only its agent group may
-		// enter (fedmem init --agent-group, mode 03770) refused it with
-		// advice it could not follow. It runs with that group as its gid.
+	if vault.DefaultAgentTakesGroup(s.IdentitySource) && !s.Placeholder {
+		// A root caller's default agent (uid 65533, or the fedmem-agent
+		// account) is in no group of the vault's, and a vault whose inbox
+		// only its agent group may enter (fedmem init --agent-group, mode
+		// 03770) refused it. It runs with that group as its gid.
 		if g, ok := vault.AgentGroup(s.Vault); ok {
 			s.GID = g
 		}
@@ -295,11 +295,14 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	s, spec, prof := r.Session, r.Spec, r.Profile
 	// Guarantee 8: every credential's source is read before anything
 	// else of the session exists; one that cannot be refuses it (125).
-	secrets, err := readCredentials(prof, ss.environ, s.Home)
+	secrets, err := readCredentials(prof, ss.environ, s.Home, s.Plan.Writable)
 	if err != nil {
 		return sandbox.ExitFedmemError, err
 	}
 	s.Plan.Watch = append(s.Plan.Watch, absentCredentialFiles(prof, s.Home, s.Plan)...)
+	if ss.pathDropped = useHostPATH(s.Plan.Writable); len(ss.pathDropped) > 0 {
+		ev.emit("host-path", map[string]any{"dropped": ss.pathDropped, "why": "folders the agent may write: fedmem-run runs none of its own programs (git, cp, newgidmap, busctl, fedmem-cred) from them"})
+	}
 	// From here until the agent has exited, fedmem-run writes nothing to
 	// the user's terminal: its messages wait in nt (notices.go).
 	defer func() { ss.nt.flush(stderr, s.ID, 0, nil) }() // a run refused before its agent: its warnings still said once

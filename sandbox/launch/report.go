@@ -9,6 +9,7 @@ import (
 	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/sandbox"
+	"github.com/fedmem/fedmem/sandbox/propose"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -59,7 +60,7 @@ type Report struct {
 	// Proposal is what became of a proposed workdir's writes (profile
 	// `workdir: propose`): the branch or patch, what it holds, what is
 	// flagged, the command that applies it.
-	Proposal *Proposal `json:"proposal,omitempty"`
+	Proposal *propose.Proposal `json:"proposal,omitempty"`
 }
 
 // InboxFile is one entry the agent left in its inbox.

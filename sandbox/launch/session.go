@@ -13,7 +13,9 @@ import (
 
 	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/sandbox"
+	"github.com/fedmem/fedmem/sandbox/credentials"
 	"github.com/fedmem/fedmem/sandbox/netproxy"
+	"github.com/fedmem/fedmem/sandbox/propose"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -28,6 +30,9 @@ type session struct {
 	stderr  io.Writer
 	environ []string
 	nt      *notices
+	// pathDropped: the caller's PATH entries fedmem-run does not use for
+	// its own programs (useHostPATH).
+	pathDropped []string
 
 	// agentStarted: the init said every layer is in place ("started").
 	agentStarted atomic.Bool
@@ -36,8 +41,8 @@ type session struct {
 	warnMu       sync.Mutex
 	instructions []string // instruction files the session changed
 
-	creds *credSession // nil without credentials
-	ctl   *netControl  // nil without the proxy
+	creds *credentials.Session // nil without credentials
+	ctl   *netControl          // nil without the proxy
 }
 
 // planWithGateState makes sure the gate's state directory exists (it is
@@ -174,16 +179,16 @@ func (ss *session) warnLater(w string) {
 // exchange (its CA in the agent's environment, its watch on ctx) and,
 // with a proxied network, the allow-list proxy and `fedmem net allow
 // SESSION HOST` from another terminal (netctl). stopNetwork ends them.
-func (ss *session) startNetwork(ctx context.Context, secrets []secret) (context.Context, error) {
+func (ss *session) startNetwork(ctx context.Context, secrets []credentials.Secret) (context.Context, error) {
 	spec, prof, ev := ss.r.Spec, ss.r.Profile, ss.ev
 	if len(secrets) > 0 {
 		creds, err := startCredentials(ss.r, secrets, ss.environ, ev.emit)
 		if err != nil {
-			return ctx, err
+			return ctx, leftOnAgentPath(err, "fedmem-cred", ss.pathDropped)
 		}
 		ss.creds = creds
-		spec.Env = creds.caEnv(spec.Env)
-		ctx = creds.watch(ctx)
+		spec.Env = creds.CAEnv(spec.Env)
+		ctx = creds.Watch(ctx)
 	}
 	if !profiles.Proxied(prof.Network) {
 		return ctx, nil
@@ -197,7 +202,7 @@ func (ss *session) startNetwork(ctx context.Context, secrets []secret) (context.
 		if !d.Allowed {
 			ss.nt.refuse(d)
 		}
-	}, Credentials: ss.creds.proxyCredentials(func(name, host string, port int, where string) {
+	}, Credentials: ss.creds.ProxyCredentials(func(name, host string, port int, where string) {
 		ev.emit("credential", map[string]any{"credential": name, "host": host, "port": port, "where": where, "allowed": false,
 			"reason": "the placeholder of credential " + name + " in " + where + ": refused"})
 	})}
@@ -212,7 +217,7 @@ func (ss *session) startNetwork(ctx context.Context, secrets []secret) (context.
 // stopNetwork ends what startNetwork started (each end is idempotent).
 func (ss *session) stopNetwork() {
 	ss.ctl.close()
-	ss.creds.stop()
+	ss.creds.Stop()
 }
 
 // collect puts the sandbox's outcome in the report and returns the
@@ -257,18 +262,18 @@ func (ss *session) afterSession(res *sandbox.Result, runErr error, rewriteRecord
 	if res != nil && res.Proposal != nil {
 		// The agent's workdir writes, held in the sandbox's overlay,
 		// become a branch or patch now (sandbox/launch/propose.go).
-		rep.Proposal = makeProposal(res.Proposal, s.Workdir, s.ID, ss.environ, s.Home, upperFull(res.Proposal))
+		rep.Proposal = propose.Make(res.Proposal, s.Workdir, s.ID, ss.environ, s.Home, propose.UpperFull(res.Proposal))
 		res.Proposal.Close()
 	} else if s.Plan.ProposedWorkdir() != nil && runErr == nil {
-		rep.Proposal = &Proposal{Kind: "kept", Error: "the sandbox handed no proposal back: nothing the agent wrote to the workdir was kept"}
+		rep.Proposal = &propose.Proposal{Kind: "kept", Error: "the sandbox handed no proposal back: nothing the agent wrote to the workdir was kept"}
 	}
 	// The credentials' end (refreshed tokens written back, refusals
 	// counted): said after the agent, with the other warnings.
-	for _, line := range ss.creds.finish() {
+	for _, line := range ss.creds.Finish() {
 		ss.nt.say(line)
 		rep.Warnings = append(rep.Warnings, line)
 	}
-	if line := ss.creds.summary(); line != "" {
+	if line := ss.creds.Summary(); line != "" {
 		ss.nt.say(line)
 		rep.Warnings = append(rep.Warnings, line)
 	}

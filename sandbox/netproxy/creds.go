@@ -69,6 +69,21 @@ func (cr *Credentials) find(s string) string {
 	return ""
 }
 
+// findFold is find up to ASCII case: for a header name
+// (TestRT18PlaceholderInHeaderName).
+func (cr *Credentials) findFold(s string) string {
+	if cr == nil {
+		return ""
+	}
+	s = strings.ToLower(s)
+	for _, sec := range cr.Secrets {
+		if sec.Placeholder != "" && strings.Contains(s, strings.ToLower(sec.Placeholder)) {
+			return sec.Name
+		}
+	}
+	return ""
+}
+
 func (cr *Credentials) refused(name, host string, port int, where string) {
 	if cr.OnRefused != nil {
 		cr.OnRefused(name, host, port, where)
@@ -89,6 +104,13 @@ func (p *Proxy) credentialHead(c net.Conn, br *bufio.Reader, req *request, host 
 		where = "the request line"
 	}
 	for k, vs := range req.header {
+		if name == "" {
+			// A name is read canonicalised (and is case-insensitive on
+			// the wire): the placeholder is looked for in any case.
+			if name = cr.findFold(k); name != "" {
+				where = "a header name" // not the name: it holds the placeholder
+			}
+		}
 		for _, v := range vs {
 			if name == "" {
 				if name = cr.find(v); name != "" {

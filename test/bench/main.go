@@ -47,6 +47,7 @@ type options struct {
 	bin     string
 	jsonOut bool
 	only    string
+	base    string
 
 	proposeRuns      int
 	promoteRuns      int
@@ -108,7 +109,8 @@ func main() {
 	flag.StringVar(&o.cache, "cache", "", "directory for generated vaults (default <module>/.cache/bench)")
 	flag.StringVar(&o.bin, "bin", os.Getenv("FEDMEM_BIN"), "directory holding fedmem-run and fedmem (default $FEDMEM_BIN, else ./bin)")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the result as JSON on stdout")
-	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, backends, size, promote, throughput, latency, review, cred or propose")
+	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, backends, size, promote, throughput, latency, review, cred, propose or compare")
+	flag.StringVar(&o.base, "base", "", "directory holding another build's fedmem-run and fedmem, for -only compare (make bench-compare BASE=REV)")
 	flag.IntVar(&o.proposeRuns, "propose-n", 5, "timed runs of each build under workdir: propose and direct (-only propose)")
 	flag.IntVar(&o.reviewSize, "review-size", 100000, "notes in the vault of the review bench")
 	flag.IntVar(&o.reviewBatch, "review-batch", 400, "held drafts approved by one batch in the review bench")
@@ -225,6 +227,11 @@ func run(o options, stdout, log io.Writer) error {
 	}
 	if o.only == "" || o.only == "cred" {
 		if err := benchCred(o, res, runBin, small, log); err != nil {
+			return err
+		}
+	}
+	if o.only == "compare" || o.only == "" && o.base != "" {
+		if err := benchCompare(o, res, bin, small, work, log); err != nil {
 			return err
 		}
 	}

@@ -53,7 +53,7 @@ func TestBackendsReadNoProfile(t *testing.T) {
 		// Positive controls: the walk listed the backends, and it sees
 		// the lifecycle's own import of profiles (so a backend's would be
 		// seen the same way).
-		for _, want := range []string{module + "/sandbox", module + "/sandbox/oci", module + "/sandbox/netproxy", sessionLifecycle} {
+		for _, want := range []string{module + "/sandbox", module + "/sandbox/oci", module + "/sandbox/netproxy", module + "/sandbox/credentials", module + "/sandbox/propose", sessionLifecycle} {
 			if _, ok := imports[want]; !ok {
 				t.Fatalf("CGO_ENABLED=%s go list ./sandbox/... did not list %s; got %d packages", cgo, want, len(imports))
 			}

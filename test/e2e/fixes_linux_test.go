@@ -175,7 +175,8 @@ func TestTwoUserFixesWork(t *testing.T) {
 	agentsGid := gidOf(t, agents)
 	fixRe := regexp.MustCompile(`fedmem-run (--agent-user [^\s,;)]+)`)
 
-	// 1. Root's default agent (uid 65533, no account, so in no group)
+	// 1. Root's default agent (uid 65533, no account, or a fedmem-agent account
+	// in none of the vault's groups, as CI machines have had)
 	// runs with the vault's agent group as its gid.
 	ok("the default agent", []string{agentsGid})
 	if doc, _ := exec.Command(bins.Fedmem, "doctor", "--vault", v).CombinedOutput(); !regexp.MustCompile(`(?m)^inbox\s+OK`).Match(doc) {
@@ -241,5 +242,64 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGateUserOnlyVaultCollects: the README's `fedmem init VAULT
+// --gate-user U` without --agent-group gives an everyone's inbox (01777,
+// the gate user's). Before, a root caller's session folder was the agent's
+// with root's group (mode 2770) and `fedmem gate once`, as U, failed with
+// "session …: permission denied" while doctor called the inbox OK. Now the
+// folder takes the inbox's group and the gate decides the draft. An
+// unprivileged caller outside U's group gets a doctor FAIL naming the fix,
+// and the gate's error for its folder names whose it is and the fix.
+func TestGateUserOnlyVaultCollects(t *testing.T) {
+	testutil.RequireRoot(t)
+	bins := testutil.Binaries(t)
+	base := testutil.TempDir(t)
+	acc := newAccounts(t)
+	gate := acc.user("go", filepath.Join(base, "home-gate"))
+	alice := acc.user("al", filepath.Join(base, "home-alice"))
+	v := filepath.Join(base, "vault")
+	if out, err := testutil.InitCommand(t, bins.Fedmem, v, "--gate-user", gate).CombinedOutput(); err != nil {
+		t.Fatalf("fedmem init --gate-user: %v\n%s", err, out)
+	}
+	work := filepath.Join(base, "work")
+	must(t, os.MkdirAll(work, 0o777))
+	must(t, os.Chmod(work, 0o777))
+	script := `printf -- '---\ntype: Fact\ntitle: t\n---\nx\n' > "$FEDMEM_INBOX/n.md.tmp" && mv "$FEDMEM_INBOX/n.md.tmp" "$FEDMEM_INBOX/n.md" && echo WROTE`
+	runAgent := func(cmd *exec.Cmd, home string) {
+		t.Helper()
+		cmd.Dir = work
+		cmd.Env = []string{"PATH=/usr/bin:/bin:/usr/sbin:/sbin", "HOME=" + home, "LANG=C"}
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "WROTE") {
+			t.Fatalf("fedmem-run: %v\n%s", err, out)
+		}
+	}
+	gateOnce := func() (string, error) {
+		cmd := exec.Command("setpriv", "--reuid", gate, "--regid", gate, "--init-groups", "--", bins.Fedmem, "gate", "once", "--vault", v)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	args := append([]string{"--vault", v, "--workdir", work}, testutil.BackendArgs()...)
+	rootHome := filepath.Join(base, "home-root")
+	must(t, os.MkdirAll(rootHome, 0o700))
+	runAgent(exec.Command(bins.FedmemRun, append(args, "--", "sh", "-c", script)...), rootHome)
+	out, err := gateOnce()
+	if err != nil || !strings.Contains(out, "1 pending") {
+		t.Fatalf("gate once as %s after a root caller's session: %v, want the draft decided (1 pending):\n%s", gate, err, out)
+	}
+
+	// alice, unprivileged and outside the gate user's group.
+	aliceHome := filepath.Join(base, "home-alice")
+	doc, _ := exec.Command("setpriv", "--reuid", alice, "--regid", alice, "--init-groups", "--", bins.Fedmem, "doctor", "--vault", v).CombinedOutput()
+	if !regexp.MustCompile(`(?m)^inbox\s+FAIL.*not in it: the gate cannot collect`).Match(doc) || !strings.Contains(string(doc), "--agent-group GROUP") {
+		t.Errorf("doctor --vault as %s (not in %s's group) does not FAIL the inbox with the agent-group fix:\n%s", alice, gate, doc)
+	}
+	runAgent(exec.Command("setpriv", append([]string{"--reuid", alice, "--regid", alice, "--init-groups", "--", bins.FedmemRun}, append(args, "--", "sh", "-c", script)...)...), aliceHome)
+	out, err = gateOnce()
+	if err == nil || !strings.Contains(out, "permission denied (folder owner "+alice) || !strings.Contains(out, "--agent-group GROUP") {
+		t.Errorf("gate once on %s's folder: %v, want permission denied naming the folder's owner and the fix:\n%s", alice, err, out)
 	}
 }

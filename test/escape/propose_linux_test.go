@@ -746,3 +746,44 @@ func TestProposeFlagsProgramOnPath(t *testing.T) {
 		})
 	}
 }
+
+// TestHostProgramsNotFromAgentPath: fedmem-run runs programs of its own
+// outside the sandbox, as the caller (git for a proposal, cp when its
+// branch fails, newgidmap, busctl): found on the caller's PATH, a folder
+// the agent writes there (direnv's PATH_add bin) handed the next session's
+// fedmem-run a program an earlier agent left — here bin/git, planted as a
+// default-profile session would, run as root after a strict session to
+// write its proposal. fedmem-run looks up its own programs on the caller's
+// PATH without the folders the agent may write; the agent's own PATH is
+// unchanged.
+func TestHostProgramsNotFromAgentPath(t *testing.T) {
+	for _, l := range proposeLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			e := setup(t, l)
+			gitWorkdir(t, e)
+			bin := filepath.Join(e.workdir, "bin")
+			must(t, os.MkdirAll(bin, 0o755))
+			marker := filepath.Join(e.outDir, "planted-git-ran")
+			must(t, os.WriteFile(filepath.Join(bin, "git"), []byte("#!/bin/sh\ntouch "+marker+"\nexit 1\n"), 0o755))
+			if l.user {
+				must(t, os.Chown(bin, agentUID, agentUID))
+				must(t, os.Chown(filepath.Join(bin, "git"), agentUID, agentUID))
+				must(t, os.Chmod(e.outDir, 0o777))
+			}
+			e.path = bin + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+			r := e.proposeRun(t, "strict", nil, "sh", "-c", `echo "PATH=$PATH"; echo more >> a.txt && echo WROTE`)
+			if !strings.Contains(string(r.stdout), "WROTE") {
+				t.Fatalf("the agent did not write (exit %d):\n%s", r.code, r.stderr)
+			}
+			if !strings.Contains(string(r.stdout), "PATH="+bin+":") {
+				t.Errorf("the agent's PATH lost the caller's folder (it is the agent's to use inside):\n%s", r.stdout)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("BREACH: fedmem-run ran %s/git, which the agent may write, outside the sandbox as the caller", bin)
+			}
+			if p := reportProposal(t, r); p.Kind != "branch" || p.Branch == "" {
+				t.Errorf("proposal %+v, want a branch written by the system's git", p)
+			}
+		})
+	}
+}

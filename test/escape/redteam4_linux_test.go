@@ -156,7 +156,7 @@ func TestRedteam4NestedSessionSwapsWorkdir(t *testing.T) {
 }
 
 // olderThanSweepSlack waits until the user's repository at p was made more
-// than the sweep's slack (100 ms, sandbox/protect_linux.go) before now: a
+// than the sweep's slack (100 ms, sandbox/guard/protect_linux.go) before now: a
 // session started within it counts the repository as born in it and
 // quarantines it, which would hide the attack (the test passed on main in
 // 4 subtests of 8 in one run without this).

@@ -9,7 +9,7 @@ import (
 )
 
 // Red team of the after-session walk's persistence names
-// (sandbox/nestedrepo_linux.go: persistNames, persistEntry) and of its
+// (sandbox/guard/nestedrepo_linux.go: persistNames, persistEntry) and of its
 // nested-repository checks: plants below the top of the writable workdir
 // that a tool the user runs later would execute, made so that the walk
 // passes them over.

@@ -129,7 +129,7 @@ func TestRedteamNestedRepoFsmonitor(t *testing.T) {
 		t.Errorf("BREACH: the host's git status in workdir/sub ran the agent's core.fsmonitor")
 	}
 	// Why: fedmem-run moved the repository made during the session aside
-	// after it (sandbox/nestedrepo_linux.go) and said so in an event.
+	// after it (sandbox/guard/nestedrepo_linux.go) and said so in an event.
 	q := filepath.Join(e.workdir, "sub", ".git.fedmem-quarantined-"+r.session)
 	if _, err := os.Lstat(q); err != nil {
 		t.Errorf("sub/.git was not quarantined as %s: %v", q, err)

@@ -16,7 +16,6 @@
 package intercept
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -31,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -76,6 +76,7 @@ type Server struct {
 	mu     sync.Mutex
 	leaves map[string]*tls.Certificate
 	credMu sync.RWMutex // Creds' Real values change on a refresh
+	scrub  *scrubber    // built from Creds and retired; nil: to build
 	// retired are credentials as they were before a refresh: their old
 	// real values, still valid upstream for a while, are scrubbed too.
 	retired []Cred
@@ -212,36 +213,25 @@ func (s *Server) Serve(c net.Conn, pre []byte, host string, port int, addrs []ne
 			// undecoded, past the scrub and the refresh's reading (a
 			// default Go, Python requests or Node client asks for gzip).
 			pr.Out.Header.Del("Accept-Encoding")
+			// A part of an answer is a part of a real value the host
+			// reflects: the scrub matches whole values only, and a host
+			// that honours Range hands a value over a few bytes per
+			// answer (TestRT18RangeEchoReassembled). The agent asks for
+			// the whole; a partial answer is refused (answer).
+			for _, h := range partialRequest {
+				pr.Out.Header.Del(h)
+			}
 		},
-		Transport:  scrub1xx{rt: tr, s: s},
-		BufferPool: proxyBuffers,
-		ModifyResponse: func(r *http.Response) error {
-			if r.StatusCode == http.StatusSwitchingProtocols {
-				// What follows an upgrade (a websocket) is a raw stream
-				// in both directions: bytes the scrub and the placeholder
-				// search do not read (TestRT18EchoTrailerEarlyHintsUpgrade).
-				r.Body.Close()
-				return errors.New("an upgrade (101 Switching Protocols) of a connection to a credential's host: refused (the stream after it could carry a real value back unscrubbed)")
-			}
-			if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
-				// Not asked for (the transport decodes what it asked
-				// for): bytes the scrub cannot read are not passed.
-				r.Body.Close()
-				return fmt.Errorf("an answer in content encoding %q the credential proxy did not ask for: refused (its real values could not be replaced)", ce)
-			}
-			if req, ok := r.Request.Context().Value(refreshKey{}).(*refreshReq); ok {
-				s.refreshed(r, req)
-			}
-			s.scrubResponse(r)
-			return nil
-		},
+		Transport:      scrub1xx{rt: tr, s: s},
+		BufferPool:     proxyBuffers,
+		ModifyResponse: s.answer,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			// The transport's errors quote what the host sent (a header
 			// line, a status line, a Content-Length) and ModifyResponse's
 			// the encoding it named: a host that reflects the request
 			// puts a real value there (TestRT18UpstreamErrorEchoScrubbed).
 			// Scrubbed like an answer, and quoted forms too.
-			msg := scrubError(err.Error(), s.scrubPairs())
+			msg := s.scrubber().scrubString(err.Error())
 			s.event("network", map[string]any{"method": r.Method, "host": host, "port": port, "allowed": false, "reason": "credential proxy: upstream: " + msg})
 			http.Error(w, "fedmem: upstream "+hostport+": "+msg, http.StatusBadGateway)
 		},
@@ -267,6 +257,53 @@ func (s *Server) Serve(c net.Conn, pre []byte, host string, port int, addrs []ne
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, ErrorLog: nil}
 	_ = srv.Serve(ln)
 	<-ln.done
+}
+
+// partialRequest are the request headers that ask for a part of an answer:
+// Range and If-Range (RFC 9110), and Request-Range, which Apache httpd
+// took for Range.
+var partialRequest = []string{"Range", "If-Range", "Request-Range"}
+
+// answer checks and scrubs an answer of the credential's host before the
+// proxy copies it to the agent (ReverseProxy's ModifyResponse): what the
+// scrub could not read whole is refused (the error handler answers 502).
+func (s *Server) answer(r *http.Response) error {
+	if r.StatusCode == http.StatusSwitchingProtocols {
+		// What follows an upgrade (a websocket) is a raw stream in both
+		// directions: bytes the scrub and the placeholder search do not
+		// read (TestRT18EchoTrailerEarlyHintsUpgrade).
+		r.Body.Close()
+		return errors.New("an upgrade (101 Switching Protocols) of a connection to a credential's host: refused (the stream after it could carry a real value back unscrubbed)")
+	}
+	byteranges := false
+	for _, ct := range r.Header.Values("Content-Type") {
+		mt, _, _ := mime.ParseMediaType(ct)
+		byteranges = byteranges || strings.EqualFold(mt, "multipart/byteranges")
+	}
+	if r.StatusCode == http.StatusPartialContent || len(r.Header.Values("Content-Range")) > 0 || byteranges {
+		// Range is not sent (Rewrite): a host that answers a part
+		// anyway could cut a real value where the scrub does not see
+		// it whole (TestRT18RangeEchoReassembled).
+		r.Body.Close()
+		return fmt.Errorf("a partial answer (%s, Content-Range %q) from a credential's host: refused (a part of a real value is not recognised)", r.Status, r.Header.Get("Content-Range"))
+	}
+	for _, line := range r.Header.Values("Content-Encoding") {
+		// Not asked for (the transport decodes what it asked for):
+		// bytes the scrub cannot read are not passed. Every line and
+		// every coding in it: the agent reads them all
+		// (TestRT18SecondContentEncodingLine).
+		for _, ce := range strings.Split(line, ",") {
+			if ce = strings.TrimSpace(ce); ce != "" && !strings.EqualFold(ce, "identity") {
+				r.Body.Close()
+				return fmt.Errorf("an answer in content encoding %q the credential proxy did not ask for: refused (its real values could not be replaced)", ce)
+			}
+		}
+	}
+	if req, ok := r.Request.Context().Value(refreshKey{}).(*refreshReq); ok {
+		s.refreshed(r, req)
+	}
+	s.scrubResponse(r)
+	return nil
 }
 
 // inject replaces, in r's headers, the placeholder of each credential
@@ -306,6 +343,12 @@ func (s *Server) inject(r *http.Request, host string, port int) (string, string)
 			return c.Name, "the URL"
 		}
 		for k, vs := range r.Header {
+			// A name is canonicalised by the server's reader (and is
+			// case-insensitive): searched in any case
+			// (TestRT18PlaceholderInHeaderName).
+			if strings.Contains(strings.ToLower(k), strings.ToLower(c.Placeholder)) {
+				return c.Name, "a header name"
+			}
 			for _, v := range vs {
 				if strings.Contains(v, c.Placeholder) {
 					return c.Name, "header " + k
@@ -321,107 +364,59 @@ func (s *Server) inject(r *http.Request, host string, port int) (string, string)
 	return "", ""
 }
 
-// scrubPair is one form of a real value an answer may echo, and what
-// replaces it there: the same length, so an answer's length holds.
-type scrubPair struct{ real, mask []byte }
-
-// scrubPairs are the forms of every real value (the current ones and those
-// a refresh replaced) the scrub replaces in answers: the value itself, by
-// its placeholder — or, once a refresh made it another length than its
-// placeholder, by the placeholder cut or padded to its length
-// (TestRT18RefreshedTokenEchoScrubbed) — and, for a Basic credential, its
-// base64 at each of the three alignments it can have in "user:password"
-// (an echo of the Authorization header, TestRT18BasicAuthEchoScrubbed).
-func (s *Server) scrubPairs() []scrubPair {
-	creds := s.creds()
-	s.credMu.RLock()
-	creds = append(creds, s.retired...)
-	s.credMu.RUnlock()
-	var out []scrubPair
-	for _, c := range creds {
+// scrubber is the scrub for every real value (the current ones and those
+// a refresh replaced), built once per set of values (a refresh drops it).
+// Each value's mask is its placeholder — or, once a refresh made the value
+// another length than its placeholder, the placeholder cut or padded to
+// its length (TestRT18RefreshedTokenEchoScrubbed) — and each is searched
+// in every form formsOf names: for a Basic credential its base64 is the
+// echo of the Authorization header (TestRT18BasicAuthEchoScrubbed).
+func (s *Server) scrubber() *scrubber {
+	s.credMu.Lock()
+	defer s.credMu.Unlock()
+	if s.scrub != nil {
+		return s.scrub
+	}
+	var pairs []scrubPair
+	for _, c := range append(append([]Cred(nil), s.Creds...), s.retired...) {
 		if c.Real == "" {
 			continue
 		}
-		mask := c.Placeholder
-		if len(mask) > len(c.Real) {
-			mask = mask[:len(c.Real)]
-		} else if len(mask) < len(c.Real) {
-			mask += strings.Repeat("x", len(c.Real)-len(mask))
-		}
-		out = append(out, scrubPair{[]byte(c.Real), []byte(mask)})
-		if !c.Basic {
-			continue
-		}
-		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
-			for align := 0; align < 3; align++ {
-				r, m := base64Core(enc, c.Real, align), base64Core(enc, mask, align)
-				if len(r) >= 8 && len(r) == len(m) {
-					out = append(out, scrubPair{r, m})
-				}
+		for _, p := range formsOf(c.Real, fit(c.Placeholder, len(c.Real))) {
+			if !seenFold(pairs, string(p.real)) {
+				pairs = append(pairs, p)
 			}
 		}
 	}
-	return out
-}
-
-// base64Core is the part of v's base64 that depends on v alone when v
-// starts align bytes into a 3-byte group: the characters whose 6 bits all
-// lie within v.
-func base64Core(enc *base64.Encoding, v string, align int) []byte {
-	e := enc.EncodeToString(append(make([]byte, align), v...))
-	start, end := (8*align+5)/6, 8*(align+len(v))/6
-	if end > len(e) || start >= end {
-		return nil
-	}
-	return []byte(e[start:end])
+	s.scrub = newScrubber(pairs)
+	return s.scrub
 }
 
 // scrubHeader replaces the real values in h's names and values.
-func scrubHeader(h http.Header, pairs []scrubPair) {
+func scrubHeader(h http.Header, sc *scrubber) {
 	for k, vs := range h {
 		for j, v := range vs {
-			vs[j] = scrubString(v, pairs)
+			vs[j] = sc.scrubString(v)
 		}
-		if k2 := scrubString(k, pairs); k2 != k {
+		if k2 := sc.scrubString(k); k2 != k {
 			delete(h, k)
 			h[k2] = append(h[k2], vs...)
 		}
 	}
 }
 
-// scrubError is scrubString for an error's text, which may hold a value
-// as %q quoted it: the quoted forms are replaced too.
-func scrubError(v string, pairs []scrubPair) string {
-	v = scrubString(v, pairs)
-	for _, p := range pairs {
-		qr, qm := strconv.Quote(string(p.real)), strconv.Quote(string(p.mask))
-		v = strings.ReplaceAll(v, qr[1:len(qr)-1], qm[1:len(qm)-1])
-	}
-	return v
-}
-
-func scrubString(v string, pairs []scrubPair) string {
-	for _, p := range pairs {
-		v = strings.ReplaceAll(v, string(p.real), string(p.mask))
-	}
-	return v
-}
-
 // scrubResponse replaces a real value echoed in the response — its
 // headers, its body, its trailers — by its placeholder: the agent never
 // reads a real value off the wire. (Informational answers: scrub1xx.)
 func (s *Server) scrubResponse(r *http.Response) {
-	pairs := s.scrubPairs()
-	scrubHeader(r.Header, pairs)
-	scrubHeader(r.Trailer, pairs) // the names announced; the values come after the body
-	if r.Body != nil && len(pairs) > 0 {
-		keep := 0
-		for _, p := range pairs {
-			keep = max(keep, len(p.real)-1)
-		}
+	sc := s.scrubber()
+	scrubHeader(r.Header, sc)
+	scrubHeader(r.Trailer, sc) // the names announced; the values come after the body
+	if r.Body != nil && len(sc.pairs) > 0 {
+		keep := sc.maxLen - 1
 		// A buffer for one record to start with (most answers are
 		// small); it grows to wireBuf once records are waiting.
-		b := &scrubBody{rc: r.Body, pairs: pairs, keep: keep, buf: make([]byte, maxRecord+keep), resp: r}
+		b := &scrubBody{rc: r.Body, sc: sc, keep: keep, buf: make([]byte, maxRecord+keep), resp: r}
 		// Not through a decompressor: it may need more than has arrived
 		// to give anything, and it reads the body to its end (and the
 		// transport then reads the connection) before its last bytes.
@@ -456,7 +451,7 @@ func (x scrub1xx) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctx := context.WithValue(r.Context(), upstreamKey{}, u)
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		Got1xxResponse: func(_ int, h textproto.MIMEHeader) error {
-			scrubHeader(http.Header(h), x.s.scrubPairs())
+			scrubHeader(http.Header(h), x.s.scrubber())
 			return nil
 		},
 		GotConn: func(i httptrace.GotConnInfo) {
@@ -487,16 +482,16 @@ func (x scrub1xx) RoundTrip(r *http.Request) (*http.Response, error) {
 // goes to the agent in one write (batchConn). It never reads on when a
 // read could wait.
 type scrubBody struct {
-	rc    io.ReadCloser
-	pairs []scrubPair
-	keep  int    // the longest proper prefix of a real value
-	buf   []byte // buf[:n]: read, scrubbed; buf[:n-hold] may go out
-	n     int
-	hold  int // the tail of buf[:n] that begins a real value
-	out   int // buf[:out] already returned
-	eof   bool
-	resp  *http.Response
-	more  func() bool // nil: one read at a time
+	rc   io.ReadCloser
+	sc   *scrubber
+	keep int    // the longest proper prefix of a real value
+	buf  []byte // buf[:n]: read, scrubbed; buf[:n-hold] may go out
+	n    int
+	hold int // the tail of buf[:n] that begins a real value
+	out  int // buf[:out] already returned
+	eof  bool
+	resp *http.Response
+	more func() bool // nil: one read at a time
 }
 
 func (b *scrubBody) Read(p []byte) (int, error) {
@@ -513,67 +508,68 @@ func (b *scrubBody) Read(p []byte) (int, error) {
 		if b.eof {
 			return 0, io.EOF
 		}
-		// Move the kept tail to the front, read after it.
+		// Only the kept tail is left: move it to the front of the
+		// buffer read into — the caller's own when it has room for a
+		// record past the tail (the reverse proxy's 256 KB: the bytes
+		// are not copied once more, out of ours), else ours.
 		tail := b.n - b.out
-		copy(b.buf, b.buf[b.out:b.n])
+		dst, intoP := b.buf, len(p) >= tail+maxRecord
+		if intoP {
+			dst = p
+		}
+		copy(dst, b.buf[b.out:b.n])
 		b.n, b.out = tail, 0
-		start := max(0, b.n-b.keep)
-		var err error
-		for {
-			var k int
-			k, err = b.rc.Read(b.buf[b.n:])
-			b.n += k
-			if k == 0 || err != nil || b.more == nil || !b.more() {
-				break
-			}
-			if len(b.buf)-b.n < maxRecord {
-				if len(b.buf) >= wireBuf+b.keep {
-					break
-				}
-				b.buf = append(b.buf[:b.n], make([]byte, wireBuf+b.keep-b.n)...)
-			}
+		n, err := b.fill(&dst, tail, !intoP)
+		if n > 0 {
+			b.sc.scrub(dst[:n]) // from 0: the tail is shorter than every form
 		}
-		if b.n > start {
-			win := b.buf[start:b.n]
-			for _, pr := range b.pairs {
-				for i := bytes.Index(win, pr.real); i >= 0; i = bytes.Index(win, pr.real) {
-					copy(win[i:], pr.mask)
-				}
-			}
-		}
-		b.hold = prefixTail(b.buf[:b.n], b.pairs)
+		hold, which := b.sc.prefixTail(dst[:n])
 		if err == io.EOF {
 			b.eof = true
+			if hold >= minForm {
+				// The answer ends inside what begins a real value:
+				// that beginning goes out masked too.
+				copy(dst[n-hold:n], b.sc.pairs[which].mask)
+			}
+			hold = 0
 			if b.resp != nil {
-				scrubHeader(b.resp.Trailer, b.pairs)
+				scrubHeader(b.resp.Trailer, b.sc)
 			}
 		} else if err != nil {
 			return 0, err
 		}
+		if !intoP {
+			b.buf, b.n, b.hold = dst, n, hold
+			continue
+		}
+		// Read into p: what may go out is there; the tail to keep
+		// back goes to our buffer.
+		b.n = copy(b.buf, p[n-hold:n])
+		b.hold = b.n
+		if n > hold {
+			return n - hold, nil
+		}
 	}
 }
 
-// prefixTail is the length of the longest suffix of b that is a proper
-// prefix of a real value: a value that begins in b and ends past it
-// begins there, so the bytes before it can go out.
-func prefixTail(b []byte, pairs []scrubPair) int {
-	hold := 0
-	for _, pr := range pairs {
-		r := pr.real
-		from := max(0, len(b)-len(r)+1)
-		for i := from; i < len(b) && len(b)-i > hold; i++ {
-			j := bytes.IndexByte(b[i:], r[0])
-			if j < 0 {
-				break
+// fill reads the upstream into (*dst)[n:] once, and on while more has
+// arrived and (*dst) has room for a record — growing it to wireBuf past
+// keep when it is scrubBody's own buffer (own). It returns the bytes now in
+// *dst and the last read's error.
+func (b *scrubBody) fill(dst *[]byte, n int, own bool) (int, error) {
+	for {
+		k, err := b.rc.Read((*dst)[n:])
+		n += k
+		if k == 0 || err != nil || b.more == nil || !b.more() {
+			return n, err
+		}
+		if len(*dst)-n < maxRecord {
+			if !own || len(*dst) >= wireBuf+b.keep {
+				return n, nil
 			}
-			i += j
-			if len(b)-i > hold && bytes.HasPrefix(r, b[i:]) {
-				hold = len(b) - i
-				break
-			}
+			*dst = append((*dst)[:n], make([]byte, wireBuf+b.keep-n)...)
 		}
 	}
-	return hold
 }
 
 func (b *scrubBody) Close() error { return b.rc.Close() }

@@ -137,6 +137,9 @@ func (s *Server) refreshed(r *http.Response, req *refreshReq) {
 		doc[c.FromResponse] = c.Placeholder
 		updated = append(updated, *c)
 	}
+	if len(updated) > 0 {
+		s.scrub = nil // new values: the scrub is built again
+	}
 	s.credMu.Unlock()
 	if len(updated) == 0 {
 		keep(b)

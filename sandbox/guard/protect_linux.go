@@ -1,4 +1,4 @@
-package sandbox
+package guard
 
 import (
 	"errors"
@@ -25,19 +25,7 @@ import (
 // to make, and a mount point cannot be unlinked, renamed or replaced from
 // inside its mount namespace (EBUSY).
 
-// Placeholder sources in the staging tmpfs; readable, so that a tool that
-// reads the name finds nothing to do rather than an error.
-const (
-	placeholderFile = "/tmp/.fedmem-placeholder"
-	placeholderJSON = "/tmp/.fedmem-placeholder.json"
-)
-
-// errUnreachable marks a placeholder the init cannot create because its
-// uid may not write the directory: the agent (same uid, no capability)
-// cannot create the name either.
-var errUnreachable = errors.New("the agent's uid cannot create it either")
-
-// guardPlaceholders runs in fedmem-run, on the host, around the whole
+// Placeholders runs in fedmem-run, on the host, around the whole
 // session: it takes a shared flock(2) on the directory of every Protected
 // path and returns the function that, once the sandbox is gone, removes the
 // placeholder mount points (empty regular files or empty directories with
@@ -62,11 +50,11 @@ var errUnreachable = errors.New("the agent's uid cannot create it either")
 // process that can open the directory can hold it for ever (a concurrent
 // session's agent whose writable workdir holds this one's), and a session
 // that waited for ever could only be ended by SIGKILL (fedmem-run holds
-// the forwarded signals). Past the wait the session is refused (err, stage
-// "protect", naming the directory) rather than run with placeholders that
-// another cleanup could detach; release is then still called: it removes
+// the forwarded signals). Past the wait the session is refused (err,
+// naming the directory, which the backend reports at stage "protect")
+// rather than run with placeholders that another cleanup could detach; release is then still called: it removes
 // what it can (the placeholders of the directories it did lock).
-func guardPlaceholders(spec *Spec) (release func(coversLost bool), err error) {
+func Placeholders(spec *Spec) (release func(coversLost bool), err error) {
 	pl := spec.Plan
 	// Filesystem timestamps come from the kernel's coarse clock (a jiffy
 	// behind the fine one) or, multigrain, from a fine one: the session's
@@ -131,8 +119,8 @@ func guardPlaceholders(spec *Spec) (release func(coversLost bool), err error) {
 				unix.Close(fd)
 				err = lerr
 				if errors.Is(lerr, unix.EWOULDBLOCK) && refused == nil {
-					refused = &Error{Code: ExitFedmemError, Stage: mounts.StageProtect, Msg: fmt.Sprintf(
-						"%s: another process has held an exclusive flock(2) on it for %s (another session's cleanup takes milliseconds; a process of a concurrent session can hold it for ever): refusing to run with placeholders there unguarded", dir, placeholderLockWait)}
+					refused = fmt.Errorf(
+						"%s: another process has held an exclusive flock(2) on it for %s (another session's cleanup takes milliseconds; a process of a concurrent session can hold it for ever): refusing to run with placeholders there unguarded", dir, placeholderLockWait)
 				}
 			}
 		}
@@ -192,7 +180,7 @@ func guardPlaceholders(spec *Spec) (release func(coversLost bool), err error) {
 }
 
 // placeholderLockWait bounds the wait for a protected directory's shared
-// lock (guardPlaceholders).
+// lock (Placeholders).
 const placeholderLockWait = 10 * time.Second
 
 // flockShared takes a shared flock(2) on fd, waiting at most wait (polling

@@ -1,4 +1,4 @@
-package sandbox
+package inboxcap
 
 import (
 	"errors"
@@ -6,30 +6,26 @@ import (
 	"os"
 	"path"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/fedmem/fedmem/mounts"
 )
 
 // inboxMaxEntries bounds the entries the inbox may hold: a flood of entries
 // is a flood, whatever their size.
 const inboxMaxEntries = 100000
 
-// inboxCapInterval is how often the watcher walks the whole inbox, as a
-// backstop to its inotify events (writes through mmap make none), and how
-// often /tmp and /dev/shm are checked.
-const inboxCapInterval = 250 * time.Millisecond
+// Interval is how often the watcher walks the whole inbox, as a backstop
+// to its inotify events (writes through mmap make none), and how often
+// package sandbox checks /tmp and /dev/shm.
+const Interval = 250 * time.Millisecond
 
 // inboxEvents are the inotify events that can change what the inbox holds.
 const inboxEvents = unix.IN_CREATE | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_MOVED_TO |
 	unix.IN_MOVED_FROM | unix.IN_DELETE | unix.IN_ATTRIB | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
 
-// watchInboxCap watches the session's inbox and calls over, once, with the
+// Watch watches the session's inbox and calls over, once, with the
 // reason, as soon as the inbox holds more than max bytes or cannot be
 // inspected. It ends when stop is closed.
 //
@@ -47,9 +43,9 @@ const inboxEvents = unix.IN_CREATE | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix
 // event re-stats only the entry it names, against a per-entry and per-inode
 // map, so a write costs O(depth), not a walk. A lost event queue
 // (IN_Q_OVERFLOW), a directory moved or an event for an unknown directory
-// triggers a full walk, and a full walk also runs every inboxCapInterval as
+// triggers a full walk, and a full walk also runs every Interval as
 // a backstop. Without inotify (no instance left) the watcher only walks.
-func watchInboxCap(inbox string, max int64, stop <-chan struct{}, over func(reason string)) {
+func Watch(inbox string, max int64, stop <-chan struct{}, over func(reason string)) {
 	w := &inboxWatch{inbox: inbox, max: max, ifd: -1, root: -1}
 	defer w.close()
 	if fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK); err == nil {
@@ -86,16 +82,16 @@ func watchInboxCap(inbox string, max int64, stop <-chan struct{}, over func(reas
 			select {
 			case <-stop:
 				return
-			case <-time.After(inboxCapInterval):
+			case <-time.After(Interval):
 			}
 			if check(w.full()) {
 				return
 			}
 			continue
 		}
-		_ = w.file.SetReadDeadline(last.Add(inboxCapInterval))
+		_ = w.file.SetReadDeadline(last.Add(Interval))
 		n, err := w.file.Read(buf)
-		if err != nil || time.Since(last) >= inboxCapInterval {
+		if err != nil || time.Since(last) >= Interval {
 			if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 				over(fmt.Sprintf("cannot watch the inbox %s: %v", inbox, err))
 				return
@@ -387,85 +383,8 @@ func (w *inboxWatch) events(b []byte) error {
 	return nil
 }
 
-// tmpNotes says how limits.tmp_bytes is enforced, for the report.
-func tmpNotes(pl *mounts.Plan) []string {
-	for _, m := range pl.Mounts {
-		if m.Kind == mounts.Tmpfs && m.Target == "/tmp" && m.Size > 0 {
-			return []string{fmt.Sprintf("tmp_bytes=%d (tmpfs size of /tmp and of /dev/shm: ENOSPC past it)", m.Size)}
-		}
-	}
-	return nil
-}
-
-// tmpCap watches the sandbox's /tmp and /dev/shm (tmpfs capped at
-// limits.tmp_bytes) from fedmem-run and ends the session when one is full:
-// the kernel already refuses the write (ENOSPC); this makes the limit a
-// reported end of the session, like the others, instead of an error some
-// program may swallow.
-type tmpCap struct {
-	full   atomic.Bool
-	reason atomic.Value // string
-	once   sync.Once
-	stop   chan struct{}
-}
-
-// start opens both tmpfs through /proc/PID/root of the sandbox's pid 1
-// (after pivot_root: call it once the init reports "started") and polls
-// them. The descriptors keep the file systems for statfs only; they are
-// O_PATH and never reach the agent.
-func (c *tmpCap) start(pl *mounts.Plan, pid int, kill func()) {
-	if tmpNotes(pl) == nil {
-		return
-	}
-	c.once.Do(func() {
-		c.stop = make(chan struct{})
-		var fds []int
-		var names []string
-		for _, d := range []string{"tmp", "dev/shm"} {
-			fd, err := unix.Open(fmt.Sprintf("/proc/%d/root/%s", pid, d), unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			if err == nil {
-				fds, names = append(fds, fd), append(names, "/"+d)
-			}
-		}
-		go func() {
-			defer func() {
-				for _, fd := range fds {
-					unix.Close(fd)
-				}
-			}()
-			t := time.NewTicker(inboxCapInterval)
-			defer t.Stop()
-			for {
-				select {
-				case <-c.stop:
-					return
-				case <-t.C:
-				}
-				for i, fd := range fds {
-					var st unix.Statfs_t
-					if unix.Fstatfs(fd, &st) == nil && st.Type == unix.TMPFS_MAGIC && st.Blocks > 0 && st.Bavail == 0 {
-						c.reason.Store(fmt.Sprintf("%s is full (%d bytes, limits.tmp_bytes)", names[i], int64(st.Blocks)*st.Bsize))
-						c.full.Store(true)
-						kill()
-						return
-					}
-				}
-			}
-		}()
-	})
-}
-
-// finish stops the watch and reports a hit in res.
-func (c *tmpCap) finish(res *Result) {
-	if c.stop != nil {
-		close(c.stop)
-	}
-	if !c.full.Load() {
-		return
-	}
-	res.LimitsHit = append(res.LimitsHit, "tmp_bytes")
-	res.Layers.Notes = append(res.Layers.Notes, fmt.Sprintf("tmp_bytes: %v", c.reason.Load()))
-	if res.ExitCode < 0 {
-		res.ExitCode, res.Signal = 128+int(unix.SIGKILL), int(unix.SIGKILL)
-	}
+// openSubdir opens the directory name in dfd for reading, never following
+// a link (a symbolic link at name fails with ELOOP, a file with ENOTDIR).
+func openSubdir(dfd int, name string) (int, error) {
+	return unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 }

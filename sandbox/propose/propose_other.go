@@ -1,6 +1,6 @@
 //go:build !linux
 
-package launch
+package propose
 
 import "os"
 
@@ -8,4 +8,4 @@ func isWhiteout(os.FileInfo) bool { return false }
 
 func opaque(string) bool { return false }
 
-func upperFull(*os.File) bool { return false }
+func UpperFull(*os.File) bool { return false }

@@ -1,4 +1,4 @@
-package launch
+package propose
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/fedmem/fedmem/profiles"
+	"github.com/fedmem/fedmem/mounts/families"
 )
 
 // Proposal is what became of a proposed workdir's writes (profile
@@ -44,7 +44,7 @@ type Proposal struct {
 	Bytes int64          `json:"bytes"`
 	Files []ProposedFile `json:"files"`
 	// Flagged are the proposed paths of the persistence families
-	// (profiles.ProjectFamilies, the files the next agent reads as
+	// (families.ProjectFamilies, the files the next agent reads as
 	// instructions, anything under a .git): look at them before applying.
 	Flagged []ProposedFile `json:"flagged,omitempty"`
 	// Skipped are entries a branch or patch cannot hold (FIFOs, sockets,
@@ -266,12 +266,12 @@ func inGit(rel string) bool {
 }
 
 var (
-	proposeFamilies     = profiles.ProjectPatterns(false)
-	proposeInstructions = profiles.InstructionPatterns()
+	proposeFamilies     = families.ProjectPatterns(false)
+	proposeInstructions = families.InstructionPatterns()
 )
 
 // persistenceWhy says why rel is a persistence-class path (a
-// profiles.ProjectFamilies pattern or an instruction file at any depth,
+// families.ProjectFamilies pattern or an instruction file at any depth,
 // the path itself or a directory above it), or "".
 func persistenceWhy(rel string) string {
 	if inGit(rel) {
@@ -331,7 +331,7 @@ func onCallerPath(c change, dirs map[string]bool) string {
 }
 
 // gitRunsCode reports whether rel, under a .git, is one of the names that
-// make Git run code (profiles.GitPersist, profiles.AfterSession: hooks,
+// make Git run code (families.GitPersist, families.AfterSession: hooks,
 // config, info, worktrees, modules, commondir) or lies under one.
 func gitRunsCode(rel string) bool {
 	parts := strings.Split(rel, "/")
@@ -340,7 +340,7 @@ func gitRunsCode(rel string) bool {
 			continue
 		}
 		sub := ".git/" + strings.Join(parts[i+1:], "/")
-		for _, p := range append(append([]profiles.Persist{}, profiles.GitPersist...), profiles.AfterSession...) {
+		for _, p := range append(append([]families.Persist{}, families.GitPersist...), families.AfterSession...) {
 			if strings.EqualFold(sub, p.Path) || strings.HasPrefix(strings.ToLower(sub), strings.ToLower(p.Path)+"/") {
 				return true
 			}
@@ -391,12 +391,12 @@ func gitEnv(environ []string, extra ...string) []string {
 	return append(out, extra...)
 }
 
-// makeProposal turns the upper layer into the proposal for session id of
+// Make turns the upper layer into the proposal for session id of
 // the workdir: a branch fedmem/propose/ID on the workdir's HEAD when it is
 // in a Git work tree, else a patch in the proposal's folder. It never
 // touches the workdir, its index or its work tree. On failure the upper
 // layer is copied to Dir/upper and Error says where.
-func makeProposal(upper *os.File, workdir, id string, environ []string, home string, full bool) *Proposal {
+func Make(upper *os.File, workdir, id string, environ []string, home string, full bool) *Proposal {
 	pr := &Proposal{Dir: proposalDir(environ, home, id), Full: full, Files: []ProposedFile{}}
 	fail := func(err error) *Proposal {
 		pr.Kind = "kept"

@@ -1,4 +1,4 @@
-package launch
+package propose
 
 import (
 	"os"
@@ -26,9 +26,9 @@ func opaque(dir string) bool {
 	return false
 }
 
-// upperFull reports whether the proposal's tmpfs is full (or all but
+// UpperFull reports whether the proposal's tmpfs is full (or all but
 // full: under 64KiB free), i.e. a write past limits.workdir_bytes failed.
-func upperFull(upper *os.File) bool {
+func UpperFull(upper *os.File) bool {
 	var st unix.Statfs_t
 	if err := unix.Fstatfs(int(upper.Fd()), &st); err != nil {
 		return false

@@ -1,4 +1,4 @@
-package launch
+package credentials
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// watch ends the session (fail closed) when a credential's source file is
+// Watch ends the session (fail closed) when a credential's source file is
 // replaced or removed outside while the agent runs: the kernel lazily
 // detaches mounts on a dentry unlinked or renamed over in another mount
 // namespace (Linux ≥ 3.18), so a `claude login` or a token refresh outside
@@ -19,13 +19,13 @@ import (
 // an agent already waiting on the name can read in between
 // (docs/threat-model.md, guarantee 8). The after-session mount check
 // reports the lost cover too (covers_lost).
-func (cs *credSession) watch(ctx context.Context) context.Context {
+func (cs *Session) Watch(ctx context.Context) context.Context {
 	if cs == nil {
 		return ctx
 	}
 	names := map[string][]string{} // dir → file names
 	for _, s := range cs.secrets {
-		if s.file != "" && !s.cred.Seeded { // a seed is not covered: its copy is what the agent sees
+		if s.cover { // a seed the agent does not see is not covered: its copy is what the agent sees
 			d := filepath.Dir(s.file)
 			names[d] = append(names[d], filepath.Base(s.file))
 		}

@@ -1,0 +1,83 @@
+package launch
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// hostPATH is the caller's PATH for the programs fedmem-run runs itself,
+// outside the sandbox, as the caller (git and cp for a proposal,
+// newgidmap, busctl, systemd-run): path without every entry the agent may
+// write (writable, the plan's) — at or under one, before or after links —
+// and without relative entries (they name the working directory). An
+// earlier session's agent could leave bin/git in a workdir folder that
+// the caller's PATH names (direnv's PATH_add bin), and the next
+// fedmem-run ran it as root to write a proposal
+// (TestHostProgramsNotFromAgentPath). Grant what is needed: those
+// programs are the system's. dropped are the entries left out. The
+// agent's own PATH is its environment's, unchanged.
+func hostPATH(path string, writable []string) (kept string, dropped []string) {
+	var ws []string
+	for _, w := range writable {
+		ws = append(ws, filepath.Clean(w))
+		if r, err := filepath.EvalSymlinks(w); err == nil {
+			ws = append(ws, r)
+		}
+	}
+	under := func(p string) bool {
+		for _, w := range ws {
+			if p == w || w == "/" || strings.HasPrefix(p, w+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	for _, e := range filepath.SplitList(path) {
+		if e == "" || !filepath.IsAbs(e) {
+			dropped = append(dropped, e)
+			continue
+		}
+		c := filepath.Clean(e)
+		r, err := filepath.EvalSymlinks(c)
+		if err != nil {
+			r = c
+		}
+		if under(c) || under(r) {
+			dropped = append(dropped, e)
+			continue
+		}
+		out = append(out, e)
+	}
+	return strings.Join(out, string(filepath.ListSeparator)), dropped
+}
+
+// useHostPATH sets fedmem-run's own PATH to hostPATH's (the agent's
+// environment was made before, from the caller's): every program
+// fedmem-run looks up from here on comes from a folder the agent cannot
+// write. It returns the entries left out.
+func useHostPATH(writable []string) []string {
+	kept, dropped := hostPATH(os.Getenv("PATH"), writable)
+	if len(dropped) > 0 {
+		os.Setenv("PATH", kept)
+	}
+	return dropped
+}
+
+// leftOnAgentPath adds to err, when a program named name lies in one of
+// the PATH entries hostPATH dropped, that it was there and not used: the
+// refusal names the program the agent (or an earlier one) wrote.
+func leftOnAgentPath(err error, name string, dropped []string) error {
+	if err == nil {
+		return nil
+	}
+	for _, d := range dropped {
+		p := filepath.Join(d, name)
+		if fi, serr := os.Stat(p); serr == nil && fi.Mode().IsRegular() && filepath.IsAbs(d) {
+			return fmt.Errorf("%w (%s is under %s, which the agent writes: fedmem-run does not run it)", err, p, d)
+		}
+	}
+	return err
+}
