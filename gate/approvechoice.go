@@ -22,26 +22,23 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/review"
 	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 )
 
-// ApproveOptions is a reviewer's decision about a contradicting draft.
-type ApproveOptions struct {
-	// Supersede deprecates the notes the draft contradicts, in the
-	// promotion's commit.
-	Supersede bool `json:"supersede,omitempty"`
-	// Title promotes the draft under this title instead of its own.
-	Title string `json:"title,omitempty"`
-	// batch: the approval is one of a batch (ApproveAll), whose listing
-	// shows no note an approval retires — so it retires none.
+// approval is a reviewer's choice and whether it is one of a batch
+// (ApproveAll), whose listing shows no note an approval retires — so it
+// retires none.
+type approval struct {
+	review.ApproveOptions
 	batch bool
 }
 
 // applyChoice applies a retitle to the held draft (re-validated: a title
 // is part of what every content check reads).
-func (g *Gate) applyChoice(d *Decision, res validate.Result, opts ApproveOptions) (validate.Result, error) {
+func (g *Gate) applyChoice(d *Decision, res validate.Result, opts review.ApproveOptions) (validate.Result, error) {
 	if opts.Title == "" {
 		return res, nil
 	}
@@ -77,7 +74,7 @@ func (g *Gate) applyChoice(d *Decision, res validate.Result, opts ApproveOptions
 // no contradiction, or the reviewer chose to supersede (the notes join the
 // draft's `supersedes`, so promoteDraft deprecates them in its commit);
 // otherwise ErrContradiction.
-func (g *Gate) decideContradiction(d *Decision, res validate.Result, v *decide.Verdict, opts ApproveOptions) (validate.Result, error) {
+func (g *Gate) decideContradiction(d *Decision, res validate.Result, v *decide.Verdict, opts review.ApproveOptions) (validate.Result, error) {
 	_, head, err := g.repo.Head()
 	if err != nil {
 		return res, err

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/review"
 	"github.com/fedmem/fedmem/vault/note"
 )
 
@@ -180,11 +181,11 @@ func TestApproveContradictionIsDecided(t *testing.T) {
 	if p, _ := g.Pending(); len(p) != 2 {
 		t.Fatalf("a failed approval decided the draft: %d pending", len(p))
 	}
-	if _, err := g.ApproveWith(eu.ID, "alice", ApproveOptions{Supersede: true, Title: "x"}); err == nil || !strings.Contains(err.Error(), "choose one") {
+	if _, err := g.ApproveWith(eu.ID, "alice", review.ApproveOptions{Supersede: true, Title: "x"}); err == nil || !strings.Contains(err.Error(), "choose one") {
 		t.Fatalf("--supersede with --title: %v", err)
 	}
 	for _, bad := range []string{"   ", "a\x01b", "!!!", strings.Repeat("x", 201)} {
-		if _, err := g.ApproveWith(eu.ID, "alice", ApproveOptions{Title: bad}); err == nil || !strings.Contains(err.Error(), "not usable") {
+		if _, err := g.ApproveWith(eu.ID, "alice", review.ApproveOptions{Title: bad}); err == nil || !strings.Contains(err.Error(), "not usable") {
 			t.Errorf("retitle to %q: %v", bad, err)
 		}
 	}
@@ -192,7 +193,7 @@ func TestApproveContradictionIsDecided(t *testing.T) {
 		t.Fatalf("a refused choice decided the draft: %d pending", len(p))
 	}
 
-	d, err := g.ApproveWith(eu.ID, "alice", ApproveOptions{Supersede: true})
+	d, err := g.ApproveWith(eu.ID, "alice", review.ApproveOptions{Supersede: true})
 	if err != nil || d.State != StatePromoted {
 		t.Fatalf("approve --supersede: %+v %v", d, err)
 	}
@@ -220,7 +221,7 @@ func TestApproveContradictionIsDecided(t *testing.T) {
 	if _, err := g.Approve(st.ID, "alice"); !errors.Is(err, decide.ErrContradiction) || !strings.Contains(err.Error(), d.Path) {
 		t.Fatalf("second approval: %v", err)
 	}
-	d2, err := g.ApproveWith(st.ID, "alice", ApproveOptions{Title: "Staging deployment region"})
+	d2, err := g.ApproveWith(st.ID, "alice", review.ApproveOptions{Title: "Staging deployment region"})
 	if err != nil || d2.State != StatePromoted || !strings.Contains(d2.Path, "staging-deployment-region") {
 		t.Fatalf("approve --title: %+v %v", d2, err)
 	}
@@ -250,7 +251,7 @@ func TestSupersedingNoteNotWithheldForItsSource(t *testing.T) {
 	s := once(t, g)
 	eu := decisionFor(t, s, "eu.md")
 	rtHeldBy(t, "eu.md", eu, decide.RuleConflict)
-	d, err := g.ApproveWith(eu.ID, "alice", ApproveOptions{Supersede: true})
+	d, err := g.ApproveWith(eu.ID, "alice", review.ApproveOptions{Supersede: true})
 	if err != nil {
 		t.Fatal(err)
 	}

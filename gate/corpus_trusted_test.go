@@ -3,12 +3,13 @@ package gate
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/fedmem/fedmem/gate/decide"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/fedmem/fedmem/gate/origin"
 )
 
 // The trusted-profile corpus (issue 24): testdata/trusted/hostile holds
@@ -29,7 +30,7 @@ import (
 func ciSession(t *testing.T, v, sess string) string {
 	t.Helper()
 	dir := session(t, v, sess)
-	rec := SessionRecord{Session: sess, Profile: "ci", ProfileHash: decide.BuiltinHash("ci"), UID: os.Geteuid(),
+	rec := SessionRecord{Session: sess, Profile: "ci", ProfileHash: origin.BuiltinHash("ci"), UID: os.Geteuid(),
 		Command: []string{"/usr/bin/claude", "-p"}, Started: "2026-11-29T20:00:00Z"}
 	b, _ := json.Marshal(rec)
 	if err := os.WriteFile(filepath.Join(v, "90-inbox", ".sessions", sess+".json"), b, 0o644); err != nil {

@@ -13,9 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/intake"
+	"github.com/fedmem/fedmem/gate/origin"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -73,7 +73,7 @@ func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, int, erro
 			continue
 		}
 		c := Claim{ID: newClaimID(g.now()), Session: sess, Name: n, NameRaw: []byte(n), FirstSeen: g.now().UTC(),
-			Stat: &decide.DraftOwner{UID: int(st.Uid), Mode: st.Mode & 0o7777, Ino: st.Ino, Ctime: time.Unix(st.Ctim.Unix()).UTC()}}
+			Stat: &origin.DraftOwner{UID: int(st.Uid), Mode: st.Mode & 0o7777, Ino: st.Ino, Ctime: time.Unix(st.Ctim.Unix()).UTC()}}
 		if err := g.journalClaim(c); err != nil {
 			return out, held, errors.Join(append(errs, err)...)
 		}
@@ -225,7 +225,7 @@ type readResult struct {
 	Retry  bool          // the file changed while read: try again later
 	// Owner is the inode the bytes were read from, as fstat(2) saw it
 	// around the read (set with Bytes).
-	Owner *decide.DraftOwner
+	Owner *origin.DraftOwner
 }
 
 func rejectClaim(rule, format string, args ...any) readResult {
@@ -312,7 +312,7 @@ func (g *Gate) readClaimAt(id string, max int64, mayReturn bool) (readResult, er
 		return readResult{Retry: true}, nil
 	}
 	sum := sha256.Sum256(b)
-	own := &decide.DraftOwner{UID: int(st.Uid), Mode: st.Mode & 0o7777, Ino: st.Ino}
+	own := &origin.DraftOwner{UID: int(st.Uid), Mode: st.Mode & 0o7777, Ino: st.Ino}
 	return readResult{Bytes: b, Sum: fmt.Sprintf("%x", sum), Owner: own}, nil
 }
 
@@ -320,8 +320,6 @@ func (g *Gate) readClaimAt(id string, max int64, mayReturn bool) (readResult, er
 // 90-inbox/.sessions/<session>.json, where the agent cannot reach it (one
 // definition, in package vault, shared with the launcher).
 type SessionRecord = vault.SessionRecord
-
-const maxSessionRecord = 1 << 20
 
 // sessionRecord reads the enforcer's record of a session. A missing or
 // unreadable record, or one whose uid is not the session directory's owner,
@@ -337,7 +335,7 @@ func (g *Gate) sessionRecord(in *inbox, sess string) *SessionRecord {
 	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxSessionRecord))
+	b, err := io.ReadAll(io.LimitReader(f, vault.MaxSessionRecord))
 	if err != nil {
 		return nil
 	}

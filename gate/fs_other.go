@@ -5,8 +5,8 @@ package gate
 import (
 	"context"
 
-	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/intake"
+	"github.com/fedmem/fedmem/gate/origin"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -37,7 +37,7 @@ type readResult struct {
 	Sum    string
 	Reject *note.Finding
 	Retry  bool
-	Owner  *decide.DraftOwner
+	Owner  *origin.DraftOwner
 }
 
 func (g *Gate) ServeReview(ctx context.Context, path string) error { return errUnsupported }

@@ -18,6 +18,7 @@ import (
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/intake"
 	"github.com/fedmem/fedmem/gate/logsafe"
+	"github.com/fedmem/fedmem/gate/origin"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/remote"
 	"github.com/fedmem/fedmem/gate/sign"
@@ -602,15 +603,15 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 // with the session's origin and the gate's own rate counts. It does not know
 // who wrote the draft's file: the session's origin is taken as is (used
 // where only the rules a draft trips matter); decisions use judgeOwned.
-func (g *Gate) judgeDraft(in *inbox, pol *policy.Policy, sess string, res validate.Result) (decide.Verdict, decide.Origin, error) {
+func (g *Gate) judgeDraft(in *inbox, pol *policy.Policy, sess string, res validate.Result) (decide.Verdict, origin.Origin, error) {
 	return g.judgeOrigin(in, pol, sess, "", res, g.originOf(in, pol, sess))
 }
 
 // judgeOwned is judgeDraft for a draft whose file owner the gate recorded
 // when it read it: the session's origin counts for the draft only when the
-// session wrote it (origin.forDraft).
+// session wrote it (Origin.ForDraft).
 // name is the draft's file name in the inbox.
-func (g *Gate) judgeOwned(in *inbox, pol *policy.Policy, sess, name string, res validate.Result, own *decide.DraftOwner) (decide.Verdict, decide.Origin, error) {
+func (g *Gate) judgeOwned(in *inbox, pol *policy.Policy, sess, name string, res validate.Result, own *origin.DraftOwner) (decide.Verdict, origin.Origin, error) {
 	return g.judgeOrigin(in, pol, sess, name, res, g.originOf(in, pol, sess).ForDraft(own))
 }
 
@@ -626,10 +627,10 @@ func (g *Gate) decideEnv(head repo.Hash) *decide.Env {
 	return env
 }
 
-func (g *Gate) judgeOrigin(in *inbox, pol *policy.Policy, sess, name string, res validate.Result, o decide.Origin) (decide.Verdict, decide.Origin, error) {
+func (g *Gate) judgeOrigin(in *inbox, pol *policy.Policy, sess, name string, res validate.Result, o origin.Origin) (decide.Verdict, origin.Origin, error) {
 	_, head, err := g.repo.Head()
 	if err != nil {
-		return decide.Verdict{}, decide.Origin{}, err
+		return decide.Verdict{}, origin.Origin{}, err
 	}
 	ji := &decide.Input{Policy: pol, Result: res, Session: sess, Name: name, Origin: o,
 		Head: func(p string) ([]byte, error) { return g.repo.FileAt(head, p) }, Env: g.decideEnv(head)}

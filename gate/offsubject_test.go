@@ -1,10 +1,11 @@
 package gate
 
 import (
-	"github.com/fedmem/fedmem/gate/decide"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fedmem/fedmem/gate/decide"
 )
 
 // TestRT2SubjectOtherNote: from a trusted profile, a draft citing the CI

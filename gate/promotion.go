@@ -9,6 +9,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/origin"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/trailer"
 	"github.com/fedmem/fedmem/gate/validate"
@@ -35,7 +36,7 @@ const maxRecoveryWalk = 100000
 // run committed this draft (same claim id) and was killed before recording
 // the decision, that commit is adopted instead of committing again, whoever
 // calls now.
-func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result, v decide.Verdict, o decide.Origin, reviewer string) error {
+func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result, v decide.Verdict, o origin.Origin, reviewer string) error {
 	branch, head, err := g.repo.Head()
 	if err != nil {
 		return err
@@ -145,7 +146,7 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 
 // commitMessage names the draft, session and decision in trailers. The
 // draft's file name is not in it (it is the agent's text); the id is.
-func (g *Gate) commitMessage(d *Decision, o decide.Origin, dest, reviewer string) string {
+func (g *Gate) commitMessage(d *Decision, o origin.Origin, dest, reviewer string) string {
 	var b strings.Builder
 	if reviewer != "" {
 		fmt.Fprintf(&b, "fedmem: promote %s (approved by %s)\n\nDraft %s from session %s, approved by a reviewer.\n\n", dest, reviewer, d.ID, decide.SanitizeLine(d.Session))

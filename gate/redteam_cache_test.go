@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/review"
 	"github.com/fedmem/fedmem/test/testutil"
 )
 
@@ -459,7 +460,7 @@ func TestRedteamCacheApprovalBetweenGroups(t *testing.T) {
 			case StatePending:
 				// (held for the shared title: the reviewer supersedes
 				// the note in force, conflicts.go)
-				ad, err := g.ApproveWith(d.ID, "alice", ApproveOptions{Supersede: true})
+				ad, err := g.ApproveWith(d.ID, "alice", review.ApproveOptions{Supersede: true})
 				if err != nil {
 					t.Fatalf("approve %s: %v", d.Draft, err)
 				}

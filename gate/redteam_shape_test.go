@@ -1,11 +1,13 @@
 package gate
 
 import (
-	"github.com/fedmem/fedmem/gate/decide"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/review"
 )
 
 // Red team of the content shapes (rt-gate): text a shaped note carries that
@@ -138,8 +140,8 @@ func TestBatchApproveSupersedesNothingUnshown(t *testing.T) {
 		}
 		held = append(held, d.ID)
 	}
-	items := g.ApproveAll(held[:1], "alice", ApproveOptions{})
-	items = append(items, g.ApproveAll(held[1:], "alice", ApproveOptions{Supersede: true})...)
+	items := g.ApproveAll(held[:1], "alice", review.ApproveOptions{})
+	items = append(items, g.ApproveAll(held[1:], "alice", review.ApproveOptions{Supersede: true})...)
 	for _, it := range items {
 		if it.Error == "" || !strings.Contains(it.Error, "20-domains/ci/test-suite.md") || !strings.Contains(it.Error, "alone") {
 			t.Errorf("%s: batch approval %+v (error %q); want it refused, naming the note it would retire and asking for a single review", it.ID, it.Decision, it.Error)
@@ -149,14 +151,14 @@ func TestBatchApproveSupersedesNothingUnshown(t *testing.T) {
 		t.Fatalf("a batch approval deprecated the human's note:\n%s", st)
 	}
 	// Alone, with the note named to the reviewer, it is the reviewer's call.
-	if d, err := g.ApproveWith(held[0], "alice", ApproveOptions{}); err != nil || d.State != StatePromoted {
+	if d, err := g.ApproveWith(held[0], "alice", review.ApproveOptions{}); err != nil || d.State != StatePromoted {
 		t.Fatalf("single approval: %+v %v", d, err)
 	}
 }
 
 // A human's note without a title (no frontmatter at all: OKF reads it as
 // in force) is named by its file name — the name the vault shows and that
-// the source rule reads (sources.go). The conflict index held only titles
+// the source rule reads (decide/sources.go). The conflict index held only titles
 // and subjects: a trusted profile's "Deploy freeze", citing the human's
 // deploy-freeze.md as its evidence, stood beside it saying the opposite.
 func TestConflictUntitledNoteByFileName(t *testing.T) {

@@ -27,7 +27,6 @@ import (
 	"github.com/fedmem/fedmem/vault/note"
 
 	"github.com/fedmem/fedmem/gate/decide"
-	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/test/testutil"
 	"github.com/fedmem/fedmem/vault"
 	vaultrepo "github.com/fedmem/fedmem/vault/repo"
@@ -111,10 +110,10 @@ func TestLabelCannotReassembleSecretInLogAndIndex(t *testing.T) {
 	}
 }
 
-// Breach (b), medium: `withheld` is the gate's own key (sweep.go
+// Breach (b), medium: `withheld` is the gate's own key (decide/paths.go
 // WithheldKey) but was missing from note.GateOwned: a draft's top-level
 // `withheld:` was committed as is. An off-case `FINGERPRINT:` inside a
-// sources entry survived stampNote (evidence.go) beside the gate's own
+// sources entry survived stampNote (decide/evidence.go) beside the gate's own
 // fingerprint. Now both are gate-owned (folded compare), kept only under
 // `claimed:` (the note's, or the sources entry's).
 func TestDraftCannotPlantGateOwnedKeys(t *testing.T) {
@@ -157,7 +156,7 @@ func TestDraftCannotPlantGateOwnedKeys(t *testing.T) {
 	}
 }
 
-// Breach (a), high: contractReferences (decide.go) read only the raw
+// Breach (a), high: contractReferences (decide/decide.go) read only the raw
 // title and body, lower-cased; it did not see the Markdown-decoded body
 // (backslash escape, character reference), NFKC forms, or other keys
 // (description), and the "rules void" pattern missed "obsolete". All four
@@ -220,7 +219,7 @@ func TestInstructionVariantsHeld(t *testing.T) {
 }
 
 // Breach (d), high: evidence was "a vault path that exists at HEAD"
-// (evidence.go resolveSources): a note the same session just had
+// (decide/evidence.go resolveSources): a note the same session just had
 // auto-promoted was accepted as the source of the next one, so an agent
 // bootstrapped its own evidence. Now a note the gate promoted without a
 // human (its only `verified` entries are processes) does not count as
@@ -248,8 +247,8 @@ func TestSelfCitedEvidenceNotEvidence(t *testing.T) {
 }
 
 // Breach (d), medium: a draft with no title skipped the target-path check
-// (evidence_hook.go: dest only from the title) and `subject` was compared
-// with subjects only, never titles (evidence.go conflicts): it contradicted
+// (decide/evidence_hook.go: dest only from the title) and `subject` was compared
+// with subjects only, never titles (decide/evidence.go conflicts): it contradicted
 // the note in force titled "Deploy region" and promoted. Now title and
 // subject are compared with both, and the path falls back to the file name.
 func TestConflictSubjectVersusTitleHeld(t *testing.T) {
@@ -412,48 +411,6 @@ func BenchmarkManyLinks(b *testing.B) {
 	}
 }
 
-// Archive pages (<folder>/log/000001.md, <folder>/index/000001.md, written
-// by folderlog.go when a page fills up) are gate pages, not notes: the
-// sweep's walk (collectNotes) skips them, and still sees a note that lives
-// in a folder named log.
-func TestSweepSkipsLogAndIndexArchivePages(t *testing.T) {
-	v := newVault(t)
-	humanCommit(t, v, map[string]string{
-		"20-domains/log/000001.md":   "# Log\n\n- old line\n",
-		"20-domains/index/000002.md": "# Index\n\n- [x](../x.md)\n",
-		"20-domains/log/notes.md":    "---\ntype: Fact\ntitle: A note in a log folder\n---\nx\n",
-		"20-domains/real.md":         "---\ntype: Fact\ntitle: Real\n---\nx\n",
-		"log/000001.md":              "---\ntype: Fact\ntitle: top-level log folder\n---\nx\n",
-	})
-	g := openGate(t, v)
-	_, head, err := g.repo.Head()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hv, err := decide.NewHeadView(g.repo, head)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var notes []sweep.NoteAt
-	if err := sweep.CollectNotes(hv, hv.Root(), "", &notes); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, n := range notes {
-		got = append(got, n.Path)
-	}
-	for _, p := range []string{"20-domains/log/000001.md", "20-domains/index/000002.md"} {
-		if slices.Contains(got, p) {
-			t.Errorf("archive page %s listed as a note: %v", p, got)
-		}
-	}
-	for _, p := range []string{"20-domains/log/notes.md", "20-domains/real.md"} {
-		if !slices.Contains(got, p) {
-			t.Errorf("note %s not listed: %v", p, got)
-		}
-	}
-}
-
 // Already blocked (regressions): sources in the inbox or .git, a
 // lower-case Adapter type (RiskFloor is case-insensitive).
 func TestSourcesInInboxOrGitAndLowerCaseAdapterHeld(t *testing.T) {
@@ -494,11 +451,11 @@ func TestHelperGateAsOtherUID(t *testing.T) {
 // started by the setgid fedmem-run (proven record, trusted profile) has its
 // folder 2770 in the agents' group (sandbox/launch/inbox.go createInbox). A
 // host user in that group who never ran fedmem-run dropped a draft into it;
-// the gate took the origin from the session only (origin_linux.go originOf)
+// the gate took the origin from the session only (origin/origin_linux.go Of)
 // and never compared the draft's owner with the record's uid, so the
 // forger's draft auto-promoted as trusted:ci-docs with the victim's uid.
 // Now a draft is the session's only when the inode the gate read belongs to
-// the record's uid and is not group- or other-writable (origin.forDraft);
+// the record's uid and is not group- or other-writable (Origin.ForDraft);
 // otherwise it is origin-unverified and waits for a reviewer. The victim's
 // own 0644 draft still promotes (control).
 func TestForeignUIDDraftInTrustedSessionNotTrusted(t *testing.T) {

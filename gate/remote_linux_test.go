@@ -18,6 +18,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate/audit"
 	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/review"
 )
 
 // silentRemote listens on loopback, accepts every connection and never
@@ -236,7 +237,7 @@ func TestSyncContradictionHeldAfterReplay(t *testing.T) {
 	if _, err := gb.Approve(db.ID, "alice"); !errors.Is(err, decide.ErrContradiction) {
 		t.Fatalf("approval without a choice: %v", err)
 	}
-	d, err := gb.ApproveWith(db.ID, "alice", ApproveOptions{Supersede: true})
+	d, err := gb.ApproveWith(db.ID, "alice", review.ApproveOptions{Supersede: true})
 	if err != nil || d.State != StatePromoted {
 		t.Fatalf("approve --supersede: %+v %v", d, err)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/review"
 	"github.com/fedmem/fedmem/gate/sign"
-	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -139,13 +139,13 @@ func validReviewer(name string) bool {
 // approval of a draft already committed adopts that commit (keyed by the
 // draft id), whoever approves.
 func (g *Gate) Approve(id, reviewer string) (*Decision, error) {
-	return g.ApproveWith(id, reviewer, ApproveOptions{})
+	return g.ApproveWith(id, reviewer, review.ApproveOptions{})
 }
 
 // ApproveWith is Approve with the reviewer's decision about a draft that
-// contradicts a note in force (conflicts.go, approvechoice.go): without a
+// contradicts a note in force (decide/conflicts.go, approvechoice.go): without a
 // choice such an approval fails with ErrContradiction, naming the note.
-func (g *Gate) ApproveWith(id, reviewer string, opts ApproveOptions) (*Decision, error) {
+func (g *Gate) ApproveWith(id, reviewer string, opts review.ApproveOptions) (*Decision, error) {
 	if !validReviewer(reviewer) {
 		return nil, fmt.Errorf("reviewer name %q is not usable", reviewer)
 	}
@@ -160,7 +160,7 @@ func (g *Gate) ApproveWith(id, reviewer string, opts ApproveOptions) (*Decision,
 		return nil, err
 	}
 	defer in.Close()
-	d, err := g.approveLocked(in, pol, id, reviewer, opts)
+	d, err := g.approveLocked(in, pol, id, reviewer, approval{ApproveOptions: opts})
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func (g *Gate) ApproveWith(id, reviewer string, opts ApproveOptions) (*Decision,
 // earlier commit of it adopted); the decision is not recorded (the caller
 // records it: at once for a single approval, after the group's branch
 // moved for a batch, reviewgroup.go). Call with g.mu held.
-func (g *Gate) approveLocked(in *inbox, pol *policy.Policy, id, reviewer string, opts ApproveOptions) (*Decision, error) {
+func (g *Gate) approveLocked(in *inbox, pol *policy.Policy, id, reviewer string, opts approval) (*Decision, error) {
 	d, b, err := g.pendingDraft(id)
 	if err != nil {
 		return nil, err
@@ -192,7 +192,7 @@ func (g *Gate) approveLocked(in *inbox, pol *policy.Policy, id, reviewer string,
 		d.Reviewed = g.now().UTC()
 		return d, nil
 	}
-	if res, err = g.applyChoice(d, res, opts); err != nil {
+	if res, err = g.applyChoice(d, res, opts.ApproveOptions); err != nil {
 		return nil, err
 	}
 	v, o, err := g.judgeOwned(in, pol, d.Session, d.Draft, res, d.Owner)
@@ -204,7 +204,7 @@ func (g *Gate) approveLocked(in *inbox, pol *policy.Policy, id, reviewer string,
 	}
 	// Never two notes in force for one name: the reviewer supersedes,
 	// retitles or rejects (approvechoice.go).
-	if res, err = g.decideContradiction(d, res, &v, opts); err != nil {
+	if res, err = g.decideContradiction(d, res, &v, opts.ApproveOptions); err != nil {
 		return nil, err
 	}
 	if opts.batch && len(res.Meta.Supersedes) > 0 {
@@ -333,65 +333,10 @@ func deprecate(old []byte, dest string) ([]byte, bool) {
 	return b, err == nil
 }
 
-// SocketName is the review socket's name in the state directory.
-const SocketName = "review.sock"
-
-// ReviewRequest is one request on the review socket (one per connection).
-type ReviewRequest struct {
-	Op     string `json:"op"` // list | show | select | approve | reject | reverify
-	ID     string `json:"id,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	// Supersede and Title: a reviewer's choice for a draft that
-	// contradicts a note in force (op approve; approvechoice.go).
-	Supersede bool   `json:"supersede,omitempty"`
-	Title     string `json:"title,omitempty"`
-	// IDs (approve, reject: a batch of full ids; select: ids or unique
-	// prefixes) and Filter (select) — reviewbatch.go.
-	IDs    []string      `json:"ids,omitempty"`
-	Filter *ReviewFilter `json:"filter,omitempty"`
-	// Change and Reviewer (op reviewers): add or remove a reviewer in the
-	// policy by a gate commit (policyedit.go).
-	Change   string `json:"change,omitempty"`
-	Reviewer string `json:"reviewer,omitempty"`
-}
-
-// ReviewResponse answers a ReviewRequest. Fields are only ever added.
-type ReviewResponse struct {
-	OK        bool                  `json:"ok"`
-	Error     string                `json:"error,omitempty"`
-	Reviewer  string                `json:"reviewer,omitempty"`
-	Decisions []Decision            `json:"decisions,omitempty"`
-	Decision  *Decision             `json:"decision,omitempty"`
-	Draft     string                `json:"draft,omitempty"`
-	Reverify  *sweep.ReverifyResult `json:"reverify,omitempty"` // op reverify (gate/sweep)
-	// Batch: one item per id of a batch approve or reject.
-	Batch []BatchItem `json:"batch,omitempty"`
-	// Context: what a reviewer decides a held draft with (op show).
-	Context *ShowContext `json:"context,omitempty"`
-	// Commit and Reviewers answer op reviewers.
-	Commit    string   `json:"commit,omitempty"`
-	Reviewers []string `json:"reviewers,omitempty"`
-	// Audit answers op audit-verify (reviewers may not read the gate's
-	// state directory; the gate verifies its log for them).
-	Audit *AuditResult `json:"audit,omitempty"`
-	// Short: the unique short id of each listed decision (op list, select).
-	Short map[string]string `json:"short,omitempty"`
-}
-
-// AuditResult is the gate's own check of its audit log against the vault's
-// history, for a reviewer who cannot read the state directory.
-type AuditResult struct {
-	Entries  int64           `json:"entries"`
-	Problems []audit.Problem `json:"problems,omitempty"`
-	History  *sign.History   `json:"history,omitempty"`
-	Anchors  int             `json:"anchors"`
-	Error    string          `json:"error,omitempty"`
-}
-
 // VerifyAudit checks the gate's audit log and its anchors in the vault's
 // history (what `fedmem audit verify --vault` does with read access).
-func (g *Gate) VerifyAudit() *AuditResult {
-	r := &AuditResult{}
+func (g *Gate) VerifyAudit() *review.AuditResult {
+	r := &review.AuditResult{}
 	hist, err := sign.ReadHistory(g.vaultDir, nil)
 	if err != nil {
 		r.Error = err.Error()

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/fedmem/fedmem/gate/review"
 )
 
 // Batch reviews (issue 19): a reviewer decides many held drafts with one
@@ -21,77 +23,13 @@ import (
 // ErrNoMatch is returned when a filter selects no held draft.
 var ErrNoMatch = errors.New("no held draft matches")
 
-// MaxBatch bounds the drafts one batch request may decide.
-const MaxBatch = 10000
-
-// ReviewFilter narrows a batch to held drafts of one session, profile,
-// type or risk. Empty fields match everything; All must be set to select
-// every held draft with no other criterion, so an empty filter never
-// decides the whole queue by accident.
-type ReviewFilter struct {
-	Session string `json:"session,omitempty"`
-	Profile string `json:"profile,omitempty"`
-	Type    string `json:"type,omitempty"`
-	Risk    string `json:"risk,omitempty"`
-	All     bool   `json:"all,omitempty"`
-}
-
-// Criteria reports whether the filter names any criterion (All included).
-func (f ReviewFilter) Criteria() bool {
-	return f.Session != "" || f.Profile != "" || f.Type != "" || f.Risk != "" || f.All
-}
-
-// Match reports whether a held draft passes the filter. The profile is the
-// one the gate proved for the session (Origin), never the draft's claim: an
-// unverified session has no profile and matches no --profile filter.
-func (f ReviewFilter) Match(d Decision) bool {
-	if f.Session != "" && d.Session != f.Session {
-		return false
-	}
-	if f.Profile != "" && OriginProfile(d.Origin) != f.Profile {
-		return false
-	}
-	if f.Type != "" && !strings.EqualFold(d.Type, f.Type) {
-		return false
-	}
-	if f.Risk != "" && !strings.EqualFold(d.Risk, f.Risk) {
-		return false
-	}
-	return true
-}
-
-// String names the filter's criteria for messages.
-func (f ReviewFilter) String() string {
-	var p []string
-	for _, kv := range [][2]string{{"session", f.Session}, {"profile", f.Profile}, {"type", f.Type}, {"risk", f.Risk}} {
-		if kv[1] != "" {
-			p = append(p, "--"+kv[0]+" "+kv[1])
-		}
-	}
-	if f.All {
-		p = append(p, "--all")
-	}
-	return strings.Join(p, " ")
-}
-
-// OriginProfile is the profile an origin names (verified:P or trusted:P),
-// "" for an unverified or unknown origin.
-func OriginProfile(origin string) string {
-	for _, pre := range []string{"verified:", "trusted:"} {
-		if p, ok := strings.CutPrefix(origin, pre); ok {
-			return p
-		}
-	}
-	return ""
-}
-
 // Select resolves what a reviewer named to held drafts, oldest first, each
 // once: every id (full or a unique prefix) must name a held draft, and the
 // filter narrows the ids, or, with no ids, picks from every held draft.
 // Neither ids nor a criterion is an error, and so is a selection that
 // matches nothing (ErrNoMatch), an unknown, decided or ambiguous id
 // (ErrNotPending, ErrAmbiguousID), or more than MaxBatch drafts.
-func (g *Gate) Select(ids []string, f ReviewFilter) ([]Decision, error) {
+func (g *Gate) Select(ids []string, f review.Filter) ([]Decision, error) {
 	if len(ids) == 0 && !f.Criteria() {
 		return nil, errors.New("name the drafts: give ids, or a filter (--session, --profile, --type, --risk), or --all for every held draft")
 	}
@@ -139,47 +77,28 @@ func (g *Gate) Select(ids []string, f ReviewFilter) ([]Decision, error) {
 		}
 		return nil, fmt.Errorf("%w %s (fedmem review list shows what is held)", ErrNoMatch, what)
 	}
-	if len(out) > MaxBatch {
-		return nil, fmt.Errorf("%d drafts selected; one batch decides at most %d: narrow the filter", len(out), MaxBatch)
+	if len(out) > review.MaxBatch {
+		return nil, fmt.Errorf("%d drafts selected; one batch decides at most %d: narrow the filter", len(out), review.MaxBatch)
 	}
 	return out, nil
 }
 
-// BatchItem is the outcome for one draft of a batch: its decision, or why
-// it was not decided.
-type BatchItem struct {
-	ID       string    `json:"id"`
-	Decision *Decision `json:"decision,omitempty"`
-	Error    string    `json:"error,omitempty"`
-}
-
 // RejectAll rejects each id in turn with one reason.
-func (g *Gate) RejectAll(ids []string, reviewer, reason string) []BatchItem {
+func (g *Gate) RejectAll(ids []string, reviewer, reason string) []review.BatchItem {
 	return g.batch(ids, func(id string) (*Decision, error) { return g.RejectPending(id, reviewer, reason) })
 }
 
-func (g *Gate) batch(ids []string, one func(string) (*Decision, error)) []BatchItem {
-	out := make([]BatchItem, 0, len(ids))
+func (g *Gate) batch(ids []string, one func(string) (*Decision, error)) []review.BatchItem {
+	out := make([]review.BatchItem, 0, len(ids))
 	for _, id := range ids {
 		d, err := one(id)
-		it := BatchItem{ID: id, Decision: d}
+		it := review.BatchItem{ID: id, Decision: d}
 		if err != nil {
 			it.Error = err.Error()
 		}
 		out = append(out, it)
 	}
 	return out
-}
-
-// BatchFailed counts the items of a batch that were not decided.
-func BatchFailed(items []BatchItem) int {
-	n := 0
-	for _, it := range items {
-		if it.Error != "" {
-			n++
-		}
-	}
-	return n
 }
 
 // ShortIDs gives each of ids the shortest prefix of its random tail (at

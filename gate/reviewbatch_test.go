@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/fedmem/fedmem/gate/review"
 )
 
 // heldBatch makes five held drafts: three Facts of session s-1, a Decision
@@ -34,17 +36,17 @@ func heldBatch(t *testing.T) (string, *Gate, map[string]Decision) {
 	return v, g, held
 }
 
-func ids(ds []Decision) []string { return decisionIDs(ds) }
+func ids(ds []Decision) []string { return review.IDs(ds) }
 
 func TestSelectFiltersAndRefusals(t *testing.T) {
 	_, g, held := heldBatch(t)
-	if _, err := g.Select(nil, ReviewFilter{}); err == nil || !strings.Contains(err.Error(), "--all") {
+	if _, err := g.Select(nil, review.Filter{}); err == nil || !strings.Contains(err.Error(), "--all") {
 		t.Fatalf("no ids and no filter: %v; want a refusal naming --all", err)
 	}
-	if _, err := g.Select(nil, ReviewFilter{Session: "s-nope"}); !errors.Is(err, ErrNoMatch) || !strings.Contains(err.Error(), "--session s-nope") {
+	if _, err := g.Select(nil, review.Filter{Session: "s-nope"}); !errors.Is(err, ErrNoMatch) || !strings.Contains(err.Error(), "--session s-nope") {
 		t.Fatalf("filter matching nothing: %v", err)
 	}
-	got, err := g.Select(nil, ReviewFilter{Session: "s-1"})
+	got, err := g.Select(nil, review.Filter{Session: "s-1"})
 	if err != nil || len(got) != 3 {
 		t.Fatalf("--session s-1: %v %v", got, err)
 	}
@@ -53,20 +55,20 @@ func TestSelectFiltersAndRefusals(t *testing.T) {
 			t.Errorf("selected %s of session %s", d.ID, d.Session)
 		}
 	}
-	if got, err := g.Select(nil, ReviewFilter{Type: "decision"}); err != nil || len(got) != 1 || got[0].ID != held["d.md"].ID {
+	if got, err := g.Select(nil, review.Filter{Type: "decision"}); err != nil || len(got) != 1 || got[0].ID != held["d.md"].ID {
 		t.Fatalf("--type decision (any case): %v %v", got, err)
 	}
-	if got, err := g.Select(nil, ReviewFilter{All: true}); err != nil || len(got) != 5 {
+	if got, err := g.Select(nil, review.Filter{All: true}); err != nil || len(got) != 5 {
 		t.Fatalf("--all: %d %v", len(got), err)
 	}
 	// The profile is the one the gate proved (Origin), never the draft's.
 	wantProfile := 0
 	for _, d := range held {
-		if OriginProfile(d.Origin) == testProfile {
+		if review.OriginProfile(d.Origin) == testProfile {
 			wantProfile++
 		}
 	}
-	got, err = g.Select(nil, ReviewFilter{Profile: testProfile})
+	got, err = g.Select(nil, review.Filter{Profile: testProfile})
 	if wantProfile == 0 {
 		if !errors.Is(err, ErrNoMatch) {
 			t.Fatalf("--profile with no proven origin: %v %v", got, err)
@@ -77,21 +79,21 @@ func TestSelectFiltersAndRefusals(t *testing.T) {
 	// Ids (prefixes) narrowed by a filter; a repeated id counts once.
 	a, d := held["a.md"].ID, held["d.md"].ID
 	tail := a[strings.LastIndexByte(a, '-')+1:][:6]
-	got, err = g.Select([]string{tail, d, a}, ReviewFilter{Session: "s-1"})
+	got, err = g.Select([]string{tail, d, a}, review.Filter{Session: "s-1"})
 	if err != nil || len(got) != 1 || got[0].ID != a {
 		t.Fatalf("ids narrowed by --session: %v %v", got, err)
 	}
-	if _, err := g.Select([]string{"zzzzzz"}, ReviewFilter{}); !errors.Is(err, ErrNotPending) {
+	if _, err := g.Select([]string{"zzzzzz"}, review.Filter{}); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("unknown id: %v", err)
 	}
-	if _, err := g.Select([]string{"abc"}, ReviewFilter{}); err == nil || !strings.Contains(err.Error(), "too short") {
+	if _, err := g.Select([]string{"abc"}, review.Filter{}); err == nil || !strings.Contains(err.Error(), "too short") {
 		t.Fatalf("short prefix: %v", err)
 	}
 }
 
 func TestApproveAllOneCommitPerDraftAndNothingTwice(t *testing.T) {
 	v, g, held := heldBatch(t)
-	sel, err := g.Select(nil, ReviewFilter{Session: "s-1"})
+	sel, err := g.Select(nil, review.Filter{Session: "s-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +101,10 @@ func TestApproveAllOneCommitPerDraftAndNothingTwice(t *testing.T) {
 	// Two reviewers send the same batch at once: every draft is decided
 	// once; the loser of each race gets an error for it, not a second note.
 	var wg sync.WaitGroup
-	res := make([][]BatchItem, 2)
+	res := make([][]review.BatchItem, 2)
 	for i, who := range []string{"alice", "bob"} {
 		wg.Add(1)
-		go func() { defer wg.Done(); res[i] = g.ApproveAll(ids(sel), who, ApproveOptions{}) }()
+		go func() { defer wg.Done(); res[i] = g.ApproveAll(ids(sel), who, review.ApproveOptions{}) }()
 	}
 	wg.Wait()
 	promoted := map[string]int{}
@@ -123,7 +125,7 @@ func TestApproveAllOneCommitPerDraftAndNothingTwice(t *testing.T) {
 			t.Errorf("%s promoted %d times", d.ID, promoted[d.ID])
 		}
 	}
-	if n := BatchFailed(res[0]) + BatchFailed(res[1]); n != len(sel) {
+	if n := review.BatchFailed(res[0]) + review.BatchFailed(res[1]); n != len(sel) {
 		t.Errorf("%d failures in the two batches, want %d (one per draft)", n, len(sel))
 	}
 	after := strings.TrimSpace(gitCLI(t, v, "rev-list", "--count", "HEAD"))
@@ -153,12 +155,12 @@ func TestApproveAllOneCommitPerDraftAndNothingTwice(t *testing.T) {
 		}
 	}
 	// The rest of the queue is untouched, then rejected as a batch.
-	rest, err := g.Select(nil, ReviewFilter{All: true})
+	rest, err := g.Select(nil, review.Filter{All: true})
 	if err != nil || len(rest) != 2 {
 		t.Fatalf("left held: %v %v", rest, err)
 	}
 	items := g.RejectAll(ids(rest), "alice", "not now")
-	if BatchFailed(items) != 0 {
+	if review.BatchFailed(items) != 0 {
 		t.Fatalf("reject batch: %+v", items)
 	}
 	for _, it := range items {
@@ -166,7 +168,7 @@ func TestApproveAllOneCommitPerDraftAndNothingTwice(t *testing.T) {
 			t.Errorf("%+v", it.Decision)
 		}
 	}
-	if _, err := g.Select(nil, ReviewFilter{All: true}); !errors.Is(err, ErrNoMatch) {
+	if _, err := g.Select(nil, review.Filter{All: true}); !errors.Is(err, ErrNoMatch) {
 		t.Fatalf("queue not empty after the batches: %v", err)
 	}
 	_ = held

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/review"
 )
 
 // Batch approvals on the pass's group commit (issue 19). A batch approval
@@ -62,9 +63,9 @@ var reviewGroupMax = 500
 // opt.Supersede: the listing names no note an approval retires) — is
 // reported and the batch goes on: nothing is decided twice, and nothing is
 // skipped silently.
-func (g *Gate) ApproveAll(ids []string, reviewer string, opt ApproveOptions) []BatchItem {
-	opt.batch = true
-	out := make([]BatchItem, 0, len(ids))
+func (g *Gate) ApproveAll(ids []string, reviewer string, opts review.ApproveOptions) []review.BatchItem {
+	opt := approval{ApproveOptions: opts, batch: true}
+	out := make([]review.BatchItem, 0, len(ids))
 	for len(ids) > 0 {
 		n := min(len(ids), reviewGroupMax)
 		out = append(out, g.approveGroup(ids[:n], reviewer, opt)...)
@@ -74,12 +75,12 @@ func (g *Gate) ApproveAll(ids []string, reviewer string, opt ApproveOptions) []B
 }
 
 // approveGroup approves ids in one group commit.
-func (g *Gate) approveGroup(ids []string, reviewer string, opt ApproveOptions) []BatchItem {
-	items := make([]BatchItem, len(ids))
+func (g *Gate) approveGroup(ids []string, reviewer string, opt approval) []review.BatchItem {
+	items := make([]review.BatchItem, len(ids))
 	for i, id := range ids {
 		items[i].ID = id
 	}
-	fail := func(err error) []BatchItem {
+	fail := func(err error) []review.BatchItem {
 		for i := range items {
 			if items[i].Decision == nil && items[i].Error == "" {
 				items[i].Error = err.Error()

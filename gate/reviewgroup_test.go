@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/review"
 	"github.com/fedmem/fedmem/test/testutil"
 )
 
@@ -80,8 +81,8 @@ func TestHelperReviewGroupProcess(t *testing.T) {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		os.Exit(3)
 	}
-	items := g.ApproveAll(decisionIDs(held), "alice", ApproveOptions{})
-	fmt.Fprintf(os.Stderr, "helper: batch of %d ended, %d failed\n", len(items), BatchFailed(items))
+	items := g.ApproveAll(review.IDs(held), "alice", review.ApproveOptions{})
+	fmt.Fprintf(os.Stderr, "helper: batch of %d ended, %d failed\n", len(items), review.BatchFailed(items))
 	os.Exit(0)
 }
 
@@ -140,13 +141,13 @@ func TestReviewGroupKillNine(t *testing.T) {
 			}
 			// The reviewer approves what is still held again.
 			if len(pending) > 0 {
-				items := g.ApproveAll(decisionIDs(pending), "bob", ApproveOptions{})
-				if f := BatchFailed(items); f != 0 {
+				items := g.ApproveAll(review.IDs(pending), "bob", review.ApproveOptions{})
+				if f := review.BatchFailed(items); f != 0 {
 					t.Fatalf("second batch: %d of %d failed: %+v", f, len(items), items)
 				}
 			}
 			// Approving the first batch's ids again decides nothing twice.
-			for _, it := range g.ApproveAll(held, "carol", ApproveOptions{}) {
+			for _, it := range g.ApproveAll(held, "carol", review.ApproveOptions{}) {
 				if it.Error == "" {
 					t.Errorf("%s approved a second time", it.ID)
 				}
@@ -238,9 +239,9 @@ func TestBatchApprovalOnePack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	items := g.ApproveAll(held, "alice", ApproveOptions{})
+	items := g.ApproveAll(held, "alice", review.ApproveOptions{})
 	g.Close()
-	if f := BatchFailed(items); f != 0 {
+	if f := review.BatchFailed(items); f != 0 {
 		t.Fatalf("%d of %d failed: %+v", f, len(items), items)
 	}
 	if got := packs(); got != before+1 {

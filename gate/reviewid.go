@@ -3,10 +3,11 @@ package gate
 import (
 	"errors"
 	"fmt"
-	"github.com/fedmem/fedmem/gate/decide"
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/fedmem/fedmem/gate/decide"
 )
 
 // Review ids by unique prefix. A decision id is a UTC time and a random

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fedmem/fedmem/gate/review"
 )
 
 // TestShowContextDiffsProvenanceSources: review show gives the reviewer
@@ -51,7 +53,7 @@ func TestShowContextDiffsProvenanceSources(t *testing.T) {
 	if u, err := user.LookupId(strconv.Itoa(os.Geteuid())); err == nil && p.User != u.Username {
 		t.Errorf("agent user %q, want %q", p.User, u.Username)
 	}
-	var contra *RelatedNote
+	var contra *review.RelatedNote
 	for i := range c.Related {
 		if c.Related[i].Path == "20-domains/prod-region.md" {
 			contra = &c.Related[i]
@@ -76,16 +78,5 @@ func TestShowContextDiffsProvenanceSources(t *testing.T) {
 	}
 	if !strings.Contains(c.Rendered, "eu-west-1") || c.Target == "" {
 		t.Errorf("target %q rendered %q", c.Target, c.Rendered)
-	}
-}
-
-func TestOriginMeaningCoversEveryWord(t *testing.T) {
-	for _, o := range []string{"", "unknown", "unverified", "verified:ci", "trusted:ci"} {
-		if m := OriginMeaning(o); m == "" || m == "unknown origin word" {
-			t.Errorf("%q: %q", o, m)
-		}
-	}
-	if !strings.Contains(OriginMeaning("verified:ci"), "ci") {
-		t.Error("meaning does not name the profile")
 	}
 }

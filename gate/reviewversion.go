@@ -9,7 +9,9 @@ import (
 	"time"
 
 	udiff "github.com/aymanbagabas/go-udiff"
+
 	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/review"
 )
 
 // Resubmitted drafts and verifier outcomes in `review show` (issue 19 item
@@ -24,25 +26,6 @@ import (
 
 // rejectedSuffix names the kept bytes of a draft a reviewer rejected.
 const rejectedSuffix = ".rejected"
-
-// PreviousVersion is the earlier draft a held draft replaces.
-type PreviousVersion struct {
-	ID        string    `json:"id"`
-	State     string    `json:"state"`
-	Reviewer  string    `json:"reviewer,omitempty"`
-	Reason    string    `json:"reason,omitempty"`
-	FirstSeen time.Time `json:"first_seen"`
-	// Diff is a unified diff from the earlier draft's bytes to this one's.
-	Diff string `json:"diff"`
-}
-
-// VerifierOutcome is what an approved verifier said about the draft when the
-// gate decided it (from the decision's reasons), or that it did not run.
-type VerifierOutcome struct {
-	Name    string `json:"name"`
-	Outcome string `json:"outcome"` // passed | failed | timeout | not run
-	Detail  string `json:"detail,omitempty"`
-}
 
 // versionIndex maps session and draft name to the decisions recorded for
 // it, oldest first; built from one scan of decisions/ and kept up to date
@@ -99,7 +82,7 @@ func (g *Gate) draftVersions(session, draft string) ([]versionEntry, error) {
 
 // previousVersion finds the version d replaces and diffs it against b (d's
 // bytes); nil when there is none.
-func (g *Gate) previousVersion(d *Decision, b []byte) (*PreviousVersion, error) {
+func (g *Gate) previousVersion(d *Decision, b []byte) (*review.PreviousVersion, error) {
 	vs, err := g.draftVersions(d.Session, d.Draft)
 	if err != nil {
 		return nil, err
@@ -137,7 +120,7 @@ func (g *Gate) previousVersion(d *Decision, b []byte) (*PreviousVersion, error) 
 		if err != nil {
 			return nil, err
 		}
-		return &PreviousVersion{ID: old.ID, State: old.State, Reviewer: old.Reviewer, Reason: old.ReviewReason, FirstSeen: old.FirstSeen,
+		return &review.PreviousVersion{ID: old.ID, State: old.State, Reviewer: old.Reviewer, Reason: old.ReviewReason, FirstSeen: old.FirstSeen,
 			Diff: udiff.Unified("a/"+d.Draft+" ("+old.State+", "+old.ID+")", "b/"+d.Draft+" (this draft)", string(ob), string(b))}, nil
 	}
 	return nil, nil
@@ -158,8 +141,8 @@ func (g *Gate) dropPending(d *Decision) {
 // verifierOutcomes reads the verifiers' outcomes from the decision's
 // reasons; the policy's verifiers for the type that left no outcome did
 // not run (they run only on a draft nothing else holds).
-func verifierOutcomes(d *Decision, names []string) []VerifierOutcome {
-	var out []VerifierOutcome
+func verifierOutcomes(d *Decision, names []string) []review.VerifierOutcome {
+	var out []review.VerifierOutcome
 	ran := map[string]bool{}
 	for _, f := range d.Reasons {
 		var o string
@@ -178,11 +161,11 @@ func verifierOutcomes(d *Decision, names []string) []VerifierOutcome {
 			name, _, _ = strings.Cut(rest, " ")
 		}
 		ran[name] = true
-		out = append(out, VerifierOutcome{Name: name, Outcome: o, Detail: f.Message})
+		out = append(out, review.VerifierOutcome{Name: name, Outcome: o, Detail: f.Message})
 	}
 	for _, n := range names {
 		if !ran[n] {
-			out = append(out, VerifierOutcome{Name: n, Outcome: "not run", Detail: "the policy's verifiers run only on a draft nothing else holds; this one was held before them"})
+			out = append(out, review.VerifierOutcome{Name: n, Outcome: "not run", Detail: "the policy's verifiers run only on a draft nothing else holds; this one was held before them"})
 		}
 	}
 	return out

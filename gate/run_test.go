@@ -2,28 +2,11 @@ package gate
 
 import (
 	"context"
-	"github.com/fedmem/fedmem/gate/decide"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
-
-func TestLabelDefusesTitles(t *testing.T) {
-	for in, want := range map[string]string{
-		"ok title":                         "ok title",
-		"x](javascript:alert(1)) [y":       "x javascript:alert 1 y",
-		"a\u202eb\u200bc\nd\x1b":           "a b c d", // a space: dropping would join what they split
-		"<img src=x onerror=alert(1)>":     "img src=x onerror=alert 1",
-		strings.Repeat("é", 80):            strings.Repeat("é", 50),
-		"# heading | table * em _ \\ ` !x": "heading table em x",
-	} {
-		if got := decide.Label(in); got != want {
-			t.Errorf("decide.Label(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 // Run reacts to a new draft through inotify (well before the backstop
 // interval) and returns once its context is cancelled.

@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedmem/fedmem/gate/review"
 	vaultrepo "github.com/fedmem/fedmem/vault/repo"
 )
 
 func serve(t *testing.T, g *Gate) string {
 	t.Helper()
-	sock := filepath.Join(g.StateDir(), SocketName)
+	sock := filepath.Join(g.StateDir(), review.SocketName)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.ServeReview(ctx, sock) }()
@@ -42,25 +43,25 @@ func TestReviewSocket(t *testing.T) {
 	pend := decisionFor(t, once(t, g), "h.md")
 	sock := serve(t, g)
 
-	r, err := AskReview(sock, ReviewRequest{Op: "list"})
+	r, err := review.Ask(sock, review.Request{Op: "list"})
 	if err != nil || len(r.Decisions) != 1 || r.Decisions[0].ID != pend.ID {
 		t.Fatalf("list: %+v %v", r, err)
 	}
-	r, err = AskReview(sock, ReviewRequest{Op: "show", ID: pend.ID})
+	r, err = review.Ask(sock, review.Request{Op: "show", ID: pend.ID})
 	if err != nil || !strings.Contains(r.Draft, "held") {
 		t.Fatalf("show: %+v %v", r, err)
 	}
 	// A unique prefix of the id's random tail names it; the answer carries
 	// the full id (the JSON is the same as for the full id).
 	tail := pend.ID[strings.LastIndexByte(pend.ID, '-')+1:][:MinIDPrefix]
-	r, err = AskReview(sock, ReviewRequest{Op: "show", ID: tail})
+	r, err = review.Ask(sock, review.Request{Op: "show", ID: tail})
 	if err != nil || r.Decision == nil || r.Decision.ID != pend.ID {
 		t.Fatalf("show by prefix %q: %+v %v", tail, r, err)
 	}
-	if _, err := AskReview(sock, ReviewRequest{Op: "approve", ID: "../../etc"}); err == nil {
+	if _, err := review.Ask(sock, review.Request{Op: "approve", ID: "../../etc"}); err == nil {
 		t.Fatal("approve of a bogus id succeeded")
 	}
-	r, err = AskReview(sock, ReviewRequest{Op: "approve", ID: pend.ID})
+	r, err = review.Ask(sock, review.Request{Op: "approve", ID: pend.ID})
 	if err != nil || r.Decision.State != StatePromoted || r.Decision.Commit == "" {
 		t.Fatalf("approve: %+v %v", r, err)
 	}
@@ -70,7 +71,7 @@ func TestReviewSocket(t *testing.T) {
 	pol := filepath.Join(dir, "00-global", "policy.yaml")
 	b, _ := os.ReadFile(pol)
 	os.WriteFile(pol, []byte(strings.Replace(string(b), strconv.Quote(strconv.Itoa(os.Geteuid())), `"someone-else"`, 1)), 0o644)
-	if _, err := AskReview(sock, ReviewRequest{Op: "list"}); err == nil || !strings.Contains(err.Error(), "not a reviewer") {
+	if _, err := review.Ask(sock, review.Request{Op: "list"}); err == nil || !strings.Contains(err.Error(), "not a reviewer") {
 		t.Fatalf("non-reviewer: %v", err)
 	}
 	os.WriteFile(pol, b, 0o644)
@@ -100,7 +101,7 @@ func TestHelperReviewClient(t *testing.T) {
 	if sock == "" {
 		t.Skip("helper process for TestReviewSocket")
 	}
-	_, err := AskReview(sock, ReviewRequest{Op: "list"})
+	_, err := review.Ask(sock, review.Request{Op: "list"})
 	fmt.Println("helper result:", err)
 	os.Exit(0)
 }

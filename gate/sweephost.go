@@ -78,7 +78,7 @@ func (g *Gate) sweepSessions(hours int, now time.Time) *sweep.SessionPrune {
 		return &sweep.SessionPrune{AfterHours: hours, Pruned: []string{}, Errors: []string{err.Error()}}
 	}
 	defer in.Close()
-	p := g.pruneSessions(in, hours, now)
+	p := sweep.PruneSessions(in, hours, now, g.note)
 	p.HeldMarksPruned = g.pruneHeldMarks(in)
 	if err := g.recordPrune(p, now); err != nil {
 		p.Errors = append(p.Errors, "record prune status: "+err.Error())

@@ -5,7 +5,7 @@ package gate
 // against its own HEAD, where the name was free) both stayed in force once
 // the replay moved the later one to `-2.md`. Now, before a local promotion
 // is replayed on the remote tip, its note is checked against the notes in
-// force there (conflictindex.go, every folder, withheld names too). One
+// force there (decide/conflictindex.go, every folder, withheld names too). One
 // that contradicts a note in force is not replayed: the remote's note,
 // first on the shared branch, stays; the local one — the later — is held
 // for review (decision pending, rule conflict, naming the note), its

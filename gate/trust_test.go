@@ -3,12 +3,14 @@ package gate
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/fedmem/fedmem/gate/decide"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/fedmem/fedmem/gate/origin"
+	"github.com/fedmem/fedmem/gate/review"
 )
 
 // hostileFixtures are the corpus drafts that must never become memory on
@@ -190,7 +192,7 @@ func TestSameTitleNeverSquatsAPath(t *testing.T) {
 	paths := map[string]bool{}
 	for _, d := range s.Decisions {
 		if d.State == StatePending {
-			ad, err := g.ApproveWith(d.ID, "alice", ApproveOptions{Supersede: true})
+			ad, err := g.ApproveWith(d.ID, "alice", review.ApproveOptions{Supersede: true})
 			if err != nil {
 				t.Fatalf("approve %s: %v", d.Draft, err)
 			}
@@ -295,7 +297,7 @@ func TestApprovalAfterCrashIsKeyedByDraftID(t *testing.T) {
 // A proven record is trusted only for what auto_promote names: a built-in
 // profile only with the built-in's hash, anything else only pinned.
 func TestOriginTrustNeedsTheProfilesHash(t *testing.T) {
-	ci := decide.BuiltinHash("ci")
+	ci := origin.BuiltinHash("ci")
 	if ci == "" {
 		t.Fatal("no hash for the built-in ci profile")
 	}

@@ -29,6 +29,9 @@ type SessionRecord struct {
 	VaultHeadStart string `json:"vault_head_start,omitempty"`
 }
 
+// MaxSessionRecord is the most the gate reads of a session record.
+const MaxSessionRecord = 1 << 20
+
 // SessionRecordPath is where the record of session lives in the vault.
 func SessionRecordPath(vaultDir, session string) string {
 	return filepath.Join(vaultDir, SessionsDir, session+".json")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate"
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/review"
 	"github.com/fedmem/fedmem/gate/sign"
 )
 
@@ -155,12 +156,12 @@ Exit codes: 0 the log verifies; 1 it does not (or cannot be read); 2 bad usage.`
 
 // askAuditVerify has the running gate verify its audit log (op
 // audit-verify on the review socket).
-func askAuditVerify(vaultDir, state string) (*gate.AuditResult, error) {
+func askAuditVerify(vaultDir, state string) (*review.AuditResult, error) {
 	sock, err := defaultSocket(vaultDir, state)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := gate.AskReview(sock, gate.ReviewRequest{Op: "audit-verify"})
+	resp, err := review.Ask(sock, review.Request{Op: "audit-verify"})
 	if err != nil {
 		return nil, err
 	}

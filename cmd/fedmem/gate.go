@@ -16,6 +16,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate"
 	"github.com/fedmem/fedmem/gate/logsafe"
+	"github.com/fedmem/fedmem/gate/review"
 )
 
 func init() {
@@ -153,7 +154,7 @@ in progress finish, then exits 0.`,
 			defer stop()
 			sock := o.socket
 			if sock == "" {
-				sock = filepath.Join(g.StateDir(), gate.SocketName)
+				sock = filepath.Join(g.StateDir(), review.SocketName)
 			}
 			errc := make(chan error, 1)
 			go func() { errc <- g.ServeReview(ctx, sock) }()
@@ -191,7 +192,7 @@ in progress finish, then exits 0.`,
 // defaultSocket is where fedmem review looks without --socket.
 func defaultSocket(vaultDir, state string) (string, error) {
 	if state != "" {
-		return filepath.Join(state, gate.SocketName), nil
+		return filepath.Join(state, review.SocketName), nil
 	}
 	abs, err := filepath.Abs(vaultDir)
 	if err != nil {
@@ -200,7 +201,7 @@ func defaultSocket(vaultDir, state string) (string, error) {
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
 	}
-	return filepath.Join(gate.DefaultStateDir(abs), gate.SocketName), nil
+	return filepath.Join(gate.DefaultStateDir(abs), review.SocketName), nil
 }
 
 // quoteName prints a draft name as is when it is plain, quoted otherwise

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate"
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/review"
 	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/test/testutil"
 	"github.com/fedmem/fedmem/vault"
@@ -115,7 +116,7 @@ func TestReviewCommands(t *testing.T) {
 	id := s.Decisions[0].ID
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sock := filepath.Join(g.StateDir(), gate.SocketName)
+	sock := filepath.Join(g.StateDir(), review.SocketName)
 	go g.ServeReview(ctx, sock)
 	for i := 0; i < 100; i++ {
 		if _, err := os.Stat(sock); err == nil {
@@ -456,7 +457,7 @@ func reviewGate(t *testing.T, dir string, want int) (*gate.Gate, *gate.Summary, 
 		t.Fatalf("gate pass: %+v %v; want %d held", s, err, want)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	sock := filepath.Join(g.StateDir(), gate.SocketName)
+	sock := filepath.Join(g.StateDir(), review.SocketName)
 	done := make(chan error, 1)
 	go func() { done <- g.ServeReview(ctx, sock) }()
 	t.Cleanup(func() { cancel(); <-done })

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fedmem/fedmem/gate"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/review"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -81,7 +81,7 @@ Exit codes: 0 done; 1 refused or failed (the message says why); 2 bad usage.`,
 			Short: map[string]string{"add": "Make NAME a reviewer", "remove": "Stop NAME being a reviewer"}[op],
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, a []string) error {
-				resp, err := o.ask(gate.ReviewRequest{Op: "reviewers", Change: op, Reviewer: a[0]})
+				resp, err := o.ask(review.Request{Op: "reviewers", Change: op, Reviewer: a[0]})
 				if err != nil {
 					return err
 				}

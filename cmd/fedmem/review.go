@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/fedmem/fedmem/gate"
+	"github.com/fedmem/fedmem/gate/review"
 	"github.com/fedmem/fedmem/gate/validate"
 )
 
@@ -26,7 +27,7 @@ type reviewOptions struct {
 	vault, state, socket string
 	json                 bool
 	reason               string
-	filter               gate.ReviewFilter
+	filter               review.Filter
 	yes                  bool
 	// supersede and title: the reviewer's choice for a draft that
 	// contradicts a note in force (approve).
@@ -49,12 +50,12 @@ func (o *reviewOptions) socketPath() (string, error) {
 }
 
 // ask sends one request to the gate's review socket.
-func (o *reviewOptions) ask(req gate.ReviewRequest) (*gate.ReviewResponse, error) {
+func (o *reviewOptions) ask(req review.Request) (*review.Response, error) {
 	p, err := o.socketPath()
 	if err != nil {
 		return nil, err
 	}
-	resp, err := gate.AskReview(p, req)
+	resp, err := review.Ask(p, req)
 	if err != nil && resp == nil && o.vault != "" {
 		return nil, fmt.Errorf("%w\nstart the gate with: fedmem gate run --vault %s", err, o.vault)
 	}
@@ -104,7 +105,7 @@ approve superseding what it contradicts (s), reject with a reason (r), skip
 	pf.StringVar(&o.state, "state", "", "the gate's state directory, if not the default")
 	pf.StringVar(&o.socket, "socket", "", "the review socket path")
 	pf.BoolVar(&o.json, "json", false, "print the response as JSON")
-	do := func(cmd *cobra.Command, req gate.ReviewRequest) error {
+	do := func(cmd *cobra.Command, req review.Request) error {
 		resp, err := o.ask(req)
 		if err != nil {
 			return err
@@ -113,9 +114,9 @@ approve superseding what it contradicts (s), reject with a reason (r), skip
 		return nil
 	}
 	list := &cobra.Command{Use: "list", Short: "List held drafts", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return do(cmd, gate.ReviewRequest{Op: "list"}) }}
+		RunE: func(cmd *cobra.Command, _ []string) error { return do(cmd, review.Request{Op: "list"}) }}
 	show := &cobra.Command{Use: "show ID", Short: "Show a held draft and why it was held", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, a []string) error { return do(cmd, gate.ReviewRequest{Op: "show", ID: a[0]}) }}
+		RunE: func(cmd *cobra.Command, a []string) error { return do(cmd, review.Request{Op: "show", ID: a[0]}) }}
 	approve := &cobra.Command{Use: "approve [ID...] [--session S] [--profile P] [--type T] [--risk R] [--all] [--yes] [--supersede | --title TITLE]",
 		Short: "Promote held drafts: one id, several, or what a filter selects",
 		Long: `Promote held drafts. A draft whose title or subject names a note in force
@@ -166,7 +167,7 @@ func (o *reviewOptions) decide(cmd *cobra.Command, op string, ids []string) erro
 		return usageErrorf("--all selects every held draft: give it alone, or filters without it")
 	}
 	if len(ids) == 1 && !o.filter.Criteria() {
-		resp, err := o.ask(gate.ReviewRequest{Op: op, ID: ids[0], Reason: o.reason, Supersede: o.supersede, Title: o.title})
+		resp, err := o.ask(review.Request{Op: op, ID: ids[0], Reason: o.reason, Supersede: o.supersede, Title: o.title})
 		if err != nil {
 			return err
 		}
@@ -182,7 +183,7 @@ func (o *reviewOptions) decide(cmd *cobra.Command, op string, ids []string) erro
 		return usageErrorf("--supersede retires a note in force: give it with one id (fedmem review show ID names the note), not a batch")
 	}
 	f := o.filter
-	sel, err := o.ask(gate.ReviewRequest{Op: "select", IDs: ids, Filter: &f})
+	sel, err := o.ask(review.Request{Op: "select", IDs: ids, Filter: &f})
 	if err != nil {
 		return err
 	}
@@ -212,7 +213,7 @@ func (o *reviewOptions) decide(cmd *cobra.Command, op string, ids []string) erro
 	for i, d := range sel.Decisions {
 		full[i] = d.ID
 	}
-	resp, err := o.ask(gate.ReviewRequest{Op: op, IDs: full, Reason: o.reason, Supersede: o.supersede})
+	resp, err := o.ask(review.Request{Op: op, IDs: full, Reason: o.reason, Supersede: o.supersede})
 	if resp == nil {
 		return err
 	}
@@ -228,7 +229,7 @@ func (o *reviewOptions) decide(cmd *cobra.Command, op string, ids []string) erro
 			}
 			printDecided(out, it.Decision, resp.Reviewer, sel.Short)
 		}
-		failed := gate.BatchFailed(resp.Batch)
+		failed := review.BatchFailed(resp.Batch)
 		fmt.Fprintf(out, "%d of %d draft(s) %sed by %s", len(resp.Batch)-failed, len(full), strings.TrimSuffix(op, "e"), resp.Reviewer)
 		if failed > 0 {
 			fmt.Fprintf(out, "; %d not decided", failed)
@@ -294,7 +295,7 @@ func visible(s string) string {
 	return b.String()
 }
 
-func printReview(w io.Writer, op string, r *gate.ReviewResponse, asJSON bool) {
+func printReview(w io.Writer, op string, r *review.Response, asJSON bool) {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -339,7 +340,7 @@ func orUnknown(o string) string {
 // session as proven, where an approval writes, the diffs against notes in
 // force it touches, and the sources' state. Every string from the vault or
 // the draft goes through visible.
-func printShowContext(w io.Writer, c *gate.ShowContext) {
+func printShowContext(w io.Writer, c *review.ShowContext) {
 	p := c.Provenance
 	fmt.Fprintf(w, "\nprovenance (%s): %s\n", visible(p.Origin), p.Meaning)
 	if p.Why != "" {

@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/fedmem/fedmem/gate"
+	"github.com/fedmem/fedmem/gate/review"
 )
 
 // The interactive review (issue 19 item 4): `fedmem review` on a terminal
@@ -48,7 +49,7 @@ type tuiModel struct {
 }
 
 type listMsg struct {
-	resp *gate.ReviewResponse
+	resp *review.Response
 	err  error
 }
 
@@ -58,7 +59,7 @@ type showMsg struct {
 
 type decidedMsg struct {
 	id   string
-	resp *gate.ReviewResponse
+	resp *review.Response
 	err  error
 }
 
@@ -70,14 +71,14 @@ func newTUI(o *reviewOptions) tuiModel {
 
 func (m tuiModel) fetchList() tea.Cmd {
 	return func() tea.Msg {
-		r, err := m.o.ask(gate.ReviewRequest{Op: "list"})
+		r, err := m.o.ask(review.Request{Op: "list"})
 		return listMsg{r, err}
 	}
 }
 
 func (m tuiModel) fetchShow(id string) tea.Cmd {
 	return func() tea.Msg {
-		r, err := m.o.ask(gate.ReviewRequest{Op: "show", ID: id})
+		r, err := m.o.ask(review.Request{Op: "show", ID: id})
 		var b bytes.Buffer
 		if err != nil {
 			fmt.Fprintf(&b, "show %s: %s\n", id, visible(err.Error()))
@@ -90,7 +91,7 @@ func (m tuiModel) fetchShow(id string) tea.Cmd {
 
 func (m tuiModel) decide(op, id, reason string, supersede bool) tea.Cmd {
 	return func() tea.Msg {
-		r, err := m.o.ask(gate.ReviewRequest{Op: op, ID: id, Reason: reason, Supersede: supersede})
+		r, err := m.o.ask(review.Request{Op: op, ID: id, Reason: reason, Supersede: supersede})
 		return decidedMsg{id, r, err}
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fedmem/fedmem/gate"
+	"github.com/fedmem/fedmem/gate/review"
 	"github.com/fedmem/fedmem/gate/sweep"
 )
 
@@ -104,7 +104,7 @@ what fails and exits 1.`,
 			if err != nil {
 				return err
 			}
-			resp, err := gate.AskReview(p, gate.ReviewRequest{Op: "reverify", ID: a[0]})
+			resp, err := review.Ask(p, review.Request{Op: "reverify", ID: a[0]})
 			if err != nil {
 				return err
 			}

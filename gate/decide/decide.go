@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedmem/fedmem/gate/origin"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/profiles"
@@ -40,7 +41,7 @@ type Input struct {
 	// Name is the draft's file name in the inbox ("" when unknown): the
 	// note's path falls back to it when the draft has no title.
 	Name   string
-	Origin Origin
+	Origin origin.Origin
 	// SessionAuto and DayAuto are auto-promotions already recorded for this
 	// session and this UTC day.
 	SessionAuto, DayAuto int
@@ -366,7 +367,7 @@ func Keyed(pairs ...any) *yaml.Node {
 // Provenance is what the gate knows about where a draft came from.
 type Provenance struct {
 	Session string
-	Origin  Origin
+	Origin  origin.Origin
 }
 
 func (p Provenance) actor() string {

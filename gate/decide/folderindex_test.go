@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fedmem/fedmem/test/testutil"
-
-	"github.com/fedmem/fedmem/vault/repo"
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/fedmem/fedmem/test/testutil"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // folderIndexWhole is the folder index built from the whole folder, as

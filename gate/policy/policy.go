@@ -35,7 +35,7 @@ type Policy struct {
 	// removes an empty session folder 90-inbox/<session>/ (counted from
 	// the session record's end, or from the folder's last change when the
 	// record says nothing); 0 never prunes. A live session's folder and a
-	// folder holding anything are never removed (gate/prune_linux.go).
+	// folder holding anything are never removed (gate/sweep/prune_linux.go).
 	PruneEmptyAfterHours int
 	GateName             string
 	GateEmail            string
@@ -72,7 +72,7 @@ type AutoPromote struct {
 	// written by root are trusted.
 	LauncherGroup string
 	// Shapes are the content shapes, by folded type name, that a note must
-	// have to promote on its own (shape.go); nil: DefaultShapes. A type
+	// have to promote on its own (gate/decide/shape.go); nil: DefaultShapes. A type
 	// with no shape never auto-promotes.
 	Shapes map[string]*Shape
 	// AnySubject, when set (`same_subject: false`), lets a source that is a

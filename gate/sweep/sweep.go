@@ -514,7 +514,7 @@ func (e *Engine) Reverify(pol *policy.Policy, p, by string) (*ReverifyResult, er
 	if res.Failures, err = sourceMismatches(hv, p, f); err != nil {
 		return nil, err
 	}
-	// Never two in force for one name (conflicts.go).
+	// Never two in force for one name (decide/conflicts.go).
 	if cf, err := decide.RestoreConflicts(hv, p, f); err != nil {
 		return nil, err
 	} else {

@@ -298,7 +298,7 @@ func (ss *session) afterSession(res *sandbox.Result, runErr error, rewriteRecord
 	}
 	if rewriteRecord {
 		// The end, for the gate: a draft changed in the session folder
-		// after it is not the session's (gate/decide/origin.go forDraft).
+		// after it is not the session's (gate/origin/origin.go ForDraft).
 		rep.Ended = time.Now().UTC().Format(time.RFC3339Nano)
 		writeSessionRecord(s.Vault, rep, stderr)
 	}

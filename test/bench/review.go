@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fedmem/fedmem/gate"
+	"github.com/fedmem/fedmem/gate/review"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -129,9 +130,9 @@ func benchReview(o options, res *Result, bin string, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var resp gate.ReviewResponse
-	if err := json.Unmarshal(out, &resp); err != nil || len(resp.Batch) != len(batch) || gate.BatchFailed(resp.Batch) != 0 {
-		return fmt.Errorf("review batch: %d items, %d failed, %v", len(resp.Batch), gate.BatchFailed(resp.Batch), err)
+	var resp review.Response
+	if err := json.Unmarshal(out, &resp); err != nil || len(resp.Batch) != len(batch) || review.BatchFailed(resp.Batch) != 0 {
+		return fmt.Errorf("review batch: %d items, %d failed, %v", len(resp.Batch), review.BatchFailed(resp.Batch), err)
 	}
 	all.times = []float64{ms}
 	for _, s := range []*Series{show, one, all} {

@@ -1,4 +1,4 @@
-package gate
+package sweep
 
 import (
 	"encoding/json"
@@ -11,11 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/gate/intake"
-	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/vault"
 )
 
-// pruneSessions removes the empty session folders of 90-inbox/ whose grace
+// PruneSessions removes the empty session folders of 90-inbox/ whose grace
 // period has passed: after hours since the session record says it ended, or
 // since the folder last changed (its mtime: a draft written, claimed or a
 // receipt added), whichever is later. It never removes
@@ -36,8 +35,8 @@ import (
 // the removal of anything. A session folder without a record whose agent
 // has written nothing for the whole grace period is removed; if its agent
 // still runs, its next write fails (ENOENT) rather than being lost.
-func (g *Gate) pruneSessions(in *inbox, hours int, now time.Time) *sweep.SessionPrune {
-	p := &sweep.SessionPrune{AfterHours: hours, Pruned: []string{}}
+func PruneSessions(in *intake.Inbox, hours int, now time.Time, note func(kind string, data any)) *SessionPrune {
+	p := &SessionPrune{AfterHours: hours, Pruned: []string{}}
 	if hours <= 0 {
 		return p
 	}
@@ -73,7 +72,7 @@ func (g *Gate) pruneSessions(in *inbox, hours int, now time.Time) *sweep.Session
 		switch err := unix.Unlinkat(in.FD(), sess, unix.AT_REMOVEDIR); {
 		case err == nil:
 			p.Pruned = append(p.Pruned, sess)
-			g.note("session-pruned", map[string]string{"session": sess, "idle_since": since.UTC().Format(time.RFC3339)})
+			note("session-pruned", map[string]string{"session": sess, "idle_since": since.UTC().Format(time.RFC3339)})
 		case errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST):
 			p.Kept++ // written to since we looked: kept, as it must be
 		case errors.Is(err, unix.ENOENT):
@@ -112,7 +111,7 @@ func emptyDir(dirfd int, name string) (bool, time.Time, error) {
 // exists that says the session has not ended. An unreadable or absent
 // record yields neither (the folder's own mtime decides). Used only to wait
 // longer, so the record's writer is not checked here (see pruneSessions).
-func sessionEnd(in *inbox, sess string) (ended time.Time, live bool) {
+func sessionEnd(in *intake.Inbox, sess string) (ended time.Time, live bool) {
 	fd, err := intake.OpenAt(in.FD(), ".sessions/"+sess+".json", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
 		return time.Time{}, false
@@ -123,7 +122,7 @@ func sessionEnd(in *inbox, sess string) (ended time.Time, live bool) {
 	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return time.Time{}, false
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxSessionRecord))
+	b, err := io.ReadAll(io.LimitReader(f, vault.MaxSessionRecord))
 	if err != nil {
 		return time.Time{}, false
 	}

@@ -1,4 +1,4 @@
-package decide
+package origin
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // Origin is what the gate knows about the session a draft came from. It is
 // never taken from the draft: Record is the session record fedmem-run wrote
 // in 90-inbox/.sessions/, Verified says the gate proved that record is the
-// launcher's (see originOf), Trusted that the policy's auto_promote trusts
+// launcher's (see Of), Trusted that the policy's auto_promote trusts
 // its profile.
 type Origin struct {
 	Record   *vault.SessionRecord
@@ -126,7 +126,7 @@ type DraftOwner struct {
 	Ctime time.Time `json:"ctime,omitzero"`
 }
 
-// forDraft narrows a session's proven origin to one of its drafts. The
+// ForDraft narrows a session's proven origin to one of its drafts. The
 // session record proves who ran the session, not who wrote a file in its
 // folder: the folder is 2770 in the agents' group, so any host user in
 // that group can drop a file there, and can rewrite a group-writable one.
@@ -165,4 +165,12 @@ func (o Origin) ForDraft(own *DraftOwner) Origin {
 		}
 	}
 	return o
+}
+
+// clip cuts s to 64 bytes for a message (as decide's Clip).
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }

@@ -1,4 +1,4 @@
-package gate
+package origin
 
 import (
 	"encoding/json"
@@ -8,12 +8,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/intake"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/vault"
 )
 
-// originOf reads the session record of sess and decides whether it is proven
+// Of reads the session record of sess and decides whether it is proven
 // to be the launcher's. A record is proven when it is a regular file with one
 // link, not writable by group or others, names this session, and its uid
 // owns the session directory, and when its writer is known:
@@ -28,8 +28,8 @@ import (
 // A host user in the agents' group who makes a session directory and a
 // record by hand fails these checks: the record is "unverified" and its
 // drafts always wait for a reviewer.
-func (g *Gate) originOf(in *inbox, pol *policy.Policy, sess string) decide.Origin {
-	var o decide.Origin
+func Of(in *intake.Inbox, pol *policy.Policy, sess string, gateUID int) Origin {
+	var o Origin
 	dfd, err := intake.OpenDir(in.FD(), ".sessions")
 	if err != nil {
 		o.Why = fmt.Sprintf("no session record folder: %v", err)
@@ -57,18 +57,18 @@ func (g *Gate) originOf(in *inbox, pol *policy.Policy, sess string) decide.Origi
 		o.Why = fmt.Sprintf("the record is a %s with %d links, not a plain file", intake.FileKind(st.Mode), st.Nlink)
 		return o
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxSessionRecord))
+	b, err := io.ReadAll(io.LimitReader(f, vault.MaxSessionRecord))
 	if err != nil {
 		o.Why = err.Error()
 		return o
 	}
-	var r SessionRecord
+	var r vault.SessionRecord
 	if err := json.Unmarshal(b, &r); err != nil {
 		o.Why = fmt.Sprintf("the record is not valid JSON: %v", err)
 		return o
 	}
 	if r.Session != sess {
-		o.Why = fmt.Sprintf("the record names session %q", decide.Clip(r.Session))
+		o.Why = fmt.Sprintf("the record names session %q", clip(r.Session))
 		return o
 	}
 	o.Record = &r
@@ -81,7 +81,7 @@ func (g *Gate) originOf(in *inbox, pol *policy.Policy, sess string) decide.Origi
 		return o
 	}
 	if st.Uid != 0 {
-		gid, err := decide.LauncherGID(pol.AutoPromote)
+		gid, err := LauncherGID(pol.AutoPromote)
 		switch {
 		case err != nil:
 			o.Why = err.Error()
@@ -95,12 +95,12 @@ func (g *Gate) originOf(in *inbox, pol *policy.Policy, sess string) decide.Origi
 		case int(st.Uid) != r.UID:
 			o.Why = fmt.Sprintf("the record belongs to uid %d but describes uid %d", st.Uid, r.UID)
 			return o
-		case int(dst.Gid) != gid || dst.Mode&0o007 != 0 || (dst.Uid != 0 && int(dst.Uid) != g.uid):
+		case int(dst.Gid) != gid || dst.Mode&0o007 != 0 || (dst.Uid != 0 && int(dst.Uid) != gateUID):
 			o.Why = fmt.Sprintf("90-inbox/.sessions (owner %d, group %d, mode %04o) must belong to root or the gate, group %d, with no access for others (`fedmem init --launcher-group`)", dst.Uid, dst.Gid, dst.Mode&0o7777, gid)
 			return o
 		}
 	}
 	o.Verified = true
-	decide.TrustProfile(&o, pol.AutoPromote)
+	TrustProfile(&o, pol.AutoPromote)
 	return o
 }

@@ -1,4 +1,4 @@
-package gate
+package review
 
 import (
 	"encoding/json"
@@ -16,8 +16,8 @@ import (
 // judges the peer credentials of the forwarding sshd, which runs as the
 // reviewer's own user on the gate host. (The forwarding is not tested here.)
 
-// AskReview sends one request to the review socket at path.
-func AskReview(path string, req ReviewRequest) (*ReviewResponse, error) {
+// Ask sends one request to the review socket at path.
+func Ask(path string, req Request) (*Response, error) {
 	c, err := net.DialTimeout("unix", path, 5*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("review socket %s: %w (is `fedmem gate run` running?)", path, err)
@@ -26,7 +26,7 @@ func AskReview(path string, req ReviewRequest) (*ReviewResponse, error) {
 	// A batch commits once per draft (the gate grows its deadline alike).
 	_ = c.SetDeadline(time.Now().Add(60*time.Second + time.Duration(len(req.IDs))*time.Second))
 	werr := json.NewEncoder(c).Encode(req)
-	var resp ReviewResponse
+	var resp Response
 	if err := json.NewDecoder(io.LimitReader(c, 64<<20)).Decode(&resp); err != nil {
 		if werr != nil {
 			return nil, fmt.Errorf("review socket: %w", werr)

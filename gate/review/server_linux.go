@@ -1,4 +1,4 @@
-package gate
+package review
 
 import (
 	"bufio"
@@ -15,14 +15,38 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/record"
+	"github.com/fedmem/fedmem/gate/sweep"
 )
 
-// ServeReview listens on the review socket until ctx ends. Authorisation is
+// Desk is what the review socket serves: the gate's review operations,
+// each taking the gate's lock itself, and its audit log (Note) for
+// refusals. The reviewer is always the peer's name from the kernel.
+type Desk interface {
+	Note(kind string, data any)
+	Policy() (*policy.Policy, error)
+	Pending() ([]record.Decision, error)
+	Select(ids []string, f Filter) ([]record.Decision, error)
+	ShortIDs(ids []string) (map[string]string, error)
+	ShowFull(id string) (*record.Decision, []byte, *ShowContext, error)
+	ApproveWith(id, reviewer string, opts ApproveOptions) (*record.Decision, error)
+	ApproveAll(ids []string, reviewer string, opts ApproveOptions) []BatchItem
+	RejectPending(id, reviewer, reason string) (*record.Decision, error)
+	RejectAll(ids []string, reviewer, reason string) []BatchItem
+	EditReviewers(op, name, by string) (string, []string, error)
+	VerifyAudit() *AuditResult
+	Reverify(ref, reviewer string) (*sweep.ReverifyResult, error)
+}
+
+// Serve listens on the review socket at path until ctx ends, answering
+// each request from d. Authorisation is
 // by the peer's credentials from the kernel (SO_PEERCRED), never by anything
 // the client says: the uid must be a policy reviewer, and the peer must live
 // in the gate's own user and mount namespaces — a process inside a sandbox
 // (its own user namespace) is refused even if its uid maps to a reviewer.
-func (g *Gate) ServeReview(ctx context.Context, path string) error {
+func Serve(ctx context.Context, path string, d Desk) error {
 	_ = os.Remove(path)
 	l, err := net.Listen("unix", path)
 	if err != nil {
@@ -41,7 +65,7 @@ func (g *Gate) ServeReview(ctx context.Context, path string) error {
 			}
 			return err
 		}
-		go g.serveConn(c.(*net.UnixConn))
+		go serveConn(d, c.(*net.UnixConn))
 	}
 }
 
@@ -100,76 +124,76 @@ func nspidDepth(path string) (int, error) {
 	return 0, errors.New("no NSpid line")
 }
 
-func (g *Gate) serveConn(c *net.UnixConn) {
+func serveConn(d Desk, c *net.UnixConn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-	resp := g.handle(c)
+	resp := handle(d, c)
 	_ = json.NewEncoder(c).Encode(resp)
 }
 
-func (g *Gate) handle(c *net.UnixConn) ReviewResponse {
+func handle(d Desk, c *net.UnixConn) Response {
 	// Read the request before judging the peer, so that a refusal is an
 	// answer the client reads, not a connection closed under its write.
-	var req ReviewRequest
+	var req Request
 	reqErr := json.NewDecoder(io.LimitReader(bufio.NewReader(c), maxRequest)).Decode(&req)
 	cred, err := peerCred(c)
 	if err != nil {
-		return ReviewResponse{Error: "cannot read peer credentials: " + err.Error()}
+		return Response{Error: "cannot read peer credentials: " + err.Error()}
 	}
 	if !sameNamespaces(cred.Pid) {
-		g.note("review-refused", map[string]any{"uid": cred.Uid, "pid": cred.Pid, "why": "namespace"})
-		return ReviewResponse{Error: "requests from another user or mount namespace (a sandbox) are refused"}
+		d.Note("review-refused", map[string]any{"uid": cred.Uid, "pid": cred.Pid, "why": "namespace"})
+		return Response{Error: "requests from another user or mount namespace (a sandbox) are refused"}
 	}
 	name := ""
 	if u, err := user.LookupId(strconv.Itoa(int(cred.Uid))); err == nil {
 		name = u.Username
 	}
-	pol, err := g.Policy()
+	pol, err := d.Policy()
 	if err != nil {
-		return ReviewResponse{Error: "policy: " + err.Error()}
+		return Response{Error: "policy: " + err.Error()}
 	}
 	if !pol.IsReviewer(int(cred.Uid), name) {
-		g.note("review-refused", map[string]any{"uid": cred.Uid, "name": name, "why": "not a reviewer"})
-		return ReviewResponse{Error: fmt.Sprintf("uid %d (%s) is not a reviewer in the policy", cred.Uid, name)}
+		d.Note("review-refused", map[string]any{"uid": cred.Uid, "name": name, "why": "not a reviewer"})
+		return Response{Error: fmt.Sprintf("uid %d (%s) is not a reviewer in the policy", cred.Uid, name)}
 	}
 	if name == "" {
 		name = "uid-" + strconv.Itoa(int(cred.Uid))
 	}
 	if reqErr != nil {
-		return ReviewResponse{Error: "bad request: " + reqErr.Error()}
+		return Response{Error: "bad request: " + reqErr.Error()}
 	}
-	r := ReviewResponse{Reviewer: name}
+	r := Response{Reviewer: name}
 	switch {
 	case req.Op == "list":
-		r.Decisions, err = g.Pending()
+		r.Decisions, err = d.Pending()
 		if err == nil {
-			r.Short, err = g.ShortIDs(decisionIDs(r.Decisions))
+			r.Short, err = d.ShortIDs(IDs(r.Decisions))
 		}
 	case req.Op == "select":
-		var f ReviewFilter
+		var f Filter
 		if req.Filter != nil {
 			f = *req.Filter
 		}
-		r.Decisions, err = g.Select(req.IDs, f)
+		r.Decisions, err = d.Select(req.IDs, f)
 		if err == nil {
-			r.Short, err = g.ShortIDs(decisionIDs(r.Decisions))
+			r.Short, err = d.ShortIDs(IDs(r.Decisions))
 		}
 	case req.Op == "show":
 		var b []byte
-		r.Decision, b, r.Context, err = g.ShowFull(req.ID)
+		r.Decision, b, r.Context, err = d.ShowFull(req.ID)
 		r.Draft = string(b)
 	case (req.Op == "approve" || req.Op == "reject") && len(req.IDs) > 0:
-		r.Batch, err = g.serveBatch(c, req, name)
+		r.Batch, err = serveBatch(d, c, req, name)
 	case req.Op == "approve":
-		r.Decision, err = g.ApproveWith(req.ID, name, ApproveOptions{Supersede: req.Supersede, Title: req.Title})
+		r.Decision, err = d.ApproveWith(req.ID, name, ApproveOptions{Supersede: req.Supersede, Title: req.Title})
 	case req.Op == "reject":
-		r.Decision, err = g.RejectPending(req.ID, name, req.Reason)
+		r.Decision, err = d.RejectPending(req.ID, name, req.Reason)
 	case req.Op == "reviewers":
-		r.Commit, r.Reviewers, err = g.EditReviewers(req.Change, req.Reviewer, name)
+		r.Commit, r.Reviewers, err = d.EditReviewers(req.Change, req.Reviewer, name)
 	case req.Op == "audit-verify":
-		r.Audit = g.VerifyAudit()
+		r.Audit = d.VerifyAudit()
 	case req.Op == "reverify":
-		r.Reverify, err = g.Reverify(req.ID, name)
+		r.Reverify, err = d.Reverify(req.ID, name)
 	default:
 		err = fmt.Errorf("unknown op %q (list, show, select, approve, reject, reverify, reviewers, audit-verify)", req.Op)
 	}
@@ -184,9 +208,9 @@ func (g *Gate) handle(c *net.UnixConn) ReviewResponse {
 // maxRequest bounds a review request (a batch of MaxBatch full ids fits).
 const maxRequest = 1 << 20
 
-// serveBatch decides a batch of full ids (reviewbatch.go). A batch commits
+// serveBatch decides a batch of full ids (the gate's reviewbatch.go). A batch commits
 // once per draft, so the connection's deadline grows with its size.
-func (g *Gate) serveBatch(c *net.UnixConn, req ReviewRequest, reviewer string) ([]BatchItem, error) {
+func serveBatch(d Desk, c *net.UnixConn, req Request, reviewer string) ([]BatchItem, error) {
 	if len(req.IDs) > MaxBatch {
 		return nil, fmt.Errorf("%d ids in one batch; at most %d", len(req.IDs), MaxBatch)
 	}
@@ -196,9 +220,9 @@ func (g *Gate) serveBatch(c *net.UnixConn, req ReviewRequest, reviewer string) (
 		return nil, errors.New("--title names one note: give it with one id, not a batch")
 	}
 	if req.Op == "approve" {
-		items = g.ApproveAll(req.IDs, reviewer, ApproveOptions{Supersede: req.Supersede})
+		items = d.ApproveAll(req.IDs, reviewer, ApproveOptions{Supersede: req.Supersede})
 	} else {
-		items = g.RejectAll(req.IDs, reviewer, req.Reason)
+		items = d.RejectAll(req.IDs, reviewer, req.Reason)
 	}
 	if n := BatchFailed(items); n > 0 {
 		return items, fmt.Errorf("%d of %d drafts not decided", n, len(items))
@@ -206,7 +230,8 @@ func (g *Gate) serveBatch(c *net.UnixConn, req ReviewRequest, reviewer string) (
 	return items, nil
 }
 
-func decisionIDs(ds []Decision) []string {
+// IDs are the ids of ds, in order.
+func IDs(ds []record.Decision) []string {
 	ids := make([]string, len(ds))
 	for i, d := range ds {
 		ids[i] = d.ID

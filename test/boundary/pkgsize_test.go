@@ -1,0 +1,140 @@
+package boundary
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// maxPackageLines is the most non-test lines one product package may hold
+// (issue 20's acceptance: a package is a part with one job a reader can
+// hold; a larger one is split into parts behind narrow interfaces).
+const maxPackageLines = 4000
+
+// oversized are the packages that held more than maxPackageLines when the
+// limit was set, each with its size then as a ceiling: it may only shrink.
+// A package that is split below the limit leaves this list (the test says
+// so); lower a ceiling when a package shrinks.
+var oversized = map[string]int{
+	"gate":        5483,
+	"gate/decide": 5237,
+	"sandbox":     5836,
+}
+
+// packageLines counts the lines of the non-test .go files of every
+// directory under root (testdata, vendor, hidden and _ directories
+// skipped), as `cat *.go | wc -l` over a package's non-test files does,
+// whatever their build tags. Keys are slash paths relative to root ("." for
+// root itself).
+func packageLines(root string) (map[string]int, error) {
+	lines := map[string]int{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		lines[filepath.ToSlash(rel)] += bytes.Count(b, []byte("\n"))
+		return nil
+	})
+	return lines, err
+}
+
+// productPackage: test/ holds the suites and their helpers, not product.
+func productPackage(dir string) bool {
+	return dir != "test" && !strings.HasPrefix(dir, "test/")
+}
+
+// TestPackageSize: no product package holds more than maxPackageLines
+// non-test lines, but the oversized ones, each at most its ceiling.
+func TestPackageSize(t *testing.T) {
+	root := moduleRoot(t)
+	lines, err := packageLines(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Positive control: the walk measured the gate, and found it non-empty.
+	if lines["gate"] < 1000 || lines["gate/validate"] < 500 {
+		t.Fatalf("gate %d lines, gate/validate %d: the walk did not see the module under %s", lines["gate"], lines["gate/validate"], root)
+	}
+	dirs := make([]string, 0, len(lines))
+	for d := range lines {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		n := lines[d]
+		if !productPackage(d) {
+			continue
+		}
+		ceiling, known := oversized[d]
+		switch {
+		case !known && n > maxPackageLines:
+			t.Errorf("%s: %d non-test lines (limit %d): split it into parts, each a package with its own job", d, n, maxPackageLines)
+		case known && n > ceiling:
+			t.Errorf("%s: %d non-test lines, over its ceiling %d (it is over the limit %d: it may only shrink)", d, n, ceiling, maxPackageLines)
+		case known && n <= maxPackageLines:
+			t.Errorf("%s: %d non-test lines, within the limit %d: remove it from oversized", d, n, maxPackageLines)
+		case known && n < ceiling:
+			t.Logf("%s: %d non-test lines; lower its ceiling from %d", d, n, ceiling)
+		}
+	}
+	for d := range oversized {
+		if _, ok := lines[d]; !ok {
+			t.Errorf("oversized names %s, which holds no Go file: remove it", d)
+		}
+	}
+}
+
+// TestPackageLinesCounts: the measure counts a package's non-test files
+// and leaves out its tests, testdata and other packages (so TestPackageSize
+// can fail).
+func TestPackageLinesCounts(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, text string) {
+		t.Helper()
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := "package p\n" + strings.Repeat("var _ = 1\n", maxPackageLines)
+	write("p/p.go", big)
+	write("p/q_linux.go", "package p\n\nvar _ = 2\n")
+	write("p/p_test.go", big)
+	write("p/testdata/x.go", big)
+	write("p/sub/s.go", "package sub\n")
+	lines, err := packageLines(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines["p"] != maxPackageLines+4 || lines["p/sub"] != 1 || len(lines) != 2 {
+		t.Fatalf("packageLines = %v; want p: %d, p/sub: 1", lines, maxPackageLines+4)
+	}
+	if productPackage("test/bench") || productPackage("test") || !productPackage("gate") || !productPackage("testutil") {
+		t.Fatal("productPackage: test/ is not product, everything else is")
+	}
+}
