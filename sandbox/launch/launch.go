@@ -66,6 +66,7 @@ func Resolve(o *Options) (*Resolved, error) {
 		RequireLandlock: s.Plan.Require.Landlock,
 		RequireSeccomp:  s.Plan.Require.Seccomp,
 		FSDenials:       fsDen,
+		Receipts:        receiptMode(s),
 		Limits: sandbox.Limits{
 			WallTime:   time.Duration(p.Limits.WallTime),
 			Pids:       p.Limits.Pids,
@@ -77,6 +78,15 @@ func Resolve(o *Options) (*Resolved, error) {
 		},
 	}
 	return &Resolved{Session: s, Spec: spec, FSDenialsWhy: fsWhy}, nil
+}
+
+// receiptMode is the session's read receipts: on wherever there is a
+// vault to read.
+func receiptMode(s *resolve.Session) sandbox.ReceiptMode {
+	if s.Placeholder {
+		return sandbox.ReceiptsOff
+	}
+	return sandbox.ReceiptsOn
 }
 
 // Explain prints what Run would build: the plan, the backend (who enforces

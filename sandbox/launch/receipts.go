@@ -1,0 +1,84 @@
+package launch
+
+import (
+	"bytes"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/fedmem/fedmem/sandbox"
+	"github.com/fedmem/fedmem/vault"
+)
+
+// vaultReadsOf makes the report's receipt from what the backend recorded,
+// with blob ids at commit (the vault's HEAD when the session started).
+func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit string) (*vault.ReadReceipt, []string) {
+	if vr == nil {
+		return nil, nil
+	}
+	if vr.Unavailable != "" {
+		return &vault.ReadReceipt{Unavailable: vr.Unavailable, Reads: []vault.VaultRead{}},
+			[]string{"vault_reads: no read receipt for this session (which vault files the agent opened is not recorded): " + vr.Unavailable}
+	}
+	out := &vault.ReadReceipt{Recorded: true, Commit: commit, Count: len(vr.Reads), GitOpens: vr.GitOpens,
+		Unattributed: vr.Unattributed, Lost: vr.Lost, Reads: []vault.VaultRead{}}
+	paths := make([]string, len(vr.Reads))
+	for i, r := range vr.Reads {
+		paths[i] = r.Path
+	}
+	blobs, err := blobIDs(vaultDir, commit, paths)
+	var warnings []string
+	if err != nil {
+		warnings = append(warnings, "vault_reads: blob ids not read: "+err.Error())
+	}
+	all := make([]vault.VaultRead, len(vr.Reads))
+	for i, r := range vr.Reads {
+		all[i] = vault.VaultRead{Path: r.Path, Blob: blobs[r.Path], First: r.First.Format(time.RFC3339Nano)}
+	}
+	out.Digest = vault.ReadsDigest(all)
+	if len(all) > vault.MaxVaultReads {
+		all, out.Truncated = all[:vault.MaxVaultReads], true
+	}
+	out.Reads = all
+	if vr.Lost {
+		warnings = append(warnings, "vault_reads: the kernel's event queue overflowed: some of the agent's vault reads are not in the receipt")
+	}
+	if vr.Unattributed > 0 {
+		warnings = append(warnings, fmt.Sprintf("vault_reads: %d opens in the vault could not be named", vr.Unattributed))
+	}
+	return out, warnings
+}
+
+// blobIDs are the blob ids of paths at commit, from `git ls-tree` (the
+// launcher does not link a Git library): with a few paths they are named
+// (literal pathspecs), with many the whole tree is listed once.
+func blobIDs(vaultDir, commit string, paths []string) (map[string]string, error) {
+	ids := map[string]string{}
+	if commit == "" || len(paths) == 0 {
+		return ids, nil
+	}
+	args := []string{"--literal-pathspecs", "-c", "safe.directory=*", "-C", vaultDir, "ls-tree", "-z", "--full-tree"}
+	if len(paths) > vault.MaxVaultReads {
+		args = append(args, "-r", commit)
+	} else {
+		args = append(append(args, commit, "--"), paths...)
+	}
+	cmd := exec.Command("git", args...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin:/usr/local/bin", "GIT_CONFIG_NOSYSTEM=1", "HOME=/nonexistent"}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return ids, fmt.Errorf("git ls-tree: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		// "<mode> SP <type> SP <object> TAB <path>"
+		meta, p, ok := bytes.Cut(rec, []byte{'\t'})
+		f := strings.Fields(string(meta))
+		if ok && len(f) == 3 && f[1] == "blob" {
+			ids[string(p)] = f[2]
+		}
+	}
+	return ids, nil
+}

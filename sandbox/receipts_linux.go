@@ -1,0 +1,300 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Read receipts: which vault files the agent opened, seen from outside
+// the sandbox. The init hands fedmem-run a descriptor of each vault mount
+// of the sandbox (handOverVault); fedmem-run puts a fanotify mount mark
+// for FAN_OPEN on each — only opens through the sandbox's own mounts are
+// reported, never the host's or another session's — and reads the events
+// here until the sandbox is gone. The group reports the parent folder's
+// file handle and the name (FAN_REPORT_DFID_NAME): no descriptor of the
+// agent's file is ever opened here, and a folder's handle is resolved to
+// its path once (open_by_handle_at on the host's vault, then its
+// /proc/self/fd link).
+//
+// What it cannot see is in docs/threat-model.md ("Read receipts"): a
+// note read through Git's object store is an open of .git files
+// (GitOpens); the kernel reports an open, not which bytes were read.
+
+// recorder is fedmem-run's end of the receipts socket and, once the
+// vault's mounts are marked, the fanotify group's reader.
+type recorder struct {
+	sock  *os.File
+	vault string
+	mode  ReceiptMode
+	stop  [2]int // a pipe: closing stop[1] ends the reader
+	done  chan *VaultReads
+}
+
+// startRecorder serves the receipts socket: it waits for the init's
+// descriptors, marks them and answers, then reads events until finish.
+func startRecorder(sock *os.File, vault string, mode ReceiptMode) *recorder {
+	r := &recorder{sock: sock, vault: vault, mode: mode, done: make(chan *VaultReads, 1), stop: [2]int{-1, -1}}
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err == nil {
+		r.stop = p
+	}
+	go func() { r.done <- r.serve() }()
+	return r
+}
+
+// finish ends the reader once the sandbox is gone and returns what it
+// recorded: every event of an open made before then is already queued
+// (fsnotify reports an open from within open(2) itself), so the queue is
+// drained to its end first.
+func (r *recorder) finish() *VaultReads {
+	if r == nil {
+		return nil
+	}
+	if r.stop[1] >= 0 {
+		unix.Close(r.stop[1])
+	}
+	vr := <-r.done // the init is gone: a recvmsg still waiting for it ends
+	r.sock.Close()
+	if r.stop[0] >= 0 {
+		unix.Close(r.stop[0])
+	}
+	return vr
+}
+
+// serve receives the init's mounts, marks them, answers and reads.
+func (r *recorder) serve() *VaultReads {
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(4*maxVaultMounts))
+	n, oobn, _, _, err := unix.Recvmsg(int(r.sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil || n == 0 {
+		return &VaultReads{Unavailable: "the sandbox's init never handed over the vault's mounts"}
+	}
+	var points []string
+	_ = json.Unmarshal(buf[:n], &points)
+	fds := parseRights(oob[:oobn])
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	fan, why := r.mark(points, fds)
+	if fan < 0 {
+		if r.mode == ReceiptsRequired {
+			_, _ = r.sock.Write(append([]byte{receiptsRefused}, "read receipts are required (vault.receipts: required) and cannot be recorded: "+why...))
+		} else {
+			_, _ = r.sock.Write([]byte{receiptsUnmarked})
+		}
+		return &VaultReads{Unavailable: why}
+	}
+	defer unix.Close(fan)
+	if _, err := r.sock.Write([]byte{receiptsMarked}); err != nil {
+		return &VaultReads{Unavailable: "the sandbox's init ended before its vault was marked"}
+	}
+	return r.read(fan)
+}
+
+// parseRights returns the descriptors of an SCM_RIGHTS message.
+func parseRights(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for i := range msgs {
+		if f, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+			fds = append(fds, f...)
+		}
+	}
+	return fds
+}
+
+// mark makes the fanotify group and marks every mount the init handed
+// over; it returns the group, or -1 and why not.
+func (r *recorder) mark(points []string, fds []int) (int, string) {
+	if len(fds) == 0 || len(fds) != len(points) {
+		return -1, fmt.Sprintf("the init handed over %d descriptors for %d vault mounts", len(fds), len(points))
+	}
+	flags := uint(unix.FAN_CLASS_NOTIF | unix.FAN_CLOEXEC | unix.FAN_NONBLOCK | unix.FAN_REPORT_DFID_NAME)
+	// An unlimited queue (CAP_SYS_ADMIN): a grep over a large vault must
+	// not overflow the default 16384 events while this reader catches up.
+	fan, err := unix.FanotifyInit(flags|unix.FAN_UNLIMITED_QUEUE, unix.O_RDONLY|unix.O_LARGEFILE|unix.O_CLOEXEC)
+	if err == unix.EPERM {
+		fan, err = unix.FanotifyInit(flags, unix.O_RDONLY|unix.O_LARGEFILE|unix.O_CLOEXEC)
+	}
+	if err != nil {
+		return -1, "fanotify_init: " + err.Error()
+	}
+	for i, fd := range fds {
+		// FAN_MARK_MOUNT: the sandbox's own bind of the vault, so only
+		// this session's opens are seen. A bind of a host filesystem in
+		// another user namespace's mount table can be marked only with
+		// CAP_SYS_ADMIN of the initial user namespace (a root caller).
+		// The O_PATH descriptor is named through its /proc/self/fd link
+		// (fanotify_mark's dirfd alone takes no O_PATH descriptor).
+		if err := unix.FanotifyMark(fan, unix.FAN_MARK_ADD|unix.FAN_MARK_MOUNT, unix.FAN_OPEN|unix.FAN_OPEN_EXEC, unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd)); err != nil {
+			unix.Close(fan)
+			why := fmt.Sprintf("fanotify mount mark on %s: %v", points[i], err)
+			if err == unix.EPERM {
+				why += " (marking the sandbox's vault mount needs CAP_SYS_ADMIN of the initial user namespace: a root caller)"
+			}
+			return -1, why
+		}
+	}
+	return fan, ""
+}
+
+// read reads fan's events until finish, then drains the queue.
+func (r *recorder) read(fan int) *VaultReads {
+	rs := &readSet{vault: r.vault, dirs: map[string]string{}, seen: map[string]bool{}, vr: &VaultReads{}}
+	rs.mountFd, _ = unix.Open(r.vault, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) // open_by_handle_at takes no O_PATH mount descriptor
+	defer func() {
+		if rs.mountFd >= 0 {
+			unix.Close(rs.mountFd)
+		}
+	}()
+	buf := make([]byte, 256<<10)
+	stopping := false
+	for {
+		n, err := unix.Read(fan, buf)
+		if n > 0 {
+			rs.events(buf[:n])
+			continue
+		}
+		if err != unix.EAGAIN && err != unix.EINTR {
+			if err != nil {
+				rs.vr.Lost = true // a read error: what is queued is not all seen
+			}
+			return rs.vr
+		}
+		if stopping {
+			return rs.vr // drained: every open before the end is in
+		}
+		pfd := []unix.PollFd{{Fd: int32(fan), Events: unix.POLLIN}, {Fd: int32(r.stop[0]), Events: unix.POLLIN}}
+		if _, err := unix.Poll(pfd, -1); err != nil && err != unix.EINTR {
+			return rs.vr
+		}
+		if pfd[1].Revents != 0 || r.stop[0] < 0 {
+			stopping = true
+		}
+	}
+}
+
+// readSet turns events into VaultReads.
+type readSet struct {
+	vault   string
+	mountFd int
+	dirs    map[string]string // a folder's handle → its path, "" if unresolvable
+	seen    map[string]bool
+	vr      *VaultReads
+}
+
+// fanotify's event layout (linux/fanotify.h): the metadata, then info
+// records {type u8, pad u8, len u16} each; a DFID_NAME record holds the
+// fsid (8 bytes), a struct file_handle {bytes u32, type i32, handle} and
+// the name, NUL-terminated.
+const fanMetaLen = 24
+
+// events handles one read's worth of events.
+func (rs *readSet) events(b []byte) {
+	ne := binary.NativeEndian
+	for len(b) >= fanMetaLen {
+		evLen, metaLen := int(ne.Uint32(b[0:])), int(ne.Uint16(b[6:]))
+		mask, fd := ne.Uint64(b[8:]), int32(ne.Uint32(b[16:]))
+		if evLen < fanMetaLen || evLen > len(b) || metaLen < fanMetaLen || metaLen > evLen {
+			rs.vr.Lost = true
+			return
+		}
+		ev := b[metaLen:evLen]
+		b = b[evLen:]
+		if fd >= 0 {
+			unix.Close(int(fd))
+		}
+		if mask&unix.FAN_Q_OVERFLOW != 0 {
+			rs.vr.Lost = true
+			continue
+		}
+		if p, ok := rs.name(ev); ok {
+			rs.add(p)
+		} else {
+			rs.vr.Unattributed++
+		}
+	}
+}
+
+// name is the vault-relative path of an event's DFID_NAME record.
+func (rs *readSet) name(ev []byte) (string, bool) {
+	ne := binary.NativeEndian
+	for len(ev) >= 4 {
+		typ, l := ev[0], int(ne.Uint16(ev[2:]))
+		if l < 4 || l > len(ev) {
+			return "", false
+		}
+		rec := ev[4:l]
+		ev = ev[l:]
+		if typ != unix.FAN_EVENT_INFO_TYPE_DFID_NAME || len(rec) < 16 {
+			continue
+		}
+		hb := int(ne.Uint32(rec[8:]))
+		if 16+hb > len(rec) {
+			return "", false
+		}
+		key := string(rec[:16+hb]) // fsid, handle's size and type, handle
+		dir, ok := rs.dirs[key]
+		if !ok {
+			dir = rs.resolve(int32(ne.Uint32(rec[12:])), rec[16:16+hb])
+			rs.dirs[key] = dir
+		}
+		name := rec[16+hb:]
+		if i := strings.IndexByte(string(name), 0); i >= 0 {
+			name = name[:i]
+		}
+		if dir == "" || len(name) == 0 {
+			return "", false
+		}
+		return filepath.Join(dir, string(name)), true
+	}
+	return "", false
+}
+
+// resolve is a folder's path relative to the vault, from its handle; ""
+// when it cannot be resolved or is not in the vault.
+func (rs *readSet) resolve(typ int32, h []byte) string {
+	if rs.mountFd < 0 {
+		return ""
+	}
+	fd, err := unix.OpenByHandleAt(rs.mountFd, unix.NewFileHandle(typ, h), unix.O_PATH|unix.O_CLOEXEC)
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(fd)
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil || strings.HasSuffix(p, " (deleted)") {
+		return ""
+	}
+	rel, err := filepath.Rel(rs.vault, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return ""
+	}
+	return rel
+}
+
+// add records one open of rel (relative to the vault).
+func (rs *readSet) add(rel string) {
+	if rel == ".git" || strings.HasPrefix(rel, ".git/") {
+		rs.vr.GitOpens++
+		return
+	}
+	if rs.seen[rel] {
+		return
+	}
+	rs.seen[rel] = true
+	rs.vr.Reads = append(rs.vr.Reads, VaultRead{Path: rel, First: time.Now().UTC()})
+}

@@ -1,0 +1,159 @@
+package escape
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fedmem/fedmem/test/testutil"
+)
+
+// hideWays are the notes test/hostile's hide-reads reads, one per way an
+// agent might hope the read receipt misses (hidereads_linux.go).
+var hideWays = []string{"mmap", "sendfile", "copy_file_range", "proc-self-fd", "openat-dirfd", "symlink-in-tmp", "child-exits-at-once"}
+
+// addHideNotes commits one note per hide way, a note the hard link
+// targets and one nobody reads; it returns each note's blob id at the new
+// HEAD.
+func addHideNotes(t *testing.T, e *env) map[string]string {
+	t.Helper()
+	names := append(append([]string{}, hideWays...), "hardlink", "unread")
+	for _, w := range names {
+		p := filepath.Join(e.vault.Dir, "10-projects", "hide-"+w+".md")
+		if err := os.WriteFile(p, []byte("---\ntype: note\n---\nhide-"+w+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if e.l.gateOwned {
+			_ = os.Chown(p, gateUID, gateUID)
+		}
+	}
+	for _, args := range [][]string{{"add", "10-projects"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "hide notes"}} {
+		if _, err := testutil.Git(e.vault.Dir, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	blobs := map[string]string{}
+	for _, w := range names {
+		rel := "10-projects/hide-" + w + ".md"
+		out, err := testutil.Git(e.vault.Dir, "rev-parse", "HEAD:"+rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blobs[rel] = strings.TrimSpace(out)
+	}
+	return blobs
+}
+
+// TestReadReceiptsHostileAgent (issue 21): the agent reads notes by mmap
+// (descriptor closed before the pages are touched), sendfile,
+// copy_file_range, a reopen through /proc/self/fd of an O_PATH
+// descriptor, openat on a folder descriptor, a symlink planted in /tmp, and a child that exits at once; every one of those notes is in
+// the session's read receipt with its blob id at the session's vault
+// HEAD, the note nobody read is not, and the hard link from the workdir
+// fails with EXDEV (the vault's bind is its own mount: link(2) never
+// crosses mounts). On the old code the report had no vault_reads at all.
+func TestReadReceiptsHostileAgent(t *testing.T) {
+	for _, l := range []layout{{name: "gate-owned/root", gateOwned: true}, {name: "workdir-in-vault/root", workdirInVault: true}} {
+		t.Run(l.name, func(t *testing.T) {
+			e := setup(t, l)
+			blobs := addHideNotes(t, e)
+			r := e.run(t, nil, e.bins.Hostile, "hide-reads")
+			if r.code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+			}
+			res, err := parseResults(r.stdout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sawHardlink := false
+			for _, x := range res {
+				w, ok := strings.CutPrefix(x.Attempt, "read-")
+				switch {
+				case !ok:
+				case w == "hardlink":
+					sawHardlink = true
+					// Not EROFS: the hard link is refused for crossing
+					// mounts, before any write permission is asked.
+					if x.OK || (x.Errno != "EXDEV" && !(l.workdirInVault && x.Errno == "EROFS")) {
+						t.Errorf("hard link of a note from the workdir: ok=%v errno=%s (%s), want EXDEV", x.OK, x.Errno, x.Err)
+					}
+				case !x.OK || !strings.Contains(x.Saw, "hide-"+w):
+					t.Errorf("%s: the agent's read did not happen (ok=%v saw=%q err=%s): the attempt proves nothing", x.Attempt, x.OK, x.Saw, x.Err)
+				}
+			}
+			if !sawHardlink {
+				t.Fatalf("no read-hardlink attempt in the agent's output:\n%s", r.stdout)
+			}
+			vr, _ := r.report["vault_reads"].(map[string]any)
+			if vr == nil || vr["recorded"] != true {
+				t.Fatalf("report vault_reads = %v, want recorded: true\nstderr:\n%s", r.report["vault_reads"], r.stderr)
+			}
+			got := map[string]string{}
+			reads, _ := vr["reads"].([]any)
+			for _, x := range reads {
+				m, _ := x.(map[string]any)
+				p, _ := m["path"].(string)
+				b, _ := m["blob"].(string)
+				got[p] = b
+			}
+			for _, w := range hideWays {
+				rel := "10-projects/hide-" + w + ".md"
+				if b, ok := got[rel]; !ok {
+					t.Errorf("read by %s: %s is not in the receipt %v", w, rel, readPaths(got))
+				} else if b != blobs[rel] {
+					t.Errorf("%s: blob %q in the receipt, %q at HEAD", rel, b, blobs[rel])
+				}
+			}
+			for _, w := range []string{"unread", "hardlink"} {
+				if _, ok := got["10-projects/hide-"+w+".md"]; ok {
+					t.Errorf("hide-%s.md is in the receipt but the agent never opened it", w)
+				}
+			}
+			if d, _ := vr["digest"].(string); d == "" || r.report["vault_reads_digest"] != d {
+				t.Errorf("vault_reads.digest %q, vault_reads_digest %v: want both, equal", d, r.report["vault_reads_digest"])
+			}
+			rec, err := os.ReadFile(filepath.Join(e.vault.Dir, "90-inbox", ".sessions", r.session+".json"))
+			if err != nil || !strings.Contains(string(rec), `"vault_reads_digest": "`+vr["digest"].(string)+`"`) {
+				t.Errorf("session record %s lacks the digest %v (%v)", r.session, vr["digest"], err)
+			}
+		})
+	}
+}
+
+// TestReadReceiptsUserSaysUnavailable (issue 21 item 4): an unprivileged
+// caller's launcher cannot mark the sandbox's vault mount (fanotify mount
+// marks on a host filesystem need CAP_SYS_ADMIN of the initial user
+// namespace), so its report says the reads were not recorded and why —
+// never an empty list that reads as "read nothing".
+func TestReadReceiptsUserSaysUnavailable(t *testing.T) {
+	e := setup(t, layout{name: "beside/user", gateOwned: true, user: true})
+	r := e.run(t, nil, "cat", filepath.Join(e.vault.Dir, e.vault.Note))
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	vr, _ := r.report["vault_reads"].(map[string]any)
+	if vr == nil {
+		t.Fatalf("no vault_reads in the report")
+	}
+	if vr["recorded"] == true {
+		if reads, _ := vr["reads"].([]any); len(reads) == 0 {
+			t.Fatalf("recorded with no reads, but the agent read %s", e.vault.Note)
+		}
+		return // the kernel let this caller record
+	}
+	if why, _ := vr["unavailable"].(string); why == "" {
+		t.Errorf("vault_reads %v: not recorded, and no reason given", vr)
+	}
+	if !strings.Contains(string(r.stderr), "read receipt") {
+		t.Errorf("stderr does not tell the user the reads were not recorded:\n%s", r.stderr)
+	}
+}
+
+func readPaths(m map[string]string) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}

@@ -1,0 +1,65 @@
+package vault
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+)
+
+// MaxVaultReads bounds vault_reads.reads in the report and the session
+// record; vault_reads.count and vault_reads.digest cover every read.
+const MaxVaultReads = 2000
+
+// ReadReceipt is the session report's (and record's) vault_reads: which
+// vault files the agent opened, recorded by fedmem-run from outside the
+// sandbox (docs/report.md, docs/threat-model.md "Read
+// receipts").
+type ReadReceipt struct {
+	// Recorded: the recorder marked the sandbox's vault mounts before the
+	// agent started; false with Unavailable saying why.
+	Recorded    bool   `json:"recorded"`
+	Unavailable string `json:"unavailable,omitempty"`
+	// Commit is the vault HEAD the blob ids are read at (the session's
+	// vault_head_start).
+	Commit string `json:"commit,omitempty"`
+	// Count is the number of distinct vault files opened (outside .git).
+	Count int         `json:"count"`
+	Reads []VaultRead `json:"reads"`
+	// Truncated: Reads holds the first MaxVaultReads of Count.
+	Truncated bool `json:"truncated,omitempty"`
+	// Digest is sha256 over every read (not only those listed), sorted by
+	// path, one "path NUL blob LF" each: what the gate stores with the
+	// session.
+	Digest string `json:"digest,omitempty"`
+	// GitOpens counts opens of files under .git (Git's objects and refs:
+	// which notes a `git log -p` read is not known).
+	GitOpens int `json:"git_opens,omitempty"`
+	// Unattributed counts opens the recorder saw but could not name.
+	Unattributed int `json:"unattributed,omitempty"`
+	// Lost: the kernel's queue overflowed and some opens are missing.
+	Lost bool `json:"lost,omitempty"`
+}
+
+// VaultRead is one vault file the agent opened.
+type VaultRead struct {
+	Path string `json:"path"`
+	// Blob is the file's blob id at Commit; "" when the path is not in
+	// that commit (a file the gate added during the session, an
+	// untracked file).
+	Blob string `json:"blob,omitempty"`
+	// First is when the recorder first saw it opened (RFC 3339, UTC).
+	First string `json:"first"`
+}
+
+// ReadsDigest is ReadReceipt.Digest of reads.
+func ReadsDigest(reads []VaultRead) string {
+	s := make([]VaultRead, len(reads))
+	copy(s, reads)
+	sort.Slice(s, func(i, j int) bool { return s[i].Path < s[j].Path })
+	h := sha256.New()
+	for _, r := range s {
+		fmt.Fprintf(h, "%s\x00%s\n", r.Path, r.Blob)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
