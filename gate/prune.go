@@ -25,8 +25,12 @@ type SessionPrune struct {
 	Kept int `json:"kept"`
 	// HeldMarksPruned counts the gate's held/ marks dropped because their
 	// entry left its session folder (pruneHeldMarks).
-	HeldMarksPruned int      `json:"held_marks_pruned,omitempty"`
-	Errors          []string `json:"errors,omitempty"`
+	HeldMarksPruned int `json:"held_marks_pruned,omitempty"`
+	// ReceiptsStored counts the ended sessions whose record (with its
+	// read receipt) the gate copied into its state and audit log
+	// (storeSessionReceipts).
+	ReceiptsStored int      `json:"receipts_stored,omitempty"`
+	Errors         []string `json:"errors,omitempty"`
 }
 
 // PruneStatus is the last sweep's pruning, kept in the state directory for

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +53,11 @@ type Withheld struct {
 	Reason string `json:"reason"`
 	Detail string `json:"detail"`
 	Commit string `json:"commit"`
+	// ReadBy are the sessions whose read receipt names the note (fedmem
+	// audit readers): whoever acted on it may need a look. Unrecorded
+	// counts the sessions with no receipt, which could have read it.
+	ReadBy     []string `json:"read_by"`
+	Unrecorded int      `json:"sessions_unrecorded,omitempty"`
 }
 
 // SweepSummary is the result of one sweep. Fields are only ever added.
@@ -109,7 +115,7 @@ func (g *Gate) Sweep() (*SweepSummary, error) {
 	}
 	s := &SweepSummary{Withheld: []Withheld{}}
 	now := g.now().UTC()
-	s.Sessions = g.sweepSessions(pol.PruneEmptyAfterHours, now)
+	s.Sessions = g.sweepSessions(pol, now)
 	if hv.root == nil {
 		return s, nil
 	}
@@ -146,7 +152,8 @@ func (g *Gate) Sweep() (*SweepSummary, error) {
 // sweepSessions prunes empty session folders and records the counts for
 // `fedmem gate status`. Failures are reported in the result, never fatal to
 // the sweep.
-func (g *Gate) sweepSessions(hours int, now time.Time) *SessionPrune {
+func (g *Gate) sweepSessions(pol *policy.Policy, now time.Time) *SessionPrune {
+	hours := pol.PruneEmptyAfterHours
 	in, err := g.openInbox()
 	if err != nil {
 		return &SessionPrune{AfterHours: hours, Pruned: []string{}, Errors: []string{err.Error()}}
@@ -154,6 +161,9 @@ func (g *Gate) sweepSessions(hours int, now time.Time) *SessionPrune {
 	defer in.Close()
 	p := g.pruneSessions(in, hours, now)
 	p.HeldMarksPruned = g.pruneHeldMarks(in)
+	var problems []string
+	p.ReceiptsStored, problems = g.storeSessionReceipts(in, pol)
+	p.Errors = append(p.Errors, problems...)
 	if err := g.recordPrune(p, now); err != nil {
 		p.Errors = append(p.Errors, "record prune status: "+err.Error())
 	}
@@ -429,11 +439,13 @@ func (g *Gate) withhold(pol *policy.Policy, p, reason, detail string, now time.T
 	sp := sanitizeLine(p)
 	msg := fmt.Sprintf("fedmem: withhold %s (%s)\n\n%s\n\nFedmem-Withheld: %s\nFedmem-Reason: %s\n", sp, reason, sanitizeLine(detail), sp, reason)
 	logLine := fmt.Sprintf("- %s withheld [%s](%s): %s\n", now.Format(time.RFC3339), label(path.Base(p)), path.Base(p), label(reason+": "+detail))
-	c, err := g.commitLifecycle(pol, p, b, "withhold", logLine, msg, map[string]string{"path": p, "reason": reason, "detail": detail})
+	readBy, unrecorded := g.readersOf(p)
+	c, err := g.commitLifecycle(pol, p, b, "withhold", logLine, msg, map[string]string{"path": p, "reason": reason, "detail": detail,
+		"read_by": strings.Join(readBy, ","), "sessions_unrecorded": strconv.Itoa(unrecorded)})
 	if err != nil {
 		return nil, err
 	}
-	return &Withheld{Path: p, Reason: reason, Detail: detail, Commit: c}, nil
+	return &Withheld{Path: p, Reason: reason, Detail: detail, Commit: c, ReadBy: readBy, Unrecorded: unrecorded}, nil
 }
 
 // Reverify re-checks a withheld note, named by its vault path or by the id

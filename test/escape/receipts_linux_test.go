@@ -1,7 +1,9 @@
 package escape
 
 import (
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -156,4 +158,104 @@ func readPaths(m map[string]string) []string {
 		ks = append(ks, k)
 	}
 	return ks
+}
+
+// fedmemJSON runs bin/fedmem with args and decodes its JSON output.
+func fedmemJSON(t *testing.T, e *env, v any, args ...string) {
+	t.Helper()
+	out, err := exec.Command(e.bins.Fedmem, args...).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("fedmem %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("fedmem %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// TestAuditReadersThreeSessions (issue 21 item 2): of three sessions, the
+// first cats a stale note, the second reads only the agent contract, the
+// third greps the whole vault; `fedmem audit readers` names exactly the
+// first and the third, with the commit they saw and the note's blob. The
+// gate's sweep stores their receipts in its state and withholds the
+// stale note naming both as its readers; after the live records are
+// removed from 90-inbox/.sessions/, the stored copies still answer.
+// `fedmem audit session` shows the second's reads. On the old code there
+// was no `audit readers` and no receipt to read.
+func TestAuditReadersThreeSessions(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	note := "10-projects/stale.md"
+	if err := os.WriteFile(filepath.Join(e.vault.Dir, note), []byte("---\ntype: fact\nstatus: stable\nstale_after: 2020-01-01T00:00:00Z\n---\nThe stale-marker fact.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", note}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "stale note"}} {
+		if _, err := testutil.Git(e.vault.Dir, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	blob, _ := testutil.Git(e.vault.Dir, "rev-parse", "HEAD:"+note)
+	head, _ := testutil.Git(e.vault.Dir, "rev-parse", "HEAD")
+	var ids []string
+	for _, argv := range [][]string{
+		{"cat", filepath.Join(e.vault.Dir, note)},
+		{"cat", filepath.Join(e.vault.Dir, "00-global/AGENT.md")},
+		{"grep", "-rq", "stale-marker", e.vault.Dir},
+	} {
+		r := e.run(t, nil, argv...)
+		if r.code != 0 || r.session == "" {
+			t.Fatalf("%v: exit %d, session %q\n%s", argv, r.code, r.session, r.stderr)
+		}
+		ids = append(ids, r.session)
+	}
+	check := func(when string) {
+		t.Helper()
+		var a struct {
+			Readers []struct{ Session, Commit, Blob string }
+		}
+		fedmemJSON(t, e, &a, "audit", "readers", note, "--vault", e.vault.Dir, "--json")
+		var got []string
+		for _, r := range a.Readers {
+			got = append(got, r.Session)
+			if r.Commit != strings.TrimSpace(head) || r.Blob != strings.TrimSpace(blob) {
+				t.Errorf("%s: reader %s saw commit %s blob %s, want %s %s", when, r.Session, r.Commit, r.Blob, head, blob)
+			}
+		}
+		if want := []string{ids[0], ids[2]}; strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: audit readers %s = %v, want exactly %v (sessions: %v)", when, note, got, want, ids)
+		}
+	}
+	check("live records")
+	var sw struct {
+		Withheld []struct {
+			Path   string
+			ReadBy []string `json:"read_by"`
+		}
+		Sessions struct {
+			ReceiptsStored int `json:"receipts_stored"`
+		}
+	}
+	fedmemJSON(t, e, &sw, "gate", "sweep", "--vault", e.vault.Dir, "--json")
+	if sw.Sessions.ReceiptsStored != 3 {
+		t.Errorf("the sweep stored %d receipts, want 3", sw.Sessions.ReceiptsStored)
+	}
+	if len(sw.Withheld) != 1 || sw.Withheld[0].Path != note || strings.Join(sw.Withheld[0].ReadBy, " ") != ids[0]+" "+ids[2] {
+		t.Errorf("withheld %+v: want %s read by %s and %s", sw.Withheld, note, ids[0], ids[2])
+	}
+	for _, id := range ids {
+		if err := os.Remove(filepath.Join(e.vault.Dir, "90-inbox", ".sessions", id+".json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("stored copies only")
+	var v struct {
+		VaultReads struct{ Reads []struct{ Path string } } `json:"vault_reads"`
+		Drafts     []any
+	}
+	fedmemJSON(t, e, &v, "audit", "session", ids[1], "--vault", e.vault.Dir, "--json")
+	if len(v.VaultReads.Reads) != 1 || v.VaultReads.Reads[0].Path != "00-global/AGENT.md" {
+		t.Errorf("audit session %s reads %+v, want only 00-global/AGENT.md", ids[1], v.VaultReads.Reads)
+	}
 }
