@@ -46,7 +46,7 @@ func (g *Gate) storeSessionReceipts(in *inbox, pol *policy.Policy) (stored int, 
 		if !o.Verified || r.Ended == "" || r.VaultReads == nil {
 			continue // not the launcher's, still running, or no receipt
 		}
-		if rr := r.VaultReads; rr.Recorded && !rr.Truncated && vault.ReadsDigest(rr.Reads) != r.VaultReadsDigest {
+		if rr := r.VaultReads; rr.Recorded && !rr.Truncated && vault.ReadsDigest(rr.Commit, vault.Paths(rr.Reads)) != r.VaultReadsDigest {
 			problems = append(problems, "session "+sess+": its read receipt does not match its digest (not stored)")
 			continue
 		}

@@ -188,8 +188,8 @@ type VaultRead struct {
 }
 
 // VaultReads is what the recorder saw of a session: every vault file
-// opened (once each, in the order first seen), the opens of files under
-// .git (Git's objects: which notes they hold is not known), and what it
+// opened (once each, in the order first seen), the number of files under
+// .git opened (Git's objects: which notes they hold is not known), and what it
 // could not see or attribute. Unavailable is set, and nothing else, when
 // the session's reads were not recorded at all.
 type VaultReads struct {

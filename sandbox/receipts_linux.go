@@ -151,9 +151,13 @@ func (r *recorder) mark(points []string, fds []int) (int, string) {
 	return fan, ""
 }
 
-// read reads fan's events until finish, then drains the queue.
+// read reads fan's events until finish, then drains the queue. The
+// reader must keep up with the agent (a queue left to grow makes every
+// open in the sandbox slower: the kernel compares each new event with
+// those queued), so each event costs it map lookups only; paths are put
+// together once, at the end.
 func (r *recorder) read(fan int) *VaultReads {
-	rs := &readSet{vault: r.vault, dirs: map[string]string{}, seen: map[string]bool{}, vr: &VaultReads{}}
+	rs := &readSet{vault: r.vault, dirs: map[string]string{}, seen: make(map[string]struct{}, 1024), vr: &VaultReads{}}
 	rs.mountFd, _ = unix.Open(r.vault, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) // open_by_handle_at takes no O_PATH mount descriptor
 	defer func() {
 		if rs.mountFd >= 0 {
@@ -166,20 +170,27 @@ func (r *recorder) read(fan int) *VaultReads {
 		n, err := unix.Read(fan, buf)
 		if n > 0 {
 			rs.events(buf[:n])
+			if n < len(buf)/4 && !stopping {
+				// A short read: let events gather for a moment rather
+				// than pay a poll and a read for every few opens (a
+				// grep of the vault is 100k of them). The queue stays
+				// short: a millisecond of opens.
+				time.Sleep(time.Millisecond)
+			}
 			continue
 		}
 		if err != unix.EAGAIN && err != unix.EINTR {
 			if err != nil {
 				rs.vr.Lost = true // a read error: what is queued is not all seen
 			}
-			return rs.vr
+			return rs.finish()
 		}
 		if stopping {
-			return rs.vr // drained: every open before the end is in
+			return rs.finish() // drained: every open before the end is in
 		}
 		pfd := []unix.PollFd{{Fd: int32(fan), Events: unix.POLLIN}, {Fd: int32(r.stop[0]), Events: unix.POLLIN}}
 		if _, err := unix.Poll(pfd, -1); err != nil && err != unix.EINTR {
-			return rs.vr
+			return rs.finish()
 		}
 		if pfd[1].Revents != 0 || r.stop[0] < 0 {
 			stopping = true
@@ -191,9 +202,20 @@ func (r *recorder) read(fan int) *VaultReads {
 type readSet struct {
 	vault   string
 	mountFd int
-	dirs    map[string]string // a folder's handle → its path, "" if unresolvable
-	seen    map[string]bool
-	vr      *VaultReads
+	// dirs maps a folder's handle (fsid, size, type, handle bytes) to
+	// its vault-relative path, "" if it could not be resolved.
+	dirs map[string]string
+	// seen holds each (folder handle, name) first opened; order lists
+	// them as first seen.
+	seen  map[string]struct{}
+	order []opened
+	vr    *VaultReads
+}
+
+// opened is one file first seen opened: its folder's path and its name.
+type opened struct {
+	dir, name string
+	first     time.Time
 }
 
 // fanotify's event layout (linux/fanotify.h): the metadata, then info
@@ -221,21 +243,20 @@ func (rs *readSet) events(b []byte) {
 			rs.vr.Lost = true
 			continue
 		}
-		if p, ok := rs.name(ev); ok {
-			rs.add(p)
-		} else {
+		if !rs.record(ev) {
 			rs.vr.Unattributed++
 		}
 	}
 }
 
-// name is the vault-relative path of an event's DFID_NAME record.
-func (rs *readSet) name(ev []byte) (string, bool) {
+// record notes an event's DFID_NAME record; false when it has none that
+// can be read.
+func (rs *readSet) record(ev []byte) bool {
 	ne := binary.NativeEndian
 	for len(ev) >= 4 {
 		typ, l := ev[0], int(ne.Uint16(ev[2:]))
 		if l < 4 || l > len(ev) {
-			return "", false
+			return false
 		}
 		rec := ev[4:l]
 		ev = ev[l:]
@@ -244,24 +265,34 @@ func (rs *readSet) name(ev []byte) (string, bool) {
 		}
 		hb := int(ne.Uint32(rec[8:]))
 		if 16+hb > len(rec) {
-			return "", false
+			return false
 		}
-		key := string(rec[:16+hb]) // fsid, handle's size and type, handle
-		dir, ok := rs.dirs[key]
+		end := 16 + hb
+		for end < len(rec) && rec[end] != 0 {
+			end++
+		}
+		if end == 16+hb {
+			return false // no name
+		}
+		if _, ok := rs.seen[string(rec[:end])]; ok {
+			return true // opened before: no allocation
+		}
+		key := string(rec[:end])
+		rs.seen[key] = struct{}{}
+		dk := key[:16+hb]
+		dir, ok := rs.dirs[dk]
 		if !ok {
 			dir = rs.resolve(int32(ne.Uint32(rec[12:])), rec[16:16+hb])
-			rs.dirs[key] = dir
+			rs.dirs[dk] = dir
 		}
-		name := rec[16+hb:]
-		if i := strings.IndexByte(string(name), 0); i >= 0 {
-			name = name[:i]
+		if dir == "" {
+			delete(rs.seen, key) // counted as unattributed each time
+			return false
 		}
-		if dir == "" || len(name) == 0 {
-			return "", false
-		}
-		return filepath.Join(dir, string(name)), true
+		rs.order = append(rs.order, opened{dir: dir, name: key[16+hb:], first: time.Now()})
+		return true
 	}
-	return "", false
+	return false
 }
 
 // resolve is a folder's path relative to the vault, from its handle; ""
@@ -286,15 +317,19 @@ func (rs *readSet) resolve(typ int32, h []byte) string {
 	return rel
 }
 
-// add records one open of rel (relative to the vault).
-func (rs *readSet) add(rel string) {
-	if rel == ".git" || strings.HasPrefix(rel, ".git/") {
-		rs.vr.GitOpens++
-		return
+// finish puts the paths together: files under .git are counted, every
+// other file is a read.
+func (rs *readSet) finish() *VaultReads {
+	for _, o := range rs.order {
+		rel := o.name
+		if o.dir != "." {
+			rel = o.dir + "/" + o.name
+		}
+		if rel == ".git" || strings.HasPrefix(rel, ".git/") {
+			rs.vr.GitOpens++
+			continue
+		}
+		rs.vr.Reads = append(rs.vr.Reads, VaultRead{Path: rel, First: o.first.UTC()})
 	}
-	if rs.seen[rel] {
-		return
-	}
-	rs.seen[rel] = true
-	rs.vr.Reads = append(rs.vr.Reads, VaultRead{Path: rel, First: time.Now().UTC()})
+	return rs.vr
 }

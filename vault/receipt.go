@@ -28,12 +28,13 @@ type ReadReceipt struct {
 	Reads []VaultRead `json:"reads"`
 	// Truncated: Reads holds the first MaxVaultReads of Count.
 	Truncated bool `json:"truncated,omitempty"`
-	// Digest is sha256 over every read (not only those listed), sorted by
-	// path, one "path NUL blob LF" each: what the gate stores with the
-	// session.
+	// Digest is sha256 over Commit and every path read (not only those
+	// listed): "fedmem-reads-v1 LF commit LF", then the paths sorted, one
+	// "path LF" each (a path at a commit names its blob). What the gate
+	// stores with the session.
 	Digest string `json:"digest,omitempty"`
-	// GitOpens counts opens of files under .git (Git's objects and refs:
-	// which notes a `git log -p` read is not known).
+	// GitOpens counts the files under .git opened (Git's objects and
+	// refs: which notes a `git log -p` read is not known).
 	GitOpens int `json:"git_opens,omitempty"`
 	// Unattributed counts opens the recorder saw but could not name.
 	Unattributed int `json:"unattributed,omitempty"`
@@ -52,14 +53,23 @@ type VaultRead struct {
 	First string `json:"first"`
 }
 
-// ReadsDigest is ReadReceipt.Digest of reads.
-func ReadsDigest(reads []VaultRead) string {
-	s := make([]VaultRead, len(reads))
-	copy(s, reads)
-	sort.Slice(s, func(i, j int) bool { return s[i].Path < s[j].Path })
+// ReadsDigest is ReadReceipt.Digest of paths read at commit.
+func ReadsDigest(commit string, paths []string) string {
+	s := append([]string{}, paths...)
+	sort.Strings(s)
 	h := sha256.New()
-	for _, r := range s {
-		fmt.Fprintf(h, "%s\x00%s\n", r.Path, r.Blob)
+	fmt.Fprintf(h, "fedmem-reads-v1\n%s\n", commit)
+	for _, p := range s {
+		fmt.Fprintf(h, "%s\n", p)
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// Paths are the paths of reads.
+func Paths(reads []VaultRead) []string {
+	out := make([]string, len(reads))
+	for i, r := range reads {
+		out[i] = r.Path
+	}
+	return out
 }

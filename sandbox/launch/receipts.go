@@ -27,20 +27,22 @@ func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit string) (*vault.ReadR
 	for i, r := range vr.Reads {
 		paths[i] = r.Path
 	}
-	blobs, err := blobIDs(vaultDir, commit, paths)
+	out.Digest = vault.ReadsDigest(commit, paths)
+	listed := vr.Reads
+	if len(listed) > vault.MaxVaultReads {
+		listed, out.Truncated = listed[:vault.MaxVaultReads], true
+	}
+	// Blob ids of the listed reads only: the digest binds the rest
+	// through the commit.
+	blobs, err := blobIDs(vaultDir, commit, paths[:len(listed)])
 	var warnings []string
 	if err != nil {
 		warnings = append(warnings, "vault_reads: blob ids not read: "+err.Error())
 	}
-	all := make([]vault.VaultRead, len(vr.Reads))
-	for i, r := range vr.Reads {
-		all[i] = vault.VaultRead{Path: r.Path, Blob: blobs[r.Path], First: r.First.Format(time.RFC3339Nano)}
+	out.Reads = make([]vault.VaultRead, len(listed))
+	for i, r := range listed {
+		out.Reads[i] = vault.VaultRead{Path: r.Path, Blob: blobs[r.Path], First: r.First.Format(time.RFC3339Nano)}
 	}
-	out.Digest = vault.ReadsDigest(all)
-	if len(all) > vault.MaxVaultReads {
-		all, out.Truncated = all[:vault.MaxVaultReads], true
-	}
-	out.Reads = all
 	if vr.Lost {
 		warnings = append(warnings, "vault_reads: the kernel's event queue overflowed: some of the agent's vault reads are not in the receipt")
 	}
@@ -51,19 +53,14 @@ func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit string) (*vault.ReadR
 }
 
 // blobIDs are the blob ids of paths at commit, from `git ls-tree` (the
-// launcher does not link a Git library): with a few paths they are named
-// (literal pathspecs), with many the whole tree is listed once.
+// launcher does not link a Git library), the paths named as literal
+// pathspecs.
 func blobIDs(vaultDir, commit string, paths []string) (map[string]string, error) {
 	ids := map[string]string{}
 	if commit == "" || len(paths) == 0 {
 		return ids, nil
 	}
-	args := []string{"--literal-pathspecs", "-c", "safe.directory=*", "-C", vaultDir, "ls-tree", "-z", "--full-tree"}
-	if len(paths) > vault.MaxVaultReads {
-		args = append(args, "-r", commit)
-	} else {
-		args = append(append(args, commit, "--"), paths...)
-	}
+	args := append([]string{"--literal-pathspecs", "-c", "safe.directory=*", "-C", vaultDir, "ls-tree", "-z", "--full-tree", commit, "--"}, paths...)
 	cmd := exec.Command("git", args...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin:/usr/local/bin", "GIT_CONFIG_NOSYSTEM=1", "HOME=/nonexistent"}
 	var stderr bytes.Buffer

@@ -127,7 +127,9 @@ func TestReadReceiptsHostileAgent(t *testing.T) {
 // caller's launcher cannot mark the sandbox's vault mount (fanotify mount
 // marks on a host filesystem need CAP_SYS_ADMIN of the initial user
 // namespace), so its report says the reads were not recorded and why —
-// never an empty list that reads as "read nothing".
+// never an empty list that reads as "read nothing". Under a profile with
+// vault.receipts: required the same session is refused before the agent
+// runs (125, stage receipts): it fails closed.
 func TestReadReceiptsUserSaysUnavailable(t *testing.T) {
 	e := setup(t, layout{name: "beside/user", gateOwned: true, user: true})
 	r := e.run(t, nil, "cat", filepath.Join(e.vault.Dir, e.vault.Note))
@@ -149,6 +151,20 @@ func TestReadReceiptsUserSaysUnavailable(t *testing.T) {
 	}
 	if !strings.Contains(string(r.stderr), "read receipt") {
 		t.Errorf("stderr does not tell the user the reads were not recorded:\n%s", r.stderr)
+	}
+	prof := filepath.Join(e.outDir, "required.yaml")
+	if err := os.WriteFile(prof, []byte("name: required\nextends: default\nvault:\n  receipts: required\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chown(prof, agentUID, agentUID)
+	marker := filepath.Join(e.workdir, "agent-ran")
+	r = e.run(t, []string{"--profile", prof}, "touch", marker)
+	errv, _ := r.report["error"].(map[string]any)
+	if r.code != 125 || errv == nil || errv["stage"] != "receipts" {
+		t.Errorf("vault.receipts: required, no receipt possible: exit %d, error %v; want 125 at stage receipts\n%s", r.code, errv, r.stderr)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the agent ran although its reads could not be recorded")
 	}
 }
 
