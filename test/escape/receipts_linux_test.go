@@ -2,11 +2,13 @@ package escape
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fedmem/fedmem/test/testutil"
 )
@@ -273,5 +275,60 @@ func TestAuditReadersThreeSessions(t *testing.T) {
 	fedmemJSON(t, e, &v, "audit", "session", ids[1], "--vault", e.vault.Dir, "--json")
 	if len(v.VaultReads.Reads) != 1 || v.VaultReads.Reads[0].Path != "00-global/AGENT.md" {
 		t.Errorf("audit session %s reads %+v, want only 00-global/AGENT.md", ids[1], v.VaultReads.Reads)
+	}
+}
+
+// TestReadReceiptsOnlyTheSandbox: the mark is on the sandbox's own vault
+// mount, so an open of a note on the host while the session runs (the
+// gate, an editor, another session) is not the agent's read and is not in
+// its receipt. The agent signals through its inbox that it is running and
+// waits for the host's go before it reads a note of its own and exits.
+func TestReadReceiptsOnlyTheSandbox(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	addHideNotes(t, e)
+	goFile := filepath.Join(e.outDir, "go")
+	script := `touch "$FEDMEM_INBOX/ready"; while [ ! -e "$1" ]; do sleep 0.05; done; cat "$2" >/dev/null`
+	done := make(chan *run, 1)
+	go func() {
+		done <- e.run(t, nil, "sh", "-c", script, "sh", goFile, filepath.Join(e.vault.Dir, "10-projects/hide-mmap.md"))
+	}()
+	inbox := filepath.Join(e.vault.Dir, "90-inbox")
+	var ready string
+	for ready == "" {
+		select {
+		case r := <-done:
+			t.Fatalf("the session ended before it was ready: exit %d\n%s", r.code, r.stderr)
+		default:
+		}
+		ents, _ := os.ReadDir(inbox)
+		for _, d := range ents {
+			if _, err := os.Stat(filepath.Join(inbox, d.Name(), "ready")); err == nil {
+				ready = d.Name()
+			}
+		}
+		if ready == "" {
+			time.Sleep(10 * time.Millisecond) // a poll for the agent's file, not a wait for a duration
+		}
+	}
+	// The host reads a note while the agent runs.
+	if _, err := os.ReadFile(filepath.Join(e.vault.Dir, "10-projects/hide-unread.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	vr, _ := r.report["vault_reads"].(map[string]any)
+	reads, _ := vr["reads"].([]any)
+	var got []string
+	for _, x := range reads {
+		m, _ := x.(map[string]any)
+		got = append(got, fmt.Sprint(m["path"]))
+	}
+	if strings.Join(got, " ") != "10-projects/hide-mmap.md" {
+		t.Errorf("receipt reads %v, want only the agent's 10-projects/hide-mmap.md (the host's read of hide-unread.md is not the agent's)", got)
 	}
 }
