@@ -40,6 +40,11 @@ type ReadReceipt struct {
 	Unattributed int `json:"unattributed,omitempty"`
 	// Lost: the kernel's queue overflowed and some opens are missing.
 	Lost bool `json:"lost,omitempty"`
+	// ChangedDuring counts the listed reads whose note the gate changed
+	// or removed between Commit and the session's end (a withhold, a
+	// supersession, a promotion over it): the agent may have read either
+	// version (the sandbox's vault is the live tree, read-only).
+	ChangedDuring int `json:"changed_during,omitempty"`
 }
 
 // VaultRead is one vault file the agent opened.
@@ -51,6 +56,11 @@ type VaultRead struct {
 	Blob string `json:"blob,omitempty"`
 	// First is when the recorder first saw it opened (RFC 3339, UTC).
 	First string `json:"first"`
+	// EndBlob, when the gate committed during the session and the file
+	// differs at the session's end (vault_head_end): its blob id there,
+	// "" with Removed when it is gone.
+	EndBlob string `json:"end_blob,omitempty"`
+	Removed bool   `json:"removed_by_end,omitempty"`
 }
 
 // ReadsDigest is ReadReceipt.Digest of paths read at commit.

@@ -13,7 +13,7 @@ import (
 
 // vaultReadsOf makes the report's receipt from what the backend recorded,
 // with blob ids at commit (the vault's HEAD when the session started).
-func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit string) (*vault.ReadReceipt, []string) {
+func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit, end string) (*vault.ReadReceipt, []string) {
 	if vr == nil {
 		return nil, nil
 	}
@@ -43,6 +43,9 @@ func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit string) (*vault.ReadR
 	for i, r := range listed {
 		out.Reads[i] = vault.VaultRead{Path: r.Path, Blob: blobs[r.Path], First: r.First.Format(time.RFC3339Nano)}
 	}
+	if end != "" && end != commit && err == nil {
+		warnings = append(warnings, changedDuring(out, vaultDir, end, paths[:len(listed)])...)
+	}
 	if vr.Lost {
 		warnings = append(warnings, "vault_reads: the kernel's event queue overflowed: some of the agent's vault reads are not in the receipt")
 	}
@@ -50,6 +53,26 @@ func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit string) (*vault.ReadR
 		warnings = append(warnings, fmt.Sprintf("vault_reads: %d opens in the vault could not be named", vr.Unattributed))
 	}
 	return out, warnings
+}
+
+// changedDuring marks the reads of out whose file differs at end (the
+// vault's HEAD when the session ended) from its blob at out.Commit.
+func changedDuring(out *vault.ReadReceipt, vaultDir, end string, paths []string) []string {
+	at, err := blobIDs(vaultDir, end, paths)
+	if err != nil {
+		return []string{"vault_reads: blob ids at the session's end not read: " + err.Error()}
+	}
+	for i := range out.Reads {
+		r := &out.Reads[i]
+		if b := at[r.Path]; b != r.Blob {
+			r.EndBlob, r.Removed = b, b == ""
+			out.ChangedDuring++
+		}
+	}
+	if out.ChangedDuring == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("vault_reads: the gate changed %d of the notes the agent read while it ran (end_blob, removed_by_end): it may have read either version", out.ChangedDuring)}
 }
 
 // blobIDs are the blob ids of paths at commit, from `git ls-tree` (the

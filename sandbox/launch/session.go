@@ -230,7 +230,7 @@ func (ss *session) collect(res *sandbox.Result, runErr error) int {
 		rep.CoversLost = res.CoversLost
 		code = res.ExitCode
 		var warnings []string
-		rep.VaultReads, warnings = vaultReadsOf(res.VaultReads, s.Vault, rep.VaultHeadStart)
+		rep.VaultReads, warnings = vaultReadsOf(res.VaultReads, s.Vault, rep.VaultHeadStart, rep.VaultHeadEnd)
 		if rep.VaultReads != nil {
 			rep.VaultReadsDigest = rep.VaultReads.Digest
 		}

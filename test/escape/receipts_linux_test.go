@@ -288,28 +288,7 @@ func TestReadReceiptsOnlyTheSandbox(t *testing.T) {
 	addHideNotes(t, e)
 	goFile := filepath.Join(e.outDir, "go")
 	script := `touch "$FEDMEM_INBOX/ready"; while [ ! -e "$1" ]; do sleep 0.05; done; cat "$2" >/dev/null`
-	done := make(chan *run, 1)
-	go func() {
-		done <- e.run(t, nil, "sh", "-c", script, "sh", goFile, filepath.Join(e.vault.Dir, "10-projects/hide-mmap.md"))
-	}()
-	inbox := filepath.Join(e.vault.Dir, "90-inbox")
-	var ready string
-	for ready == "" {
-		select {
-		case r := <-done:
-			t.Fatalf("the session ended before it was ready: exit %d\n%s", r.code, r.stderr)
-		default:
-		}
-		ents, _ := os.ReadDir(inbox)
-		for _, d := range ents {
-			if _, err := os.Stat(filepath.Join(inbox, d.Name(), "ready")); err == nil {
-				ready = d.Name()
-			}
-		}
-		if ready == "" {
-			time.Sleep(10 * time.Millisecond) // a poll for the agent's file, not a wait for a duration
-		}
-	}
+	done := startReadySession(t, e, script, goFile, filepath.Join(e.vault.Dir, "10-projects/hide-mmap.md"))
 	// The host reads a note while the agent runs.
 	if _, err := os.ReadFile(filepath.Join(e.vault.Dir, "10-projects/hide-unread.md")); err != nil {
 		t.Fatal(err)
@@ -330,5 +309,71 @@ func TestReadReceiptsOnlyTheSandbox(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "10-projects/hide-mmap.md" {
 		t.Errorf("receipt reads %v, want only the agent's 10-projects/hide-mmap.md (the host's read of hide-unread.md is not the agent's)", got)
+	}
+}
+
+// startReadySession runs script (sh -c, with args) in a session and returns
+// once the agent has made "ready" in its inbox; the session's outcome
+// comes on the channel.
+func startReadySession(t *testing.T, e *env, script string, args ...string) <-chan *run {
+	t.Helper()
+	done := make(chan *run, 1)
+	go func() { done <- e.run(t, nil, append([]string{"sh", "-c", script, "sh"}, args...)...) }()
+	inbox := filepath.Join(e.vault.Dir, "90-inbox")
+	for {
+		select {
+		case r := <-done:
+			t.Fatalf("the session ended before it was ready: exit %d\n%s", r.code, r.stderr)
+		default:
+		}
+		ents, _ := os.ReadDir(inbox)
+		for _, d := range ents {
+			if _, err := os.Stat(filepath.Join(inbox, d.Name(), "ready")); err == nil {
+				return done
+			}
+		}
+		time.Sleep(10 * time.Millisecond) // a poll for the agent's file, not a wait for a duration
+	}
+}
+
+// TestReadReceiptsNoteChangedDuringSession (issue 21 item 4): the agent
+// reads a note, then the gate commits a new version of it while the
+// session runs (a withhold does this); the receipt keeps the blob at the
+// session's start and says the note changed by the end (end_blob,
+// changed_during), and the user is told: the agent may have read either.
+func TestReadReceiptsNoteChangedDuringSession(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	blobs := addHideNotes(t, e)
+	note := "10-projects/hide-mmap.md"
+	goFile := filepath.Join(e.outDir, "go")
+	script := `cat "$2" >/dev/null; touch "$FEDMEM_INBOX/ready"; while [ ! -e "$1" ]; do sleep 0.05; done`
+	done := startReadySession(t, e, script, goFile, filepath.Join(e.vault.Dir, note))
+	if err := os.WriteFile(filepath.Join(e.vault.Dir, note), []byte("---\ntype: note\nstatus: draft\n---\nwithheld\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", note}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "withhold"}} {
+		if _, err := testutil.Git(e.vault.Dir, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newBlob, _ := testutil.Git(e.vault.Dir, "rev-parse", "HEAD:"+note)
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	vr, _ := r.report["vault_reads"].(map[string]any)
+	reads, _ := vr["reads"].([]any)
+	if len(reads) != 1 {
+		t.Fatalf("receipt reads %v, want the one note", reads)
+	}
+	m, _ := reads[0].(map[string]any)
+	if m["path"] != note || m["blob"] != blobs[note] || m["end_blob"] != strings.TrimSpace(newBlob) || vr["changed_during"] != float64(1) {
+		t.Errorf("receipt %v: want %s with blob %s (start), end_blob %s, changed_during 1", vr, note, blobs[note], newBlob)
+	}
+	if !strings.Contains(string(r.stderr), "changed 1 of the notes the agent read") {
+		t.Errorf("the user is not told the note changed during the session:\n%s", r.stderr)
 	}
 }
