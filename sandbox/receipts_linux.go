@@ -82,12 +82,14 @@ func (r *recorder) serve() *VaultReads {
 	var points []string
 	_ = json.Unmarshal(buf[:n], &points)
 	fds := parseRights(oob[:oobn])
-	defer func() {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-	}()
 	fan, why := r.mark(points, fds)
+	// The mounts are not held from here: when the sandbox's mount
+	// namespace goes, its mounts and their marks go with it, and the
+	// kernel's grace period for the marks (synchronize_srcu, some 15 ms)
+	// runs while the sandbox is reaped, not in the close below.
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
 	if fan < 0 {
 		if r.mode == ReceiptsRequired {
 			_, _ = r.sock.Write(append([]byte{receiptsRefused}, "read receipts are required (vault.receipts: required) and cannot be recorded: "+why...))
@@ -96,7 +98,9 @@ func (r *recorder) serve() *VaultReads {
 		}
 		return &VaultReads{Unavailable: why}
 	}
-	defer unix.Close(fan)
+	// Closed in the background: destroying a fanotify group waits for
+	// its marks' grace period, which the session need not wait for.
+	defer func() { go unix.Close(fan) }()
 	if _, err := r.sock.Write([]byte{receiptsMarked}); err != nil {
 		return &VaultReads{Unavailable: "the sandbox's init ended before its vault was marked"}
 	}

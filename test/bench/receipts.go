@@ -13,7 +13,8 @@ import (
 // every open of a vault file reported by fanotify and named), with them
 // off (`vault.receipts: off`), and bare (the same command outside any
 // sandbox). Whole sessions (start-up included). Target: receipts on /
-// off ≤ 1.10. Receipts need a root caller; as another user the "on" runs
+// off ≤ 1.10; and `/bin/true`, what receipts add to start-up and
+// teardown. Receipts need a root caller; as another user the "on" runs
 // record nothing (vault_reads.recorded: false) and the figure says so.
 func benchReceipts(o options, res *Result, runBin, large, work string, log io.Writer) error {
 	dir, err := os.MkdirTemp("", "fedmem-bench-receipts-")
@@ -41,6 +42,7 @@ func benchReceipts(o options, res *Result, runBin, large, work string, log io.Wr
 	}{
 		{"grep -r", []string{"grep", "-rc", "--exclude-dir=.git", "Bench note", large}},
 		{"git log -p", []string{"git", "-c", "safe.directory=*", "-C", large, "log", "-p", "--no-color"}},
+		{"/bin/true", []string{"/bin/true"}}, // start-up: the mark and its teardown
 	} {
 		bare := &Series{Name: fmt.Sprintf("%s, %s notes, bare", w.name, human(o.large)), Cmd: w.argv}
 		sOff := &Series{Name: fmt.Sprintf("%s, %s notes, fedmem-run receipts off", w.name, human(o.large)),
