@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -163,7 +165,7 @@ func (r *recorder) mark(points []string, fds []int) (int, string) {
 // those queued), so each event costs it map lookups only; paths are put
 // together once, at the end.
 func (r *recorder) read(fan int) *VaultReads {
-	rs := &readSet{vault: r.vault, dirs: map[string]string{}, seen: make(map[string]struct{}, 1024), vr: &VaultReads{}}
+	rs := newReadSet(r.vault, map[string]string{})
 	rs.mountFd, _ = unix.Open(r.vault, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) // open_by_handle_at takes no O_PATH mount descriptor
 	defer func() {
 		if rs.mountFd >= 0 {
@@ -211,17 +213,49 @@ type readSet struct {
 	// dirs maps a folder's handle (fsid, size, type, handle bytes) to
 	// its vault-relative path, "" if it could not be resolved.
 	dirs map[string]string
-	// seen holds each (folder handle, name) first opened; order lists
-	// them as first seen.
-	seen  map[string]struct{}
-	order []opened
-	vr    *VaultReads
+	// seen maps the hash of each (folder handle, name) first opened to
+	// its index in order; keys are kept in arena (no allocation per
+	// file), a rare second key of the same hash in collided.
+	seed     maphash.Seed
+	seen     map[uint64]int32
+	collided map[string]struct{}
+	arena    []byte
+	order    []opened
+	now      time.Time // when the events being handled were read
+	vr       *VaultReads
 }
 
-// opened is one file first seen opened: its folder's path and its name.
+// opened is one file first seen opened: its folder's path, its key in
+// arena (the name from nameAt on) and when.
 type opened struct {
-	dir, name string
-	first     time.Time
+	dir    string
+	off, n uint32
+	nameAt uint32
+	first  time.Time
+}
+
+// newReadSet is an empty readSet for the vault at vaultDir.
+func newReadSet(vaultDir string, dirs map[string]string) *readSet {
+	return &readSet{vault: vaultDir, mountFd: -1, dirs: dirs, seed: maphash.MakeSeed(), seen: make(map[uint64]int32, 1024),
+		collided: map[string]struct{}{}, vr: &VaultReads{}}
+}
+
+// firstOpen says whether key is opened for the first time, and notes it.
+func (rs *readSet) firstOpen(key []byte) bool {
+	h := maphash.Bytes(rs.seed, key)
+	i, ok := rs.seen[h]
+	if !ok {
+		rs.seen[h] = int32(len(rs.order))
+		return true
+	}
+	if o := rs.order[i]; bytes.Equal(rs.arena[o.off:o.off+o.n], key) {
+		return false
+	}
+	if _, ok := rs.collided[string(key)]; ok {
+		return false
+	}
+	rs.collided[string(key)] = struct{}{}
+	return true
 }
 
 // fanotify's event layout (linux/fanotify.h): the metadata, then info
@@ -233,6 +267,7 @@ const fanMetaLen = 24
 // events handles one read's worth of events.
 func (rs *readSet) events(b []byte) {
 	ne := binary.NativeEndian
+	rs.now = time.Now()
 	for len(b) >= fanMetaLen {
 		evLen, metaLen := int(ne.Uint32(b[0:])), int(ne.Uint16(b[6:]))
 		mask, fd := ne.Uint64(b[8:]), int32(ne.Uint32(b[16:]))
@@ -280,22 +315,20 @@ func (rs *readSet) record(ev []byte) bool {
 		if end == 16+hb {
 			return false // no name
 		}
-		if _, ok := rs.seen[string(rec[:end])]; ok {
-			return true // opened before: no allocation
-		}
-		key := string(rec[:end])
-		rs.seen[key] = struct{}{}
-		dk := key[:16+hb]
-		dir, ok := rs.dirs[dk]
+		key := rec[:end]
+		dir, ok := rs.dirs[string(key[:16+hb])]
 		if !ok {
 			dir = rs.resolve(int32(ne.Uint32(rec[12:])), rec[16:16+hb])
-			rs.dirs[dk] = dir
+			rs.dirs[string(key[:16+hb])] = dir
 		}
 		if dir == "" {
-			delete(rs.seen, key) // counted as unattributed each time
-			return false
+			return false // counted as unattributed each time
 		}
-		rs.order = append(rs.order, opened{dir: dir, name: key[16+hb:], first: time.Now()})
+		if !rs.firstOpen(key) {
+			return true // opened before
+		}
+		rs.order = append(rs.order, opened{dir: dir, off: uint32(len(rs.arena)), n: uint32(len(key)), nameAt: uint32(16 + hb), first: rs.now})
+		rs.arena = append(rs.arena, key...)
 		return true
 	}
 	return false
@@ -327,9 +360,9 @@ func (rs *readSet) resolve(typ int32, h []byte) string {
 // other file is a read.
 func (rs *readSet) finish() *VaultReads {
 	for _, o := range rs.order {
-		rel := o.name
+		rel := string(rs.arena[o.off+o.nameAt : o.off+o.n])
 		if o.dir != "." {
-			rel = o.dir + "/" + o.name
+			rel = o.dir + "/" + rel
 		}
 		if rel == ".git" || strings.HasPrefix(rel, ".git/") {
 			rs.vr.GitOpens++

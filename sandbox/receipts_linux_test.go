@@ -45,7 +45,7 @@ func dirKey(h []byte) string {
 // an event whose folder cannot be resolved is counted, never dropped; an
 // overflow marks the receipt lost.
 func TestReadSetNamesOpens(t *testing.T) {
-	rs := &readSet{mountFd: -1, dirs: map[string]string{dirKey([]byte("AAAAAAAA")): "10-projects", dirKey([]byte("GGGGGGGG")): ".git/objects", dirKey([]byte("RRRRRRRR")): "."}, seen: map[string]struct{}{}, vr: &VaultReads{}}
+	rs := newReadSet("/v", map[string]string{dirKey([]byte("AAAAAAAA")): "10-projects", dirKey([]byte("GGGGGGGG")): ".git/objects", dirKey([]byte("RRRRRRRR")): "."})
 	var b []byte
 	for _, e := range []struct{ h, n string }{{"AAAAAAAA", "a.md"}, {"RRRRRRRR", "top.md"}, {"AAAAAAAA", "a.md"}, {"GGGGGGGG", "pack"}, {"XXXXXXXX", "lost.md"}, {"AAAAAAAA", "b.md"}} {
 		b = append(b, fanEvent([]byte(e.h), e.n)...)
@@ -78,7 +78,7 @@ func BenchmarkReadSet(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		rs := &readSet{mountFd: -1, dirs: dirs, seen: make(map[string]struct{}, 1024), vr: &VaultReads{}}
+		rs := newReadSet("/v", dirs)
 		rs.events(buf)
 		rs.finish()
 	}
