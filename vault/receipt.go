@@ -11,6 +11,10 @@ import (
 // record; vault_reads.count and vault_reads.digest cover every read.
 const MaxVaultReads = 2000
 
+// MaxVaultReadBytes bounds the listed reads' paths, in bytes, so that a
+// record stays under the 1 MiB its readers take.
+const MaxVaultReadBytes = 256 << 10
+
 // ReadReceipt is the session report's (and record's) vault_reads: which
 // vault files the agent opened, recorded by fedmem-run from outside the
 // sandbox (docs/report.md, docs/threat-model.md "Read
@@ -26,7 +30,8 @@ type ReadReceipt struct {
 	// Count is the number of distinct vault files opened (outside .git).
 	Count int         `json:"count"`
 	Reads []VaultRead `json:"reads"`
-	// Truncated: Reads holds the first MaxVaultReads of Count.
+	// Truncated: Reads holds the first of Count only (MaxVaultReads
+	// entries, MaxVaultReadBytes of paths).
 	Truncated bool `json:"truncated,omitempty"`
 	// Digest is sha256 over Commit and every path read (not only those
 	// listed): "fedmem-reads-v1 LF commit LF", then the paths sorted, one

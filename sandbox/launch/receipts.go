@@ -28,9 +28,14 @@ func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit, end string) (*vault.
 		paths[i] = r.Path
 	}
 	out.Digest = vault.ReadsDigest(commit, paths)
-	listed := vr.Reads
-	if len(listed) > vault.MaxVaultReads {
-		listed, out.Truncated = listed[:vault.MaxVaultReads], true
+	// At most MaxVaultReads entries and MaxVaultReadBytes of paths: the
+	// record must stay well under the 1 MiB the gate reads of it.
+	listed, size := vr.Reads, 0
+	for i, r := range listed {
+		if size += len(r.Path); i == vault.MaxVaultReads || size > vault.MaxVaultReadBytes {
+			listed, out.Truncated = listed[:i], true
+			break
+		}
 	}
 	// Blob ids of the listed reads only: the digest binds the rest
 	// through the commit.
