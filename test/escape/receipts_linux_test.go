@@ -58,7 +58,7 @@ func addHideNotes(t *testing.T, e *env) map[string]string {
 // fails with EXDEV (the vault's bind is its own mount: link(2) never
 // crosses mounts). On the old code the report had no vault_reads at all.
 func TestReadReceiptsHostileAgent(t *testing.T) {
-	for _, l := range []layout{{name: "gate-owned/root", gateOwned: true}, {name: "workdir-in-vault/root", workdirInVault: true}} {
+	for _, l := range []layout{{name: "gate-owned/root", gateOwned: true}, {name: "workdir-in-vault/root", workdirInVault: true}, {name: "inside/root", vaultInWorkdir: true}} {
 		t.Run(l.name, func(t *testing.T) {
 			e := setup(t, l)
 			blobs := addHideNotes(t, e)
