@@ -84,7 +84,10 @@ func (r *recorder) serve() *VaultReads {
 	var points []string
 	_ = json.Unmarshal(buf[:n], &points)
 	fds := parseRights(oob[:oobn])
-	fan, why := r.mark(points, fds)
+	fan, why := -1, "no pipe to end the recorder with"
+	if r.stop[0] >= 0 {
+		fan, why = r.mark(points, fds)
+	}
 	// The mounts are not held from here: when the sandbox's mount
 	// namespace goes, its mounts and their marks go with it, and the
 	// kernel's grace period for the marks (synchronize_srcu, some 15 ms)
