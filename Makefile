@@ -82,7 +82,7 @@ lint: ## go vet and gofmt
 corpus: ## the trusted-profile corpus (gate/testdata/trusted): hostile drafts promoted (must be 0) and benign notes promoted (at least 80%)
 	@$(GO) test -count=1 -run '^TestTrustedCorpus$$' -v ./gate/ | grep -E 'corpus:|benign held|open breach|promoted from a trusted|^(ok|FAIL|---)'
 
-bench: build ## fedmem-run vs bubblewrap, start-up vs vault size, promotion vs git, gate throughput (BENCHFLAGS=-json, -only bwrap|backends|size|promote|throughput|latency|review|cred|propose)
+bench: build ## fedmem-run vs bubblewrap, start-up vs vault size, promotion vs git, gate throughput (BENCHFLAGS=-json, -only bwrap|backends|size|receipts|promote|throughput|latency|review|cred|propose)
 	FEDMEM_BIN=$(CURDIR)/$(BIN) $(GO) run ./test/bench $(BENCHFLAGS)
 
 # This build against revision BASE (default HEAD~1),

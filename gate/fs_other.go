@@ -7,6 +7,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate/intake"
 	"github.com/fedmem/fedmem/gate/origin"
+	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -27,10 +28,11 @@ func (g *Gate) readClaim(string, int64) (readResult, error)            { return 
 func (g *Gate) readClaimAt(string, int64, bool) (readResult, error) {
 	return readResult{}, errUnsupported
 }
-func (g *Gate) sessionRecord(*inbox, string) *SessionRecord       { return nil }
-func sessionAccessHint(int, string, error) string                 { return "" }
-func (g *Gate) writeReceipt(*inbox, string, string, []byte) error { return errUnsupported }
-func (g *Gate) lockState() (func(), error)                        { return nil, errUnsupported }
+func (g *Gate) sessionRecord(*inbox, string) *SessionRecord                 { return nil }
+func sessionAccessHint(int, string, error) string                           { return "" }
+func (g *Gate) storeSessionReceipts(*inbox, *policy.Policy) (int, []string) { return 0, nil }
+func (g *Gate) writeReceipt(*inbox, string, string, []byte) error           { return errUnsupported }
+func (g *Gate) lockState() (func(), error)                                  { return nil, errUnsupported }
 
 type readResult struct {
 	Bytes  []byte

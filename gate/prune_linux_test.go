@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/test/testutil"
 	"io/fs"
 	"os"
@@ -159,7 +160,7 @@ func TestPruneRacesAgentWrites(t *testing.T) {
 				return
 			default:
 			}
-			p := g.sweepSessions(24, fixedNow) // what Sweep runs
+			p := g.sweepSessions(&policy.Policy{PruneEmptyAfterHours: 24}, fixedNow) // what Sweep runs
 			pruned += len(p.Pruned)
 			for _, e := range p.Errors {
 				t.Errorf("prune: %s", e)

@@ -47,9 +47,11 @@ func (h sweepHost) Changes(head repo.Hash, p string, content []byte, logLine str
 
 func (h sweepHost) Signature(pol *policy.Policy) repo.Signature { return h.g.signature(pol) }
 
-func (h sweepHost) PruneSessions(hours int, now time.Time) *sweep.SessionPrune {
-	return h.g.sweepSessions(hours, now)
+func (h sweepHost) PruneSessions(pol *policy.Policy, now time.Time) *sweep.SessionPrune {
+	return h.g.sweepSessions(pol, now)
 }
+
+func (h sweepHost) ReadersOf(p string) ([]string, int) { return h.g.readersOf(p) }
 
 // Sweep withholds every active note that is past its `stale_after` or whose
 // fingerprinted sources changed at HEAD, and removes the empty session
@@ -72,7 +74,8 @@ func (g *Gate) Sweep() (*sweep.Summary, error) {
 // sweepSessions prunes empty session folders and records the counts for
 // `fedmem gate status`. Failures are reported in the result, never fatal to
 // the sweep.
-func (g *Gate) sweepSessions(hours int, now time.Time) *sweep.SessionPrune {
+func (g *Gate) sweepSessions(pol *policy.Policy, now time.Time) *sweep.SessionPrune {
+	hours := pol.PruneEmptyAfterHours
 	in, err := g.openInbox()
 	if err != nil {
 		return &sweep.SessionPrune{AfterHours: hours, Pruned: []string{}, Errors: []string{err.Error()}}
@@ -80,6 +83,9 @@ func (g *Gate) sweepSessions(hours int, now time.Time) *sweep.SessionPrune {
 	defer in.Close()
 	p := sweep.PruneSessions(in, hours, now, g.note)
 	p.HeldMarksPruned = g.pruneHeldMarks(in)
+	var problems []string
+	p.ReceiptsStored, problems = g.storeSessionReceipts(in, pol)
+	p.Errors = append(p.Errors, problems...)
 	if err := g.recordPrune(p, now); err != nil {
 		p.Errors = append(p.Errors, "record prune status: "+err.Error())
 	}

@@ -19,6 +19,7 @@ const (
 	StageNoNewPrivs   Stage = "no_new_privs" // PR_SET_NO_NEW_PRIVS failed
 	StagePrctl        Stage = "prctl"        // pid 1 could not make itself non-dumpable (PR_SET_DUMPABLE)
 	StageProtect      Stage = "protect"      // the persistence placeholders could not be guarded (another process holds their lock)
+	StageReceipts     Stage = "receipts"     // read receipts are required and the vault's reads could not be recorded
 	StagePTY          Stage = "pty"          // the agent's pseudo-terminal could not be made
 	StageSeccomp      Stage = "seccomp"      // the seccomp filter could not be installed
 	StageSetup        Stage = "setup"        // the parent could not prepare the sandbox (its own executable, pipes, files)

@@ -74,6 +74,9 @@ func Check(p *Profile) (warnings []string, errs []error) {
 			warnings = append(warnings, fmt.Sprintf("writable[%d] %q is a whole home directory: the agent can persist code there (shell startup files); secrets stay masked", i, w))
 		}
 	}
+	if p.Vault.Receipts == ReceiptsOff {
+		warnings = append(warnings, "vault.receipts: off: which vault notes the agent read is not recorded (fedmem audit readers cannot name this profile's sessions)")
+	}
 	if p.Home.Mode == HomeRO {
 		warnings = append(warnings, "home.mode: ro shows the whole home read-only: the agent reads every file not masked and reaches every unix socket there its uid may write (docker, podman, an editor's server); use home.mode: allowlist and name what it needs in home.show")
 	}

@@ -136,7 +136,19 @@ type Vault struct {
 	// inside the sandbox — not other folders, not .git. The session inbox
 	// is always there. Empty: the whole vault, read-only.
 	Visible []string `yaml:"visible,omitempty" json:"visible,omitempty"`
+	// Receipts says whether fedmem-run records which vault files the
+	// agent opens (the report's vault_reads): on (the default: recorded
+	// where the caller can, said where it cannot), required (a session
+	// whose reads cannot be recorded is refused), off.
+	Receipts string `yaml:"receipts,omitempty" json:"receipts,omitempty"`
 }
+
+// Read receipt settings (vault.receipts).
+const (
+	ReceiptsOn       = "on"
+	ReceiptsOff      = "off"
+	ReceiptsRequired = "required"
+)
 
 // Limits are hard limits of a session. Zero means none.
 type Limits struct {
@@ -543,6 +555,9 @@ func merge(parent, child *Profile) *Profile {
 	out.UnixSockets = append(append([]string{}, parent.UnixSockets...), child.UnixSockets...)
 	out.AcceptRisks = append(append([]string{}, parent.AcceptRisks...), child.AcceptRisks...)
 	out.SocketFamilies = append(append([]SocketFamily{}, parent.SocketFamilies...), child.SocketFamilies...)
+	if child.Vault.Receipts != "" {
+		out.Vault.Receipts = child.Vault.Receipts
+	}
 	if len(child.Vault.Visible) > 0 {
 		// A child narrows or replaces the parent's view, never adds to it
 		// silently: its list is the view.
@@ -690,6 +705,11 @@ func (p *Profile) Validate() error {
 		if _, err := ParseAllow(a); err != nil {
 			errs = append(errs, fmt.Errorf("allow: %w", err))
 		}
+	}
+	switch p.Vault.Receipts {
+	case "", ReceiptsOn, ReceiptsOff, ReceiptsRequired:
+	default:
+		errs = append(errs, fmt.Errorf("vault.receipts: %q: want on, off or required", p.Vault.Receipts))
 	}
 	for _, v := range p.Vault.Visible {
 		c := path.Clean(v)

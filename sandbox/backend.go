@@ -55,6 +55,11 @@ type Spec struct {
 	// calls never leave the kernel (docs/events.md, "Denials").
 	FSDenials bool
 	Limits    Limits
+	// Receipts says whether the backend records which vault files the
+	// agent opens (VaultReads in the Result): off, on (when it cannot,
+	// VaultReads.Unavailable says why and the agent runs), required
+	// (when it cannot, the session is refused at stage receipts).
+	Receipts ReceiptMode
 	// Event, when set, is called as the run goes: "started" (with the
 	// active layers) once the agent runs, "stopped" when it is suspended,
 	// "limit" for each limit hit. It must not block.
@@ -124,6 +129,10 @@ type Layers struct {
 	LandlockNet bool     `json:"landlock_net"`
 	Scoped      []string `json:"landlock_scopes,omitempty"`
 	Verified    bool     `json:"mounts_verified"`
+	// Receipts: fedmem-run recorded the agent's opens of vault files
+	// from outside the sandbox (fanotify on the sandbox's vault mounts;
+	// docs/threat-model.md, "Read receipts").
+	Receipts bool `json:"vault_receipts"`
 	// Limits says how each limit is enforced, e.g. "pids=512 (cgroup v2 pids.max, fedmem.slice)".
 	Limits []string `json:"limits,omitempty"`
 	PTY    bool     `json:"pty"`
@@ -156,6 +165,42 @@ type Result struct {
 	// after the sandbox is gone; the caller turns it into a proposal and
 	// closes it. nil otherwise, or when the sandbox never mounted it.
 	Proposal *os.File `json:"-"`
+	// VaultReads are the vault files the agent opened, recorded from
+	// outside the sandbox (Spec.Receipts); nil when not asked for.
+	VaultReads *VaultReads `json:"-"`
+}
+
+// ReceiptMode is Spec.Receipts.
+type ReceiptMode string
+
+// The receipt modes.
+const (
+	ReceiptsOff      ReceiptMode = "off"
+	ReceiptsOn       ReceiptMode = "on"
+	ReceiptsRequired ReceiptMode = "required"
+)
+
+// VaultRead is one vault file the agent opened: its path relative to the
+// vault and when the recorder first saw it opened.
+type VaultRead struct {
+	Path  string    `json:"path"`
+	First time.Time `json:"first"`
+}
+
+// VaultReads is what the recorder saw of a session: every vault file
+// opened (once each, in the order first seen), the number of files under
+// .git opened (Git's objects: which notes they hold is not known), and what it
+// could not see or attribute. Unavailable is set, and nothing else, when
+// the session's reads were not recorded at all.
+type VaultReads struct {
+	Reads    []VaultRead
+	GitOpens int
+	// Unattributed counts opens the recorder could not name (a folder
+	// removed before it resolved its handle, a handle outside the vault).
+	Unattributed int
+	// Lost: the kernel's event queue overflowed; some opens are missing.
+	Lost        bool
+	Unavailable string
 }
 
 // ExitTimedOut is fedmem-run's exit code when the wall-time limit ended

@@ -346,6 +346,7 @@ func superviseContainer(ctx context.Context, spec *Spec, rt containerRuntime, cf
 	pl := startParentLimits(spec, k.kill)
 	defer pl.stop()
 	msgs, masters := link.started(spec)
+	rec := link.recorder(spec)
 	ctlR.Close()
 	pidW.Close()
 	initPid := readInitPid(pidR, k)
@@ -362,6 +363,7 @@ func superviseContainer(ctx context.Context, spec *Spec, rt containerRuntime, cf
 		}}
 	runErr := w.run(ctx, msgs)
 	werr := w.reap(cmd)
+	res.VaultReads = rec.finish()
 	// The helper read the container's cgroup before it went.
 	if b, err := os.ReadFile(filepath.Join(bundle, "limits_hit")); err == nil {
 		res.LimitsHit = append(res.LimitsHit, strings.Fields(string(b))...)

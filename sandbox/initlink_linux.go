@@ -24,6 +24,7 @@ type initLink struct {
 	relay        *ptyRelay // nil without a terminal
 	proxyCtl     *os.File  // our end; nil without the proxy
 	proposeSock  *os.File  // our end; nil without a workdir proposal
+	receiptsSock *os.File  // our end; nil without read receipts
 	null         *os.File  // the init's stdio until it has its pty
 	// files are the init's descriptors from 3 on: config, sync, then the
 	// PTY and proxy sockets' other ends.
@@ -94,7 +95,30 @@ func newInitLink(spec *Spec, cfg *initConfig) (l *initLink, err error) {
 		l.files = append(l.files, os.NewFile(uintptr(fds[1]), "propose-child"))
 		cfg.ProposeFd = 2 + len(l.files)
 	}
+	if spec.Receipts == ReceiptsOn || spec.Receipts == ReceiptsRequired {
+		// The init hands the vault's mounts over this socket and waits
+		// for them to be marked (handOverVault, startRecorder).
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return l, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: err.Error()}
+		}
+		l.receiptsSock = os.NewFile(uintptr(fds[0]), "receipts-parent")
+		l.files = append(l.files, os.NewFile(uintptr(fds[1]), "receipts-child"))
+		cfg.ReceiptsFd = 2 + len(l.files)
+	}
 	return l, nil
+}
+
+// recorder starts recording the agent's vault reads, once the init runs:
+// nil without read receipts. Its finish, once the init is reaped, gives
+// the reads.
+func (l *initLink) recorder(spec *Spec) *recorder {
+	if l.receiptsSock == nil {
+		return nil
+	}
+	sock := l.receiptsSock
+	l.receiptsSock = nil // the recorder closes it
+	return startRecorder(sock, spec.Plan.Vault, spec.Receipts)
 }
 
 // proposal returns, once the init has exited (or sent it), the descriptor
@@ -161,7 +185,7 @@ func (l *initLink) Close() {
 	if l.relay != nil {
 		l.relay.Close()
 	}
-	for _, f := range append([]*os.File{l.cfgW, l.syncR, l.ptySock, l.proxyCtl, l.proposeSock, l.null}, l.files...) {
+	for _, f := range append([]*os.File{l.cfgW, l.syncR, l.ptySock, l.proxyCtl, l.proposeSock, l.receiptsSock, l.null}, l.files...) {
 		if f != nil {
 			f.Close()
 		}

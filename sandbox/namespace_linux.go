@@ -79,6 +79,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	defer pl.stop()
 	msgs, masters := link.started(spec)
 	proposal := link.proposal()
+	rec := link.recorder(spec)
 	for _, f := range cmd.ExtraFiles[len(link.files):] {
 		f.Close() // the idmapped trees: the init holds them now
 	}
@@ -96,6 +97,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	// The init is gone: the proposal's upper tmpfs (if it mounted one)
 	// is held by this descriptor alone now.
 	res.Proposal = <-proposal
+	res.VaultReads = rec.finish()
 	Stamp("reaped")
 	clean.coversLost = res.CoversLost != ""
 	if cg != nil {

@@ -51,6 +51,7 @@ func InitMain() {
 		in.fail(ExitFedmemError, mounts.StagePrctl, err)
 	}
 	in.buildAndVerifyRoot()
+	in.handOverVault() // read receipts: fedmem-run marks the vault's mounts
 	in.setUpNetwork()
 	in.restrict()
 	path := in.agentPath()

@@ -37,6 +37,12 @@ type initConfig struct {
 	// ProposeFd, when not 0, is a unix socket the init hands a proposed
 	// workdir's upper tmpfs to fedmem-run over (mountProposal).
 	ProposeFd int `json:"propose_fd,omitempty"`
+	// ReceiptsFd, when not 0, is a unix socket the init hands fedmem-run
+	// an O_PATH descriptor of every mount of the vault over, once the root
+	// is built and before the agent exists; it waits for the answer
+	// (receiptsMarked, receiptsUnmarked, or a refusal) before going on
+	// (pid1_receipts_linux.go, receipts_linux.go).
+	ReceiptsFd int `json:"receipts_fd,omitempty"`
 	// AgentUID and AgentGID, when AgentSwitch, are what the agent becomes
 	// at fork (the init keeps another uid: a root caller's agent can
 	// signal, prlimit, renice or trace nothing of it). Groups are

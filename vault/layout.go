@@ -34,6 +34,10 @@ const (
 	// outside anything an agent sees: the sandbox hides every entry of the
 	// inbox but the session's own directory).
 	SessionsDir = InboxDir + "/.sessions"
+	// GateSessionsDir, in the gate's state directory, holds the gate's
+	// copy of every ended session's record that carries a read receipt
+	// (gate: storeSessionReceipts).
+	GateSessionsDir = "sessions"
 	// GlobalDir holds the contract agents read.
 	GlobalDir = "00-global"
 	// PolicyFile is the gate policy, read-only to agents.

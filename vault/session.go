@@ -27,6 +27,14 @@ type SessionRecord struct {
 	// same names fill these (review show prints them).
 	Workdir        string `json:"workdir,omitempty"`
 	VaultHeadStart string `json:"vault_head_start,omitempty"`
+	// VaultReadsDigest is the digest of the session's read receipt (the
+	// report's vault_reads.digest: every vault file the agent opened and
+	// its blob id at VaultHeadStart), written at the session's end; the
+	// gate stores it with the session's claims.
+	VaultReadsDigest string `json:"vault_reads_digest,omitempty"`
+	// VaultReads is the read receipt itself (receipt.go), written at the
+	// session's end: the vault files the agent opened.
+	VaultReads *ReadReceipt `json:"vault_reads,omitempty"`
 }
 
 // MaxSessionRecord is the most the gate reads of a session record.

@@ -149,8 +149,8 @@ Exit codes: 0 the log verifies; 1 it does not (or cannot be read); 2 bad usage.`
 	verify.Flags().StringVar(&state, "state", "", "the gate's state directory, if not the default")
 	verify.Flags().StringVar(&pubKey, "pubkey", "", "public key the gate's commits must be signed with (OpenSSH or armored OpenPGP)")
 	verify.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-	cmd := &cobra.Command{Use: "audit", Short: "Inspect the gate's audit log", Args: cobra.NoArgs}
-	cmd.AddCommand(verify)
+	cmd := &cobra.Command{Use: "audit", Short: "Inspect the gate's audit log and the sessions' read receipts", Args: cobra.NoArgs}
+	cmd.AddCommand(verify, newAuditReadersCmd(), newAuditSessionCmd())
 	return cmd
 }
 

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +51,11 @@ type Withheld struct {
 	Reason string `json:"reason"`
 	Detail string `json:"detail"`
 	Commit string `json:"commit"`
+	// ReadBy are the sessions whose read receipt names the note (fedmem
+	// audit readers): whoever acted on it may need a look. Unrecorded
+	// counts the sessions with no receipt, which could have read it.
+	ReadBy     []string `json:"read_by"`
+	Unrecorded int      `json:"sessions_unrecorded,omitempty"`
 }
 
 // Summary is the result of one sweep. Fields are only ever added.
@@ -100,8 +106,11 @@ type SessionPrune struct {
 	Kept int `json:"kept"`
 	// HeldMarksPruned counts the gate's held/ marks dropped because their
 	// entry left its session folder (pruneHeldMarks).
-	HeldMarksPruned int      `json:"held_marks_pruned,omitempty"`
-	Errors          []string `json:"errors,omitempty"`
+	HeldMarksPruned int `json:"held_marks_pruned,omitempty"`
+	// ReceiptsStored counts the ended sessions whose record (with its
+	// read receipt) the gate copied into its state and audit log.
+	ReceiptsStored int      `json:"receipts_stored,omitempty"`
+	Errors         []string `json:"errors,omitempty"`
 }
 
 // Host is what the engine needs from the gate.
@@ -117,8 +126,12 @@ type Host interface {
 	// Signature is the gate's commit signature under pol.
 	Signature(pol *policy.Policy) repo.Signature
 	// PruneSessions removes the empty session folders whose grace period
-	// passed and records what it did.
-	PruneSessions(hours int, now time.Time) *SessionPrune
+	// passed (pol's), stores the ended sessions' records with their read
+	// receipts, and records what it did.
+	PruneSessions(pol *policy.Policy, now time.Time) *SessionPrune
+	// ReadersOf names the sessions whose read receipt names the note p
+	// ("maybe" readers included) and counts the sessions with no receipt.
+	ReadersOf(p string) (readBy []string, unrecorded int)
 }
 
 // Engine withholds and restores notes of one vault, each move one gate
@@ -166,7 +179,7 @@ func (e *Engine) Sweep(pol *policy.Policy) (*Summary, error) {
 	}
 	s := &Summary{Withheld: []Withheld{}}
 	now := e.now().UTC()
-	s.Sessions = e.host.PruneSessions(pol.PruneEmptyAfterHours, now)
+	s.Sessions = e.host.PruneSessions(pol, now)
 	if hv.Root() == nil {
 		return s, nil
 	}
@@ -473,11 +486,13 @@ func (e *Engine) withhold(pol *policy.Policy, p, reason, detail string, now time
 	sp := decide.SanitizeLine(p)
 	msg := fmt.Sprintf("fedmem: withhold %s (%s)\n\n%s\n\nFedmem-Withheld: %s\nFedmem-Reason: %s\n", sp, reason, decide.SanitizeLine(detail), sp, reason)
 	logLine := fmt.Sprintf("- %s withheld [%s](%s): %s\n", now.Format(time.RFC3339), decide.Label(path.Base(p)), path.Base(p), decide.Label(reason+": "+detail))
-	c, err := e.commitLifecycle(pol, p, b, "withhold", logLine, msg, map[string]string{"path": p, "reason": reason, "detail": detail})
+	readBy, unrecorded := e.host.ReadersOf(p)
+	c, err := e.commitLifecycle(pol, p, b, "withhold", logLine, msg, map[string]string{"path": p, "reason": reason, "detail": detail,
+		"read_by": strings.Join(readBy, ","), "sessions_unrecorded": strconv.Itoa(unrecorded)})
 	if err != nil {
 		return nil, err
 	}
-	return &Withheld{Path: p, Reason: reason, Detail: detail, Commit: c}, nil
+	return &Withheld{Path: p, Reason: reason, Detail: detail, Commit: c, ReadBy: readBy, Unrecorded: unrecorded}, nil
 }
 
 // Reverify re-checks the withheld note at p (a vault path the caller

@@ -66,6 +66,7 @@ func Resolve(o *Options) (*Resolved, error) {
 		RequireLandlock: s.Plan.Require.Landlock,
 		RequireSeccomp:  s.Plan.Require.Seccomp,
 		FSDenials:       fsDen,
+		Receipts:        receiptMode(s),
 		Limits: sandbox.Limits{
 			WallTime:   time.Duration(p.Limits.WallTime),
 			Pids:       p.Limits.Pids,
@@ -79,15 +80,41 @@ func Resolve(o *Options) (*Resolved, error) {
 	return &Resolved{Session: s, Spec: spec, FSDenialsWhy: fsWhy}, nil
 }
 
+// receiptMode is the session's read receipts (vault.receipts): on unless
+// the profile says otherwise, off without a vault to read.
+func receiptMode(s *resolve.Session) sandbox.ReceiptMode {
+	switch {
+	case s.Placeholder || s.Profile.Vault.Receipts == profiles.ReceiptsOff:
+		return sandbox.ReceiptsOff
+	case s.Profile.Vault.Receipts == profiles.ReceiptsRequired:
+		return sandbox.ReceiptsRequired
+	}
+	return sandbox.ReceiptsOn
+}
+
 // Explain prints what Run would build: the plan, the backend (who enforces
 // what, what is missing here) and the sandbox's layers.
 func Explain(w io.Writer, r *Resolved, backend sandbox.Backend, asJSON bool) error {
 	layers := append(sandbox.DescribeBackend(backend), sandbox.DescribeLayers(r.Plan)...)
-	layers = append(layers, explainInbox(r), explainFSDenials(r))
+	layers = append(layers, explainInbox(r), explainFSDenials(r), explainReceipts(r))
 	if l := explainCredentials(r); l != "" {
 		layers = append(layers, l)
 	}
 	return resolve.Explain(w, r.Session, resolve.ExplainOptions{JSON: asJSON, Layers: layers, Width: resolve.OutputWidth(w)})
+}
+
+// explainReceipts says whether the agent's vault reads would be recorded
+// (vault.receipts, and what this caller can do).
+func explainReceipts(r *Resolved) string {
+	switch {
+	case r.Spec.Receipts == sandbox.ReceiptsOff:
+		return "read receipts: off (vault.receipts: off, or no vault): which vault files the agent opens is not recorded"
+	case os.Geteuid() == 0:
+		return "read receipts: on — before the agent starts, fedmem-run puts a fanotify mount mark on the sandbox's vault mounts; every vault file the agent opens is in the report's vault_reads (docs/threat-model.md, \"Read receipts\")"
+	case r.Spec.Receipts == sandbox.ReceiptsRequired:
+		return "read receipts: a run would be REFUSED (vault.receipts: required): marking the sandbox's vault mount needs a root caller"
+	}
+	return "read receipts: unavailable for this caller (marking the sandbox's vault mount needs a root caller): the report will say vault_reads.recorded: false"
 }
 
 // explainFSDenials says whether refused filesystem writes would be

@@ -234,6 +234,14 @@ func (ss *session) collect(res *sandbox.Result, runErr error) int {
 		rep.LimitsHit = res.LimitsHit
 		rep.CoversLost = res.CoversLost
 		code = res.ExitCode
+		var warnings []string
+		rep.VaultReads, warnings = vaultReadsOf(res.VaultReads, s.Vault, rep.VaultHeadStart, rep.VaultHeadEnd)
+		if rep.VaultReads != nil {
+			rep.VaultReadsDigest = rep.VaultReads.Digest
+		}
+		for _, w := range warnings {
+			ss.warnLater(w)
+		}
 	}
 	if runErr != nil {
 		code = sandbox.ExitCodeOf(runErr)

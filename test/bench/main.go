@@ -9,7 +9,10 @@
 //	    target ≤ 1.0×;
 //	(b) fedmem-run start-up on a 1k-note vault against a 100k-note vault:
 //	    ratio of medians, target ≤ 1.05;
-//	(c) (-only propose) a go build and an npm install under workdir:
+//	(c) (-only receipts) a read-heavy session (grep -r, git log -p) on the
+//	    large vault with read receipts on, off and bare: on / off, target
+//	    ≤ 1.10 (receipts.go);
+//	(d) (-only propose) a go build and an npm install under workdir:
 //	    propose against workdir: direct: ratio of medians, target ≤ 1.10
 //	    (propose.go).
 //
@@ -50,6 +53,7 @@ type options struct {
 	base    string
 
 	proposeRuns      int
+	receiptRuns      int
 	promoteRuns      int
 	promoteSizes     string
 	throughputDrafts int
@@ -109,8 +113,9 @@ func main() {
 	flag.StringVar(&o.cache, "cache", "", "directory for generated vaults (default <module>/.cache/bench)")
 	flag.StringVar(&o.bin, "bin", os.Getenv("FEDMEM_BIN"), "directory holding fedmem-run and fedmem (default $FEDMEM_BIN, else ./bin)")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the result as JSON on stdout")
-	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, backends, size, promote, throughput, latency, review, cred, propose or compare")
+	flag.StringVar(&o.only, "only", "", "run one part only: bwrap, backends, size, receipts, promote, throughput, latency, review, cred, propose or compare")
 	flag.StringVar(&o.base, "base", "", "directory holding another build's fedmem-run and fedmem, for -only compare (make bench-compare BASE=REV)")
+	flag.IntVar(&o.receiptRuns, "receipts-n", 5, "timed runs of each read-heavy session with receipts on, off and bare (-only receipts)")
 	flag.IntVar(&o.proposeRuns, "propose-n", 5, "timed runs of each build under workdir: propose and direct (-only propose)")
 	flag.IntVar(&o.reviewSize, "review-size", 100000, "notes in the vault of the review bench")
 	flag.IntVar(&o.reviewBatch, "review-batch", 400, "held drafts approved by one batch in the review bench")
@@ -197,6 +202,15 @@ func run(o options, stdout, log io.Writer) error {
 			return err
 		}
 		if err := benchSize(o, res, runBin, small, large, work, log); err != nil {
+			return err
+		}
+	}
+	if o.only == "" || o.only == "receipts" {
+		large, err := ensureVault(o.cache, o.large, bin, log)
+		if err != nil {
+			return err
+		}
+		if err := benchReceipts(o, res, runBin, large, work, log); err != nil {
 			return err
 		}
 	}
@@ -310,7 +324,10 @@ func alternate(o options, work string, series ...*Series) error {
 	for i := 0; i < o.warmup+o.runs; i++ {
 		order := series
 		if i%2 == 1 {
-			order = []*Series{series[1], series[0]}
+			order = make([]*Series, len(series))
+			for j, s := range series {
+				order[len(series)-1-j] = s
+			}
 		}
 		for _, s := range order {
 			t0 := time.Now()

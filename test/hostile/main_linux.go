@@ -101,6 +101,8 @@ func main() {
 		h.vaultMatrix()
 	case "nested-escape":
 		h.nestedEscape()
+	case "hide-reads":
+		h.hideReads()
 	case "all":
 		if h.session == "" || h.vault == "" || h.inbox == "" {
 			// Refuse to trash a real machine: "all" remounts, ptraces
@@ -126,6 +128,7 @@ func usage() {
   files     the vault file/dir matrix only (--vault, --inbox)
   fds       list open file descriptors
   tiocsti   TIOCSTI/TIOCLINUX ioctls on stdin
+  hide-reads  read notes in ways meant to escape the read receipt
   exit N    exit with status N`)
 }
 

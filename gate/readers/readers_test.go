@@ -1,0 +1,63 @@
+package readers
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fedmem/fedmem/vault"
+)
+
+func session(id, ended string, rr *vault.ReadReceipt) Session {
+	return Session{SessionRecord: vault.SessionRecord{Session: id, Started: ended, Ended: ended, VaultReads: rr}}
+}
+
+// TestReadersMaybeSinceUnrecorded: a cut receipt that does not list the
+// note is a "maybe", never a silent no; --since drops earlier reads; a
+// session with no receipt is named as unrecorded, not as a non-reader.
+func TestReadersMaybeSinceUnrecorded(t *testing.T) {
+	read := func(p, at string) vault.VaultRead { return vault.VaultRead{Path: p, Blob: "b", First: at} }
+	ss := []Session{
+		session("old", "2026-01-01T00:00:00Z", &vault.ReadReceipt{Recorded: true, Reads: []vault.VaultRead{read("n.md", "2026-01-01T00:00:00Z")}}),
+		session("new", "2026-02-01T00:00:00Z", &vault.ReadReceipt{Recorded: true, Reads: []vault.VaultRead{read("n.md", "2026-02-01T00:00:00Z")}}),
+		session("other", "2026-02-01T00:00:00Z", &vault.ReadReceipt{Recorded: true, Reads: []vault.VaultRead{read("m.md", "2026-02-01T00:00:00Z")}}),
+		session("cut", "2026-02-01T00:00:00Z", &vault.ReadReceipt{Recorded: true, Truncated: true, Reads: []vault.VaultRead{read("m.md", "2026-02-01T00:00:00Z")}}),
+		session("blind", "2026-02-01T00:00:00Z", &vault.ReadReceipt{Unavailable: "unprivileged"}),
+	}
+	a := Readers(ss, "n.md", time.Time{})
+	if got := ids(a.Readers); got != "old new cut" {
+		t.Errorf("readers = %q, want old new cut", got)
+	}
+	if !a.Readers[2].Maybe || a.Readers[0].Maybe {
+		t.Errorf("maybe flags: %+v", a.Readers)
+	}
+	if len(a.Unrecorded) != 1 || a.Unrecorded[0] != "blind" {
+		t.Errorf("unrecorded = %v, want [blind]", a.Unrecorded)
+	}
+	since, _ := time.Parse(time.RFC3339, "2026-01-15T00:00:00Z")
+	if got := ids(Readers(ss, "n.md", since).Readers); got != "new cut" {
+		t.Errorf("since %v: readers = %q, want new cut", since, got)
+	}
+}
+
+func ids(rs []Reader) string {
+	s := ""
+	for i, r := range rs {
+		if i > 0 {
+			s += " "
+		}
+		s += r.Session
+	}
+	return s
+}
+
+func TestNotePath(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"10-projects/a.md", "10-projects/a.md"}, {"/v/10-projects/a.md", "10-projects/a.md"}, {"./x//y.md", "x/y.md"},
+		{"../etc/passwd", ""}, {"/etc/passwd", ""}, {".", ""},
+	} {
+		got, err := NotePath("/v", c.in)
+		if c.want == "" && err == nil || c.want != "" && got != c.want {
+			t.Errorf("NotePath(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+}

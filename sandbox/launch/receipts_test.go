@@ -1,0 +1,50 @@
+package launch
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fedmem/fedmem/sandbox"
+	"github.com/fedmem/fedmem/vault"
+)
+
+// TestVaultReadsBounded: the listed reads stop at MaxVaultReads entries
+// or MaxVaultReadBytes of paths (the record must stay readable by the
+// gate), count and digest cover every read, and the digest does not
+// depend on the order reads were first seen.
+func TestVaultReadsBounded(t *testing.T) {
+	mk := func(n, pathLen int, reverse bool) *sandbox.VaultReads {
+		vr := &sandbox.VaultReads{}
+		for i := 0; i < n; i++ {
+			j := i
+			if reverse {
+				j = n - 1 - i
+			}
+			p := fmt.Sprintf("10-projects/n%05d", j)
+			p += strings.Repeat("x", max(0, pathLen-len(p)))
+			vr.Reads = append(vr.Reads, sandbox.VaultRead{Path: p, First: time.Unix(int64(i), 0)})
+		}
+		return vr
+	}
+	out, _ := vaultReadsOf(mk(2500, 0, false), t.TempDir(), "", "")
+	if !out.Truncated || len(out.Reads) != vault.MaxVaultReads || out.Count != 2500 {
+		t.Errorf("2500 reads: truncated %v, listed %d, count %d", out.Truncated, len(out.Reads), out.Count)
+	}
+	rev, _ := vaultReadsOf(mk(2500, 0, true), t.TempDir(), "", "")
+	if rev.Digest != out.Digest {
+		t.Errorf("digest depends on the order of first opens: %s vs %s", rev.Digest, out.Digest)
+	}
+	long, _ := vaultReadsOf(mk(1000, 1000, false), t.TempDir(), "", "")
+	if size := 0; !long.Truncated || len(long.Reads) >= 1000 {
+		t.Errorf("1000 reads of 1000-byte paths: truncated %v, listed %d", long.Truncated, len(long.Reads))
+	} else {
+		for _, r := range long.Reads {
+			size += len(r.Path)
+		}
+		if size > vault.MaxVaultReadBytes {
+			t.Errorf("listed %d bytes of paths, bound %d", size, vault.MaxVaultReadBytes)
+		}
+	}
+}

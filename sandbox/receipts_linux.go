@@ -1,0 +1,377 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/maphash"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Read receipts: which vault files the agent opened, seen from outside
+// the sandbox. The init hands fedmem-run a descriptor of each vault mount
+// of the sandbox (handOverVault); fedmem-run puts a fanotify mount mark
+// for FAN_OPEN on each — only opens through the sandbox's own mounts are
+// reported, never the host's or another session's — and reads the events
+// here until the sandbox is gone. The group reports the parent folder's
+// file handle and the name (FAN_REPORT_DFID_NAME): no descriptor of the
+// agent's file is ever opened here, and a folder's handle is resolved to
+// its path once (open_by_handle_at on the host's vault, then its
+// /proc/self/fd link).
+//
+// What it cannot see is in docs/threat-model.md ("Read receipts"): a
+// note read through Git's object store is an open of .git files
+// (GitOpens); the kernel reports an open, not which bytes were read.
+
+// recorder is fedmem-run's end of the receipts socket and, once the
+// vault's mounts are marked, the fanotify group's reader.
+type recorder struct {
+	sock  *os.File
+	vault string
+	mode  ReceiptMode
+	stop  [2]int // a pipe: closing stop[1] ends the reader
+	done  chan *VaultReads
+}
+
+// startRecorder serves the receipts socket: it waits for the init's
+// descriptors, marks them and answers, then reads events until finish.
+func startRecorder(sock *os.File, vault string, mode ReceiptMode) *recorder {
+	r := &recorder{sock: sock, vault: vault, mode: mode, done: make(chan *VaultReads, 1), stop: [2]int{-1, -1}}
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err == nil {
+		r.stop = p
+	}
+	go func() { r.done <- r.serve() }()
+	return r
+}
+
+// finish ends the reader once the sandbox is gone and returns what it
+// recorded: every event of an open made before then is already queued
+// (fsnotify reports an open from within open(2) itself), so the queue is
+// drained to its end first.
+func (r *recorder) finish() *VaultReads {
+	if r == nil {
+		return nil
+	}
+	if r.stop[1] >= 0 {
+		unix.Close(r.stop[1])
+	}
+	vr := <-r.done // the init is gone: a recvmsg still waiting for it ends
+	r.sock.Close()
+	if r.stop[0] >= 0 {
+		unix.Close(r.stop[0])
+	}
+	return vr
+}
+
+// serve receives the init's mounts, marks them, answers and reads.
+func (r *recorder) serve() *VaultReads {
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(4*maxVaultMounts))
+	n, oobn, _, _, err := unix.Recvmsg(int(r.sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil || n == 0 {
+		// The init ended before its root was built: no agent ever ran
+		// (handOverVault comes before the fork), nothing to record.
+		return nil
+	}
+	var points []string
+	_ = json.Unmarshal(buf[:n], &points)
+	fds := parseRights(oob[:oobn])
+	fan, why := -1, "no pipe to end the recorder with"
+	if r.stop[0] >= 0 {
+		fan, why = r.mark(points, fds)
+	}
+	// The mounts are not held from here: when the sandbox's mount
+	// namespace goes, its mounts and their marks go with it, and the
+	// kernel's grace period for the marks (synchronize_srcu, some 15 ms)
+	// runs while the sandbox is reaped, not in the close below.
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+	if fan < 0 {
+		if r.mode == ReceiptsRequired {
+			_, _ = r.sock.Write(append([]byte{receiptsRefused}, "read receipts are required (vault.receipts: required) and cannot be recorded: "+why...))
+		} else {
+			_, _ = r.sock.Write([]byte{receiptsUnmarked})
+		}
+		return &VaultReads{Unavailable: why}
+	}
+	// Closed in the background: destroying a fanotify group waits for
+	// its marks' grace period, which the session need not wait for.
+	defer func() { go unix.Close(fan) }()
+	if _, err := r.sock.Write([]byte{receiptsMarked}); err != nil {
+		return &VaultReads{Unavailable: "the sandbox's init ended before its vault was marked"}
+	}
+	return r.read(fan)
+}
+
+// parseRights returns the descriptors of an SCM_RIGHTS message.
+func parseRights(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for i := range msgs {
+		if f, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+			fds = append(fds, f...)
+		}
+	}
+	return fds
+}
+
+// mark makes the fanotify group and marks every mount the init handed
+// over; it returns the group, or -1 and why not.
+func (r *recorder) mark(points []string, fds []int) (int, string) {
+	if len(fds) == 0 || len(fds) != len(points) {
+		return -1, fmt.Sprintf("the init handed over %d descriptors for %d vault mounts", len(fds), len(points))
+	}
+	flags := uint(unix.FAN_CLASS_NOTIF | unix.FAN_CLOEXEC | unix.FAN_NONBLOCK | unix.FAN_REPORT_DFID_NAME)
+	// An unlimited queue (CAP_SYS_ADMIN): a grep over a large vault must
+	// not overflow the default 16384 events while this reader catches up.
+	fan, err := unix.FanotifyInit(flags|unix.FAN_UNLIMITED_QUEUE, unix.O_RDONLY|unix.O_LARGEFILE|unix.O_CLOEXEC)
+	if err == unix.EPERM {
+		fan, err = unix.FanotifyInit(flags, unix.O_RDONLY|unix.O_LARGEFILE|unix.O_CLOEXEC)
+	}
+	if err != nil {
+		return -1, "fanotify_init: " + err.Error()
+	}
+	for i, fd := range fds {
+		// FAN_MARK_MOUNT: the sandbox's own bind of the vault, so only
+		// this session's opens are seen. A bind of a host filesystem in
+		// another user namespace's mount table can be marked only with
+		// CAP_SYS_ADMIN of the initial user namespace (a root caller).
+		// The O_PATH descriptor is named through its /proc/self/fd link
+		// (fanotify_mark's dirfd alone takes no O_PATH descriptor).
+		if err := unix.FanotifyMark(fan, unix.FAN_MARK_ADD|unix.FAN_MARK_MOUNT, unix.FAN_OPEN|unix.FAN_OPEN_EXEC, unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd)); err != nil {
+			unix.Close(fan)
+			why := fmt.Sprintf("fanotify mount mark on %s: %v", points[i], err)
+			if err == unix.EPERM {
+				why += " (marking the sandbox's vault mount needs CAP_SYS_ADMIN of the initial user namespace: a root caller)"
+			}
+			return -1, why
+		}
+	}
+	return fan, ""
+}
+
+// read reads fan's events until finish, then drains the queue. The
+// reader must keep up with the agent (a queue left to grow makes every
+// open in the sandbox slower: the kernel compares each new event with
+// those queued), so each event costs it map lookups only; paths are put
+// together once, at the end.
+func (r *recorder) read(fan int) *VaultReads {
+	rs := newReadSet(r.vault, map[string]string{})
+	rs.mountFd, _ = unix.Open(r.vault, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) // open_by_handle_at takes no O_PATH mount descriptor
+	defer func() {
+		if rs.mountFd >= 0 {
+			unix.Close(rs.mountFd)
+		}
+	}()
+	buf := make([]byte, 256<<10)
+	stopping := false
+	for {
+		n, err := unix.Read(fan, buf)
+		if n > 0 {
+			rs.events(buf[:n])
+			if n < len(buf)/4 && !stopping {
+				// A short read: let events gather for a moment rather
+				// than pay a poll and a read for every few opens (a
+				// grep of the vault is 100k of them). The queue stays
+				// short: a millisecond of opens.
+				time.Sleep(time.Millisecond)
+			}
+			continue
+		}
+		if err != unix.EAGAIN && err != unix.EINTR {
+			if err != nil {
+				rs.vr.Lost = true // a read error: what is queued is not all seen
+			}
+			return rs.finish()
+		}
+		if stopping {
+			return rs.finish() // drained: every open before the end is in
+		}
+		pfd := []unix.PollFd{{Fd: int32(fan), Events: unix.POLLIN}, {Fd: int32(r.stop[0]), Events: unix.POLLIN}}
+		if _, err := unix.Poll(pfd, -1); err != nil && err != unix.EINTR {
+			return rs.finish()
+		}
+		if pfd[1].Revents != 0 || r.stop[0] < 0 {
+			stopping = true
+		}
+	}
+}
+
+// readSet turns events into VaultReads.
+type readSet struct {
+	vault   string
+	mountFd int
+	// dirs maps a folder's handle (fsid, size, type, handle bytes) to
+	// its vault-relative path, "" if it could not be resolved.
+	dirs map[string]string
+	// seen maps the hash of each (folder handle, name) first opened to
+	// its index in order; keys are kept in arena (no allocation per
+	// file), a rare second key of the same hash in collided.
+	seed     maphash.Seed
+	seen     map[uint64]int32
+	collided map[string]struct{}
+	arena    []byte
+	order    []opened
+	now      time.Time // when the events being handled were read
+	vr       *VaultReads
+}
+
+// opened is one file first seen opened: its folder's path, its key in
+// arena (the name from nameAt on) and when.
+type opened struct {
+	dir    string
+	off, n uint32
+	nameAt uint32
+	first  time.Time
+}
+
+// newReadSet is an empty readSet for the vault at vaultDir.
+func newReadSet(vaultDir string, dirs map[string]string) *readSet {
+	return &readSet{vault: vaultDir, mountFd: -1, dirs: dirs, seed: maphash.MakeSeed(), seen: make(map[uint64]int32, 1024),
+		collided: map[string]struct{}{}, vr: &VaultReads{}}
+}
+
+// firstOpen says whether key is opened for the first time, and notes it.
+func (rs *readSet) firstOpen(key []byte) bool {
+	h := maphash.Bytes(rs.seed, key)
+	i, ok := rs.seen[h]
+	if !ok {
+		rs.seen[h] = int32(len(rs.order))
+		return true
+	}
+	if o := rs.order[i]; bytes.Equal(rs.arena[o.off:o.off+o.n], key) {
+		return false
+	}
+	if _, ok := rs.collided[string(key)]; ok {
+		return false
+	}
+	rs.collided[string(key)] = struct{}{}
+	return true
+}
+
+// fanotify's event layout (linux/fanotify.h): the metadata, then info
+// records {type u8, pad u8, len u16} each; a DFID_NAME record holds the
+// fsid (8 bytes), a struct file_handle {bytes u32, type i32, handle} and
+// the name, NUL-terminated.
+const fanMetaLen = 24
+
+// events handles one read's worth of events.
+func (rs *readSet) events(b []byte) {
+	ne := binary.NativeEndian
+	rs.now = time.Now()
+	for len(b) >= fanMetaLen {
+		evLen, metaLen := int(ne.Uint32(b[0:])), int(ne.Uint16(b[6:]))
+		mask, fd := ne.Uint64(b[8:]), int32(ne.Uint32(b[16:]))
+		if evLen < fanMetaLen || evLen > len(b) || metaLen < fanMetaLen || metaLen > evLen {
+			rs.vr.Lost = true
+			return
+		}
+		ev := b[metaLen:evLen]
+		b = b[evLen:]
+		if fd >= 0 {
+			unix.Close(int(fd))
+		}
+		if mask&unix.FAN_Q_OVERFLOW != 0 {
+			rs.vr.Lost = true
+			continue
+		}
+		if !rs.record(ev) {
+			rs.vr.Unattributed++
+		}
+	}
+}
+
+// record notes an event's DFID_NAME record; false when it has none that
+// can be read.
+func (rs *readSet) record(ev []byte) bool {
+	ne := binary.NativeEndian
+	for len(ev) >= 4 {
+		typ, l := ev[0], int(ne.Uint16(ev[2:]))
+		if l < 4 || l > len(ev) {
+			return false
+		}
+		rec := ev[4:l]
+		ev = ev[l:]
+		if typ != unix.FAN_EVENT_INFO_TYPE_DFID_NAME || len(rec) < 16 {
+			continue
+		}
+		hb := int(ne.Uint32(rec[8:]))
+		if 16+hb > len(rec) {
+			return false
+		}
+		end := 16 + hb
+		for end < len(rec) && rec[end] != 0 {
+			end++
+		}
+		if end == 16+hb {
+			return false // no name
+		}
+		key := rec[:end]
+		dir, ok := rs.dirs[string(key[:16+hb])]
+		if !ok {
+			dir = rs.resolve(int32(ne.Uint32(rec[12:])), rec[16:16+hb])
+			rs.dirs[string(key[:16+hb])] = dir
+		}
+		if dir == "" {
+			return false // counted as unattributed each time
+		}
+		if !rs.firstOpen(key) {
+			return true // opened before
+		}
+		rs.order = append(rs.order, opened{dir: dir, off: uint32(len(rs.arena)), n: uint32(len(key)), nameAt: uint32(16 + hb), first: rs.now})
+		rs.arena = append(rs.arena, key...)
+		return true
+	}
+	return false
+}
+
+// resolve is a folder's path relative to the vault, from its handle; ""
+// when it cannot be resolved or is not in the vault.
+func (rs *readSet) resolve(typ int32, h []byte) string {
+	if rs.mountFd < 0 {
+		return ""
+	}
+	fd, err := unix.OpenByHandleAt(rs.mountFd, unix.NewFileHandle(typ, h), unix.O_PATH|unix.O_CLOEXEC)
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(fd)
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil || strings.HasSuffix(p, " (deleted)") {
+		return ""
+	}
+	rel, err := filepath.Rel(rs.vault, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return ""
+	}
+	return rel
+}
+
+// finish puts the paths together: files under .git are counted, every
+// other file is a read.
+func (rs *readSet) finish() *VaultReads {
+	for _, o := range rs.order {
+		rel := string(rs.arena[o.off+o.nameAt : o.off+o.n])
+		if o.dir != "." {
+			rel = o.dir + "/" + rel
+		}
+		if rel == ".git" || strings.HasPrefix(rel, ".git/") {
+			rs.vr.GitOpens++
+			continue
+		}
+		rs.vr.Reads = append(rs.vr.Reads, VaultRead{Path: rel, First: o.first.UTC()})
+	}
+	return rs.vr
+}

@@ -1,0 +1,90 @@
+package vault
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+)
+
+// MaxVaultReads bounds vault_reads.reads in the report and the session
+// record; vault_reads.count and vault_reads.digest cover every read.
+const MaxVaultReads = 2000
+
+// MaxVaultReadBytes bounds the listed reads' paths, in bytes, so that a
+// record stays under the 1 MiB its readers take.
+const MaxVaultReadBytes = 256 << 10
+
+// ReadReceipt is the session report's (and record's) vault_reads: which
+// vault files the agent opened, recorded by fedmem-run from outside the
+// sandbox (docs/report.md, docs/threat-model.md "Read
+// receipts").
+type ReadReceipt struct {
+	// Recorded: the recorder marked the sandbox's vault mounts before the
+	// agent started; false with Unavailable saying why.
+	Recorded    bool   `json:"recorded"`
+	Unavailable string `json:"unavailable,omitempty"`
+	// Commit is the vault HEAD the blob ids are read at (the session's
+	// vault_head_start).
+	Commit string `json:"commit,omitempty"`
+	// Count is the number of distinct vault files opened (outside .git).
+	Count int         `json:"count"`
+	Reads []VaultRead `json:"reads"`
+	// Truncated: Reads holds the first of Count only (MaxVaultReads
+	// entries, MaxVaultReadBytes of paths).
+	Truncated bool `json:"truncated,omitempty"`
+	// Digest is sha256 over Commit and every path read (not only those
+	// listed): "fedmem-reads-v1 LF commit LF", then the paths sorted, one
+	// "path LF" each (a path at a commit names its blob). What the gate
+	// stores with the session.
+	Digest string `json:"digest,omitempty"`
+	// GitOpens counts the files under .git opened (Git's objects and
+	// refs: which notes a `git log -p` read is not known).
+	GitOpens int `json:"git_opens,omitempty"`
+	// Unattributed counts opens the recorder saw but could not name.
+	Unattributed int `json:"unattributed,omitempty"`
+	// Lost: the kernel's queue overflowed and some opens are missing.
+	Lost bool `json:"lost,omitempty"`
+	// ChangedDuring counts the listed reads whose note the gate changed
+	// or removed between Commit and the session's end (a withhold, a
+	// supersession, a promotion over it): the agent may have read either
+	// version (the sandbox's vault is the live tree, read-only).
+	ChangedDuring int `json:"changed_during,omitempty"`
+}
+
+// VaultRead is one vault file the agent opened.
+type VaultRead struct {
+	Path string `json:"path"`
+	// Blob is the file's blob id at Commit; "" when the path is not in
+	// that commit (a file the gate added during the session, an
+	// untracked file).
+	Blob string `json:"blob,omitempty"`
+	// First is when the recorder first saw it opened (RFC 3339, UTC).
+	First string `json:"first"`
+	// EndBlob, when the gate committed during the session and the file
+	// differs at the session's end (vault_head_end): its blob id there,
+	// "" with Removed when it is gone.
+	EndBlob string `json:"end_blob,omitempty"`
+	Removed bool   `json:"removed_by_end,omitempty"`
+}
+
+// ReadsDigest is ReadReceipt.Digest of paths read at commit.
+func ReadsDigest(commit string, paths []string) string {
+	s := append([]string{}, paths...)
+	sort.Strings(s)
+	h := sha256.New()
+	fmt.Fprintf(h, "fedmem-reads-v1\n%s\n", commit)
+	for _, p := range s {
+		fmt.Fprintf(h, "%s\n", p)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// Paths are the paths of reads.
+func Paths(reads []VaultRead) []string {
+	out := make([]string, len(reads))
+	for i, r := range reads {
+		out[i] = r.Path
+	}
+	return out
+}
