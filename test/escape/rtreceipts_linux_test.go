@@ -1,0 +1,165 @@
+package escape
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/fedmem/fedmem/test/testutil"
+)
+
+// Red team of the read receipts (issue 21): what the agent, or a host
+// user who never runs fedmem-run, can do to the answer of `fedmem audit
+// readers` — the forensic question "who read this note".
+
+// commitNote writes and commits one note of the vault; it returns its
+// vault-relative path.
+func commitNote(t *testing.T, e *env, rel, body string) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(e.vault.Dir, rel), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", rel}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "note " + rel}} {
+		if _, err := testutil.Git(e.vault.Dir, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rel
+}
+
+// auditReaders is `fedmem audit readers NOTE --json`'s answer.
+type auditReaders struct {
+	Readers []struct {
+		Session string
+		Maybe   bool
+	}
+	Unrecorded []string
+}
+
+func (a auditReaders) names(id string) bool {
+	for _, r := range a.Readers {
+		if r.Session == id {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRedTeamReceiptsGitObjects: the agent reads a note's text through
+// the vault's own Git objects (`git show HEAD:NOTE`, `git log -p`), which
+// the sandbox shows read-only with the rest of the vault. fanotify sees
+// opens of files under .git only (git_opens), never the note: that is
+// the mechanism's stated limit. The breach is in the answer built on it:
+// `fedmem audit readers NOTE` said "no recorded session opened NOTE" — a
+// silent no for a session that printed the note — and the sweep's
+// withhold named nobody. A receipt that cannot say which notes its Git
+// reads held must make its session a "maybe" reader of every note (as a
+// cut receipt already is), never a non-reader. Fails on h-receipts
+// (f3c115a): the session is not in the answer at all.
+func TestRedTeamReceiptsGitObjects(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	note := commitNote(t, e, "10-projects/rt-git.md", "---\ntype: fact\n---\nrt-git-marker: the text only Git shows\n")
+	script := `cd "$FEDMEM_VAULT" && git -c safe.directory='*' --no-pager show HEAD:"$1" && git -c safe.directory='*' --no-pager log -p -1 -- "$1" >/dev/null`
+	r := e.run(t, nil, "sh", "-c", script, "sh", note)
+	if r.code != 0 || !strings.Contains(string(r.stdout), "rt-git-marker") {
+		t.Fatalf("the agent's read through Git did not happen (exit %d): the attempt proves nothing\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	vr, _ := r.report["vault_reads"].(map[string]any)
+	if vr == nil || vr["recorded"] != true {
+		t.Fatalf("vault_reads %v: want a recorded receipt", r.report["vault_reads"])
+	}
+	if n, _ := vr["git_opens"].(float64); n == 0 {
+		t.Errorf("vault_reads %v: the session opened Git's objects and git_opens is 0", vr)
+	}
+	var a auditReaders
+	fedmemJSON(t, e, &a, "audit", "readers", note, "--vault", e.vault.Dir, "--json")
+	if !a.names(r.session) {
+		t.Errorf("audit readers %s = %+v: the session %s printed the note through the vault's Git objects and is not named, not even as a maybe", note, a, r.session)
+	}
+}
+
+// TestRedTeamReceiptsForgedRecord: any host user (90-inbox/.sessions/ is
+// sticky and writable by all, or by the agents' group) can create a
+// session record of their own with a forged receipt: a session that never
+// ran, "uid 0, profile strict", that read the note. `fedmem audit
+// readers` listed it as a reader exactly like a receipt fedmem-run
+// recorded, and the sweep's withhold wrote it into read_by (its commit
+// and the hash-chained audit log): the answer is forgeable. A second
+// forged record's session id carries a terminal escape and a newline,
+// which the text output printed raw. Only a record proven to be
+// fedmem-run's (written by root, not group- or world-writable, one link:
+// the gate's own proof) may answer "read it"; any other record's receipt
+// is a claim (the session is one nobody recorded). Fails on h-receipts
+// (f3c115a).
+func TestRedTeamReceiptsForgedRecord(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	note := commitNote(t, e, "10-projects/rt-stale.md", "---\ntype: fact\nstatus: stable\nstale_after: 2020-01-01T00:00:00Z\n---\nThe rt-stale fact.\n")
+	// A genuine session that does not read the note.
+	real := e.run(t, nil, "cat", filepath.Join(e.vault.Dir, "00-global/AGENT.md"))
+	if real.code != 0 || real.session == "" {
+		t.Fatalf("exit %d\n%s", real.code, real.stderr)
+	}
+	head := strings.TrimSpace(mustGitOut(t, e.vault.Dir, "rev-parse", "HEAD"))
+	sessions := filepath.Join(e.vault.Dir, "90-inbox", ".sessions")
+	forge := func(id string) {
+		t.Helper()
+		idJSON, _ := json.Marshal(id)
+		rec := `{"session":` + string(idJSON) + `,"profile":"strict","uid":0,"started":"2026-01-01T00:00:00Z","ended":"2026-01-01T00:01:00Z",` +
+			`"workdir":"/home/alice/proj","vault_head_start":"` + head + `","vault_reads":{"recorded":true,"commit":"` + head + `","count":1,` +
+			`"reads":[{"path":"` + note + `","blob":"deadbeef","first":"2026-01-01T00:00:30Z"}]}}`
+		// As a host user who is not root and never ran fedmem-run.
+		cmd := exec.Command("setpriv", "--reuid", strconv.Itoa(agentUID), "--regid", strconv.Itoa(agentUID), "--clear-groups",
+			"sh", "-c", `cat > "$1"`, "sh", filepath.Join(sessions, id+".json"))
+		cmd.Stdin = strings.NewReader(rec)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("a host user cannot write %s (%v: %s): nothing to attack", sessions, err, out)
+		}
+	}
+	forged, escaped := "20260101T000000Z-f0r9ed00", "20260101T000000Z-\x1b]0;pwn\x07\nSESSION  x"
+	forge(forged)
+	forge(escaped)
+
+	var a auditReaders
+	fedmemJSON(t, e, &a, "audit", "readers", note, "--vault", e.vault.Dir, "--json")
+	if a.names(forged) || a.names(escaped) {
+		t.Errorf("audit readers %s = %+v: a record a host user wrote is named as a reader", note, a)
+	}
+	if a.names(real.session) {
+		t.Errorf("audit readers names %s, which never opened %s", real.session, note)
+	}
+	out, err := exec.Command(e.bins.Fedmem, "audit", "readers", note, "--vault", e.vault.Dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("audit readers: %v\n%s", err, out)
+	}
+	if strings.ContainsAny(string(out), "\x1b\x07") || strings.Contains(string(out), "\nSESSION  x") {
+		t.Errorf("audit readers prints a forged session id raw (terminal escape / a forged line):\n%q", out)
+	}
+	var sw struct {
+		Withheld []struct {
+			Path   string
+			ReadBy []string `json:"read_by"`
+		}
+	}
+	fedmemJSON(t, e, &sw, "gate", "sweep", "--vault", e.vault.Dir, "--json")
+	if len(sw.Withheld) != 1 || sw.Withheld[0].Path != note {
+		t.Fatalf("sweep withheld %+v, want %s", sw.Withheld, note)
+	}
+	for _, s := range sw.Withheld[0].ReadBy {
+		if s == forged || s == escaped {
+			t.Errorf("the withhold of %s names %q as a reader: a host user's forged record is in the gate's commit and audit log", note, s)
+		}
+	}
+}
+
+func mustGitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := testutil.Git(dir, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
