@@ -61,3 +61,33 @@ func TestNotePath(t *testing.T) {
 		}
 	}
 }
+
+// TestReadersMaybeWhenUnnamed: a receipt that does not list the note but
+// has opens it could not name, or opens under the vault's .git (a note
+// read through Git's objects is not named), cannot say the session did
+// not read it: a "maybe" with the reason, never a silent no. A record
+// that is not proven to be fedmem-run's counts as unrecorded, whatever
+// its receipt claims (red team, issue 21).
+func TestReadersMaybeWhenUnnamed(t *testing.T) {
+	at := "2026-02-01T00:00:00Z"
+	other := []vault.VaultRead{{Path: "m.md", First: at}}
+	ss := []Session{
+		session("git", at, &vault.ReadReceipt{Recorded: true, GitOpens: 3, Reads: other}),
+		session("unnamed", at, &vault.ReadReceipt{Recorded: true, Unattributed: 1, Reads: other}),
+		session("clean", at, &vault.ReadReceipt{Recorded: true, Reads: other}),
+		session("forged", at, &vault.ReadReceipt{Recorded: true, Reads: []vault.VaultRead{{Path: "n.md", First: at}}}),
+	}
+	ss[3].Unproven = "written by uid 64001"
+	a := Readers(ss, "n.md", time.Time{})
+	if got := ids(a.Readers); got != "git unnamed" {
+		t.Errorf("readers = %q, want git unnamed (maybe)", got)
+	}
+	for _, r := range a.Readers {
+		if !r.Maybe || r.MaybeWhy == "" {
+			t.Errorf("%s: maybe=%v why=%q, want a maybe with its reason", r.Session, r.Maybe, r.MaybeWhy)
+		}
+	}
+	if len(a.Unrecorded) != 1 || a.Unrecorded[0] != "forged" || len(a.Problems) != 1 {
+		t.Errorf("unrecorded = %v, problems %v: want the unproven record unrecorded, and said", a.Unrecorded, a.Problems)
+	}
+}
