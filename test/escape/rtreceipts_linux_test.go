@@ -163,3 +163,51 @@ func mustGitOut(t *testing.T, dir string, args ...string) string {
 	}
 	return out
 }
+
+// TestRedTeamReceiptsBloatedRecord: the agent reads a note, then leaves
+// 6000 empty files with 200-character names in its inbox (no bytes: no
+// inbox limit is hit). fedmem-run writes its whole report as the session
+// record, inbox listing included: 1.6 MB, past the 1 MiB that `fedmem
+// audit readers` and the gate read of a record. The record was dropped
+// with a warning line, so the session that read the note vanished from
+// the answer — not a reader, not a maybe, not even one of the sessions
+// "with no receipt" — and the sweep's withhold counted it nowhere
+// (read_by, sessions_unrecorded). The agent suppressed its own receipt.
+// A record that cannot be read must still name its session (it could
+// have read the note). Fails on h-receipts (f3c115a).
+func TestRedTeamReceiptsBloatedRecord(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	note := commitNote(t, e, "10-projects/rt-bloat.md", "---\ntype: fact\nstatus: stable\nstale_after: 2020-01-01T00:00:00Z\n---\nThe rt-bloat fact.\n")
+	script := `cat "$1" >/dev/null && cd "$FEDMEM_INBOX" && n=$(printf 'n%.0s' $(seq 1 200)) && i=0 && while [ $i -lt 6000 ]; do : > "$n$i"; i=$((i+1)); done`
+	r := e.run(t, nil, "sh", "-c", script, "sh", filepath.Join(e.vault.Dir, note))
+	if r.code != 0 || r.session == "" {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	rec, err := os.Stat(filepath.Join(e.vault.Dir, "90-inbox", ".sessions", r.session+".json"))
+	if err != nil || rec.Size() <= 1<<20 {
+		t.Fatalf("session record %v (%v): want one past 1 MiB, or the attempt proves nothing", rec, err)
+	}
+	var a auditReaders
+	fedmemJSON(t, e, &a, "audit", "readers", note, "--vault", e.vault.Dir, "--json")
+	named := a.names(r.session)
+	for _, u := range a.Unrecorded {
+		named = named || u == r.session
+	}
+	if !named {
+		t.Errorf("audit readers %s = %+v: the session %s read it and is not named anywhere (its record is too large to read)", note, a, r.session)
+	}
+	var sw struct {
+		Withheld []struct {
+			Path       string
+			ReadBy     []string `json:"read_by"`
+			Unrecorded int      `json:"sessions_unrecorded"`
+		}
+	}
+	fedmemJSON(t, e, &sw, "gate", "sweep", "--vault", e.vault.Dir, "--json")
+	if len(sw.Withheld) != 1 || sw.Withheld[0].Path != note {
+		t.Fatalf("sweep withheld %+v, want %s", sw.Withheld, note)
+	}
+	if w := sw.Withheld[0]; len(w.ReadBy) == 0 && w.Unrecorded == 0 {
+		t.Errorf("the withhold of %s names no reader and counts no unrecorded session: %+v (session %s read it)", note, w, r.session)
+	}
+}
