@@ -37,8 +37,8 @@ type Session struct {
 	Unproven string `json:"unproven,omitempty"`
 }
 
-// maxRecord bounds one record read (fedmem-run's are under 1 MiB).
-const maxRecord = 1 << 20
+// maxRecord bounds one record read (fedmem-run writes none larger).
+const maxRecord = vault.MaxSessionRecord
 
 // Load reads every session record of the vault and the gate's stored
 // copies (stateDir; "" or unreadable: the live records only). Records
@@ -61,12 +61,18 @@ func Load(vaultDir, stateDir string) ([]Session, []string, error) {
 			}
 			var r vault.SessionRecord
 			st, err := readJSONStat(filepath.Join(dir, e.Name()), &r)
+			if err == nil && r.Session != id {
+				err = fmt.Errorf("%s: names session %q", filepath.Join(dir, e.Name()), r.Session)
+			}
 			if err != nil {
 				problems = append(problems, err.Error())
-				continue
-			}
-			if r.Session != id {
-				problems = append(problems, fmt.Sprintf("%s: names session %q", filepath.Join(dir, e.Name()), r.Session))
+				if !stored && byID[id] == nil {
+					// Fail closed: a live record that cannot be read still
+					// names a session that could have read any note (an
+					// agent can make its own record too large), unless the
+					// gate holds a copy (read next, it wins).
+					byID[id] = &Session{SessionRecord: vault.SessionRecord{Session: id}, Live: true, Unproven: "unreadable: " + err.Error()}
+				}
 				continue
 			}
 			unproven := ""

@@ -1,8 +1,13 @@
 package readers
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/vault"
 )
@@ -89,5 +94,34 @@ func TestReadersMaybeWhenUnnamed(t *testing.T) {
 	}
 	if len(a.Unrecorded) != 1 || a.Unrecorded[0] != "forged" || len(a.Problems) != 1 {
 		t.Errorf("unrecorded = %v, problems %v: want the unproven record unrecorded, and said", a.Unrecorded, a.Problems)
+	}
+}
+
+// TestLoadUnreadableRecordFailsClosed: a live record that cannot be read
+// (larger than the bound, not JSON, a FIFO) still names its session, as
+// one nobody recorded (it could have read any note), never dropped with
+// a warning only; a FIFO is not opened for reading (no hang).
+func TestLoadUnreadableRecordFailsClosed(t *testing.T) {
+	v := t.TempDir()
+	dir := filepath.Join(v, vault.SessionsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	big := `{"session":"big","pad":"` + strings.Repeat("x", vault.MaxSessionRecord) + `"}`
+	for name, body := range map[string]string{"big.json": big, "bad.json": "{not json"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mkfifo(filepath.Join(dir, "fifo.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ss, problems, err := Load(v, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Readers(ss, "n.md", time.Time{})
+	if got := strings.Join(a.Unrecorded, " "); got != "bad big fifo" || len(problems) != 3 {
+		t.Errorf("unrecorded %q, problems %v: want bad big fifo, each said", got, problems)
 	}
 }
