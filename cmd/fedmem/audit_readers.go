@@ -195,6 +195,9 @@ func printSessionView(out io.Writer, v *readers.View) {
 	case !rr.Recorded:
 		fmt.Fprintf(out, "reads: not recorded: %s\n", oneLine(rr.Unavailable))
 	default:
+		if v.Unproven != "" {
+			fmt.Fprintln(out, "reads CLAIMED by a record not proven to be fedmem-run's (not evidence of what the session read):")
+		}
 		fmt.Fprintf(out, "reads: %d vault file(s) opened, %d open(s) under .git, digest %s\n", rr.Count, rr.GitOpens, oneLine(rr.Digest))
 		if rr.Truncated {
 			fmt.Fprintf(out, "  (the first %d listed)\n", len(rr.Reads))
