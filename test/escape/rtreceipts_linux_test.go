@@ -207,3 +207,54 @@ func TestRedTeamReceiptsBloatedRecord(t *testing.T) {
 		t.Errorf("the withhold of %s: %+v, want read_by [%s]", note, w, r.session)
 	}
 }
+
+// TestRedTeamReceiptsManyMounts: a profile whose vault.visible names 260
+// folders gives the sandbox more vault mounts than one SCM_RIGHTS message
+// carries (250). The init handed over the first 250 and told fedmem-run
+// there were 250, so fedmem-run marked those, said recorded: true, and
+// the opens through the other mounts were silently missing — neither
+// truncated, nor lost, nor unattributed. Every note the agent read must be
+// in a recorded receipt, or the receipt must say it was not recorded.
+// Fails on h-receipts (f3c115a): 249 of 260 reads, recorded: true.
+func TestRedTeamReceiptsManyMounts(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	const n = 260
+	var prof strings.Builder
+	prof.WriteString("name: many\nextends: default\nvault:\n  visible:\n")
+	for i := 0; i < n; i++ {
+		d := filepath.Join("20-domains", "rt-f"+strconv.Itoa(1000+i))
+		if err := os.MkdirAll(filepath.Join(e.vault.Dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(e.vault.Dir, d, "n.md"), []byte("---\ntype: note\n---\nrt-many\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		prof.WriteString("    - " + d + "\n")
+	}
+	for _, args := range [][]string{{"add", "20-domains"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "many folders"}} {
+		if _, err := testutil.Git(e.vault.Dir, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pf := filepath.Join(e.outDir, "many.yaml")
+	if err := os.WriteFile(pf, []byte(prof.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run(t, []string{"--profile", pf}, "sh", "-c", `cat "$FEDMEM_VAULT"/20-domains/rt-f*/n.md | grep -c rt-many`)
+	if r.code != 0 || strings.TrimSpace(string(r.stdout)) != strconv.Itoa(n) {
+		t.Fatalf("exit %d, stdout %q: the agent did not read the %d notes\n%s", r.code, r.stdout, n, r.stderr)
+	}
+	vr, _ := r.report["vault_reads"].(map[string]any)
+	if vr == nil {
+		t.Fatalf("no vault_reads in the report")
+	}
+	if vr["recorded"] != true {
+		if why, _ := vr["unavailable"].(string); why == "" {
+			t.Errorf("vault_reads %v: not recorded and no reason", vr)
+		}
+		return // fails closed: said, not silently short
+	}
+	if c, _ := vr["count"].(float64); int(c) != n && vr["lost"] != true && vr["truncated"] != true {
+		t.Errorf("vault_reads: recorded, count %v of the %d notes read, not lost, not truncated: reads through the unmarked mounts are silently missing", vr["count"], n)
+	}
+}
