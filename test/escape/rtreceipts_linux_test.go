@@ -258,3 +258,50 @@ func TestRedTeamReceiptsManyMounts(t *testing.T) {
 		t.Errorf("vault_reads: recorded, count %v of the %d notes read, not lost, not truncated: reads through the unmarked mounts are silently missing", vr["count"], n)
 	}
 }
+
+// TestRedTeamReceiptsLocalRemote (OPEN): the vault's Git remote is a bare
+// repository on the same host (the design's "vault is a Git remote", one
+// machine), beside the vault. The sandbox shows the host's root read-only
+// (only /tmp, /var/tmp, /run, the home and the gate's state are replaced),
+// so the agent copies the remote into its /tmp and reads every note —
+// withheld ones included — without opening one file of the vault mount:
+// no read, no git_opens, and `fedmem audit readers` says nobody read it.
+// Not a stated limit (docs/threat-model.md names copies the workdir or
+// home hold, or an earlier session made). Needs a structural fix — the
+// vault's local remotes and alternates hidden (or marked) in the sandbox,
+// or a root that shows only the system's folders — so the test fails
+// only with FEDMEM_OPEN_BREACHES=1 and otherwise asserts the residual.
+func TestRedTeamReceiptsLocalRemote(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	note := commitNote(t, e, "10-projects/rt-remote.md", "---\ntype: fact\n---\nrt-remote-marker\n")
+	remote := filepath.Join(e.base, "vault-remote.git")
+	if out, err := exec.Command("git", "clone", "-q", "--bare", e.vault.Dir, remote).CombinedOutput(); err != nil {
+		t.Fatalf("git clone --bare: %v\n%s", err, out)
+	}
+	if _, err := testutil.Git(e.vault.Dir, "remote", "add", "origin", remote); err != nil {
+		t.Fatal(err)
+	}
+	// The agent never touches the vault mount: it knows (or lists) the
+	// remote's path.
+	script := `cp -R "$1" /tmp/r.git && git --git-dir=/tmp/r.git --no-pager show HEAD:"$2"`
+	r := e.run(t, nil, "sh", "-c", script, "sh", remote, note)
+	if r.code != 0 || !strings.Contains(string(r.stdout), "rt-remote-marker") {
+		t.Fatalf("the agent could not read the local remote (exit %d): the residual is closed — make this test assert the block\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	var a auditReaders
+	fedmemJSON(t, e, &a, "audit", "readers", note, "--vault", e.vault.Dir, "--json")
+	if a.names(r.session) {
+		return // named (at least as a maybe): not the breach
+	}
+	msg := "the agent printed " + note + " from the vault's local remote " + remote + " and audit readers names no session (receipt: " + fmtAny(r.report["vault_reads"]) + ")"
+	if os.Getenv("FEDMEM_OPEN_BREACHES") == "1" {
+		t.Error(msg)
+	} else {
+		t.Log("OPEN (FEDMEM_OPEN_BREACHES=1 fails on it): " + msg)
+	}
+}
+
+func fmtAny(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
