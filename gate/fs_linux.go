@@ -321,6 +321,8 @@ func (g *Gate) readClaimAt(id string, max int64, mayReturn bool) (readResult, er
 // definition, in package vault, shared with the launcher).
 type SessionRecord = vault.SessionRecord
 
+const maxSessionRecord = vault.MaxSessionRecord
+
 // sessionRecord reads the enforcer's record of a session. A missing or
 // unreadable record, or one whose uid is not the session directory's owner,
 // yields nil: the drafts then come from an unknown agent.

@@ -68,9 +68,14 @@ func (in *initRun) handOverVault() {
 	if err != nil {
 		in.fail(ExitFedmemError, mounts.StageReceipts, fmt.Errorf("read the mount table: %w", err))
 	}
-	points := vaultMountPoints(in.cfg.Plan, infos)
+	all := vaultMountPoints(in.cfg.Plan, infos)
+	points := all
 	if len(points) > maxVaultMounts {
-		points = points[:maxVaultMounts] // fedmem-run refuses or reports an incomplete set
+		// Descriptors for the first maxVaultMounts only, the list of all:
+		// fedmem-run sees the counts differ and reports the receipt
+		// unavailable (or refuses, with vault.receipts: required) — never
+		// a receipt that silently misses the unmarked mounts' opens.
+		points = points[:maxVaultMounts]
 	}
 	var fds []int
 	defer func() {
@@ -85,7 +90,7 @@ func (in *initRun) handOverVault() {
 		}
 		fds = append(fds, fd)
 	}
-	data, _ := json.Marshal(points)
+	data, _ := json.Marshal(all)
 	if err := unix.Sendmsg(sock, data, unix.UnixRights(fds...), nil, 0); err != nil {
 		in.fail(ExitFedmemError, mounts.StageReceipts, fmt.Errorf("hand the vault's mounts to fedmem-run: %w", err))
 	}

@@ -37,7 +37,10 @@ type SessionRecord struct {
 	VaultReads *ReadReceipt `json:"vault_reads,omitempty"`
 }
 
-// MaxSessionRecord is the most the gate reads of a session record.
+// MaxSessionRecord bounds a session record: what the gate and `fedmem audit`
+// read of one (more is refused), and what fedmem-run writes (it leaves the
+// agent-made lists out of a record that would be larger: the report keeps
+// them).
 const MaxSessionRecord = 1 << 20
 
 // SessionRecordPath is where the record of session lives in the vault.

@@ -102,7 +102,7 @@ Exit codes: 0 listed (also when nobody read it); 1 the records cannot be read;
 				return err
 			}
 			a := readers.Readers(sessions, note, t)
-			a.Problems = problems
+			a.Problems = append(problems, a.Problems...)
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(a)
 			}
@@ -119,24 +119,24 @@ Exit codes: 0 listed (also when nobody read it); 1 the records cannot be read;
 
 func printReaders(out, errw io.Writer, a readers.Answer) {
 	for _, p := range a.Problems {
-		fmt.Fprintln(errw, "warning:", p)
+		fmt.Fprintln(errw, "warning:", oneLine(p))
 	}
 	if len(a.Readers) == 0 {
-		fmt.Fprintf(out, "no recorded session opened %s\n", a.Note)
+		fmt.Fprintf(out, "no recorded session opened %s\n", oneLine(a.Note))
 	} else {
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SESSION\tPROFILE\tUSER\tFIRST OPENED\tCOMMIT\tBLOB\tWORKDIR")
 		for _, r := range a.Readers {
 			first := r.First
 			if r.Maybe {
-				first = "maybe (receipt cut)"
+				first = "maybe (" + r.MaybeWhy + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s (%d)\t%s\t%s\t%s\t%s\n", r.Session, r.Profile, userName(r.UID), r.UID, first, short(r.Commit), short(r.Blob), r.Workdir)
+			fmt.Fprintf(tw, "%s\t%s\t%s (%d)\t%s\t%s\t%s\t%s\n", oneLine(r.Session), oneLine(r.Profile), oneLine(userName(r.UID)), r.UID, oneLine(first), oneLine(short(r.Commit)), oneLine(short(r.Blob)), oneLine(r.Workdir))
 		}
 		tw.Flush()
 	}
 	if len(a.Unrecorded) > 0 {
-		fmt.Fprintf(out, "%d session(s) have no read receipt and could have read it: %s\n", len(a.Unrecorded), strings.Join(a.Unrecorded, ", "))
+		fmt.Fprintf(out, "%d session(s) have no read receipt and could have read it: %s\n", len(a.Unrecorded), oneLine(strings.Join(a.Unrecorded, ", ")))
 	}
 }
 
@@ -181,21 +181,24 @@ usage.`,
 
 func printSessionView(out io.Writer, v *readers.View) {
 	fmt.Fprintf(out, "session %s\n  profile %s, agent %s (uid %d), workdir %s\n  started %s, ended %s, vault commit %s\n",
-		v.Session.Session, v.Profile, userName(v.UID), v.UID, v.Workdir, v.Started, orDash(v.Ended), short(v.VaultHeadStart))
+		oneLine(v.Session.Session), oneLine(v.Profile), oneLine(userName(v.UID)), v.UID, oneLine(v.Workdir), oneLine(v.Started), oneLine(orDash(v.Ended)), oneLine(short(v.VaultHeadStart)))
 	if v.Changed {
 		fmt.Fprintln(out, "  warning: the record in 90-inbox/.sessions/ differs from the gate's stored copy (shown)")
 	}
 	for _, p := range v.Problems {
-		fmt.Fprintln(out, "  warning:", p)
+		fmt.Fprintln(out, "  warning:", oneLine(p))
 	}
 	rr := v.VaultReads
 	switch {
 	case rr == nil:
 		fmt.Fprintln(out, "reads: no read receipt (the session has not ended, or fedmem-run is older)")
 	case !rr.Recorded:
-		fmt.Fprintf(out, "reads: not recorded: %s\n", rr.Unavailable)
+		fmt.Fprintf(out, "reads: not recorded: %s\n", oneLine(rr.Unavailable))
 	default:
-		fmt.Fprintf(out, "reads: %d vault file(s) opened, %d open(s) under .git, digest %s\n", rr.Count, rr.GitOpens, rr.Digest)
+		if v.Unproven != "" {
+			fmt.Fprintln(out, "reads CLAIMED by a record not proven to be fedmem-run's (not evidence of what the session read):")
+		}
+		fmt.Fprintf(out, "reads: %d vault file(s) opened, %d open(s) under .git, digest %s\n", rr.Count, rr.GitOpens, oneLine(rr.Digest))
 		if rr.Truncated {
 			fmt.Fprintf(out, "  (the first %d listed)\n", len(rr.Reads))
 		}
@@ -203,11 +206,11 @@ func printSessionView(out io.Writer, v *readers.View) {
 			fmt.Fprintf(out, "  incomplete: lost=%v, %d open(s) not named\n", rr.Lost, rr.Unattributed)
 		}
 		for _, r := range rr.Reads {
-			fmt.Fprintf(out, "  %s  %s  %s\n", r.First, short(r.Blob), r.Path)
+			fmt.Fprintf(out, "  %s  %s  %s\n", oneLine(r.First), oneLine(short(r.Blob)), oneLine(r.Path))
 		}
 	}
 	if v.DecisionsUnread != "" {
-		fmt.Fprintf(out, "drafts: the gate's decisions cannot be read: %s\n", v.DecisionsUnread)
+		fmt.Fprintf(out, "drafts: the gate's decisions cannot be read: %s\n", oneLine(v.DecisionsUnread))
 		return
 	}
 	fmt.Fprintf(out, "drafts: %d decided\n", len(v.Drafts))
@@ -222,7 +225,7 @@ func printSessionView(out io.Writer, v *readers.View) {
 		if len(d.Rules) > 0 {
 			line += " [" + strings.Join(d.Rules, ", ") + "]"
 		}
-		fmt.Fprintln(out, line)
+		fmt.Fprintln(out, oneLine(line))
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -26,10 +28,17 @@ type Session struct {
 	// Changed: the live record's receipt digest is not the stored copy's
 	// (the stored copy is the one used).
 	Changed bool `json:"changed,omitempty"`
+	// Unproven says why the record is not proven to be fedmem-run's: a
+	// live record not written by root, writable by group or others, or
+	// with more than one link (any host user may write a record of their
+	// own in 90-inbox/.sessions/). Its receipt is a claim: the session
+	// counts as one nobody recorded, never as a reader. "" when proven
+	// (the gate's stored copies are only of proven records).
+	Unproven string `json:"unproven,omitempty"`
 }
 
-// maxRecord bounds one record read (fedmem-run's are under 1 MiB).
-const maxRecord = 1 << 20
+// maxRecord bounds one record read (fedmem-run writes none larger).
+const maxRecord = vault.MaxSessionRecord
 
 // Load reads every session record of the vault and the gate's stored
 // copies (stateDir; "" or unreadable: the live records only). Records
@@ -51,21 +60,32 @@ func Load(vaultDir, stateDir string) ([]Session, []string, error) {
 				continue
 			}
 			var r vault.SessionRecord
-			if err := readRecord(filepath.Join(dir, e.Name()), &r); err != nil {
+			st, err := readJSONStat(filepath.Join(dir, e.Name()), &r)
+			if err == nil && r.Session != id {
+				err = fmt.Errorf("%s: names session %q", filepath.Join(dir, e.Name()), r.Session)
+			}
+			if err != nil {
 				problems = append(problems, err.Error())
+				if !stored && byID[id] == nil {
+					// Fail closed: a live record that cannot be read still
+					// names a session that could have read any note (an
+					// agent can make its own record too large), unless the
+					// gate holds a copy (read next, it wins).
+					byID[id] = &Session{SessionRecord: vault.SessionRecord{Session: id}, Live: true, Unproven: "unreadable: " + err.Error()}
+				}
 				continue
 			}
-			if r.Session != id {
-				problems = append(problems, fmt.Sprintf("%s: names session %q", filepath.Join(dir, e.Name()), r.Session))
-				continue
+			unproven := ""
+			if !stored {
+				unproven = unprovenWhy(st)
 			}
 			s := byID[id]
 			switch {
 			case s == nil:
-				byID[id] = &Session{SessionRecord: r, Stored: stored, Live: !stored}
+				byID[id] = &Session{SessionRecord: r, Stored: stored, Live: !stored, Unproven: unproven}
 			case stored:
 				s.Changed = s.VaultReadsDigest != r.VaultReadsDigest
-				s.SessionRecord, s.Stored = r, true
+				s.SessionRecord, s.Stored, s.Unproven = r, true, ""
 			default:
 				s.Live = true
 				s.Changed = s.VaultReadsDigest != r.VaultReadsDigest
@@ -94,33 +114,57 @@ func Load(vaultDir, stateDir string) ([]Session, []string, error) {
 	return out, problems, nil
 }
 
-func readRecord(p string, r *vault.SessionRecord) error { return readJSON(p, r) }
+// unprovenWhy is why a live record is not proven to be fedmem-run's, ""
+// when it is: written by root (fedmem-run as root, the only caller whose
+// sessions have a receipt), not writable by group or others, one link —
+// the gate's proof of origin (originOf) for a record with a receipt.
+func unprovenWhy(st *unix.Stat_t) string {
+	switch {
+	case st.Uid != 0:
+		return fmt.Sprintf("written by uid %d, not by fedmem-run as root: its receipt is a claim", st.Uid)
+	case st.Mode&0o022 != 0:
+		return fmt.Sprintf("writable by group or others (mode %04o): its receipt is a claim", st.Mode&0o7777)
+	case st.Nlink != 1:
+		return fmt.Sprintf("has %d links: its receipt is a claim", st.Nlink)
+	}
+	return ""
+}
 
 // readJSON reads one bounded regular file (no link followed) as JSON.
 func readJSON(p string, v any) error {
-	fi, err := os.Lstat(p)
+	_, err := readJSONStat(p, v)
+	return err
+}
+
+// readJSONStat is readJSON, and the file's stat. The file is opened
+// without following a link and without blocking (a FIFO swapped in after
+// a check would hang the audit and the gate's sweep), and checked on the
+// descriptor: what is checked is what is read.
+func readJSONStat(p string, v any) (*unix.Stat_t, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file", p)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
+	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: p, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, maxRecord+1))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(b) > maxRecord {
-		return fmt.Errorf("%s: larger than %d bytes", p, maxRecord)
+		return nil, fmt.Errorf("%s: larger than %d bytes", p, maxRecord)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", p, err)
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
-	return nil
+	return &st, nil
 }
 
 // Reader is one session that opened the note.
@@ -134,9 +178,13 @@ type Reader struct {
 	First  string `json:"first,omitempty"`
 	Commit string `json:"commit,omitempty"`
 	Blob   string `json:"blob,omitempty"`
-	// Maybe: the session's receipt was cut (truncated) or lost events,
-	// and the note is not in what it lists: it may have read it.
-	Maybe bool `json:"maybe,omitempty"`
+	// Maybe: the note is not in what the session's receipt lists, but the
+	// receipt cannot say it was not read: it was cut (truncated), lost
+	// events, has opens it could not name, or the session opened files
+	// under the vault's .git (a note read through Git's objects is not
+	// named). MaybeWhy says which.
+	Maybe    bool   `json:"maybe,omitempty"`
+	MaybeWhy string `json:"maybe_why,omitempty"`
 }
 
 // Answer is Readers' result: the sessions that read the note, and those
@@ -174,7 +222,10 @@ func Readers(sessions []Session, note string, since time.Time) Answer {
 		// A session matters from since on if it was still running then.
 		ended, err := time.Parse(time.RFC3339Nano, s.Ended)
 		inWindow := since.IsZero() || s.Ended == "" || err != nil || !ended.Before(since)
-		if rr == nil || !rr.Recorded {
+		if rr == nil || !rr.Recorded || s.Unproven != "" {
+			if s.Unproven != "" && rr != nil && rr.Recorded {
+				a.Problems = append(a.Problems, fmt.Sprintf("session %q: the record claims a read receipt but is %s", s.Session, s.Unproven))
+			}
 			if inWindow {
 				a.Unrecorded = append(a.Unrecorded, s.Session)
 			}
@@ -189,10 +240,11 @@ func Readers(sessions []Session, note string, since time.Time) Answer {
 			}
 		}
 		if !found {
-			if !rr.Truncated && !rr.Lost || !inWindow {
+			why := maybeWhy(rr)
+			if why == "" || !inWindow {
 				continue
 			}
-			r.Maybe = true
+			r.Maybe, r.MaybeWhy = true, why
 		}
 		if t, err := time.Parse(time.RFC3339Nano, r.First); found && !since.IsZero() && err == nil && t.Before(since) {
 			continue
@@ -200,4 +252,20 @@ func Readers(sessions []Session, note string, since time.Time) Answer {
 		a.Readers = append(a.Readers, r)
 	}
 	return a
+}
+
+// maybeWhy is why a receipt that does not list a note cannot say the
+// session did not read it; "" when it can.
+func maybeWhy(rr *vault.ReadReceipt) string {
+	switch {
+	case rr.Truncated:
+		return fmt.Sprintf("receipt cut at %d entries", len(rr.Reads))
+	case rr.Lost:
+		return "the kernel's event queue overflowed: opens were lost"
+	case rr.Unattributed > 0:
+		return fmt.Sprintf("%d open(s) in the vault could not be named", rr.Unattributed)
+	case rr.GitOpens > 0:
+		return fmt.Sprintf("opened %d file(s) under the vault's .git: a note read through Git's objects is not named", rr.GitOpens)
+	}
+	return ""
 }

@@ -1,8 +1,13 @@
 package readers
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/vault"
 )
@@ -59,5 +64,64 @@ func TestNotePath(t *testing.T) {
 		if c.want == "" && err == nil || c.want != "" && got != c.want {
 			t.Errorf("NotePath(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
+	}
+}
+
+// TestReadersMaybeWhenUnnamed: a receipt that does not list the note but
+// has opens it could not name, or opens under the vault's .git (a note
+// read through Git's objects is not named), cannot say the session did
+// not read it: a "maybe" with the reason, never a silent no. A record
+// that is not proven to be fedmem-run's counts as unrecorded, whatever
+// its receipt claims (red team, issue 21).
+func TestReadersMaybeWhenUnnamed(t *testing.T) {
+	at := "2026-02-01T00:00:00Z"
+	other := []vault.VaultRead{{Path: "m.md", First: at}}
+	ss := []Session{
+		session("git", at, &vault.ReadReceipt{Recorded: true, GitOpens: 3, Reads: other}),
+		session("unnamed", at, &vault.ReadReceipt{Recorded: true, Unattributed: 1, Reads: other}),
+		session("clean", at, &vault.ReadReceipt{Recorded: true, Reads: other}),
+		session("forged", at, &vault.ReadReceipt{Recorded: true, Reads: []vault.VaultRead{{Path: "n.md", First: at}}}),
+	}
+	ss[3].Unproven = "written by uid 64001"
+	a := Readers(ss, "n.md", time.Time{})
+	if got := ids(a.Readers); got != "git unnamed" {
+		t.Errorf("readers = %q, want git unnamed (maybe)", got)
+	}
+	for _, r := range a.Readers {
+		if !r.Maybe || r.MaybeWhy == "" {
+			t.Errorf("%s: maybe=%v why=%q, want a maybe with its reason", r.Session, r.Maybe, r.MaybeWhy)
+		}
+	}
+	if len(a.Unrecorded) != 1 || a.Unrecorded[0] != "forged" || len(a.Problems) != 1 {
+		t.Errorf("unrecorded = %v, problems %v: want the unproven record unrecorded, and said", a.Unrecorded, a.Problems)
+	}
+}
+
+// TestLoadUnreadableRecordFailsClosed: a live record that cannot be read
+// (larger than the bound, not JSON, a FIFO) still names its session, as
+// one nobody recorded (it could have read any note), never dropped with
+// a warning only; a FIFO is not opened for reading (no hang).
+func TestLoadUnreadableRecordFailsClosed(t *testing.T) {
+	v := t.TempDir()
+	dir := filepath.Join(v, vault.SessionsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	big := `{"session":"big","pad":"` + strings.Repeat("x", vault.MaxSessionRecord) + `"}`
+	for name, body := range map[string]string{"big.json": big, "bad.json": "{not json"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mkfifo(filepath.Join(dir, "fifo.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ss, problems, err := Load(v, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Readers(ss, "n.md", time.Time{})
+	if got := strings.Join(a.Unrecorded, " "); got != "bad big fifo" || len(problems) != 3 {
+		t.Errorf("unrecorded %q, problems %v: want bad big fifo, each said", got, problems)
 	}
 }

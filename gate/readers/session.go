@@ -62,6 +62,9 @@ func Show(vaultDir, stateDir, id string) (*View, error) {
 	for _, s := range all {
 		if s.Session == id {
 			v = &View{Session: s, Drafts: []Draft{}, Problems: problems}
+			if s.Unproven != "" {
+				v.Problems = append(v.Problems, "the record is "+s.Unproven+" (not fedmem-run's proven record)")
+			}
 		}
 	}
 	if v == nil {

@@ -204,9 +204,41 @@ func writeSessionRecord(vaultDir string, rep *Report, stderr io.Writer) {
 		// raw mode: os.Chmod would drop the 01000 bit.)
 		_ = unix.Chmod(dir, 0o1777)
 	}
-	if err := writeRecord(dir, rep.Session+".json", rep); err != nil {
+	if err := writeRecord(dir, rep.Session+".json", recordOf(rep)); err != nil {
 		fmt.Fprintf(stderr, "fedmem-run: warning: session record: %v\n", err)
 	}
+}
+
+// recordOf is what the session record holds: the report, or, when that
+// would pass vault.MaxSessionRecord (the agent decides how many files its
+// inbox and workdir proposal list), the report without those lists — the
+// gate and `fedmem audit` read no larger record, and a record they cannot
+// read loses its read receipt. Past the bound even then, the receipt's
+// list is cut (truncated: count and digest still cover every read).
+func recordOf(rep *Report) any {
+	if b, err := json.MarshalIndent(rep, "", "  "); err != nil || len(b) <= vault.MaxSessionRecord {
+		return rep
+	}
+	r := *rep
+	r.InboxFiles, r.InboxTruncated = nil, true
+	r.Warnings = append(append([]string{}, rep.Warnings...), "the session record leaves out inbox_files and the proposal's file lists (too large for a record): the session report has them")
+	if rep.Proposal != nil {
+		p := *rep.Proposal
+		p.Files, p.Flagged, p.Skipped, p.Uncommitted = nil, nil, nil, nil
+		r.Proposal = &p
+	}
+	if rep.VaultReads != nil {
+		rr := *rep.VaultReads
+		r.VaultReads = &rr
+		for {
+			b, err := json.MarshalIndent(&r, "", "  ")
+			if err != nil || len(b) <= vault.MaxSessionRecord || len(rr.Reads) == 0 {
+				break
+			}
+			rr.Reads, rr.Truncated = rr.Reads[:len(rr.Reads)/2], true
+		}
+	}
+	return &r
 }
 
 func writeRecord(dir, name string, v any) error {
