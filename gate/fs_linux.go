@@ -34,7 +34,7 @@ func (g *Gate) openInbox() (*inbox, error) { return intake.Open(g.vaultDir) }
 func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, int, error) {
 	sfd, err := intake.OpenDir(in.FD(), sess)
 	if err != nil {
-		return nil, 0, fmt.Errorf("session %s: %w%s", sess, err, sessionAccessHint(in.FD(), sess, err))
+		return nil, 0, fmt.Errorf("session %s: %w%s", sess, err, in.AccessHint(sess, err))
 	}
 	defer unix.Close(sfd)
 	names, err := intake.ListDir(sfd)
@@ -391,20 +391,4 @@ func (g *Gate) pruneHeldMarks(in *inbox) int {
 		}
 	}
 	return n
-}
-
-// sessionAccessHint says, for a session folder the gate may not open, whose
-// it is and what lets the gate in: its group must be one the gate user is
-// in (an agent group's setgid inbox gives every folder that group; a root
-// caller's fedmem-run sets the inbox's group itself).
-func sessionAccessHint(inboxFD int, sess string, err error) string {
-	if !errors.Is(err, unix.EACCES) {
-		return ""
-	}
-	var st unix.Stat_t
-	if unix.Fstatat(inboxFD, sess, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-		return ""
-	}
-	return fmt.Sprintf(" (folder owner %s, group %s, mode %04o; the gate user %s is not in that group: give the vault an agent group holding the agents' users and the gate user, fedmem init --gate-user USER --agent-group GROUP, or run agents as root; fedmem doctor --vault names the fix)",
-		vault.UserName(int(st.Uid)), vault.GroupName(int(st.Gid)), st.Mode&0o7777, vault.UserName(os.Geteuid()))
 }

@@ -29,7 +29,6 @@ func (g *Gate) readClaimAt(string, int64, bool) (readResult, error) {
 	return readResult{}, errUnsupported
 }
 func (g *Gate) sessionRecord(*inbox, string) *SessionRecord                 { return nil }
-func sessionAccessHint(int, string, error) string                           { return "" }
 func (g *Gate) storeSessionReceipts(*inbox, *policy.Policy) (int, []string) { return 0, nil }
 func (g *Gate) writeReceipt(*inbox, string, string, []byte) error           { return errUnsupported }
 func (g *Gate) lockState() (func(), error)                                  { return nil, errUnsupported }

@@ -269,7 +269,7 @@ func (g *Gate) Once() (*Summary, error) {
 			}
 			owner, err := in.SessionOwner(sess)
 			if err != nil {
-				s.Errors = append(s.Errors, fmt.Sprintf("session %s: %v%s", sess, err, sessionAccessHint(in.FD(), sess, err)))
+				s.Errors = append(s.Errors, fmt.Sprintf("session %s: %v%s", sess, err, in.AccessHint(sess, err)))
 				refused[sess] = true
 				continue
 			}

@@ -1,67 +1,14 @@
 package gate
 
 import (
-	"os"
-	"strings"
-
-	"golang.org/x/sys/unix"
-
-	"github.com/fedmem/fedmem/gate/durable"
-	"github.com/fedmem/fedmem/gate/intake"
+	"github.com/fedmem/fedmem/gate/origin"
 	"github.com/fedmem/fedmem/gate/policy"
-	"github.com/fedmem/fedmem/vault"
+	"github.com/fedmem/fedmem/gate/readers"
 )
 
-// storeSessionReceipts copies into the gate's state (sessions/ID.json) the
-// record of every ended session whose record carries a read receipt, once
-// each, and appends a "session" audit entry with the receipt's digest: the
-// receipt then survives the record's removal or rewriting in
-// 90-inbox/.sessions/ (fedmem audit readers reads both, and says when the
-// two differ), and the hash chain holds its digest. Only records proven
-// to be the launcher's (originOf: written by root, or by the setgid
-// launcher) are stored: any host user may write a record of their own. It returns how many it stored and what went
-// wrong; cost: one stat per record, a read and a write per new one.
-func (g *Gate) storeSessionReceipts(in *inbox, pol *policy.Policy) (stored int, problems []string) {
-	fd, err := intake.OpenAt(in.FD(), ".sessions", unix.O_RDONLY|unix.O_DIRECTORY)
-	if err != nil {
-		return 0, nil // no records yet
-	}
-	dir := os.NewFile(uintptr(fd), ".sessions")
-	names, err := dir.Readdirnames(-1)
-	dir.Close()
-	if err != nil {
-		return 0, []string{"session records: " + err.Error()}
-	}
-	for _, n := range names {
-		sess, ok := strings.CutSuffix(n, ".json")
-		if !ok || strings.HasPrefix(sess, ".") {
-			continue
-		}
-		dst := g.statePath(vault.GateSessionsDir, n)
-		if _, err := os.Lstat(dst); err == nil {
-			continue
-		}
-		o := g.originOf(in, pol, sess)
-		r := o.Record
-		if !o.Verified || r.Ended == "" || r.VaultReads == nil {
-			continue // not the launcher's, still running, or no receipt
-		}
-		if rr := r.VaultReads; rr.Recorded && !rr.Truncated && vault.ReadsDigest(rr.Commit, vault.Paths(rr.Reads)) != r.VaultReadsDigest {
-			problems = append(problems, "session "+sess+": its read receipt does not match its digest (not stored)")
-			continue
-		}
-		if err := os.MkdirAll(g.statePath(vault.GateSessionsDir), 0o700); err != nil {
-			return stored, append(problems, err.Error())
-		}
-		if _, err := g.audit.Append("session", map[string]any{"session": sess, "profile": r.Profile, "uid": r.UID,
-			"started": r.Started, "ended": r.Ended, "vault_head_start": r.VaultHeadStart, "recorded": r.VaultReads.Recorded,
-			"vault_reads": r.VaultReads.Count, "vault_reads_digest": r.VaultReadsDigest}); err != nil {
-			return stored, append(problems, "audit: "+err.Error())
-		}
-		if err := durable.WriteJSON(dst, r); err != nil {
-			return stored, append(problems, err.Error())
-		}
-		stored++
-	}
-	return stored, problems
+// storeSessionReceipts keeps the ended sessions' proven records with their
+// read receipts in the gate's state and audit log (readers.Store).
+func (g *Gate) storeSessionReceipts(in *inbox, pol *policy.Policy) (int, []string) {
+	return readers.Store(in, g.state, func(sess string) origin.Origin { return g.originOf(in, pol, sess) },
+		func(kind string, data map[string]any) error { _, err := g.audit.Append(kind, data); return err })
 }

@@ -6,6 +6,7 @@ package gate
 
 import (
 	"fmt"
+	"github.com/fedmem/fedmem/gate/readers"
 	"path"
 	"sort"
 	"strings"
@@ -51,7 +52,9 @@ func (h sweepHost) PruneSessions(pol *policy.Policy, now time.Time) *sweep.Sessi
 	return h.g.sweepSessions(pol, now)
 }
 
-func (h sweepHost) ReadersOf(p string) ([]string, int) { return h.g.readersOf(p) }
+func (h sweepHost) ReadersOf(p string) ([]string, int) {
+	return readers.Of(h.g.vaultDir, h.g.state, p)
+}
 
 // Sweep withholds every active note that is past its `stale_after` or whose
 // fingerprinted sources changed at HEAD, and removes the empty session

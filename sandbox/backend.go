@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/sandbox/receipts"
 )
 
 // Exit codes of fedmem-run besides the agent's own.
@@ -170,38 +171,21 @@ type Result struct {
 	VaultReads *VaultReads `json:"-"`
 }
 
-// ReceiptMode is Spec.Receipts.
-type ReceiptMode string
+// ReceiptMode is Spec.Receipts (package receipts).
+type ReceiptMode = receipts.Mode
 
 // The receipt modes.
 const (
-	ReceiptsOff      ReceiptMode = "off"
-	ReceiptsOn       ReceiptMode = "on"
-	ReceiptsRequired ReceiptMode = "required"
+	ReceiptsOff      = receipts.Off
+	ReceiptsOn       = receipts.On
+	ReceiptsRequired = receipts.Required
 )
 
-// VaultRead is one vault file the agent opened: its path relative to the
-// vault and when the recorder first saw it opened.
-type VaultRead struct {
-	Path  string    `json:"path"`
-	First time.Time `json:"first"`
-}
-
-// VaultReads is what the recorder saw of a session: every vault file
-// opened (once each, in the order first seen), the number of files under
-// .git opened (Git's objects: which notes they hold is not known), and what it
-// could not see or attribute. Unavailable is set, and nothing else, when
-// the session's reads were not recorded at all.
-type VaultReads struct {
-	Reads    []VaultRead
-	GitOpens int
-	// Unattributed counts opens the recorder could not name (a folder
-	// removed before it resolved its handle, a handle outside the vault).
-	Unattributed int
-	// Lost: the kernel's event queue overflowed; some opens are missing.
-	Lost        bool
-	Unavailable string
-}
+// VaultRead and VaultReads are the recorder's (package receipts).
+type (
+	VaultRead  = receipts.VaultRead
+	VaultReads = receipts.VaultReads
+)
 
 // ExitTimedOut is fedmem-run's exit code when the wall-time limit ended
 // the session, as timeout(1) does.

@@ -363,7 +363,7 @@ func superviseContainer(ctx context.Context, spec *Spec, rt containerRuntime, cf
 		}}
 	runErr := w.run(ctx, msgs)
 	werr := w.reap(cmd)
-	res.VaultReads = rec.finish()
+	res.VaultReads = rec.Finish()
 	// The helper read the container's cgroup before it went.
 	if b, err := os.ReadFile(filepath.Join(bundle, "limits_hit")); err == nil {
 		res.LimitsHit = append(res.LimitsHit, strings.Fields(string(b))...)

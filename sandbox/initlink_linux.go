@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/sandbox/receipts"
 )
 
 // initLink is fedmem-run's end of what the sandbox's init speaks through,
@@ -112,13 +113,13 @@ func newInitLink(spec *Spec, cfg *initConfig) (l *initLink, err error) {
 // recorder starts recording the agent's vault reads, once the init runs:
 // nil without read receipts. Its finish, once the init is reaped, gives
 // the reads.
-func (l *initLink) recorder(spec *Spec) *recorder {
+func (l *initLink) recorder(spec *Spec) *receipts.Recorder {
 	if l.receiptsSock == nil {
 		return nil
 	}
 	sock := l.receiptsSock
 	l.receiptsSock = nil // the recorder closes it
-	return startRecorder(sock, spec.Plan.Vault, spec.Receipts)
+	return receipts.Start(sock, spec.Plan.Vault, spec.Receipts)
 }
 
 // proposal returns, once the init has exited (or sent it), the descriptor

@@ -97,7 +97,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	// The init is gone: the proposal's upper tmpfs (if it mounted one)
 	// is held by this descriptor alone now.
 	res.Proposal = <-proposal
-	res.VaultReads = rec.finish()
+	res.VaultReads = rec.Finish()
 	Stamp("reaped")
 	clean.coversLost = res.CoversLost != ""
 	if cg != nil {

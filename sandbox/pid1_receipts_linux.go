@@ -10,19 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/sandbox/receipts"
 )
-
-// Answers fedmem-run gives the init on the receipts socket (the first
-// byte of its reply; a refusal's text follows receiptsRefused).
-const (
-	receiptsMarked   = 'y' // every vault mount is marked: the agent's opens are recorded
-	receiptsUnmarked = 'n' // not recorded (the report says why); go on
-	receiptsRefused  = 'f' // receipts are required and could not be made: fail
-)
-
-// maxVaultMounts bounds the descriptors in one SCM_RIGHTS message (the
-// kernel's SCM_MAX_FD is 253).
-const maxVaultMounts = 250
 
 // vaultMountPoints are the mount points of this mount table that show
 // vault content: the vault's own bind, its vault.visible folders, any
@@ -70,12 +59,12 @@ func (in *initRun) handOverVault() {
 	}
 	all := vaultMountPoints(in.cfg.Plan, infos)
 	points := all
-	if len(points) > maxVaultMounts {
-		// Descriptors for the first maxVaultMounts only, the list of all:
+	if len(points) > receipts.MaxMounts {
+		// Descriptors for the first receipts.MaxMounts only, the list of all:
 		// fedmem-run sees the counts differ and reports the receipt
 		// unavailable (or refuses, with vault.receipts: required) — never
 		// a receipt that silently misses the unmarked mounts' opens.
-		points = points[:maxVaultMounts]
+		points = points[:receipts.MaxMounts]
 	}
 	var fds []int
 	defer func() {
@@ -99,9 +88,9 @@ func (in *initRun) handOverVault() {
 	switch {
 	case err != nil || n == 0:
 		in.fail(ExitFedmemError, mounts.StageReceipts, errors.New("fedmem-run gave no answer on the receipts socket"))
-	case reply[0] == receiptsMarked:
+	case reply[0] == receipts.Marked:
 		in.layers.Receipts = true
-	case reply[0] == receiptsUnmarked:
+	case reply[0] == receipts.Unmarked:
 	default:
 		in.fail(ExitFedmemError, mounts.StageReceipts, errors.New(string(reply[1:n])))
 	}

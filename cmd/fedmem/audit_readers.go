@@ -2,13 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
-	"os/user"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -51,13 +45,6 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 		return now.Add(-d), nil
 	}
 	return time.Time{}, usageErrorf("--since %q: give an RFC 3339 time (2026-01-02T15:04:05Z), a date (2026-01-02) or a duration back from now (24h)", s)
-}
-
-func userName(uid int) string {
-	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
-		return u.Username
-	}
-	return strconv.Itoa(uid)
 }
 
 func newAuditReadersCmd() *cobra.Command {
@@ -106,7 +93,7 @@ Exit codes: 0 listed (also when nobody read it); 1 the records cannot be read;
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(a)
 			}
-			printReaders(cmd.OutOrStdout(), cmd.ErrOrStderr(), a)
+			a.WriteText(cmd.OutOrStdout(), cmd.ErrOrStderr())
 			return nil
 		},
 	}
@@ -115,29 +102,6 @@ Exit codes: 0 listed (also when nobody read it); 1 the records cannot be read;
 	cmd.Flags().StringVar(&since, "since", "", "only reads at or after this time (RFC 3339, date, or duration such as 24h)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
-}
-
-func printReaders(out, errw io.Writer, a readers.Answer) {
-	for _, p := range a.Problems {
-		fmt.Fprintln(errw, "warning:", oneLine(p))
-	}
-	if len(a.Readers) == 0 {
-		fmt.Fprintf(out, "no recorded session opened %s\n", oneLine(a.Note))
-	} else {
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SESSION\tPROFILE\tUSER\tFIRST OPENED\tCOMMIT\tBLOB\tWORKDIR")
-		for _, r := range a.Readers {
-			first := r.First
-			if r.Maybe {
-				first = "maybe (" + r.MaybeWhy + ")"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s (%d)\t%s\t%s\t%s\t%s\n", oneLine(r.Session), oneLine(r.Profile), oneLine(userName(r.UID)), r.UID, oneLine(first), oneLine(short(r.Commit)), oneLine(short(r.Blob)), oneLine(r.Workdir))
-		}
-		tw.Flush()
-	}
-	if len(a.Unrecorded) > 0 {
-		fmt.Fprintf(out, "%d session(s) have no read receipt and could have read it: %s\n", len(a.Unrecorded), oneLine(strings.Join(a.Unrecorded, ", ")))
-	}
 }
 
 func newAuditSessionCmd() *cobra.Command {
@@ -169,7 +133,7 @@ usage.`,
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(v)
 			}
-			printSessionView(cmd.OutOrStdout(), v)
+			v.WriteText(cmd.OutOrStdout())
 			return nil
 		},
 	}
@@ -177,61 +141,4 @@ usage.`,
 	cmd.Flags().StringVar(&state, "state", "", "the gate's state directory, if not the default")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
-}
-
-func printSessionView(out io.Writer, v *readers.View) {
-	fmt.Fprintf(out, "session %s\n  profile %s, agent %s (uid %d), workdir %s\n  started %s, ended %s, vault commit %s\n",
-		oneLine(v.Session.Session), oneLine(v.Profile), oneLine(userName(v.UID)), v.UID, oneLine(v.Workdir), oneLine(v.Started), oneLine(orDash(v.Ended)), oneLine(short(v.VaultHeadStart)))
-	if v.Changed {
-		fmt.Fprintln(out, "  warning: the record in 90-inbox/.sessions/ differs from the gate's stored copy (shown)")
-	}
-	for _, p := range v.Problems {
-		fmt.Fprintln(out, "  warning:", oneLine(p))
-	}
-	rr := v.VaultReads
-	switch {
-	case rr == nil:
-		fmt.Fprintln(out, "reads: no read receipt (the session has not ended, or fedmem-run is older)")
-	case !rr.Recorded:
-		fmt.Fprintf(out, "reads: not recorded: %s\n", oneLine(rr.Unavailable))
-	default:
-		if v.Unproven != "" {
-			fmt.Fprintln(out, "reads CLAIMED by a record not proven to be fedmem-run's (not evidence of what the session read):")
-		}
-		fmt.Fprintf(out, "reads: %d vault file(s) opened, %d open(s) under .git, digest %s\n", rr.Count, rr.GitOpens, oneLine(rr.Digest))
-		if rr.Truncated {
-			fmt.Fprintf(out, "  (the first %d listed)\n", len(rr.Reads))
-		}
-		if rr.Lost || rr.Unattributed > 0 {
-			fmt.Fprintf(out, "  incomplete: lost=%v, %d open(s) not named\n", rr.Lost, rr.Unattributed)
-		}
-		for _, r := range rr.Reads {
-			fmt.Fprintf(out, "  %s  %s  %s\n", oneLine(r.First), oneLine(short(r.Blob)), oneLine(r.Path))
-		}
-	}
-	if v.DecisionsUnread != "" {
-		fmt.Fprintf(out, "drafts: the gate's decisions cannot be read: %s\n", oneLine(v.DecisionsUnread))
-		return
-	}
-	fmt.Fprintf(out, "drafts: %d decided\n", len(v.Drafts))
-	for _, d := range v.Drafts {
-		line := fmt.Sprintf("  %s  %s", d.State, d.Draft)
-		if d.Path != "" {
-			line += " → " + d.Path
-		}
-		if d.Commit != "" {
-			line += " (" + short(d.Commit) + ")"
-		}
-		if len(d.Rules) > 0 {
-			line += " [" + strings.Join(d.Rules, ", ") + "]"
-		}
-		fmt.Fprintln(out, oneLine(line))
-	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

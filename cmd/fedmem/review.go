@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -279,21 +278,7 @@ func printDecided(w io.Writer, d *gate.Decision, reviewer string, s map[string]s
 // characters (other than newline and tab) and every invisible or reordering
 // code point the gate flags are shown as <U+XXXX>, so a draft cannot hide
 // text or drive the terminal.
-func visible(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		_, inv := validate.Invisible(r)
-		switch {
-		case r == '\n' || r == '\t':
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || inv || r == utf8.RuneError:
-			fmt.Fprintf(&b, "<U+%04X>", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
+func visible(s string) string { return validate.Visible(s) }
 
 func printReview(w io.Writer, op string, r *review.Response, asJSON bool) {
 	if asJSON {
@@ -403,6 +388,4 @@ func printShowContext(w io.Writer, c *review.ShowContext) {
 
 // oneLine is visible with newlines and tabs shown as \n and \t, for a
 // field that must stay on its line.
-func oneLine(s string) string {
-	return strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(visible(s))
-}
+func oneLine(s string) string { return validate.OneLine(s) }

@@ -214,3 +214,19 @@ func LockState(path string) (func(), error) {
 	}
 	return func() { f.Close() }, nil
 }
+
+// AccessHint says, for a session folder the gate may not open, whose
+// it is and what lets the gate in: its group must be one the gate user is
+// in (an agent group's setgid inbox gives every folder that group; a root
+// caller's fedmem-run sets the inbox's group itself).
+func (in *Inbox) AccessHint(sess string, err error) string {
+	if !errors.Is(err, unix.EACCES) {
+		return ""
+	}
+	var st unix.Stat_t
+	if unix.Fstatat(in.FD(), sess, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (folder owner %s, group %s, mode %04o; the gate user %s is not in that group: give the vault an agent group holding the agents' users and the gate user, fedmem init --gate-user USER --agent-group GROUP, or run agents as root; fedmem doctor --vault names the fix)",
+		vault.UserName(int(st.Uid)), vault.GroupName(int(st.Gid)), st.Mode&0o7777, vault.UserName(os.Geteuid()))
+}

@@ -18,6 +18,7 @@ func (in *Inbox) Close()                                            {}
 func (in *Inbox) FD() int                                           { return -1 }
 func (in *Inbox) Sessions() ([]string, error)                       { return nil, ErrUnsupported }
 func (in *Inbox) SessionOwner(string) (int, error)                  { return -1, ErrUnsupported }
+func (in *Inbox) AccessHint(string, error) string                   { return "" }
 func (in *Inbox) WriteReceipt(string, string, []byte, string) error { return ErrUnsupported }
 func LockState(string) (func(), error)                              { return nil, ErrUnsupported }
 func SameFS(a, b string) (bool, error)                              { return false, ErrUnsupported }

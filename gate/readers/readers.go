@@ -269,3 +269,20 @@ func maybeWhy(rr *vault.ReadReceipt) string {
 	}
 	return ""
 }
+
+// Of names the sessions whose read receipt names the note p (as `fedmem
+// audit readers p` lists them, "maybe" readers included) and counts the
+// ended sessions with no receipt. Reading the records costs O(sessions);
+// the sweep calls it only when it withholds a note.
+func Of(vaultDir, state, p string) (readBy []string, unrecorded int) {
+	sessions, _, err := Load(vaultDir, state)
+	if err != nil {
+		return []string{}, 0
+	}
+	a := Readers(sessions, p, time.Time{})
+	readBy = []string{}
+	for _, r := range a.Readers {
+		readBy = append(readBy, r.Session)
+	}
+	return readBy, len(a.Unrecorded)
+}

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -198,4 +199,30 @@ func textScan(out []note.Finding, lim *limiter, b []byte, line int, fixed bool) 
 	}
 	endWord()
 	return out
+}
+
+// Visible is s for a terminal: C0/C1 control characters (other than
+// newline and tab), DEL, invalid UTF-8 and every invisible or reordering
+// code point Invisible flags are shown as <U+XXXX>, so a draft, a path or a
+// session id cannot hide text or drive the terminal.
+func Visible(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		_, inv := Invisible(r)
+		switch {
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || inv || r == utf8.RuneError:
+			fmt.Fprintf(&b, "<U+%04X>", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// OneLine is Visible with newlines and tabs shown as \n and \t, for a
+// field that must stay on its line.
+func OneLine(s string) string {
+	return strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(Visible(s))
 }

@@ -1,4 +1,4 @@
-package sandbox
+package receipts
 
 import (
 	"bytes"
@@ -30,20 +30,20 @@ import (
 // note read through Git's object store is an open of .git files
 // (GitOpens); the kernel reports an open, not which bytes were read.
 
-// recorder is fedmem-run's end of the receipts socket and, once the
+// Recorder is fedmem-run's end of the receipts socket and, once the
 // vault's mounts are marked, the fanotify group's reader.
-type recorder struct {
+type Recorder struct {
 	sock  *os.File
 	vault string
-	mode  ReceiptMode
+	mode  Mode
 	stop  [2]int // a pipe: closing stop[1] ends the reader
 	done  chan *VaultReads
 }
 
-// startRecorder serves the receipts socket: it waits for the init's
+// Start serves the receipts socket: it waits for the init's
 // descriptors, marks them and answers, then reads events until finish.
-func startRecorder(sock *os.File, vault string, mode ReceiptMode) *recorder {
-	r := &recorder{sock: sock, vault: vault, mode: mode, done: make(chan *VaultReads, 1), stop: [2]int{-1, -1}}
+func Start(sock *os.File, vault string, mode Mode) *Recorder {
+	r := &Recorder{sock: sock, vault: vault, mode: mode, done: make(chan *VaultReads, 1), stop: [2]int{-1, -1}}
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err == nil {
 		r.stop = p
@@ -52,11 +52,11 @@ func startRecorder(sock *os.File, vault string, mode ReceiptMode) *recorder {
 	return r
 }
 
-// finish ends the reader once the sandbox is gone and returns what it
+// Finish ends the reader once the sandbox is gone and returns what it
 // recorded: every event of an open made before then is already queued
 // (fsnotify reports an open from within open(2) itself), so the queue is
 // drained to its end first.
-func (r *recorder) finish() *VaultReads {
+func (r *Recorder) Finish() *VaultReads {
 	if r == nil {
 		return nil
 	}
@@ -72,9 +72,9 @@ func (r *recorder) finish() *VaultReads {
 }
 
 // serve receives the init's mounts, marks them, answers and reads.
-func (r *recorder) serve() *VaultReads {
+func (r *Recorder) serve() *VaultReads {
 	buf := make([]byte, 64<<10)
-	oob := make([]byte, unix.CmsgSpace(4*maxVaultMounts))
+	oob := make([]byte, unix.CmsgSpace(4*MaxMounts))
 	n, oobn, _, _, err := unix.Recvmsg(int(r.sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil || n == 0 {
 		// The init ended before its root was built: no agent ever ran
@@ -96,17 +96,17 @@ func (r *recorder) serve() *VaultReads {
 		unix.Close(fd)
 	}
 	if fan < 0 {
-		if r.mode == ReceiptsRequired {
-			_, _ = r.sock.Write(append([]byte{receiptsRefused}, "read receipts are required (vault.receipts: required) and cannot be recorded: "+why...))
+		if r.mode == Required {
+			_, _ = r.sock.Write(append([]byte{Refused}, "read receipts are required (vault.receipts: required) and cannot be recorded: "+why...))
 		} else {
-			_, _ = r.sock.Write([]byte{receiptsUnmarked})
+			_, _ = r.sock.Write([]byte{Unmarked})
 		}
 		return &VaultReads{Unavailable: why}
 	}
 	// Closed in the background: destroying a fanotify group waits for
 	// its marks' grace period, which the session need not wait for.
 	defer func() { go unix.Close(fan) }()
-	if _, err := r.sock.Write([]byte{receiptsMarked}); err != nil {
+	if _, err := r.sock.Write([]byte{Marked}); err != nil {
 		return &VaultReads{Unavailable: "the sandbox's init ended before its vault was marked"}
 	}
 	return r.read(fan)
@@ -129,7 +129,7 @@ func parseRights(oob []byte) []int {
 
 // mark makes the fanotify group and marks every mount the init handed
 // over; it returns the group, or -1 and why not.
-func (r *recorder) mark(points []string, fds []int) (int, string) {
+func (r *Recorder) mark(points []string, fds []int) (int, string) {
 	if len(fds) == 0 || len(fds) != len(points) {
 		return -1, fmt.Sprintf("the init handed over %d descriptors for %d vault mounts", len(fds), len(points))
 	}
@@ -167,7 +167,7 @@ func (r *recorder) mark(points []string, fds []int) (int, string) {
 // open in the sandbox slower: the kernel compares each new event with
 // those queued), so each event costs it map lookups only; paths are put
 // together once, at the end.
-func (r *recorder) read(fan int) *VaultReads {
+func (r *Recorder) read(fan int) *VaultReads {
 	rs := newReadSet(r.vault, map[string]string{})
 	rs.mountFd, _ = unix.Open(r.vault, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) // open_by_handle_at takes no O_PATH mount descriptor
 	defer func() {

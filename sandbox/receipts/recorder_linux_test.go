@@ -1,4 +1,4 @@
-package sandbox
+package receipts
 
 import (
 	"encoding/binary"
