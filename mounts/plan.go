@@ -512,6 +512,7 @@ func (b *planBuilder) addMasks() error {
 	if ok, isDir := b.exists(vault.GateStateDir(in.Vault)); ok && isDir {
 		b.add(Mount{Kind: Masked, Target: vault.GateStateDir(in.Vault), Dir: true, Why: "the gate's private state"})
 	}
+	b.addVaultCopyMasks()
 	for _, t := range in.ExtraMasks {
 		t = filepath.Clean(t)
 		if !filepath.IsAbs(t) || vault.Within(in.Vault, t) || vault.Within(t, in.Vault) || b.absentInHome(t) {

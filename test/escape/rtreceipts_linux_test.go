@@ -259,18 +259,16 @@ func TestRedTeamReceiptsManyMounts(t *testing.T) {
 	}
 }
 
-// TestRedTeamReceiptsLocalRemote (OPEN): the vault's Git remote is a bare
+// TestRedTeamReceiptsLocalRemote: the vault's Git remote is a bare
 // repository on the same host (the design's "vault is a Git remote", one
-// machine), beside the vault. The sandbox shows the host's root read-only
-// (only /tmp, /var/tmp, /run, the home and the gate's state are replaced),
-// so the agent copies the remote into its /tmp and reads every note —
+// machine), beside the vault. The sandbox shows the host's root read-only,
+// so the agent copied the remote into its /tmp and read every note —
 // withheld ones included — without opening one file of the vault mount:
-// no read, no git_opens, and `fedmem audit readers` says nobody read it.
-// Not a stated limit (docs/threat-model.md names copies the workdir or
-// home hold, or an earlier session made). Needs a structural fix — the
-// vault's local remotes and alternates hidden (or marked) in the sandbox,
-// or a root that shows only the system's folders — so the test fails
-// only with FEDMEM_OPEN_BREACHES=1 and otherwise asserts the residual.
+// no read, no git_opens, and `fedmem audit readers` said nobody read it
+// (red team; it failed on h-receipts). The plan masks the copies of the
+// vault its own Git config names — local remotes and alternates — so the
+// remote is an empty folder inside; a remote the plan cannot mask (it
+// holds the workdir) is said in a warning.
 func TestRedTeamReceiptsLocalRemote(t *testing.T) {
 	e := setup(t, layout{name: "beside/root"})
 	note := commitNote(t, e, "10-projects/rt-remote.md", "---\ntype: fact\n---\nrt-remote-marker\n")
@@ -283,21 +281,19 @@ func TestRedTeamReceiptsLocalRemote(t *testing.T) {
 	}
 	// The agent never touches the vault mount: it knows (or lists) the
 	// remote's path.
-	script := `cp -R "$1" /tmp/r.git && git --git-dir=/tmp/r.git --no-pager show HEAD:"$2"`
+	script := `ls -A "$1" | wc -l; cp -R "$1" /tmp/r.git && git --git-dir=/tmp/r.git --no-pager show HEAD:"$2"`
 	r := e.run(t, nil, "sh", "-c", script, "sh", remote, note)
-	if r.code != 0 || !strings.Contains(string(r.stdout), "rt-remote-marker") {
-		t.Fatalf("the agent could not read the local remote (exit %d): the residual is closed — make this test assert the block\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	if strings.Contains(string(r.stdout), "rt-remote-marker") {
+		var a auditReaders
+		fedmemJSON(t, e, &a, "audit", "readers", note, "--vault", e.vault.Dir, "--json")
+		t.Fatalf("BREACH: the agent printed %s from the vault's local remote %s (audit names the session: %v; receipt %s)", note, remote, a.names(r.session), fmtAny(r.report["vault_reads"]))
 	}
-	var a auditReaders
-	fedmemJSON(t, e, &a, "audit", "readers", note, "--vault", e.vault.Dir, "--json")
-	if a.names(r.session) {
-		return // named (at least as a maybe): not the breach
+	if !strings.HasPrefix(strings.TrimSpace(string(r.stdout)), "0") {
+		t.Errorf("the remote %s is not an empty folder inside (ls -A | wc -l):\n%s\nstderr:\n%s", remote, r.stdout, r.stderr)
 	}
-	msg := "the agent printed " + note + " from the vault's local remote " + remote + " and audit readers names no session (receipt: " + fmtAny(r.report["vault_reads"]) + ")"
-	if os.Getenv("FEDMEM_OPEN_BREACHES") == "1" {
-		t.Error(msg)
-	} else {
-		t.Log("OPEN (FEDMEM_OPEN_BREACHES=1 fails on it): " + msg)
+	// The control: the remote is there, with the note, on the host.
+	if out, err := exec.Command("git", "--git-dir="+remote, "show", "HEAD:"+note).CombinedOutput(); err != nil || !strings.Contains(string(out), "rt-remote-marker") {
+		t.Fatalf("the control failed: the host's remote does not hold %s: %v\n%s", note, err, out)
 	}
 }
 
