@@ -33,7 +33,7 @@ func TestLocalGitPath(t *testing.T) {
 func TestVaultCopiesMasked(t *testing.T) {
 	tree := []string{"/w/", "/home/u/", "/v/", "/v/.git/", "/srv/v.git/", "/srv/alt/objects/", "/"}
 	files := map[string]string{
-		"/v/.git/config": "[remote \"origin\"]\n\turl = /srv/v.git\n[remote \"hub\"]\n\turl = git@github.com:team/v.git\n[remote \"up\"]\n\tpushurl = file:///\n",
+		"/v/.git/config":                  "[remote \"origin\"]\n\turl = /srv/v.git\n[remote \"hub\"]\n\turl = git@github.com:team/v.git\n[remote \"up\"]\n\tpushurl = file:///\n",
 		"/v/.git/objects/info/alternates": "/srv/alt/objects\n",
 	}
 	p, _, err := profiles.Load("default")
