@@ -44,13 +44,14 @@ test-dist-required:
 # under the namespace backend in `go test ./...` above. MATRIX_SKIP: tests
 # whose subject does not depend on FEDMEM_BACKEND (the controls run no
 # fedmem-run; the refusal tests name their backends themselves; the proposal
-# tests, TestPropose*, are the namespace backend's own), run once there.
+# tests, TestPropose*, are the namespace backend's own; TestRT18CredHelperOnWorkdirPath
+# runs a fedmem-run copied alone, without the backends' helpers), run once there.
 # .ci/run builds
 # runc and containerd and starts a private containerd
 # (FEDMEM_CONTAINERD_ADDRESS); without runc on PATH the matrix is skipped
 # here, and fails under FEDMEM_REQUIRE_ROOT=1.
 MATRIX_PKGS := ./test/escape/ ./test/e2e/ ./test/clients/
-MATRIX_SKIP := ^(TestControlUnsandboxed|TestControlNestedEscape|TestContainerBackendRefusesUnprivilegedCaller|TestPropose[A-Za-z]*)$$
+MATRIX_SKIP := ^(TestControlUnsandboxed|TestControlNestedEscape|TestContainerBackendRefusesUnprivilegedCaller|TestPropose[A-Za-z]*|TestRT18CredHelperOnWorkdirPath)$$
 test-matrix: ## the escape, e2e and clients suites under --backend runc and containerd
 	@if [ -z "$$FEDMEM_CONTAINERD_ADDRESS" ] || ! command -v runc >/dev/null; then \
 		echo "test-matrix: runc or FEDMEM_CONTAINERD_ADDRESS missing: container matrix not run (.ci/run sets both up)"; \

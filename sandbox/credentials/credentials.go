@@ -63,6 +63,10 @@ type Source struct {
 type Secret struct {
 	cred        *Source
 	file        string // the source file's absolute path (file sources)
+	// target is the file it named when the session started, links
+	// resolved: the refreshed tokens are written there and nowhere else
+	// (rewriteCredentialFile). "" when it did not resolve.
+	target string
 	path        string // the key path in file, its wildcards resolved
 	real        string
 	placeholder string
@@ -131,6 +135,10 @@ func (cs *Session) persist() []error {
 	for f, ss := range byFile {
 		if err := rewriteCredentialFile(f, ss); err != nil {
 			errs = append(errs, fmt.Errorf("credentials: store the refreshed tokens in %s: %w", f, err))
+			continue
+		}
+		if now, err := filepath.EvalSymlinks(f); err != nil || now != ss[0].target {
+			errs = append(errs, fmt.Errorf("credentials: %s was replaced during the session (it names %q now): not followed; the refreshed tokens are in %s, which it named at the start", f, now, ss[0].target))
 		}
 	}
 	return errs
@@ -138,12 +146,18 @@ func (cs *Session) persist() []error {
 
 func rewriteCredentialFile(f string, ss []Secret) error {
 	// A credential file that is a link (a dotfiles checkout) is written
-	// where it points: the link stays, and the new tokens get the mode of
-	// the file that held the old ones — not the link's own 0777, which the
-	// rename would have put over the link (TestRT18RefreshIntoLinkedFile).
-	if t, err := filepath.EvalSymlinks(f); err == nil {
-		f = t
+	// where it pointed when the session started (Secret.target): the link
+	// stays, and the new tokens get the mode of the file that held the old
+	// ones — not the link's own 0777, which the rename would have put over
+	// the link (TestRT18RefreshIntoLinkedFile). Never where it points now:
+	// an agent that renamed a link of its own over it (a folder the
+	// profile makes writable; a backend that binds the cover where the
+	// link points) had the new real tokens written into its file
+	// (TestRT18RefreshWriteBackFollowsAgentLink, runc backend).
+	if len(ss) == 0 || ss[0].target == "" {
+		return fmt.Errorf("%s did not resolve when the session started", f)
 	}
+	f = ss[0].target
 	st, err := os.Lstat(f)
 	if err != nil {
 		return err
@@ -346,7 +360,13 @@ func newSecret(c *Source, file, path, real string, fail func(string, ...any) err
 	if err != nil {
 		return Secret{}, fail("placeholder: %v", err)
 	}
-	return Secret{cred: c, file: file, path: path, real: real, placeholder: ph}, nil
+	s := Secret{cred: c, file: file, path: path, real: real, placeholder: ph}
+	if file != "" {
+		if t, err := filepath.EvalSymlinks(file); err == nil {
+			s.target = t
+		}
+	}
+	return s, nil
 }
 
 // pathMatch is one string a key path with wildcards names.
@@ -749,6 +769,9 @@ func Start(id string, pl *mounts.Plan, env []string, proxied bool, secrets []Sec
 			}
 			files[f] = append(files[f], &secrets[i])
 		}
+	}
+	if err := linkedCoversWritable(order, pl.HostWritable()); err != nil {
+		return fail(err)
 	}
 	for n, f := range order {
 		b, err := readBounded(f)
@@ -1384,4 +1407,26 @@ func index(env []string, k string) int {
 		}
 	}
 	return -1
+}
+
+// linkedCoversWritable refuses a credential file that is a symbolic link
+// inside a folder the agent writes (a profile's home.writable): the agent
+// can rename a link of its own over it, and a backend that binds the
+// cover where the link points (runc) then showed the user's tool, after
+// the session, the agent's file (TestRT18RefreshWriteBackFollowsAgentLink
+// under runc). The namespace backend refused such a mount point already;
+// now every backend does, before anything of the session exists.
+func linkedCoversWritable(files, writable []string) error {
+	for _, f := range files {
+		fi, err := os.Lstat(f)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			continue
+		}
+		for _, w := range writable {
+			if w = filepath.Clean(w); f != w && strings.HasPrefix(f, w+"/") {
+				return fmt.Errorf("mount point %s is a symbolic link in %s, which the agent writes: it could put its own link there and the caller's tool would read its file after the session; replace the link by the file it names, or keep the folder read-only", f, w)
+			}
+		}
+	}
+	return nil
 }

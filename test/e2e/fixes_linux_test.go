@@ -297,7 +297,10 @@ func TestGateUserOnlyVaultCollects(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^inbox\s+FAIL.*not in it: the gate cannot collect`).Match(doc) || !strings.Contains(string(doc), "--agent-group GROUP") {
 		t.Errorf("doctor --vault as %s (not in %s's group) does not FAIL the inbox with the agent-group fix:\n%s", alice, gate, doc)
 	}
-	runAgent(exec.Command("setpriv", append([]string{"--reuid", alice, "--regid", alice, "--init-groups", "--", bins.FedmemRun}, append(args, "--", "sh", "-c", script)...)...), aliceHome)
+	// An unprivileged caller runs the namespace backend only (the container
+	// backends refuse it): no FEDMEM_BACKEND flags here.
+	userArgs := []string{"--vault", v, "--workdir", work}
+	runAgent(exec.Command("setpriv", append([]string{"--reuid", alice, "--regid", alice, "--init-groups", "--", bins.FedmemRun}, append(userArgs, "--", "sh", "-c", script)...)...), aliceHome)
 	out, err = gateOnce()
 	if err == nil || !strings.Contains(out, "permission denied (folder owner "+alice) || !strings.Contains(out, "--agent-group GROUP") {
 		t.Errorf("gate once on %s's folder: %v, want permission denied naming the folder's owner and the fix:\n%s", alice, err, out)

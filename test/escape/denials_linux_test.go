@@ -2,6 +2,7 @@ package escape
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -104,13 +105,21 @@ t("RELWRITE", lambda: open("relative.md", "x"))
 // is not JSON.
 func eventsOf(t *testing.T, path, event string) []map[string]any {
 	t.Helper()
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	// A running session may be writing its next line: each line is one
+	// write(2), but a reader can see a large one (the "started" event,
+	// several KiB) part-way. Only lines already ended by '\n' are read.
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1]
+	} else {
+		b = nil
+	}
 	var out []map[string]any
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	for sc.Scan() {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
@@ -119,6 +128,9 @@ func eventsOf(t *testing.T, path, event string) []map[string]any {
 		if m["event"] == event {
 			out = append(out, m)
 		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("events %s: %v", path, err)
 	}
 	return out
 }
