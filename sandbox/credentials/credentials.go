@@ -61,12 +61,12 @@ type Source struct {
 // Secret is one credential read from its source: the real value stays in
 // fedmem-run and its helper; the agent gets placeholder.
 type Secret struct {
-	cred        *Source
-	file        string // the source file's absolute path (file sources)
+	cred *Source
+	file string // the source file's absolute path (file sources)
 	// target is the file it named when the session started, links
 	// resolved: the refreshed tokens are written there and nowhere else
 	// (rewriteCredentialFile). "" when it did not resolve.
-	target string
+	target      string
 	path        string // the key path in file, its wildcards resolved
 	real        string
 	placeholder string
