@@ -34,7 +34,10 @@ for v in "$n" "$p" "$seed0" "$niceness"; do
 done
 [ "$n" -ge 1 ] && [ "$p" -ge 1 ] || { log "STRESS_N and STRESS_P must be at least 1"; exit 2; }
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/fedmem-stress.XXXXXX")
+# Short names: a test's review socket lives under TMPDIR, and a unix
+# socket path holds at most 107 bytes (TestGateRunKillNineBatchApproval
+# failed every run under the longer fedmem-stress.XXXXXX/tmp-N: 109).
+work=$(mktemp -d "${TMPDIR:-/tmp}/fms.XXXXXX")
 keep=${STRESS_KEEP:-0}
 finish() {
 	if [ "$keep" = 1 ]; then log "work directory kept: $work"; else rm -rf "$work"; fi
@@ -48,7 +51,7 @@ mkdir -p "$work/bin"
 
 # one run: its exit status in $work/run-I.rc, its output in run-I.log.
 one() {
-	local i=$1 seed=$((seed0 + $1)) tmp="$work/tmp-$1"
+	local i=$1 seed=$((seed0 + $1)) tmp="$work/$1"
 	mkdir -p "$tmp"
 	set +e
 	(cd "$root/gate" && TMPDIR=$tmp FEDMEM_BIN=$work/bin FEDMEM_TEST_SEED=$seed \
