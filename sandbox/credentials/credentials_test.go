@@ -85,7 +85,7 @@ func TestReadCredentialYAMLAndCommand(t *testing.T) {
 	}
 	// The generated copy and a refresh keep YAML.
 	f := filepath.Join(home, "hosts.yml")
-	if err := rewriteCredentialFile(f, []Secret{{cred: &Source{Path: `github\.com.oauth_token`}, real: "gho_new_9876543210zyxwvu"}}); err != nil {
+	if err := rewriteCredentialFile(f, []Secret{{cred: &Source{Path: `github\.com.oauth_token`}, real: "gho_new_9876543210zyxwvu", target: f}}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(f)
@@ -124,8 +124,8 @@ func TestRewriteCredentialFile(t *testing.T) {
 		os.Chown(f, uid, gid)
 	}
 	ss := []Secret{
-		{cred: &Source{Path: "o.a"}, real: "new-access-9876543210"},
-		{cred: &Source{Path: "o.r"}, real: "new-refresh-9876543210"},
+		{cred: &Source{Path: "o.a"}, real: "new-access-9876543210", target: f},
+		{cred: &Source{Path: "o.r"}, real: "new-refresh-9876543210", target: f},
 	}
 	if err := rewriteCredentialFile(f, ss); err != nil {
 		t.Fatal(err)
@@ -146,7 +146,7 @@ func TestRewriteCredentialFile(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("left beside it: %v", ents)
 	}
-	if err := rewriteCredentialFile(f, []Secret{{cred: &Source{Path: "o.gone"}, real: "x"}}); err == nil {
+	if err := rewriteCredentialFile(f, []Secret{{cred: &Source{Path: "o.gone"}, real: "x", target: f}}); err == nil {
 		t.Errorf("a key no longer in the file was written anyway")
 	}
 }
