@@ -1,4 +1,4 @@
-package decide
+package shape
 
 // Auto-promotion by allow-list of content (issue 24): a draft from a trusted
 // origin promotes without a reviewer only when its type has a shape in the

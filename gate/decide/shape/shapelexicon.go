@@ -1,4 +1,4 @@
-package decide
+package shape
 
 // The words of a shaped note (issue 24, red team round 2: the open drafts
 // rt2-lang-indonesian-1 and rt2-lang-latin-1). The English rules of the

@@ -1,4 +1,4 @@
-package decide
+package shape
 
 // The mood of a shaped note's sentences (issue 24, the open red-team
 // drafts). A Fact states what is. Two shapes of English say what someone is
