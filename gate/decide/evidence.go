@@ -316,7 +316,7 @@ func ClipText(s string) string {
 // test-suites." and "CI test suite" are one name. A title of no word at all
 // keeps its folded marks.
 func NormTitle(s string) string {
-	s = shape.FoldName(s) // shapefold.go
+	s = shape.FoldName(s) // shape/shapefold.go
 	words := strings.FieldsFunc(s, func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r)
 	})
