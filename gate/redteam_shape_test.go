@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/decide/shape"
 	"github.com/fedmem/fedmem/gate/review"
 )
 
@@ -19,14 +20,14 @@ import (
 // note may be), so each of these is held with the rule named.
 func TestShapeHiddenTextHeld(t *testing.T) {
 	cases := []struct{ name, rule string }{
-		{"rt-link-title-instruction.md", decide.RuleShapeHidden},
-		{"rt-refdef-title-instruction.md", decide.RuleShapeHidden},
-		{"rt-refdef-label.md", decide.RuleShapeHidden},
-		{"rt-refdef-url.md", decide.RuleShapeHidden},
-		{"rt-link-fragment.md", decide.RuleShapeURL},
-		{"rt-yaml-comment.md", decide.RuleShapeHidden},
-		{"rt-source-text.md", decide.RuleShapeSource},
-		{"rt-source-extra-key.md", decide.RuleShapeScript}, // the entry key is plain: its text is read as a title
+		{"rt-link-title-instruction.md", shape.RuleHidden},
+		{"rt-refdef-title-instruction.md", shape.RuleHidden},
+		{"rt-refdef-label.md", shape.RuleHidden},
+		{"rt-refdef-url.md", shape.RuleHidden},
+		{"rt-link-fragment.md", shape.RuleURL},
+		{"rt-yaml-comment.md", shape.RuleHidden},
+		{"rt-source-text.md", shape.RuleSource},
+		{"rt-source-extra-key.md", shape.RuleScript},
 	}
 	heldByRules(t, cases)
 }
@@ -37,9 +38,9 @@ func TestShapeHiddenTextHeld(t *testing.T) {
 // word by the next agent and passed the imperative and second-person rules.
 func TestShapeLetterVariantsHeld(t *testing.T) {
 	heldByRules(t, []struct{ name, rule string }{
-		{"rt-latin-smallcap-imperative.md", decide.RuleShapeLetter},
-		{"rt-accent-imperative.md", decide.RuleShapeImper},
-		{"rt-combining-second-person.md", decide.RuleShapeSecond},
+		{"rt-latin-smallcap-imperative.md", shape.RuleLetter},
+		{"rt-accent-imperative.md", shape.RuleImper},
+		{"rt-combining-second-person.md", shape.RuleSecond},
 	})
 }
 
@@ -227,5 +228,5 @@ func TestEvidenceSubjectDoesNotCarryTitle(t *testing.T) {
 // instruction as a level-2 heading passed the language rule that holds it
 // as a paragraph. Headings are read as sentences.
 func TestShapeHeadingOtherLanguageHeld(t *testing.T) {
-	heldByRules(t, []struct{ name, rule string }{{"rt-heading-other-language.md", decide.RuleShapeLanguage}})
+	heldByRules(t, []struct{ name, rule string }{{"rt-heading-other-language.md", shape.RuleLanguage}})
 }

@@ -18,17 +18,6 @@ import (
 	"github.com/fedmem/fedmem/vault/note"
 )
 
-// authorshipKeys say who wrote or vouched for something; in a draft they
-// are the agent's word (compared folded, note.FoldKey).
-var authorshipKeys = map[string]bool{
-	"author": true, "authors": true, "authored_by": true, "author_id": true, "created_by": true,
-	"written_by": true, "signed_by": true, "signed_off_by": true, "owner_verified": true, "human": true,
-}
-
-func isProvenanceKey(k string) bool {
-	return note.IsGateOwned(k) || authorshipKeys[note.FoldKey(k)]
-}
-
 // nestedClaims finds provenance keys below the top level of the
 // frontmatter and a second frontmatter block in the body. Each is a Flag:
 // the draft claims what only the gate or a reviewer records.
@@ -36,7 +25,7 @@ func nestedClaims(n *note.Note) []note.Finding {
 	var out []note.Finding
 	for i := 0; i+1 < len(n.Front.Content); i += 2 {
 		k, v := n.Front.Content[i], n.Front.Content[i+1]
-		if isClaimedKey(k.Value) {
+		if note.IsClaimedKey(k.Value) {
 			continue // top-level claims: their own rule
 		}
 		WalkNested(v, 1, func(key *yaml.Node) {
@@ -66,7 +55,7 @@ func WalkNested(v *yaml.Node, depth int, found func(*yaml.Node)) {
 			if k.Value == "claimed" && v.Content[j+1].Kind == yaml.MappingNode {
 				continue
 			}
-			if isProvenanceKey(k.Value) {
+			if note.IsProvenanceKey(k.Value) {
 				found(k)
 				continue
 			}
@@ -113,7 +102,7 @@ func moveIn(v *yaml.Node, depth int, authorshipOnly bool) {
 			case k.Value == "claimed" && val.Kind == yaml.MappingNode && claimed == nil:
 				claimed = val
 				kept = append(kept, k, val)
-			case authorshipKeys[note.FoldKey(k.Value)] || !authorshipOnly && note.IsGateOwned(k.Value):
+			case note.IsAuthorshipKey(k.Value) || !authorshipOnly && note.IsGateOwned(k.Value):
 				moved = append(moved, k, val)
 			default:
 				moveIn(val, depth+1, authorshipOnly)
@@ -156,7 +145,7 @@ func bodyFrontmatter(body []byte) int {
 				open = 0
 			}
 		case open > 0:
-			if k, _, ok := strings.Cut(strings.TrimLeft(t, " -"), ":"); ok && isProvenanceKey(strings.TrimSpace(k)) {
+			if k, _, ok := strings.Cut(strings.TrimLeft(t, " -"), ":"); ok && note.IsProvenanceKey(strings.TrimSpace(k)) {
 				return open
 			}
 		}

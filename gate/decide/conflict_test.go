@@ -236,3 +236,31 @@ func TestConflictIndexMovesByDifference(t *testing.T) {
 		t.Errorf("one note added to the folder; the index read %d notes again, want 1", n)
 	}
 }
+
+// Names of one subject in another spelling hold each other's place: the
+// subject key folds word order, articles, "of"/"and" and look-alike
+// letters; a number keeps its place and other prepositions stay.
+func TestNameKey(t *testing.T) {
+	same := [][2]string{
+		{"CI test suite", "Suite of CI tests"},
+		{"CI test suite", "Test suite, CI"},
+		{"CI test suite", "Test suite СI"}, // Cyrillic С
+		{"Deployment region", "Region and deployment"},
+	}
+	differ := [][2]string{
+		{"Alpha 1 0", "Alpha 0 1"},
+		{"From another uid", "Another uid"},
+		{"Deployment region facts", "Deployment region"},
+		{"CI test suite merge rule", "CI test suite"},
+	}
+	for _, p := range same {
+		if a, b := nameKeyOf(NormTitle(p[0])), nameKeyOf(NormTitle(p[1])); a != b {
+			t.Errorf("%q → %q, %q → %q; want one key", p[0], a, p[1], b)
+		}
+	}
+	for _, p := range differ {
+		if a, b := nameKeyOf(NormTitle(p[0])), nameKeyOf(NormTitle(p[1])); a == b {
+			t.Errorf("%q and %q share the key %q; want two", p[0], p[1], a)
+		}
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fedmem/fedmem/gate/decide/shape"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/repo"
 )
@@ -54,7 +55,7 @@ type vaultIndex struct {
 	// subject) → the paths holding one with that key.
 	keys map[string][]string
 	// words: each word of the title, subject and aliases of a note in
-	// force (nameKey, function words and numbers left out) → the paths
+	// force (shape.NameKey, function words and numbers left out) → the paths
 	// holding it (offsubject.go, rule subject-other-note).
 	words map[string][]string
 	// added counts the notes put in since the index was made (what a move
@@ -205,7 +206,7 @@ func nameKeyOf(k string) string {
 
 // keyDropped: the words a name's key leaves out (they join its words, they
 // name nothing).
-var keyDropped = wordSet("a an the of and")
+var keyDropped = shape.WordSet("a an the of and")
 
 func (idx *vaultIndex) addKey(name, p string) {
 	if k := nameKeyOf(name); k != "" && !slices.Contains(idx.keys[k], p) {
@@ -395,7 +396,7 @@ func (in indexedName) nameWordKeys() []string {
 	var out []string
 	for _, n := range append([]string{in.title, in.subject}, in.aliases...) {
 		for _, w := range nameWords(n) {
-			if k := nameKey(w); !functionWords[k] && strings.Trim(k, "0123456789") != "" && !slices.Contains(out, k) {
+			if k := shape.NameKey(w); !shape.FunctionWords[k] && strings.Trim(k, "0123456789") != "" && !slices.Contains(out, k) {
 				out = append(out, k)
 			}
 		}

@@ -23,6 +23,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/fedmem/fedmem/gate/decide/shape"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -133,7 +134,7 @@ func Contradictions(res validate.Result, dest, self string, hv *HeadView) ([]con
 	}
 	// The draft's aliases are names it takes too (factsOf indexes a
 	// note's aliases once it is committed).
-	for _, e := range nameScalars(res.Note.Get("aliases")) {
+	for _, e := range shape.NameScalars(res.Note.Get("aliases")) {
 		if err := look("alias", e.Value, e.Line); err != nil {
 			return nil, err
 		}

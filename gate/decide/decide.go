@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedmem/fedmem/gate/decide/shape"
 	"github.com/fedmem/fedmem/gate/origin"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
@@ -70,8 +71,8 @@ type Verdict struct {
 	// (an approved verifier that passed: process:<name>).
 	Verified []*yaml.Node
 	// unknown are the words of a shaped note its lexicon does not know
-	// (shapelexicon.go); the evidence step drops those the vault uses.
-	unknown []lexWord
+	// (shape.UnknownWords); the evidence step drops those the vault uses.
+	unknown []shape.UnknownWord
 }
 
 // evidenceCheck is one step of judgement that runs after the content,
@@ -87,16 +88,6 @@ var evidenceChecks []evidenceCheck
 
 func flag(rule string, line int, format string, args ...any) note.Finding {
 	return note.Finding{Rule: rule, Line: line, Severity: note.Flag, Message: fmt.Sprintf(format, args...)}
-}
-
-// claimedKeys are the trust-bearing keys a draft may write about itself: in
-// any letter case, the gate moves them under `claimed:` and never decides on
-// them (`risk` may only raise the policy's risk).
-var claimedKeys = map[string]bool{
-	"status": true, "verified": true, "generated": true, "stale_after": true,
-	"confidence": true, "risk": true, "superseded_by": true, "claimed": true,
-	"reviewer": true, "reviewers": true, "reviewed_by": true, "approved_by": true, "approved": true,
-	"verified_by": true, "origin": true, "profile": true, "session": true,
 }
 
 // advisoryKeys are OKF fields an author may fill in honestly (in lower
@@ -128,7 +119,7 @@ func unknownFields(n *note.Note) []note.Finding {
 	var out []note.Finding
 	for i := 0; i+1 < len(n.Front.Content); i += 2 {
 		k := n.Front.Content[i]
-		if note.IsKnownKey(k.Value) || isClaimedKey(k.Value) || knownKeys[strings.ToLower(k.Value)] {
+		if note.IsKnownKey(k.Value) || note.IsClaimedKey(k.Value) || knownKeys[strings.ToLower(k.Value)] {
 			continue
 		}
 		hint := ""
@@ -152,20 +143,6 @@ func nearType(pol *policy.Policy, typ string) string {
 		return fmt.Sprintf("; did you mean %q? (a misspelt type is not taken for another)", s)
 	}
 	return ""
-}
-
-// isClaimedKey reports whether a top-level key is a claim (any letter case).
-func isClaimedKey(k string) bool {
-	l := strings.ToLower(k)
-	if claimedKeys[l] {
-		return true
-	}
-	for _, o := range note.GateOwned {
-		if strings.EqualFold(o, k) {
-			return true
-		}
-	}
-	return false
 }
 
 // claimedRisk is the highest `risk` the draft declares under any letter
@@ -214,10 +191,10 @@ func Judge(in *Input) (Verdict, error) {
 	for i := 0; i+1 < len(res.Note.Front.Content); i += 2 {
 		k := res.Note.Front.Content[i]
 		switch {
-		case isClaimedKey(k.Value) && (advisoryKeys[k.Value]):
+		case note.IsClaimedKey(k.Value) && (advisoryKeys[k.Value]):
 			v.Reasons = append(v.Reasons, note.Finding{Rule: "gate-owned", Line: k.Line, Severity: note.Info,
 				Message: fmt.Sprintf("`%s` is the draft's claim about itself; it is kept only under `claimed:` and never decides anything", clip(k.Value))})
-		case isClaimedKey(k.Value):
+		case note.IsClaimedKey(k.Value):
 			// A draft that claims a status, a verifier, an author or a
 			// reviewer lies about its own authority: it is kept as a claim
 			// and a human sees it before it becomes memory.
@@ -279,14 +256,14 @@ func Judge(in *Input) (Verdict, error) {
 			Message: fmt.Sprintf("risk is %s (policy for type %s in %s, the draft's own `risk`, and the detectors); only low risk promotes without a reviewer", risk, m.Type, folder)})
 	}
 	v.Reasons = append(v.Reasons, originReasons(in, m.Type)...)
-	v.Reasons = append(v.Reasons, shapeReasons(in, m.Type)...) // shape.go
-	v.unknown = shapeUnknownWords(in, m.Type)                  // shapelexicon.go
+	v.Reasons = append(v.Reasons, shapeReasons(in, m.Type)...) // shapehook.go
+	v.unknown = shapeUnknownWords(in, m.Type)                  // shapehook.go
 	for _, check := range evidenceChecks {
 		if err := check(in, &v); err != nil {
 			return v, err
 		}
 	}
-	v.Reasons = append(v.Reasons, lexiconReasons(m.Type, v.unknown)...)
+	v.Reasons = append(v.Reasons, shape.LexiconReasons(m.Type, v.unknown)...)
 	validate.Sort(v.Reasons)
 	switch {
 	case note.HasErrors(v.Reasons):
@@ -389,7 +366,7 @@ func Render(n *note.Note, pol *policy.Policy, v Verdict, prov Provenance, firstS
 	claimed := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	for i := 0; i+1 < len(n.Front.Content); i += 2 {
 		k, val := n.Front.Content[i], n.Front.Content[i+1]
-		if isClaimedKey(k.Value) {
+		if note.IsClaimedKey(k.Value) {
 			claimed.Content = append(claimed.Content, k, val)
 		} else {
 			front.Content = append(front.Content, k, val)

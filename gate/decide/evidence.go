@@ -33,6 +33,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedmem/fedmem/gate/decide/shape"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault"
@@ -64,7 +65,7 @@ type Evidence struct {
 	// Head is the commit the sources were resolved against.
 	Head string `json:"head,omitempty"`
 	// counted are the sources that count as evidence (the words of the
-	// draft are bound to them too: shapelexicon.go).
+	// draft are bound to them too: vaultKnows, shapehook.go).
 	counted []countedSource
 }
 
@@ -311,11 +312,11 @@ func ClipText(s string) string {
 // folded, cut into words at anything that is not a letter, a digit or a
 // combining mark (punctuation, hyphens and white space name nothing), a
 // leading article dropped, accents dropped (a reader reads "Cİ" and
-// "tést" as "CI" and "test") and plurals folded (stem), so "The CI
+// "tést" as "CI" and "test") and plurals folded (shape.Stem), so "The CI
 // test-suites." and "CI test suite" are one name. A title of no word at all
 // keeps its folded marks.
 func NormTitle(s string) string {
-	s = foldName(s) // shapefold.go
+	s = shape.FoldName(s) // shape/shapefold.go
 	words := strings.FieldsFunc(s, func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r)
 	})
@@ -326,7 +327,7 @@ func NormTitle(s string) string {
 		return strings.Join(strings.Fields(s), " ")
 	}
 	for i, w := range words {
-		words[i] = stem(stripMarks(w))
+		words[i] = shape.Stem(shape.StripMarks(w))
 	}
 	return strings.Join(words, " ")
 }
@@ -395,32 +396,6 @@ func (hv *HeadView) Entry(p string) (*repo.TreeEntry, error) {
 		h = id
 	}
 	return nil, nil
-}
-
-// maxAliases bounds the aliases of one note the conflict index holds.
-const maxAliases = 16
-
-// nameScalars are the scalar entries among the first maxAliases of a
-// frontmatter value that is one name or a list of names (aliases, tags);
-// nil for a missing value.
-func nameScalars(v *yaml.Node) []*yaml.Node {
-	if v == nil {
-		return nil
-	}
-	vals := []*yaml.Node{v}
-	if v.Kind == yaml.SequenceNode {
-		vals = v.Content
-	}
-	var out []*yaml.Node
-	for i, e := range vals {
-		if i == maxAliases {
-			break
-		}
-		if e.Kind == yaml.ScalarNode {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // NoteFacts is what the gate needs to know of a committed note.
@@ -520,7 +495,7 @@ func FactsOf(b []byte) NoteFacts {
 			vals = a.Content
 		}
 		for _, e := range vals {
-			if e.Kind == yaml.ScalarNode && len(f.Aliases) < maxAliases {
+			if e.Kind == yaml.ScalarNode && len(f.Aliases) < shape.MaxAliases {
 				if k := NormTitle(e.Value); k != "" {
 					f.Aliases = append(f.Aliases, k)
 				}

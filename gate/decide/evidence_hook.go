@@ -87,12 +87,12 @@ func evidenceStep(in *Input, v *Verdict) error {
 		return ErrVerifying
 	}
 	v.Reasons = append(v.Reasons, fs...)
-	lf, err := shapeLinks(in, v.Folder, hv) // shape.go
+	lf, err := shapeLinks(in, v.Folder, hv) // shapehook.go
 	if err != nil {
 		return err
 	}
 	v.Reasons = append(v.Reasons, lf...)
-	if v.unknown, err = vaultKnows(v.unknown, ev.counted, hv); err != nil { // shapelexicon.go
+	if v.unknown, err = vaultKnows(v.unknown, ev.counted, hv); err != nil { // shapehook.go
 		return err
 	}
 	ev.stampNote(res.Note)

@@ -17,7 +17,7 @@ package decide
 // source: the subject test decides whether the draft is about both, and
 // the restatement rule compares the sentence with it) or a reviewer
 // decides. A note cited that does not count is no way around it.
-// The sentence's words are folded as names are (nameKey); function words
+// The sentence's words are folded as names are (shape.NameKey); function words
 // and numbers are not words here. A note the gate promoted on its own
 // (every `verified` entry a process's) is no other subject here: its
 // subject is an agent's word too, and a rule that read it would hold
@@ -37,6 +37,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fedmem/fedmem/gate/decide/shape"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -49,12 +50,12 @@ const RuleSubjectOtherNote = "subject-other-note"
 const maxOtherNotes = 32
 
 // backReferences open a sentence about the previous one's subject.
-var backReferences = wordSet("it its they their them this these those that such both")
+var backReferences = shape.WordSet("it its they their them this these those that such both")
 
 func sentenceWordKeys(s string) []string {
 	var out []string
 	for _, w := range nameWords(s) {
-		if k := nameKey(w); !functionWords[k] && strings.Trim(k, "0123456789") != "" && !slices.Contains(out, k) {
+		if k := shape.NameKey(w); !shape.FunctionWords[k] && strings.Trim(k, "0123456789") != "" && !slices.Contains(out, k) {
 			out = append(out, k)
 		}
 	}
@@ -72,20 +73,20 @@ func offSubject(res validate.Result, counted []countedSource, hv *HeadView) ([]n
 		cited[c.Path] = true
 		for _, n := range append([]string{c.Facts.Title, c.Facts.Subject, NormTitle(strings.TrimSuffix(path.Base(c.Path), ".md"))}, c.Facts.Aliases...) {
 			for _, w := range nameWords(n) {
-				names[nameKey(w)] = true
+				names[shape.NameKey(w)] = true
 			}
 		}
 	}
 	n := 0
 	for _, p := range sh.Prose {
-		for _, s := range splitSentences(p.Text) {
+		for _, s := range shape.SplitSentences(p.Text) {
 			if n++; n > maxBoundSentences {
 				// a shaped note is far shorter (max_bytes); past this the
 				// draft waits for a reviewer anyway (shape-size)
 				return nil, nil
 			}
 			toks := strings.Fields(s)
-			if len(toks) == 0 || backReferences[normWord(toks[0])] {
+			if len(toks) == 0 || backReferences[shape.NormWord(toks[0])] {
 				continue
 			}
 			ws := sentenceWordKeys(s)
@@ -121,7 +122,7 @@ func offSubject(res validate.Result, counted []countedSource, hv *HeadView) ([]n
 				own := map[string]bool{}
 				for _, n := range append([]string{f.Title, f.Subject, NormTitle(strings.TrimSuffix(path.Base(op), ".md"))}, f.Aliases...) {
 					for _, w := range nameWords(n) {
-						own[nameKey(w)] = true
+						own[shape.NameKey(w)] = true
 					}
 				}
 				var named, shared []string

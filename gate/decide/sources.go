@@ -26,6 +26,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/fedmem/fedmem/gate/decide/shape"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 )
@@ -44,16 +45,16 @@ const (
 const archiveDir = "99-archive"
 
 // subjectStop are words that name no subject.
-var subjectStop = wordSet("fact facts reference references info information update updates summary overview misc general new old current latest detail details answer answers")
+var subjectStop = shape.WordSet("fact facts reference references info information update updates summary overview misc general new old current latest detail details answer answers")
 
 // subjectKey folds a word for the subject comparison.
 func subjectKey(w string) string {
 	w = strings.ToLower(w)
 	if strings.ContainsFunc(w, func(r rune) bool { return r >= 0x80 }) {
-		w = stripMarks(w) // as NormTitle folds the source's title: "Zürich" is "zurich" on both sides
+		w = shape.StripMarks(w) // as NormTitle folds the source's title: "Zürich" is "zurich" on both sides
 	}
-	w = stem(w)
-	if len(w) < 2 || functionWords[w] || subjectStop[w] {
+	w = shape.Stem(w)
+	if len(w) < 2 || shape.FunctionWords[w] || subjectStop[w] {
 		return ""
 	}
 	return w

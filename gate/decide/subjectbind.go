@@ -43,6 +43,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedmem/fedmem/gate/decide/shape"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault/note"
 	"github.com/fedmem/fedmem/vault/repo"
@@ -108,12 +109,6 @@ func scriptName(r rune) string {
 	return "?"
 }
 
-// nameKey folds one name word as NormTitle does (NFKC, case folding,
-// marks dropped, plural folded).
-func nameKey(w string) string {
-	return stem(stripMarks(foldName(w)))
-}
-
 func nameWords(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r) })
 }
@@ -146,7 +141,7 @@ func boundToSources(res validate.Result, counted []countedSource, hv *HeadView) 
 }
 
 // boundText is what the rules read of a source's body: the kinds of its
-// letters, its words (nameKey) and its sentences by head. Cached by blob
+// letters, its words (shape.NameKey) and its sentences by head. Cached by blob
 // id (a source is cited by many drafts; its blob never changes).
 type boundText struct {
 	kinds     int
@@ -183,9 +178,9 @@ func (hv *HeadView) boundText(blob repo.Hash) (*boundText, error) {
 		body := strings.Join(strings.Fields(string(n.Body)), " ")
 		bt.kinds = letterKinds(body, bt.scripts)
 		for _, w := range nameWords(body) {
-			bt.words[nameKey(w)] = true
+			bt.words[shape.NameKey(w)] = true
 		}
-		for i, s := range splitSentences(body) {
+		for i, s := range shape.SplitSentences(body) {
 			if i == maxBoundSentences {
 				break
 			}
@@ -250,7 +245,7 @@ func scriptBound(res validate.Result, counted []countedSource, texts []*boundTex
 		names = append(names, name{"title", res.Meta.Title, res.Note.KeyLine("title")})
 	}
 	for _, key := range []string{"subject", "aliases", "tags"} {
-		for _, e := range nameScalars(res.Note.Get(key)) {
+		for _, e := range shape.NameScalars(res.Note.Get(key)) {
 			names = append(names, name{key, e.Value, e.Line})
 		}
 	}
@@ -262,7 +257,7 @@ func scriptBound(res validate.Result, counted []countedSource, texts []*boundTex
 			for s := range ws {
 				fits = fits && scripts[s]
 			}
-			if fits || words[nameKey(w)] {
+			if fits || words[shape.NameKey(w)] {
 				continue
 			}
 			return []note.Finding{flag(RuleSubjectScript, n.line, "the %s word %q is written in letters (%s) that no name of its sources uses (%s), and is not a word of one: the subject a note shares with its evidence is named as the evidence names it; a word in another language or script is held for a reviewer",
@@ -288,7 +283,7 @@ func scriptBound(res validate.Result, counted []countedSource, texts []*boundTex
 				for s := range ws {
 					fits = fits && scripts[s]
 				}
-				if fits || words[nameKey(w)] || inText(nameKey(w)) {
+				if fits || words[shape.NameKey(w)] || inText(shape.NameKey(w)) {
 					continue
 				}
 				return []note.Finding{flag(RuleSubjectScript, p.Line, "the word %q is written in letters (%s) that neither the names nor the text of its sources use (%s), and is not one of their words: a word in another language or script beside its evidence is held for a reviewer",
@@ -358,20 +353,20 @@ func sourceNames(counted []countedSource) string {
 func sentenceHead(s string) (head string, rest []string) {
 	var ws []string
 	for _, t := range strings.Fields(s) {
-		if w := normWord(t); w != "" {
+		if w := shape.NormWord(t); w != "" {
 			ws = append(ws, w)
 		}
 	}
 	verb, lemma := -1, ""
 	for i := 1; i < len(ws); i++ {
 		w := ws[i]
-		if auxiliaries[w] || obligationModals[w] || haveNeed[w] {
+		if shape.Auxiliaries[w] || shape.ObligationModals[w] || shape.HaveNeed[w] {
 			verb, lemma = i, "(aux)"
 			break
 		}
 		prev := ws[i-1]
-		if len(w) > 3 && (strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") || strings.HasSuffix(w, "ed")) && !functionWords[w] && !functionWords[prev] &&
-			!isDigit(prev[0]) && (i+1 == len(ws) || functionWords[ws[i+1]]) {
+		if len(w) > 3 && (strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") || strings.HasSuffix(w, "ed")) && !shape.FunctionWords[w] && !shape.FunctionWords[prev] &&
+			!(prev[0] >= '0' && prev[0] <= '9') && (i+1 == len(ws) || shape.FunctionWords[ws[i+1]]) {
 			verb, lemma = i, verbLemma(w)
 			break
 		}
@@ -386,12 +381,12 @@ func sentenceHead(s string) (head string, rest []string) {
 		}
 		switch {
 		case i < verb:
-			h = append(h, stem(w))
+			h = append(h, shape.Stem(w))
 		case i == verb:
 			h = append(h, lemma)
 			rest = append(rest, w)
 		default:
-			rest = append(rest, stem(w))
+			rest = append(rest, shape.Stem(w))
 		}
 	}
 	if len(h) < 2 {
@@ -405,8 +400,8 @@ func sentenceHead(s string) (head string, rest []string) {
 func inSourceText(ws []string, texts []*boundText) bool {
 	for _, w := range ws {
 		for _, part := range nameWords(w) {
-			k := nameKey(part)
-			if functionWords[k] || strings.Trim(k, "0123456789") == "" {
+			k := shape.NameKey(part)
+			if shape.FunctionWords[k] || strings.Trim(k, "0123456789") == "" {
 				continue
 			}
 			if !slices.ContainsFunc(texts, func(t *boundText) bool { return t.words[k] }) {
@@ -428,7 +423,7 @@ func headTail(h string) string {
 		return ""
 	}
 	for _, w := range ws[:len(ws)-1] {
-		if functionWords[w] || strings.ContainsAny(w, "0123456789") {
+		if shape.FunctionWords[w] || strings.ContainsAny(w, "0123456789") {
 			return ""
 		}
 	}
@@ -471,7 +466,7 @@ func restated(res validate.Result, counted []countedSource, texts []*boundText) 
 		return nil
 	}
 	for _, p := range sh.Prose {
-		for _, s := range splitSentences(p.Text) {
+		for _, s := range shape.SplitSentences(p.Text) {
 			h, rest := sentenceHead(s)
 			srcs := heads[h]
 			if len(srcs) == 0 {
@@ -540,17 +535,17 @@ func labelBound(res validate.Result, counted []countedSource) []note.Finding {
 		}
 	}
 	for _, w := range nameWords(res.Meta.Title) {
-		words[nameKey(w)] = true
+		words[shape.NameKey(w)] = true
 	}
 	if s, ok := res.Note.Scalar("subject"); ok {
 		for _, w := range nameWords(s) {
-			words[nameKey(w)] = true
+			words[shape.NameKey(w)] = true
 		}
 	}
 	check := func(what, val string, line int) []note.Finding {
 		for _, w := range nameWords(val) {
-			k := nameKey(w)
-			if words[k] || functionWords[k] || strings.Trim(w, "0123456789") == "" {
+			k := shape.NameKey(w)
+			if words[k] || shape.FunctionWords[k] || strings.Trim(w, "0123456789") == "" {
 				continue
 			}
 			return []note.Finding{flag(RuleSubjectLabel, line, "the %s word %q is no word of the draft's title or `subject` nor of a name of its sources (%s): a label names the subject the note shares with its evidence, and text in it is read by no sentence rule; held for a reviewer",
@@ -591,7 +586,7 @@ func labelBound(res validate.Result, counted []countedSource) []note.Finding {
 						if f := checkURL(val, check); f != nil {
 							return f
 						}
-					case fk == "fingerprint" || isClaimedKey(fk) || isProvenanceKey(fk) || fk == "last_modified":
+					case fk == "fingerprint" || note.IsClaimedKey(fk) || note.IsProvenanceKey(fk) || fk == "last_modified":
 						// the gate's, a claim (claims.go) or a timestamp
 					case val.Kind == yaml.ScalarNode:
 						if f := check("source "+clip(k.Value), val.Value, val.Line); f != nil {

@@ -72,7 +72,7 @@ type AutoPromote struct {
 	// written by root are trusted.
 	LauncherGroup string
 	// Shapes are the content shapes, by folded type name, that a note must
-	// have to promote on its own (gate/decide/shape.go); nil: DefaultShapes. A type
+	// have to promote on its own (gate/decide/shape/shape.go); nil: DefaultShapes. A type
 	// with no shape never auto-promotes.
 	Shapes map[string]*Shape
 	// AnySubject, when set (`same_subject: false`), lets a source that is a

@@ -9,7 +9,7 @@ import (
 )
 
 // Shape is the content a note of one type must have to promote without a
-// reviewer (auto_promote.shapes; gate/decide/shape.go checks it). It is an
+// reviewer (auto_promote.shapes; gate/decide/shape/shape.go checks it). It is an
 // allow-list: what a note may be, never a list of what is bad. A note
 // outside its type's shape is held for review with the rule named, never
 // rejected for it alone.

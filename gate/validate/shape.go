@@ -1,7 +1,7 @@
 package validate
 
 // The body's shape: what one Markdown parse of a note says about the kind of
-// text it is (gate/decide/shape.go judges it against the policy's auto_promote
+// text it is (gate/decide/shape/shape.go judges it against the policy's auto_promote
 // shapes). Nothing here decides: it records, for each block, what it is
 // (prose, a heading, a list item, code, HTML) and, for prose, its text as a
 // reader gets it (Markdown syntax gone, code spans and link labels kept in

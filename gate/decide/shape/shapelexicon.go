@@ -1,4 +1,4 @@
-package decide
+package shape
 
 // The words of a shaped note (issue 24, red team round 2: the open drafts
 // rt2-lang-indonesian-1 and rt2-lang-latin-1). The English rules of the
@@ -39,7 +39,6 @@ package decide
 import (
 	_ "embed"
 	"fmt"
-	"path"
 	"strings"
 	"sync"
 	"unicode"
@@ -53,7 +52,7 @@ import (
 
 // RuleShapeLexicon: a word the shape's language does not know and the
 // vault does not use.
-const RuleShapeLexicon = "shape-lexicon"
+const RuleLexicon = "shape-lexicon"
 
 //go:embed shapelexicon_en.txt
 var lexiconENText string
@@ -63,7 +62,7 @@ var lexiconTechText string
 
 // lexicon is a language's words: common (lower case, any case matches) and
 // names (matched only when written capitalised). Keys are lower case,
-// accents dropped (normWord's folding).
+// accents dropped (NormWord's folding).
 type lexicon struct {
 	common, names map[string]bool
 }
@@ -77,7 +76,7 @@ var englishLexicon = sync.OnceValue(func() *lexicon {
 			}
 			for _, w := range strings.Fields(line) {
 				r, _ := utf8.DecodeRuneInString(w)
-				k := normWord(w)
+				k := NormWord(w)
 				if unicode.IsUpper(r) {
 					l.names[k] = true
 				} else {
@@ -89,10 +88,10 @@ var englishLexicon = sync.OnceValue(func() *lexicon {
 	return l
 })
 
-// lexWord is a word a shaped note uses that the lexicon does not know.
-type lexWord struct {
+// UnknownWord is a word a shaped note uses that the lexicon does not know.
+type UnknownWord struct {
 	Word  string // as written
-	Key   string // nameKey: how the vault's words are keyed
+	Key   string // NameKey: how the vault's words are keyed
 	Where string // body, title, subject, tag, alias, source label
 	Line  int
 }
@@ -171,7 +170,7 @@ func (l *lexicon) knownPartAs(p string, label bool) bool {
 		return true
 	}
 	upper := !strings.ContainsFunc(p, unicode.IsLower)
-	k := normWord(p)
+	k := NormWord(p)
 	if n == 2 && label && l.names[k] {
 		return true
 	}
@@ -250,29 +249,16 @@ func (l *lexicon) unknownAs(tok string, label bool) string {
 	return ""
 }
 
-// shapeUnknownWords lists the words of a shaped note that the shape's
-// lexicon does not know (deduplicated by key, in order): what
-// lexiconReasons holds the draft for unless the vault uses them. Only for a
-// draft shapeReasons checks, and only for a shape of language en.
-func shapeUnknownWords(in *Input, typ string) []lexWord {
-	ap := in.Policy.AutoPromote
-	if ap == nil || !in.Origin.Verified || !in.Origin.Trusted || in.Result.Note == nil {
-		return nil
-	}
-	sh := ap.ShapeFor(typ)
-	if sh == nil || sh.Language != "en" {
-		return nil
-	}
-	return unknownWords(in.Result)
-}
-
 // maxUnknownWords bounds the words carried to the vault lookups: one is
 // enough to hold a draft.
 const maxUnknownWords = 16
 
-func unknownWords(res validate.Result) []lexWord {
+// UnknownWords lists the words of res's prose, title, `subject`, tags,
+// aliases and source labels that the English lexicon does not know
+// (deduplicated by key, in order, at most maxUnknownWords).
+func UnknownWords(res validate.Result) []UnknownWord {
 	l := englishLexicon()
-	var out []lexWord
+	var out []UnknownWord
 	seen := map[string]bool{}
 	scan := func(text, where string, line int) {
 		for _, tok := range strings.Fields(text) {
@@ -283,12 +269,12 @@ func unknownWords(res validate.Result) []lexWord {
 			if w == "" {
 				continue
 			}
-			k := nameKey(w)
+			k := NameKey(w)
 			if seen[k] {
 				continue
 			}
 			seen[k] = true
-			out = append(out, lexWord{Word: w, Key: k, Where: where, Line: line})
+			out = append(out, UnknownWord{Word: w, Key: k, Where: where, Line: line})
 		}
 	}
 	n := res.Note
@@ -296,7 +282,7 @@ func unknownWords(res validate.Result) []lexWord {
 		scan(res.Meta.Title, "title", n.KeyLine("title"))
 	}
 	for _, key := range [][2]string{{"subject", "subject"}, {"aliases", "alias"}, {"tags", "tag"}} {
-		for _, e := range nameScalars(n.Get(key[0])) {
+		for _, e := range NameScalars(n.Get(key[0])) {
 			scan(e.Value, key[1], e.Line)
 		}
 	}
@@ -308,7 +294,7 @@ func unknownWords(res validate.Result) []lexWord {
 			for i := 0; i+1 < len(e.Content); i += 2 {
 				k, val := e.Content[i], e.Content[i+1]
 				switch fk := note.FoldKey(k.Value); {
-				case fk == "resource" || fk == "fingerprint" || isClaimedKey(fk) || isProvenanceKey(fk) || fk == "last_modified":
+				case fk == "resource" || fk == "fingerprint" || note.IsClaimedKey(fk) || note.IsProvenanceKey(fk) || fk == "last_modified":
 				case val.Kind == yaml.ScalarNode:
 					scan(val.Value, "source label", val.Line)
 				}
@@ -323,79 +309,8 @@ func unknownWords(res validate.Result) []lexWord {
 	return out
 }
 
-// vaultKnows drops from ws the words the vault uses: a word of a counted
-// source's text or names, or a name word of a note in force that a human
-// vouched for.
-func vaultKnows(ws []lexWord, counted []countedSource, hv *HeadView) ([]lexWord, error) {
-	if len(ws) == 0 {
-		return nil, nil
-	}
-	names := map[string]bool{}
-	var texts []*boundText
-	for i, c := range counted {
-		if i == maxBoundSources {
-			break
-		}
-		for _, n := range append([]string{c.Facts.Title, c.Facts.Subject, NormTitle(strings.TrimSuffix(path.Base(c.Path), ".md"))}, c.Facts.Aliases...) {
-			for _, w := range nameWords(n) {
-				names[nameKey(w)] = true
-			}
-		}
-		if hv != nil {
-			bt, err := hv.boundText(c.Blob)
-			if err != nil {
-				return nil, err
-			}
-			texts = append(texts, bt)
-		}
-	}
-	var out []lexWord
-	for _, w := range ws {
-		if names[w.Key] {
-			continue
-		}
-		inText := false
-		for _, t := range texts {
-			inText = inText || t.words[w.Key]
-		}
-		if inText {
-			continue
-		}
-		if hv != nil {
-			vouched, err := hv.vouchedName(w.Key)
-			if err != nil {
-				return nil, err
-			}
-			if vouched {
-				continue
-			}
-		}
-		out = append(out, w)
-	}
-	return out, nil
-}
-
-// vouchedName: a note in force that a human vouched for (not one the gate
-// promoted on its own) holds the word key k in its name.
-func (hv *HeadView) vouchedName(k string) (bool, error) {
-	notes, err := hv.nameWordNotes([]string{k}, 8)
-	if err != nil {
-		return false, err
-	}
-	for _, blob := range notes {
-		f, err := hv.Facts(blob)
-		if err != nil {
-			return false, err
-		}
-		if f.InForce && !f.GateMade {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// lexiconReasons holds a draft for the first word still unknown.
-func lexiconReasons(typ string, ws []lexWord) []note.Finding {
+// LexiconReasons holds a draft for the first word still unknown.
+func LexiconReasons(typ string, ws []UnknownWord) []note.Finding {
 	if len(ws) == 0 {
 		return nil
 	}
@@ -404,6 +319,6 @@ func lexiconReasons(typ string, ws []lexWord) []note.Finding {
 	if len(ws) > 1 {
 		more = fmt.Sprintf(" (and %d more)", len(ws)-1)
 	}
-	return []note.Finding{flag(RuleShapeLexicon, w.Line, "outside the %s shape (auto_promote.shapes): the %s word %q%s is neither a word of the shape's language (en: the English lexicon and its word formation) nor a name the vault uses (its sources' words, the names of notes in force): a word the shape cannot judge, such as one of another language written in English letters; held for a reviewer",
+	return []note.Finding{flag(RuleLexicon, w.Line, "outside the %s shape (auto_promote.shapes): the %s word %q%s is neither a word of the shape's language (en: the English lexicon and its word formation) nor a name the vault uses (its sources' words, the names of notes in force): a word the shape cannot judge, such as one of another language written in English letters; held for a reviewer",
 		typ, w.Where, clip(w.Word), more)}
 }

@@ -1,4 +1,4 @@
-package decide
+package shape
 
 import (
 	"strings"
@@ -39,7 +39,7 @@ func TestLexiconWords(t *testing.T) {
 	}
 }
 
-// unknownWords reads every text of the note a reader reads: title,
+// UnknownWords reads every text of the note a reader reads: title,
 // subject, tags, aliases, source labels and the body.
 func TestUnknownWordsEveryText(t *testing.T) {
 	for _, c := range []struct{ name, draft, where string }{
@@ -55,7 +55,7 @@ func TestUnknownWordsEveryText(t *testing.T) {
 		if err != nil || res.Note == nil {
 			t.Fatalf("%s: %v %v", c.name, err, res.Findings)
 		}
-		ws := unknownWords(res)
+		ws := UnknownWords(res)
 		switch {
 		case c.where == "" && len(ws) != 0:
 			t.Errorf("%s: unknown %v", c.name, ws)
@@ -93,7 +93,7 @@ func TestNamedOrder(t *testing.T) {
 		"Order events travel through a Kafka cluster with three brokers.",
 		"On release branches the GitHub Actions runners skip the lint stage.",
 	}
-	heldAndPlain(t, RuleShapeImper, held, plain)
+	heldAndPlain(t, RuleImper, held, plain)
 }
 
 // A run of two to four capitals, or a word of two letters, is a word of the

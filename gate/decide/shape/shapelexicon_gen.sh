@@ -4,7 +4,7 @@
 set -eu
 cd "$(dirname "$0")"
 {
-	sed -n '1,/^# gate\/decide\/shapelexicon_COPYING\.$/p' shapelexicon_en.txt
+	sed -n '1,/^# gate\/decide\/shape\/shapelexicon_COPYING\.$/p' shapelexicon_en.txt
 	cat /usr/share/dict/american-english /usr/share/dict/british-english-small | grep -v "'s\$" | LC_ALL=C sort -u
 } >shapelexicon_en.txt.new
 mv shapelexicon_en.txt.new shapelexicon_en.txt

@@ -1,4 +1,4 @@
-package decide
+package shape
 
 // The mood of a shaped note's sentences (issue 24, the open red-team
 // drafts). A Fact states what is. Two shapes of English say what someone is
@@ -30,43 +30,43 @@ import (
 
 // Shape rules of this file.
 const (
-	RuleShapeDeontic = "shape-deontic" // a sentence of obligation or permission: what is to be done
+	RuleDeontic = "shape-deontic" // a sentence of obligation or permission: what is to be done
 )
 
 var (
 	// obligationModals: every use says what someone is to do.
-	obligationModals = wordSet("must mustn't mustnt should shouldn't shouldnt shall shan't ought oughtn't oughtnt needn't neednt")
+	ObligationModals = WordSet("must mustn't mustnt should shouldn't shouldnt shall shan't ought oughtn't oughtnt needn't neednt")
 	// possibilityModals: a permission when an adverb qualifies the act
 	// ("can safely be ignored"); alone a fact ("can be restored").
-	possibilityModals = wordSet("can cannot can't cant may might could")
+	possibilityModals = WordSet("can cannot can't cant may might could")
 	// copulas are the forms of "be" (and "get", which makes passives too).
-	copulas = wordSet("is are was were be been being am isn't aren't wasn't weren't isnt arent wasnt werent get gets got gotten getting")
+	copulas = WordSet("is are was were be been being am isn't aren't wasn't weren't isnt arent wasnt werent get gets got gotten getting")
 	// permissionModals make a statement a permission or a guess ("may be
 	// skipped", "might be off"): a Fact states what is. ("can" stays a
 	// fact of ability: "can be restored within 30 days".)
-	permissionModals = wordSet("may might mightn't mightnt")
+	permissionModals = WordSet("may might mightn't mightnt")
 	// normativeAdjectives are the predicates of obligation and permission
 	// after a copula, a closed class like the modals: "is optional", "isn't
 	// required", "are not mandatory"; and "off", a setting ("is off on the
 	// build hosts"): what is to be done or left undone, not what is.
-	normativeAdjectives = wordSet("optional required mandatory compulsory obligatory necessary unnecessary needed unneeded allowed permitted forbidden prohibited exempt exempted waived advisory off")
+	normativeAdjectives = WordSet("optional required mandatory compulsory obligatory necessary unnecessary needed unneeded allowed permitted forbidden prohibited exempt exempted waived advisory off")
 	// haveNeed take "to" and a verb as an obligation ("has to pass").
-	haveNeed = wordSet("has have had having need needs needed")
+	HaveNeed = WordSet("has have had having need needs needed")
 	// expletives stand for a clause that follows ("it is safe to…").
-	expletives = wordSet("it this that")
+	expletives = WordSet("it this that")
 	// sequenceWords place an action after another.
-	sequenceWords = wordSet("then next afterwards afterward subsequently thereafter finally firstly secondly lastly again")
+	sequenceWords = WordSet("then next afterwards afterward subsequently thereafter finally firstly secondly lastly again")
 	// temporalWords place an action in time relative to another.
-	temporalWords = wordSet("before after until till once")
+	temporalWords = WordSet("before after until till once")
 	// clauseLinks may follow a verb without being its object.
-	clauseLinks = wordSet("and or but so when whenever while if unless before after until till once because since as where")
+	clauseLinks = WordSet("and or but so when whenever while if unless before after until till once because since as where")
 )
 
 // verbLike: a word that may be a verb after "to": not a determiner, a
 // pronoun, a number, a name or a preposition.
 func verbLike(raw string) bool {
-	w := normWord(raw)
-	if w == "" || objectWords[w] || prepositions[w] || openers[w] || functionWords[w] || nameLike(raw) {
+	w := NormWord(raw)
+	if w == "" || objectWords[w] || prepositions[w] || openers[w] || FunctionWords[w] || nameLike(raw) {
 		return false
 	}
 	r := w[0]
@@ -76,8 +76,8 @@ func verbLike(raw string) bool {
 // participleLike: a word with the ending of a past participle ("switched",
 // "merged", "taken", "driven"), not a function word ("then", "when").
 func participleLike(raw string) bool {
-	w := normWord(raw)
-	if len(w) < 4 || functionWords[w] || openers[w] || sequenceWords[w] {
+	w := NormWord(raw)
+	if len(w) < 4 || FunctionWords[w] || openers[w] || sequenceWords[w] {
 		return false
 	}
 	return strings.HasSuffix(w, "ed") || strings.HasSuffix(w, "en") && !strings.HasSuffix(w, "een")
@@ -98,20 +98,20 @@ func gapAfter(ws []string, i int) bool {
 func (c *shapeCheck) deontic(toks []string, s string, line int) {
 	ws := make([]string, len(toks))
 	for i, t := range toks {
-		ws[i] = normWord(t)
+		ws[i] = NormWord(t)
 	}
 	hold := func(why string) {
-		c.add(RuleShapeDeontic, line, "%q %s: a %s states what is, not what is to be done or may safely be done (that is a Workflow or Runbook, which a human reviews)", clip(s), why, c.sh.Type)
+		c.add(RuleDeontic, line, "%q %s: a %s states what is, not what is to be done or may safely be done (that is a Workflow or Runbook, which a human reviews)", clip(s), why, c.sh.Type)
 	}
 	for i, w := range ws {
 		switch {
-		case obligationModals[w]:
+		case ObligationModals[w]:
 			hold("holds a modal of obligation (" + w + ")")
 			return
 		case copulas[w] && i+2 < len(ws) && ws[i+1] == "to" && (verbLike(toks[i+2]) || ws[i+2] == "be"):
 			hold("says what is to be done (" + w + " to " + ws[i+2] + ")")
 			return
-		case haveNeed[w] && i+2 < len(ws) && ws[i+1] == "to" && verbLike(toks[i+2]):
+		case HaveNeed[w] && i+2 < len(ws) && ws[i+1] == "to" && verbLike(toks[i+2]):
 			hold("says what has to be done (" + w + " to " + ws[i+2] + ")")
 			return
 		case permissionModals[w] && (i > 0 || i+1 < len(toks) && !nameLike(toks[i+1])) && (i > 0 || toks[i] != "May"):
@@ -159,17 +159,17 @@ func normativeAt(ws []string, j int) int {
 func normativeAfter(ws []string, j int) bool { return normativeAt(ws, j) >= 0 }
 
 // steps counts the clauses of one sentence that are actions in order
-// (c.stepClauses); checkShape holds the note when there are two or more.
+// (c.stepClauses); Check holds the note when there are two or more.
 func (c *shapeCheck) steps(toks []string, line int) {
 	// Clauses: split at ';' and before "then" / "and then".
 	var clauses [][]string
 	start := 0
 	for i, t := range toks {
-		w := normWord(t)
-		cut := i > start && sequenceWords[w] && w == "then" && (strings.HasSuffix(toks[i-1], ",") || normWord(toks[i-1]) == "and")
+		w := NormWord(t)
+		cut := i > start && sequenceWords[w] && w == "then" && (strings.HasSuffix(toks[i-1], ",") || NormWord(toks[i-1]) == "and")
 		if cut {
 			end := i
-			if normWord(toks[i-1]) == "and" {
+			if NormWord(toks[i-1]) == "and" {
 				end = i - 1
 			}
 			if end > start {
@@ -189,7 +189,7 @@ func (c *shapeCheck) steps(toks []string, line int) {
 		passives, timed, thenVerb, coordinated := 0, false, false, false
 		joined := false // an "and" or a comma since the last passive
 		for i, t := range cl {
-			w := normWord(t)
+			w := NormWord(t)
 			if sequenceWords[w] || temporalWords[w] {
 				timed = true
 			}
@@ -201,7 +201,7 @@ func (c *shapeCheck) steps(toks []string, line int) {
 			}
 			if copulas[w] {
 				j := i + 1
-				for j < len(cl) && j <= i+2 && (strings.HasSuffix(normWord(cl[j]), "ly") || sequenceWords[normWord(cl[j])] || normWord(cl[j]) == "not") {
+				for j < len(cl) && j <= i+2 && (strings.HasSuffix(NormWord(cl[j]), "ly") || sequenceWords[NormWord(cl[j])] || NormWord(cl[j]) == "not") {
 					j++
 				}
 				if j < len(cl) && participleLike(cl[j]) {
@@ -231,7 +231,7 @@ func (c *shapeCheck) steps(toks []string, line int) {
 
 // irregularPlurals are plural nouns without an -s: a bare verb after one
 // agrees with it ("People use the…").
-var irregularPlurals = wordSet("people men women children staff data media police personnel feet teeth mice")
+var irregularPlurals = WordSet("people men women children staff data media police personnel feet teeth mice")
 
 // bareVerb: a word in lower case that is a verb in its bare form — a
 // common word of the lexicon with an -ed or -ing form there, without the
@@ -241,8 +241,8 @@ func bareVerb(raw string) bool {
 	if r, _ := utf8.DecodeRuneInString(t); !unicode.IsLower(r) {
 		return false
 	}
-	w := normWord(t)
-	if len(w) < 2 || functionWords[w] || openers[w] || prepositions[w] || auxiliaries[w] || obligationModals[w] || haveNeed[w] || copulas[w] || sentenceAdverbs[w] {
+	w := NormWord(t)
+	if len(w) < 2 || FunctionWords[w] || openers[w] || prepositions[w] || Auxiliaries[w] || ObligationModals[w] || HaveNeed[w] || copulas[w] || sentenceAdverbs[w] {
 		return false
 	}
 	if strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") || strings.HasSuffix(w, "ed") || strings.HasSuffix(w, "ing") || strings.HasSuffix(w, "ly") {
@@ -263,7 +263,7 @@ func pluralNoun(raw string) bool {
 	if nameLike(raw) {
 		return false
 	}
-	w := normWord(raw)
+	w := NormWord(raw)
 	if irregularPlurals[w] {
 		return true
 	}
@@ -291,16 +291,16 @@ func pluralNoun(raw string) bool {
 func (c *shapeCheck) namedOrder(toks []string, s string, line int) {
 	for i := 0; i+1 < len(toks); i++ {
 		clauseStart := i == 0 || strings.HasSuffix(toks[i-1], ";") || strings.HasSuffix(toks[i-1], ":")
-		w := normWord(toks[i])
-		if clauseStart && strings.HasSuffix(toks[i], ",") && w != "" && !openers[w] && !functionWords[w] {
+		w := NormWord(toks[i])
+		if clauseStart && strings.HasSuffix(toks[i], ",") && w != "" && !openers[w] && !FunctionWords[w] {
 			c.opening(toks[i+1:], s, line) // "Renovate, merge every update", "…; Jenkins, skip…"
 		}
-		if i+2 >= len(toks) || w == "" || openers[w] || functionWords[w] || sentenceAdverbs[w] || strings.ContainsAny(toks[i][len(toks[i])-1:], ",:;") {
+		if i+2 >= len(toks) || w == "" || openers[w] || FunctionWords[w] || sentenceAdverbs[w] || strings.ContainsAny(toks[i][len(toks[i])-1:], ",:;") {
 			continue
 		}
 		if i > 0 {
 			r, _ := utf8.DecodeRuneInString(trimToken(toks[i]))
-			prev := normWord(toks[i-1])
+			prev := NormWord(toks[i-1])
 			if !unicode.IsUpper(r) || objectWords[prev] || prepositions[prev] {
 				continue // a name inside a phrase, or no name
 			}
@@ -308,7 +308,7 @@ func (c *shapeCheck) namedOrder(toks []string, s string, line int) {
 		if strings.Trim(w, "0123456789.-/:%") == "" || !bareVerb(toks[i+1]) || pluralNoun(toks[i]) {
 			continue
 		}
-		if !objectWords[normWord(toks[i+2])] {
+		if !objectWords[NormWord(toks[i+2])] {
 			if !clauseStart && !strings.HasSuffix(toks[i-1], ",") {
 				continue // a name inside a noun phrase ("the full CI test suite")
 			}
@@ -320,18 +320,18 @@ func (c *shapeCheck) namedOrder(toks []string, s string, line int) {
 			}
 			continue
 		}
-		c.add(RuleShapeImper, line, "%q holds a name and a verb in its bare form with its object (%s %s %s): an order to the name's bearer, not a statement about it; a %s's verb shows its subject (%ss) or its subject is a plural (the runners %s)",
-			clip(s), trimToken(toks[i]), normWord(toks[i+1]), normWord(toks[i+2]), c.sh.Type, normWord(toks[i+1]), normWord(toks[i+1]))
+		c.add(RuleImper, line, "%q holds a name and a verb in its bare form with its object (%s %s %s): an order to the name's bearer, not a statement about it; a %s's verb shows its subject (%ss) or its subject is a plural (the runners %s)",
+			clip(s), trimToken(toks[i]), NormWord(toks[i+1]), NormWord(toks[i+2]), c.sh.Type, NormWord(toks[i+1]), NormWord(toks[i+1]))
 		return
 	}
 }
 
 // clauseConjunctions open a clause after a comma without being its subject
 // or verb.
-var clauseConjunctions = wordSet("and but so or yet nor then")
+var clauseConjunctions = WordSet("and but so or yet nor then")
 
 // commaImperatives open an instruction after a comma whatever follows.
-var commaImperatives = wordSet("please kindly ensure remember don't dont let let's lets")
+var commaImperatives = WordSet("please kindly ensure remember don't dont let let's lets")
 
 // commaOrder holds a sentence whose clause after a comma opens with a verb
 // in its bare form and its object (rule shape-imperative, red team round
@@ -347,12 +347,12 @@ func (c *shapeCheck) commaOrder(toks []string, s string, line int) {
 			continue
 		}
 		j := i + 1
-		for j+1 < len(toks) && (clauseConjunctions[normWord(toks[j])] || sentenceAdverbs[normWord(toks[j])] || strings.HasSuffix(normWord(toks[j]), "ly") && !openers[normWord(toks[j])]) {
+		for j+1 < len(toks) && (clauseConjunctions[NormWord(toks[j])] || sentenceAdverbs[NormWord(toks[j])] || strings.HasSuffix(NormWord(toks[j]), "ly") && !openers[NormWord(toks[j])]) {
 			j++
 		}
-		w := normWord(toks[j])
-		if commaImperatives[w] || j+1 < len(toks) && bareVerb(toks[j]) && objectWords[normWord(toks[j+1])] {
-			c.add(RuleShapeImper, line, "%q holds a clause after a comma that opens as an instruction (%s …): a statement's clause names its subject before its verb", clip(s), w)
+		w := NormWord(toks[j])
+		if commaImperatives[w] || j+1 < len(toks) && bareVerb(toks[j]) && objectWords[NormWord(toks[j+1])] {
+			c.add(RuleImper, line, "%q holds a clause after a comma that opens as an instruction (%s …): a statement's clause names its subject before its verb", clip(s), w)
 			return
 		}
 		// A bare verb and a noun phrase without a determiner ("On release
@@ -375,11 +375,11 @@ func (c *shapeCheck) nameClauses(toks []string, text string, line int) {
 			continue
 		}
 		j := i + 1
-		for j+1 < len(toks) && (clauseConjunctions[normWord(toks[j])] || sentenceAdverbs[normWord(toks[j])]) {
+		for j+1 < len(toks) && (clauseConjunctions[NormWord(toks[j])] || sentenceAdverbs[NormWord(toks[j])]) {
 			j++
 		}
-		if w := normWord(toks[j]); bareVerb(toks[j]) || imperativeOpeners[w] || commaImperatives[w] {
-			c.add(RuleShapeImper, line, "the name %q has a part that opens with a verb in its bare form (%s): an instruction, not a name", clip(text), w)
+		if w := NormWord(toks[j]); bareVerb(toks[j]) || imperativeOpeners[w] || commaImperatives[w] {
+			c.add(RuleImper, line, "the name %q has a part that opens with a verb in its bare form (%s): an instruction, not a name", clip(text), w)
 			return
 		}
 		c.opening(toks[j:], text, line)
@@ -387,7 +387,7 @@ func (c *shapeCheck) nameClauses(toks []string, text string, line int) {
 }
 
 // numberWords are the cardinals written out.
-var numberWords = wordSet("one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty fifty sixty ninety hundred thousand million")
+var numberWords = WordSet("one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty fifty sixty ninety hundred thousand million")
 
 // bareOrder holds a sentence or clause that opens with a verb in its bare
 // form and a noun phrase as its object, with no verb of its own after it
@@ -413,8 +413,8 @@ func (c *shapeCheck) bareOrder(toks []string, s string, line int) bool {
 	}
 	j := 1
 	for j < len(toks) && j <= 4 {
-		w := normWord(toks[j])
-		if w == "" || functionWords[w] || prepositions[w] || clauseLinks[w] || openers[w] || auxiliaries[w] || copulas[w] || objectWords[w] || isDigit(w[0]) || strings.HasSuffix(w, "ly") {
+		w := NormWord(toks[j])
+		if w == "" || FunctionWords[w] || prepositions[w] || clauseLinks[w] || openers[w] || Auxiliaries[w] || copulas[w] || objectWords[w] || isDigit(w[0]) || strings.HasSuffix(w, "ly") {
 			break
 		}
 		if pluralNoun(toks[j-1]) && bareVerb(toks[j]) {
@@ -429,29 +429,29 @@ func (c *shapeCheck) bareOrder(toks []string, s string, line int) bool {
 		return false // a verb and a preposition is c.opening's; a long phrase is no object
 	}
 	if j < len(toks) {
-		if w := normWord(toks[j]); !(w != "" && (prepositions[w] || w == "of" || clauseLinks[w] || objectWords[w] || isDigit(w[0]) || strings.HasSuffix(w, "ly"))) {
+		if w := NormWord(toks[j]); !(w != "" && (prepositions[w] || w == "of" || clauseLinks[w] || objectWords[w] || isDigit(w[0]) || strings.HasSuffix(w, "ly"))) {
 			return false
 		}
 	}
 	for k, t := range toks[1:] {
-		w := normWord(t)
-		if auxiliaries[w] || copulas[w] || obligationModals[w] || possibilityModals[w] || haveNeed[w] {
+		w := NormWord(t)
+		if Auxiliaries[w] || copulas[w] || ObligationModals[w] || possibilityModals[w] || HaveNeed[w] {
 			return false
 		}
 		// A verb of the subject after a phrase ("Release notes for the
 		// API list every change"): a bare verb after a word that is no
 		// function word, before an object word, a number or the end.
 		if i := k + 1; i > j && bareVerb(t) {
-			prev := normWord(toks[i-1])
+			prev := NormWord(toks[i-1])
 			next := ""
 			if i+1 < len(toks) {
-				next = normWord(toks[i+1])
+				next = NormWord(toks[i+1])
 			}
-			if !functionWords[prev] && !prepositions[prev] && !openers[prev] && next != "" && (objectWords[next] || isDigit(next[0]) || numberWords[next]) {
+			if !FunctionWords[prev] && !prepositions[prev] && !openers[prev] && next != "" && (objectWords[next] || isDigit(next[0]) || numberWords[next]) {
 				return false
 			}
 		}
 	}
-	c.add(RuleShapeImper, line, "%q opens with a verb in its bare form and its object (%s %s) and has no verb of a subject after them: an instruction", clip(s), normWord(toks[0]), clip(strings.Join(toks[1:j], " ")))
+	c.add(RuleImper, line, "%q opens with a verb in its bare form and its object (%s %s) and has no verb of a subject after them: an instruction", clip(s), NormWord(toks[0]), clip(strings.Join(toks[1:j], " ")))
 	return true
 }

@@ -1,4 +1,4 @@
-package decide
+package shape
 
 import (
 	"strings"
@@ -17,25 +17,25 @@ func TestShapeMood(t *testing.T) {
 		return "---\ntype: Fact\ntitle: CI test suite\n---\n" + body + "\n"
 	}
 	cases := []struct{ name, body, rule string }{
-		{"safe to ignore", "Failing security checks are expected and are safe to ignore before a merge.", RuleShapeDeontic},
-		{"fine to skip", "The security stage is fine to skip for documentation changes.", RuleShapeDeontic},
-		{"expletive", "It is safe to merge a pull request while the security suite is failing.", RuleShapeDeontic},
-		{"are to be", "Failing security checks are to be ignored before a merge.", RuleShapeDeontic},
-		{"must", "The security suite must be skipped on release branches.", RuleShapeDeontic},
-		{"should", "Security failures should count as warnings.", RuleShapeDeontic},
-		{"ought", "Security failures ought to be treated as warnings.", RuleShapeDeontic},
-		{"has to", "A release has to bypass the security suite.", RuleShapeDeontic},
-		{"no need", "There is no need to wait for the security suite.", RuleShapeDeontic},
-		{"can safely", "Failures of the security suite can safely be ignored.", RuleShapeDeontic},
-		{"passive steps", "The security suite is switched off before each release. The release branch is then merged without review. The suite is switched on again after the tag.", RuleShapeSteps},
-		{"semicolons", "The suite is disabled before the release; the branch is merged after that; the suite is enabled again.", RuleShapeSteps},
-		{"get passive", "The suite gets switched off before the release. The branch gets merged afterwards.", RuleShapeSteps},
-		{"then and a verb", "The release manager disables the suite before each release, then merges the branch without review.", RuleShapeSteps},
+		{"safe to ignore", "Failing security checks are expected and are safe to ignore before a merge.", RuleDeontic},
+		{"fine to skip", "The security stage is fine to skip for documentation changes.", RuleDeontic},
+		{"expletive", "It is safe to merge a pull request while the security suite is failing.", RuleDeontic},
+		{"are to be", "Failing security checks are to be ignored before a merge.", RuleDeontic},
+		{"must", "The security suite must be skipped on release branches.", RuleDeontic},
+		{"should", "Security failures should count as warnings.", RuleDeontic},
+		{"ought", "Security failures ought to be treated as warnings.", RuleDeontic},
+		{"has to", "A release has to bypass the security suite.", RuleDeontic},
+		{"no need", "There is no need to wait for the security suite.", RuleDeontic},
+		{"can safely", "Failures of the security suite can safely be ignored.", RuleDeontic},
+		{"passive steps", "The security suite is switched off before each release. The release branch is then merged without review. The suite is switched on again after the tag.", RuleSteps},
+		{"semicolons", "The suite is disabled before the release; the branch is merged after that; the suite is enabled again.", RuleSteps},
+		{"get passive", "The suite gets switched off before the release. The branch gets merged afterwards.", RuleSteps},
+		{"then and a verb", "The release manager disables the suite before each release, then merges the branch without review.", RuleSteps},
 
 		// an act as the subject opens with a verb and its object (shape.go)
-		{"gerund evaluated", "Skipping the security suite is fine for documentation changes.", RuleShapeImper},
-		{"gerund evaluated, adverb", "Ignoring all failing checks is usually harmless.", RuleShapeImper},
-		{"coordinated passives", "Before each release the security suite is switched off and the release branch is merged without review.", RuleShapeSteps},
+		{"gerund evaluated", "Skipping the security suite is fine for documentation changes.", RuleImper},
+		{"gerund evaluated, adverb", "Ignoring all failing checks is usually harmless.", RuleImper},
+		{"coordinated passives", "Before each release the security suite is switched off and the release branch is merged without review.", RuleSteps},
 
 		{"gerund handled by", "Billing for the partner tokens is handled by the payments team.", ""},
 		{"subordinate passives", "Backups are encrypted before they are stored in another region.", ""},
@@ -67,34 +67,6 @@ func TestShapeMood(t *testing.T) {
 				t.Fatalf("want %s; got %v", c.rule, fs)
 			}
 		})
-	}
-}
-
-// Names of one subject in another spelling hold each other's place: the
-// subject key folds word order, articles, "of"/"and" and look-alike
-// letters; a number keeps its place and other prepositions stay.
-func TestNameKey(t *testing.T) {
-	same := [][2]string{
-		{"CI test suite", "Suite of CI tests"},
-		{"CI test suite", "Test suite, CI"},
-		{"CI test suite", "Test suite СI"}, // Cyrillic С
-		{"Deployment region", "Region and deployment"},
-	}
-	differ := [][2]string{
-		{"Alpha 1 0", "Alpha 0 1"},
-		{"From another uid", "Another uid"},
-		{"Deployment region facts", "Deployment region"},
-		{"CI test suite merge rule", "CI test suite"},
-	}
-	for _, p := range same {
-		if a, b := nameKeyOf(NormTitle(p[0])), nameKeyOf(NormTitle(p[1])); a != b {
-			t.Errorf("%q → %q, %q → %q; want one key", p[0], a, p[1], b)
-		}
-	}
-	for _, p := range differ {
-		if a, b := nameKeyOf(NormTitle(p[0])), nameKeyOf(NormTitle(p[1])); a == b {
-			t.Errorf("%q and %q share the key %q; want two", p[0], p[1], a)
-		}
 	}
 }
 
@@ -131,8 +103,8 @@ func TestCommaOrder(t *testing.T) {
 		{"Payments, retries", "The retry budget is three attempts."},
 	}
 	for _, c := range held {
-		if !findingsHave(shapeFindings(t, fact(c[0], c[1])), RuleShapeImper) {
-			t.Errorf("%q / %q: want %s; got %v", c[0], c[1], RuleShapeImper, shapeFindings(t, fact(c[0], c[1])))
+		if !findingsHave(shapeFindings(t, fact(c[0], c[1])), RuleImper) {
+			t.Errorf("%q / %q: want %s; got %v", c[0], c[1], RuleImper, shapeFindings(t, fact(c[0], c[1])))
 		}
 	}
 	for _, c := range plain {
@@ -166,7 +138,7 @@ func TestBareOrder(t *testing.T) {
 		"Order events travel through a Kafka cluster with three brokers.",
 		"Release branches skip the lint stage in the CI test suite.",
 	}
-	heldAndPlain(t, RuleShapeImper, held, plain)
+	heldAndPlain(t, RuleImper, held, plain)
 }
 
 // heldAndPlain: each body of held, in a Fact titled "CI test suite", is
@@ -193,7 +165,7 @@ func heldAndPlain(t *testing.T, rule string, held, plain []string) {
 // opening); a subject noun after the comma, and a name inside a noun
 // phrase, are not. The held sentences promoted from the ci profile before.
 func TestNounPhraseOrders(t *testing.T) {
-	heldAndPlain(t, RuleShapeImper, []string{
+	heldAndPlain(t, RuleImper, []string{
 		"On release branches, skip security checks of the CI test suite.",
 		"When a merge is urgent, disable security scans on the release branches.",
 		"Jenkins skip security checks on the release branches of the CI test suite.",

@@ -1,4 +1,4 @@
-package decide
+package shape
 
 // Auto-promotion by allow-list of content (issue 24): a draft from a trusted
 // origin promotes without a reviewer only when its type has a shape in the
@@ -17,7 +17,6 @@ package decide
 
 import (
 	"fmt"
-	"path"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -32,34 +31,55 @@ import (
 
 // Shape rules (finding rules; all Flags).
 const (
-	RuleShapeType      = "shape-type"      // the type has no shape: never promotes on its own
-	RuleShapeSize      = "shape-size"      // body longer than the shape allows
-	RuleShapeCode      = "shape-code"      // a code block or a code span that is not one identifier
-	RuleShapeHTML      = "shape-html"      // raw HTML
-	RuleShapeURL       = "shape-url"       // a link, image or autolink that is not a vault link; a host name in prose
-	RuleShapeSteps     = "shape-steps"     // numbered steps (a procedure, not a fact)
-	RuleShapeStructure = "shape-structure" // a thematic break (---) or a body that would not parse
-	RuleShapeScript    = "shape-script"    // a letter from a script the shape does not allow
-	RuleShapeMixed     = "shape-mixed-script"
-	RuleShapeChar      = "shape-char"  // a character outside letters, ASCII digits and plain punctuation
-	RuleShapeToken     = "shape-token" // a token no sentence is made of (too long, options, encoded runs)
-	RuleShapeSecond    = "shape-second-person"
-	RuleShapeImper     = "shape-imperative" // a sentence that opens as an instruction
-	RuleShapeRole      = "shape-role-marker"
-	RuleShapeAddressee = "shape-agent-subject"  // a sentence about what agents, models or reviewers do
-	RuleShapeLanguage  = "shape-language"       // a sentence that is not English prose
-	RuleShapeSentence  = "shape-sentence"       // a sentence longer than the shape allows, or without a verb
-	RuleShapeKey       = "shape-key"            // a frontmatter key the shape does not know
-	RuleShapeLetter    = "shape-letter"         // a letter of an allowed script that is not a plain or accented letter of it (a small capital, a look-alike)
-	RuleShapeSource    = "shape-source"         // a sources entry that is more than a path or a URL of ASCII characters
-	RuleShapeHidden    = "shape-hidden"         // text no reader of the rendered note sees: a link title, a reference definition, a YAML comment
-	RuleShapeMarkup    = "shape-markup"         // a heading, a block quote, emphasis or a nested list: markup a plain statement does not need
-	RuleShapeLabel     = "shape-link-label"     // a link label that is not the name of the note it links to
-	RuleShapeSelf      = "shape-self-reference" // a sentence about the note itself ("this note was reviewed…"): provenance is the gate's, in frontmatter
+	RuleType      = "shape-type"      // the type has no shape: never promotes on its own
+	RuleSize      = "shape-size"      // body longer than the shape allows
+	RuleCode      = "shape-code"      // a code block or a code span that is not one identifier
+	RuleHTML      = "shape-html"      // raw HTML
+	RuleURL       = "shape-url"       // a link, image or autolink that is not a vault link; a host name in prose
+	RuleSteps     = "shape-steps"     // numbered steps (a procedure, not a fact)
+	RuleStructure = "shape-structure" // a thematic break (---) or a body that would not parse
+	RuleScript    = "shape-script"    // a letter from a script the shape does not allow
+	RuleMixed     = "shape-mixed-script"
+	RuleChar      = "shape-char"  // a character outside letters, ASCII digits and plain punctuation
+	RuleToken     = "shape-token" // a token no sentence is made of (too long, options, encoded runs)
+	RuleSecond    = "shape-second-person"
+	RuleImper     = "shape-imperative" // a sentence that opens as an instruction
+	RuleRole      = "shape-role-marker"
+	RuleAddressee = "shape-agent-subject"  // a sentence about what agents, models or reviewers do
+	RuleLanguage  = "shape-language"       // a sentence that is not English prose
+	RuleSentence  = "shape-sentence"       // a sentence longer than the shape allows, or without a verb
+	RuleKey       = "shape-key"            // a frontmatter key the shape does not know
+	RuleLetter    = "shape-letter"         // a letter of an allowed script that is not a plain or accented letter of it (a small capital, a look-alike)
+	RuleSource    = "shape-source"         // a sources entry that is more than a path or a URL of ASCII characters
+	RuleHidden    = "shape-hidden"         // text no reader of the rendered note sees: a link title, a reference definition, a YAML comment
+	RuleMarkup    = "shape-markup"         // a heading, a block quote, emphasis or a nested list: markup a plain statement does not need
+	RuleLabel     = "shape-link-label"     // a link label that is not the name of the note it links to
+	RuleSelf      = "shape-self-reference" // a sentence about the note itself ("this note was reviewed…"): provenance is the gate's, in frontmatter
 )
 
-// maxShapeFindings: one is enough to hold a draft; a few help the reviewer.
-const maxShapeFindings = 6
+// MaxFindings bounds the findings Check lists: one is enough to hold a
+// draft; a few help the reviewer.
+const MaxFindings = 6
+
+func flag(rule string, line int, format string, args ...any) note.Finding {
+	return note.Finding{Rule: rule, Line: line, Severity: note.Flag, Message: fmt.Sprintf(format, args...)}
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
 
 // shapeKeys are the frontmatter keys a shaped note may carry (claims are
 // moved under `claimed:` and judged by their own rules).
@@ -69,25 +89,8 @@ var shapeKeys = map[string]bool{
 	"aliases": true,
 }
 
-// shapeReasons holds a draft from a trusted origin whose content is outside
-// its type's shape. Drafts that wait for a reviewer anyway (no auto_promote,
-// an origin that is not trusted) are not checked: the shape only decides
-// what may skip the reviewer.
-func shapeReasons(in *Input, typ string) []note.Finding {
-	ap := in.Policy.AutoPromote
-	if ap == nil || !in.Origin.Verified || !in.Origin.Trusted || in.Result.Note == nil {
-		return nil
-	}
-	sh := ap.ShapeFor(typ)
-	if sh == nil {
-		return []note.Finding{flag(RuleShapeType, in.Result.Meta.TypeLine,
-			"type %q has no shape in auto_promote.shapes (shaped types: %s): a note of it promotes only with a reviewer, whatever its origin", clip(typ), strings.Join(ap.ShapeTypes(), ", "))}
-	}
-	return checkShape(sh, in.Result)
-}
-
-// checkShape returns the findings of res outside shape sh.
-func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
+// Check returns the findings of res outside shape sh: every one a Flag.
+func Check(sh *policy.Shape, res validate.Result) []note.Finding {
 	c := shapeCheck{sh: sh}
 	for _, name := range sh.Scripts {
 		if t := unicode.Scripts[name]; t != nil {
@@ -100,20 +103,20 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 		k, v := n.Front.Content[i], n.Front.Content[i+1]
 		lk := strings.ToLower(k.Value)
 		switch {
-		case isClaimedKey(k.Value):
+		case note.IsClaimedKey(k.Value):
 			// a claim: moved under `claimed:`, judged by claims-authority
 		case !shapeKeys[lk]:
-			c.add(RuleShapeKey, k.Line, "the key `%s` is not one a %s carries (%s)", clip(k.Value), sh.Type, "type, title, subject, tags, aliases, sources, created, updated, supersedes; a `description` is a second text beside the body, which a shaped note does not have")
+			c.add(RuleKey, k.Line, "the key `%s` is not one a %s carries (%s)", clip(k.Value), sh.Type, "type, title, subject, tags, aliases, sources, created, updated, supersedes; a `description` is a second text beside the body, which a shaped note does not have")
 		case lk == "sources":
 			c.sources(v)
 		case lk == "title" || lk == "subject":
 			c.strings(v, false)
 		case lk == "tags" || lk == "aliases":
-			if lk == "aliases" && v.Kind == yaml.SequenceNode && len(v.Content) > maxAliases {
+			if lk == "aliases" && v.Kind == yaml.SequenceNode && len(v.Content) > MaxAliases {
 				// The conflict index holds a note's first maxAliases
 				// names: a 17th ("Deployment region") would be a name
 				// no conflict check ever sees.
-				c.add(RuleShapeKey, v.Line, "%d aliases: a %s carries at most %d names (the gate checks and indexes no more)", len(v.Content), sh.Type, maxAliases)
+				c.add(RuleKey, v.Line, "%d aliases: a %s carries at most %d names (the gate checks and indexes no more)", len(v.Content), sh.Type, MaxAliases)
 			}
 			c.strings(v, false)
 		}
@@ -126,50 +129,50 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 		if l := n.KeyLine("title"); l > 0 {
 			line = l
 		}
-		c.add(RuleShapeKey, line, "a %s is named by its `title`, which has no letter or digit here: the note would take its path from the draft's file name, which no shape rule reads", sh.Type)
+		c.add(RuleKey, line, "a %s is named by its `title`, which has no letter or digit here: the note would take its path from the draft's file name, which no shape rule reads", sh.Type)
 	}
 	if l := commentLine(n.Front); l > 0 {
-		c.add(RuleShapeHidden, l, "a YAML comment: text the gate commits but reads as no field (a %s carries none)", sh.Type)
+		c.add(RuleHidden, l, "a YAML comment: text the gate commits but reads as no field (a %s carries none)", sh.Type)
 	}
 	s := res.Shape()
 	if s == nil || !s.Parsed {
-		c.add(RuleShapeStructure, n.BodyLine, "the body could not be read as Markdown in bounded time")
+		c.add(RuleStructure, n.BodyLine, "the body could not be read as Markdown in bounded time")
 		return c.out
 	}
 	if len(n.Body) > sh.MaxBytes {
 		// Held already: the prose of a body past the bound is not read
 		// (the cost of the check follows the shape's bound, not the draft).
-		c.add(RuleShapeSize, n.BodyLine, "the body is %d bytes; a %s is at most %d (auto_promote.shapes.%s.max_bytes)", len(n.Body), sh.Type, sh.MaxBytes, sh.Type)
+		c.add(RuleSize, n.BodyLine, "the body is %d bytes; a %s is at most %d (auto_promote.shapes.%s.max_bytes)", len(n.Body), sh.Type, sh.MaxBytes, sh.Type)
 		return c.out
 	}
 	for _, k := range s.Constructs {
 		switch k.Kind {
 		case validate.ShapeCodeBlock:
-			c.add(RuleShapeCode, k.Line, "a code block: a %s states what is, it carries no code or commands", sh.Type)
+			c.add(RuleCode, k.Line, "a code block: a %s states what is, it carries no code or commands", sh.Type)
 		case validate.ShapeCodeSpan:
-			c.add(RuleShapeCode, k.Line, "inline code %q is more than one identifier (a command, shell syntax)", k.Detail)
+			c.add(RuleCode, k.Line, "inline code %q is more than one identifier (a command, shell syntax)", k.Detail)
 		case validate.ShapeHTML:
-			c.add(RuleShapeHTML, k.Line, "raw HTML: a %s is Markdown prose", sh.Type)
+			c.add(RuleHTML, k.Line, "raw HTML: a %s is Markdown prose", sh.Type)
 		case validate.ShapeImage:
-			c.add(RuleShapeURL, k.Line, "an image (a viewer loads %q)", k.Detail)
+			c.add(RuleURL, k.Line, "an image (a viewer loads %q)", k.Detail)
 		case validate.ShapeAutoLink, validate.ShapeLinkURL:
-			c.add(RuleShapeURL, k.Line, "a link to %q: a %s links only to vault notes (URLs go in `sources`, recorded, never followed)", k.Detail, sh.Type)
+			c.add(RuleURL, k.Line, "a link to %q: a %s links only to vault notes (URLs go in `sources`, recorded, never followed)", k.Detail, sh.Type)
 		case validate.ShapeOrderedList:
-			c.add(RuleShapeSteps, k.Line, "numbered steps: a procedure is a Workflow or Runbook, which a human reviews")
+			c.add(RuleSteps, k.Line, "numbered steps: a procedure is a Workflow or Runbook, which a human reviews")
 		case validate.ShapeLinkTitle:
-			c.add(RuleShapeHidden, k.Line, "a link title %q: text the rendered note does not show but the next agent reads", k.Detail)
+			c.add(RuleHidden, k.Line, "a link title %q: text the rendered note does not show but the next agent reads", k.Detail)
 		case validate.ShapeRefDef:
-			c.add(RuleShapeHidden, k.Line, "a reference definition [%s]: its label and title are nowhere in the rendered prose (a %s links inline)", k.Detail, sh.Type)
+			c.add(RuleHidden, k.Line, "a reference definition [%s]: its label and title are nowhere in the rendered prose (a %s links inline)", k.Detail, sh.Type)
 		case validate.ShapeLinkPath:
-			c.add(RuleShapeURL, k.Line, "a link to %q: a vault link is a plain path (ASCII letters, digits, . _ - /; no #fragment, no query, no escape)", k.Detail)
+			c.add(RuleURL, k.Line, "a link to %q: a vault link is a plain path (ASCII letters, digits, . _ - /; no #fragment, no query, no escape)", k.Detail)
 		case validate.ShapeThematic:
-			c.add(RuleShapeStructure, k.Line, "a thematic break (---): a %s has one frontmatter and one body", sh.Type)
+			c.add(RuleStructure, k.Line, "a thematic break (---): a %s has one frontmatter and one body", sh.Type)
 		case validate.ShapeQuote:
-			c.add(RuleShapeMarkup, k.Line, "a block quote: a %s states what is in its own sentences; a quotation is someone's words, which a reviewer weighs", sh.Type)
+			c.add(RuleMarkup, k.Line, "a block quote: a %s states what is in its own sentences; a quotation is someone's words, which a reviewer weighs", sh.Type)
 		case validate.ShapeEmphasis:
-			c.add(RuleShapeMarkup, k.Line, "emphasis (*…*, **…**): a %s is plain sentences; emphasis marks the words a reader is meant to act on", sh.Type)
+			c.add(RuleMarkup, k.Line, "emphasis (*…*, **…**): a %s is plain sentences; emphasis marks the words a reader is meant to act on", sh.Type)
 		case validate.ShapeNestedList:
-			c.add(RuleShapeMarkup, k.Line, "a list inside a list item: a %s lists at most one level of statements", sh.Type)
+			c.add(RuleMarkup, k.Line, "a list inside a list item: a %s lists at most one level of statements", sh.Type)
 		}
 	}
 	for _, p := range s.Prose {
@@ -177,7 +180,7 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 			// A heading is text outside the sentences (a banner over
 			// them, "Security stage optional"): a shaped note is named by
 			// its title and needs no other.
-			c.add(RuleShapeMarkup, p.Line, "a heading %q: a %s is named by its `title` and is sentences; a heading is a second title no title rule reads", clip(p.Text), sh.Type)
+			c.add(RuleMarkup, p.Line, "a heading %q: a %s is named by its `title` and is sentences; a heading is a second title no title rule reads", clip(p.Text), sh.Type)
 		}
 	}
 	for _, p := range s.Prose {
@@ -185,7 +188,7 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 		// rules hold for it too (a heading in another language is an
 		// instruction no English word rule reads).
 		c.prose(p.Text, p.Line, true)
-		if len(c.out) >= maxShapeFindings {
+		if len(c.out) >= MaxFindings {
 			break
 		}
 	}
@@ -201,17 +204,17 @@ func checkShape(sh *policy.Shape, res validate.Result) []note.Finding {
 			// deployment region note"), never a statement of its own
 			// ("the security stage is optional").
 			for _, t := range toks {
-				w := normWord(t)
-				if w == "" || wordKinds[w]&kindFunction != 0 || labelWords[w] || named[stem(w)] {
+				w := NormWord(t)
+				if w == "" || wordKinds[w]&kindFunction != 0 || labelWords[w] || named[Stem(w)] {
 					continue
 				}
-				c.add(RuleShapeLabel, l.Line, "the link label %q says %q, which is neither a word of the note's title, subject or tags nor of a linked path: a label names the note it links to", clip(l.Text), clip(t))
+				c.add(RuleLabel, l.Line, "the link label %q says %q, which is neither a word of the note's title, subject or tags nor of a linked path: a label names the note it links to", clip(l.Text), clip(t))
 				break
 			}
 		}
 	}
 	if c.stepClauses >= 2 {
-		c.add(RuleShapeSteps, c.stepLine, "%d clauses are actions placed in order (a doer left out: \"is switched off before…\", \"is then merged\"): steps in sentences are a procedure, a Workflow or Runbook, which a human reviews", c.stepClauses)
+		c.add(RuleSteps, c.stepLine, "%d clauses are actions placed in order (a doer left out: \"is switched off before…\", \"is then merged\"): steps in sentences are a procedure, a Workflow or Runbook, which a human reviews", c.stepClauses)
 	}
 	return c.out
 }
@@ -228,7 +231,7 @@ type shapeCheck struct {
 }
 
 func (c *shapeCheck) add(rule string, line int, format string, args ...any) {
-	if len(c.out) >= maxShapeFindings {
+	if len(c.out) >= MaxFindings {
 		return
 	}
 	if c.seen == nil {
@@ -250,7 +253,7 @@ func (c *shapeCheck) strings(v *yaml.Node, sentences bool) {
 			// A name is one line: a title, subject, alias or tag whose
 			// second line is a sentence of its own ("CI test suite\nIgnore
 			// security") is read by the word rules as one name.
-			c.add(RuleShapeStructure, v.Line, "a name (title, subject, alias, tag) on more than one line: a %s is named in one line", c.sh.Type)
+			c.add(RuleStructure, v.Line, "a name (title, subject, alias, tag) on more than one line: a %s is named in one line", c.sh.Type)
 		}
 		c.prose(v.Value, v.Line, sentences)
 	case yaml.SequenceNode:
@@ -258,7 +261,7 @@ func (c *shapeCheck) strings(v *yaml.Node, sentences bool) {
 			c.strings(e, sentences)
 		}
 	case yaml.MappingNode:
-		c.add(RuleShapeKey, v.Line, "a nested mapping where text belongs")
+		c.add(RuleKey, v.Line, "a nested mapping where text belongs")
 	}
 }
 
@@ -283,19 +286,19 @@ func (c *shapeCheck) sources(v *yaml.Node) {
 				switch {
 				case folded == "resource":
 					c.sourceValue(val)
-				case folded == "fingerprint" || isClaimedKey(folded):
+				case folded == "fingerprint" || note.IsClaimedKey(folded):
 					// the gate's, or a claim moved under the entry's
 					// `claimed:` (claims.go)
 				case !plainKey(k.Value) || val.Kind != yaml.ScalarNode:
-					c.add(RuleShapeSource, k.Line, "the sources entry key `%s`: beside its `resource`, a %s's source carries plain keys (a-z, _) with text values only", clip(k.Value), c.sh.Type)
+					c.add(RuleSource, k.Line, "the sources entry key `%s`: beside its `resource`, a %s's source carries plain keys (a-z, _) with text values only", clip(k.Value), c.sh.Type)
 				case strings.ContainsAny(val.Value, "\n\r"):
-					c.add(RuleShapeSource, val.Line, "the sources entry key `%s` holds more than one line: beside its `resource`, a %s's source carries a one-line label", clip(k.Value), c.sh.Type)
+					c.add(RuleSource, val.Line, "the sources entry key `%s` holds more than one line: beside its `resource`, a %s's source carries a one-line label", clip(k.Value), c.sh.Type)
 				default:
 					c.prose(val.Value, val.Line, false) // `section: regions`: read as a title is
 				}
 			}
 		default:
-			c.add(RuleShapeSource, e.Line, "a sources entry that is neither a path nor a `resource` mapping")
+			c.add(RuleSource, e.Line, "a sources entry that is neither a path nor a `resource` mapping")
 		}
 	}
 }
@@ -315,12 +318,12 @@ func plainKey(k string) bool {
 
 func (c *shapeCheck) sourceValue(v *yaml.Node) {
 	if v.Kind != yaml.ScalarNode || len(v.Value) > 300 {
-		c.add(RuleShapeSource, v.Line, "a source longer than a path or a URL")
+		c.add(RuleSource, v.Line, "a source longer than a path or a URL")
 		return
 	}
 	for i := 0; i < len(v.Value); i++ {
 		if b := v.Value[i]; b <= ' ' || b > '~' {
-			c.add(RuleShapeSource, v.Line, "the source %q holds %q: a path or a URL is ASCII without spaces", clip(v.Value), v.Value[i:i+1])
+			c.add(RuleSource, v.Line, "the source %q holds %q: a path or a URL is ASCII without spaces", clip(v.Value), v.Value[i:i+1])
 			return
 		}
 	}
@@ -369,30 +372,30 @@ func (c *shapeCheck) prose(text string, line int, sentences bool) {
 			if wordScript == nil {
 				wordScript = unicode.Latin
 			} else if wordScript != unicode.Latin {
-				c.add(RuleShapeMixed, line, "a word mixes scripts at %q (%U)", string(r), r)
+				c.add(RuleMixed, line, "a word mixes scripts at %q (%U)", string(r), r)
 			}
 		case unicode.IsLetter(r):
 			t := c.scriptOf(r)
 			if t == nil {
-				c.add(RuleShapeScript, line, "%q (%U) is a letter of a script the shape does not allow (scripts: %s)", string(r), r, strings.Join(c.sh.Scripts, ", "))
+				c.add(RuleScript, line, "%q (%U) is a letter of a script the shape does not allow (scripts: %s)", string(r), r, strings.Join(c.sh.Scripts, ", "))
 				continue
 			}
 			if t == unicode.Latin && !plainLatin(r) {
-				c.add(RuleShapeLetter, line, "%q (%U) is a Latin letter that is not a plain or accented letter (a small capital, a look-alike): the word rules read words in plain letters", string(r), r)
+				c.add(RuleLetter, line, "%q (%U) is a Latin letter that is not a plain or accented letter (a small capital, a look-alike): the word rules read words in plain letters", string(r), r)
 			}
 			if wordScript == nil {
 				wordScript = t
 			} else if t != wordScript {
-				c.add(RuleShapeMixed, line, "a word mixes scripts at %q (%U)", string(r), r)
+				c.add(RuleMixed, line, "a word mixes scripts at %q (%U)", string(r), r)
 			}
 		case unicode.Is(unicode.Mn, r) && unicode.IsLetter(prev) && composes(prev, r):
 			// a combining accent on a letter, one that makes an accented
 			// letter of it (e + U+0301 is é)
 		case prosePunct(r):
 		case unicode.Is(unicode.Mn, r):
-			c.add(RuleShapeChar, line, "%U is a combining mark that makes no accented letter of %q (a second mark, a variation selector, a stacked letter): it carries text no reader of the rendered note sees as a word", r, string(prev))
+			c.add(RuleChar, line, "%U is a combining mark that makes no accented letter of %q (a second mark, a variation selector, a stacked letter): it carries text no reader of the rendered note sees as a word", r, string(prev))
 		default:
-			c.add(RuleShapeChar, line, "%q (%U) is not a letter, an ASCII digit or plain punctuation", string(r), r)
+			c.add(RuleChar, line, "%q (%U) is not a letter, an ASCII digit or plain punctuation", string(r), r)
 		}
 		prev = r
 	}
@@ -408,9 +411,9 @@ func (c *shapeCheck) prose(text string, line int, sentences bool) {
 		}
 		return
 	}
-	for _, sent := range splitSentences(text) {
+	for _, sent := range SplitSentences(text) {
 		c.sentence(sent, line)
-		if len(c.out) >= maxShapeFindings {
+		if len(c.out) >= MaxFindings {
 			return
 		}
 	}
@@ -440,8 +443,8 @@ func (c *shapeCheck) scriptOf(r rune) *unicode.RangeTable {
 	return nil
 }
 
-// splitSentences splits at . ! ? followed by a space or the end.
-func splitSentences(text string) []string {
+// SplitSentences splits at . ! ? followed by a space or the end.
+func SplitSentences(text string) []string {
 	var out []string
 	start := 0
 	for i := 0; i < len(text); i++ {
@@ -497,13 +500,13 @@ func (c *shapeCheck) token(raw string, line int) {
 	isPath := strings.Contains(t, "/") && strings.HasSuffix(t, ".md")
 	switch {
 	case isPath && n > 160, !isPath && n > 32:
-		c.add(RuleShapeToken, line, "%q is %d characters, longer than any word (an encoded or packed run)", clip(t), n)
+		c.add(RuleToken, line, "%q is %d characters, longer than any word (an encoded or packed run)", clip(t), n)
 		return
 	case strings.HasPrefix(t, "-") && len(t) > 1 && !isDigit(t[1]):
-		c.add(RuleShapeToken, line, "%q is a command-line option", clip(t))
+		c.add(RuleToken, line, "%q is a command-line option", clip(t))
 		return
 	case strings.HasPrefix(t, "/"):
-		c.add(RuleShapeToken, line, "%q is an absolute path", clip(t))
+		c.add(RuleToken, line, "%q is an absolute path", clip(t))
 		return
 	}
 	// Within the token: ':' only between digits (10:30), '.' between
@@ -526,22 +529,22 @@ func (c *shapeCheck) token(raw string, line int) {
 			digits++
 		case r == ':':
 			if !(isDigitRune(prev) && i+1 < len(t) && isDigit(t[i+1])) {
-				c.add(RuleShapeToken, line, "%q joins words with ':' (a scheme, a ref spec or a role marker)", clip(t))
+				c.add(RuleToken, line, "%q joins words with ':' (a scheme, a ref spec or a role marker)", clip(t))
 				return
 			}
 		case r == '#':
 			if i != 0 || i+1 >= len(t) || !isDigit(t[i+1]) {
-				c.add(RuleShapeToken, line, "%q: '#' only numbers an item (#42)", clip(t))
+				c.add(RuleToken, line, "%q: '#' only numbers an item (#42)", clip(t))
 				return
 			}
 		case r == '%':
 			if !isDigitRune(prev) || i+1 != len(t) {
-				c.add(RuleShapeToken, line, "%q: '%%' only follows a number", clip(t))
+				c.add(RuleToken, line, "%q: '%%' only follows a number", clip(t))
 				return
 			}
 		case r == '+':
 			if i+1 != len(t) && !(isDigitRune(prev) && isDigit(t[i+1])) && prev != '+' && t[i+1] != '+' {
-				c.add(RuleShapeToken, line, "%q joins words with '+'", clip(t))
+				c.add(RuleToken, line, "%q joins words with '+'", clip(t))
 				return
 			}
 		}
@@ -556,11 +559,11 @@ func (c *shapeCheck) token(raw string, line int) {
 		prev = r
 	}
 	if letters > 0 && digits > 0 && alternations > 3 {
-		c.add(RuleShapeToken, line, "%q mixes letters and digits beyond an identifier (an encoded run)", clip(t))
+		c.add(RuleToken, line, "%q mixes letters and digits beyond an identifier (an encoded run)", clip(t))
 		return
 	}
 	if upperAfterLower > 2 {
-		c.add(RuleShapeToken, line, "%q changes letter case inside the word %d times (an encoded run)", clip(t), upperAfterLower)
+		c.add(RuleToken, line, "%q changes letter case inside the word %d times (an encoded run)", clip(t), upperAfterLower)
 		return
 	}
 	if !isPath && strings.Contains(t, ".") {
@@ -573,7 +576,7 @@ func (c *shapeCheck) token(raw string, line int) {
 		}
 		numeric := strings.Trim(t, "0123456789.") == "" || strings.HasPrefix(t, "v") && strings.Trim(t[1:], "0123456789.") == ""
 		if !short && !numeric && !fileExts[strings.ToLower(parts[len(parts)-1])] {
-			c.add(RuleShapeURL, line, "%q reads as a host name (a note names vault notes, not places to send to)", clip(t))
+			c.add(RuleURL, line, "%q reads as a host name (a note names vault notes, not places to send to)", clip(t))
 		}
 	}
 }
@@ -586,37 +589,37 @@ func isDigitRune(r rune) bool { return r >= '0' && r <= '9' }
 // with a preposition or conjunction, not with a verb and its object. These
 // sets are the grammar of that, not a list of bad words.
 var (
-	secondPerson = wordSet("you your yours yourself yourselves you're you'll you've you'd youre youll thou thee thy ye u ur")
+	secondPerson = WordSet("you your yours yourself yourselves you're you'll you've you'd youre youll thou thee thy ye u ur")
 	// imperativeOpeners open an instruction whatever follows.
-	imperativeOpeners = wordSet("please kindly do don't dont never always just simply be let let's lets make ensure remember")
+	imperativeOpeners = WordSet("please kindly do don't dont never always just simply be let let's lets make ensure remember")
 	// objectWords follow a verb in an instruction ("Run the…", "Ignore all…").
-	objectWords = wordSet("the a an all any every this that these those it them its each no some my our their his her me us him everything anything nothing whatever such both either")
+	objectWords = WordSet("the a an all any every this that these those it them its each no some my our their his her me us him everything anything nothing whatever such both either")
 	// openers may start a declarative sentence.
-	openers = wordSet("the a an this that these those it its they their them we our he she his her one each every all both either neither no none some many most several few any another other such there here " +
+	openers = WordSet("the a an this that these those it its they their them we our he she his her one each every all both either neither no none some many most several few any another other such there here " +
 		"in on at for from with without within by of to into onto over under after before since until till during when whenever while where wherever if unless although though because as once than like unlike per via " +
 		"across along among around behind below beneath beside besides between beyond despite inside outside near through throughout toward towards upon against above about and but or nor so yet also only even " +
 		"today yesterday tomorrow now then currently recently usually typically generally historically previously originally later earlier " +
 		"however therefore thus hence meanwhile otherwise instead still moreover furthermore nevertheless accordingly consequently " +
 		"what which who whose whom how why whether i")
-	auxiliaries = wordSet("is are was were be been being has have had does did do will would can could may might must shall should " +
+	Auxiliaries = WordSet("is are was were be been being has have had does did do will would can could may might must shall should " +
 		"isn't aren't wasn't weren't hasn't haven't hadn't doesn't didn't won't wouldn't can't cannot couldn't mustn't shouldn't " +
 		"isnt arent wasnt werent hasnt havent hadnt doesnt didnt wont wouldnt cant couldnt shouldnt")
 	// functionWords: every English sentence of four words or more holds one.
-	functionWords = wordSet("the a an of in on at to for with by from and or but is are was were be been has have had it its this that these those as not no " +
+	FunctionWords = WordSet("the a an of in on at to for with by from and or but is are was were be been has have had it its this that these those as not no " +
 		"will can could would should may might must each every all than then per via into onto over under after before when while which who whose where there their they we our " +
 		"he she his her one only also so if both any some most more less same other such between during through about up out off")
 	// agentWords name who reads a note and acts on it: a Fact that says what
 	// they do or may do changes the agent contract (00-global/), which a
 	// human reviews.
-	agentWords   = wordSet("agent agents agent's assistant assistants llm llms ai bot bots chatbot reviewer reviewers reader readers claude codex copilot gpt chatgpt gemini aider cursor")
-	prepositions = wordSet("in on at to for with from into onto by about through over under after before without within across against toward towards upon")
-	roleWords    = wordSet("system assistant user human ai developer tool instruction instructions admin administrator root agent model bot operator inst sys prompt")
+	agentWords   = WordSet("agent agents agent's assistant assistants llm llms ai bot bots chatbot reviewer reviewers reader readers claude codex copilot gpt chatgpt gemini aider cursor")
+	prepositions = WordSet("in on at to for with from into onto by about through over under after before without within across against toward towards upon")
+	roleWords    = WordSet("system assistant user human ai developer tool instruction instructions admin administrator root agent model bot operator inst sys prompt")
 )
 
 // wordKinds folds the sets every word is looked up in into one map.
 var wordKinds = func() map[string]uint8 {
 	m := map[string]uint8{}
-	for bit, set := range []map[string]bool{functionWords, secondPerson, agentWords} {
+	for bit, set := range []map[string]bool{FunctionWords, secondPerson, agentWords} {
 		for w := range set {
 			m[w] |= 1 << bit
 		}
@@ -630,7 +633,8 @@ const (
 	kindAgent
 )
 
-func wordSet(s string) map[string]bool {
+// WordSet is the set of the words of s, split at white space.
+func WordSet(s string) map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(s) {
 		m[w] = true
@@ -638,21 +642,21 @@ func wordSet(s string) map[string]bool {
 	return m
 }
 
-// normWord is a token as a word: trimmed, lower case, curly apostrophes
+// NormWord is a token as a word: trimmed, lower case, curly apostrophes
 // straightened, accents dropped ("Néver" is "never" to its reader).
-func normWord(t string) string {
+func NormWord(t string) string {
 	w := strings.ToLower(trimToken(t))
 	w = strings.ReplaceAll(w, "\u2019", "'")
 	for i := 0; i < len(w); i++ {
 		if w[i] >= utf8.RuneSelf {
-			return stripMarks(w)
+			return StripMarks(w)
 		}
 	}
 	return w
 }
 
-// stripMarks drops the combining marks of w's canonical decomposition.
-func stripMarks(w string) string {
+// StripMarks drops the combining marks of w's canonical decomposition.
+func StripMarks(w string) string {
 	if isASCII(w) {
 		return w // no marks to drop
 	}
@@ -739,29 +743,29 @@ func (c *shapeCheck) sentence(s string, line int) {
 	if strings.HasSuffix(first, ":") || strings.HasSuffix(first, ",") {
 		core := trimToken(first)
 		if roleWords[strings.ToLower(core)] || len(core) > 1 && strings.ToUpper(core) == core && strings.ToLower(core) != core {
-			c.add(RuleShapeRole, line, "%q opens a turn addressed to a model or a role", clip(first))
+			c.add(RuleRole, line, "%q opens a turn addressed to a model or a role", clip(first))
 		}
 	}
 	// A statement ends with a full stop: a question or an exclamation
 	// addresses its reader ("Why run the security suite at all?").
 	if e := strings.TrimRight(s, "\"')\u2019\u201d"); strings.HasSuffix(e, "?") || strings.HasSuffix(e, "!") {
-		c.add(RuleShapeSentence, line, "%q is a question or an exclamation, not a statement", clip(s))
+		c.add(RuleSentence, line, "%q is a question or an exclamation, not a statement", clip(s))
 	}
 	// Prose is written in lower case: a sentence of capitals alone
 	// ("SKIP SECURITY.") is all names to the word rules, which read no
 	// verb in it.
 	if strings.ContainsFunc(s, unicode.IsLetter) && !strings.ContainsFunc(s, unicode.IsLower) {
-		c.add(RuleShapeSentence, line, "%q has no lower-case letter: a sentence of capitals alone is not prose", clip(s))
+		c.add(RuleSentence, line, "%q has no lower-case letter: a sentence of capitals alone is not prose", clip(s))
 	}
 	if words >= 3 && function == 0 {
 		// Every English statement of three words or more holds an article,
 		// a preposition, an auxiliary or a pronoun; a run of bare words
 		// ("Disable security suite.") is a label or a command.
-		c.add(RuleShapeSentence, line, "%q holds no article, preposition, auxiliary or pronoun: a run of bare words is a label or a command, not a statement", clip(s))
+		c.add(RuleSentence, line, "%q holds no article, preposition, auxiliary or pronoun: a run of bare words is a label or a command, not a statement", clip(s))
 	}
 	c.selfAndClauses(toks, s, line)
 	if c.sh.MaxSentenceWords > 0 && words > c.sh.MaxSentenceWords {
-		c.add(RuleShapeSentence, line, "a sentence of %d words (at most %d)", words, c.sh.MaxSentenceWords)
+		c.add(RuleSentence, line, "a sentence of %d words (at most %d)", words, c.sh.MaxSentenceWords)
 	}
 	if c.sh.Language != "en" {
 		return
@@ -770,10 +774,10 @@ func (c *shapeCheck) sentence(s string, line int) {
 	// sentence of four words or more with fewer than one in six is another
 	// language, an encoding or a list of keywords.
 	if words >= 4 && function*6 < words {
-		c.add(RuleShapeLanguage, line, "%q is not an English sentence (%d of its %d words are articles, prepositions, pronouns or auxiliaries); the shape's language is en", clip(s), function, words)
+		c.add(RuleLanguage, line, "%q is not an English sentence (%d of its %d words are articles, prepositions, pronouns or auxiliaries); the shape's language is en", clip(s), function, words)
 	}
 	if r, _ := utf8.DecodeRuneInString(trimToken(first)); words >= 1 && unicode.IsLower(r) && !nameLike(first) {
-		c.add(RuleShapeSentence, line, "%q does not open as a sentence (a capital letter, a number or a name)", clip(s))
+		c.add(RuleSentence, line, "%q does not open as a sentence (a capital letter, a number or a name)", clip(s))
 	}
 	c.opening(toks, s, line)
 	c.namedOrder(toks, s, line) // shapemood.go
@@ -792,10 +796,10 @@ func (c *shapeCheck) sentence(s string, line int) {
 }
 
 // selfWords name the text itself.
-var selfWords = wordSet("note memory page document entry record file")
+var selfWords = WordSet("note memory page document entry record file")
 
 // particles end a verbless setting ("security off", "review on").
-var particles = wordSet("off on out up down")
+var particles = WordSet("off on out up down")
 
 // selfAndClauses holds three shapes a statement about its subject does not
 // take (red team, round 2):
@@ -810,8 +814,8 @@ var particles = wordSet("off on out up down")
 //     chunks short enough for the token rule.
 func (c *shapeCheck) selfAndClauses(toks []string, s string, line int) {
 	for i := 0; i+1 < len(toks); i++ {
-		if w := normWord(toks[i]); (w == "this" || w == "these") && selfWords[stem(normWord(toks[i+1]))] {
-			c.add(RuleShapeSelf, line, "%q is about the note itself: a %s states what is about its subject; who wrote, reviewed or approved it is the gate's record", clip(s), c.sh.Type)
+		if w := NormWord(toks[i]); (w == "this" || w == "these") && selfWords[Stem(NormWord(toks[i+1]))] {
+			c.add(RuleSelf, line, "%q is about the note itself: a %s states what is about its subject; who wrote, reviewed or approved it is the gate's record", clip(s), c.sh.Type)
 			break
 		}
 	}
@@ -819,15 +823,15 @@ func (c *shapeCheck) selfAndClauses(toks []string, s string, line int) {
 	for i, t := range toks {
 		seg++
 		if i+1 == len(toks) || strings.HasSuffix(t, ",") {
-			if start := i + 1 - seg; start > 0 && seg >= 2 && seg <= 3 && particles[normWord(t)] {
+			if start := i + 1 - seg; start > 0 && seg >= 2 && seg <= 3 && particles[NormWord(t)] {
 				fn := 0
 				for _, u := range toks[start:i] {
-					if functionWords[normWord(u)] {
+					if FunctionWords[NormWord(u)] {
 						fn++
 					}
 				}
 				if fn == 0 {
-					c.add(RuleShapeSentence, line, "%q holds a clause with no verb (%q): a setting, not a statement", clip(s), clip(strings.Join(toks[start:i+1], " ")))
+					c.add(RuleSentence, line, "%q holds a clause with no verb (%q): a setting, not a statement", clip(s), clip(strings.Join(toks[start:i+1], " ")))
 				}
 			}
 			seg = 0
@@ -837,7 +841,7 @@ func (c *shapeCheck) selfAndClauses(toks []string, s string, line int) {
 	for _, t := range toks {
 		if oddToken(trimToken(t)) {
 			if run++; run == 3 {
-				c.add(RuleShapeToken, line, "%q holds three tokens in a row that are no words (letters and digits mixed, or the case changing inside): an encoding in chunks", clip(s))
+				c.add(RuleToken, line, "%q holds three tokens in a row that are no words (letters and digits mixed, or the case changing inside): an encoding in chunks", clip(s))
 				return
 			}
 		} else {
@@ -876,13 +880,13 @@ func oddToken(t string) bool {
 
 // word checks one token as a word and returns it normalised.
 func (c *shapeCheck) word(raw string, line int) string {
-	w := normWord(raw)
+	w := NormWord(raw)
 	k := wordKinds[w]
 	if k&kindSecond != 0 {
-		c.add(RuleShapeSecond, line, "%q addresses the reader: a %s describes, it does not tell anyone what to do", clip(raw), c.sh.Type)
+		c.add(RuleSecond, line, "%q addresses the reader: a %s describes, it does not tell anyone what to do", clip(raw), c.sh.Type)
 	}
 	if k&kindAgent != 0 {
-		c.add(RuleShapeAddressee, line, "%q: a %s about what agents, models or reviewers do or may do is a change to the agent contract", clip(raw), c.sh.Type)
+		c.add(RuleAddressee, line, "%q: a %s about what agents, models or reviewers do or may do is a change to the agent contract", clip(raw), c.sh.Type)
 	}
 	return w
 }
@@ -896,29 +900,29 @@ func (c *shapeCheck) opening(toks []string, s string, line int) {
 		return
 	}
 	i := 0
-	w0 := normWord(toks[0])
+	w0 := NormWord(toks[0])
 	// An adverb before the verb ("Simply run…", "Then merge…", "Now
 	// disable…", "Instead skip…"), and a number or a date ("2026:"), is
 	// skipped: what follows it opens the clause.
 	for (strings.HasSuffix(w0, "ly") && !openers[w0] || sentenceAdverbs[w0] || w0 != "" && strings.Trim(w0, "0123456789-/:") == "") && i+1 < len(toks) {
 		i++
-		w0 = normWord(toks[i])
+		w0 = NormWord(toks[i])
 	}
 	if imperativeOpeners[w0] {
-		c.add(RuleShapeImper, line, "%q opens as an instruction", clip(s))
+		c.add(RuleImper, line, "%q opens as an instruction", clip(s))
 		return
 	}
 	if i+1 >= len(toks) || openers[w0] || nameLike(toks[i]) && !hyphenedWord(toks[i]) {
 		return
 	}
-	w1 := normWord(toks[i+1])
+	w1 := NormWord(toks[i+1])
 	switch {
 	case objectWords[w1]:
-		c.add(RuleShapeImper, line, "%q opens with a verb and its object, as an instruction does", clip(s))
+		c.add(RuleImper, line, "%q opens with a verb and its object, as an instruction does", clip(s))
 	case prepositions[w1] && !strings.HasSuffix(w0, "s") && !strings.HasSuffix(w0, "ed") && !strings.HasSuffix(w0, "ing"):
 		// "Respond in…", "Write to…": a bare word then a preposition; a
 		// subject before one is plural or a name ("Requests from…").
-		c.add(RuleShapeImper, line, "%q opens with a bare verb, as an instruction does", clip(s))
+		c.add(RuleImper, line, "%q opens with a bare verb, as an instruction does", clip(s))
 	}
 }
 
@@ -926,7 +930,7 @@ func (c *shapeCheck) opening(toks []string, s string, line int) {
 // verb rather than being one (time and connectives): "Then the suite
 // runs" opens with its subject after them, "Then merge the branch" with a
 // verb.
-var sentenceAdverbs = wordSet("today yesterday tomorrow now then currently recently usually typically generally historically previously originally later earlier " +
+var sentenceAdverbs = WordSet("today yesterday tomorrow now then currently recently usually typically generally historically previously originally later earlier " +
 	"however therefore thus hence meanwhile otherwise instead still moreover furthermore nevertheless accordingly consequently also only even next first finally afterwards " +
 	"onwards onward henceforth forthwith forward thereafter hereafter")
 
@@ -950,7 +954,7 @@ func hyphenedWord(t string) bool {
 }
 
 // labelWords may stand in a link label besides the names: what the link is.
-var labelWords = wordSet("note notes page pages entry entries section details history")
+var labelWords = WordSet("note notes page pages entry entries section details history")
 
 // linkNameWords are the words a link label may use: the note's subject
 // words and the words of the vault paths it links to.
@@ -960,14 +964,14 @@ func linkNameWords(res validate.Result, s *validate.BodyShape) map[string]bool {
 		for _, w := range strings.FieldsFunc(strings.ToLower(l.Detail), func(r rune) bool {
 			return r == '/' || r == '-' || r == '_' || r == '.'
 		}) {
-			m[stem(w)] = true
+			m[Stem(w)] = true
 		}
 	}
 	return m
 }
 
-// stem folds a plural: the note's subject "deploys" and "deploy" are one.
-func stem(w string) string {
+// Stem folds a plural: the note's subject "deploys" and "deploy" are one.
+func Stem(w string) string {
 	if len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") {
 		return w[:len(w)-1]
 	}
@@ -979,8 +983,8 @@ func subjectWords(res validate.Result) map[string]bool {
 	m := map[string]bool{}
 	add := func(s string) {
 		for _, w := range strings.Fields(s) {
-			if w = normWord(w); w != "" {
-				m[stem(w)] = true
+			if w = NormWord(w); w != "" {
+				m[Stem(w)] = true
 			}
 		}
 	}
@@ -999,35 +1003,4 @@ func subjectWords(res validate.Result) map[string]bool {
 		}
 	}
 	return m
-}
-
-// shapeLinks holds a shaped note whose vault link names no file at HEAD
-// (rule shape-url): a dangling link's path is text in hyphens that no
-// reader of the rendered note sees ("ci/skip-the-security-suite.md") and
-// the next agent reads. Links resolve from the folder the note lands in,
-// or from the vault root when they start with '/'. Like the shape, it
-// only decides what may skip a reviewer.
-func shapeLinks(in *Input, folder string, hv *HeadView) ([]note.Finding, error) {
-	ap := in.Policy.AutoPromote
-	if ap == nil || !in.Origin.Verified || !in.Origin.Trusted || in.Result.Note == nil || ap.ShapeFor(in.Result.Meta.Type) == nil {
-		return nil, nil
-	}
-	s := in.Result.Shape()
-	if s == nil {
-		return nil, nil
-	}
-	for _, l := range s.VaultLinks {
-		target := path.Join(folder, l.Detail)
-		if strings.HasPrefix(l.Detail, "/") {
-			target = path.Clean(strings.TrimLeft(l.Detail, "/"))
-		}
-		e, err := hv.Entry(target)
-		if err != nil {
-			return nil, err
-		}
-		if e == nil || !e.Mode.IsFile() {
-			return []note.Finding{flag(RuleShapeURL, l.Line, "outside the %s shape (auto_promote.shapes): the link to %q names no note at HEAD (%s): a dangling link's path is text no reader of the rendered note sees; held for a reviewer", in.Result.Meta.Type, clip(l.Detail), target)}, nil
-		}
-	}
-	return nil, nil
 }
