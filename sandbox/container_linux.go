@@ -25,11 +25,11 @@ import (
 	"github.com/fedmem/fedmem/sandbox/oci"
 )
 
-// ociInitArg, as argv[1] of the init, says a container runtime built the
+// OCIInitArg, as argv[1] of the init, says a container runtime built the
 // root from the sandbox/oci translation of the plan: the init skips
 // buildRoot, checks what the runtime made (checkOCIRoot) and verifies it
 // against the plan like any root, then applies the same layers.
-const ociInitArg = "oci"
+const OCIInitArg = "oci"
 
 // initCaps are what fedmem's init holds inside the container, in its own
 // user namespace, until it drops every one before forking the agent (as
@@ -54,7 +54,7 @@ type containerRuntime struct {
 	image  bool
 	// fdSocket: the runtime cannot hand descriptors to the container's
 	// process (containerd); the helper relays them over a socket in the
-	// bundle's fds directory, bound at ociFdDir (see receiveInitFds).
+	// bundle's fds directory, bound at OCIFdDir (see receiveInitFds).
 	fdSocket bool
 	notes    []string
 	// enforced is the backend's enforced() (the report's enforced_by).
@@ -128,8 +128,8 @@ func (rt containerRuntime) refuse(spec *Spec) error {
 // containerInit is the init's config for a container session and the
 // notes on how each limit is enforced (the runtime's cgroup for pids,
 // memory and cpu; rlimits the init sets; fedmem-run for the rest).
-func containerInit(spec *Spec, idp *idPlan, runtime string) (initConfig, []string) {
-	cfg := initConfig{
+func containerInit(spec *Spec, idp *idPlan, runtime string) (InitConfig, []string) {
+	cfg := InitConfig{
 		Plan: spec.Plan, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, TTY: spec.TTY,
 		RequireLandlock: spec.RequireLandlock, RequireSeccomp: spec.RequireSeccomp,
 		FSDenials: spec.FSDenials,
@@ -165,9 +165,9 @@ func ociIDMappings(m []syscall.SysProcIDMap) []specs.LinuxIDMapping {
 // and fedmem-run's own executable bound read-only under the name the init
 // dispatches on (the runtime execs Args[0] found in PATH).
 func containerSpec(spec *Spec, rt containerRuntime, idp *idPlan, id, bundle, exe string) (*specs.Spec, error) {
-	initArgs := []string{InitArg0, ociInitArg}
+	initArgs := []string{InitArg0, OCIInitArg}
 	if rt.fdSocket {
-		initArgs = append(initArgs, ociFdSocketArg)
+		initArgs = append(initArgs, OCIFdSocketArg)
 	}
 	l := spec.Limits
 	ocispec, err := oci.Translate(oci.Input{
@@ -217,7 +217,7 @@ func writeBundle(ocispec *specs.Spec, rt containerRuntime, bundle string) error 
 		if err := os.Mkdir(fdDir, 0o700); err != nil {
 			return setupErr(err)
 		}
-		ocispec.Mounts = append(ocispec.Mounts, specs.Mount{Destination: ociFdDir, Type: "bind", Source: fdDir, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
+		ocispec.Mounts = append(ocispec.Mounts, specs.Mount{Destination: OCIFdDir, Type: "bind", Source: fdDir, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
 	}
 	raw, err := json.MarshalIndent(ocispec, "", "  ")
 	if err == nil {
@@ -301,7 +301,7 @@ func readInitPid(r io.Reader, k *containerKill) <-chan int {
 // superviseContainer starts the helper on the written bundle, hands the
 // init its config and watches the session to its end: the same watch and
 // epilogue as the namespace backend's.
-func superviseContainer(ctx context.Context, spec *Spec, rt containerRuntime, cfg *initConfig, host hostLayers, id, bundle string) (*Result, error) {
+func superviseContainer(ctx context.Context, spec *Spec, rt containerRuntime, cfg *InitConfig, host hostLayers, id, bundle string) (*Result, error) {
 	link, err := newInitLink(spec, cfg)
 	if err != nil {
 		return nil, err
@@ -337,7 +337,7 @@ func superviseContainer(ctx context.Context, spec *Spec, rt containerRuntime, cf
 	defer stopSigs()
 
 	link.sendConfig(cfg, nil)
-	cloned := monoNow()
+	cloned := MonoNow()
 	if err := cmd.Start(); err != nil {
 		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageStart, Msg: fmt.Sprintf("%s helper: %v", rt.name, err)}
 	}
@@ -355,7 +355,7 @@ func superviseContainer(ctx context.Context, spec *Spec, rt containerRuntime, cf
 	var tmpFull tmpCap // /tmp or /dev/shm full: limits.tmp_bytes
 	w := &watch{spec: spec, res: res, host: host, relay: link.relay, proc: cmd.Process,
 		kill: k.kill, masters: masters, sigs: sigs,
-		started: func(m initMessage) map[string]any {
+		started: func(m InitMessage) map[string]any {
 			if pid := <-initPid; pid > 0 {
 				tmpFull.start(spec.Plan, pid, k.kill)
 			}

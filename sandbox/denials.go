@@ -1,7 +1,7 @@
 package sandbox
 
-// msgDenied: the kernel refused something the agent asked for; Denial set.
-const msgDenied msgType = "denied"
+// MsgDenied: the kernel refused something the agent asked for; Denial set.
+const MsgDenied MsgType = "denied"
 
 // Denied is one refusal the sandbox observed, as it reaches --events (the
 // "denied" event) and the session report's counts. Kind is "syscall" (a

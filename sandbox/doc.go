@@ -17,9 +17,9 @@
 // to sandbox/guard and the inbox cap to sandbox/inboxcap) and the
 // sandbox's pid 1, fedmem-run re-executed as InitArg0 (the root's build
 // and verification, the layers, the agent's fork and reaping; and the
-// user-namespace holder it becomes under userns-hold). Code that runs
-// only in the re-executed init lives in files named pid1_*.go; every other
-// file holds the parent's code or code both run (the wire protocol in
-// protocol.go, MountError, the no-link opens). test/boundary
-// TestPid1CodeApart checks the rule on the package's call graph.
+// user-namespace holder it becomes under userns-hold). The init's code is
+// package sandbox/pid1, which imports this one for what both run (the
+// wire protocol in protocol.go, MountError, the no-link opens, the
+// Landlock rules); this package never imports it. test/boundary
+// TestPid1CodeApart checks that nothing here runs only in the init.
 package sandbox

@@ -2,7 +2,7 @@
 
 package sandbox
 
-// faultVaultWritable is true only in binaries built with the fedmemfault
+// FaultVaultWritable is true only in binaries built with the fedmemfault
 // tag, which test/escape builds to prove that the mount verification fails
 // closed. Release builds cannot turn it on.
-const faultVaultWritable = false
+const FaultVaultWritable = false

@@ -2,7 +2,7 @@
 
 package sandbox
 
-// faultVaultWritable makes buildRoot bind the vault writable — the mistake
+// FaultVaultWritable makes buildRoot bind the vault writable — the mistake
 // the live verification must catch before any agent runs. Only the
 // fedmemfault build (test/escape's fault binary) has it.
-const faultVaultWritable = true
+const FaultVaultWritable = true

@@ -6,12 +6,12 @@ import (
 	"github.com/fedmem/fedmem/mounts"
 )
 
-// faultOCI is the container backends' half of faultVaultWritable: in the
+// faultOCI is the container backends' half of FaultVaultWritable: in the
 // fedmemfault build only, the translated spec binds the vault writable —
 // the mistake the init's live verification must catch before any agent
 // runs, whoever built the mounts. A no-op in release builds.
 func faultOCI(s *specs.Spec, pl *mounts.Plan) {
-	if !faultVaultWritable {
+	if !FaultVaultWritable {
 		return
 	}
 	for i, m := range s.Mounts {

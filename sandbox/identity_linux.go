@@ -228,7 +228,7 @@ func adoptInbox(inbox string, uid int) error {
 // must run in the host's user namespace: only CAP_SYS_ADMIN there may
 // idmap a host filesystem's mount. A filesystem that cannot be idmapped is
 // bound as it is, and the identity says so.
-func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (closeAll func(), err error) {
+func idmapBinds(spec *Spec, cfg *InitConfig, id *Identity, cmd *exec.Cmd) (closeAll func(), err error) {
 	var files []*os.File
 	closeAll = func() {
 		for _, f := range files {
@@ -254,7 +254,7 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 		if m.Kind != mounts.BindRW && !sock {
 			continue
 		}
-		if i == homeIdmapIndex {
+		if i == HomeIdmapIndex {
 			continue
 		}
 		var st unix.Stat_t
@@ -302,7 +302,7 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 			// No link followed, a socket or FIFO only: the plan refused a
 			// path through a link, and another session's agent may swap
 			// a folder on the way since (mounts rule unix-socket-no-link).
-			pfd, err := openListedSocket(m.Source)
+			pfd, err := OpenListedSocket(m.Source)
 			if err != nil {
 				return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: err.Error()}
 			}
@@ -364,7 +364,7 @@ func idmapBinds(spec *Spec, cfg *initConfig, id *Identity, cmd *exec.Cmd) (close
 				if cfg.Idmapped == nil {
 					cfg.Idmapped = map[int]int{}
 				}
-				cfg.Idmapped[homeIdmapIndex] = 2 + len(cmd.ExtraFiles)
+				cfg.Idmapped[HomeIdmapIndex] = 2 + len(cmd.ExtraFiles)
 				id.Writable[h+" (home, read-only)"] = fmt.Sprintf("idmapped %d→%d", owner, spec.UID)
 			}
 		}
@@ -383,9 +383,9 @@ func homeNeedsIdmap(spec *Spec, owner int) bool {
 	return !spec.Plan.HomeAllowlist && h != "" && h != "/" && unix.Lstat(h, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == owner && owner != spec.UID && st.Mode&0o001 == 0
 }
 
-// homeIdmapIndex is the key of cfg.Idmapped for the caller's home (not a
+// HomeIdmapIndex is the key of cfg.Idmapped for the caller's home (not a
 // plan mount: it is attached right over the read-only root).
-const homeIdmapIndex = -1
+const HomeIdmapIndex = -1
 
 // holdUserns returns a user namespace mapping uid from→to and gid
 // gfrom→gto, made by a short-lived child.
@@ -474,7 +474,7 @@ func takeUserns(from, to, gfrom, gto int) (*os.File, error) {
 // holdUsernsStopped makes the namespace with a child stopped by ptrace
 // at its exec (see holdUserns).
 func holdUsernsStopped(uids, gids []syscall.SysProcIDMap) (*os.File, error) {
-	proc, err := os.StartProcess("/proc/self/exe", []string{InitArg0, usernsHoldArg}, &os.ProcAttr{
+	proc, err := os.StartProcess("/proc/self/exe", []string{InitArg0, UsernsHoldArg}, &os.ProcAttr{
 		Env: initEnv(),
 		Sys: &syscall.SysProcAttr{
 			Cloneflags:  unix.CLONE_NEWUSER,
@@ -520,7 +520,7 @@ func holdUsernsRunning(uids, gids []syscall.SysProcIDMap) (*os.File, error) {
 	defer w.Close()
 	cmd := &exec.Cmd{
 		Path:  "/proc/self/exe",
-		Args:  []string{InitArg0, usernsHoldArg},
+		Args:  []string{InitArg0, UsernsHoldArg},
 		Env:   initEnv(),
 		Stdin: r,
 		SysProcAttr: &syscall.SysProcAttr{

@@ -34,7 +34,7 @@ type initLink struct {
 
 // newInitLink makes the link for spec and sets cfg's proxy descriptor and
 // port. Close releases everything it made.
-func newInitLink(spec *Spec, cfg *initConfig) (l *initLink, err error) {
+func newInitLink(spec *Spec, cfg *InitConfig) (l *initLink, err error) {
 	// Descriptors the caller leaked to us without O_CLOEXEC must not reach
 	// the init (and so the agent): a writable fd to a vault file would
 	// bypass every mount.
@@ -154,7 +154,7 @@ func (l *initLink) setStdio(cmd *exec.Cmd, spec *Spec) {
 // reads), once ready (nil: at once) says yes; no means the init gets none.
 // Should the init die first, the write fails with EPIPE and the init's own
 // error, or its exit status, tells why.
-func (l *initLink) sendConfig(cfg *initConfig, ready func() bool) {
+func (l *initLink) sendConfig(cfg *InitConfig, ready func() bool) {
 	go func() {
 		if ready == nil || ready() {
 			_ = json.NewEncoder(l.cfgW).Encode(cfg)
@@ -166,7 +166,7 @@ func (l *initLink) sendConfig(cfg *initConfig, ready func() bool) {
 // started is called once the init's process exists: our copies of its
 // ends are closed (it holds them now), the proxy is served, and the init's
 // messages and its PTY master (with a terminal) come on the channels.
-func (l *initLink) started(spec *Spec) (msgs <-chan initMessage, masters <-chan *os.File) {
+func (l *initLink) started(spec *Spec) (msgs <-chan InitMessage, masters <-chan *os.File) {
 	l.syncW.Close()
 	for _, f := range l.files[2:] {
 		f.Close()

@@ -8,7 +8,7 @@ import (
 	"github.com/fedmem/fedmem/sandbox/seccomp"
 )
 
-// landlockRules derives the Landlock rules from the plan: the whole tree
+// LandlockRules derives the Landlock rules from the plan: the whole tree
 // read-only, the plan's writable paths writable, a few devices usable.
 // Paths are those of the sandbox's own root (call after pivot_root).
 //
@@ -16,7 +16,7 @@ import (
 // contains the vault, Landlock alone would let the vault be written, and
 // the read-only mount (verified before exec) is what protects it; the plan
 // warns about that layout.
-func landlockRules(pl *mounts.Plan) landlock.Rules {
+func LandlockRules(pl *mounts.Plan) landlock.Rules {
 	return landlock.Rules{
 		ReadOnly:       []string{"/"},
 		ReadWrite:      pl.Writable,
@@ -40,7 +40,7 @@ func describeFilters(pl *mounts.Plan) []string {
 	if abi == 0 {
 		return append(out, "landlock: not available on this kernel")
 	}
-	r := landlockRules(pl)
+	r := LandlockRules(pl)
 	out = append(out, "landlock (kernel ABI "+strconv.Itoa(abi)+"): read-only / ; writable:")
 	for _, w := range r.ReadWrite {
 		out = append(out, "  "+w)

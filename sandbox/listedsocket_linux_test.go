@@ -33,7 +33,7 @@ func TestOpenListedSocketNoLink(t *testing.T) {
 	must(os.Symlink("real", filepath.Join(d, "link")))
 	must(os.Symlink("app.sock", filepath.Join(d, "real", "name.sock")))
 	for _, ok := range []string{sock, filepath.Join(d, "real", "fifo")} {
-		fd, err := openListedSocket(ok)
+		fd, err := OpenListedSocket(ok)
 		if err != nil {
 			t.Errorf("%s: %v, want it opened", ok, err)
 			continue
@@ -41,7 +41,7 @@ func TestOpenListedSocketNoLink(t *testing.T) {
 		unix.Close(fd)
 	}
 	for _, bad := range []string{filepath.Join(d, "link", "app.sock"), filepath.Join(d, "real", "name.sock"), filepath.Join(d, "real"), filepath.Join(d, "real", "secret")} {
-		fd, err := openListedSocket(bad)
+		fd, err := OpenListedSocket(bad)
 		if err == nil {
 			unix.Close(fd)
 			t.Errorf("%s opened as a listed socket", bad)

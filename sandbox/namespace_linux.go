@@ -33,7 +33,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := initConfig{
+	cfg := InitConfig{
 		Plan: spec.Plan, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, TTY: spec.TTY,
 		Hostname: spec.Hostname, RequireLandlock: spec.RequireLandlock, RequireSeccomp: spec.RequireSeccomp,
 		FSDenials: spec.FSDenials,
@@ -88,7 +88,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	res := host.newResult()
 	w := &watch{spec: spec, res: res, host: host, relay: link.relay, proc: cmd.Process,
 		kill: func() { _ = cmd.Process.Signal(unix.SIGKILL) }, masters: masters, sigs: sigs,
-		started: func(m initMessage) map[string]any {
+		started: func(m InitMessage) map[string]any {
 			tmpFull.start(spec.Plan, cmd.Process.Pid, func() { _ = cmd.Process.Kill() })
 			return map[string]any{"phases_ms": startPhases(cloned, m.Phases)}
 		}}
@@ -126,7 +126,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 // again, under InitArg0, cloned into the sandbox's namespaces with the
 // identity idp maps, holding across its execve the capabilities it needs
 // to build the root; cfg learns what the identity asks of the init.
-func namespaceInit(spec *Spec, idp *idPlan, link *initLink, cfg *initConfig) *exec.Cmd {
+func namespaceInit(spec *Spec, idp *idPlan, link *initLink, cfg *InitConfig) *exec.Cmd {
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
 	if spec.Plan.Network.OwnNetNS() { // every mode but host: fail closed
@@ -233,7 +233,7 @@ func (c *namespaceCleanup) run() {
 // cgroup, once it is in it (v2 is entered at clone); and only once the
 // placeholders are guarded. It returns when the init was cloned; on an
 // error the init gets no config and is killed and reaped.
-func startNamespaceInit(cmd *exec.Cmd, cfg *initConfig, link *initLink, idp *idPlan, cg *cgroups.Session, clean *namespaceCleanup) (cloned int64, err error) {
+func startNamespaceInit(cmd *exec.Cmd, cfg *InitConfig, link *initLink, idp *idPlan, cg *cgroups.Session, clean *namespaceCleanup) (cloned int64, err error) {
 	// The config goes into the pipe while the init is still starting (a
 	// config larger than the pipe buffer just completes once it reads).
 	// Should the init die first, the write fails with EPIPE and the init's
@@ -250,7 +250,7 @@ func startNamespaceInit(cmd *exec.Cmd, cfg *initConfig, link *initLink, idp *idP
 		// init gets no config and the session is refused below.
 		return ok && clean.placeholders().err == nil
 	})
-	cloned = monoNow()
+	cloned = MonoNow()
 	if err := cmd.Start(); err != nil {
 		if cg.NeedsAdd() {
 			placed <- false
@@ -337,7 +337,7 @@ func initEnv() []string { return []string{"GOMAXPROCS=1"} }
 // be made, else rlimits the init
 // sets before forking the agent (pids), else a refusal — never a silently
 // weaker sandbox.
-func limitsSetup(spec *Spec, cfg *initConfig) (*cgroups.Session, []string, error) {
+func limitsSetup(spec *Spec, cfg *InitConfig) (*cgroups.Session, []string, error) {
 	l := spec.Limits
 	notes := parentLimitNotes(l, "sandbox")
 	notes = append(notes, fileRlimits(l, cfg)...)
@@ -394,7 +394,7 @@ func limitsSetup(spec *Spec, cfg *initConfig) (*cgroups.Session, []string, error
 				notes = append(notes, fmt.Sprintf("pids=%d NOT ENFORCED: an agent running as uid 0 needs a cgroup, and: %v; the profile's limits.cgroup_optional allows it", l.Pids, err))
 				break
 			}
-			cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_NPROC, Max: uint64(l.Pids)})
+			cfg.Rlimits = append(cfg.Rlimits, Rlimit{Resource: unix.RLIMIT_NPROC, Max: uint64(l.Pids)})
 			notes = append(notes, fmt.Sprintf("pids=%d (RLIMIT_NPROC in the sandbox's user namespace; no cgroup: %v)", l.Pids, err))
 		}
 	}

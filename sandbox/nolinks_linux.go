@@ -8,23 +8,23 @@ import (
 	"github.com/fedmem/fedmem/mounts"
 )
 
-// openNoLinks opens p as an O_PATH descriptor without following any
+// OpenNoLinks opens p as an O_PATH descriptor without following any
 // symbolic link on the way (the final one included).
-func openNoLinks(p string) (int, error) {
+func OpenNoLinks(p string) (int, error) {
 	return unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})
 }
 
-// openListedSocket opens a listed unix socket (or FIFO) of the host with
+// OpenListedSocket opens a listed unix socket (or FIFO) of the host with
 // no link followed on the way and checks what it is: the plan refuses a
 // listed path through a link (mounts rule unix-socket-no-link), and this
 // closes the window between the plan and the bind (another session's
 // agent swapping a folder of a listed socket in a shared workdir for a
 // link, or the socket for a directory or a secret file).
-func openListedSocket(src string) (int, error) {
-	fd, err := openNoLinks(src)
+func OpenListedSocket(src string) (int, error) {
+	fd, err := OpenNoLinks(src)
 	if err != nil {
 		return -1, &MountError{Op: "open listed socket (no link followed; rule " + mounts.RuleSocketNoLink + ")", Target: src, Err: err}
 	}

@@ -6,9 +6,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// monoNow reads CLOCK_MONOTONIC in nanoseconds. The launcher and its init
+// MonoNow reads CLOCK_MONOTONIC in nanoseconds. The launcher and its init
 // share it (no time namespace is made), so their timestamps compare.
-func monoNow() int64 {
+func MonoNow() int64 {
 	var ts unix.Timespec
 	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
 		return 0
@@ -16,9 +16,9 @@ func monoNow() int64 {
 	return ts.Nano()
 }
 
-// processStart is taken when the package is initialised, as close to the
+// ProcessStart is taken when the package is initialised, as close to the
 // launcher's exec as Go code gets.
-var processStart = monoNow()
+var ProcessStart = MonoNow()
 
 // stamps are the named CLOCK_MONOTONIC stamps the launcher takes on its
 // way to the clone (Stamp): one session per process, so package state.
@@ -35,7 +35,7 @@ var stamps struct {
 // realised: idmapped binds and their user namespace) and "limits" (the
 // session cgroup).
 func Stamp(name string) {
-	now := monoNow()
+	now := MonoNow()
 	stamps.Lock()
 	defer stamps.Unlock()
 	if stamps.t == nil {
@@ -51,7 +51,7 @@ func stamp(name string) int64 {
 }
 
 // startPhases turns the parent's clone time and the init's timestamps
-// (initMessage.Phases) into the per-phase durations, in milliseconds, of the
+// (InitMessage.Phases) into the per-phase durations, in milliseconds, of the
 // "started" event (issue 9: the next start-up regression shows where it is):
 //
 //	launcher  fedmem-run's start to the clone of the init
@@ -70,7 +70,7 @@ func stamp(name string) int64 {
 //	launcher.limits   the session cgroup
 //	launcher.clone    the rest: pipes, signals, up to the clone
 //
-// and the init's detail ("go" is the init's own processStart):
+// and the init's detail ("go" is the init's own ProcessStart):
 //
 //	clone.runtime    the clone to the init's Go runtime and packages started
 //	clone.main       the rest of its package init, to InitMain
@@ -91,12 +91,12 @@ func startPhases(clone int64, t map[string]int64) map[string]float64 {
 	}
 	resolved, prepared, idmapped, limits := stamp("resolved"), stamp("prepared"), stamp("idmapped"), stamp("limits")
 	return map[string]float64{
-		"launcher.resolve": ms(processStart, resolved),
+		"launcher.resolve": ms(ProcessStart, resolved),
 		"launcher.prepare": ms(resolved, prepared),
 		"launcher.idmap":   ms(prepared, idmapped),
 		"launcher.limits":  ms(idmapped, limits),
 		"launcher.clone":   ms(limits, clone),
-		"launcher":         ms(processStart, clone),
+		"launcher":         ms(ProcessStart, clone),
 		"clone":            ms(clone, t["init"]),
 		"clone.runtime":    ms(clone, t["go"]),
 		"clone.main":       ms(t["go"], t["init"]),
@@ -110,7 +110,7 @@ func startPhases(clone int64, t map[string]int64) map[string]float64 {
 		"verify":           ms(t["root"], t["verify"]),
 		"layers":           ms(t["verify"], t["layers"]),
 		"exec":             ms(t["layers"], t["exec"]),
-		"total":            ms(processStart, t["exec"]),
+		"total":            ms(ProcessStart, t["exec"]),
 	}
 }
 
@@ -140,7 +140,7 @@ var teardownStamps = []string{"agent-exit", "reaped", "cleaned", "collected"}
 // output files and the process's exit). A phase whose ends are unknown is
 // -1.
 func EndPhases() (phases map[string]float64, clock map[string]int64) {
-	now := monoNow()
+	now := MonoNow()
 	ms := func(a, b int64) float64 {
 		if a == 0 || b == 0 || b < a {
 			return -1
@@ -158,5 +158,5 @@ func EndPhases() (phases map[string]float64, clock map[string]int64) {
 		"teardown.event":   ms(t["collected"], now),
 		"teardown":         ms(t["agent-exit"], now),
 	}
-	return phases, map[string]int64{"start": processStart, "exit_event": now}
+	return phases, map[string]int64{"start": ProcessStart, "exit_event": now}
 }

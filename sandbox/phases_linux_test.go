@@ -9,7 +9,7 @@ import (
 // init's CLOCK_MONOTONIC stamps; a missing or out-of-order stamp is -1,
 // never a negative or invented duration.
 func TestStartPhases(t *testing.T) {
-	clone := processStart + 5e6
+	clone := ProcessStart + 5e6
 	got := startPhases(clone, map[string]int64{"init": clone + 2e6, "root": clone + 3e6, "verify": clone + 3.5e6, "layers": clone + 6e6, "exec": clone + 7e6})
 	want := map[string]float64{"launcher": 5, "clone": 2, "root": 1, "verify": 0.5, "layers": 2.5, "exec": 1, "total": 12}
 	for k, w := range want {
@@ -18,10 +18,10 @@ func TestStartPhases(t *testing.T) {
 		}
 	}
 	Stamp("resolved")
-	stamps.t["resolved"] = processStart + 1e6
-	stamps.t["prepared"] = processStart + 2e6
-	stamps.t["idmapped"] = processStart + 3.5e6
-	stamps.t["limits"] = processStart + 4e6
+	stamps.t["resolved"] = ProcessStart + 1e6
+	stamps.t["prepared"] = ProcessStart + 2e6
+	stamps.t["idmapped"] = ProcessStart + 3.5e6
+	stamps.t["limits"] = ProcessStart + 4e6
 	got = startPhases(clone, nil)
 	detail := map[string]float64{"launcher.resolve": 1, "launcher.prepare": 1, "launcher.idmap": 1.5, "launcher.limits": 0.5, "launcher.clone": 1, "launcher": 5}
 	for k, w := range detail {
@@ -42,8 +42,8 @@ func TestStartPhases(t *testing.T) {
 	if partial["root"] != -1 || partial["verify"] != -1 || partial["exec"] != -1 || partial["total"] != -1 {
 		t.Errorf("out-of-order or missing stamps must be -1: %v", partial)
 	}
-	if processStart == 0 || monoNow() < processStart {
-		t.Errorf("CLOCK_MONOTONIC unreadable or going back: start %d now %d", processStart, monoNow())
+	if ProcessStart == 0 || MonoNow() < ProcessStart {
+		t.Errorf("CLOCK_MONOTONIC unreadable or going back: start %d now %d", ProcessStart, MonoNow())
 	}
 }
 
@@ -51,7 +51,7 @@ func TestStartPhases(t *testing.T) {
 // stamps after the agent's exit; a missing stamp is -1, and the clock_ns
 // stamps let a caller measure what precedes and follows them.
 func TestEndPhases(t *testing.T) {
-	now := monoNow()
+	now := MonoNow()
 	stamps.Lock()
 	if stamps.t == nil {
 		stamps.t = map[string]int64{}
@@ -71,8 +71,8 @@ func TestEndPhases(t *testing.T) {
 	if got["teardown.event"] < 5 || got["teardown"] < 10 || math.Abs(got["teardown"]-(got["teardown.event"]+5)) > 1e-6 {
 		t.Errorf("teardown %v ms, event %v ms: want the event at or after the stamps, teardown their sum", got["teardown"], got["teardown.event"])
 	}
-	if clock["start"] != processStart || clock["exit_event"] < now {
-		t.Errorf("clock_ns %v: want start %d and an exit_event at or after %d", clock, processStart, now)
+	if clock["start"] != ProcessStart || clock["exit_event"] < now {
+		t.Errorf("clock_ns %v: want start %d and an exit_event at or after %d", clock, ProcessStart, now)
 	}
 	stamps.Lock()
 	delete(stamps.t, "cleaned")

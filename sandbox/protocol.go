@@ -8,17 +8,17 @@ const InitArg0 = "fedmem-sandbox-init"
 
 // File descriptors the parent hands to the init, besides stdio.
 const (
-	initConfigFd = 3 // JSON initConfig, read once
-	initSyncFd   = 4 // JSON lines of initMessage, written by the init
+	InitConfigFd = 3 // JSON InitConfig, read once
+	InitSyncFd   = 4 // JSON lines of InitMessage, written by the init
 )
 
 // ProxyPort is where, inside a sandbox with network: allowlist, the agent
 // finds the allowlist proxy (HTTP_PROXY=http://127.0.0.1:3128).
 const ProxyPort = 3128
 
-// initConfig travels from the parent to the init over initConfigFd — never
+// InitConfig travels from the parent to the init over InitConfigFd — never
 // through argv or the environment, which the agent could read.
-type initConfig struct {
+type InitConfig struct {
 	Plan            *mounts.Plan `json:"plan"`
 	Argv            []string     `json:"argv"`
 	Env             []string     `json:"env"`
@@ -29,7 +29,7 @@ type initConfig struct {
 	RequireSeccomp  bool         `json:"require_seccomp"`
 	// FSDenials: the notifying filter has its write section (Spec.FSDenials).
 	FSDenials bool     `json:"fs_denials,omitempty"`
-	Rlimits   []rlimit `json:"rlimits,omitempty"`
+	Rlimits   []Rlimit `json:"rlimits,omitempty"`
 	// ProxyFd, when not 0, is a unix socket to hand the proxy's
 	// connections to; the init listens on 127.0.0.1:ProxyPort.
 	ProxyFd   int `json:"proxy_fd,omitempty"`
@@ -41,7 +41,7 @@ type initConfig struct {
 	// an O_PATH descriptor of every mount of the vault over, once the root
 	// is built and before the agent exists; it waits for the answer
 	// (receiptsMarked, receiptsUnmarked, or a refusal) before going on
-	// (pid1_receipts_linux.go, receipts_linux.go).
+	// (pid1/receipts_linux.go, receipts_linux.go).
 	ReceiptsFd int `json:"receipts_fd,omitempty"`
 	// AgentUID and AgentGID, when AgentSwitch, are what the agent becomes
 	// at fork (the init keeps another uid: a root caller's agent can
@@ -63,59 +63,59 @@ type initConfig struct {
 	Idmapped map[int]int `json:"idmapped,omitempty"`
 }
 
-// usernsHoldArg, as argv[1] of the init, makes it a placeholder that only
+// UsernsHoldArg, as argv[1] of the init, makes it a placeholder that only
 // holds a user namespace (for idmapped mounts) until its stdin closes.
-const usernsHoldArg = "userns-hold"
+const UsernsHoldArg = "userns-hold"
 
-// rlimit is one resource limit the init sets before forking the agent.
-type rlimit struct {
+// Rlimit is one resource limit the init sets before forking the agent.
+type Rlimit struct {
 	Resource int    `json:"resource"`
 	Max      uint64 `json:"max"`
 }
 
-// msgType names an initMessage: the whole vocabulary of the init's sync
+// MsgType names an InitMessage: the whole vocabulary of the init's sync
 // pipe, typed so that a misspelt message is a compile error (runc's
 // libcontainer/sync.go does the same).
-type msgType string
+type MsgType string
 
 const (
-	msgStarted msgType = "started" // every layer is in place; Layers set
-	msgError   msgType = "error"   // the init failed; Err set, nothing ran
-	msgStopped msgType = "stopped" // the agent was suspended; Signal set
-	msgExit    msgType = "exit"    // the agent ended; Code (and Signal) set
+	MsgStarted MsgType = "started" // every layer is in place; Layers set
+	MsgError   MsgType = "error"   // the init failed; Err set, nothing ran
+	MsgStopped MsgType = "stopped" // the agent was suspended; Signal set
+	MsgExit    MsgType = "exit"    // the agent ended; Code (and Signal) set
 )
 
-// initMessage is one line the init writes on initSyncFd.
-type initMessage struct {
-	Type   msgType `json:"type"`
+// InitMessage is one line the init writes on InitSyncFd.
+type InitMessage struct {
+	Type   MsgType `json:"type"`
 	Layers *Layers `json:"layers,omitempty"`
 	Err    *Error  `json:"error,omitempty"`
 	Code   int     `json:"code,omitempty"`
 	Signal int     `json:"signal,omitempty"`
-	Denial *Denied `json:"denial,omitempty"` // msgDenied (denials.go)
-	// CoversLost (msgExit): the live mount table no longer matched the
+	Denial *Denied `json:"denial,omitempty"` // MsgDenied (denials.go)
+	// CoversLost (MsgExit): the live mount table no longer matched the
 	// plan when the agent ended — a cover detached from outside the
 	// sandbox during the session (reverify); empty when it still matched.
 	CoversLost string `json:"covers_lost,omitempty"`
 	// Phases: CLOCK_MONOTONIC ns at the init's start ("init") and at the end
 	// of its root build, verification, layers and the agent's exec
-	// (msgStarted; phases_linux.go).
+	// (MsgStarted; phases_linux.go).
 	Phases map[string]int64 `json:"phases,omitempty"`
 }
 
-// ociFdSocketArg, after ociInitArg, says the runtime cannot hand
+// OCIFdSocketArg, after OCIInitArg, says the runtime cannot hand
 // descriptors to the container's process (containerd gives a task only its
 // stdio): the init receives them first, over the unix socket the helper
-// listens on in ociFdDir, and puts them at 3, 4… where the protocol
+// listens on in OCIFdDir, and puts them at 3, 4… where the protocol
 // expects them.
-const ociFdSocketArg = "fds-socket"
+const OCIFdSocketArg = "fds-socket"
 
-// ociFdDir is where the helper's descriptor socket appears inside (bound
+// OCIFdDir is where the helper's descriptor socket appears inside (bound
 // read-only: connect needs no write access to the mount). The helper
 // unlinks the socket as soon as the init has its descriptors, before the
 // agent exists.
-const ociFdDir = "/dev/.fedmem/fds"
+const OCIFdDir = "/dev/.fedmem/fds"
 
-// OCIFdSocket is the socket's name in ociFdDir (and in the bundle's fds
+// OCIFdSocket is the socket's name in OCIFdDir (and in the bundle's fds
 // directory the helper binds there).
 const OCIFdSocket = "s"

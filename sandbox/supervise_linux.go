@@ -19,14 +19,14 @@ import (
 
 // readInit turns the init's JSON lines on r into messages; the channel is
 // closed when r ends (the init and everything holding its sync pipe exited).
-func readInit(r io.Reader) <-chan initMessage {
-	msgs := make(chan initMessage, 4)
+func readInit(r io.Reader) <-chan InitMessage {
+	msgs := make(chan InitMessage, 4)
 	go func() {
 		defer close(msgs)
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			var m initMessage
+			var m InitMessage
 			if json.Unmarshal(sc.Bytes(), &m) == nil {
 				msgs <- m
 			}
@@ -50,13 +50,13 @@ type watch struct {
 	sigs    <-chan os.Signal
 	// started, if set, runs when the init reports its layers and returns
 	// extra fields for the "started" event.
-	started func(m initMessage) map[string]any
+	started func(m InitMessage) map[string]any
 }
 
 // run relays messages, the terminal and signals until the init's messages
 // end, records the outcome in w.res and returns the init's own error.
 // Cancelling ctx kills the sandbox once and keeps waiting for the end.
-func (w *watch) run(ctx context.Context, msgs <-chan initMessage) error {
+func (w *watch) run(ctx context.Context, msgs <-chan InitMessage) error {
 	var runErr error
 	done := ctx.Done()
 	exited := false
@@ -71,7 +71,7 @@ func (w *watch) run(ctx context.Context, msgs <-chan initMessage) error {
 				break
 			}
 			switch m.Type {
-			case msgStarted:
+			case MsgStarted:
 				if m.Layers != nil {
 					w.res.Layers = w.host.add(*m.Layers)
 					fields := map[string]any{"layers": w.res.Layers}
@@ -82,18 +82,18 @@ func (w *watch) run(ctx context.Context, msgs <-chan initMessage) error {
 					}
 					emit(w.spec, "started", fields)
 				}
-			case msgError:
+			case MsgError:
 				runErr = m.Err
-			case msgStopped:
+			case MsgStopped:
 				emit(w.spec, "stopped", map[string]any{"signal": m.Signal})
 				if w.relay != nil {
 					w.relay.Suspend(w.proc)
 				}
-			case msgDenied:
+			case MsgDenied:
 				if m.Denial != nil {
 					emit(w.spec, "denied", m.Denial.Fields())
 				}
-			case msgExit:
+			case MsgExit:
 				Stamp("agent-exit") // the teardown starts (EndPhases)
 				exited = true
 				w.res.ExitCode, w.res.Signal = m.Code, m.Signal
@@ -189,13 +189,13 @@ func conclude(spec *Spec, res *Result, pl *parentLimits, tmp *tmpCap, runErr err
 
 // fileRlimits asks the init for the rlimits of limits.file_size and
 // limits.open_files, the same in every backend, and says so.
-func fileRlimits(l Limits, cfg *initConfig) (notes []string) {
+func fileRlimits(l Limits, cfg *InitConfig) (notes []string) {
 	if l.FileSize > 0 {
-		cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_FSIZE, Max: uint64(l.FileSize)})
+		cfg.Rlimits = append(cfg.Rlimits, Rlimit{Resource: unix.RLIMIT_FSIZE, Max: uint64(l.FileSize)})
 		notes = append(notes, fmt.Sprintf("file_size=%d (RLIMIT_FSIZE)", l.FileSize))
 	}
 	if l.OpenFiles > 0 {
-		cfg.Rlimits = append(cfg.Rlimits, rlimit{Resource: unix.RLIMIT_NOFILE, Max: uint64(l.OpenFiles)})
+		cfg.Rlimits = append(cfg.Rlimits, Rlimit{Resource: unix.RLIMIT_NOFILE, Max: uint64(l.OpenFiles)})
 		notes = append(notes, fmt.Sprintf("open_files=%d (RLIMIT_NOFILE)", l.OpenFiles))
 	}
 	return notes

@@ -92,7 +92,7 @@ func TestContainerInitNotes(t *testing.T) {
 	if !slices.Equal(notes, want) {
 		t.Errorf("notes:\n got %q\nwant %q", notes, want)
 	}
-	if !slices.Equal(cfg.Rlimits, []rlimit{{unix.RLIMIT_FSIZE, 10}, {unix.RLIMIT_NOFILE, 20}}) || cfg.AgentSwitch {
+	if !slices.Equal(cfg.Rlimits, []Rlimit{{unix.RLIMIT_FSIZE, 10}, {unix.RLIMIT_NOFILE, 20}}) || cfg.AgentSwitch {
 		t.Errorf("cfg: rlimits %v, agent switch %v", cfg.Rlimits, cfg.AgentSwitch)
 	}
 	cfg, _ = containerInit(spec, &idPlan{cred: &syscall.Credential{}, agentGroups: []int{7}}, "runc")
@@ -101,7 +101,7 @@ func TestContainerInitNotes(t *testing.T) {
 	}
 	// The namespace backend says the parent's limits first, then the
 	// same file rlimits.
-	var nsCfg initConfig
+	var nsCfg InitConfig
 	if n := append(parentLimitNotes(spec.Limits, "sandbox"), fileRlimits(spec.Limits, &nsCfg)...); len(n) != 4 || n[0] != "wall_time=1s (fedmem-run kills the sandbox)" {
 		t.Errorf("namespace notes %q", n)
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 
 	"github.com/fedmem/fedmem/sandbox"
+	"github.com/fedmem/fedmem/sandbox/pid1"
 )
 
 func main() {
@@ -21,7 +22,7 @@ func main() {
 	// dispatch before any flag parsing, so nothing the agent controls is
 	// parsed by it.
 	if len(os.Args) > 0 && os.Args[0] == sandbox.InitArg0 {
-		sandbox.InitMain()
+		pid1.InitMain()
 		return
 	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))

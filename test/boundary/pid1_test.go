@@ -10,43 +10,51 @@ import (
 	"go/token"
 	"go/types"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
 
-// pid1Prefix names the files of package sandbox whose code runs only in
-// the process fedmem-run re-executes as InitArg0: the sandbox's pid 1
-// (InitMain, and the init() that takes a container's descriptors) and the
-// user-namespace holder it becomes under `userns-hold`. Every other file
-// holds the parent's code (fedmem-run, the backends) or code both run
-// (the wire protocol, errors, no-link opens). README's layout and
-// sandbox/doc.go say the same.
-const pid1Prefix = "pid1_"
+// sandboxPkg and pid1Pkg: package sandbox holds the parent's code (fedmem-run,
+// the backends) and the code both sides run (the wire protocol, errors,
+// no-link opens, the Landlock rules); package sandbox/pid1 holds the code
+// only the process fedmem-run re-executes as InitArg0 runs: the sandbox's
+// pid 1 (InitMain, and the init() that takes a container's descriptors) and
+// the user-namespace holder it becomes under `userns-hold`. README's layout,
+// sandbox/doc.go and sandbox/pid1/doc.go say the same.
+const (
+	sandboxPkg = module + "/sandbox"
+	pid1Pkg    = module + "/sandbox/pid1"
+)
 
-// funcGraph is package sandbox's functions and what each references,
-// from the type-checked source (built for Linux, as fedmem-run is).
+// funcGraph is the functions of packages sandbox and sandbox/pid1 and what
+// each references, from the type-checked source (built for Linux, as
+// fedmem-run is).
 type funcGraph struct {
-	file  map[types.Object]string // a function's file (base name)
+	pkg   map[types.Object]string // a function's package path
+	file  map[types.Object]string // its file (base name)
 	name  map[types.Object]string // "f" or "*T.m", for messages
 	edges map[types.Object][]types.Object
-	// parentRoots are what the parent may call: exported functions and
-	// methods but InitMain, init() outside pid1 files, and what package
-	// variables' initialisers reference; pid1Roots are InitMain and init()
-	// in pid1 files.
-	parentRoots, pid1Roots []types.Object
+	// sandboxInits are package sandbox's init() and what its package
+	// variables' initialisers reference; pid1Roots are pid1's InitMain
+	// and init().
+	sandboxInits, pid1Roots []types.Object
+	sandbox                 *types.Package
 }
 
-// loadSandboxGraph type-checks package sandbox from source against its
-// dependencies' export data (go list -export) and records, for every
-// function and method, the functions and methods of the package its body
-// names (calls, method values, goroutines, closures).
-func loadSandboxGraph(t *testing.T, root string) *funcGraph {
+// loadInitGraph type-checks packages sandbox and sandbox/pid1 from source
+// (pid1 against the sandbox just checked, everything else against export
+// data from go list -export) and records, for every function and method of
+// either, the functions and methods of either its body names (calls, method
+// values, goroutines, closures).
+func loadInitGraph(t *testing.T, root string) *funcGraph {
 	t.Helper()
-	const pkg = module + "/sandbox"
 	env := append(os.Environ(), "GOOS=linux", "CGO_ENABLED=0")
 	goList := func(args ...string) []byte {
 		cmd := exec.Command("go", append([]string{"list"}, args...)...)
@@ -60,39 +68,63 @@ func loadSandboxGraph(t *testing.T, root string) *funcGraph {
 		return out
 	}
 	exports := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(goList("-export", "-deps", "-f", "{{.ImportPath}}={{.Export}}", pkg)))
+	sc := bufio.NewScanner(bytes.NewReader(goList("-export", "-deps", "-f", "{{.ImportPath}}={{.Export}}", pid1Pkg)))
 	for sc.Scan() {
 		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
 			exports[k] = v
 		}
 	}
-	lines := strings.Split(strings.TrimSpace(string(goList("-f", "{{.Dir}}\n{{join .GoFiles \"\\n\"}}", pkg))), "\n")
 	fset := token.NewFileSet()
-	var files []*ast.File
-	for _, name := range lines[1:] {
-		f, err := parser.ParseFile(fset, filepath.Join(lines[0], name), nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
-	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
+	g := &funcGraph{pkg: map[types.Object]string{}, file: map[types.Object]string{}, name: map[types.Object]string{}, edges: map[types.Object][]types.Object{}}
+	fromExport := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
 		if exports[path] == "" {
 			return nil, fmt.Errorf("no export data for %s", path)
 		}
 		return os.Open(exports[path])
-	})}
+	})
 	info := &types.Info{Defs: map[*ast.Ident]types.Object{}, Uses: map[*ast.Ident]types.Object{}}
-	tp, err := conf.Check(pkg, fset, files, info)
-	if err != nil {
-		t.Fatalf("type-check %s: %v", pkg, err)
+	ours := map[*types.Package]bool{}
+	for _, pkg := range []string{sandboxPkg, pid1Pkg} {
+		lines := strings.Split(strings.TrimSpace(string(goList("-f", "{{.Dir}}\n{{join .GoFiles \"\\n\"}}", pkg))), "\n")
+		var files []*ast.File
+		for _, name := range lines[1:] {
+			f, err := parser.ParseFile(fset, filepath.Join(lines[0], name), nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, f)
+		}
+		conf := types.Config{Importer: importerFunc(func(path string) (*types.Package, error) {
+			if g.sandbox != nil && path == sandboxPkg {
+				return g.sandbox, nil
+			}
+			return fromExport.Import(path)
+		})}
+		tp, err := conf.Check(pkg, fset, files, info)
+		if err != nil {
+			t.Fatalf("type-check %s: %v", pkg, err)
+		}
+		if pkg == sandboxPkg {
+			g.sandbox = tp
+		}
+		ours[tp] = true
+		g.addFuncs(fset, files, info, tp, ours)
 	}
-	g := &funcGraph{file: map[types.Object]string{}, name: map[types.Object]string{}, edges: map[types.Object][]types.Object{}}
+	return g
+}
+
+type importerFunc func(path string) (*types.Package, error)
+
+func (f importerFunc) Import(path string) (*types.Package, error) { return f(path) }
+
+// addFuncs records the functions and methods of files (package tp) and
+// their references to functions of the packages in ours.
+func (g *funcGraph) addFuncs(fset *token.FileSet, files []*ast.File, info *types.Info, tp *types.Package, ours map[*types.Package]bool) {
 	refs := func(n ast.Node) (out []types.Object) {
 		ast.Inspect(n, func(n ast.Node) bool {
 			if id, ok := n.(*ast.Ident); ok {
-				if fn, ok := info.Uses[id].(*types.Func); ok && fn.Pkg() == tp {
-					out = append(out, fn)
+				if fn, ok := info.Uses[id].(*types.Func); ok && ours[fn.Pkg()] {
+					out = append(out, fn.Origin())
 				}
 			}
 			return true
@@ -104,16 +136,15 @@ func loadSandboxGraph(t *testing.T, root string) *funcGraph {
 		for _, d := range f.Decls {
 			switch d := d.(type) {
 			case *ast.GenDecl:
-				if d.Tok == token.VAR {
-					g.parentRoots = append(g.parentRoots, refs(d)...)
+				if d.Tok == token.VAR && tp.Path() == sandboxPkg {
+					g.sandboxInits = append(g.sandboxInits, refs(d)...)
 				}
 			case *ast.FuncDecl:
 				obj := info.Defs[d.Name]
 				if obj == nil { // init: not an object; its identity is its node
 					obj = types.NewFunc(d.Pos(), tp, "init", nil)
 				}
-				g.file[obj] = file
-				g.name[obj] = d.Name.Name
+				g.pkg[obj], g.file[obj], g.name[obj] = tp.Path(), file, d.Name.Name
 				if d.Recv != nil {
 					g.name[obj] = types.TypeString(obj.Type().(*types.Signature).Recv().Type(), types.RelativeTo(tp)) + "." + d.Name.Name
 				}
@@ -122,15 +153,14 @@ func loadSandboxGraph(t *testing.T, root string) *funcGraph {
 				}
 				isInit := d.Recv == nil && d.Name.Name == "init"
 				switch {
-				case d.Recv == nil && d.Name.Name == "InitMain", isInit && strings.HasPrefix(file, pid1Prefix):
+				case tp.Path() == pid1Pkg && (isInit || d.Recv == nil && d.Name.Name == "InitMain"):
 					g.pid1Roots = append(g.pid1Roots, obj)
-				case d.Name.IsExported() || isInit:
-					g.parentRoots = append(g.parentRoots, obj)
+				case tp.Path() == sandboxPkg && isInit:
+					g.sandboxInits = append(g.sandboxInits, obj)
 				}
 			}
 		}
 	}
-	return g
 }
 
 // reach is every function reachable from roots.
@@ -152,44 +182,131 @@ func (g *funcGraph) reach(roots []types.Object) map[types.Object]bool {
 	return seen
 }
 
-// TestPid1CodeApart: package sandbox keeps the parent's code and the
-// sandbox's pid 1's apart by file name (issue 20): a function in a pid1_
-// file is reachable from the init's entry points and from nothing the
-// parent may call, and every function only the init reaches lives in a
-// pid1_ file. Code both run (the protocol, errors, no-link opens) lives
-// outside pid1_ files.
+// moduleUses is, for each of the named packages, the names other product
+// packages of the module but sandbox/pid1 select from it (pkg.Name,
+// non-test files, test/ left out), each with the files that do.
+func moduleUses(t *testing.T, root string, pkgs ...string) map[string]map[string][]string {
+	t.Helper()
+	uses := map[string]map[string][]string{}
+	for _, p := range pkgs {
+		uses[p] = map[string][]string{}
+	}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if path != root && (d.Name() == "testdata" || d.Name() == "vendor" || strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") || !productPackage(rel)) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") || module+"/"+filepath.ToSlash(filepath.Dir(rel)) == pid1Pkg {
+			return nil // pid1's own names of sandbox are the init's, not the parent's
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		local := map[string]string{} // the file's name for each package of pkgs it imports
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			if _, ok := uses[p]; !ok || module+"/"+filepath.ToSlash(filepath.Dir(rel)) == p {
+				continue
+			}
+			name := filepath.Base(p)
+			if im.Name != nil {
+				name = im.Name.Name
+			}
+			local[name] = p
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if s, ok := n.(*ast.SelectorExpr); ok {
+				if x, ok := s.X.(*ast.Ident); ok && local[x.Name] != "" {
+					u := uses[local[x.Name]]
+					if files := u[s.Sel.Name]; len(files) == 0 || files[len(files)-1] != rel {
+						u[s.Sel.Name] = append(files, rel)
+					}
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uses
+}
+
+// TestPid1CodeApart: the parent's code and the sandbox's pid 1's are apart
+// by package (issue 20). Package sandbox/pid1 is the init's: only
+// cmd/fedmem-run imports it, for InitMain alone (which its main calls only
+// as InitArg0), package sandbox does not import it, and each of its
+// functions is reachable from InitMain or its init(). Package sandbox is
+// the parent's and what both run: nothing in it is reachable only from the
+// init — every function pid1 reaches there is also reachable from what the
+// parent may call (package sandbox's init() and variables, its exported
+// methods, and the exported functions another product package but pid1
+// names).
 func TestPid1CodeApart(t *testing.T) {
-	g := loadSandboxGraph(t, moduleRoot(t))
-	parent, pid1 := g.reach(g.parentRoots), g.reach(g.pid1Roots)
-	// Positive controls: the graph sees InitMain in a pid1_ file reach
-	// the root's build, and a backend's Run reach the parent's watch.
+	root := moduleRoot(t)
+	g := loadInitGraph(t, root)
+	uses := moduleUses(t, root, sandboxPkg, pid1Pkg)
+	parentRoots := append([]types.Object(nil), g.sandboxInits...)
+	for o := range g.file {
+		fn := o.(*types.Func)
+		if g.pkg[o] != sandboxPkg || !fn.Exported() {
+			continue
+		}
+		if _, named := uses[sandboxPkg][fn.Name()]; named || fn.Type().(*types.Signature).Recv() != nil {
+			parentRoots = append(parentRoots, o)
+		}
+	}
+	parent, pid1 := g.reach(parentRoots), g.reach(g.pid1Roots)
+	// Positive controls: the graph sees InitMain reach the root's build in
+	// pid1 and, across the packages, the no-link open in sandbox; a
+	// backend's Run reach the parent's watch; the scan sees fedmem-run's
+	// main name pid1.InitMain and sandbox/launch name sandbox's backends.
 	names := map[string]types.Object{}
 	for o, n := range g.name {
-		names[n] = o
+		names[g.pkg[o]+"."+n] = o
 	}
 	for _, c := range []struct {
 		name string
 		in   map[types.Object]bool
 		what string
-	}{{"buildRoot", pid1, "InitMain"}, {"*watch.run", parent, "the parent's entry points"}} {
+	}{{pid1Pkg + ".buildRoot", pid1, "InitMain"}, {sandboxPkg + ".OpenNoLinks", pid1, "InitMain"}, {sandboxPkg + ".*watch.run", parent, "the parent's entry points"}} {
 		o, ok := names[c.name]
 		if !ok || !c.in[o] {
-			t.Fatalf("%s is not reachable from %s: the graph is not the package's (%d functions)", c.name, c.what, len(g.name))
+			t.Fatalf("%s is not reachable from %s: the graph is not the packages' (%d functions)", c.name, c.what, len(g.name))
 		}
 	}
-	if o := names["InitMain"]; !strings.HasPrefix(g.file[o], pid1Prefix) {
-		t.Fatalf("InitMain is in %s, not a %s file", g.file[o], pid1Prefix)
+	if !slices.Contains(uses[pid1Pkg]["InitMain"], "cmd/fedmem-run/main.go") || len(uses[sandboxPkg]) < 10 {
+		t.Fatalf("the scan of the module's imports saw pid1 named as %v and %d names of sandbox: not the module's", uses[pid1Pkg], len(uses[sandboxPkg]))
 	}
 	var bad []string
+	for name, files := range uses[pid1Pkg] {
+		for _, file := range files {
+			if name != "InitMain" || file != "cmd/fedmem-run/main.go" {
+				bad = append(bad, fmt.Sprintf("%s names pid1.%s: only fedmem-run's main enters the init, by InitMain", file, name))
+			}
+		}
+	}
+	for _, im := range g.sandbox.Imports() {
+		if im.Path() == pid1Pkg {
+			bad = append(bad, "package sandbox imports sandbox/pid1: the parent would link the init's code")
+		}
+	}
 	for o, file := range g.file {
-		inPid1File := strings.HasPrefix(file, pid1Prefix)
 		switch {
-		case inPid1File && parent[o]:
-			bad = append(bad, fmt.Sprintf("%s: %s runs in the parent (reachable from its entry points): move it out of the %s file, or keep the parent from calling it", file, g.name[o], pid1Prefix))
-		case inPid1File && !pid1[o]:
-			bad = append(bad, fmt.Sprintf("%s: %s is not reachable from InitMain: not the init's code", file, g.name[o]))
-		case !inPid1File && pid1[o] && !parent[o]:
-			bad = append(bad, fmt.Sprintf("%s: %s runs only in the sandbox's pid 1: move it to a %s file", file, g.name[o], pid1Prefix))
+		case g.pkg[o] == pid1Pkg && !pid1[o]:
+			bad = append(bad, fmt.Sprintf("sandbox/pid1/%s: %s is not reachable from InitMain or init(): not the init's code", file, g.name[o]))
+		case g.pkg[o] == sandboxPkg && pid1[o] && !parent[o]:
+			bad = append(bad, fmt.Sprintf("sandbox/%s: %s runs only in the sandbox's pid 1: move it to sandbox/pid1", file, g.name[o]))
 		}
 	}
 	sort.Strings(bad)

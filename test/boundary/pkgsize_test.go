@@ -22,10 +22,10 @@ const maxPackageLines = 4000
 // of read receipts (issue 21) into the split: gate 5483→5493 (the sweep's
 // hooks; the store and the readers went to gate/readers, the access hint
 // to gate/intake) and sandbox 5836→5999 (the init's hand-over and the
-// backends' hooks; the recorder went to sandbox/receipts).
+// backends' hooks; the recorder went to sandbox/receipts). sandbox left
+// the list at 3612 when the init's code went to sandbox/pid1 (2415).
 var oversized = map[string]int{
-	"gate":    5493,
-	"sandbox": 5999,
+	"gate": 5493,
 }
 
 // packageLines counts the lines of the non-test .go files of every

@@ -1,4 +1,4 @@
-package sandbox
+package pid1
 
 import (
 	"path"
@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/sandbox"
 	"github.com/fedmem/fedmem/sandbox/seccomp"
 	"github.com/fedmem/fedmem/vault"
 )
@@ -54,7 +55,7 @@ func (r *denialReporter) serve(wake func()) {
 		wake()
 	}
 	l.Denied = func(pid int, den seccomp.Denial) {
-		r.report(&Denied{Kind: "syscall", Syscall: den.Syscall, Rule: den.Rule, Errno: den.Errno, Args: den.Args[:], Pid: pid, Hint: denialHint(den.Rule)})
+		r.report(&sandbox.Denied{Kind: "syscall", Syscall: den.Syscall, Rule: den.Rule, Errno: den.Errno, Args: den.Args[:], Pid: pid, Hint: denialHint(den.Rule)})
 	}
 	l.Write = func(req *seccomp.WriteRequest) {
 		if d := r.predict(req); d != nil {
@@ -72,14 +73,14 @@ const maxReportedPath = 512
 // agent passed: the first path it expects refused, with the errno, or
 // nil. It runs before the call continues, so it sees the file system as
 // the kernel will (short of the agent racing itself).
-func (r *denialReporter) predict(req *seccomp.WriteRequest) *Denied {
+func (r *denialReporter) predict(req *seccomp.WriteRequest) *sandbox.Denied {
 	c := req.Call
 	op := c.Op
 	if c.Name == "unlinkat" && req.Args[2]&unix.AT_REMOVEDIR != 0 {
 		op = "rmdir"
 	}
 	var mnt []uint64
-	var first *Denied
+	var first *sandbox.Denied
 	for _, a := range req.Paths {
 		if a.Path == "" {
 			return nil // AT_EMPTY_PATH: an fd, not a path
@@ -90,7 +91,7 @@ func (r *denialReporter) predict(req *seccomp.WriteRequest) *Denied {
 		}
 		mnt = append(mnt, t.mnt)
 		if first == nil && t.errno != 0 {
-			first = &Denied{Kind: "filesystem", Op: op, Syscall: c.Name, Path: t.display, Errno: unix.ErrnoName(t.errno), Pid: req.Pid, Hint: r.fsHint(t)}
+			first = &sandbox.Denied{Kind: "filesystem", Op: op, Syscall: c.Name, Path: t.display, Errno: unix.ErrnoName(t.errno), Pid: req.Pid, Hint: r.fsHint(t)}
 		}
 	}
 	if len(mnt) == 2 && mnt[0] != mnt[1] {

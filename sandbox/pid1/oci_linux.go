@@ -1,4 +1,4 @@
-package sandbox
+package pid1
 
 import (
 	"fmt"
@@ -10,12 +10,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/sandbox"
 )
 
 // buildRootFor builds the plan's root, or, in a container (argv[1] is
 // ociInitArg), finishes the one the runtime built from the same plan.
-func buildRootFor(cfg *initConfig) ([]string, error) {
-	if len(os.Args) > 1 && os.Args[1] == ociInitArg {
+func buildRootFor(cfg *sandbox.InitConfig) ([]string, error) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.OCIInitArg {
 		return nil, finishOCIRoot(cfg.Plan)
 	}
 	return buildRoot(cfg.Plan, cfg.Idmapped, cfg.ProposeFd)
@@ -44,14 +45,14 @@ func finishOCIRoot(pl *mounts.Plan) error {
 		}
 		var st unix.Stat_t
 		if err := unix.Stat(m.Target, &st); err != nil {
-			return &MountError{Op: "stat mask", Target: m.Target, Err: err}
+			return &sandbox.MountError{Op: "stat mask", Target: m.Target, Err: err}
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFCHR || unix.Major(st.Rdev) != 1 || unix.Minor(st.Rdev) != 3 {
 			continue // not runc's null-device mask: Verify judges it
 		}
 		flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
 		if err := unix.Mount("", m.Target, "", flags, ""); err != nil {
-			return &MountError{Op: "remount mask read-only, nodev", Target: m.Target, Flags: flags, Err: err}
+			return &sandbox.MountError{Op: "remount mask read-only, nodev", Target: m.Target, Flags: flags, Err: err}
 		}
 	}
 	return nil
@@ -59,10 +60,10 @@ func finishOCIRoot(pl *mounts.Plan) error {
 
 func init() {
 	// Runs before main in fedmem-run: only for the container's init.
-	if len(os.Args) > 2 && os.Args[0] == InitArg0 && os.Args[1] == ociInitArg && os.Args[2] == ociFdSocketArg {
+	if len(os.Args) > 2 && os.Args[0] == sandbox.InitArg0 && os.Args[1] == sandbox.OCIInitArg && os.Args[2] == sandbox.OCIFdSocketArg {
 		if err := receiveInitFds(); err != nil {
 			fmt.Fprintln(os.Stderr, "fedmem-sandbox-init: descriptors:", err)
-			os.Exit(ExitFedmemError)
+			os.Exit(sandbox.ExitFedmemError)
 		}
 	}
 }
@@ -78,7 +79,7 @@ func receiveInitFds() error {
 			unix.Close(s)
 		}
 	}()
-	if err := unix.Connect(s, &unix.SockaddrUnix{Name: ociFdDir + "/" + OCIFdSocket}); err != nil {
+	if err := unix.Connect(s, &unix.SockaddrUnix{Name: sandbox.OCIFdDir + "/" + sandbox.OCIFdSocket}); err != nil {
 		return err
 	}
 	buf := make([]byte, 1)

@@ -1,8 +1,9 @@
-package sandbox
+package pid1
 
 import (
 	"errors"
 
+	"github.com/fedmem/fedmem/sandbox"
 	"github.com/fedmem/fedmem/sandbox/landlock"
 	"github.com/fedmem/fedmem/sandbox/seccomp"
 )
@@ -10,8 +11,8 @@ import (
 // applyLandlock restricts every thread to the plan's rules and scopes
 // abstract unix sockets and signals to the sandbox. It runs after the root
 // is final: once applied, the kernel refuses this process further mounts.
-func applyLandlock(cfg *initConfig, l *Layers) error {
-	st, err := landlock.Apply(landlockRules(cfg.Plan))
+func applyLandlock(cfg *sandbox.InitConfig, l *sandbox.Layers) error {
+	st, err := landlock.Apply(sandbox.LandlockRules(cfg.Plan))
 	if err != nil {
 		return err
 	}
@@ -25,7 +26,7 @@ func applyLandlock(cfg *initConfig, l *Layers) error {
 // applySeccomp installs the deny-list filter on every thread. It is the
 // last step before the agent is forked: the filter forbids the mount
 // family, namespaces and ptrace to everything that follows.
-func applySeccomp(cfg *initConfig, l *Layers) error {
+func applySeccomp(cfg *sandbox.InitConfig, l *sandbox.Layers) error {
 	if err := seccomp.Apply(cfg.Plan.SocketFamilies...); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package sandbox
+package pid1
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/sandbox"
 )
 
 // Placeholder sources in the staging tmpfs; readable, so that a tool that
@@ -38,25 +39,25 @@ func cover(tfd int, target string, dir bool) error {
 	}
 	if _, err := os.Lstat(src); errors.Is(err, os.ErrNotExist) {
 		if err := os.WriteFile(src, []byte(content), 0o444); err != nil {
-			return &MountError{Op: "create", Target: src, Err: err}
+			return &sandbox.MountError{Op: "create", Target: src, Err: err}
 		}
 	}
-	sfd, err := openNoLinks(src)
+	sfd, err := sandbox.OpenNoLinks(src)
 	if err != nil {
-		return &MountError{Op: "open", Target: src, Err: err}
+		return &sandbox.MountError{Op: "open", Target: src, Err: err}
 	}
 	defer unix.Close(sfd)
 	tree, err := unix.OpenTree(sfd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 	if err != nil {
-		return &MountError{Op: "open_tree", Target: src, Err: err}
+		return &sandbox.MountError{Op: "open_tree", Target: src, Err: err}
 	}
 	defer unix.Close(tree)
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC, Propagation: unix.MS_PRIVATE}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
-		return &MountError{Op: "mount_setattr", Target: target, Attr: attr.Attr_set, Err: err}
+		return &sandbox.MountError{Op: "mount_setattr", Target: target, Attr: attr.Attr_set, Err: err}
 	}
 	if err := unix.MoveMount(tree, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-		return &MountError{Op: "move_mount", Source: src, Target: target, Err: err}
+		return &sandbox.MountError{Op: "move_mount", Source: src, Target: target, Err: err}
 	}
 	return nil
 }
@@ -65,24 +66,24 @@ func cover(tfd int, target string, dir bool) error {
 func emptyROTmpfs(fd int, name string) error {
 	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
 	if err != nil {
-		return &MountError{Op: "fsopen tmpfs", Target: name, Err: err}
+		return &sandbox.MountError{Op: "fsopen tmpfs", Target: name, Err: err}
 	}
 	defer unix.Close(fsfd)
 	for k, v := range map[string]string{"size": "4k", "nr_inodes": "1", "mode": "0555"} {
 		if err := unix.FsconfigSetString(fsfd, k, v); err != nil {
-			return &MountError{Op: "fsconfig " + k, Target: name, Err: err}
+			return &sandbox.MountError{Op: "fsconfig " + k, Target: name, Err: err}
 		}
 	}
 	if err := unix.FsconfigCreate(fsfd); err != nil {
-		return &MountError{Op: "fsconfig create", Target: name, Err: err}
+		return &sandbox.MountError{Op: "fsconfig create", Target: name, Err: err}
 	}
 	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
 	if err != nil {
-		return &MountError{Op: "fsmount", Target: name, Err: err}
+		return &sandbox.MountError{Op: "fsmount", Target: name, Err: err}
 	}
 	defer unix.Close(mfd)
 	if err := unix.MoveMount(mfd, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-		return &MountError{Op: "move_mount", Target: name, Err: err}
+		return &sandbox.MountError{Op: "move_mount", Target: name, Err: err}
 	}
 	return nil
 }
@@ -109,9 +110,9 @@ func isPlaceholder(st *unix.Stat_t) bool {
 // fedmem-run removes it after the session (removePlaceholders).
 func placeholder(m mounts.Mount, target string) error {
 	dir, name := filepath.Split(target)
-	pfd, err := openNoLinks(strings.TrimSuffix(dir, "/"))
+	pfd, err := sandbox.OpenNoLinks(strings.TrimSuffix(dir, "/"))
 	if err != nil {
-		return &MountError{Op: "open parent", Target: m.Target, Err: err}
+		return &sandbox.MountError{Op: "open parent", Target: m.Target, Err: err}
 	}
 	defer unix.Close(pfd)
 	if m.Dir {
@@ -127,24 +128,24 @@ func placeholder(m mounts.Mount, target string) error {
 	case err == nil, errors.Is(err, unix.EEXIST):
 		// EEXIST: made since the plan; protect what is there.
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
-		return &MountError{Op: "create placeholder", Target: m.Target, Err: errUnreachable}
+		return &sandbox.MountError{Op: "create placeholder", Target: m.Target, Err: errUnreachable}
 	default:
-		return &MountError{Op: "create placeholder", Target: m.Target, Err: err}
+		return &sandbox.MountError{Op: "create placeholder", Target: m.Target, Err: err}
 	}
 	tfd, err := unix.Openat2(pfd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
 	if err != nil {
-		return &MountError{Op: "open placeholder", Target: m.Target, Err: err}
+		return &sandbox.MountError{Op: "open placeholder", Target: m.Target, Err: err}
 	}
 	defer unix.Close(tfd)
 	var st unix.Stat_t
 	if err := unix.Fstat(tfd, &st); err != nil {
-		return &MountError{Op: "stat", Target: m.Target, Err: err}
+		return &sandbox.MountError{Op: "stat", Target: m.Target, Err: err}
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return &MountError{Op: "protect", Target: m.Target, Err: errors.New("is a symbolic link")}
+		return &sandbox.MountError{Op: "protect", Target: m.Target, Err: errors.New("is a symbolic link")}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return &MountError{Op: "protect", Target: m.Target, Err: errors.New("is neither a file nor a directory")}
+		return &sandbox.MountError{Op: "protect", Target: m.Target, Err: errors.New("is neither a file nor a directory")}
 	}
 	return cover(tfd, m.Target, st.Mode&unix.S_IFMT == unix.S_IFDIR)
 }
@@ -155,16 +156,16 @@ func placeholder(m mounts.Mount, target string) error {
 // symbolic link (openat2 RESOLVE_NO_SYMLINKS): a link the agent planted in
 // an earlier session must not redirect the bind.
 func protectPath(m mounts.Mount, target string) error {
-	fd, err := openNoLinks(target)
+	fd, err := sandbox.OpenNoLinks(target)
 	switch {
 	case err == nil:
 		defer unix.Close(fd)
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
-			return &MountError{Op: "stat", Target: m.Target, Err: err}
+			return &sandbox.MountError{Op: "stat", Target: m.Target, Err: err}
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			return &MountError{Op: "protect", Target: m.Target, Err: errors.New("is a symbolic link: fedmem cannot make it read-only; replace the link by the file it names")}
+			return &sandbox.MountError{Op: "protect", Target: m.Target, Err: errors.New("is a symbolic link: fedmem cannot make it read-only; replace the link by the file it names")}
 		}
 		if m.Kind == mounts.Pinned {
 			return selfBind(fd, m.Target, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
@@ -178,9 +179,9 @@ func protectPath(m mounts.Mount, target string) error {
 	case errors.Is(err, unix.ENOENT) && m.Kind == mounts.Protected:
 		return placeholder(m, target)
 	case errors.Is(err, unix.ELOOP):
-		return &MountError{Op: "protect", Target: m.Target, Err: errors.New("a component is a symbolic link: fedmem cannot make it read-only; replace the link by what it names")}
+		return &sandbox.MountError{Op: "protect", Target: m.Target, Err: errors.New("a component is a symbolic link: fedmem cannot make it read-only; replace the link by what it names")}
 	default:
-		return &MountError{Op: "open", Target: m.Target, Err: err}
+		return &sandbox.MountError{Op: "open", Target: m.Target, Err: err}
 	}
 }
 
@@ -189,15 +190,15 @@ func protectPath(m mounts.Mount, target string) error {
 func selfBind(fd int, name string, set uint64) error {
 	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
 	if err != nil {
-		return &MountError{Op: "open_tree", Target: name, Err: err}
+		return &sandbox.MountError{Op: "open_tree", Target: name, Err: err}
 	}
 	defer unix.Close(tree)
 	attr := unix.MountAttr{Attr_set: set, Propagation: unix.MS_PRIVATE}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-		return &MountError{Op: "mount_setattr", Target: name, Attr: set, Err: err}
+		return &sandbox.MountError{Op: "mount_setattr", Target: name, Attr: set, Err: err}
 	}
 	if err := unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-		return &MountError{Op: "move_mount", Target: name, Err: err}
+		return &sandbox.MountError{Op: "move_mount", Target: name, Err: err}
 	}
 	return nil
 }

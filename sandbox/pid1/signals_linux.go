@@ -1,16 +1,17 @@
-package sandbox
+package pid1
 
 import (
 	"os"
 	"slices"
 
+	"github.com/fedmem/fedmem/sandbox"
 	"golang.org/x/sys/unix"
 )
 
 // forwardedSignals are the signals the sandbox's pid 1 forwards to the
 // agent: those fedmem-run forwards to it (ForwardedSignals), and the job
 // control and window-size ones a terminal session sends.
-var forwardedSignals = append(slices.Clone(ForwardedSignals), unix.SIGCONT, unix.SIGWINCH)
+var forwardedSignals = append(slices.Clone(sandbox.ForwardedSignals), unix.SIGCONT, unix.SIGWINCH)
 
 // swallowedSignals are the signals pid 1 catches and drops: those the Go
 // runtime would otherwise act on — die (SIGHUP, SIGINT, SIGTERM), dump its

@@ -1,4 +1,4 @@
-package sandbox
+package pid1
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/sandbox"
 	"github.com/fedmem/fedmem/sandbox/seccomp"
 )
 
@@ -39,24 +40,24 @@ type denialReporter struct {
 
 // report sends one denial, or the one truncation marker after
 // maxDeniedReports.
-func (r *denialReporter) report(d *Denied) {
+func (r *denialReporter) report(d *sandbox.Denied) {
 	k := r.n.Add(1)
 	if k > maxDeniedReports+1 {
 		return
 	}
 	if k == maxDeniedReports+1 {
-		d = &Denied{Kind: d.Kind, Truncated: true, Hint: "more operations were refused; only the first 256 are reported"}
+		d = &sandbox.Denied{Kind: d.Kind, Truncated: true, Hint: "more operations were refused; only the first 256 are reported"}
 	}
 	// One write per message, below PIPE_BUF (paths are capped, see
-	// pid1_fsdenials_linux.go): atomic beside the init's own messages and the
+	// fsdenials_linux.go): atomic beside the init's own messages and the
 	// other listener's on the same pipe.
-	_ = json.NewEncoder(r.sync).Encode(initMessage{Type: msgDenied, Denial: d})
+	_ = json.NewEncoder(r.sync).Encode(sandbox.InitMessage{Type: sandbox.MsgDenied, Denial: d})
 }
 
 // applySeccompReporting installs the seccomp filter with a user
 // notification listener (TSYNC_ESRCH|NEW_LISTENER, Linux 5.7) and returns
 // the reporter that serves it: the forker thread calls serve once the
-// agent is forked (pid1_fsdenials_linux.go says why that thread). Each refused
+// agent is forked (fsdenials_linux.go says why that thread). Each refused
 // call is answered with the rule's errno — decided from the kernel's
 // seccomp_data by the errno filter itself, never from memory the agent
 // controls — and reported on the sync pipe. With cfg.FSDenials each write
@@ -64,7 +65,7 @@ func (r *denialReporter) report(d *Denied) {
 // it; without, the filter has no write section and writes never leave the
 // kernel. Where the kernel has no such listener it installs the plain
 // errno filter and says in a layer note that refusals are not reported.
-func applySeccompReporting(cfg *initConfig, l *Layers, sync *os.File) (*denialReporter, error) {
+func applySeccompReporting(cfg *sandbox.InitConfig, l *sandbox.Layers, sync *os.File) (*denialReporter, error) {
 	rep := &denialReporter{sync: sync, plan: cfg.Plan, landlockFS: l.LandlockFS, agentUID: -1, agentGID: -1, fd: -1, wakeR: -1, wakeW: -1}
 	if cfg.AgentSwitch {
 		rep.agentUID, rep.agentGID = cfg.AgentUID, cfg.AgentGID
@@ -98,7 +99,7 @@ func applySeccompReporting(cfg *initConfig, l *Layers, sync *os.File) (*denialRe
 		l.FSDenials = true
 		l.Notes = append(l.Notes, "denied system calls and refused filesystem writes reported (seccomp user notification held by pid 1; writes continue: the kernel decides)")
 	} else {
-		l.Notes = append(l.Notes, "denied system calls reported (seccomp user notification held by pid 1); "+FSDenialsOffNote)
+		l.Notes = append(l.Notes, "denied system calls reported (seccomp user notification held by pid 1); "+sandbox.FSDenialsOffNote)
 	}
 	rep.fd, rep.wakeR, rep.wakeW = fd, p[0], p[1]
 	rep.listener = &seccomp.Listener{Fd: fd, Decider: d, Writes: w, Wake: p[0]}

@@ -1,4 +1,4 @@
-package sandbox
+package pid1
 
 import (
 	"bufio"

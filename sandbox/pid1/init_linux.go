@@ -1,4 +1,4 @@
-package sandbox
+package pid1
 
 import (
 	"encoding/json"
@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/sandbox"
 )
 
 // InitMain is the sandbox's pid 1. fedmem-run's main calls it, before
@@ -28,16 +29,16 @@ import (
 // thread of itself, then forks the agent — which inherits all of them — and
 // reaps until the agent exits.
 func InitMain() {
-	if len(os.Args) > 1 && os.Args[1] == usernsHoldArg {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.UsernsHoldArg {
 		holdMain()
 	}
 	// The agent is forked from this thread, which alone gets the empty
 	// bounding set (see dropCapabilities): stay on it.
 	runtime.LockOSThread()
 	in := &initRun{
-		phases: map[string]int64{"go": processStart, "init": monoNow()},
-		sync:   os.NewFile(initSyncFd, "sync"),
-		layers: Layers{Caps: "none"},
+		phases: map[string]int64{"go": sandbox.ProcessStart, "init": sandbox.MonoNow()},
+		sync:   os.NewFile(sandbox.InitSyncFd, "sync"),
+		layers: sandbox.Layers{Caps: "none"},
 	}
 	in.readConfig()
 	// The forker thread is started now so that its creation and its
@@ -48,7 +49,7 @@ func InitMain() {
 	// or /proc/1/fd of this process (CVE-2019-5736 went through /proc/self/exe
 	// of the runtime).
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		in.fail(ExitFedmemError, mounts.StagePrctl, err)
+		in.fail(sandbox.ExitFedmemError, mounts.StagePrctl, err)
 	}
 	in.buildAndVerifyRoot()
 	in.handOverVault() // read receipts: fedmem-run marks the vault's mounts
@@ -62,7 +63,7 @@ func InitMain() {
 	// the agent cannot signal this pid 1, whose leader thread stays outside.
 	in.fk.path <- path
 	if err := <-in.fk.ready; err != nil {
-		in.fail(ExitFedmemError, mounts.StageCapabilities, err)
+		in.fail(sandbox.ExitFedmemError, mounts.StageCapabilities, err)
 	}
 	in.setRlimits()
 	in.dropCapabilities()
@@ -75,43 +76,43 @@ func InitMain() {
 // steps; every step that fails ends the process through fail.
 type initRun struct {
 	sync   *os.File // the sync pipe: the parent reads our messages there
-	cfg    initConfig
-	layers Layers
+	cfg    sandbox.InitConfig
+	layers sandbox.Layers
 	phases map[string]int64
 	fk     *forker
 }
 
 // fail reports err at stage to the parent and exits with code.
 func (in *initRun) fail(code int, stage mounts.Stage, err error) {
-	in.send(initMessage{Type: msgError, Err: &Error{Code: code, Stage: stage, Msg: err.Error()}})
+	in.send(sandbox.InitMessage{Type: sandbox.MsgError, Err: &sandbox.Error{Code: code, Stage: stage, Msg: err.Error()}})
 	os.Exit(code)
 }
 
 // send writes one message to the parent.
-func (in *initRun) send(m initMessage) {
+func (in *initRun) send(m sandbox.InitMessage) {
 	_ = json.NewEncoder(in.sync).Encode(m)
 }
 
 // readConfig reads the config the parent sends (bounded) and drops the
 // caller's supplementary groups when it asks.
 func (in *initRun) readConfig() {
-	cfgFile := os.NewFile(initConfigFd, "config")
+	cfgFile := os.NewFile(sandbox.InitConfigFd, "config")
 	if err := json.NewDecoder(io.LimitReader(cfgFile, 16<<20)).Decode(&in.cfg); err != nil {
-		in.fail(ExitFedmemError, mounts.StageConfig, err)
+		in.fail(sandbox.ExitFedmemError, mounts.StageConfig, err)
 	}
 	cfgFile.Close()
-	in.phases["config"] = monoNow()
+	in.phases["config"] = sandbox.MonoNow()
 	if in.cfg.DropGroups {
 		// Process-wide (Go applies it to every thread).
 		if err := syscall.Setgroups(nil); err != nil {
-			in.fail(ExitFedmemError, mounts.StageIdentity, fmt.Errorf("setgroups([]): %w", err))
+			in.fail(sandbox.ExitFedmemError, mounts.StageIdentity, fmt.Errorf("setgroups([]): %w", err))
 		}
 		if gs, err := unix.Getgroups(); err != nil || len(gs) != 0 {
-			in.fail(ExitFedmemError, mounts.StageIdentity, fmt.Errorf("supplementary groups still held after setgroups([]): %v %v", gs, err))
+			in.fail(sandbox.ExitFedmemError, mounts.StageIdentity, fmt.Errorf("supplementary groups still held after setgroups([]): %v %v", gs, err))
 		}
 	}
 	if in.cfg.Plan == nil || len(in.cfg.Argv) == 0 {
-		in.fail(ExitFedmemError, mounts.StageConfig, errors.New("empty plan or command"))
+		in.fail(sandbox.ExitFedmemError, mounts.StageConfig, errors.New("empty plan or command"))
 	}
 }
 
@@ -121,11 +122,11 @@ func (in *initRun) readConfig() {
 // with a terminal, makes the sandbox's private pty.
 func (in *initRun) buildAndVerifyRoot() {
 	cfg := &in.cfg
-	skipped, err := buildRootFor(cfg) // pid1_oci_linux.go: or check the container runtime's
+	skipped, err := buildRootFor(cfg) // oci_linux.go: or check the container runtime's
 	if err != nil {
-		in.fail(ExitFedmemError, mounts.StageMounts, err)
+		in.fail(sandbox.ExitFedmemError, mounts.StageMounts, err)
 	}
-	in.phases["root"] = monoNow()
+	in.phases["root"] = sandbox.MonoNow()
 	if len(skipped) > 0 {
 		kept := cfg.Plan.Mounts[:0]
 		for _, m := range cfg.Plan.Mounts {
@@ -139,15 +140,15 @@ func (in *initRun) buildAndVerifyRoot() {
 		}
 	}
 	if err := verifyLive(cfg.Plan); err != nil {
-		in.fail(ExitFedmemError, mounts.StageVerify, err)
+		in.fail(sandbox.ExitFedmemError, mounts.StageVerify, err)
 	}
 	if cfg.TTY {
 		if err := makeSandboxPTY(cfg); err != nil {
-			in.fail(ExitFedmemError, mounts.StagePTY, err)
+			in.fail(sandbox.ExitFedmemError, mounts.StagePTY, err)
 		}
 	}
 	in.layers.Verified = true
-	in.phases["verify"] = monoNow()
+	in.phases["verify"] = sandbox.MonoNow()
 }
 
 // setUpNetwork names the host, brings loopback up in the sandbox's own
@@ -160,30 +161,30 @@ func (in *initRun) setUpNetwork() {
 	}
 	if cfg.Plan.Network.OwnNetNS() {
 		if err := loopbackUp(); err != nil {
-			in.fail(ExitFedmemError, mounts.StageNetwork, err)
+			in.fail(sandbox.ExitFedmemError, mounts.StageNetwork, err)
 		}
 	}
 	if cfg.ProxyFd > 0 {
 		if err := startProxyRelay(cfg.ProxyFd, cfg.ProxyPort); err != nil {
-			in.fail(ExitFedmemError, mounts.StageNetwork, err)
+			in.fail(sandbox.ExitFedmemError, mounts.StageNetwork, err)
 		}
 	}
 	// Whatever descriptor survived this far must not reach the agent.
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	in.phases["network"] = monoNow()
+	in.phases["network"] = sandbox.MonoNow()
 }
 
 // restrict applies the all-threads layers before the fork: no_new_privs
 // and the Landlock domain.
 func (in *initRun) restrict() {
 	if err := setNoNewPrivs(); err != nil {
-		in.fail(ExitFedmemError, mounts.StageNoNewPrivs, err)
+		in.fail(sandbox.ExitFedmemError, mounts.StageNoNewPrivs, err)
 	}
 	in.layers.NoNewPrivs = true
 	if err := applyLandlock(&in.cfg, &in.layers); err != nil {
-		in.fail(ExitFedmemError, mounts.StageLandlock, err)
+		in.fail(sandbox.ExitFedmemError, mounts.StageLandlock, err)
 	}
-	in.phases["landlock"] = monoNow()
+	in.phases["landlock"] = sandbox.MonoNow()
 }
 
 // agentPath looks the agent's command up in its PATH, inside the sandbox:
@@ -191,9 +192,9 @@ func (in *initRun) restrict() {
 func (in *initRun) agentPath() string {
 	path, err := lookPath(in.cfg.Argv[0], in.cfg.Env, in.cfg.Dir)
 	if err != nil {
-		code := ExitNotFound
+		code := sandbox.ExitNotFound
 		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOEXEC) || errors.Is(err, unix.EISDIR) {
-			code = ExitCannotExecute
+			code = sandbox.ExitCannotExecute
 		}
 		in.fail(code, "exec", err)
 	}
@@ -206,7 +207,7 @@ func (in *initRun) setRlimits() {
 	for _, r := range in.cfg.Rlimits {
 		lim := unix.Rlimit{Cur: r.Max, Max: r.Max}
 		if err := unix.Setrlimit(r.Resource, &lim); err != nil {
-			in.fail(ExitFedmemError, mounts.StageLimits, fmt.Errorf("setrlimit(%d, %d): %w", r.Resource, r.Max, err))
+			in.fail(sandbox.ExitFedmemError, mounts.StageLimits, fmt.Errorf("setrlimit(%d, %d): %w", r.Resource, r.Max, err))
 		}
 	}
 }
@@ -224,14 +225,14 @@ func (in *initRun) dropCapabilities() {
 		// It reaches only this user namespace, the sandbox's.
 		keep = 1<<unix.CAP_SETUID | 1<<unix.CAP_SETGID | 1<<unix.CAP_KILL
 		if in.cfg.AgentUID == 0 || in.cfg.AgentGID == 0 {
-			in.fail(ExitFedmemError, mounts.StageIdentity, errors.New("refusing to run the agent as uid or gid 0"))
+			in.fail(sandbox.ExitFedmemError, mounts.StageIdentity, errors.New("refusing to run the agent as uid or gid 0"))
 		}
 	}
 	if err := dropCapabilities(keep); err != nil {
-		in.fail(ExitFedmemError, mounts.StageCapabilities, err)
+		in.fail(sandbox.ExitFedmemError, mounts.StageCapabilities, err)
 	}
 	in.fk.keep = keep
-	in.phases["caps"] = monoNow()
+	in.phases["caps"] = sandbox.MonoNow()
 }
 
 // holdSignals registers the signals forwarded to the agent and swallows
@@ -246,7 +247,7 @@ func (in *initRun) holdSignals() <-chan os.Signal {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwardedSignals...)
 	// Every other signal the Go runtime would act on is caught and
-	// dropped (pid1_signals_linux.go): a pid namespace's init gets from inside
+	// dropped (signals_linux.go): a pid namespace's init gets from inside
 	// only the signals it handles, and the runtime's default handling of
 	// some (SIGQUIT, SIGABRT, SIGSYS…) is to dump its stacks and die — an
 	// agent of the same uid must not end the session's pid 1 that way. The
@@ -255,7 +256,7 @@ func (in *initRun) holdSignals() <-chan os.Signal {
 	// signal, which is all a swallowed signal needs (no goroutine to start
 	// on the way to the fork).
 	signal.Notify(make(chan os.Signal, 1), swallowedSignals...)
-	in.phases["signals"] = monoNow()
+	in.phases["signals"] = sandbox.MonoNow()
 	return sigs
 }
 
@@ -266,26 +267,26 @@ func (in *initRun) holdSignals() <-chan os.Signal {
 func (in *initRun) forkAgent() int {
 	var err error
 	if in.fk.reports, err = applySeccompReporting(&in.cfg, &in.layers, in.sync); err != nil {
-		in.fail(ExitFedmemError, mounts.StageSeccomp, err)
+		in.fail(sandbox.ExitFedmemError, mounts.StageSeccomp, err)
 	}
-	in.phases["layers"] = monoNow()
+	in.phases["layers"] = sandbox.MonoNow()
 	in.fk.goAhead <- struct{}{}
 	res := <-in.fk.done
-	in.phases["exec"] = monoNow()
+	in.phases["exec"] = sandbox.MonoNow()
 	if res.stage != "" {
-		in.fail(ExitFedmemError, res.stage, res.err)
+		in.fail(sandbox.ExitFedmemError, res.stage, res.err)
 	}
 	if res.err != nil {
-		code := ExitCannotExecute
+		code := sandbox.ExitCannotExecute
 		if errors.Is(res.err, unix.ENOENT) {
-			code = ExitNotFound
+			code = sandbox.ExitNotFound
 		}
 		in.fail(code, "exec", fmt.Errorf("%s: %w", in.cfg.Argv[0], res.err))
 	}
 	if res.scoped {
 		in.layers.Notes = append(in.layers.Notes, "agent in a nested Landlock domain: cannot signal pid 1")
 	}
-	in.send(initMessage{Type: msgStarted, Layers: &in.layers, Phases: in.phases})
+	in.send(sandbox.InitMessage{Type: sandbox.MsgStarted, Layers: &in.layers, Phases: in.phases})
 	return res.pid
 }
 
@@ -316,7 +317,7 @@ func (in *initRun) reap(pid int, sigs <-chan os.Signal) {
 			continue
 		}
 		if err != nil {
-			in.fail(ExitFedmemError, mounts.StageWait, err)
+			in.fail(sandbox.ExitFedmemError, mounts.StageWait, err)
 		}
 		if wpid != pid {
 			continue // an orphan re-parented to us: reaped
@@ -327,14 +328,14 @@ func (in *initRun) reap(pid int, sigs <-chan os.Signal) {
 		case ws.Stopped():
 			stopped.Store(true)
 			if in.cfg.TTY {
-				in.send(initMessage{Type: msgStopped, Signal: int(ws.StopSignal())})
+				in.send(sandbox.InitMessage{Type: sandbox.MsgStopped, Signal: int(ws.StopSignal())})
 			}
 		case ws.Exited():
-			in.send(initMessage{Type: msgExit, Code: ws.ExitStatus(), CoversLost: reverify(in.cfg.Plan)})
+			in.send(sandbox.InitMessage{Type: sandbox.MsgExit, Code: ws.ExitStatus(), CoversLost: reverify(in.cfg.Plan)})
 			os.Exit(ws.ExitStatus())
 		case ws.Signaled():
 			n := int(ws.Signal())
-			in.send(initMessage{Type: msgExit, Code: 128 + n, Signal: n, CoversLost: reverify(in.cfg.Plan)})
+			in.send(sandbox.InitMessage{Type: sandbox.MsgExit, Code: 128 + n, Signal: n, CoversLost: reverify(in.cfg.Plan)})
 			os.Exit(128 + n)
 		}
 	}
@@ -378,7 +379,7 @@ func (f *forker) signal(sig syscall.Signal) {
 
 // startForker starts the goroutine, locked to its own thread, that forks
 // the agent once the process-wide layers are in place.
-func startForker(cfg *initConfig) *forker {
+func startForker(cfg *sandbox.InitConfig) *forker {
 	f := &forker{ready: make(chan error, 1), path: make(chan string, 1), goAhead: make(chan struct{}), done: make(chan forkResult, 1), signals: make(chan syscall.Signal, 16), wake: -1}
 	go func() {
 		// Never unlocked: the thread dies with the goroutine, and no other
@@ -440,7 +441,7 @@ func startForker(cfg *initConfig) *forker {
 			}
 			_ = unix.Kill(r.pid, sig)
 		}
-		// This thread serves the seccomp listener (pid1_denials_linux.go).
+		// This thread serves the seccomp listener (denials_linux.go).
 		f.reports.serve(func() {
 			for {
 				select {

@@ -1,9 +1,10 @@
-package sandbox
+package pid1
 
 import (
 	"fmt"
 	"os"
 
+	"github.com/fedmem/fedmem/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -13,7 +14,7 @@ const initPTYFd = 5 // unix socket to send the pty master back on (TTY mode)
 // makes its slave this session leader's controlling terminal and stdio, and
 // sends the master to the parent. It must run after pivot_root, before any
 // layer is applied, in the init (a session leader without a terminal).
-func makeSandboxPTY(cfg *initConfig) error {
+func makeSandboxPTY(cfg *sandbox.InitConfig) error {
 	sock := os.NewFile(initPTYFd, "pty-child")
 	defer sock.Close()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)

@@ -1,4 +1,4 @@
-package sandbox
+package pid1
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/sandbox"
 )
 
 const stageDir = "/tmp/.fedmem-root" // inside the sandbox's private /tmp tmpfs
@@ -43,13 +44,13 @@ func buildRoot(pl *mounts.Plan, idmapped map[int]int, proposeFd int) (skipped []
 	if b.empty, err = stageRoot(rootFd); err != nil {
 		return nil, err
 	}
-	if fd, ok := idmapped[homeIdmapIndex]; ok {
+	if fd, ok := idmapped[sandbox.HomeIdmapIndex]; ok {
 		// A root caller's home (0700 root on most hosts), idmapped and
 		// read-only, under every later mount: the agent reaches its
 		// profile's writable paths there and reads what the caller could,
 		// secrets masked as always.
 		if err := unix.MoveMount(fd, "", unix.AT_FDCWD, filepath.Join(stageDir, pl.Home), unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-			return nil, &MountError{Op: "move_mount", Source: pl.Home, Target: pl.Home, Err: err}
+			return nil, &sandbox.MountError{Op: "move_mount", Source: pl.Home, Target: pl.Home, Err: err}
 		}
 	}
 	for i, m := range pl.Mounts {
@@ -73,7 +74,7 @@ func buildRoot(pl *mounts.Plan, idmapped map[int]int, proposeFd int) (skipped []
 // writable, unlike a bind followed by per-mount remounts.
 func cloneHostRoot() (int, error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return -1, &MountError{Op: "make-rprivate", Target: "/", Flags: unix.MS_REC | unix.MS_PRIVATE, Err: err}
+		return -1, &sandbox.MountError{Op: "make-rprivate", Target: "/", Flags: unix.MS_REC | unix.MS_PRIVATE, Err: err}
 	}
 	return cloneTree("/", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, 0)
 }
@@ -85,17 +86,17 @@ func cloneHostRoot() (int, error) {
 func stageRoot(rootFd int) (empty string, err error) {
 	const flags, data = unix.MS_NOSUID | unix.MS_NODEV, "mode=0700,size=64k"
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", flags, data); err != nil {
-		return "", &MountError{Op: "mount tmpfs", Target: "/tmp", Flags: flags, Data: data, Err: err}
+		return "", &sandbox.MountError{Op: "mount tmpfs", Target: "/tmp", Flags: flags, Data: data, Err: err}
 	}
 	if err := os.Mkdir(stageDir, 0o755); err != nil {
-		return "", &MountError{Op: "mkdir", Target: stageDir, Err: err}
+		return "", &sandbox.MountError{Op: "mkdir", Target: stageDir, Err: err}
 	}
 	empty = "/tmp/.fedmem-empty"
 	if err := os.WriteFile(empty, nil, 0o000); err != nil {
-		return "", &MountError{Op: "create", Target: empty, Err: err}
+		return "", &sandbox.MountError{Op: "create", Target: empty, Err: err}
 	}
 	if err := unix.MoveMount(rootFd, "", unix.AT_FDCWD, stageDir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return "", &MountError{Op: "move_mount", Source: "/", Target: stageDir, Err: err}
+		return "", &sandbox.MountError{Op: "move_mount", Source: "/", Target: stageDir, Err: err}
 	}
 	return empty, nil
 }
@@ -133,7 +134,7 @@ func (b *rootBuilder) cloneSources(idmapped map[int]int) error {
 		set := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
 		var clr uint64
 		switch {
-		case m.Kind == mounts.BindRO && faultVaultWritable && m.Target == b.pl.Vault:
+		case m.Kind == mounts.BindRO && sandbox.FaultVaultWritable && m.Target == b.pl.Vault:
 			clr = unix.MOUNT_ATTR_RDONLY // the fault build's deliberate breach
 		case m.Kind == mounts.BindRO:
 			set |= unix.MOUNT_ATTR_RDONLY
@@ -174,7 +175,7 @@ func (b *rootBuilder) mount(i int, m mounts.Mount) error {
 		// agent cannot even see fedmem's own process (guarantee 5).
 		const flags, data = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, "hidepid=invisible"
 		if err := unix.Mount("proc", t, "proc", flags, data); err != nil {
-			return &MountError{Op: "mount proc", Target: m.Target, Flags: flags, Data: data, Err: err}
+			return &sandbox.MountError{Op: "mount proc", Target: m.Target, Flags: flags, Data: data, Err: err}
 		}
 	case mounts.ReadOnly:
 		return bindReadOnly(t, m.Target)
@@ -196,7 +197,7 @@ func (b *rootBuilder) mount(i int, m mounts.Mount) error {
 	case mounts.Masked:
 		return b.mask(m, t)
 	default:
-		return &MountError{Op: "plan", Target: m.Target, Err: fmt.Errorf("unknown mount kind %q", m.Kind)}
+		return &sandbox.MountError{Op: "plan", Target: m.Target, Err: fmt.Errorf("unknown mount kind %q", m.Kind)}
 	}
 	return nil
 }
@@ -206,11 +207,11 @@ func (b *rootBuilder) mount(i int, m mounts.Mount) error {
 // readonlyPaths).
 func bindReadOnly(t, target string) error {
 	if err := unix.Mount(t, t, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return &MountError{Op: "bind", Source: target, Target: target, Flags: unix.MS_BIND | unix.MS_REC, Err: err}
+		return &sandbox.MountError{Op: "bind", Source: target, Target: target, Flags: unix.MS_BIND | unix.MS_REC, Err: err}
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC}
 	if err := unix.MountSetattr(unix.AT_FDCWD, t, unix.AT_RECURSIVE, &attr); err != nil {
-		return &MountError{Op: "remount read-only", Target: target, Attr: attr.Attr_set, Err: err}
+		return &sandbox.MountError{Op: "remount read-only", Target: target, Attr: attr.Attr_set, Err: err}
 	}
 	return nil
 }
@@ -222,7 +223,7 @@ func mountTmpfs(t, target string, flags uintptr, data string) error {
 		return err
 	}
 	if err := unix.Mount("tmpfs", t, "tmpfs", flags, data); err != nil {
-		return &MountError{Op: "mount tmpfs", Target: target, Flags: flags, Data: data, Err: err}
+		return &sandbox.MountError{Op: "mount tmpfs", Target: target, Flags: flags, Data: data, Err: err}
 	}
 	return nil
 }
@@ -238,7 +239,7 @@ func (b *rootBuilder) attachBind(i int, m mounts.Mount, t string) error {
 		return err
 	}
 	if err := unix.MoveMount(b.srcFds[i], "", unix.AT_FDCWD, t, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return &MountError{Op: "move_mount", Source: m.Source, Target: m.Target, Err: err}
+		return &sandbox.MountError{Op: "move_mount", Source: m.Source, Target: m.Target, Err: err}
 	}
 	if m.Propose {
 		return mountProposal(t, m, b.srcFds[i], b.proposeFd)
@@ -263,7 +264,7 @@ func (b *rootBuilder) mask(m mounts.Mount, t string) error {
 	}
 	const flags, data = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, "mode=0000,size=4k"
 	if err := unix.Mount("tmpfs", t, "tmpfs", flags, data); err != nil {
-		return &MountError{Op: "mask", Target: m.Target, Flags: flags, Data: data, Err: err}
+		return &sandbox.MountError{Op: "mask", Target: m.Target, Flags: flags, Data: data, Err: err}
 	}
 	return nil
 }
@@ -274,7 +275,7 @@ func (b *rootBuilder) sealHidden() error {
 	for _, t := range b.seal {
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 		if err := unix.MountSetattr(unix.AT_FDCWD, t, 0, &attr); err != nil {
-			return &MountError{Op: "seal read-only", Target: strings.TrimPrefix(t, stageDir), Attr: attr.Attr_set, Err: err}
+			return &sandbox.MountError{Op: "seal read-only", Target: strings.TrimPrefix(t, stageDir), Attr: attr.Attr_set, Err: err}
 		}
 	}
 	return nil
@@ -285,16 +286,16 @@ func (b *rootBuilder) sealHidden() error {
 // reachable from the sandbox.
 func pivotIntoStage() error {
 	if err := unix.Chdir(stageDir); err != nil {
-		return &MountError{Op: "chdir", Target: stageDir, Err: err}
+		return &sandbox.MountError{Op: "chdir", Target: stageDir, Err: err}
 	}
 	if err := unix.PivotRoot(".", "."); err != nil {
-		return &MountError{Op: "pivot_root", Target: stageDir, Err: err}
+		return &sandbox.MountError{Op: "pivot_root", Target: stageDir, Err: err}
 	}
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
-		return &MountError{Op: "detach old root", Target: "/", Err: err}
+		return &sandbox.MountError{Op: "detach old root", Target: "/", Err: err}
 	}
 	if err := unix.Chdir("/"); err != nil {
-		return &MountError{Op: "chdir", Target: "/", Err: err}
+		return &sandbox.MountError{Op: "chdir", Target: "/", Err: err}
 	}
 	return nil
 }
@@ -304,12 +305,12 @@ func pivotIntoStage() error {
 func cloneTree(src string, set, clr uint64) (int, error) {
 	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 	if err != nil {
-		return -1, &MountError{Op: "open_tree", Target: src, Err: err}
+		return -1, &sandbox.MountError{Op: "open_tree", Target: src, Err: err}
 	}
 	attr := unix.MountAttr{Attr_set: set, Attr_clr: clr, Propagation: unix.MS_PRIVATE}
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
 		unix.Close(fd)
-		return -1, &MountError{Op: "mount_setattr", Target: src, Attr: set, Clear: clr, Err: err}
+		return -1, &sandbox.MountError{Op: "mount_setattr", Target: src, Attr: set, Clear: clr, Err: err}
 	}
 	return fd, nil
 }
@@ -321,12 +322,12 @@ func ensureTarget(t string, dir bool) error {
 	fi, err := os.Lstat(t)
 	if err == nil {
 		if fi.Mode()&os.ModeSymlink != 0 {
-			return &MountError{Op: "mount point", Target: strings.TrimPrefix(t, stageDir), Err: errors.New("is a symbolic link")}
+			return &sandbox.MountError{Op: "mount point", Target: strings.TrimPrefix(t, stageDir), Err: errors.New("is a symbolic link")}
 		}
 		return nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
-		return &MountError{Op: "mount point", Target: strings.TrimPrefix(t, stageDir), Err: err}
+		return &sandbox.MountError{Op: "mount point", Target: strings.TrimPrefix(t, stageDir), Err: err}
 	}
 	if dir {
 		err = os.MkdirAll(t, 0o755)
@@ -339,7 +340,7 @@ func ensureTarget(t string, dir bool) error {
 		}
 	}
 	if err != nil {
-		return &MountError{Op: "create mount point", Target: strings.TrimPrefix(t, stageDir), Err: err}
+		return &sandbox.MountError{Op: "create mount point", Target: strings.TrimPrefix(t, stageDir), Err: err}
 	}
 	return nil
 }
@@ -349,12 +350,12 @@ func bindFile(src, t string, ro bool) error {
 		return err
 	}
 	if err := unix.Mount(src, t, "", unix.MS_BIND, ""); err != nil {
-		return &MountError{Op: "bind", Source: src, Target: t, Flags: unix.MS_BIND, Err: err}
+		return &sandbox.MountError{Op: "bind", Source: src, Target: t, Flags: unix.MS_BIND, Err: err}
 	}
 	if ro {
 		const flags = unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
 		if err := unix.Mount("", t, "", flags, ""); err != nil {
-			return &MountError{Op: "remount ro", Target: t, Flags: flags, Err: err}
+			return &sandbox.MountError{Op: "remount ro", Target: t, Flags: flags, Err: err}
 		}
 	}
 	return nil
@@ -365,7 +366,7 @@ func bindFile(src, t string, ro bool) error {
 func buildDev(t string, shmSize int64) error {
 	const devFlags, devData = unix.MS_NOSUID | unix.MS_NOEXEC, "mode=0755,size=64k"
 	if err := unix.Mount("tmpfs", t, "tmpfs", devFlags, devData); err != nil {
-		return &MountError{Op: "mount tmpfs", Target: "/dev", Flags: devFlags, Data: devData, Err: err}
+		return &sandbox.MountError{Op: "mount tmpfs", Target: "/dev", Flags: devFlags, Data: devData, Err: err}
 	}
 	for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
 		if err := bindFile("/dev/"+d, filepath.Join(t, d), false); err != nil {
@@ -374,31 +375,31 @@ func buildDev(t string, shmSize int64) error {
 	}
 	pts := filepath.Join(t, "pts")
 	if err := os.Mkdir(pts, 0o755); err != nil {
-		return &MountError{Op: "mkdir", Target: "/dev/pts", Err: err}
+		return &sandbox.MountError{Op: "mkdir", Target: "/dev/pts", Err: err}
 	}
 	const ptsFlags, ptsData = unix.MS_NOSUID | unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"
 	if err := unix.Mount("devpts", pts, "devpts", ptsFlags, ptsData); err != nil {
-		return &MountError{Op: "mount devpts", Target: "/dev/pts", Flags: ptsFlags, Data: ptsData, Err: err}
+		return &sandbox.MountError{Op: "mount devpts", Target: "/dev/pts", Flags: ptsFlags, Data: ptsData, Err: err}
 	}
 	shm := filepath.Join(t, "shm")
 	if err := os.Mkdir(shm, 0o1777); err != nil {
-		return &MountError{Op: "mkdir", Target: "/dev/shm", Err: err}
+		return &sandbox.MountError{Op: "mkdir", Target: "/dev/shm", Err: err}
 	}
 	shmData := withSize("mode=1777", shmSize)
 	if err := unix.Mount("tmpfs", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, shmData); err != nil {
-		return &MountError{Op: "mount tmpfs", Target: "/dev/shm", Flags: unix.MS_NOSUID | unix.MS_NODEV, Data: shmData, Err: err}
+		return &sandbox.MountError{Op: "mount tmpfs", Target: "/dev/shm", Flags: unix.MS_NOSUID | unix.MS_NODEV, Data: shmData, Err: err}
 	}
 	for name, target := range map[string]string{
 		"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
 		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
 	} {
 		if err := os.Symlink(target, filepath.Join(t, name)); err != nil {
-			return &MountError{Op: "symlink", Target: "/dev/" + name, Err: err}
+			return &sandbox.MountError{Op: "symlink", Target: "/dev/" + name, Err: err}
 		}
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 	if err := unix.MountSetattr(unix.AT_FDCWD, t, 0, &attr); err != nil {
-		return &MountError{Op: "seal read-only", Target: "/dev", Attr: attr.Attr_set, Err: err}
+		return &sandbox.MountError{Op: "seal read-only", Target: "/dev", Attr: attr.Attr_set, Err: err}
 	}
 	return nil
 }
@@ -406,19 +407,19 @@ func buildDev(t string, shmSize int64) error {
 // cloneListedSocket: a detached read-only bind of the listed socket src
 // (openListedSocket), as cloneTree makes one of a tree.
 func cloneListedSocket(src string) (int, error) {
-	pfd, err := openListedSocket(src)
+	pfd, err := sandbox.OpenListedSocket(src)
 	if err != nil {
 		return -1, err
 	}
 	defer unix.Close(pfd)
 	fd, err := unix.OpenTree(pfd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 	if err != nil {
-		return -1, &MountError{Op: "open_tree", Target: src, Err: err}
+		return -1, &sandbox.MountError{Op: "open_tree", Target: src, Err: err}
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Propagation: unix.MS_PRIVATE}
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
 		unix.Close(fd)
-		return -1, &MountError{Op: "mount_setattr", Target: src, Attr: attr.Attr_set, Err: err}
+		return -1, &sandbox.MountError{Op: "mount_setattr", Target: src, Attr: attr.Attr_set, Err: err}
 	}
 	return fd, nil
 }
@@ -435,9 +436,9 @@ func moveListedSocket(src int, t, target string) error {
 		}
 		d = filepath.Dir(d)
 	}
-	fd, err := openNoLinks(d)
+	fd, err := sandbox.OpenNoLinks(d)
 	if err != nil {
-		return &MountError{Op: "mount point (no link followed; rule " + mounts.RuleSocketNoLink + ")", Target: target, Err: err}
+		return &sandbox.MountError{Op: "mount point (no link followed; rule " + mounts.RuleSocketNoLink + ")", Target: target, Err: err}
 	}
 	var st unix.Stat_t
 	err = unix.Fstat(fd, &st)
@@ -446,18 +447,18 @@ func moveListedSocket(src int, t, target string) error {
 		err = errors.New("a folder on the way is a symbolic link or not a folder")
 	}
 	if err != nil {
-		return &MountError{Op: "mount point (no link followed; rule " + mounts.RuleSocketNoLink + ")", Target: target, Err: err}
+		return &sandbox.MountError{Op: "mount point (no link followed; rule " + mounts.RuleSocketNoLink + ")", Target: target, Err: err}
 	}
 	if err := ensureTarget(t, false); err != nil {
 		return err
 	}
-	tfd, err := openNoLinks(t)
+	tfd, err := sandbox.OpenNoLinks(t)
 	if err != nil {
-		return &MountError{Op: "mount point (no link followed; rule " + mounts.RuleSocketNoLink + ")", Target: target, Err: err}
+		return &sandbox.MountError{Op: "mount point (no link followed; rule " + mounts.RuleSocketNoLink + ")", Target: target, Err: err}
 	}
 	defer unix.Close(tfd)
 	if err := unix.MoveMount(src, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-		return &MountError{Op: "move_mount", Source: target, Target: target, Err: err}
+		return &sandbox.MountError{Op: "move_mount", Source: target, Target: target, Err: err}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package sandbox
+package pid1
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/fedmem/fedmem/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,7 +22,7 @@ import (
 // working).
 func startProxyRelay(ctlFd, port int) error {
 	ctl := os.NewFile(uintptr(ctlFd), "proxy-ctl")
-	for _, p := range []int{port, SocksPort} {
+	for _, p := range []int{port, sandbox.SocksPort} {
 		ln, err := listenLoopback(p)
 		if err != nil {
 			return fmt.Errorf("proxy relay: 127.0.0.1:%d: %w", p, err)

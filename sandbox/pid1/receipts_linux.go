@@ -1,4 +1,4 @@
-package sandbox
+package pid1
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/sandbox"
 	"github.com/fedmem/fedmem/sandbox/receipts"
 )
 
@@ -55,7 +56,7 @@ func (in *initRun) handOverVault() {
 	defer unix.Close(sock)
 	infos, err := mountinfo.GetMounts(nil)
 	if err != nil {
-		in.fail(ExitFedmemError, mounts.StageReceipts, fmt.Errorf("read the mount table: %w", err))
+		in.fail(sandbox.ExitFedmemError, mounts.StageReceipts, fmt.Errorf("read the mount table: %w", err))
 	}
 	all := vaultMountPoints(in.cfg.Plan, infos)
 	points := all
@@ -75,24 +76,24 @@ func (in *initRun) handOverVault() {
 	for _, p := range points {
 		fd, err := unix.Open(p, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			in.fail(ExitFedmemError, mounts.StageReceipts, fmt.Errorf("open %s: %w", p, err))
+			in.fail(sandbox.ExitFedmemError, mounts.StageReceipts, fmt.Errorf("open %s: %w", p, err))
 		}
 		fds = append(fds, fd)
 	}
 	data, _ := json.Marshal(all)
 	if err := unix.Sendmsg(sock, data, unix.UnixRights(fds...), nil, 0); err != nil {
-		in.fail(ExitFedmemError, mounts.StageReceipts, fmt.Errorf("hand the vault's mounts to fedmem-run: %w", err))
+		in.fail(sandbox.ExitFedmemError, mounts.StageReceipts, fmt.Errorf("hand the vault's mounts to fedmem-run: %w", err))
 	}
 	reply := make([]byte, 4096)
 	n, err := unix.Read(sock, reply)
 	switch {
 	case err != nil || n == 0:
-		in.fail(ExitFedmemError, mounts.StageReceipts, errors.New("fedmem-run gave no answer on the receipts socket"))
+		in.fail(sandbox.ExitFedmemError, mounts.StageReceipts, errors.New("fedmem-run gave no answer on the receipts socket"))
 	case reply[0] == receipts.Marked:
 		in.layers.Receipts = true
 	case reply[0] == receipts.Unmarked:
 	default:
-		in.fail(ExitFedmemError, mounts.StageReceipts, errors.New(string(reply[1:n])))
+		in.fail(sandbox.ExitFedmemError, mounts.StageReceipts, errors.New(string(reply[1:n])))
 	}
-	in.phases["receipts"] = monoNow()
+	in.phases["receipts"] = sandbox.MonoNow()
 }

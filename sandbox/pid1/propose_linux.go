@@ -1,4 +1,4 @@
-package sandbox
+package pid1
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/sandbox"
 )
 
 // proposeStage is where the init mounts a proposed workdir's upper tmpfs:
@@ -43,45 +44,45 @@ const proposeStage = "/tmp/.fedmem-propose"
 // of the overlay from it, read-only (proposalSubmounts).
 func mountProposal(t string, m mounts.Mount, src, sock int) error {
 	if err := os.Mkdir(proposeStage, 0o700); err != nil {
-		return &MountError{Op: "mkdir", Target: proposeStage, Err: err}
+		return &sandbox.MountError{Op: "mkdir", Target: proposeStage, Err: err}
 	}
 	opts := "mode=0700"
 	if m.Size > 0 {
 		opts += ",size=" + strconv.FormatInt(m.Size, 10)
 	}
 	if err := unix.Mount("tmpfs", proposeStage, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		return &MountError{Op: "mount tmpfs (workdir proposal)", Target: m.Target, Flags: unix.MS_NOSUID | unix.MS_NODEV, Data: opts, Err: err}
+		return &sandbox.MountError{Op: "mount tmpfs (workdir proposal)", Target: m.Target, Flags: unix.MS_NOSUID | unix.MS_NODEV, Data: opts, Err: err}
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(t, &st); err != nil {
-		return &MountError{Op: "stat", Target: m.Target, Err: err}
+		return &sandbox.MountError{Op: "stat", Target: m.Target, Err: err}
 	}
 	upper, work := proposeStage+"/upper", proposeStage+"/work"
 	for _, d := range []string{upper, work} {
 		if err := os.Mkdir(d, 0o700); err != nil {
-			return &MountError{Op: "mkdir", Target: d, Err: err}
+			return &sandbox.MountError{Op: "mkdir", Target: d, Err: err}
 		}
 	}
 	if err := unix.Chown(upper, int(st.Uid), int(st.Gid)); err != nil {
-		return &MountError{Op: "chown upper", Target: m.Target, Err: err}
+		return &sandbox.MountError{Op: "chown upper", Target: m.Target, Err: err}
 	}
 	if err := unix.Chmod(upper, st.Mode&0o7777); err != nil {
-		return &MountError{Op: "chmod upper", Target: m.Target, Err: err}
+		return &sandbox.MountError{Op: "chmod upper", Target: m.Target, Err: err}
 	}
 	fs, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
 	if err != nil {
-		return &MountError{Op: "fsopen overlay", Target: m.Target, Err: err}
+		return &sandbox.MountError{Op: "fsopen overlay", Target: m.Target, Err: err}
 	}
 	defer unix.Close(fs)
 	// lowerdir+ takes one path as it is (no ':' or ',' parsing): any
 	// workdir name works.
 	for _, kv := range [][2]string{{"lowerdir+", t}, {"upperdir", upper}, {"workdir", work}} {
 		if err := unix.FsconfigSetString(fs, kv[0], kv[1]); err != nil {
-			return &MountError{Op: "overlay " + kv[0], Source: kv[1], Target: m.Target, Err: err}
+			return &sandbox.MountError{Op: "overlay " + kv[0], Source: kv[1], Target: m.Target, Err: err}
 		}
 	}
 	if err := unix.FsconfigSetFlag(fs, "userxattr"); err != nil {
-		return &MountError{Op: "overlay userxattr", Target: m.Target, Err: err}
+		return &sandbox.MountError{Op: "overlay userxattr", Target: m.Target, Err: err}
 	}
 	if err := unix.FsconfigCreate(fs); err != nil {
 		if subs, _ := workdirSubmounts(m.Source); err == unix.EINVAL && len(subs) > 0 {
@@ -90,29 +91,29 @@ func mountProposal(t string, m mounts.Mount, src, sock int) error {
 			// children (it would uncover what they hide).
 			err = fmt.Errorf("%w: the workdir holds a mount (%s), and the kernel refuses an overlay over a tree with locked submounts, which an unprivileged caller's is (rule: a proposal never shows a submount writable nor uncovers it): run as root, or use workdir: direct", err, subs[0])
 		}
-		return &MountError{Op: "overlay create", Source: m.Source, Target: m.Target, Err: err}
+		return &sandbox.MountError{Op: "overlay create", Source: m.Source, Target: m.Target, Err: err}
 	}
 	mnt, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
 	if err != nil {
-		return &MountError{Op: "fsmount overlay", Target: m.Target, Err: err}
+		return &sandbox.MountError{Op: "fsmount overlay", Target: m.Target, Err: err}
 	}
 	defer unix.Close(mnt)
 	if err := unix.MoveMount(mnt, "", unix.AT_FDCWD, t, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return &MountError{Op: "move_mount overlay", Source: m.Source, Target: m.Target, Err: err}
+		return &sandbox.MountError{Op: "move_mount overlay", Source: m.Source, Target: m.Target, Err: err}
 	}
 	if err := proposalSubmounts(t, m, src); err != nil {
 		return err
 	}
 	root, err := unix.Open(proposeStage, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return &MountError{Op: "open", Target: proposeStage, Err: err}
+		return &sandbox.MountError{Op: "open", Target: proposeStage, Err: err}
 	}
 	defer unix.Close(root)
 	if sock <= 0 {
-		return &MountError{Op: "workdir proposal", Target: m.Target, Err: fmt.Errorf("no socket to hand the proposal to fedmem-run")}
+		return &sandbox.MountError{Op: "workdir proposal", Target: m.Target, Err: fmt.Errorf("no socket to hand the proposal to fedmem-run")}
 	}
 	if err := unix.Sendmsg(sock, []byte{'u'}, unix.UnixRights(root), nil, 0); err != nil {
-		return &MountError{Op: "hand the proposal to fedmem-run", Target: m.Target, Err: err}
+		return &sandbox.MountError{Op: "hand the proposal to fedmem-run", Target: m.Target, Err: err}
 	}
 	return nil
 }
@@ -126,13 +127,13 @@ func mountProposal(t string, m mounts.Mount, src, sock int) error {
 func proposalSubmounts(t string, m mounts.Mount, src int) error {
 	top, err := workdirSubmounts(m.Source)
 	if err != nil {
-		return &MountError{Op: "read mountinfo", Target: m.Target, Err: err}
+		return &sandbox.MountError{Op: "read mountinfo", Target: m.Target, Err: err}
 	}
 	for _, p := range top {
 		rel := strings.TrimPrefix(p, m.Source+"/")
 		fd, err := unix.OpenTree(src, rel, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
 		if err != nil {
-			return &MountError{Op: "open_tree (workdir submount)", Source: p, Target: m.Target, Err: err}
+			return &sandbox.MountError{Op: "open_tree (workdir submount)", Source: p, Target: m.Target, Err: err}
 		}
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Propagation: unix.MS_PRIVATE}
 		err = unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr)
@@ -141,7 +142,7 @@ func proposalSubmounts(t string, m mounts.Mount, src int) error {
 		}
 		unix.Close(fd)
 		if err != nil {
-			return &MountError{Op: "attach workdir submount read-only", Source: p, Target: filepath.Join(m.Target, rel), Err: err}
+			return &sandbox.MountError{Op: "attach workdir submount read-only", Source: p, Target: filepath.Join(m.Target, rel), Err: err}
 		}
 	}
 	return nil
