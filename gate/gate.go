@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/commit"
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/intake"
@@ -83,22 +84,14 @@ type Gate struct {
 	journal   *os.File
 	recMu     sync.Mutex
 	claimRecs map[string]Claim
-	// pass is the open group of a pass (groupcommit.go); nil outside Once.
-	pass *pass
-	// groups maps a draft id to the base its group marker records
-	// (groupcommit.go); nil until read.
-	groups map[string]repo.Hash
-	// rec records a pass's decisions off its goroutine (asyncrecord.go).
-	rec *recorder
+	// commits writes the branch: promotions, a pass's group commit, the
+	// checkout journal (gate/commit, commithost.go).
+	commits *commit.Engine
 	// flushCost is what flushing a group inside a pass has cost lately
 	// (run.go, groupDue).
 	flushCost time.Duration
 	// remote bounds remote operations (remoteio.go).
 	remote remote.Deadline
-	// journaled: the checkout journal lists files not yet checked out;
-	// journalExtra: some of them an earlier, failed checkout's
-	// (checkoutjournal.go).
-	journaled, journalExtra bool
 	// verify runs a pass's verifiers outside the lock (gate/verify.Pool; set
 	// by Run); verifyAsync: the decision being judged is a pass's.
 	verify      *verify.Pool
@@ -175,8 +168,9 @@ func Open(o Options) (*Gate, error) {
 		return nil, err
 	}
 	// A flush killed after its branch moved, before its index was
-	// written: bring its files to HEAD first (checkoutjournal.go).
-	if err := g.recoverCheckout(); err != nil {
+	// written: bring its files to HEAD first (commit/checkoutjournal.go).
+	g.commits = g.committer()
+	if err := g.commits.RecoverCheckout(); err != nil {
 		g.audit.Close()
 		g.unlock()
 		return nil, err
@@ -234,12 +228,12 @@ func (g *Gate) Once() (*Summary, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	defer g.syncAfterPass() // push, fast-forward or replay with the policy's remote (sync.go)
-	// Group commit (groupcommit.go): the pass's writes are synced and its
+	// Group commit (commit/groupcommit.go): the pass's writes are synced and its
 	// promotions published in groups; endPass (deferred here for the error
 	// returns) flushes the last group before the sync.
 	tm := startTiming()
-	g.beginPass()
-	defer g.endPass()
+	g.commits.BeginPass()
+	defer g.commits.EndPass()
 	defer g.closeJournal()
 	pol, err := g.Policy()
 	if err != nil {
@@ -329,7 +323,7 @@ func (g *Gate) Once() (*Summary, error) {
 	}
 	tm.lap(&tm.DecideMs)
 	tm.Groups++
-	if err := g.endPass(); err != nil {
+	if err := g.commits.EndPass(); err != nil {
 		s.Errors = append(s.Errors, err.Error())
 	} else if err := g.dropDeadJournals(); err != nil {
 		s.Errors = append(s.Errors, err.Error())
@@ -373,12 +367,12 @@ func (g *Gate) decideBatch(in *inbox, pol *policy.Policy, s *Summary, ids []stri
 			if g.groupDue() {
 				tm.Groups++
 				f0 := time.Now()
-				if err := g.flushPass(); err != nil {
+				if err := g.commits.Flush(); err != nil {
 					s.Errors = append(s.Errors, err.Error())
 				}
 				tm.FlushMs += g.flushed(time.Since(f0))
 			}
-			g.passCounted()
+			g.commits.Counted()
 			d, err := g.process(in, pol, id, pf)
 			if errors.Is(err, errRetry) {
 				retry = append(retry, id)
@@ -423,7 +417,7 @@ func (g *Gate) openClaims() (ids, orphans []string, err error) {
 		names = append(names, e.Name())
 	}
 	// Group markers: kept while one of their drafts is claimed.
-	if err := g.loadGroupMarkers(func(id string) bool { return have[id+".draft"] || have[id+".json"] }); err != nil {
+	if err := g.commits.LoadGroupMarkers(func(id string) bool { return have[id+".draft"] || have[id+".json"] }); err != nil {
 		return nil, nil, err
 	}
 	recs, err := g.loadJournals(names, func(id string) bool { return have[id+".draft"] })
@@ -515,7 +509,7 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 	// against a HEAD that holds the note itself would differ.
 	if _, head, err := g.repo.Head(); err != nil {
 		return nil, err
-	} else if done, err := g.adoptEarlierCommit(head, d); err != nil {
+	} else if done, err := g.commits.AdoptEarlierCommit(head, d); err != nil {
 		return nil, err
 	} else if done {
 		d.AutoPromoted = d.Reviewer == ""
@@ -527,13 +521,13 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 		}
 		return d, nil
 	}
-	if g.recordingSum(rr.Sum) {
-		g.drainRecords() // the same content is being recorded: see it first
+	if g.commits.RecordingSum(rr.Sum) {
+		g.commits.DrainRecords() // the same content is being recorded: see it first
 	}
-	if g.pendingSum(rr.Sum) {
+	if g.commits.PendingSum(rr.Sum) {
 		// The same content is promoted in the open group: publish it first,
 		// so this draft is found as its duplicate.
-		if err := g.flushPass(); err != nil {
+		if err := g.commits.Flush(); err != nil {
 			return nil, err
 		}
 	}
@@ -582,7 +576,7 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 		return d, g.finish(in, c, d, rr.Bytes)
 	}
 	d.AutoPromoted = true
-	if err := g.promoteDraft(pol, d, res, v, o, ""); err != nil {
+	if err := g.commits.Promote(pol, d, res, v, o, ""); err != nil {
 		var refused *validate.RefusedError
 		if !errors.As(err, &refused) {
 			return nil, err
@@ -699,17 +693,17 @@ func (g *Gate) signature(pol *policy.Policy) repo.Signature {
 // crash at any point can resume: decision, seen index, pending copy, audit,
 // receipt, then removal of the claim.
 func (g *Gate) finish(in *inbox, c Claim, d *Decision, pendingBytes []byte) error {
-	if g.deferFinish(in, c, d) {
+	if g.commits.DeferFinish(d, func() error { return g.finish(in, c, d, nil) }) {
 		return nil // its commit is in the open group: recorded once published
 	}
-	if g.recordAsync(in, c, d, pendingBytes) {
-		return nil // recorded off the pass's goroutine (asyncrecord.go)
+	if g.commits.RecordAsync(d, func() error { return g.record(d, pendingBytes) }, g.cleanupFor(in, c, d)) {
+		return nil // recorded off the pass's goroutine (commit/asyncrecord.go)
 	}
 	if err := g.record(d, pendingBytes); err != nil {
 		return err
 	}
 	cleanup := g.cleanupFor(in, c, d)
-	if g.deferCleanup(cleanup) {
+	if g.commits.DeferCleanup(cleanup) {
 		return nil // after the group's barrier: the decision is durable first
 	}
 	return cleanup()

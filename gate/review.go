@@ -186,7 +186,7 @@ func (g *Gate) approveLocked(in *inbox, pol *policy.Policy, id, reviewer string,
 	// it: adopt that commit, whoever approves now (keyed by draft id).
 	if _, head, err := g.repo.Head(); err != nil {
 		return nil, err
-	} else if done, err := g.adoptEarlierCommit(head, d); err != nil {
+	} else if done, err := g.commits.AdoptEarlierCommit(head, d); err != nil {
 		return nil, err
 	} else if done {
 		d.Reviewed = g.now().UTC()
@@ -215,7 +215,7 @@ func (g *Gate) approveLocked(in *inbox, pol *policy.Policy, id, reviewer string,
 		return nil, fmt.Errorf("draft %s would supersede %s: a batch retires no note it did not show; approve it alone (fedmem review show %s, then fedmem review approve %s)", d.ID, strings.Join(ps, ", "), d.ID, d.ID)
 	}
 	d.Reviewer = reviewer
-	if err := g.promoteDraft(pol, d, res, v, o, reviewer); err != nil {
+	if err := g.commits.Promote(pol, d, res, v, o, reviewer); err != nil {
 		return nil, err
 	}
 	d.State, d.Reviewed = StatePromoted, g.now().UTC()
@@ -310,27 +310,6 @@ func (g *Gate) endReview(in *inbox, d *Decision) {
 	}
 	g.dropPending(d) // a reviewer's rejection keeps the bytes (reviewversion.go)
 	os.Remove(g.statePath(committingDir, d.ID))
-}
-
-// deprecate marks a note superseded: status deprecated, superseded_by dest.
-func deprecate(old []byte, dest string) ([]byte, bool) {
-	n, _ := note.Parse(old)
-	if n == nil {
-		return nil, false
-	}
-	set := func(k, v string) {
-		for i := 0; i+1 < len(n.Front.Content); i += 2 {
-			if n.Front.Content[i].Value == k {
-				n.Front.Content[i+1] = decide.Str(v)
-				return
-			}
-		}
-		n.Front.Content = append(n.Front.Content, decide.Str(k), decide.Str(v))
-	}
-	set("status", note.StatusDeprecated)
-	set("superseded_by", dest)
-	b, err := note.Render(n.Front, n.Body)
-	return b, err == nil
 }
 
 // VerifyAudit checks the gate's audit log and its anchors in the vault's

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fedmem/fedmem/gate/commit"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/review"
 )
@@ -93,7 +94,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt approval) []revie
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.pass != nil {
+	if g.commits.InPass() {
 		return fail(errors.New("a group commit is open"))
 	}
 	pol, err := g.Policy()
@@ -106,8 +107,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt approval) []revie
 	}
 	defer in.Close()
 	t0 := time.Now()
-	g.beginPass()
-	p := g.pass
+	g.commits.BeginPass()
 	staged := make([]*Decision, len(ids))
 	recorded := make([]bool, len(ids))
 	for i, id := range ids {
@@ -136,7 +136,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt approval) []revie
 			continue
 		}
 		staged[i] = d
-		p.deferred = append(p.deferred, func() error {
+		g.commits.AfterPublish(func() error {
 			if err := g.recordReviewDecision(d); err != nil {
 				return fmt.Errorf("%s: record: %w", d.ID, err)
 			}
@@ -148,7 +148,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt approval) []revie
 	// After the decisions: one cleanup for the group, in order (receipts,
 	// pending copies, markers, the duplicates' decisions), run once the
 	// decisions are durable.
-	p.deferred = append(p.deferred, func() error {
+	g.commits.AfterPublish(func() error {
 		var done []*Decision
 		for i, d := range staged {
 			if d != nil && recorded[i] {
@@ -156,7 +156,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt approval) []revie
 			}
 		}
 		if len(done) > 0 {
-			g.deferCleanup(func() error {
+			g.commits.DeferCleanup(func() error {
 				var errs []error
 				for _, d := range done {
 					g.endReview(in, d)
@@ -170,7 +170,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt approval) []revie
 		return nil
 	})
 	t1 := time.Now()
-	perr := g.endPass()
+	perr := g.commits.EndPass()
 	g.log.Info("batch approval group", "drafts", len(ids), "approve_ms", t1.Sub(t0).Milliseconds(), "publish_ms", time.Since(t1).Milliseconds())
 	if perr != nil {
 		g.log.Warn("batch approval group", "err", perr)
@@ -203,10 +203,10 @@ func (g *Gate) recoverReviewGroups() error {
 	var ids []string
 	seen := map[string]bool{}
 	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), groupMarkerPrefix) || !strings.HasSuffix(e.Name(), ".json") {
+		if !strings.HasPrefix(e.Name(), commit.GroupMarkerPrefix) || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		var m groupMarker
+		var m commit.GroupMarker
 		if err := durable.ReadJSON(g.statePath(committingDir, e.Name()), &m); err != nil {
 			return fmt.Errorf("group marker %s: %w", e.Name(), err)
 		}
@@ -242,7 +242,7 @@ func (g *Gate) recoverReviewGroups() error {
 		}
 		switch {
 		case d.State == StatePending && d.DuplicateOf == "":
-			done, err := g.adoptEarlierCommit(head, d)
+			done, err := g.commits.AdoptEarlierCommit(head, d)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", id, err))
 				continue

@@ -11,6 +11,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/fedmem/fedmem/gate/commit"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/remote"
 	"github.com/fedmem/fedmem/gate/validate"
@@ -44,7 +45,7 @@ var syncFault = func(point string) {}
 // syncer is the sync engine of this gate (the gate is its Host).
 func (g *Gate) syncer() *remote.Engine {
 	return remote.New(remote.Config{Repo: g.repo, Log: g.log, Now: g.now, State: g.state, Host: syncHost{g},
-		Deadline: &g.remote, Fault: func(p string) { syncFault(p) }, Pages: map[string]string{"log.md": logHeader, "index.md": indexHeader}})
+		Deadline: &g.remote, Fault: func(p string) { syncFault(p) }, Pages: map[string]string{"log.md": commit.LogHeader, "index.md": commit.IndexHeader}})
 }
 
 // syncHost is the gate as remote.Host.
@@ -52,7 +53,7 @@ type syncHost struct{ g *Gate }
 
 func (h syncHost) Note(kind string, data any) { h.g.note(kind, data) }
 func (h syncHost) AllocPath(tip repo.Hash, want, id, sum string) (string, error) {
-	return h.g.allocPath(tip, want, id, sum)
+	return h.g.commits.AllocPath(tip, want, id, sum)
 }
 func (h syncHost) Contradicts(com *repo.Commit, tip repo.Hash) (*remote.Hold, error) {
 	return h.g.replayContradicts(com, tip)
