@@ -130,7 +130,7 @@ func validReviewer(name string) bool {
 }
 
 // Approve promotes a pending draft on a human's word, through the same
-// promotion path as auto-promotion (promoteDraft): the note records
+// promotion path as auto-promotion (commit.Engine.Promote): the note records
 // `verified: human:<reviewer>`, the commit a Fedmem-Reviewer trailer. The
 // draft is validated and judged again (policy or scanner may have changed):
 // a draft that is now invalid cannot be approved; flags that held it are

@@ -18,10 +18,10 @@ import (
 // 400 separate `approve ID` commands did on the 100k-note vault. Now the
 // drafts of a batch (up to reviewGroupMax at a time) are approved under one
 // hold of the gate lock inside one group of the group commit
-// (groupcommit.go), exactly as a pass promotes claims:
+// (commit/groupcommit.go), exactly as a pass promotes claims:
 //
 //   - each draft is validated, judged and committed in memory through the
-//     same approveLocked → promoteDraft a single approval uses, one commit
+//     same approveLocked → commit.Engine.Promote a single approval uses, one commit
 //     per draft chained on the previous one, each with its own
 //     Fedmem-Draft, Fedmem-Reviewer and Fedmem-Audit-Head trailers and its
 //     own "commit" audit entry (git log and audit verify stay per draft);
