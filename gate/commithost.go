@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fedmem/fedmem/gate/commit"
+	"github.com/fedmem/fedmem/gate/ledger"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/vault/repo"
 )
@@ -38,6 +39,6 @@ type commitHost struct{ g *Gate }
 
 func (h commitHost) Signature(pol *policy.Policy) repo.Signature { return h.g.signature(pol) }
 
-func (h commitHost) NewID() string { return newClaimID(h.g.now()) }
+func (h commitHost) NewID() string { return ledger.NewID(h.g.now()) }
 
 func (h commitHost) Fault(point string) { groupFault(point) }

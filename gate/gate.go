@@ -18,6 +18,7 @@ import (
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/intake"
+	"github.com/fedmem/fedmem/gate/ledger"
 	"github.com/fedmem/fedmem/gate/logsafe"
 	"github.com/fedmem/fedmem/gate/origin"
 	"github.com/fedmem/fedmem/gate/policy"
@@ -59,8 +60,9 @@ func DefaultStateDir(vaultDir string) string {
 
 // Gate claims, decides and promotes drafts of one vault.
 type Gate struct {
-	// dups indexes held duplicates by original (dupindex.go).
-	dups dupIndex
+	// ledger is the decisions, seen and pending records in the state
+	// directory (gate/ledger).
+	ledger *ledger.Ledger
 	// showing: a review show is judging (reviewshow.go); the verifiers
 	// do not run again, their recorded outcomes are shown.
 	showing  bool
@@ -127,6 +129,7 @@ func Open(o Options) (*Gate, error) {
 	if abs, err := filepath.Abs(g.state); err == nil {
 		g.state = abs
 	}
+	g.ledger = ledger.New(g.state)
 	if vault.Within(g.state, dir) {
 		return nil, fmt.Errorf("state dir %s is inside the vault; sandboxes could read it", g.state)
 	}
@@ -432,7 +435,7 @@ func (g *Gate) openClaims() (ids, orphans []string, err error) {
 		ids = append(ids, id)
 	}
 	for n := range have {
-		if id, ok := strings.CutSuffix(n, ".draft"); ok && validClaimID(id) && !have[id+".json"] {
+		if id, ok := strings.CutSuffix(n, ".draft"); ok && ledger.ValidID(id) && !have[id+".json"] {
 			if _, ok := recs[id]; !ok {
 				orphans = append(orphans, id)
 			}
@@ -442,7 +445,7 @@ func (g *Gate) openClaims() (ids, orphans []string, err error) {
 	// Records of older gates: a file per claim.
 	for n := range have {
 		id, ok := strings.CutSuffix(n, ".json")
-		if !ok || !validClaimID(id) {
+		if !ok || !ledger.ValidID(id) {
 			continue
 		}
 		if _, ok := recs[id]; ok {
@@ -452,7 +455,7 @@ func (g *Gate) openClaims() (ids, orphans []string, err error) {
 			ids = append(ids, id)
 			continue
 		}
-		if d, _ := g.loadDecision(id); d == nil {
+		if d, _ := g.ledger.Load(id); d == nil {
 			os.Remove(g.statePath(claimsDir, n))
 		} else {
 			ids = append(ids, id) // decided; finish the cleanup
@@ -477,7 +480,7 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 	} else if c, err = g.claimRecord(id); err != nil {
 		return nil, err
 	}
-	if d, err := g.loadDecision(id); err != nil {
+	if d, err := g.ledger.Load(id); err != nil {
 		return nil, err
 	} else if d != nil {
 		return d, g.finish(in, c, d, nil)
@@ -531,7 +534,7 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 			return nil, err
 		}
 	}
-	prior, err := g.loadSeen(rr.Sum)
+	prior, err := g.ledger.LoadSeen(rr.Sum)
 	if err != nil {
 		return nil, err
 	}
@@ -541,7 +544,7 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 		}
 		d.State, d.DuplicateOf = prior.State, prior.ID
 		if prior.State == StatePending {
-			g.dups.add(prior.ID, d.ID)
+			g.ledger.AddDup(prior.ID, d.ID)
 		}
 		if prior.State == StateRejected {
 			d.Reasons = []note.Finding{{Rule: "resubmitted", Severity: note.Error,
@@ -549,7 +552,7 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 		} else {
 			d.Reasons = []note.Finding{{Rule: "duplicate", Severity: note.Info,
 				Message: fmt.Sprintf("identical content was already %s (decision %s); nothing new to do", prior.State, prior.ID)}}
-			if pd, _ := g.loadDecision(prior.ID); pd != nil {
+			if pd, _ := g.ledger.Load(prior.ID); pd != nil {
 				d.Path, d.Commit = pd.Path, pd.Commit
 			}
 		}
@@ -717,7 +720,7 @@ func (g *Gate) record(d *Decision, pendingBytes []byte) error {
 		if d.SHA256 != "" && d.DuplicateOf == "" {
 			// Decided by a gate killed before the seen record: record it
 			// now (kept when it is there).
-			return g.linkSeen(d)
+			return g.ledger.LinkSeen(d)
 		}
 		return nil
 	}
@@ -742,7 +745,7 @@ func (g *Gate) record(d *Decision, pendingBytes []byte) error {
 	}
 	groupFault("decided")
 	if d.SHA256 != "" && d.DuplicateOf == "" {
-		if err := g.linkSeen(d); err != nil {
+		if err := g.ledger.LinkSeen(d); err != nil {
 			return err
 		}
 	}

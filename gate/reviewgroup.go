@@ -9,6 +9,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate/commit"
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/ledger"
 	"github.com/fedmem/fedmem/gate/review"
 )
 
@@ -125,7 +126,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt approval) []revie
 			if d != nil {
 				mid = d.ID
 			}
-			if validClaimID(mid) {
+			if ledger.ValidID(mid) {
 				if err := durable.WriteAtomic(g.statePath(committingDir, mid), []byte(g.repo.BatchBase().String()), 0o600); err != nil {
 					g.log.Warn("approval marker not written (the group's marker covers it)", "id", mid, "err", err)
 				}
@@ -211,7 +212,7 @@ func (g *Gate) recoverReviewGroups() error {
 			return fmt.Errorf("group marker %s: %w", e.Name(), err)
 		}
 		for _, id := range m.IDs {
-			if seen[id] || !validClaimID(id) {
+			if seen[id] || !ledger.ValidID(id) {
 				continue
 			}
 			seen[id] = true
@@ -235,7 +236,7 @@ func (g *Gate) recoverReviewGroups() error {
 	}
 	var errs []error
 	for _, id := range ids {
-		d, err := g.loadDecision(id)
+		d, err := g.ledger.Load(id)
 		if err != nil || d == nil {
 			errs = append(errs, err)
 			continue

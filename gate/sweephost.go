@@ -133,11 +133,11 @@ func (g *Gate) Reverify(ref, reviewer string) (*sweep.ReverifyResult, error) {
 // path it promoted; a unique prefix of it will do) or a vault path of a note.
 func (g *Gate) notePath(ref string) (string, error) {
 	if !strings.ContainsAny(ref, "/") && !strings.HasSuffix(ref, ".md") {
-		id, err := g.resolveID(ref, false)
+		id, err := g.ledger.Resolve(ref, false)
 		if err != nil {
 			return "", err
 		}
-		if d, err := g.loadDecision(id); err == nil && d != nil && d.Path != "" {
+		if d, err := g.ledger.Load(id); err == nil && d != nil && d.Path != "" {
 			return d.Path, nil
 		}
 		return "", fmt.Errorf("decision %s promoted no note", id)

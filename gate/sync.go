@@ -13,6 +13,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate/commit"
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/ledger"
 	"github.com/fedmem/fedmem/gate/remote"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault"
@@ -135,10 +136,10 @@ func (g *Gate) remapDecisions(remap, paths map[string]string) {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		if !validClaimID(id) {
+		if !ledger.ValidID(id) {
 			continue
 		}
-		d, err := g.loadDecision(id)
+		d, err := g.ledger.Load(id)
 		if err != nil || d == nil {
 			continue
 		}
