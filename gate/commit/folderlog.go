@@ -31,7 +31,7 @@ func NewChangeSet(r *repo.Repo, head repo.Hash) *ChangeSet {
 	return &ChangeSet{repo: r, head: head, files: map[string][]byte{}, base: map[string][]byte{}}
 }
 
-// get returns the whole file (never a prefix: a cut read written back
+// Get returns the whole file (never a prefix: a cut read written back
 // loses lines), or nil when it is absent.
 func (cs *ChangeSet) Get(p string) ([]byte, error) {
 	if b, ok := cs.files[p]; ok {
@@ -40,7 +40,7 @@ func (cs *ChangeSet) Get(p string) ([]byte, error) {
 	return cs.AtHead(p)
 }
 
-// atHead returns path p's content at head (nil: absent).
+// AtHead returns path p's content at head (nil: absent).
 func (cs *ChangeSet) AtHead(p string) ([]byte, error) {
 	if b, ok := cs.base[p]; ok {
 		return b, nil
@@ -52,6 +52,7 @@ func (cs *ChangeSet) AtHead(p string) ([]byte, error) {
 	return b, err
 }
 
+// Set writes p as b in the commit.
 func (cs *ChangeSet) Set(p string, b []byte) {
 	if _, ok := cs.files[p]; !ok {
 		cs.order = append(cs.order, p)
@@ -59,6 +60,7 @@ func (cs *ChangeSet) Set(p string, b []byte) {
 	cs.files[p] = b
 }
 
+// List returns the commit's files in the order they were first set.
 func (cs *ChangeSet) List() []repo.Change {
 	out := make([]repo.Change, 0, len(cs.order))
 	for _, p := range cs.order {
@@ -67,12 +69,13 @@ func (cs *ChangeSet) List() []repo.Change {
 	return out
 }
 
+// The headers of a folder's log.md and index.md.
 const (
 	LogHeader   = "# Log\n\nChanges to this folder, oldest first. Written by the fedmem gate.\n\n"
 	IndexHeader = "# Index\n\nNotes in this folder. Written by the fedmem gate.\n\n"
 )
 
-// notePromoted adds the folder's log.md line and index.md entry for a note
+// NotePromoted adds the folder's log.md line and index.md entry for a note
 // promoted at dest, in the same commit.
 func (cs *ChangeSet) NotePromoted(dest, title string, d *record.Decision, when time.Time) error {
 	dir, base := path.Dir(dest), path.Base(dest)
@@ -98,7 +101,7 @@ func (cs *ChangeSet) NotePromoted(dest, title string, d *record.Decision, when t
 	return cs.AppendLine(dir+"/index.md", IndexHeader, fmt.Sprintf("- [%s](%s)\n", text, base))
 }
 
-// noteSuperseded logs a note deprecated by a newer one.
+// NoteSuperseded logs a note deprecated by a newer one.
 func (cs *ChangeSet) NoteSuperseded(old, by string, when time.Time) error {
 	return cs.AppendLine(path.Dir(old)+"/log.md", LogHeader, fmt.Sprintf("- %s deprecated [%s](%s), superseded by /%s\n",
 		when.UTC().Format(time.RFC3339), path.Base(old), path.Base(old), by))
@@ -113,7 +116,7 @@ const PageCap = 256 << 10
 // OlderPrefix starts the line that links a page to its previous archive.
 const OlderPrefix = "Older entries: "
 
-// appendLine adds line to the page p (a folder's log.md or index.md),
+// AppendLine adds line to the page p (a folder's log.md or index.md),
 // rolling the page into its archive folder first when it would pass
 // PageCap. Other paths are appended to as they are.
 func (cs *ChangeSet) AppendLine(p, header, line string) error {
