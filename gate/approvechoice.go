@@ -72,7 +72,7 @@ func (g *Gate) applyChoice(d *Decision, res validate.Result, opts review.Approve
 
 // decideContradiction checks the approved draft against the notes at HEAD:
 // no contradiction, or the reviewer chose to supersede (the notes join the
-// draft's `supersedes`, so promoteDraft deprecates them in its commit);
+// draft's `supersedes`, so commit.Engine.Promote deprecates them in its commit);
 // otherwise ErrContradiction.
 func (g *Gate) decideContradiction(d *Decision, res validate.Result, v *decide.Verdict, opts review.ApproveOptions) (validate.Result, error) {
 	_, head, err := g.repo.Head()

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/ledger"
 )
 
 // Claim journal (issue 9). A claim record must be on disk before its draft
@@ -50,7 +51,7 @@ func (g *Gate) journalClaim(c Claim) error {
 	}
 	line = append(line, '\n')
 	if g.journal == nil {
-		p := g.statePath(claimsDir, journalPrefix+newClaimID(g.now())+journalSuffix)
+		p := g.statePath(claimsDir, journalPrefix+ledger.NewID(g.now())+journalSuffix)
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 		if err != nil {
 			return fmt.Errorf("claim journal: %w", err)
@@ -105,7 +106,7 @@ func readJournal(path string) ([]Claim, error) {
 			b = nil
 		}
 		var c Claim
-		if json.Unmarshal(line, &c) != nil || !validClaimID(c.ID) {
+		if json.Unmarshal(line, &c) != nil || !ledger.ValidID(c.ID) {
 			continue
 		}
 		out = append(out, c)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/ledger"
 )
 
 // stateDrafts fills two sessions with promotable facts, held guesses, a
@@ -122,7 +123,7 @@ func TestLegacyClaimRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	id := newClaimID(g.now())
+	id := ledger.NewID(g.now())
 	b, _ := json.MarshalIndent(Claim{ID: id, Session: "l-1", Name: "old.md", NameRaw: []byte("old.md"), FirstSeen: g.now().UTC()}, "", "  ")
 	if err := os.WriteFile(filepath.Join(state, claimsDir, id+".json"), b, 0o600); err != nil {
 		t.Fatal(err)
@@ -155,7 +156,7 @@ func TestOrphanClaimReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	id := newClaimID(g.now())
+	id := ledger.NewID(g.now())
 	orphan := filepath.Join(g.StateDir(), claimsDir, id+".draft")
 	if err := os.WriteFile(orphan, []byte("---\ntype: Fact\n---\nx\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,9 @@ package gate
 // promoted note is in the vault for every reader: a duplicate of one
 // still says so.
 
-import "github.com/fedmem/fedmem/vault/note"
+import (
+	"github.com/fedmem/fedmem/vault/note"
+)
 
 // privatePrior reports whether prior (the first decision on the same
 // content) belongs to another session than sess and is not public.
@@ -21,7 +23,7 @@ func (g *Gate) privatePrior(prior *seenRecord, sess string) (bool, error) {
 	if prior.State == StatePromoted {
 		return false, nil
 	}
-	pd, err := g.loadDecision(prior.ID)
+	pd, err := g.ledger.Load(prior.ID)
 	if err != nil || pd == nil {
 		return false, err
 	}

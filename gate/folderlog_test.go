@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedmem/fedmem/gate/commit"
 	"github.com/fedmem/fedmem/gate/policy"
 )
 
@@ -20,13 +21,13 @@ func promoteLines(t *testing.T, g *Gate, dest, title string) []change {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := g.newChangeSet(head)
-	cs.set(dest, []byte("---\ntype: Fact\ntitle: "+title+"\n---\nbody\n"))
+	cs := commit.NewChangeSet(g.repo, head)
+	cs.Set(dest, []byte("---\ntype: Fact\ntitle: "+title+"\n---\nbody\n"))
 	d := &Decision{ID: "x", Session: "s-1", SHA256: strings.Repeat("ab", 32)}
-	if err := cs.notePromoted(dest, title, d, time.Now()); err != nil {
+	if err := cs.NotePromoted(dest, title, d, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	ch := cs.list()
+	ch := cs.List()
 	if _, err := g.repo.CommitChanges(branch, head, ch, g.signature(mustPolicy(t, g)), "fedmem: test\n\nFedmem-Decision: promoted\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestFolderLogNeverLosesALine(t *testing.T) {
 	v := newVault(t)
 	dir := filepath.Join(v, "20-domains")
 	var big strings.Builder
-	big.WriteString(logHeader)
+	big.WriteString(commit.LogHeader)
 	want := map[string]bool{}
 	for i := 0; big.Len() <= 17<<20; i++ {
 		l := fmt.Sprintf("- 2026-01-01T00:00:00Z promoted [Old note %d](old-%d.md) from session s by the gate (draft sha256 0123456789ab)", i, i)
@@ -80,9 +81,9 @@ func TestFolderLogNeverLosesALine(t *testing.T) {
 		want[l] = true
 	}
 	var idx strings.Builder
-	idx.WriteString(indexHeader)
+	idx.WriteString(commit.IndexHeader)
 	wantIdx := map[string]bool{}
-	for i := 0; idx.Len() <= pageCap*3; i++ {
+	for i := 0; idx.Len() <= commit.PageCap*3; i++ {
 		l := fmt.Sprintf("- [Old note %d](old-%d.md)", i, i)
 		idx.WriteString(l + "\n")
 		wantIdx[l] = true
@@ -100,8 +101,8 @@ func TestFolderLogNeverLosesALine(t *testing.T) {
 	for _, c := range ch {
 		written += len(c.Content)
 	}
-	if written > 2*pageCap {
-		t.Errorf("the second promotion wrote %d bytes of pages; want at most one page each (%d)", written, pageCap)
+	if written > 2*commit.PageCap {
+		t.Errorf("the second promotion wrote %d bytes of pages; want at most one page each (%d)", written, commit.PageCap)
 	}
 	got := allLines(t, dir, "log")
 	for l := range want {
@@ -131,7 +132,7 @@ func TestFolderLogNeverLosesALine(t *testing.T) {
 		t.Errorf("archive links not rewritten: %.300s", arch)
 	}
 	page, _ := os.ReadFile(filepath.Join(dir, "log.md"))
-	if !strings.Contains(string(page), olderPrefix+"[log/000001.md](log/000001.md)") || len(page) > pageCap {
+	if !strings.Contains(string(page), commit.OlderPrefix+"[log/000001.md](log/000001.md)") || len(page) > commit.PageCap {
 		t.Errorf("log.md page (%d bytes): %.300s", len(page), page)
 	}
 	checkRepo(t, v)

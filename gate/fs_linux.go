@@ -15,6 +15,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/intake"
+	"github.com/fedmem/fedmem/gate/ledger"
 	"github.com/fedmem/fedmem/gate/origin"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
@@ -72,7 +73,7 @@ func (g *Gate) claimSession(in *inbox, sess string, max int) ([]Claim, int, erro
 			}
 			continue
 		}
-		c := Claim{ID: newClaimID(g.now()), Session: sess, Name: n, NameRaw: []byte(n), FirstSeen: g.now().UTC(),
+		c := Claim{ID: ledger.NewID(g.now()), Session: sess, Name: n, NameRaw: []byte(n), FirstSeen: g.now().UTC(),
 			Stat: &origin.DraftOwner{UID: int(st.Uid), Mode: st.Mode & 0o7777, Ino: st.Ino, Ctime: time.Unix(st.Ctim.Unix()).UTC()}}
 		if err := g.journalClaim(c); err != nil {
 			return out, held, errors.Join(append(errs, err)...)
@@ -356,7 +357,7 @@ func (g *Gate) sessionRecord(in *inbox, sess string) *SessionRecord {
 // with openat2, the file is created O_EXCL under a fresh name and renamed
 // over the final one (rename replaces a planted symlink, never follows it).
 func (g *Gate) writeReceipt(in *inbox, sess, name string, b []byte) error {
-	return in.WriteReceipt(sess, name, b, ".tmp-"+newClaimID(g.now()))
+	return in.WriteReceipt(sess, name, b, ".tmp-"+ledger.NewID(g.now()))
 }
 
 // lockState takes an exclusive flock on the state dir's lock file.

@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/fedmem/fedmem/gate/audit"
+	"github.com/fedmem/fedmem/gate/commit"
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/intake"
+	"github.com/fedmem/fedmem/gate/ledger"
 	"github.com/fedmem/fedmem/gate/logsafe"
 	"github.com/fedmem/fedmem/gate/origin"
 	"github.com/fedmem/fedmem/gate/policy"
@@ -58,8 +60,9 @@ func DefaultStateDir(vaultDir string) string {
 
 // Gate claims, decides and promotes drafts of one vault.
 type Gate struct {
-	// dups indexes held duplicates by original (dupindex.go).
-	dups dupIndex
+	// ledger is the decisions, seen and pending records in the state
+	// directory (gate/ledger).
+	ledger *ledger.Ledger
 	// showing: a review show is judging (reviewshow.go); the verifiers
 	// do not run again, their recorded outcomes are shown.
 	showing  bool
@@ -83,22 +86,14 @@ type Gate struct {
 	journal   *os.File
 	recMu     sync.Mutex
 	claimRecs map[string]Claim
-	// pass is the open group of a pass (groupcommit.go); nil outside Once.
-	pass *pass
-	// groups maps a draft id to the base its group marker records
-	// (groupcommit.go); nil until read.
-	groups map[string]repo.Hash
-	// rec records a pass's decisions off its goroutine (asyncrecord.go).
-	rec *recorder
+	// commits writes the branch: promotions, a pass's group commit, the
+	// checkout journal (gate/commit, commithost.go).
+	commits *commit.Engine
 	// flushCost is what flushing a group inside a pass has cost lately
 	// (run.go, groupDue).
 	flushCost time.Duration
 	// remote bounds remote operations (remoteio.go).
 	remote remote.Deadline
-	// journaled: the checkout journal lists files not yet checked out;
-	// journalExtra: some of them an earlier, failed checkout's
-	// (checkoutjournal.go).
-	journaled, journalExtra bool
 	// verify runs a pass's verifiers outside the lock (gate/verify.Pool; set
 	// by Run); verifyAsync: the decision being judged is a pass's.
 	verify      *verify.Pool
@@ -134,6 +129,7 @@ func Open(o Options) (*Gate, error) {
 	if abs, err := filepath.Abs(g.state); err == nil {
 		g.state = abs
 	}
+	g.ledger = ledger.New(g.state)
 	if vault.Within(g.state, dir) {
 		return nil, fmt.Errorf("state dir %s is inside the vault; sandboxes could read it", g.state)
 	}
@@ -175,8 +171,9 @@ func Open(o Options) (*Gate, error) {
 		return nil, err
 	}
 	// A flush killed after its branch moved, before its index was
-	// written: bring its files to HEAD first (checkoutjournal.go).
-	if err := g.recoverCheckout(); err != nil {
+	// written: bring its files to HEAD first (commit/checkoutjournal.go).
+	g.commits = g.committer()
+	if err := g.commits.RecoverCheckout(); err != nil {
 		g.audit.Close()
 		g.unlock()
 		return nil, err
@@ -234,12 +231,12 @@ func (g *Gate) Once() (*Summary, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	defer g.syncAfterPass() // push, fast-forward or replay with the policy's remote (sync.go)
-	// Group commit (groupcommit.go): the pass's writes are synced and its
+	// Group commit (commit/groupcommit.go): the pass's writes are synced and its
 	// promotions published in groups; endPass (deferred here for the error
 	// returns) flushes the last group before the sync.
 	tm := startTiming()
-	g.beginPass()
-	defer g.endPass()
+	g.commits.BeginPass()
+	defer g.commits.EndPass()
 	defer g.closeJournal()
 	pol, err := g.Policy()
 	if err != nil {
@@ -329,7 +326,7 @@ func (g *Gate) Once() (*Summary, error) {
 	}
 	tm.lap(&tm.DecideMs)
 	tm.Groups++
-	if err := g.endPass(); err != nil {
+	if err := g.commits.EndPass(); err != nil {
 		s.Errors = append(s.Errors, err.Error())
 	} else if err := g.dropDeadJournals(); err != nil {
 		s.Errors = append(s.Errors, err.Error())
@@ -373,12 +370,12 @@ func (g *Gate) decideBatch(in *inbox, pol *policy.Policy, s *Summary, ids []stri
 			if g.groupDue() {
 				tm.Groups++
 				f0 := time.Now()
-				if err := g.flushPass(); err != nil {
+				if err := g.commits.Flush(); err != nil {
 					s.Errors = append(s.Errors, err.Error())
 				}
 				tm.FlushMs += g.flushed(time.Since(f0))
 			}
-			g.passCounted()
+			g.commits.Counted()
 			d, err := g.process(in, pol, id, pf)
 			if errors.Is(err, errRetry) {
 				retry = append(retry, id)
@@ -423,7 +420,7 @@ func (g *Gate) openClaims() (ids, orphans []string, err error) {
 		names = append(names, e.Name())
 	}
 	// Group markers: kept while one of their drafts is claimed.
-	if err := g.loadGroupMarkers(func(id string) bool { return have[id+".draft"] || have[id+".json"] }); err != nil {
+	if err := g.commits.LoadGroupMarkers(func(id string) bool { return have[id+".draft"] || have[id+".json"] }); err != nil {
 		return nil, nil, err
 	}
 	recs, err := g.loadJournals(names, func(id string) bool { return have[id+".draft"] })
@@ -438,7 +435,7 @@ func (g *Gate) openClaims() (ids, orphans []string, err error) {
 		ids = append(ids, id)
 	}
 	for n := range have {
-		if id, ok := strings.CutSuffix(n, ".draft"); ok && validClaimID(id) && !have[id+".json"] {
+		if id, ok := strings.CutSuffix(n, ".draft"); ok && ledger.ValidID(id) && !have[id+".json"] {
 			if _, ok := recs[id]; !ok {
 				orphans = append(orphans, id)
 			}
@@ -448,7 +445,7 @@ func (g *Gate) openClaims() (ids, orphans []string, err error) {
 	// Records of older gates: a file per claim.
 	for n := range have {
 		id, ok := strings.CutSuffix(n, ".json")
-		if !ok || !validClaimID(id) {
+		if !ok || !ledger.ValidID(id) {
 			continue
 		}
 		if _, ok := recs[id]; ok {
@@ -458,7 +455,7 @@ func (g *Gate) openClaims() (ids, orphans []string, err error) {
 			ids = append(ids, id)
 			continue
 		}
-		if d, _ := g.loadDecision(id); d == nil {
+		if d, _ := g.ledger.Load(id); d == nil {
 			os.Remove(g.statePath(claimsDir, n))
 		} else {
 			ids = append(ids, id) // decided; finish the cleanup
@@ -483,7 +480,7 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 	} else if c, err = g.claimRecord(id); err != nil {
 		return nil, err
 	}
-	if d, err := g.loadDecision(id); err != nil {
+	if d, err := g.ledger.Load(id); err != nil {
 		return nil, err
 	} else if d != nil {
 		return d, g.finish(in, c, d, nil)
@@ -515,7 +512,7 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 	// against a HEAD that holds the note itself would differ.
 	if _, head, err := g.repo.Head(); err != nil {
 		return nil, err
-	} else if done, err := g.adoptEarlierCommit(head, d); err != nil {
+	} else if done, err := g.commits.AdoptEarlierCommit(head, d); err != nil {
 		return nil, err
 	} else if done {
 		d.AutoPromoted = d.Reviewer == ""
@@ -527,17 +524,17 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 		}
 		return d, nil
 	}
-	if g.recordingSum(rr.Sum) {
-		g.drainRecords() // the same content is being recorded: see it first
+	if g.commits.RecordingSum(rr.Sum) {
+		g.commits.DrainRecords() // the same content is being recorded: see it first
 	}
-	if g.pendingSum(rr.Sum) {
+	if g.commits.PendingSum(rr.Sum) {
 		// The same content is promoted in the open group: publish it first,
 		// so this draft is found as its duplicate.
-		if err := g.flushPass(); err != nil {
+		if err := g.commits.Flush(); err != nil {
 			return nil, err
 		}
 	}
-	prior, err := g.loadSeen(rr.Sum)
+	prior, err := g.ledger.LoadSeen(rr.Sum)
 	if err != nil {
 		return nil, err
 	}
@@ -547,7 +544,7 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 		}
 		d.State, d.DuplicateOf = prior.State, prior.ID
 		if prior.State == StatePending {
-			g.dups.add(prior.ID, d.ID)
+			g.ledger.AddDup(prior.ID, d.ID)
 		}
 		if prior.State == StateRejected {
 			d.Reasons = []note.Finding{{Rule: "resubmitted", Severity: note.Error,
@@ -555,7 +552,7 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 		} else {
 			d.Reasons = []note.Finding{{Rule: "duplicate", Severity: note.Info,
 				Message: fmt.Sprintf("identical content was already %s (decision %s); nothing new to do", prior.State, prior.ID)}}
-			if pd, _ := g.loadDecision(prior.ID); pd != nil {
+			if pd, _ := g.ledger.Load(prior.ID); pd != nil {
 				d.Path, d.Commit = pd.Path, pd.Commit
 			}
 		}
@@ -582,7 +579,7 @@ func (g *Gate) process(in *inbox, pol *policy.Policy, id string, pf *prefetched)
 		return d, g.finish(in, c, d, rr.Bytes)
 	}
 	d.AutoPromoted = true
-	if err := g.promoteDraft(pol, d, res, v, o, ""); err != nil {
+	if err := g.commits.Promote(pol, d, res, v, o, ""); err != nil {
 		var refused *validate.RefusedError
 		if !errors.As(err, &refused) {
 			return nil, err
@@ -699,17 +696,17 @@ func (g *Gate) signature(pol *policy.Policy) repo.Signature {
 // crash at any point can resume: decision, seen index, pending copy, audit,
 // receipt, then removal of the claim.
 func (g *Gate) finish(in *inbox, c Claim, d *Decision, pendingBytes []byte) error {
-	if g.deferFinish(in, c, d) {
+	if g.commits.DeferFinish(d, func() error { return g.finish(in, c, d, nil) }) {
 		return nil // its commit is in the open group: recorded once published
 	}
-	if g.recordAsync(in, c, d, pendingBytes) {
-		return nil // recorded off the pass's goroutine (asyncrecord.go)
+	if g.commits.RecordAsync(d, func() error { return g.record(d, pendingBytes) }, g.cleanupFor(in, c, d)) {
+		return nil // recorded off the pass's goroutine (commit/asyncrecord.go)
 	}
 	if err := g.record(d, pendingBytes); err != nil {
 		return err
 	}
 	cleanup := g.cleanupFor(in, c, d)
-	if g.deferCleanup(cleanup) {
+	if g.commits.DeferCleanup(cleanup) {
 		return nil // after the group's barrier: the decision is durable first
 	}
 	return cleanup()
@@ -723,7 +720,7 @@ func (g *Gate) record(d *Decision, pendingBytes []byte) error {
 		if d.SHA256 != "" && d.DuplicateOf == "" {
 			// Decided by a gate killed before the seen record: record it
 			// now (kept when it is there).
-			return g.linkSeen(d)
+			return g.ledger.LinkSeen(d)
 		}
 		return nil
 	}
@@ -748,7 +745,7 @@ func (g *Gate) record(d *Decision, pendingBytes []byte) error {
 	}
 	groupFault("decided")
 	if d.SHA256 != "" && d.DuplicateOf == "" {
-		if err := g.linkSeen(d); err != nil {
+		if err := g.ledger.LinkSeen(d); err != nil {
 			return err
 		}
 	}

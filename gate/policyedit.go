@@ -61,9 +61,7 @@ func (g *Gate) EditReviewers(op, name, by string) (string, []string, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("the edited policy does not load (nothing committed): %w", err)
 	}
-	cs := g.newChangeSet(head)
-	cs.set(vault.PolicyFile, updated)
-	ch := cs.list()
+	ch := []change{{Path: vault.PolicyFile, Content: updated}}
 	verb := map[string]string{"add": "add reviewer", "remove": "remove reviewer"}[op]
 	msg := fmt.Sprintf("fedmem: policy: %s %s\n\nFedmem-Policy: reviewers %s %s\nFedmem-Reviewer: %s\n", verb, name, op, name, by)
 	h, err := e.Commit(pol, branch, head, sweep.Move{Kind: "policy", Note: vault.PolicyFile, Changes: ch, Msg: msg,

@@ -84,7 +84,7 @@ func (g *Gate) prefetchOne(id string, maxBytes int64) *prefetched {
 	if pf.c, pf.err = g.claimRecord(id); pf.err != nil {
 		return pf
 	}
-	if d, err := g.loadDecision(id); err != nil || d != nil {
+	if d, err := g.ledger.Load(id); err != nil || d != nil {
 		pf.err = errors.New("decided or unreadable decision: not read ahead")
 		return pf
 	}

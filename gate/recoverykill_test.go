@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/fedmem/fedmem/gate/commit"
 	"github.com/fedmem/fedmem/gate/durable"
 )
 
@@ -62,7 +63,7 @@ func TestRecoveryKillNineTwice(t *testing.T) {
 				t.Logf("second gate killed at %s: %v", second, killed)
 				finishAfterKill(t, v)
 				checkExactlyOnce(t, v, want)
-				if _, err := os.Stat(filepath.Join(DefaultStateDir(v), checkoutJournal)); err == nil {
+				if _, err := os.Stat(filepath.Join(DefaultStateDir(v), commit.CheckoutJournal)); err == nil {
 					t.Errorf("checkout journal left after a clean run")
 				}
 				// Every promoted note is in the index with HEAD's blob.
@@ -109,7 +110,7 @@ func TestCheckoutJournalRedoneAtOpen(t *testing.T) {
 			}
 			g.Close()
 			checkRepo(t, v)
-			if _, err := os.Stat(filepath.Join(DefaultStateDir(v), checkoutJournal)); err == nil {
+			if _, err := os.Stat(filepath.Join(DefaultStateDir(v), commit.CheckoutJournal)); err == nil {
 				t.Errorf("checkout journal left after Open redid it")
 			}
 		})
@@ -128,8 +129,8 @@ func TestCheckoutJournalBadPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		g.Close()
-		file := filepath.Join(DefaultStateDir(v), checkoutJournal)
-		if err := durable.WriteJSON(file, checkoutRecord{Paths: []string{"20-domains/index.md", bad}}); err != nil {
+		file := filepath.Join(DefaultStateDir(v), commit.CheckoutJournal)
+		if err := durable.WriteJSON(file, commit.CheckoutRecord{Paths: []string{"20-domains/index.md", bad}}); err != nil {
 			t.Fatal(err)
 		}
 		_, err = Open(Options{Vault: v, AllowSameUser: true})
@@ -184,7 +185,7 @@ func TestReviewKillNineIndex(t *testing.T) {
 		t.Fatalf("draft %s has %d commits", p.ID, n)
 	}
 	checkRepo(t, v)
-	if _, err := os.Stat(filepath.Join(DefaultStateDir(v), checkoutJournal)); err == nil {
+	if _, err := os.Stat(filepath.Join(DefaultStateDir(v), commit.CheckoutJournal)); err == nil {
 		t.Errorf("checkout journal left")
 	}
 }
@@ -210,10 +211,10 @@ func TestCheckoutJournalMergesFailedCheckout(t *testing.T) {
 				t.Fatalf("want one promoted note, ls-files says %q", stale)
 			}
 			gitCLI(t, v, "rm", "--cached", "-q", stale)
-			if err := durable.WriteJSON(filepath.Join(g.StateDir(), checkoutJournal), checkoutRecord{Paths: []string{stale}}); err != nil {
+			if err := durable.WriteJSON(filepath.Join(g.StateDir(), commit.CheckoutJournal), commit.CheckoutRecord{Paths: []string{stale}}); err != nil {
 				t.Fatal(err)
 			}
-			g.journaled = true // as a checkout that failed leaves it
+			g.commits.JournalLeft() // as a checkout that failed leaves it
 			body := "---\ntype: Fact\ntitle: Merge b\nsources: [10-projects/src.md]\n---\nfact b\n"
 			if next == "held" {
 				body = "---\ntype: Fact\ntitle: Merge b\n---\nguess\n"
@@ -223,7 +224,7 @@ func TestCheckoutJournalMergesFailedCheckout(t *testing.T) {
 				t.Fatalf("want b.md %s: %+v %v", next, s.Decisions, s.Errors)
 			}
 			checkRepo(t, v)
-			if _, err := os.Stat(filepath.Join(g.StateDir(), checkoutJournal)); err == nil {
+			if _, err := os.Stat(filepath.Join(g.StateDir(), commit.CheckoutJournal)); err == nil {
 				t.Errorf("checkout journal left")
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedmem/fedmem/gate/commit"
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/review"
 	"github.com/fedmem/fedmem/test/testutil"
@@ -377,15 +378,15 @@ func TestRedteamCacheRolloverInsideGroup(t *testing.T) {
 	setGroupMax(t, 3)
 	v := trustVault(t)
 	var lg, ix strings.Builder
-	lg.WriteString(logHeader)
-	ix.WriteString(indexHeader)
+	lg.WriteString(commit.LogHeader)
+	ix.WriteString(commit.IndexHeader)
 	var human []string
-	for i := 0; lg.Len() < pageCap-400; i++ {
+	for i := 0; lg.Len() < commit.PageCap-400; i++ {
 		l := fmt.Sprintf("- 2026-01-01T00:00:00Z promoted [Human %d](human-%d.md) from session s by the gate (draft sha256 0123456789ab)", i, i)
 		lg.WriteString(l + "\n")
 		human = append(human, l)
 	}
-	for i := 0; ix.Len() < pageCap-150; i++ {
+	for i := 0; ix.Len() < commit.PageCap-150; i++ {
 		fmt.Fprintf(&ix, "- [Human %d](human-%d.md)\n", i, i)
 	}
 	humanCommit(t, v, map[string]string{

@@ -166,7 +166,7 @@ func TestSyncRefusesRewrittenHistory(t *testing.T) {
 			if !strings.Contains(auditText(t, g), `"sync-refused"`) {
 				t.Error("no sync-refused audit entry")
 			}
-			dd, _ := g.loadDecision(d.ID)
+			dd, _ := g.ledger.Load(d.ID)
 			if dd.Commit != published {
 				t.Errorf("the decision now names %s (forged %s), want %s", dd.Commit, forged, published)
 			}

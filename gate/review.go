@@ -10,6 +10,7 @@ import (
 	"github.com/fedmem/fedmem/gate/audit"
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/ledger"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/review"
 	"github.com/fedmem/fedmem/gate/sign"
@@ -18,7 +19,13 @@ import (
 )
 
 // ErrNotPending is returned when a review names a draft that is not held.
-var ErrNotPending = errors.New("no pending draft with that id")
+var ErrNotPending = ledger.ErrNotPending
+
+// MinIDPrefix is the shortest id prefix a reviewer may type.
+const MinIDPrefix = ledger.MinIDPrefix
+
+// ErrAmbiguousID is returned when a prefix names more than one decision.
+var ErrAmbiguousID = ledger.ErrAmbiguousID
 
 // Pending lists drafts held for review, oldest first.
 func (g *Gate) Pending() ([]Decision, error) {
@@ -73,13 +80,13 @@ func (g *Gate) settleDuplicates(in *inbox, orig *Decision, all []Decision) error
 	}
 	if all == nil {
 		// The index of held duplicates, not every decision (a batch of
-		// reviews was quadratic in the decisions: dupindex.go).
-		ids, err := g.dups.take(orig.ID, g.Decisions)
+		// reviews was quadratic in the decisions: gate/ledger/dupindex.go).
+		ids, err := g.ledger.TakeDups(orig.ID)
 		if err != nil {
 			return err
 		}
 		for _, id := range ids {
-			if d, err := g.loadDecision(id); err == nil && d != nil {
+			if d, err := g.ledger.Load(id); err == nil && d != nil {
 				all = append(all, *d)
 			}
 		}
@@ -109,15 +116,15 @@ func (g *Gate) settleDuplicates(in *inbox, orig *Decision, all []Decision) error
 }
 
 // Show returns a decision, named by its id or a unique prefix of it
-// (reviewid.go), and, for a pending one, the draft bytes.
+// (gate/ledger/reviewid.go), and, for a pending one, the draft bytes.
 func (g *Gate) Show(id string) (*Decision, []byte, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	id, err := g.resolveID(id, false)
+	id, err := g.ledger.Resolve(id, false)
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := g.loadDecision(id)
+	d, err := g.ledger.Load(id)
 	if err != nil || d == nil {
 		return nil, nil, fmt.Errorf("%q: %w", id, ErrNotPending)
 	}
@@ -130,7 +137,7 @@ func validReviewer(name string) bool {
 }
 
 // Approve promotes a pending draft on a human's word, through the same
-// promotion path as auto-promotion (promoteDraft): the note records
+// promotion path as auto-promotion (commit.Engine.Promote): the note records
 // `verified: human:<reviewer>`, the commit a Fedmem-Reviewer trailer. The
 // draft is validated and judged again (policy or scanner may have changed):
 // a draft that is now invalid cannot be approved; flags that held it are
@@ -186,7 +193,7 @@ func (g *Gate) approveLocked(in *inbox, pol *policy.Policy, id, reviewer string,
 	// it: adopt that commit, whoever approves now (keyed by draft id).
 	if _, head, err := g.repo.Head(); err != nil {
 		return nil, err
-	} else if done, err := g.adoptEarlierCommit(head, d); err != nil {
+	} else if done, err := g.commits.AdoptEarlierCommit(head, d); err != nil {
 		return nil, err
 	} else if done {
 		d.Reviewed = g.now().UTC()
@@ -215,7 +222,7 @@ func (g *Gate) approveLocked(in *inbox, pol *policy.Policy, id, reviewer string,
 		return nil, fmt.Errorf("draft %s would supersede %s: a batch retires no note it did not show; approve it alone (fedmem review show %s, then fedmem review approve %s)", d.ID, strings.Join(ps, ", "), d.ID, d.ID)
 	}
 	d.Reviewer = reviewer
-	if err := g.promoteDraft(pol, d, res, v, o, reviewer); err != nil {
+	if err := g.commits.Promote(pol, d, res, v, o, reviewer); err != nil {
 		return nil, err
 	}
 	d.State, d.Reviewed = StatePromoted, g.now().UTC()
@@ -252,13 +259,13 @@ func (g *Gate) RejectPending(id, reviewer, reason string) (*Decision, error) {
 }
 
 // pendingDraft loads a held draft named by its id or a unique prefix of it
-// (reviewid.go).
+// (gate/ledger/reviewid.go).
 func (g *Gate) pendingDraft(id string) (*Decision, []byte, error) {
-	id, err := g.resolveID(id, true)
+	id, err := g.ledger.Resolve(id, true)
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := g.loadDecision(id)
+	d, err := g.ledger.Load(id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -290,7 +297,7 @@ func (g *Gate) recordReviewDecision(d *Decision) error {
 		return err
 	}
 	if d.SHA256 != "" && d.DuplicateOf == "" {
-		if err := durable.WriteJSON(g.statePath(seenDir, d.SHA256+".json"), seenRecord{d.ID, d.State}); err != nil {
+		if err := durable.WriteJSON(g.statePath(seenDir, d.SHA256+".json"), seenRecord{ID: d.ID, State: d.State}); err != nil {
 			return err
 		}
 	}
@@ -308,29 +315,8 @@ func (g *Gate) endReview(in *inbox, d *Decision) {
 	if err := g.writeReceipt(in, d.Session, name, receiptJSON(d)); err != nil {
 		g.note("receipt-failed", map[string]string{"id": d.ID, "error": err.Error()})
 	}
-	g.dropPending(d) // a reviewer's rejection keeps the bytes (reviewversion.go)
+	g.ledger.DropPending(d) // a reviewer's rejection keeps the bytes (gate/ledger/reviewversion.go)
 	os.Remove(g.statePath(committingDir, d.ID))
-}
-
-// deprecate marks a note superseded: status deprecated, superseded_by dest.
-func deprecate(old []byte, dest string) ([]byte, bool) {
-	n, _ := note.Parse(old)
-	if n == nil {
-		return nil, false
-	}
-	set := func(k, v string) {
-		for i := 0; i+1 < len(n.Front.Content); i += 2 {
-			if n.Front.Content[i].Value == k {
-				n.Front.Content[i+1] = decide.Str(v)
-				return
-			}
-		}
-		n.Front.Content = append(n.Front.Content, decide.Str(k), decide.Str(v))
-	}
-	set("status", note.StatusDeprecated)
-	set("superseded_by", dest)
-	b, err := note.Render(n.Front, n.Body)
-	return b, err == nil
 }
 
 // VerifyAudit checks the gate's audit log and its anchors in the vault's

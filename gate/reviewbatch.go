@@ -7,11 +7,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fedmem/fedmem/gate/ledger"
 	"github.com/fedmem/fedmem/gate/review"
 )
 
 // Batch reviews (issue 19): a reviewer decides many held drafts with one
-// command — named by ids (unique prefixes, reviewid.go) and narrowed by a
+// command — named by ids (unique prefixes, gate/ledger/reviewid.go) and narrowed by a
 // filter — instead of one process and one socket round trip per draft.
 // Each draft is still its own decision: approved drafts get one commit
 // each, through the same Approve or RejectPending a single review uses, so
@@ -52,7 +53,7 @@ func (g *Gate) Select(ids []string, f review.Filter) ([]Decision, error) {
 		seen := map[string]bool{}
 		g.mu.Lock()
 		for _, ref := range ids {
-			id, err := g.resolveID(ref, true)
+			id, err := g.ledger.Resolve(ref, true)
 			if err != nil {
 				g.mu.Unlock()
 				return nil, err
@@ -112,7 +113,7 @@ func (g *Gate) ShortIDs(ids []string) (map[string]string, error) {
 	}
 	var all []string
 	for _, e := range ents {
-		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok && validClaimID(id) {
+		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok && ledger.ValidID(id) {
 			all = append(all, id)
 		}
 	}
@@ -135,7 +136,7 @@ func shortID(id string, all []string) string {
 		p := tail[:n]
 		unique := true
 		for _, o := range all {
-			if o != id && idMatches(o, p) {
+			if o != id && ledger.IDMatches(o, p) {
 				unique = false
 				break
 			}

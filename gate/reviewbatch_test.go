@@ -191,7 +191,7 @@ func TestShortIDsResolveBack(t *testing.T) {
 		if len(s) < MinIDPrefix || len(s) >= len(id) {
 			t.Errorf("%s: short id %q", id, s)
 		}
-		got, err := g.resolveID(s, true)
+		got, err := g.ledger.Resolve(s, true)
 		if err != nil || got != id {
 			t.Errorf("short id %q resolves to %q %v, want %s", s, got, err, id)
 		}

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fedmem/fedmem/gate/commit"
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/ledger"
 	"github.com/fedmem/fedmem/gate/review"
 )
 
@@ -17,10 +19,10 @@ import (
 // 400 separate `approve ID` commands did on the 100k-note vault. Now the
 // drafts of a batch (up to reviewGroupMax at a time) are approved under one
 // hold of the gate lock inside one group of the group commit
-// (groupcommit.go), exactly as a pass promotes claims:
+// (commit/groupcommit.go), exactly as a pass promotes claims:
 //
 //   - each draft is validated, judged and committed in memory through the
-//     same approveLocked → promoteDraft a single approval uses, one commit
+//     same approveLocked → commit.Engine.Promote a single approval uses, one commit
 //     per draft chained on the previous one, each with its own
 //     Fedmem-Draft, Fedmem-Reviewer and Fedmem-Audit-Head trailers and its
 //     own "commit" audit entry (git log and audit verify stay per draft);
@@ -93,7 +95,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt approval) []revie
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.pass != nil {
+	if g.commits.InPass() {
 		return fail(errors.New("a group commit is open"))
 	}
 	pol, err := g.Policy()
@@ -106,8 +108,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt approval) []revie
 	}
 	defer in.Close()
 	t0 := time.Now()
-	g.beginPass()
-	p := g.pass
+	g.commits.BeginPass()
 	staged := make([]*Decision, len(ids))
 	recorded := make([]bool, len(ids))
 	for i, id := range ids {
@@ -125,7 +126,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt approval) []revie
 			if d != nil {
 				mid = d.ID
 			}
-			if validClaimID(mid) {
+			if ledger.ValidID(mid) {
 				if err := durable.WriteAtomic(g.statePath(committingDir, mid), []byte(g.repo.BatchBase().String()), 0o600); err != nil {
 					g.log.Warn("approval marker not written (the group's marker covers it)", "id", mid, "err", err)
 				}
@@ -136,7 +137,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt approval) []revie
 			continue
 		}
 		staged[i] = d
-		p.deferred = append(p.deferred, func() error {
+		g.commits.AfterPublish(func() error {
 			if err := g.recordReviewDecision(d); err != nil {
 				return fmt.Errorf("%s: record: %w", d.ID, err)
 			}
@@ -148,7 +149,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt approval) []revie
 	// After the decisions: one cleanup for the group, in order (receipts,
 	// pending copies, markers, the duplicates' decisions), run once the
 	// decisions are durable.
-	p.deferred = append(p.deferred, func() error {
+	g.commits.AfterPublish(func() error {
 		var done []*Decision
 		for i, d := range staged {
 			if d != nil && recorded[i] {
@@ -156,7 +157,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt approval) []revie
 			}
 		}
 		if len(done) > 0 {
-			g.deferCleanup(func() error {
+			g.commits.DeferCleanup(func() error {
 				var errs []error
 				for _, d := range done {
 					g.endReview(in, d)
@@ -170,7 +171,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt approval) []revie
 		return nil
 	})
 	t1 := time.Now()
-	perr := g.endPass()
+	perr := g.commits.EndPass()
 	g.log.Info("batch approval group", "drafts", len(ids), "approve_ms", t1.Sub(t0).Milliseconds(), "publish_ms", time.Since(t1).Milliseconds())
 	if perr != nil {
 		g.log.Warn("batch approval group", "err", perr)
@@ -203,15 +204,15 @@ func (g *Gate) recoverReviewGroups() error {
 	var ids []string
 	seen := map[string]bool{}
 	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), groupMarkerPrefix) || !strings.HasSuffix(e.Name(), ".json") {
+		if !strings.HasPrefix(e.Name(), commit.GroupMarkerPrefix) || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		var m groupMarker
+		var m commit.GroupMarker
 		if err := durable.ReadJSON(g.statePath(committingDir, e.Name()), &m); err != nil {
 			return fmt.Errorf("group marker %s: %w", e.Name(), err)
 		}
 		for _, id := range m.IDs {
-			if seen[id] || !validClaimID(id) {
+			if seen[id] || !ledger.ValidID(id) {
 				continue
 			}
 			seen[id] = true
@@ -235,14 +236,14 @@ func (g *Gate) recoverReviewGroups() error {
 	}
 	var errs []error
 	for _, id := range ids {
-		d, err := g.loadDecision(id)
+		d, err := g.ledger.Load(id)
 		if err != nil || d == nil {
 			errs = append(errs, err)
 			continue
 		}
 		switch {
 		case d.State == StatePending && d.DuplicateOf == "":
-			done, err := g.adoptEarlierCommit(head, d)
+			done, err := g.commits.AdoptEarlierCommit(head, d)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", id, err))
 				continue

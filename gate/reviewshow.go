@@ -9,6 +9,7 @@ import (
 	udiff "github.com/aymanbagabas/go-udiff"
 
 	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/ledger"
 	"github.com/fedmem/fedmem/gate/review"
 	"github.com/fedmem/fedmem/gate/validate"
 )
@@ -52,8 +53,8 @@ func (g *Gate) showContext(d *Decision, b []byte) *review.ShowContext {
 	for _, v := range pol.VerifiersFor(d.Type) {
 		names = append(names, v.Name)
 	}
-	c.Verifiers = verifierOutcomes(d, names)
-	if prev, err := g.previousVersion(d, b); err != nil {
+	c.Verifiers = ledger.VerifierOutcomes(d, names)
+	if prev, err := g.ledger.PreviousVersion(d, b); err != nil {
 		c.Problem = "previous version: " + err.Error()
 	} else {
 		c.Previous = prev

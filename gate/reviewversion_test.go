@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/ledger"
 	"github.com/fedmem/fedmem/gate/policy"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/gate/verify"
@@ -117,7 +118,7 @@ func TestVerifierOutcomesFromReasons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := verifierOutcomes(&Decision{Reasons: fs}, []string{"ok-check", "bad-check", "slow-check", "later-check"})
+	got := ledger.VerifierOutcomes(&Decision{Reasons: fs}, []string{"ok-check", "bad-check", "slow-check", "later-check"})
 	want := map[string]string{"ok-check": "passed", "bad-check": "failed", "slow-check": "timeout", "later-check": "not run"}
 	if len(got) != len(want) {
 		t.Fatalf("outcomes %+v", got)

@@ -189,10 +189,11 @@ var passIntake = 2 * time.Second
 // burst decided in groups of a dozen). Bounding the flushes to a third of
 // the pass keeps a group's latency proportional to what it costs.
 func (g *Gate) groupDue() bool {
-	if !g.passDue() {
+	n, opened := g.commits.Group()
+	if n == 0 || n < groupMaxDrafts && time.Since(opened) < groupMaxWait {
 		return false
 	}
-	return g.pass.drafts >= groupMaxDrafts || time.Since(g.pass.opened) >= 2*g.flushCost
+	return n >= groupMaxDrafts || time.Since(opened) >= 2*g.flushCost
 }
 
 // flushed notes what a flush cost (a moving average) and returns it in

@@ -1,15 +1,12 @@
 package gate
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/fedmem/fedmem/gate/decide"
-	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/ledger"
 	"github.com/fedmem/fedmem/gate/origin"
 	"github.com/fedmem/fedmem/gate/record"
 )
@@ -35,9 +32,9 @@ const (
 //	                     to decisions/ID.json, or an {id, state} record)
 const (
 	claimsDir    = "claims"
-	decisionsDir = "decisions"
-	pendingDir   = "pending"
-	seenDir      = "seen"
+	decisionsDir = ledger.DecisionsDir
+	pendingDir   = ledger.PendingDir
+	seenDir      = ledger.SeenDir
 )
 
 // Claim is the gate's record of one inbox entry it took.
@@ -72,98 +69,12 @@ type Decision = record.Decision
 // through a descriptor it kept) and was moved back into the inbox, unread.
 var errReturned = errors.New("draft unreadable; returned to the inbox")
 
-// seenRecord is what loadSeen reads from seen/SHA256.json: a decision
-// (the file is a hard link to decisions/ID.json, linkSeen) or the {id,
-// state} record a review writes.
-type seenRecord struct {
-	ID    string `json:"id"`
-	State string `json:"state"`
-}
-
-func newClaimID(now time.Time) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return now.UTC().Format("20060102T150405.000000000Z") + "-" + hex.EncodeToString(b[:])
-}
-
-func validClaimID(id string) bool {
-	if len(id) < 20 || len(id) > 64 {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '.' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
+// seenRecord is a seen/SHA256.json record (ledger.Seen).
+type seenRecord = ledger.Seen
 
 func (g *Gate) statePath(parts ...string) string {
 	return filepath.Join(append([]string{g.state}, parts...)...)
 }
 
-// loadDecision returns the recorded decision for a claim id, or nil.
-func (g *Gate) loadDecision(id string) (*Decision, error) {
-	var d Decision
-	err := durable.ReadJSON(g.statePath(decisionsDir, id+".json"), &d)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &d, nil
-}
-
-// linkSeen records d as the first decision taken on its content: a hard
-// link seen/SHA256.json to its decision file (no new inode, nothing more
-// to fsync than the folder). A record already there is kept: it is the
-// first (or d's own, when a crashed gate linked it already).
-func (g *Gate) linkSeen(d *Decision) error {
-	dst := g.statePath(seenDir, d.SHA256+".json")
-	err := os.Link(g.statePath(decisionsDir, d.ID+".json"), dst)
-	switch {
-	case errors.Is(err, os.ErrExist):
-		return nil
-	case err != nil:
-		// A filesystem without hard links: the record itself.
-		return durable.WriteJSON(dst, seenRecord{d.ID, d.State})
-	}
-	if lz := durable.LazyFor(dst); lz != nil {
-		lz.AddDir(filepath.Dir(dst))
-		return nil
-	}
-	return durable.SyncDir(filepath.Dir(dst))
-}
-
-func (g *Gate) loadSeen(sum string) (*seenRecord, error) {
-	var s seenRecord
-	err := durable.ReadJSON(g.statePath(seenDir, sum+".json"), &s)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &s, nil
-}
-
-// Decisions lists every recorded decision, oldest first.
-func (g *Gate) Decisions() ([]Decision, error) {
-	ents, err := os.ReadDir(g.statePath(decisionsDir))
-	if err != nil {
-		return nil, err
-	}
-	var out []Decision
-	for _, e := range ents {
-		var d Decision
-		if filepath.Ext(e.Name()) != ".json" {
-			continue
-		}
-		if err := durable.ReadJSON(g.statePath(decisionsDir, e.Name()), &d); err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, nil
-}
+// Decisions lists every recorded decision, oldest first (ledger.All).
+func (g *Gate) Decisions() ([]Decision, error) { return ledger.New(g.state).All() }

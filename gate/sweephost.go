@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fedmem/fedmem/gate/commit"
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/policy"
@@ -36,14 +37,14 @@ func (h sweepHost) Audit(kind string, data map[string]string) error {
 }
 
 func (h sweepHost) Changes(head repo.Hash, p string, content []byte, logLine string) ([]repo.Change, error) {
-	cs := h.g.newChangeSet(head)
-	cs.set(p, content)
+	cs := commit.NewChangeSet(h.g.repo, head)
+	cs.Set(p, content)
 	if logLine != "" {
-		if err := cs.appendLine(path.Dir(p)+"/log.md", logHeader, logLine); err != nil {
+		if err := cs.AppendLine(path.Dir(p)+"/log.md", commit.LogHeader, logLine); err != nil {
 			return nil, err
 		}
 	}
-	return cs.list(), nil
+	return cs.List(), nil
 }
 
 func (h sweepHost) Signature(pol *policy.Policy) repo.Signature { return h.g.signature(pol) }
@@ -132,11 +133,11 @@ func (g *Gate) Reverify(ref, reviewer string) (*sweep.ReverifyResult, error) {
 // path it promoted; a unique prefix of it will do) or a vault path of a note.
 func (g *Gate) notePath(ref string) (string, error) {
 	if !strings.ContainsAny(ref, "/") && !strings.HasSuffix(ref, ".md") {
-		id, err := g.resolveID(ref, false)
+		id, err := g.ledger.Resolve(ref, false)
 		if err != nil {
 			return "", err
 		}
-		if d, err := g.loadDecision(id); err == nil && d != nil && d.Path != "" {
+		if d, err := g.ledger.Load(id); err == nil && d != nil && d.Path != "" {
 			return d.Path, nil
 		}
 		return "", fmt.Errorf("decision %s promoted no note", id)

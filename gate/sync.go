@@ -11,7 +11,9 @@ import (
 	"os"
 	"sort"
 
+	"github.com/fedmem/fedmem/gate/commit"
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/ledger"
 	"github.com/fedmem/fedmem/gate/remote"
 	"github.com/fedmem/fedmem/gate/validate"
 	"github.com/fedmem/fedmem/vault"
@@ -44,7 +46,7 @@ var syncFault = func(point string) {}
 // syncer is the sync engine of this gate (the gate is its Host).
 func (g *Gate) syncer() *remote.Engine {
 	return remote.New(remote.Config{Repo: g.repo, Log: g.log, Now: g.now, State: g.state, Host: syncHost{g},
-		Deadline: &g.remote, Fault: func(p string) { syncFault(p) }, Pages: map[string]string{"log.md": logHeader, "index.md": indexHeader}})
+		Deadline: &g.remote, Fault: func(p string) { syncFault(p) }, Pages: map[string]string{"log.md": commit.LogHeader, "index.md": commit.IndexHeader}})
 }
 
 // syncHost is the gate as remote.Host.
@@ -52,7 +54,7 @@ type syncHost struct{ g *Gate }
 
 func (h syncHost) Note(kind string, data any) { h.g.note(kind, data) }
 func (h syncHost) AllocPath(tip repo.Hash, want, id, sum string) (string, error) {
-	return h.g.allocPath(tip, want, id, sum)
+	return h.g.commits.AllocPath(tip, want, id, sum)
 }
 func (h syncHost) Contradicts(com *repo.Commit, tip repo.Hash) (*remote.Hold, error) {
 	return h.g.replayContradicts(com, tip)
@@ -134,10 +136,10 @@ func (g *Gate) remapDecisions(remap, paths map[string]string) {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		if !validClaimID(id) {
+		if !ledger.ValidID(id) {
 			continue
 		}
-		d, err := g.loadDecision(id)
+		d, err := g.ledger.Load(id)
 		if err != nil || d == nil {
 			continue
 		}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/ledger"
 	"github.com/fedmem/fedmem/gate/remote"
 	"github.com/fedmem/fedmem/gate/sweep"
 	"github.com/fedmem/fedmem/gate/trailer"
@@ -116,10 +117,10 @@ func (g *Gate) holdReplayed(holds map[string]syncHold) {
 		defer in.Close()
 	}
 	for id, h := range holds {
-		if !validClaimID(id) {
+		if !ledger.ValidID(id) {
 			continue
 		}
-		d, err := g.loadDecision(id)
+		d, err := g.ledger.Load(id)
 		if err != nil || d == nil || d.State != StatePromoted {
 			continue
 		}
@@ -136,7 +137,7 @@ func (g *Gate) holdReplayed(holds map[string]syncHold) {
 			continue
 		}
 		if d.SHA256 != "" {
-			_ = durable.WriteJSON(g.statePath(seenDir, d.SHA256+".json"), seenRecord{d.ID, d.State})
+			_ = durable.WriteJSON(g.statePath(seenDir, d.SHA256+".json"), seenRecord{ID: d.ID, State: d.State})
 		}
 		var rules []string
 		for _, r := range h.Reasons {

@@ -94,7 +94,7 @@ func TestSlowVerifierDoesNotBlockPass(t *testing.T) {
 	if n := runs.Load(); n != 2 {
 		t.Errorf("the verifier ran %d times, want 2 (once per draft)", n)
 	}
-	d, err := g.loadDecision(s.Decisions[0].ID)
+	d, err := g.ledger.Load(s.Decisions[0].ID)
 	if err != nil || d == nil || len(findingsWith(d.Reasons, decide.RuleVerifierPassed)) != 1 {
 		t.Fatalf("v-1's decision should carry the verifier's pass: %+v %v", d, err)
 	}

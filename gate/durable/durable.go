@@ -140,7 +140,7 @@ func WriteAtomic(path string, b []byte, mode os.FileMode) error {
 // filesystem), so a crash leaves no stray file next to path.
 func WriteAtomicVia(tmpDir, path string, b []byte, mode os.FileMode) error {
 	// In a pass's group mode the fsyncs are taken together at its next
-	// barrier (groupcommit.go).
+	// barrier (gate/commit/groupcommit.go).
 	if lazy := LazyFor(path); lazy != nil {
 		return atomicfile.Write(tmpDir, path, b, mode, lazy)
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // Archive pages (<folder>/log/000001.md, <folder>/index/000001.md, written
-// by the gate's folderlog.go when a page fills up) are gate pages, not notes: the
+// by gate/commit/folderlog.go when a page fills up) are gate pages, not notes: the
 // sweep's walk (CollectNotes) skips them, and still sees a note that lives
 // in a folder named log.
 func TestSweepSkipsLogAndIndexArchivePages(t *testing.T) {

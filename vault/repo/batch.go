@@ -14,7 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
-// Group commit (issue 9; the gate's side is gate/groupcommit.go): while a
+// Group commit (issue 9; the gate's side is gate/commit/groupcommit.go): while a
 // batch is open, commits are written in memory, one chained on the
 // previous; PublishBatch writes the group's objects as one pack, moves the
 // branch once with a compare-and-swap, and checks the group's files out

@@ -1,4 +1,4 @@
-package gate
+package commit
 
 import (
 	"bytes"
@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/record"
 	"github.com/fedmem/fedmem/vault/repo"
 )
 
-// changeSet collects the files one commit writes, reading the current
+// ChangeSet collects the files one commit writes, reading the current
 // content of a path from earlier changes first, then from HEAD.
-type changeSet struct {
-	g     *Gate
+type ChangeSet struct {
+	repo  *repo.Repo
 	head  repo.Hash
 	order []string
 	files map[string][]byte
@@ -25,54 +26,58 @@ type changeSet struct {
 	base map[string][]byte
 }
 
-func (g *Gate) newChangeSet(head repo.Hash) *changeSet {
-	return &changeSet{g: g, head: head, files: map[string][]byte{}, base: map[string][]byte{}}
+// NewChangeSet starts the files of one commit on head of r.
+func NewChangeSet(r *repo.Repo, head repo.Hash) *ChangeSet {
+	return &ChangeSet{repo: r, head: head, files: map[string][]byte{}, base: map[string][]byte{}}
 }
 
-// get returns the whole file (never a prefix: a cut read written back
+// Get returns the whole file (never a prefix: a cut read written back
 // loses lines), or nil when it is absent.
-func (cs *changeSet) get(p string) ([]byte, error) {
+func (cs *ChangeSet) Get(p string) ([]byte, error) {
 	if b, ok := cs.files[p]; ok {
 		return b, nil
 	}
-	return cs.atHead(p)
+	return cs.AtHead(p)
 }
 
-// atHead returns path p's content at head (nil: absent).
-func (cs *changeSet) atHead(p string) ([]byte, error) {
+// AtHead returns path p's content at head (nil: absent).
+func (cs *ChangeSet) AtHead(p string) ([]byte, error) {
 	if b, ok := cs.base[p]; ok {
 		return b, nil
 	}
-	b, err := cs.g.repo.WholeFileAt(cs.head, p)
+	b, err := cs.repo.WholeFileAt(cs.head, p)
 	if err == nil {
 		cs.base[p] = b
 	}
 	return b, err
 }
 
-func (cs *changeSet) set(p string, b []byte) {
+// Set writes p as b in the commit.
+func (cs *ChangeSet) Set(p string, b []byte) {
 	if _, ok := cs.files[p]; !ok {
 		cs.order = append(cs.order, p)
 	}
 	cs.files[p] = b
 }
 
-func (cs *changeSet) list() []change {
-	out := make([]change, 0, len(cs.order))
+// List returns the commit's files in the order they were first set.
+func (cs *ChangeSet) List() []repo.Change {
+	out := make([]repo.Change, 0, len(cs.order))
 	for _, p := range cs.order {
-		out = append(out, change{Path: p, Content: cs.files[p]})
+		out = append(out, repo.Change{Path: p, Content: cs.files[p]})
 	}
 	return out
 }
 
+// The headers of a folder's log.md and index.md.
 const (
-	logHeader   = "# Log\n\nChanges to this folder, oldest first. Written by the fedmem gate.\n\n"
-	indexHeader = "# Index\n\nNotes in this folder. Written by the fedmem gate.\n\n"
+	LogHeader   = "# Log\n\nChanges to this folder, oldest first. Written by the fedmem gate.\n\n"
+	IndexHeader = "# Index\n\nNotes in this folder. Written by the fedmem gate.\n\n"
 )
 
-// notePromoted adds the folder's log.md line and index.md entry for a note
+// NotePromoted adds the folder's log.md line and index.md entry for a note
 // promoted at dest, in the same commit.
-func (cs *changeSet) notePromoted(dest, title string, d *Decision, when time.Time) error {
+func (cs *ChangeSet) NotePromoted(dest, title string, d *record.Decision, when time.Time) error {
 	dir, base := path.Dir(dest), path.Base(dest)
 	text := decide.Label(title)
 	if text == "" {
@@ -82,40 +87,40 @@ func (cs *changeSet) notePromoted(dest, title string, d *Decision, when time.Tim
 	if d.Reviewer != "" {
 		who = "reviewer " + d.Reviewer
 	}
-	if err := cs.appendLine(dir+"/log.md", logHeader, fmt.Sprintf("- %s promoted [%s](%s) from session %s by %s (draft sha256 %.12s)\n",
+	if err := cs.AppendLine(dir+"/log.md", LogHeader, fmt.Sprintf("- %s promoted [%s](%s) from session %s by %s (draft sha256 %.12s)\n",
 		when.UTC().Format(time.RFC3339), text, base, d.Session, who, d.SHA256)); err != nil {
 		return err
 	}
-	idx, err := cs.get(dir + "/index.md")
+	idx, err := cs.Get(dir + "/index.md")
 	if err != nil {
 		return err
 	}
 	if bytes.Contains(idx, []byte("]("+base+")")) {
 		return nil
 	}
-	return cs.appendLine(dir+"/index.md", indexHeader, fmt.Sprintf("- [%s](%s)\n", text, base))
+	return cs.AppendLine(dir+"/index.md", IndexHeader, fmt.Sprintf("- [%s](%s)\n", text, base))
 }
 
-// noteSuperseded logs a note deprecated by a newer one.
-func (cs *changeSet) noteSuperseded(old, by string, when time.Time) error {
-	return cs.appendLine(path.Dir(old)+"/log.md", logHeader, fmt.Sprintf("- %s deprecated [%s](%s), superseded by /%s\n",
+// NoteSuperseded logs a note deprecated by a newer one.
+func (cs *ChangeSet) NoteSuperseded(old, by string, when time.Time) error {
+	return cs.AppendLine(path.Dir(old)+"/log.md", LogHeader, fmt.Sprintf("- %s deprecated [%s](%s), superseded by /%s\n",
 		when.UTC().Format(time.RFC3339), path.Base(old), path.Base(old), by))
 }
 
-// pageCap bounds a folder's log.md and index.md. Past it, the page's
+// PageCap bounds a folder's log.md and index.md. Past it, the page's
 // content moves whole to the next archive page (log/000001.md, …) and the
 // page starts again with a link to it: every line is kept, and a promotion
 // reads and writes at most one page, whatever the folder's history.
-const pageCap = 256 << 10
+const PageCap = 256 << 10
 
-// olderPrefix starts the line that links a page to its previous archive.
-const olderPrefix = "Older entries: "
+// OlderPrefix starts the line that links a page to its previous archive.
+const OlderPrefix = "Older entries: "
 
-// appendLine adds line to the page p (a folder's log.md or index.md),
+// AppendLine adds line to the page p (a folder's log.md or index.md),
 // rolling the page into its archive folder first when it would pass
-// pageCap. Other paths are appended to as they are.
-func (cs *changeSet) appendLine(p, header, line string) error {
-	b, err := cs.get(p)
+// PageCap. Other paths are appended to as they are.
+func (cs *ChangeSet) AppendLine(p, header, line string) error {
+	b, err := cs.Get(p)
 	if err != nil {
 		return err
 	}
@@ -126,16 +131,16 @@ func (cs *changeSet) appendLine(p, header, line string) error {
 		b = append(b[:len(b):len(b)], '\n')
 	}
 	kind := strings.TrimSuffix(path.Base(p), ".md")
-	if (kind == "log" || kind == "index") && len(b)+len(line) > pageCap && len(b) > len(header) {
+	if (kind == "log" || kind == "index") && len(b)+len(line) > PageCap && len(b) > len(header) {
 		n, err := cs.nextArchive(path.Dir(p), kind, b)
 		if err != nil {
 			return err
 		}
 		name := fmt.Sprintf("%s/%06d.md", kind, n)
-		cs.set(path.Dir(p)+"/"+name, relink(b, kind))
-		b = []byte(header + olderPrefix + "[" + name + "](" + name + ")\n\n")
+		cs.Set(path.Dir(p)+"/"+name, relink(b, kind))
+		b = []byte(header + OlderPrefix + "[" + name + "](" + name + ")\n\n")
 	}
-	cs.set(p, pageTails.extend(p, b, line))
+	cs.Set(p, pageTails.extend(p, b, line))
 	return nil
 }
 
@@ -178,7 +183,7 @@ func (t *pageBufs) extend(p string, b []byte, line string) []byte {
 		return pb.buf[:n:n]
 	}
 	n := len(b) + len(line)
-	room := max(n, min(2*n, pageCap+(64<<10)))
+	room := max(n, min(2*n, PageCap+(64<<10)))
 	buf := make([]byte, n, room)
 	copy(buf, b)
 	copy(buf[len(b):], line)
@@ -191,7 +196,7 @@ func (t *pageBufs) extend(p string, b []byte, line string) []byte {
 
 // nextArchive is the number after the archive the page links to (1 for a
 // page that links to none), skipping numbers already taken.
-func (cs *changeSet) nextArchive(dir, kind string, page []byte) (int, error) {
+func (cs *ChangeSet) nextArchive(dir, kind string, page []byte) (int, error) {
 	n := 1
 	head := page
 	if len(head) > 4096 {
@@ -199,14 +204,14 @@ func (cs *changeSet) nextArchive(dir, kind string, page []byte) (int, error) {
 	}
 	for _, l := range strings.Split(string(head), "\n") {
 		var k int
-		if rest, ok := strings.CutPrefix(l, olderPrefix+"["+kind+"/"); ok {
+		if rest, ok := strings.CutPrefix(l, OlderPrefix+"["+kind+"/"); ok {
 			if _, err := fmt.Sscanf(rest, "%06d.md]", &k); err == nil && k >= n {
 				n = k + 1
 			}
 		}
 	}
 	for ; n < 1<<30; n++ {
-		b, err := cs.get(fmt.Sprintf("%s/%s/%06d.md", dir, kind, n))
+		b, err := cs.Get(fmt.Sprintf("%s/%s/%06d.md", dir, kind, n))
 		if err != nil {
 			return 0, err
 		}

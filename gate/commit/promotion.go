@@ -1,4 +1,4 @@
-package gate
+package commit
 
 import (
 	"errors"
@@ -11,24 +11,26 @@ import (
 	"github.com/fedmem/fedmem/gate/durable"
 	"github.com/fedmem/fedmem/gate/origin"
 	"github.com/fedmem/fedmem/gate/policy"
+	"github.com/fedmem/fedmem/gate/record"
 	"github.com/fedmem/fedmem/gate/trailer"
 	"github.com/fedmem/fedmem/gate/validate"
+	"github.com/fedmem/fedmem/vault/note"
 	"github.com/fedmem/fedmem/vault/repo"
 )
 
-// committingDir holds one marker per draft whose promotion commit may be on
+// Dir holds one marker per draft whose promotion commit may be on
 // the branch without a recorded decision: committing/ID holds the commit the
 // promotion was built on. In a pass's group commit one marker covers the
 // group, committing/G-<id>.json (groupcommit.go). It is written (synced) before the branch moves and
 // removed once the decision is recorded, so after a kill -9 the gate looks
 // for the draft's commit (by its Fedmem-Draft trailer) only where one can be,
 // between HEAD and that parent.
-const committingDir = "committing"
+const Dir = "committing"
 
 // maxRecoveryWalk bounds the walk from HEAD back to a marker's parent.
 const maxRecoveryWalk = 100000
 
-// promoteDraft is the one promotion path. Auto-promotion (reviewer "") and
+// Promote is the one promotion path. Auto-promotion (reviewer "") and
 // a reviewer's approval both come here: render the note from the validated
 // draft and the verdict, find it a free path, write it with the index and
 // log lines (and deprecate what it supersedes), commit with the trailers,
@@ -36,12 +38,12 @@ const maxRecoveryWalk = 100000
 // run committed this draft (same claim id) and was killed before recording
 // the decision, that commit is adopted instead of committing again, whoever
 // calls now.
-func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result, v decide.Verdict, o origin.Origin, reviewer string) error {
-	branch, head, err := g.repo.Head()
+func (e *Engine) Promote(pol *policy.Policy, d *record.Decision, res validate.Result, v decide.Verdict, o origin.Origin, reviewer string) error {
+	branch, head, err := e.repo.Head()
 	if err != nil {
 		return err
 	}
-	if done, err := g.adoptEarlierCommit(head, d); err != nil || done {
+	if done, err := e.AdoptEarlierCommit(head, d); err != nil || done {
 		return err
 	}
 	verifiedBy := decide.GateActor
@@ -52,14 +54,14 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 	if err != nil {
 		return err
 	}
-	dest, err := g.allocPath(head, decide.DestPath(v.Folder, res.Meta.Title, d.Draft, d.SHA256), d.ID, d.SHA256)
+	dest, err := e.AllocPath(head, decide.DestPath(v.Folder, res.Meta.Title, d.Draft, d.SHA256), d.ID, d.SHA256)
 	if err != nil {
 		return err
 	}
 	d.Path = dest
-	cs := g.newChangeSet(head)
-	cs.set(dest, content)
-	if err := cs.notePromoted(dest, res.Meta.Title, d, g.now()); err != nil {
+	cs := NewChangeSet(e.repo, head)
+	cs.Set(dest, content)
+	if err := cs.NotePromoted(dest, res.Meta.Title, d, e.now()); err != nil {
 		return err
 	}
 	for _, ref := range res.Meta.Supersedes {
@@ -72,19 +74,19 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 			// (TestSupersedesOwnPathNotSelfDeprecated).
 			continue
 		}
-		old, err := cs.get(target)
+		old, err := cs.Get(target)
 		if err != nil || old == nil {
 			continue
 		}
 		if upd, ok := deprecate(old, dest); ok {
-			cs.set(target, upd)
-			if err := cs.noteSuperseded(target, dest, g.now()); err != nil {
+			cs.Set(target, upd)
+			if err := cs.NoteSuperseded(target, dest, e.now()); err != nil {
 				return err
 			}
 		}
 	}
-	changes := cs.list()
-	msg := g.commitMessage(d, o, dest, reviewer)
+	changes := cs.List()
+	msg := e.commitMessage(d, o, dest, reviewer)
 	// Scan what is committed (H3, issue 7): the rendered note is parsed
 	// again and every content check runs on it, its path and this message;
 	// an Error refuses the commit with a *validate.RefusedError.
@@ -95,7 +97,7 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 		if c.Path == dest {
 			continue
 		}
-		old, err := cs.atHead(c.Path)
+		old, err := cs.AtHead(c.Path)
 		if err != nil {
 			return err
 		}
@@ -104,12 +106,12 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 	if err := validate.CheckCommit(content, dest, msg, others...); err != nil {
 		return err
 	}
-	if !g.markInGroup(d.ID) {
-		if err := durable.WriteAtomic(g.statePath(committingDir, d.ID), []byte(g.repo.MarkerBase(head).String()), 0o600); err != nil {
+	if !e.markInGroup(d.ID) {
+		if err := durable.WriteAtomic(e.statePath(Dir, d.ID), []byte(e.repo.MarkerBase(head).String()), 0o600); err != nil {
 			return err
 		}
 	}
-	if !g.repo.Batching() {
+	if !e.repo.Batching() {
 		// Committed on its own (a review): its files are journaled before
 		// the branch moves, as a group's are at its flush, so that a kill
 		// between the move and the index write is repaired at Open
@@ -118,35 +120,35 @@ func (g *Gate) promoteDraft(pol *policy.Policy, d *Decision, res validate.Result
 		for _, c := range changes {
 			paths = append(paths, c.Path)
 		}
-		if err := g.journalPaths(paths); err != nil {
+		if err := e.journalPaths(paths); err != nil {
 			return err
 		}
 	}
-	h, err := g.repo.CommitChanges(branch, head, changes, g.signature(pol), msg)
+	h, err := e.repo.CommitChanges(branch, head, changes, e.host.Signature(pol), msg)
 	if err != nil {
 		return err
 	}
-	d.State, d.Commit = StatePromoted, h.String()
+	d.State, d.Commit = decide.StatePromoted, h.String()
 	data := map[string]string{"id": d.ID, "commit": d.Commit, "path": dest, "sha256": d.SHA256, "origin": o.String()}
 	if reviewer != "" {
 		data["reviewer"] = reviewer
 	}
-	if _, err := g.audit.Append("commit", data); err != nil {
+	if _, err := e.audit.Append("commit", data); err != nil {
 		return err
 	}
-	g.log.Info("committed", "id", d.ID, "commit", d.Commit, "path", dest, "reviewer", reviewer)
-	if err := g.repo.Checkout(changes); err != nil {
+	e.log.Info("committed", "id", d.ID, "commit", d.Commit, "path", dest, "reviewer", reviewer)
+	if err := e.repo.Checkout(changes); err != nil {
 		return err
 	}
-	if !g.repo.Batching() {
-		g.checkoutDone()
+	if !e.repo.Batching() {
+		e.checkoutDone()
 	}
 	return nil
 }
 
 // commitMessage names the draft, session and decision in trailers. The
 // draft's file name is not in it (it is the agent's text); the id is.
-func (g *Gate) commitMessage(d *Decision, o origin.Origin, dest, reviewer string) string {
+func (e *Engine) commitMessage(d *record.Decision, o origin.Origin, dest, reviewer string) string {
 	var b strings.Builder
 	if reviewer != "" {
 		fmt.Fprintf(&b, "fedmem: promote %s (approved by %s)\n\nDraft %s from session %s, approved by a reviewer.\n\n", dest, reviewer, d.ID, decide.SanitizeLine(d.Session))
@@ -157,7 +159,7 @@ func (g *Gate) commitMessage(d *Decision, o origin.Origin, dest, reviewer string
 	tr(trailer.Draft, d.ID)
 	tr(trailer.Session, d.Session)
 	tr(trailer.SHA256, d.SHA256)
-	tr(trailer.Decision, StatePromoted)
+	tr(trailer.Decision, decide.StatePromoted)
 	tr(trailer.Path, dest)
 	tr(trailer.Origin, o.String())
 	if reviewer != "" {
@@ -165,23 +167,23 @@ func (g *Gate) commitMessage(d *Decision, o origin.Origin, dest, reviewer string
 	}
 	// The audit head at commit time anchors the log's end outside the
 	// gate's state (`fedmem audit verify` cross-checks it).
-	tr(trailer.AuditHead, g.audit.Head())
+	tr(trailer.AuditHead, e.audit.Head())
 	return b.String()
 }
 
-// adoptEarlierCommit finds this draft's commit when a marker says one may
-// exist (see committingDir). Found: the decision takes that commit (its
+// AdoptEarlierCommit finds this draft's commit when a marker says one may
+// exist (see Dir). Found: the decision takes that commit (its
 // path, and its reviewer if it was an approval), and the files it changed
 // are brought to HEAD in the work tree and index. done reports whether the
 // draft is already promoted.
-func (g *Gate) adoptEarlierCommit(head repo.Hash, d *Decision) (done bool, err error) {
-	b, err := os.ReadFile(g.statePath(committingDir, d.ID))
+func (e *Engine) AdoptEarlierCommit(head repo.Hash, d *record.Decision) (done bool, err error) {
+	b, err := os.ReadFile(e.statePath(Dir, d.ID))
 	var base repo.Hash
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		// A group's promotions share one marker (groupcommit.go).
 		var ok bool
-		if base, ok, err = g.groupBase(d.ID); err != nil || !ok {
+		if base, ok, err = e.groupBase(d.ID); err != nil || !ok {
 			return false, err
 		}
 	case err != nil:
@@ -190,36 +192,36 @@ func (g *Gate) adoptEarlierCommit(head repo.Hash, d *Decision) (done bool, err e
 		base = repo.NewHash(strings.TrimSpace(string(b)))
 	}
 	for c, i := head, 0; !c.IsZero() && c != base && i < maxRecoveryWalk; i++ {
-		com, err := g.repo.Commit(c)
+		com, err := e.repo.Commit(c)
 		if err != nil {
 			return false, fmt.Errorf("recovery walk: %w", err)
 		}
 		if trailer.Value(com.Message, trailer.Draft) == d.ID {
-			d.State, d.Commit = StatePromoted, c.String()
+			d.State, d.Commit = decide.StatePromoted, c.String()
 			d.Path = trailer.Value(com.Message, trailer.Path)
 			d.Origin = trailer.Value(com.Message, trailer.Origin)
 			d.Reviewer = trailer.Value(com.Message, trailer.Reviewer)
-			paths, err := g.changedPaths(com)
+			paths, err := e.changedPaths(com)
 			if err != nil {
 				return false, err
 			}
-			var ch []change
+			var ch []repo.Change
 			for _, p := range paths {
-				cur, err := g.repo.FileAt(head, p)
+				cur, err := e.repo.FileAt(head, p)
 				if err != nil {
 					return false, err
 				}
 				if cur != nil {
-					ch = append(ch, change{Path: p, Content: cur})
+					ch = append(ch, repo.Change{Path: p, Content: cur})
 				}
 			}
-			g.log.Info("adopted earlier commit", "id", d.ID, "commit", d.Commit)
-			if g.pass != nil && g.repo.Batching() {
+			e.log.Info("adopted earlier commit", "id", d.ID, "commit", d.Commit)
+			if e.pass != nil && e.repo.Batching() {
 				// The checkout waits for the group's flush; so does the
-				// decision (deferFinish).
-				g.pass.adopted[d.ID] = true
+				// decision (DeferFinish).
+				e.pass.adopted[d.ID] = true
 			}
-			return true, g.repo.Checkout(ch)
+			return true, e.repo.Checkout(ch)
 		}
 		if com.NumParents() == 0 {
 			break
@@ -230,13 +232,13 @@ func (g *Gate) adoptEarlierCommit(head repo.Hash, d *Decision) (done bool, err e
 }
 
 // changedPaths lists the files a commit changed against its first parent.
-func (g *Gate) changedPaths(com *repo.Commit) ([]string, error) { return g.repo.ChangedPaths(com) }
+func (e *Engine) changedPaths(com *repo.Commit) ([]string, error) { return e.repo.ChangedPaths(com) }
 
-// allocPath returns a path at head that no file holds: the title's slug,
+// AllocPath returns a path at head that no file holds: the title's slug,
 // then -2 … -5, then names made unique by the claim id and the content
 // hash. However many drafts share a title, the allocation ends in a path
 // (no draft is left without a decision because others squat its name).
-func (g *Gate) allocPath(head repo.Hash, want, id, sum string) (string, error) {
+func (e *Engine) AllocPath(head repo.Hash, want, id, sum string) (string, error) {
 	base := strings.TrimSuffix(want, ".md")
 	cands := []string{base + ".md"}
 	for i := 2; i <= 5; i++ {
@@ -251,7 +253,7 @@ func (g *Gate) allocPath(head repo.Hash, want, id, sum string) (string, error) {
 		cands = append(cands, path.Dir(base)+"/note-"+sum[:64]+"-"+idSlug+".md")
 	}
 	for _, c := range cands {
-		old, err := g.repo.FileAt(head, c)
+		old, err := e.repo.FileAt(head, c)
 		if err != nil {
 			return "", err
 		}
@@ -260,4 +262,25 @@ func (g *Gate) allocPath(head repo.Hash, want, id, sum string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("every candidate path for %s is taken, including ones named after claim %s (not a name an agent can predict): the vault holds files the gate did not write", want, id)
+}
+
+// deprecate marks a note superseded: status deprecated, superseded_by dest.
+func deprecate(old []byte, dest string) ([]byte, bool) {
+	n, _ := note.Parse(old)
+	if n == nil {
+		return nil, false
+	}
+	set := func(k, v string) {
+		for i := 0; i+1 < len(n.Front.Content); i += 2 {
+			if n.Front.Content[i].Value == k {
+				n.Front.Content[i+1] = decide.Str(v)
+				return
+			}
+		}
+		n.Front.Content = append(n.Front.Content, decide.Str(k), decide.Str(v))
+	}
+	set("status", note.StatusDeprecated)
+	set("superseded_by", dest)
+	b, err := note.Render(n.Front, n.Body)
+	return b, err == nil
 }

@@ -1,6 +1,11 @@
-package gate
+package ledger
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/record"
+)
 
 // dupIndex knows, for each held draft, the drafts held as its duplicates
 // (the same bytes from another session, DuplicateOf = its id), so that a
@@ -15,6 +20,12 @@ type dupIndex struct {
 	loaded bool
 	of     map[string]map[string]bool // original id -> duplicate ids
 }
+
+// AddDup records that draft dup is held as a duplicate of orig.
+func (l *Ledger) AddDup(orig, dup string) { l.dups.add(orig, dup) }
+
+// TakeDups returns and forgets the drafts held as duplicates of orig.
+func (l *Ledger) TakeDups(orig string) ([]string, error) { return l.dups.take(orig, l.All) }
 
 // add records that dup is held as a duplicate of orig (a no-op until the
 // index is built: the scan will find it).
@@ -32,7 +43,7 @@ func (x *dupIndex) add(orig, dup string) {
 
 // take returns and forgets the duplicates of orig, building the index
 // from load the first time.
-func (x *dupIndex) take(orig string, load func() ([]Decision, error)) ([]string, error) {
+func (x *dupIndex) take(orig string, load func() ([]record.Decision, error)) ([]string, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if !x.loaded {
@@ -42,7 +53,7 @@ func (x *dupIndex) take(orig string, load func() ([]Decision, error)) ([]string,
 		}
 		x.of = map[string]map[string]bool{}
 		for _, d := range all {
-			if d.State == StatePending && d.DuplicateOf != "" {
+			if d.State == decide.StatePending && d.DuplicateOf != "" {
 				if x.of[d.DuplicateOf] == nil {
 					x.of[d.DuplicateOf] = map[string]bool{}
 				}

@@ -1,4 +1,4 @@
-package gate
+package ledger
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	udiff "github.com/aymanbagabas/go-udiff"
 
 	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/record"
 	"github.com/fedmem/fedmem/gate/review"
 )
 
@@ -24,8 +25,8 @@ import (
 // — and gives the unified diff from it to this draft: what changed since
 // the version the reviewer saw.
 
-// rejectedSuffix names the kept bytes of a draft a reviewer rejected.
-const rejectedSuffix = ".rejected"
+// RejectedSuffix names the kept bytes of a draft a reviewer rejected.
+const RejectedSuffix = ".rejected"
 
 // versionIndex maps session and draft name to the decisions recorded for
 // it, oldest first; built from one scan of decisions/ and kept up to date
@@ -49,27 +50,27 @@ var versionIndexes = struct {
 func versionKey(session, draft string) string { return session + "\x00" + draft }
 
 // draftVersions returns the decisions recorded for session/draft.
-func (g *Gate) draftVersions(session, draft string) ([]versionEntry, error) {
-	ents, err := os.ReadDir(g.statePath(decisionsDir))
+func (l *Ledger) draftVersions(session, draft string) ([]versionEntry, error) {
+	ents, err := os.ReadDir(l.statePath(DecisionsDir))
 	if err != nil {
 		return nil, err
 	}
 	versionIndexes.Lock()
 	defer versionIndexes.Unlock()
-	idx := versionIndexes.m[g.state]
+	idx := versionIndexes.m[l.state]
 	if idx == nil {
 		if len(versionIndexes.m) >= decide.MaxVaultIndexes {
 			versionIndexes.m = map[string]*versionIndex{}
 		}
 		idx = &versionIndex{known: map[string]bool{}, by: map[string][]versionEntry{}}
-		versionIndexes.m[g.state] = idx
+		versionIndexes.m[l.state] = idx
 	}
 	for _, e := range ents {
 		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || !validClaimID(id) || idx.known[id] {
+		if !ok || !ValidID(id) || idx.known[id] {
 			continue
 		}
-		d, err := g.loadDecision(id)
+		d, err := l.Load(id)
 		if err != nil || d == nil {
 			continue // written meanwhile, or unreadable: looked at again next time
 		}
@@ -80,10 +81,10 @@ func (g *Gate) draftVersions(session, draft string) ([]versionEntry, error) {
 	return idx.by[versionKey(session, draft)], nil
 }
 
-// previousVersion finds the version d replaces and diffs it against b (d's
+// PreviousVersion finds the version d replaces and diffs it against b (d's
 // bytes); nil when there is none.
-func (g *Gate) previousVersion(d *Decision, b []byte) (*review.PreviousVersion, error) {
-	vs, err := g.draftVersions(d.Session, d.Draft)
+func (l *Ledger) PreviousVersion(d *record.Decision, b []byte) (*review.PreviousVersion, error) {
+	vs, err := l.draftVersions(d.Session, d.Draft)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +103,7 @@ func (g *Gate) previousVersion(d *Decision, b []byte) (*review.PreviousVersion, 
 		return strings.Compare(y.id, x.id)
 	})
 	for _, e := range earlier {
-		old, err := g.loadDecision(e.id)
+		old, err := l.Load(e.id)
 		if err != nil {
 			return nil, err
 		}
@@ -110,10 +111,10 @@ func (g *Gate) previousVersion(d *Decision, b []byte) (*review.PreviousVersion, 
 			continue
 		}
 		name := e.id + ".draft"
-		if old.State == StateRejected {
-			name = e.id + rejectedSuffix
+		if old.State == decide.StateRejected {
+			name = e.id + RejectedSuffix
 		}
-		ob, err := os.ReadFile(g.statePath(pendingDir, name))
+		ob, err := os.ReadFile(l.statePath(PendingDir, name))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -126,22 +127,22 @@ func (g *Gate) previousVersion(d *Decision, b []byte) (*review.PreviousVersion, 
 	return nil, nil
 }
 
-// dropPending removes a decided draft's pending copy, but keeps the bytes of a draft a reviewer rejected, for the diff
+// DropPending removes a decided draft's pending copy, but keeps the bytes of a draft a reviewer rejected, for the diff
 // its resubmission shows; other decided drafts' pending copies go.
-func (g *Gate) dropPending(d *Decision) {
-	p := g.statePath(pendingDir, d.ID+".draft")
-	if d.State == StateRejected && d.Reviewer != "" && d.DuplicateOf == "" {
-		if err := os.Rename(p, g.statePath(pendingDir, d.ID+rejectedSuffix)); err == nil || errors.Is(err, os.ErrNotExist) {
+func (l *Ledger) DropPending(d *record.Decision) {
+	p := l.statePath(PendingDir, d.ID+".draft")
+	if d.State == decide.StateRejected && d.Reviewer != "" && d.DuplicateOf == "" {
+		if err := os.Rename(p, l.statePath(PendingDir, d.ID+RejectedSuffix)); err == nil || errors.Is(err, os.ErrNotExist) {
 			return
 		}
 	}
 	os.Remove(p)
 }
 
-// verifierOutcomes reads the verifiers' outcomes from the decision's
+// VerifierOutcomes reads the verifiers' outcomes from the decision's
 // reasons; the policy's verifiers for the type that left no outcome did
 // not run (they run only on a draft nothing else holds).
-func verifierOutcomes(d *Decision, names []string) []review.VerifierOutcome {
+func VerifierOutcomes(d *record.Decision, names []string) []review.VerifierOutcome {
 	var out []review.VerifierOutcome
 	ran := map[string]bool{}
 	for _, f := range d.Reasons {

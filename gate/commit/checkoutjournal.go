@@ -1,4 +1,4 @@
-package gate
+package commit
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/vault/repo"
 )
 
 // The checkout journal (issue 24 item 6, the recovery race of docs/gate.md).
@@ -17,38 +18,38 @@ import (
 // written before the branch moves (synced by the group's first barrier)
 // and removed once the index is written (a review's approval, committed on
 // its own, journals its files the same way, synced before its branch
-// move: promoteDraft). Open finds it left by a killed
+// move: Promote). Open finds it left by a killed
 // gate and checks those files out again at HEAD — work tree and index —
 // whoever decided what since. Redoing it is idempotent; a path HEAD does
 // not hold (the branch never moved) is skipped.
-const checkoutJournal = "checkout.json"
+const CheckoutJournal = "checkout.json"
 
-func (g *Gate) checkoutIntent() durable.Intent { return durable.Intent(g.statePath(checkoutJournal)) }
+func (e *Engine) checkoutIntent() durable.Intent { return durable.Intent(e.statePath(CheckoutJournal)) }
 
-type checkoutRecord struct {
+type CheckoutRecord struct {
 	Paths []string `json:"paths"`
 }
 
 // journalCheckout records the open group's files in the checkout journal,
 // with those of a journal an earlier flush left (its checkout failed).
-func (g *Gate) journalCheckout() error {
-	return g.journalPaths(g.repo.BatchFiles())
+func (e *Engine) journalCheckout() error {
+	return e.journalPaths(e.repo.BatchFiles())
 }
 
 // journalPaths records paths in the checkout journal, with those already
 // there. Outside a pass's group mode the write is synced before it
 // returns; inside, by the group's next barrier.
-func (g *Gate) journalPaths(paths []string) error {
-	if g.journaled {
+func (e *Engine) journalPaths(paths []string) error {
+	if e.journaled {
 		// An earlier checkout of this gate did not finish (it failed):
 		// the journal lists its files; they are redone at checkoutDone.
-		g.journalExtra = true
+		e.journalExtra = true
 	}
 	if len(paths) == 0 {
 		return nil
 	}
-	var rec checkoutRecord
-	if _, err := g.checkoutIntent().Load(&rec); err != nil {
+	var rec CheckoutRecord
+	if _, err := e.checkoutIntent().Load(&rec); err != nil {
 		return fmt.Errorf("checkout journal: %w", err)
 	}
 	have := map[string]bool{}
@@ -67,13 +68,13 @@ func (g *Gate) journalPaths(paths []string) error {
 		if !mine[p] {
 			// Left by an earlier checkout that failed: redone whole,
 			// at HEAD, once this one is done (checkoutDone).
-			g.journalExtra = true
+			e.journalExtra = true
 		}
 	}
-	if err := g.checkoutIntent().Record(rec); err != nil {
+	if err := e.checkoutIntent().Record(rec); err != nil {
 		return fmt.Errorf("checkout journal: %w", err)
 	}
-	g.journaled = true
+	e.journaled = true
 	return nil
 }
 
@@ -82,42 +83,42 @@ func (g *Gate) journalPaths(paths []string) error {
 // checkout already done. When the journal also listed files of an
 // earlier checkout that failed, those are checked out at HEAD first; if
 // that fails too the journal stays, for the next Open.
-func (g *Gate) checkoutDone() {
-	if !g.journaled {
+func (e *Engine) checkoutDone() {
+	if !e.journaled {
 		return
 	}
-	g.journaled = false
-	if g.journalExtra {
-		g.journalExtra = false
-		if err := g.redoCheckout(); err != nil {
-			g.log.Warn("checkout journal kept", "err", err)
+	e.journaled = false
+	if e.journalExtra {
+		e.journalExtra = false
+		if err := e.redoCheckout(); err != nil {
+			e.log.Warn("checkout journal kept", "err", err)
 		}
 		return
 	}
-	g.checkoutIntent().Done()
+	e.checkoutIntent().Done()
 }
 
-// recoverCheckout redoes the checkout a killed gate's flush journaled:
+// RecoverCheckout redoes the checkout a killed gate's flush journaled:
 // every listed file HEAD holds is written to the work tree and the index
 // as HEAD has it. Called by Open, holding the state lock, before any pass.
-func (g *Gate) recoverCheckout() error { return g.redoCheckout() }
+func (e *Engine) RecoverCheckout() error { return e.redoCheckout() }
 
 // redoCheckout checks every file the journal lists out at HEAD (work tree
 // and index, now, even inside a group) and removes the journal; no
 // journal: nothing to do.
-func (g *Gate) redoCheckout() error {
-	file := g.statePath(checkoutJournal)
-	var rec checkoutRecord
-	if ok, err := g.checkoutIntent().Load(&rec); err != nil {
+func (e *Engine) redoCheckout() error {
+	file := e.statePath(CheckoutJournal)
+	var rec CheckoutRecord
+	if ok, err := e.checkoutIntent().Load(&rec); err != nil {
 		return fmt.Errorf("checkout journal: %w", err)
 	} else if !ok {
 		return nil
 	}
-	_, head, err := g.repo.Head()
+	_, head, err := e.repo.Head()
 	if err != nil {
 		return err
 	}
-	var ch []change
+	var ch []repo.Change
 	for _, p := range rec.Paths {
 		if p == "" || path.IsAbs(p) || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") ||
 			p == ".git" || strings.HasPrefix(p, ".git/") {
@@ -126,19 +127,19 @@ func (g *Gate) redoCheckout() error {
 		if head.IsZero() {
 			continue
 		}
-		cur, err := g.repo.FileAt(head, p)
+		cur, err := e.repo.FileAt(head, p)
 		if err != nil {
 			return fmt.Errorf("checkout journal %s: %s at HEAD: %w", file, p, err)
 		}
 		if cur != nil {
-			ch = append(ch, change{Path: p, Content: cur})
+			ch = append(ch, repo.Change{Path: p, Content: cur})
 		}
 	}
 	if len(ch) > 0 {
-		if err := g.repo.CheckoutNow(ch); err != nil {
+		if err := e.repo.CheckoutNow(ch); err != nil {
 			return fmt.Errorf("checkout journal %s: redo: %w", file, err)
 		}
 	}
-	g.log.Info("checkout redone", "files", len(ch), "journaled", len(rec.Paths))
-	return g.checkoutIntent().Done()
+	e.log.Info("checkout redone", "files", len(ch), "journaled", len(rec.Paths))
+	return e.checkoutIntent().Done()
 }

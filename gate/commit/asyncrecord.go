@@ -1,10 +1,13 @@
-package gate
+package commit
 
 import (
 	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/record"
 )
 
 // Decisions recorded off the pass's goroutine (issue 9). A held or
@@ -17,7 +20,7 @@ import (
 // entry, decision, seen link), and so is what follows them:
 //
 //   - every flush of a group first waits for the records in flight
-//     (drainRecords), so its barrier covers them and a claim is only
+//     (DrainRecords), so its barrier covers them and a claim is only
 //     removed (its cleanup, queued after the record) once its decision is
 //     durable;
 //   - a draft whose content is being recorded waits for that record before
@@ -37,23 +40,23 @@ type recorder struct {
 	sem  chan struct{}
 	mu   sync.Mutex
 	sums map[string]int
-	// cleanups of recorded drafts, for the pass's queue (drainRecords
+	// cleanups of recorded drafts, for the pass's queue (DrainRecords
 	// moves them there, on the pass's goroutine); errs of failed records.
 	cleanups []func() error
 	errs     []error
 }
 
-// recordAsync starts recording d (finish's record and, once done, queues
+// RecordAsync starts recording d (finish's record and, once done, queues
 // its cleanup) and reports whether it did: only inside a pass, only for a
 // decision not yet recorded and not a promotion.
-func (g *Gate) recordAsync(in *inbox, c Claim, d *Decision, pendingBytes []byte) bool {
-	if g.pass == nil || !d.Decided.IsZero() || d.State == StatePromoted {
+func (e *Engine) RecordAsync(d *record.Decision, rec, cleanup func() error) bool {
+	if e.pass == nil || !d.Decided.IsZero() || d.State == decide.StatePromoted {
 		return false
 	}
-	r := g.rec
+	r := e.rec
 	if r == nil {
 		r = &recorder{sem: make(chan struct{}, recordWorkers), sums: map[string]int{}}
-		g.rec = r
+		e.rec = r
 	}
 	sum := d.SHA256
 	r.mu.Lock()
@@ -65,7 +68,7 @@ func (g *Gate) recordAsync(in *inbox, c Claim, d *Decision, pendingBytes []byte)
 	r.sem <- struct{}{}
 	go func() {
 		defer func() { <-r.sem; r.wg.Done() }()
-		err := g.record(d, pendingBytes)
+		err := rec()
 		if err != nil {
 			d.Decided = time.Time{} // not decided: the claim stays
 		}
@@ -73,7 +76,7 @@ func (g *Gate) recordAsync(in *inbox, c Claim, d *Decision, pendingBytes []byte)
 		if err != nil {
 			r.errs = append(r.errs, fmt.Errorf("claim %s: %w", d.ID, err))
 		} else {
-			r.cleanups = append(r.cleanups, g.cleanupFor(in, c, d))
+			r.cleanups = append(r.cleanups, cleanup)
 		}
 		if sum != "" {
 			if r.sums[sum]--; r.sums[sum] == 0 {
@@ -85,9 +88,9 @@ func (g *Gate) recordAsync(in *inbox, c Claim, d *Decision, pendingBytes []byte)
 	return true
 }
 
-// recordingSum reports whether content with this hash is being recorded.
-func (g *Gate) recordingSum(sum string) bool {
-	r := g.rec
+// RecordingSum reports whether content with this hash is being recorded.
+func (e *Engine) RecordingSum(sum string) bool {
+	r := e.rec
 	if r == nil {
 		return false
 	}
@@ -96,11 +99,11 @@ func (g *Gate) recordingSum(sum string) bool {
 	return r.sums[sum] > 0
 }
 
-// drainRecords waits for the records in flight and moves their cleanups
+// DrainRecords waits for the records in flight and moves their cleanups
 // to the pass's queue (after the next barrier); it returns the errors of
 // failed records once.
-func (g *Gate) drainRecords() error {
-	r := g.rec
+func (e *Engine) DrainRecords() error {
+	r := e.rec
 	if r == nil {
 		return nil
 	}
@@ -110,7 +113,7 @@ func (g *Gate) drainRecords() error {
 	r.cleanups, r.errs = nil, nil
 	r.mu.Unlock()
 	for _, f := range cleanups {
-		if !g.deferCleanup(f) {
+		if !e.DeferCleanup(f) {
 			errs = append(errs, f()) // no pass: nothing to wait for
 		}
 	}

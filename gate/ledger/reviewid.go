@@ -1,4 +1,4 @@
-package gate
+package ledger
 
 import (
 	"errors"
@@ -8,10 +8,11 @@ import (
 	"strings"
 
 	"github.com/fedmem/fedmem/gate/decide"
+	"github.com/fedmem/fedmem/gate/record"
 )
 
 // Review ids by unique prefix. A decision id is a UTC time and a random
-// tail (newClaimID: 20261130T150405.123456789Z-a1b2c3d4e5f6). A reviewer may
+// tail (NewID: 20261130T150405.123456789Z-a1b2c3d4e5f6). A reviewer may
 // type any unique prefix of the whole id or of its random tail, as Git takes
 // an abbreviated object name: `fedmem review approve a1b2`. A prefix that
 // names more than one decision is an error listing them; nothing is ever
@@ -26,7 +27,7 @@ var ErrAmbiguousID = errors.New("ambiguous id prefix")
 // maxCandidates bounds the candidates an ambiguity error lists.
 const maxCandidates = 10
 
-// resolveID turns what a reviewer typed into a full decision id. A full id
+// Resolve turns what a reviewer typed into a full decision id. A full id
 // that is recorded is returned as is. A prefix is always resolved among
 // every recorded decision, held and decided alike, so a prefix never moves
 // to another draft: once the draft it named is decided, it still names that
@@ -36,9 +37,9 @@ const maxCandidates = 10
 // the next held draft. Errors wrap ErrNotPending (nothing matches, or the
 // match is decided), ErrAmbiguousID (several match) or say the prefix is
 // too short.
-func (g *Gate) resolveID(ref string, pendingOnly bool) (string, error) {
-	if validClaimID(ref) {
-		if d, err := g.loadDecision(ref); err == nil && d != nil {
+func (l *Ledger) Resolve(ref string, pendingOnly bool) (string, error) {
+	if ValidID(ref) {
+		if d, err := l.Load(ref); err == nil && d != nil {
 			return ref, nil
 		}
 	}
@@ -48,14 +49,14 @@ func (g *Gate) resolveID(ref string, pendingOnly bool) (string, error) {
 	if len(ref) > 64 || !idChars(ref) {
 		return "", fmt.Errorf("%q: %w", decide.Clip(ref), ErrNotPending)
 	}
-	ents, err := os.ReadDir(g.statePath(decisionsDir))
+	ents, err := os.ReadDir(l.statePath(DecisionsDir))
 	if err != nil {
 		return "", err
 	}
 	var cands []string
 	for _, e := range ents {
 		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || !validClaimID(id) || !idMatches(id, ref) {
+		if !ok || !ValidID(id) || !IDMatches(id, ref) {
 			continue
 		}
 		cands = append(cands, id)
@@ -66,11 +67,11 @@ func (g *Gate) resolveID(ref string, pendingOnly bool) (string, error) {
 	case 1:
 		id := cands[0]
 		if pendingOnly {
-			d, err := g.loadDecision(id)
+			d, err := l.Load(id)
 			if err != nil {
 				return "", err
 			}
-			if d == nil || d.State != StatePending || d.DuplicateOf != "" {
+			if d == nil || d.State != decide.StatePending || d.DuplicateOf != "" {
 				return "", fmt.Errorf("%q names %s, %s: %w; use the full id of the draft you mean", ref, id, decidedAt(d), ErrNotPending)
 			}
 		}
@@ -86,11 +87,11 @@ func (g *Gate) resolveID(ref string, pendingOnly bool) (string, error) {
 }
 
 // decidedAt says what became of a decision that is not held for review.
-func decidedAt(d *Decision) string {
+func decidedAt(d *record.Decision) string {
 	switch {
 	case d == nil:
 		return "not recorded"
-	case d.State == StatePending && d.DuplicateOf != "":
+	case d.State == decide.StatePending && d.DuplicateOf != "":
 		return "a duplicate waiting on " + d.DuplicateOf
 	}
 	at := d.Decided
@@ -107,8 +108,8 @@ func decidedAt(d *Decision) string {
 	return s
 }
 
-// idMatches: ref is a prefix of the id or of its random tail.
-func idMatches(id, ref string) bool {
+// IDMatches: ref is a prefix of the id or of its random tail.
+func IDMatches(id, ref string) bool {
 	if strings.HasPrefix(id, ref) {
 		return true
 	}

@@ -1,4 +1,4 @@
-package gate
+package commit
 
 import (
 	"errors"
@@ -8,7 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/durable"
+	"github.com/fedmem/fedmem/gate/record"
 	"github.com/fedmem/fedmem/vault/repo"
 )
 
@@ -34,20 +36,8 @@ import (
 // twice: before the ref moves, the drafts are still claimed and undecided
 // and the pack is unreferenced (re-promoted on restart); after it moves,
 // each draft's commit is found by its Fedmem-Draft trailer between HEAD and
-// the marker's base (adoptEarlierCommit). A claim is only removed after its
+// the marker's base (AdoptEarlierCommit). A claim is only removed after its
 // decision is durable.
-
-// groupFault is a test hook called at named points of a flush (a test's
-// helper process kills itself there); it does nothing in the binary.
-var groupFault = func(point string) {}
-
-// Flush a group after this many drafts, or when its oldest undecided draft
-// has waited this long, whichever comes first (latency under a burst).
-// Variables so that a crash test can make small groups.
-var (
-	groupMaxDrafts = 128
-	groupMaxWait   = 250 * time.Millisecond
-)
 
 // pass is the state of one group (see the top of this file).
 type pass struct {
@@ -62,9 +52,9 @@ type pass struct {
 	sums    map[string]bool
 	drafts  int
 	opened  time.Time
-	decided map[*Decision]bool
+	decided map[*record.Decision]bool
 	// marked are the drafts promoted in the open group; their marker is
-	// written once for the group, at its flush (groupMarker).
+	// written once for the group, at its flush (GroupMarker).
 	marked []string
 	// adopted are the drafts whose earlier commit (a killed gate's) was
 	// adopted in the open group: their files are checked out at its flush,
@@ -77,41 +67,45 @@ type pass struct {
 	tail chan error
 }
 
-// beginPass starts group mode for a pass. Only Once uses it; reviews and
+// BeginPass starts group mode for a pass. Only Once uses it; reviews and
 // sweeps keep writing (and syncing) as they go.
-func (g *Gate) beginPass() {
-	p := &pass{sy: durable.NewSyncer(), sums: map[string]bool{}, decided: map[*Decision]bool{}, adopted: map[string]bool{}}
-	p.roots = []string{g.state, g.vaultDir}
+func (e *Engine) BeginPass() {
+	p := &pass{sy: durable.NewSyncer(), sums: map[string]bool{}, decided: map[*record.Decision]bool{}, adopted: map[string]bool{}}
+	p.roots = []string{e.state, e.vault}
 	durable.Defer(p.roots, p.sy)
-	g.audit.SetDeferSync(true)
-	g.pass = p
-	g.repo.BeginBatch()
+	e.audit.SetDeferSync(true)
+	e.pass = p
+	e.repo.BeginBatch()
 }
 
-// endPass flushes what is left and leaves group mode.
-func (g *Gate) endPass() error {
-	if g.pass == nil {
+// EndPass flushes what is left and leaves group mode.
+func (e *Engine) EndPass() error {
+	if e.pass == nil {
 		return nil
 	}
-	err := g.flushPass()
-	p := g.pass
+	err := e.Flush()
+	p := e.pass
 	err = errors.Join(err, p.joinTail())
-	g.pass = nil
-	g.repo.AbortBatch()
+	e.pass = nil
+	e.repo.AbortBatch()
 	durable.Undefer(p.roots, p.sy)
-	g.audit.SetDeferSync(false)
-	return errors.Join(err, g.barrier(p))
+	e.audit.SetDeferSync(false)
+	return errors.Join(err, e.barrier(p))
 }
 
-// passDue reports whether the open group should be flushed now.
-func (g *Gate) passDue() bool {
-	p := g.pass
-	return p != nil && p.drafts > 0 && (p.drafts >= groupMaxDrafts || time.Since(p.opened) >= groupMaxWait)
+// Group returns how many drafts the open group handled and when its
+// first one was counted (0 outside a group; the gate's groupDue decides
+// when to flush).
+func (e *Engine) Group() (drafts int, opened time.Time) {
+	if p := e.pass; p != nil {
+		return p.drafts, p.opened
+	}
+	return 0, time.Time{}
 }
 
-// passCounted notes one more draft handled in the open group.
-func (g *Gate) passCounted() {
-	if p := g.pass; p != nil {
+// Counted notes one more draft handled in the open group.
+func (e *Engine) Counted() {
+	if p := e.pass; p != nil {
 		if p.drafts == 0 {
 			p.opened = time.Now()
 		}
@@ -119,12 +113,12 @@ func (g *Gate) passCounted() {
 	}
 }
 
-// pendingSum reports whether content with this hash is promoted in the
+// PendingSum reports whether content with this hash is promoted in the
 // open group and not yet recorded.
-func (g *Gate) pendingSum(sum string) bool { return g.pass != nil && g.pass.sums[sum] }
+func (e *Engine) PendingSum(sum string) bool { return e.pass != nil && e.pass.sums[sum] }
 
-func (g *Gate) barrier(p *pass) error {
-	if err := g.audit.Sync(); err != nil {
+func (e *Engine) barrier(p *pass) error {
+	if err := e.audit.Sync(); err != nil {
 		return err
 	}
 	return p.sy.Flush()
@@ -133,11 +127,11 @@ func (g *Gate) barrier(p *pass) error {
 // barrierAsync starts a barrier over everything written so far and returns
 // its result channel: the audit log is synced, and the files and folders
 // the syncer holds now (later writes belong to the next barrier).
-func (g *Gate) barrierAsync(p *pass) <-chan error {
+func (e *Engine) barrierAsync(p *pass) <-chan error {
 	set := p.sy.Take()
 	ch := make(chan error, 1)
 	go func() {
-		err := g.audit.Sync()
+		err := e.audit.Sync()
 		if err == nil {
 			err = set.Sync()
 		}
@@ -156,22 +150,22 @@ func (p *pass) joinTail() error {
 	return err
 }
 
-// deferFinish queues finish for a draft whose promotion commit is in the
+// DeferFinish queues finish for a draft whose promotion commit is in the
 // open group, or whose adopted commit's files the group checks out; it
 // reports whether it did. The decision is then recorded only once the
 // group's work tree and index are written: recorded before (as the
 // adoption path did), a gate killed in between left the draft decided and
 // its files in HEAD and the work tree but not in .git/index, and no later
 // gate looked at them again.
-func (g *Gate) deferFinish(in *inbox, c Claim, d *Decision) bool {
-	p := g.pass
-	if p == nil || d.State != StatePromoted || !d.Decided.IsZero() || !(g.repo.InBatch(d.Commit) || p.adopted[d.ID]) {
+func (e *Engine) DeferFinish(d *record.Decision, finish func() error) bool {
+	p := e.pass
+	if p == nil || d.State != decide.StatePromoted || !d.Decided.IsZero() || !(e.repo.InBatch(d.Commit) || p.adopted[d.ID]) {
 		return false
 	}
 	delete(p.adopted, d.ID)
 	p.sums[d.SHA256] = true
 	p.deferred = append(p.deferred, func() error {
-		if err := g.finish(in, c, d, nil); err != nil {
+		if err := finish(); err != nil {
 			return err
 		}
 		p.decided[d] = true
@@ -180,37 +174,44 @@ func (g *Gate) deferFinish(in *inbox, c Claim, d *Decision) bool {
 	return true
 }
 
-// deferCleanup queues the end of finish (receipt, removal of the claim and
+// AfterPublish queues f to run once the open group's branch moved and its
+// work tree and index are written, with the group's deferred decisions (a
+// batch approval records its reviews there: reviewgroup.go).
+func (e *Engine) AfterPublish(f func() error) {
+	e.pass.deferred = append(e.pass.deferred, f)
+}
+
+// DeferCleanup queues the end of finish (receipt, removal of the claim and
 // marker) until the decision is durable; it reports whether it did.
-func (g *Gate) deferCleanup(f func() error) bool {
-	if g.pass == nil {
+func (e *Engine) DeferCleanup(f func() error) bool {
+	if e.pass == nil {
 		return false
 	}
-	g.pass.cleanups = append(g.pass.cleanups, f)
+	e.pass.cleanups = append(e.pass.cleanups, f)
 	return true
 }
 
-// flushPass publishes the open group: barrier, pack, ref, work tree and
+// Flush publishes the open group: barrier, pack, ref, work tree and
 // index, decisions, barrier, cleanups. Two waits on the disk overlap other
 // work (issue 9): the first barrier runs while the group's pack is encoded
 // and written (the pack is unreferenced until the branch moves, which waits
 // for the barrier); the second barrier and the cleanups after it (receipts,
 // removal of claims) run in the background while the gate decides the next
-// group, and are joined before the next group's end starts and at endPass.
+// group, and are joined before the next group's end starts and at EndPass.
 // The order each draft's files reach the disk is the same as before:
 // claim and marker, branch, decision, then receipt and removal of the claim.
-func (g *Gate) flushPass() (err error) {
-	p := g.pass
+func (e *Engine) Flush() (err error) {
+	p := e.pass
 	if p == nil {
 		return nil
 	}
 	// Decisions recorded in the background (asyncrecord.go) are covered
 	// by this flush's barriers.
-	if rerr := g.drainRecords(); rerr != nil {
+	if rerr := e.DrainRecords(); rerr != nil {
 		defer func() { err = errors.Join(rerr, err) }()
 	}
 	p.drafts = 0
-	marker, err := g.writeGroupMarker(p)
+	marker, err := e.writeGroupMarker(p)
 	if err != nil {
 		return err
 	}
@@ -218,23 +219,23 @@ func (g *Gate) flushPass() (err error) {
 	// moves (the first barrier syncs it): a gate killed between the move
 	// and the index write redoes the checkout when it opens
 	// (checkoutjournal.go).
-	if err := g.journalCheckout(); err != nil {
+	if err := e.journalCheckout(); err != nil {
 		return err
 	}
-	groupFault("marked")
-	first := g.barrierAsync(p)
-	published, err := g.repo.PublishBatch(func() error {
+	e.fault("marked")
+	first := e.barrierAsync(p)
+	published, err := e.repo.PublishBatch(func() error {
 		err := <-first
 		first = nil
 		if err == nil {
-			groupFault("intents")
+			e.fault("intents")
 		}
 		return err
 	})
 	if first != nil {
 		err = errors.Join(err, <-first) // the group had no commit
 		if err == nil {
-			groupFault("intents")
+			e.fault("intents")
 		}
 	}
 	if err != nil {
@@ -242,15 +243,15 @@ func (g *Gate) flushPass() (err error) {
 		// stay, the next pass promotes them again (or adopts a commit).
 		p.deferred, p.sums, p.adopted = nil, map[string]bool{}, map[string]bool{}
 		terr := p.joinTail()
-		cerr := g.barrier(p)
+		cerr := e.barrier(p)
 		if cerr == nil {
-			cerr = g.runCleanups(p)
+			cerr = e.runCleanups(p)
 		}
 		return errors.Join(fmt.Errorf("group commit: %w", err), terr, cerr)
 	}
-	g.checkoutDone()
+	e.checkoutDone()
 	if published {
-		groupFault("published")
+		e.fault("published")
 	}
 	var errs []error
 	for _, f := range p.deferred {
@@ -260,11 +261,11 @@ func (g *Gate) flushPass() (err error) {
 	}
 	recorded := len(errs) == 0
 	p.deferred, p.sums, p.adopted = nil, map[string]bool{}, map[string]bool{}
-	groupFault("recorded")
+	e.fault("recorded")
 	// One group's end at a time: receipts keep their order, and an error
-	// is reported by the flush that follows it (or by endPass).
+	// is reported by the flush that follows it (or by EndPass).
 	errs = append(errs, p.joinTail())
-	second := g.barrierAsync(p)
+	second := e.barrierAsync(p)
 	cleanups := p.cleanups
 	p.cleanups = nil
 	p.tail = make(chan error, 1)
@@ -275,9 +276,9 @@ func (g *Gate) flushPass() (err error) {
 			tail <- err
 			return
 		}
-		groupFault("synced")
+		e.fault("synced")
 		err := runAll(cleanups)
-		groupFault("cleaned")
+		e.fault("cleaned")
 		if err == nil && recorded && marker != "" {
 			// Every draft of the group has a durable decision and no claim.
 			err = os.Remove(marker)
@@ -290,7 +291,7 @@ func (g *Gate) flushPass() (err error) {
 // runCleanups runs the queued ends of finish in parallel: they touch
 // different files (a receipt, a claim, a marker per draft), and unlinks
 // wait on the filesystem's journal more than on the CPU.
-func (g *Gate) runCleanups(p *pass) error {
+func (e *Engine) runCleanups(p *pass) error {
 	fs := p.cleanups
 	p.cleanups = nil
 	return runAll(fs)
@@ -323,25 +324,25 @@ func runAll(fs []func() error) error {
 	return errors.Join(errs...)
 }
 
-// groupMarker is the committing/ marker of one group: the drafts whose
+// GroupMarker is the committing/ marker of one group: the drafts whose
 // commits the group holds and the branch's on-disk tip it was built on (the
 // recovery walk's end). It is written and synced before the branch moves,
 // and removed once every draft of the group has a durable decision and no
 // claim; a marker left by a gate killed in between is read by
-// adoptEarlierCommit, and dropped by openClaims once none of its drafts is
+// AdoptEarlierCommit, and dropped by openClaims once none of its drafts is
 // still claimed.
-type groupMarker struct {
+type GroupMarker struct {
 	Base string   `json:"base"`
 	IDs  []string `json:"ids"`
 }
 
-const groupMarkerPrefix = "G-"
+const GroupMarkerPrefix = "G-"
 
 // markInGroup notes that draft id is promoted in the open group, whose
 // marker covers it; false outside a group (the caller writes its own).
-func (g *Gate) markInGroup(id string) bool {
-	p := g.pass
-	if p == nil || !g.repo.Batching() {
+func (e *Engine) markInGroup(id string) bool {
+	p := e.pass
+	if p == nil || !e.repo.Batching() {
 		return false
 	}
 	p.marked = append(p.marked, id)
@@ -351,41 +352,41 @@ func (g *Gate) markInGroup(id string) bool {
 // writeGroupMarker writes the open group's marker (synced by the barrier
 // that precedes the branch move) and returns its path ("" when the group
 // promotes nothing).
-func (g *Gate) writeGroupMarker(p *pass) (string, error) {
-	if len(p.marked) == 0 || !g.repo.Batching() {
+func (e *Engine) writeGroupMarker(p *pass) (string, error) {
+	if len(p.marked) == 0 || !e.repo.Batching() {
 		p.marked = nil
 		return "", nil
 	}
-	m := groupMarker{Base: g.repo.BatchBase().String(), IDs: p.marked}
+	m := GroupMarker{Base: e.repo.BatchBase().String(), IDs: p.marked}
 	p.marked = nil
-	path := g.statePath(committingDir, groupMarkerPrefix+newClaimID(g.now())+".json")
+	path := e.statePath(Dir, GroupMarkerPrefix+e.host.NewID()+".json")
 	if err := durable.WriteJSON(path, m); err != nil {
 		return "", fmt.Errorf("group marker: %w", err)
 	}
-	if g.groups == nil {
-		g.groups = map[string]repo.Hash{}
+	if e.groups == nil {
+		e.groups = map[string]repo.Hash{}
 	}
 	for _, id := range m.IDs {
-		g.groups[id] = repo.NewHash(m.Base)
+		e.groups[id] = repo.NewHash(m.Base)
 	}
 	return path, nil
 }
 
-// loadGroupMarkers reads every group marker: the base of each draft they
+// LoadGroupMarkers reads every group marker: the base of each draft they
 // name. Markers none of whose drafts is claimed any more (claimed reports
 // it) are removed. claimed nil keeps them all.
-func (g *Gate) loadGroupMarkers(claimed func(id string) bool) error {
-	ents, err := os.ReadDir(g.statePath(committingDir))
+func (e *Engine) LoadGroupMarkers(claimed func(id string) bool) error {
+	ents, err := os.ReadDir(e.statePath(Dir))
 	if err != nil {
 		return err
 	}
 	groups := map[string]repo.Hash{}
-	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), groupMarkerPrefix) || !strings.HasSuffix(e.Name(), ".json") {
+	for _, ent := range ents {
+		if !strings.HasPrefix(ent.Name(), GroupMarkerPrefix) || !strings.HasSuffix(ent.Name(), ".json") {
 			continue
 		}
-		var m groupMarker
-		if err := durable.ReadJSON(g.statePath(committingDir, e.Name()), &m); err != nil {
+		var m GroupMarker
+		if err := durable.ReadJSON(e.statePath(Dir, ent.Name()), &m); err != nil {
 			return fmt.Errorf("group marker: %w", err)
 		}
 		live := claimed == nil
@@ -394,20 +395,20 @@ func (g *Gate) loadGroupMarkers(claimed func(id string) bool) error {
 			live = live || claimed(id)
 		}
 		if !live {
-			os.Remove(g.statePath(committingDir, e.Name()))
+			os.Remove(e.statePath(Dir, ent.Name()))
 		}
 	}
-	g.groups = groups
+	e.groups = groups
 	return nil
 }
 
 // groupBase returns the base a group marker records for draft id.
-func (g *Gate) groupBase(id string) (repo.Hash, bool, error) {
-	if g.groups == nil {
-		if err := g.loadGroupMarkers(nil); err != nil {
+func (e *Engine) groupBase(id string) (repo.Hash, bool, error) {
+	if e.groups == nil {
+		if err := e.LoadGroupMarkers(nil); err != nil {
 			return repo.ZeroHash, false, err
 		}
 	}
-	h, ok := g.groups[id]
+	h, ok := e.groups[id]
 	return h, ok, nil
 }
