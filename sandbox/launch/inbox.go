@@ -130,6 +130,23 @@ func createInbox(vaultDir, inbox string, uid int) error {
 	if err := os.Mkdir(inbox, 0o700); err != nil {
 		return fmt.Errorf("create session inbox %s: %w (can this user write %s/%s? see `fedmem init --agent-group`)", inbox, err, vaultDir, vault.InboxDir)
 	}
+	// Through a descriptor of the folder just made, never by name: the
+	// owner of 90-inbox (a sticky directory's owner may rename any entry)
+	// could swap the folder for a link between the mkdir and a chmod by
+	// name, and root would chmod the link's target
+	// (TestCreateInboxNoFollowAfterMkdir).
+	fd, err := unix.Open(inbox, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open session inbox %s: %w (replaced after it was made?)", inbox, err)
+	}
+	defer unix.Close(fd)
+	var own unix.Stat_t
+	if err := unix.Fstat(fd, &own); err != nil {
+		return fmt.Errorf("stat session inbox %s: %w", inbox, err)
+	}
+	if int(own.Uid) != os.Geteuid() {
+		return fmt.Errorf("session inbox %s: owned by uid %d, not by this process (uid %d) that made it: it was replaced after it was made", inbox, own.Uid, os.Geteuid())
+	}
 	if os.Geteuid() == 0 && uid != os.Geteuid() {
 		// The agent owns it; its group is 90-inbox's, which is the gate's
 		// way in. A setgid inbox (an agent group) gave it that already; an
@@ -142,11 +159,11 @@ func createInbox(vaultDir, inbox string, uid int) error {
 		if err := unix.Stat(filepath.Join(vaultDir, vault.InboxDir), &st); err == nil && st.Gid != 0 {
 			gid = int(st.Gid)
 		}
-		if err := os.Lchown(inbox, uid, gid); err != nil {
+		if err := unix.Fchown(fd, uid, gid); err != nil {
 			return fmt.Errorf("chown %s: %w", inbox, err)
 		}
 	}
-	if err := unix.Chmod(inbox, 0o2770); err != nil {
+	if err := unix.Fchmod(fd, 0o2770); err != nil {
 		return fmt.Errorf("chmod %s: %w", inbox, err)
 	}
 	return nil
