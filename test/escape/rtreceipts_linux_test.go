@@ -301,3 +301,75 @@ func fmtAny(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestRedTeamReceiptsVaultCopiesUnparsed: copies of the vault its Git
+// repository names in ways vaultCopies does not read — a linked worktree
+// (.git/worktrees/*/gitdir), a remote URL naming a clone's .git (the clone's
+// work tree beside it holds every note), a remote URL rewritten by
+// url.<base>.insteadOf, and a remote in a file the config includes. Each
+// holds the note; the sandbox shows the host's root, so the agent reads it
+// there and the read receipt never names it.
+func TestRedTeamReceiptsVaultCopiesUnparsed(t *testing.T) {
+	cases := []struct {
+		name string
+		// make returns the folder the agent reads and the script's way to
+		// read the note from it.
+		make func(t *testing.T, e *env, base string) (dir, script string)
+	}{
+		{"linked-worktree", func(t *testing.T, e *env, base string) (string, string) {
+			wt := filepath.Join(base, "vault-wt")
+			if out, err := testutil.Git(e.vault.Dir, "worktree", "add", "-q", "--detach", wt); err != nil {
+				t.Fatalf("git worktree add: %v\n%s", err, out)
+			}
+			return wt, `cat "$1/$2"`
+		}},
+		{"remote-url-names-dot-git", func(t *testing.T, e *env, base string) (string, string) {
+			clone := filepath.Join(base, "vault-clone")
+			if out, err := exec.Command("git", "clone", "-q", e.vault.Dir, clone).CombinedOutput(); err != nil {
+				t.Fatalf("git clone: %v\n%s", err, out)
+			}
+			if _, err := testutil.Git(e.vault.Dir, "remote", "add", "origin", filepath.Join(clone, ".git")); err != nil {
+				t.Fatal(err)
+			}
+			return clone, `cat "$1/$2"`
+		}},
+		{"insteadof", func(t *testing.T, e *env, base string) (string, string) {
+			mirror := filepath.Join(base, "vault-mirror.git")
+			if out, err := exec.Command("git", "clone", "-q", "--bare", e.vault.Dir, mirror).CombinedOutput(); err != nil {
+				t.Fatalf("git clone --bare: %v\n%s", err, out)
+			}
+			for _, a := range [][]string{{"remote", "add", "origin", "mirror:vault-mirror.git"}, {"config", "url." + base + "/.insteadOf", "mirror:"}} {
+				if _, err := testutil.Git(e.vault.Dir, a...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if out, err := testutil.Git(e.vault.Dir, "remote", "get-url", "origin"); err != nil || !strings.Contains(out, mirror) {
+				t.Fatalf("control: git does not rewrite the URL to %s: %q %v", mirror, out, err)
+			}
+			return mirror, `cp -R "$1" /tmp/r.git && git --git-dir=/tmp/r.git --no-pager show HEAD:"$2"`
+		}},
+		{"include", func(t *testing.T, e *env, base string) (string, string) {
+			inc := filepath.Join(base, "vault-inc.git")
+			if out, err := exec.Command("git", "clone", "-q", "--bare", e.vault.Dir, inc).CombinedOutput(); err != nil {
+				t.Fatalf("git clone --bare: %v\n%s", err, out)
+			}
+			extra := filepath.Join(base, "remotes.gitconfig")
+			must(t, os.WriteFile(extra, []byte("[remote \"backup\"]\n\turl = "+inc+"\n"), 0o644))
+			if _, err := testutil.Git(e.vault.Dir, "config", "include.path", extra); err != nil {
+				t.Fatal(err)
+			}
+			return inc, `cp -R "$1" /tmp/r.git && git --git-dir=/tmp/r.git --no-pager show HEAD:"$2"`
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := setup(t, layout{name: "beside/root"})
+			note := commitNote(t, e, "10-projects/rt-copy.md", "---\ntype: fact\n---\nrt-copy-marker\n")
+			dir, script := c.make(t, e, e.base)
+			r := e.run(t, nil, "sh", "-c", script, "sh", dir, note)
+			if strings.Contains(string(r.stdout), "rt-copy-marker") {
+				t.Fatalf("BREACH: the agent printed %s from %s, a copy of the vault its Git repository names (%s); receipt %s", note, dir, c.name, fmtAny(r.report["vault_reads"]))
+			}
+		})
+	}
+}
