@@ -271,3 +271,93 @@ func TestRT18SeedVisibleWhenHomeIsWorkdir(t *testing.T) {
 		t.Errorf("the user's ~/.claude.json changed: %s", got)
 	}
 }
+
+// TestRedTeamCredentialLinkIntoWritable: the credential file is a link in
+// a folder the agent does not write (~/.oauthagent/creds.json) to a file
+// in one it does (~/dotfiles/, home.writable): linkedCoversWritable looks
+// only at the link's own folder. Inside, the link's target is the
+// caller's real file in a writable bind: the agent reads (and may
+// rewrite) the real tokens there unless a cover sits on it too.
+func TestRedTeamCredentialLinkIntoWritable(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	const real = "sk-ant-oat01-" + credMarker + "realaccess0123456789abcdefghij"
+	dir := filepath.Join(e.home, ".oauthagent")
+	must(t, os.MkdirAll(dir, 0o755))
+	cfg := filepath.Join(e.home, "dotfiles", "oauth")
+	must(t, os.MkdirAll(cfg, 0o700))
+	target := filepath.Join(cfg, "creds.json")
+	must(t, os.WriteFile(target, []byte(`{"oauth": {"access": "`+real+`"}}`), 0o600))
+	credFile := filepath.Join(dir, "creds.json")
+	must(t, os.Symlink(target, credFile))
+	prof := filepath.Join(e.outDir, "oauth.yaml")
+	must(t, os.WriteFile(prof, []byte("name: oauth\nextends: default\nnetwork: none\nhome:\n  show: [.oauthagent/]\n  writable: [dotfiles/]\ncredentials:\n"+
+		"  - {name: oauth-access, file: ~/.oauthagent/creds.json, path: oauth.access, hosts: [\"api.invalid\"], header: \"Authorization: Bearer\"}\n"), 0o644))
+	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, nil, "sh", "-c", `cat "$1" "$2"; echo; echo DONE`, "sh", credFile, target)
+	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", c, o, s)
+	if strings.Contains(o, real) {
+		t.Fatalf("BREACH: the agent read the caller's real token at %s, the target (in a writable home folder) of the credential link %s", target, credFile)
+	}
+	if c != 125 && !strings.Contains(o, "DONE") {
+		t.Fatalf("the probe did not run (exit %d)", c)
+	}
+}
+
+// TestRedTeamCredentialLinkTargetDirRenamed: under runc the cover of a
+// credential link (~/.oauthagent/creds.json, in a folder the agent does
+// not write) is bound where the link points, a file in a folder it does
+// write (~/dotfiles/oauth/, home.writable). The agent renames that folder
+// away — the cover travels with it — so the caller's real file lies,
+// uncovered, under a name no later session covers: the next session reads
+// the real token there.
+func TestRedTeamCredentialLinkTargetDirRenamed(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	const real = "sk-ant-oat01-" + credMarker + "realaccess0123456789abcdefghij"
+	dir := filepath.Join(e.home, ".oauthagent")
+	must(t, os.MkdirAll(dir, 0o755))
+	cfg := filepath.Join(e.home, "dotfiles", "oauth")
+	must(t, os.MkdirAll(cfg, 0o700))
+	target := filepath.Join(cfg, "creds.json")
+	must(t, os.WriteFile(target, []byte(`{"oauth": {"access": "`+real+`"}}`), 0o600))
+	credFile := filepath.Join(dir, "creds.json")
+	must(t, os.Symlink(target, credFile))
+	prof := filepath.Join(e.outDir, "oauth.yaml")
+	must(t, os.WriteFile(prof, []byte("name: oauth\nextends: default\nnetwork: none\nhome:\n  show: [.oauthagent/]\n  writable: [dotfiles/]\ncredentials:\n"+
+		"  - {name: oauth-access, file: ~/.oauthagent/creds.json, path: oauth.access, hosts: [\"api.invalid\"], header: \"Authorization: Bearer\"}\n"), 0o644))
+	moved := filepath.Join(e.home, "dotfiles", "moved")
+	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, nil, "sh", "-c", `mv "$1" "$2" && mkdir "$1" && echo '{"oauth": {"access": "agent"}}' > "$1/creds.json" && echo MOVED`, "sh", cfg, moved)
+	t.Logf("session 1: exit %d\nstdout:\n%s\nstderr:\n%s", c, o, s)
+	if c == 125 {
+		return // refused before the agent ran: blocked
+	}
+	o, s, c = e.rtsbRun(t, []string{"--profile", prof}, nil, "sh", "-c", `cat "$1"/*; echo DONE`, "sh", moved)
+	t.Logf("session 2: exit %d\nstdout:\n%s\nstderr:\n%s", c, o, s)
+	if strings.Contains(o, real) {
+		t.Fatalf("BREACH: session 2 read the caller's real token at %s, where session 1 moved the folder of the credential link's target", moved)
+	}
+}
+
+// TestRedTeamCredentialHardLinkInWritable: the caller's credential file
+// has a second name (a hard link) in a folder the agent writes
+// (~/dotfiles/, home.writable). The cover sits on the file's own name; the
+// other name is the same inode, uncovered: the agent reads the real token
+// there (and may rewrite it in place for the caller's tool).
+func TestRedTeamCredentialHardLinkInWritable(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	const real = "sk-ant-oat01-" + credMarker + "realaccess0123456789abcdefghij"
+	dir := filepath.Join(e.home, ".oauthagent")
+	must(t, os.MkdirAll(dir, 0o755))
+	credFile := filepath.Join(dir, "creds.json")
+	must(t, os.WriteFile(credFile, []byte(`{"oauth": {"access": "`+real+`"}}`), 0o600))
+	dots := filepath.Join(e.home, "dotfiles")
+	must(t, os.MkdirAll(dots, 0o700))
+	other := filepath.Join(dots, "creds.json")
+	must(t, os.Link(credFile, other))
+	prof := filepath.Join(e.outDir, "oauth.yaml")
+	must(t, os.WriteFile(prof, []byte("name: oauth\nextends: default\nnetwork: none\nhome:\n  show: [.oauthagent/]\n  writable: [dotfiles/]\ncredentials:\n"+
+		"  - {name: oauth-access, file: ~/.oauthagent/creds.json, path: oauth.access, hosts: [\"api.invalid\"], header: \"Authorization: Bearer\"}\n"), 0o644))
+	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, nil, "sh", "-c", `cat "$1"; echo DONE`, "sh", other)
+	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", c, o, s)
+	if strings.Contains(o, real) {
+		t.Fatalf("BREACH: the agent read the caller's real token through %s, a hard link of the credential file %s in a writable home folder", other, credFile)
+	}
+}
