@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -783,6 +784,59 @@ func TestHostProgramsNotFromAgentPath(t *testing.T) {
 			}
 			if p := reportProposal(t, r); p.Kind != "branch" || p.Branch == "" {
 				t.Errorf("proposal %+v, want a branch written by the system's git", p)
+			}
+		})
+	}
+}
+
+// TestRedTeamCommondirBareLayoutEscapesWalk: a directory is a Git
+// directory for Git when it has a valid HEAD and its common dir (the one
+// its `commondir` file names) has objects/ and refs/; the repository's
+// config is the common dir's. The after-session walk quarantines a bare
+// layout only when HEAD, objects/ and refs/ are side by side, so an agent
+// leaves, at the top of a workdir that is no Git work tree, HEAD and a
+// commondir naming .cx/ (objects/, refs/, config with core.pager, no
+// HEAD): the user's next `git log` there, in a terminal, runs the agent's
+// command outside the sandbox (guarantee 6). (fedmem-run's own proposal
+// git sees a bare repository there and runs no filter: patch mode runs
+// plumbing only.)
+func TestRedTeamCommondirBareLayoutEscapesWalk(t *testing.T) {
+	for _, l := range proposeLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			e := setup(t, l)
+			must(t, os.WriteFile(filepath.Join(e.workdir, "a.txt"), []byte("base\n"), 0o644))
+			e.ownWorkdir(t)
+			marker := filepath.Join(e.outDir, "pager-ran-outside")
+			if l.user {
+				must(t, os.Chmod(e.outDir, 0o777))
+			}
+			plant := `set -e
+export HOME=/tmp GIT_CONFIG_NOSYSTEM=1
+git init -q --bare .cx
+git --git-dir=.cx --work-tree=. add a.txt
+git --git-dir=.cx --work-tree=. -c user.name=a -c user.email=a@a commit -qm base
+cp .cx/HEAD HEAD && rm .cx/HEAD
+echo .cx > commondir
+git config --file .cx/config core.pager "sh -c 'id > $1; cat'"
+echo PLANTED`
+			r1 := e.run(t, nil, "sh", "-c", plant, "sh", marker)
+			if _, err := exec.LookPath("script"); err != nil {
+				t.Skip("needs script(1) for a terminal")
+			}
+			if !strings.Contains(string(r1.stdout), "PLANTED") {
+				t.Fatalf("session 1 did not plant (exit %d):\n%s\n%s", r1.code, r1.stdout, r1.stderr)
+			}
+			// The user, later, in a terminal (script(1) gives git one).
+			cmd := exec.Command("script", "-qec", "git log --oneline", "/dev/null")
+			cmd.Dir = e.workdir
+			cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+			if l.user {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: agentUID, Gid: agentUID}}
+			}
+			out, err := cmd.CombinedOutput()
+			t.Logf("git -p log in the workdir after the session: %v\n%s", err, out)
+			if b, err := os.ReadFile(marker); err == nil {
+				t.Fatalf("BREACH: the user's git log in %s ran the pager an agent configured in a commondir bare layout (.cx/config), which the after-session walk left: %s", e.workdir, b)
 			}
 		})
 	}
