@@ -48,7 +48,8 @@ func nestedRoots(pl *mounts.Plan) []string {
 // NAME.fedmem-quarantined-SESSION, every `.git` born during the session
 // (statx birth time, or ctime where the filesystem has no birth time),
 // every existing `.git` whose config, commondir or hooks changed during it,
-// and the HEAD of every bare layout born during it — each reported as a
+// and the HEAD of every bare layout born during it (HEAD beside objects/
+// and refs/, or beside a commondir naming where they are) — each reported as a
 // "persistence" event. The walk never follows a link (every directory is
 // opened O_NOFOLLOW relative to its parent's descriptor, renames are
 // relative to it too) and stays on the root's filesystem. It skips the
@@ -339,8 +340,13 @@ func (w *nestedWalk) dir(dfd int, p string, depth int) error {
 			w.includeTargets(dfd, p)
 		}
 	}
-	if has["objects"] == unix.S_IFDIR && has["refs"] == unix.S_IFDIR && has["HEAD"] != 0 && !w.skip[p] {
-		if w.bornDuring(dfd, "HEAD") || w.changedDuring(dfd, "config") || w.changedDuring(dfd, "hooks") {
+	// A git directory for Git: a HEAD, and objects/ and refs/ beside it
+	// or in the common dir its commondir file names (the config is the
+	// common dir's): HEAD and commondir alone make one, whatever folder
+	// commondir names (TestRedTeamCommondirBareLayoutEscapesWalk).
+	_, common := has["commondir"]
+	if ((has["objects"] == unix.S_IFDIR && has["refs"] == unix.S_IFDIR) || common) && has["HEAD"] != 0 && !w.skip[p] {
+		if w.bornDuring(dfd, "HEAD") || w.changedDuring(dfd, "config") || w.changedDuring(dfd, "hooks") || w.changedDuring(dfd, "commondir") {
 			w.quarantine(dfd, p, "HEAD", "a bare repository layout made or reconfigured during the session")
 		}
 		// Not the end of the walk here: objects/, refs/ and HEAD are
