@@ -361,3 +361,37 @@ func TestRedTeamCredentialHardLinkInWritable(t *testing.T) {
 		t.Fatalf("BREACH: the agent read the caller's real token through %s, a hard link of the credential file %s in a writable home folder", other, credFile)
 	}
 }
+
+// TestRedTeamCredentialCommandChildOnWorkdirPath: commandInWritable judges
+// only the command's own program. The command runs with the caller's
+// environment, PATH unfiltered (credentials are read before
+// useHostPATH), so a program it runs by name — `sh -c 'secret-tool …'`,
+// `env secret-tool …`, pass running gpg, git running git-credential-* —
+// comes from the folder of the workdir that PATH names (direnv's PATH_add
+// bin): the agent's program, outside the sandbox, as the caller, at the
+// next session's start.
+func TestRedTeamCredentialCommandChildOnWorkdirPath(t *testing.T) {
+	for name, argv := range map[string]string{"sh-c": `[sh, -c, "secret-tool lookup service fedmem-rt18"]`, "env": `[env, secret-tool, lookup, service, fedmem-rt18]`} {
+		t.Run(name, func(t *testing.T) {
+			e := setup(t, layout{name: "beside/root"})
+			bin := filepath.Join(e.workdir, "bin")
+			must(t, os.MkdirAll(bin, 0o755))
+			e.path = bin + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+			canary := filepath.Join(e.outDir, "ran-outside")
+			prof := filepath.Join(e.outDir, "st.yaml")
+			must(t, os.WriteFile(prof, []byte("name: st\nextends: default\nnetwork: none\ncredentials:\n"+
+				"  - {name: st-key, command: "+argv+", env: TEST_API_KEY, optional: true}\n"), 0o644))
+			o1, s1, c1 := e.rtsbRun(t, []string{"--profile", prof}, nil, "sh", "-c",
+				`printf '#!/bin/sh\necho uid $(id -u) > "%s"\necho sk-test-api03-plantedbytheagent0123456789abcdefghij\n' "$2" > "$1/secret-tool" && chmod +x "$1/secret-tool" && echo PLANTED`, "sh", bin, canary)
+			if c1 != 0 || !strings.Contains(o1, "PLANTED") {
+				t.Fatalf("session 1 did not plant the program (exit %d)\n%s\n%s", c1, o1, s1)
+			}
+			os.Remove(canary)
+			o2, s2, c2 := e.rtsbRun(t, []string{"--profile", prof}, nil, "true")
+			t.Logf("session 2: exit %d\nstdout:\n%s\nstderr:\n%s", c2, o2, s2)
+			if b, err := os.ReadFile(canary); err == nil {
+				t.Errorf("BREACH: the credential command %s ran the agent's %s/secret-tool (found on the caller's unfiltered PATH) outside the sandbox as the caller at the next session's start (%s)", argv, bin, b)
+			}
+		})
+	}
+}
