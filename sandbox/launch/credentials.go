@@ -1,6 +1,9 @@
 package launch
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/sandbox/credentials"
@@ -33,8 +36,21 @@ func credentialSources(p *profiles.Profile) []credentials.Source {
 // readCredentials reads every credential of p from its source
 // (credentials.Read): an error is the session's refusal, stage
 // credentials, naming the profile's file and line.
+//
+// A command source runs with environ's PATH as hostPATH leaves it: the
+// programs it runs by name (sh -c 'secret-tool …', env, pass's gpg,
+// git's credential helpers) come from no folder the agent writes either
+// (TestRedTeamCredentialCommandChildOnWorkdirPath); commandInWritable
+// judges its own program.
 func readCredentials(p *profiles.Profile, environ []string, home string, writable []string) ([]credentials.Secret, error) {
-	secrets, err := credentials.Read(credentialSources(p), environ, home, writable)
+	env := slices.Clone(environ)
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			kept, _ := hostPATH(v, writable)
+			env[i] = "PATH=" + kept
+		}
+	}
+	secrets, err := credentials.Read(credentialSources(p), env, home, writable)
 	if err != nil {
 		return nil, staged(StageCredentials, err)
 	}
