@@ -841,3 +841,36 @@ echo PLANTED`
 		})
 	}
 }
+
+// TestRedTeamProposeGitChildrenFromAgentPath: fedmem-run's proposal git is
+// found on the filtered PATH, but runs with the caller's environment, PATH
+// unfiltered (gitEnv keeps it). A program git itself runs by name — the
+// user's global filter driver (git-lfs's `git-lfs filter-process`, here a
+// clean filter), refreshed on a copy of the user's index when a tracked
+// file's stat differs (uncommitted) — comes from the workdir's bin/ that
+// PATH names, where an earlier session's agent left it: run as the caller,
+// outside the sandbox.
+func TestRedTeamProposeGitChildrenFromAgentPath(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	gitWorkdir(t, e)
+	must(t, os.WriteFile(filepath.Join(e.home, ".gitconfig"), []byte("[filter \"lfs\"]\n\tclean = git-lfs-clean %f\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(e.workdir, ".gitattributes"), []byte("a.txt filter=lfs\n"), 0o644))
+	// The user's work tree: a.txt's stat differs from the index (same size).
+	must(t, os.Chtimes(filepath.Join(e.workdir, "a.txt"), time.Unix(1e9, 0), time.Unix(1e9, 0)))
+	bin := filepath.Join(e.workdir, "bin")
+	must(t, os.MkdirAll(bin, 0o755))
+	marker := filepath.Join(e.outDir, "filter-ran-outside")
+	// What an earlier session's agent left in the workdir.
+	must(t, os.WriteFile(filepath.Join(bin, "git-lfs-clean"), []byte("#!/bin/sh\nid > "+marker+"\ncat\n"), 0o755))
+	e.path = bin + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+	r := e.proposeRun(t, "strict", nil, "sh", "-c", `echo more >> a.txt && echo WROTE`)
+	if !strings.Contains(string(r.stdout), "WROTE") {
+		t.Fatalf("the agent did not write (exit %d):\n%s", r.code, r.stderr)
+	}
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Fatalf("BREACH: fedmem-run's proposal git ran %s/git-lfs-clean (the user's filter driver, found on the caller's unfiltered PATH) outside the sandbox as the caller: %s", bin, b)
+	}
+	if p := reportProposal(t, r); p.Kind != "branch" {
+		t.Errorf("proposal %+v, want a branch", p)
+	}
+}
