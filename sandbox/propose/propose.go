@@ -379,13 +379,20 @@ func (g *gitRun) run(stdin []byte, args ...string) (string, error) {
 }
 
 // gitEnv is the caller's environment without Git's own variables, plus
-// the temporary index and the commit's identity.
+// the temporary index and the commit's identity. Its PATH is fedmem-run's
+// own, the one git was found on (launch's useHostPATH left out the folders
+// the agent writes): a program git runs by name — a filter driver of the
+// user's config, git-lfs's — comes from none of them either
+// (TestRedTeamProposeGitChildrenFromAgentPath).
 func gitEnv(environ []string, extra ...string) []string {
 	var out []string
 	for _, kv := range environ {
-		if !strings.HasPrefix(kv, "GIT_") {
+		if !strings.HasPrefix(kv, "GIT_") && !strings.HasPrefix(kv, "PATH=") {
 			out = append(out, kv)
 		}
+	}
+	if p, ok := os.LookupEnv("PATH"); ok {
+		out = append(out, "PATH="+p)
 	}
 	out = append(out, "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0")
 	return append(out, extra...)
