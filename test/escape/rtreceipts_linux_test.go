@@ -348,6 +348,13 @@ func TestRedTeamReceiptsVaultCopiesUnparsed(t *testing.T) {
 			}
 			return mirror, `cp -R "$1" /tmp/r.git && git --git-dir=/tmp/r.git --no-pager show HEAD:"$2"`
 		}},
+		{"separate-git-dir", func(t *testing.T, e *env, base string) (string, string) {
+			gd := filepath.Join(base, "vault-gitdir")
+			if out, err := testutil.Git(e.vault.Dir, "init", "-q", "--separate-git-dir", gd); err != nil {
+				t.Fatalf("git init --separate-git-dir: %v\n%s", err, out)
+			}
+			return gd, `cp -R "$1" /tmp/r.git && git --git-dir=/tmp/r.git --no-pager show HEAD:"$2"`
+		}},
 		{"include", func(t *testing.T, e *env, base string) (string, string) {
 			inc := filepath.Join(base, "vault-inc.git")
 			if out, err := exec.Command("git", "clone", "-q", "--bare", e.vault.Dir, inc).CombinedOutput(); err != nil {
@@ -367,6 +374,7 @@ func TestRedTeamReceiptsVaultCopiesUnparsed(t *testing.T) {
 			note := commitNote(t, e, "10-projects/rt-copy.md", "---\ntype: fact\n---\nrt-copy-marker\n")
 			dir, script := c.make(t, e, e.base)
 			r := e.run(t, nil, "sh", "-c", script, "sh", dir, note)
+			t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 			if strings.Contains(string(r.stdout), "rt-copy-marker") {
 				t.Fatalf("BREACH: the agent printed %s from %s, a copy of the vault its Git repository names (%s); receipt %s", note, dir, c.name, fmtAny(r.report["vault_reads"]))
 			}
