@@ -272,6 +272,28 @@ func TestRT18SeedVisibleWhenHomeIsWorkdir(t *testing.T) {
 	}
 }
 
+// linkIntoWritableSetup: a credential file that is a link in a folder the
+// agent does not write (~/.oauthagent/creds.json, shown) to the caller's
+// real file in one it does (~/dotfiles/oauth/, home.writable), and the
+// profile naming it. It returns the env, the real token, the target's
+// folder, the target, the link and the profile's path.
+func linkIntoWritableSetup(t *testing.T) (e *env, real, cfg, target, credFile, prof string) {
+	e = setup(t, layout{name: "beside/root"})
+	real = "sk-ant-oat01-" + credMarker + "realaccess0123456789abcdefghij"
+	dir := filepath.Join(e.home, ".oauthagent")
+	must(t, os.MkdirAll(dir, 0o755))
+	cfg = filepath.Join(e.home, "dotfiles", "oauth")
+	must(t, os.MkdirAll(cfg, 0o700))
+	target = filepath.Join(cfg, "creds.json")
+	must(t, os.WriteFile(target, []byte(`{"oauth": {"access": "`+real+`"}}`), 0o600))
+	credFile = filepath.Join(dir, "creds.json")
+	must(t, os.Symlink(target, credFile))
+	prof = filepath.Join(e.outDir, "oauth.yaml")
+	must(t, os.WriteFile(prof, []byte("name: oauth\nextends: default\nnetwork: none\nhome:\n  show: [.oauthagent/]\n  writable: [dotfiles/]\ncredentials:\n"+
+		"  - {name: oauth-access, file: ~/.oauthagent/creds.json, path: oauth.access, hosts: [\"api.invalid\"], header: \"Authorization: Bearer\"}\n"), 0o644))
+	return e, real, cfg, target, credFile, prof
+}
+
 // TestRedTeamCredentialLinkIntoWritable: the credential file is a link in
 // a folder the agent does not write (~/.oauthagent/creds.json) to a file
 // in one it does (~/dotfiles/, home.writable): linkedCoversWritable looks
@@ -279,19 +301,7 @@ func TestRT18SeedVisibleWhenHomeIsWorkdir(t *testing.T) {
 // caller's real file in a writable bind: the agent reads (and may
 // rewrite) the real tokens there unless a cover sits on it too.
 func TestRedTeamCredentialLinkIntoWritable(t *testing.T) {
-	e := setup(t, layout{name: "beside/root"})
-	const real = "sk-ant-oat01-" + credMarker + "realaccess0123456789abcdefghij"
-	dir := filepath.Join(e.home, ".oauthagent")
-	must(t, os.MkdirAll(dir, 0o755))
-	cfg := filepath.Join(e.home, "dotfiles", "oauth")
-	must(t, os.MkdirAll(cfg, 0o700))
-	target := filepath.Join(cfg, "creds.json")
-	must(t, os.WriteFile(target, []byte(`{"oauth": {"access": "`+real+`"}}`), 0o600))
-	credFile := filepath.Join(dir, "creds.json")
-	must(t, os.Symlink(target, credFile))
-	prof := filepath.Join(e.outDir, "oauth.yaml")
-	must(t, os.WriteFile(prof, []byte("name: oauth\nextends: default\nnetwork: none\nhome:\n  show: [.oauthagent/]\n  writable: [dotfiles/]\ncredentials:\n"+
-		"  - {name: oauth-access, file: ~/.oauthagent/creds.json, path: oauth.access, hosts: [\"api.invalid\"], header: \"Authorization: Bearer\"}\n"), 0o644))
+	e, real, _, target, credFile, prof := linkIntoWritableSetup(t)
 	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, nil, "sh", "-c", `cat "$1" "$2"; echo; echo DONE`, "sh", credFile, target)
 	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", c, o, s)
 	if strings.Contains(o, real) {
@@ -310,19 +320,7 @@ func TestRedTeamCredentialLinkIntoWritable(t *testing.T) {
 // uncovered, under a name no later session covers: the next session reads
 // the real token there.
 func TestRedTeamCredentialLinkTargetDirRenamed(t *testing.T) {
-	e := setup(t, layout{name: "beside/root"})
-	const real = "sk-ant-oat01-" + credMarker + "realaccess0123456789abcdefghij"
-	dir := filepath.Join(e.home, ".oauthagent")
-	must(t, os.MkdirAll(dir, 0o755))
-	cfg := filepath.Join(e.home, "dotfiles", "oauth")
-	must(t, os.MkdirAll(cfg, 0o700))
-	target := filepath.Join(cfg, "creds.json")
-	must(t, os.WriteFile(target, []byte(`{"oauth": {"access": "`+real+`"}}`), 0o600))
-	credFile := filepath.Join(dir, "creds.json")
-	must(t, os.Symlink(target, credFile))
-	prof := filepath.Join(e.outDir, "oauth.yaml")
-	must(t, os.WriteFile(prof, []byte("name: oauth\nextends: default\nnetwork: none\nhome:\n  show: [.oauthagent/]\n  writable: [dotfiles/]\ncredentials:\n"+
-		"  - {name: oauth-access, file: ~/.oauthagent/creds.json, path: oauth.access, hosts: [\"api.invalid\"], header: \"Authorization: Bearer\"}\n"), 0o644))
+	e, real, cfg, _, _, prof := linkIntoWritableSetup(t)
 	moved := filepath.Join(e.home, "dotfiles", "moved")
 	o, s, c := e.rtsbRun(t, []string{"--profile", prof}, nil, "sh", "-c", `mv "$1" "$2" && mkdir "$1" && echo '{"oauth": {"access": "agent"}}' > "$1/creds.json" && echo MOVED`, "sh", cfg, moved)
 	t.Logf("session 1: exit %d\nstdout:\n%s\nstderr:\n%s", c, o, s)
