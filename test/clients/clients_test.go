@@ -34,6 +34,8 @@ func tmux(sock string, args ...string) *exec.Cmd {
 }
 
 // screen polls a tmux pane until want appears or the deadline passes.
+// want may name alternatives separated by " | ": a client whose first
+// screen is one of two (Codex offline: see TestCodexUnderCodexProfile).
 func screen(t *testing.T, sock, session, want string, within time.Duration) string {
 	t.Helper()
 	var last string
@@ -43,8 +45,10 @@ func screen(t *testing.T, sock, session, want string, within time.Duration) stri
 			t.Fatalf("tmux capture-pane: %v", err)
 		}
 		last = string(out)
-		if strings.Contains(last, want) {
-			return last
+		for _, w := range strings.Split(want, " | ") {
+			if strings.Contains(last, w) {
+				return last
+			}
 		}
 	}
 	t.Fatalf("%q never appeared on the screen; last screen:\n%s", want, last)
@@ -134,8 +138,15 @@ func TestClaudeCodeUnderClaudeProfile(t *testing.T) {
 	})
 }
 
+// TestCodexUnderCodexProfile: Codex draws its first screen under the
+// codex profile and keeps its state through the writable ~/.codex. With
+// no network and no login, Codex 0.171 draws either its prompt ("Ask
+// Codex to do anything") or its sign-in choice ("Sign in with ChatGPT"):
+// about one start in four the second, on the same binaries and home (seen
+// by hand, four starts in a row; the .ci/run runs at 176b950 and 8e3965e
+// failed on it). Either is Codex running in the sandbox.
 func TestCodexUnderCodexProfile(t *testing.T) {
-	runClient(t, "codex", "Ask Codex to do anything", func(home string) error {
+	runClient(t, "codex", "Ask Codex to do anything | Sign in with ChatGPT", func(home string) error {
 		if fi, err := os.Stat(filepath.Join(home, ".codex")); err != nil || !fi.IsDir() {
 			return fmt.Errorf("codex did not create ~/.codex through the writable bind: %v", err)
 		}
