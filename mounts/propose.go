@@ -1,7 +1,10 @@
 package mounts
 
 import (
+	"path/filepath"
+
 	"github.com/fedmem/fedmem/mounts/request"
+	"github.com/fedmem/fedmem/vault"
 )
 
 // WhyPropose is the Why of a proposed workdir's mount. The after-session
@@ -46,4 +49,32 @@ func (pl *Plan) HostWritable() []string {
 		}
 	}
 	return out
+}
+
+// UnderAny reports the first of roots that p lies at or under (vault.Within),
+// each of the two taken as written (cleaned) and with its links resolved:
+// p reached through a link into a root, or a root reached through a link,
+// still counts. It names the matching forms of p and of the root. Used
+// with HostWritable for the programs fedmem-run runs outside the sandbox.
+func UnderAny(p string, roots []string) (path, root string, ok bool) {
+	ps := withReal(p)
+	for _, r := range roots {
+		for _, rv := range withReal(r) {
+			for _, pv := range ps {
+				if vault.Within(pv, rv) {
+					return pv, rv, true
+				}
+			}
+		}
+	}
+	return "", "", false
+}
+
+// withReal is p cleaned and, when it resolves to another path, that path.
+func withReal(p string) []string {
+	c := filepath.Clean(p)
+	if r, err := filepath.EvalSymlinks(c); err == nil && r != c {
+		return []string{c, r}
+	}
+	return []string{c}
 }

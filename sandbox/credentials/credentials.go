@@ -502,22 +502,8 @@ func commandInWritable(name string, writable []string) error {
 	if !filepath.IsAbs(prog) {
 		prog = filepath.Join("/", prog)
 	}
-	progs := []string{filepath.Clean(prog)}
-	if real, err := filepath.EvalSymlinks(prog); err == nil {
-		progs = append(progs, real)
-	}
-	for _, w := range writable {
-		ws := []string{filepath.Clean(w)}
-		if real, err := filepath.EvalSymlinks(w); err == nil {
-			ws = append(ws, real)
-		}
-		for _, p := range progs {
-			for _, w := range ws {
-				if p == w || w == "/" || strings.HasPrefix(p, w+"/") {
-					return fmt.Errorf("command %s is %s, under %s, which the agent writes: it would run outside the sandbox, as you, at the next start (name a program outside the paths the agent writes, by its absolute path)", name, p, w)
-				}
-			}
-		}
+	if p, w, in := mounts.UnderAny(prog, writable); in {
+		return fmt.Errorf("command %s is %s, under %s, which the agent writes: it would run outside the sandbox, as you, at the next start (name a program outside the paths the agent writes, by its absolute path)", name, p, w)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"fmt"
+	"github.com/fedmem/fedmem/mounts"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,33 +20,13 @@ import (
 // programs are the system's. dropped are the entries left out. The
 // agent's own PATH is its environment's, unchanged.
 func hostPATH(path string, writable []string) (kept string, dropped []string) {
-	var ws []string
-	for _, w := range writable {
-		ws = append(ws, filepath.Clean(w))
-		if r, err := filepath.EvalSymlinks(w); err == nil {
-			ws = append(ws, r)
-		}
-	}
-	under := func(p string) bool {
-		for _, w := range ws {
-			if p == w || w == "/" || strings.HasPrefix(p, w+"/") {
-				return true
-			}
-		}
-		return false
-	}
 	var out []string
 	for _, e := range filepath.SplitList(path) {
 		if e == "" || !filepath.IsAbs(e) {
 			dropped = append(dropped, e)
 			continue
 		}
-		c := filepath.Clean(e)
-		r, err := filepath.EvalSymlinks(c)
-		if err != nil {
-			r = c
-		}
-		if under(c) || under(r) {
+		if _, _, in := mounts.UnderAny(e, writable); in {
 			dropped = append(dropped, e)
 			continue
 		}
