@@ -87,6 +87,11 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 	}
 	s := *spec
 	spec = &s
+	releaseInbox, err := holdInbox(spec)
+	defer releaseInbox()
+	if err != nil {
+		return nil, err
+	}
 	idp, err := planIdentity(spec)
 	if err != nil {
 		return nil, err
@@ -96,6 +101,11 @@ func runContainer(ctx context.Context, spec *Spec, rt containerRuntime, stateDir
 		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageSetup, Msg: "own executable: " + err.Error()}
 	}
 	cfg, notes := containerInit(spec, idp, rt.name)
+	// The runtime binds the inbox by name (a path in the OCI spec): the
+	// init checks the mount it finds there is the folder made (verifyInbox).
+	if err := setInboxIdentity(spec, &cfg); err != nil {
+		return nil, err
+	}
 	id := "fedmem-" + spec.Plan.Session + "-" + randHex(4)
 	bundle := filepath.Join(stateDir, "bundles", id)
 	ocispec, err := containerSpec(spec, rt, idp, id, bundle, exe)

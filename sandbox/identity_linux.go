@@ -103,7 +103,7 @@ func planIdentity(spec *Spec) (*idPlan, error) {
 			if err != nil {
 				return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: err.Error()}
 			}
-			if err := adoptInbox(spec.Plan.Inbox, uid); err != nil {
+			if err := adoptInbox(spec, uid); err != nil {
 				return nil, err
 			}
 			spec.UID, spec.GID, spec.IdentitySource = uid, gid, src
@@ -211,15 +211,30 @@ func newgidmapFor(p *idPlan, uid int) bool {
 }
 
 // adoptInbox gives the session inbox, which the launcher just made for
-// uid 0, to the agent's uid (without following a link).
-func adoptInbox(inbox string, uid int) error {
-	if inbox == "" {
+// uid 0, to the agent's uid: through its descriptor (spec.InboxDir), never
+// by name (the owner of 90-inbox/ may have put another folder there).
+func adoptInbox(spec *Spec, uid int) error {
+	if spec.InboxDir == nil {
 		return nil
 	}
-	if err := os.Lchown(inbox, uid, -1); err != nil && !os.IsNotExist(err) {
-		return &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("chown %s: %v", inbox, err)}
+	if err := unix.Fchown(int(spec.InboxDir.Fd()), uid, -1); err != nil {
+		return &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("chown %s: %v", spec.Plan.Inbox, err)}
 	}
 	return nil
+}
+
+// bindSourceStat stats a writable bind's source without following a
+// link: the session folder (inbox) through the launcher's descriptor, as
+// its name may be another folder or a link by now.
+func bindSourceStat(spec *Spec, m mounts.Mount, inbox bool) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	if !inbox {
+		return st, unix.Lstat(m.Source, &st)
+	}
+	if err := unix.Fstat(int(spec.InboxDir.Fd()), &st); err != nil {
+		return st, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("stat %s: %v", m.Source, err)}
+	}
+	return st, nil
 }
 
 // idmapBinds, for a root caller whose agent is not the owner, makes a
@@ -257,22 +272,25 @@ func idmapBinds(spec *Spec, cfg *InitConfig, id *Identity, cmd *exec.Cmd) (close
 		if i == HomeIdmapIndex {
 			continue
 		}
-		var st unix.Stat_t
-		if err := unix.Lstat(m.Source, &st); err != nil {
+		inbox := m.Source == spec.Plan.Inbox && spec.InboxDir != nil
+		st, err := bindSourceStat(spec, m, inbox)
+		if err != nil {
+			if inbox {
+				return closeAll, err
+			}
 			continue // the init reports a missing source
 		}
 		switch {
 		case int(st.Uid) == spec.UID:
 			id.Writable[m.Target] = "same owner (the agent, uid " + strconv.Itoa(spec.UID) + ")"
-			if m.Source == spec.Plan.Inbox {
+			if inbox {
 				// The init (host uid 0 without groups, no capability over
 				// the gate's files) cannot search a 90-inbox/ closed to
-				// all but the agents' group (03770): root out here clones
-				// the session folder it made for the agent and hands it
-				// over, as it is (no idmap).
-				fd, err := unix.OpenTree(unix.AT_FDCWD, m.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
+				// all but the agents' group (03770): root clones the folder
+				// made, from its descriptor, and hands it over (no idmap).
+				fd, err := cloneInboxFd(spec)
 				if err != nil {
-					return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
+					return closeAll, err
 				}
 				attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Attr_clr: unix.MOUNT_ATTR_RDONLY, Propagation: unix.MS_PRIVATE}
 				if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
@@ -310,6 +328,10 @@ func idmapBinds(spec *Spec, cfg *InitConfig, id *Identity, cmd *exec.Cmd) (close
 			unix.Close(pfd)
 			if err != nil {
 				return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
+			}
+		} else if inbox {
+			if fd, err = cloneInboxFd(spec); err != nil {
+				return closeAll, err
 			}
 		} else if fd, err = unix.OpenTree(unix.AT_FDCWD, m.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE); err != nil {
 			return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}

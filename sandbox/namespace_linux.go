@@ -29,6 +29,11 @@ func (Namespace) Name() string { return "namespace" }
 func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	s := *spec // planIdentity may settle UID/GID: never the caller's copy
 	spec = &s
+	releaseInbox, err := holdInbox(spec)
+	defer releaseInbox()
+	if err != nil {
+		return nil, err
+	}
 	idp, err := planIdentity(spec)
 	if err != nil {
 		return nil, err
@@ -37,6 +42,9 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		Plan: spec.Plan, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, TTY: spec.TTY,
 		Hostname: spec.Hostname, RequireLandlock: spec.RequireLandlock, RequireSeccomp: spec.RequireSeccomp,
 		FSDenials: spec.FSDenials,
+	}
+	if err := setInboxIdentity(spec, &cfg); err != nil {
+		return nil, err
 	}
 	link, err := newInitLink(spec, &cfg)
 	if err != nil {
@@ -74,8 +82,11 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 		return nil, err
 	}
 	var tmpFull tmpCap // /tmp or /dev/shm full: limits.tmp_bytes
-	// SIGKILL to pid 1 ends the whole pid namespace at once.
-	pl := startParentLimits(spec, func() { _ = cmd.Process.Kill() })
+	// The session's cgroup first (every process of it gets its SIGKILL
+	// from here: the inbox flood's writers stop at once, not once the
+	// dying pid 1 got a CPU to reach exit), then pid 1, which ends the
+	// whole pid namespace (no v2 cgroup: that alone).
+	pl := startParentLimits(spec, func() { cg.Kill(); _ = cmd.Process.Kill() })
 	defer pl.stop()
 	msgs, masters := link.started(spec)
 	proposal := link.proposal()

@@ -61,6 +61,11 @@ type InitConfig struct {
 	// Idmapped maps a plan mount's index to the fd of a detached,
 	// idmapped clone of its source that the parent (host root) made.
 	Idmapped map[int]int `json:"idmapped,omitempty"`
+	// InboxDev and InboxIno name the session folder the launcher made
+	// (Spec.InboxDir): the init refuses a root whose inbox mount is not
+	// this directory (verifyInbox), whatever the backend bound.
+	InboxDev uint64 `json:"inbox_dev,omitempty"`
+	InboxIno uint64 `json:"inbox_ino,omitempty"`
 }
 
 // UsernsHoldArg, as argv[1] of the init, makes it a placeholder that only

@@ -228,11 +228,21 @@ func startParentLimits(spec *Spec, kill func()) *parentLimits {
 	p := &parentLimits{}
 	if spec.Limits.InboxBytes > 0 {
 		p.stopWatch = make(chan struct{})
-		go inboxcap.Watch(spec.Plan.Inbox, spec.Limits.InboxBytes, p.stopWatch, func(reason string) {
+		over := func(reason string) {
 			p.inboxReason.Store(reason)
 			p.inboxFull.Store(true)
 			kill()
-		})
+		}
+		// The folder made and bound, not its name (Spec.InboxDir); its
+		// own descriptor, taken now, while the spec's is open. Without
+		// one (no folder made) the name is opened without following links.
+		if spec.InboxDir == nil {
+			go inboxcap.Watch(spec.Plan.Inbox, spec.Limits.InboxBytes, p.stopWatch, over)
+		} else if root, err := dupCloexec(spec.InboxDir); err == nil {
+			go inboxcap.WatchDir(root, spec.Plan.Inbox, spec.Limits.InboxBytes, p.stopWatch, over)
+		} else {
+			over(fmt.Sprintf("cannot inspect the inbox %s: %v", spec.Plan.Inbox, err))
+		}
 	}
 	if spec.Limits.WallTime > 0 {
 		p.timer = time.AfterFunc(spec.Limits.WallTime, func() {
@@ -241,6 +251,15 @@ func startParentLimits(spec *Spec, kill func()) *parentLimits {
 		})
 	}
 	return p
+}
+
+// dupCloexec is a close-on-exec copy of f's descriptor (an error when f
+// is nil).
+func dupCloexec(f *os.File) (int, error) {
+	if f == nil {
+		return -1, os.ErrInvalid
+	}
+	return unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 }
 
 func (p *parentLimits) stop() {

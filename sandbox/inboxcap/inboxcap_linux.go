@@ -46,7 +46,19 @@ const inboxEvents = unix.IN_CREATE | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix
 // triggers a full walk, and a full walk also runs every Interval as
 // a backstop. Without inotify (no instance left) the watcher only walks.
 func Watch(inbox string, max int64, stop <-chan struct{}, over func(reason string)) {
-	w := &inboxWatch{inbox: inbox, max: max, ifd: -1, root: -1}
+	watchFrom(&inboxWatch{inbox: inbox, max: max, ifd: -1, root: -1}, stop, over)
+}
+
+// WatchDir is Watch of the directory open at root (named inbox in the
+// reasons), never of whatever its name leads to: the session folder
+// fedmem-run made, which the owner of 90-inbox/ may rename away and
+// replace by name at any time. WatchDir owns root and closes it.
+func WatchDir(root int, inbox string, max int64, stop <-chan struct{}, over func(reason string)) {
+	watchFrom(&inboxWatch{inbox: inbox, max: max, ifd: -1, root: root}, stop, over)
+}
+
+func watchFrom(w *inboxWatch, stop <-chan struct{}, over func(reason string)) {
+	inbox, max := w.inbox, w.max
 	defer w.close()
 	if fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK); err == nil {
 		w.ifd = fd

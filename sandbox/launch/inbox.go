@@ -126,9 +126,14 @@ func inboxFindings(vaultDir string, gid int) []inboxFinding {
 // an agent group; a root caller sets it on an everyone's inbox too), so a
 // gate user in that group can move drafts out and write receipts; nobody
 // else on the host can look in.
-func createInbox(vaultDir, inbox string, uid int) error {
+//
+// It returns the folder opened (O_NOFOLLOW), which the backends bind
+// (sandbox.Spec.InboxDir) instead of its name: the owner of 90-inbox may
+// rename the folder away and put a link or another folder in its place
+// at any time after the mkdir (TestRedteamInboxSwappedBeforeBind).
+func createInbox(vaultDir, inbox string, uid int) (*os.File, error) {
 	if err := os.Mkdir(inbox, 0o700); err != nil {
-		return fmt.Errorf("create session inbox %s: %w (can this user write %s/%s? see `fedmem init --agent-group`)", inbox, err, vaultDir, vault.InboxDir)
+		return nil, fmt.Errorf("create session inbox %s: %w (can this user write %s/%s? see `fedmem init --agent-group`)", inbox, err, vaultDir, vault.InboxDir)
 	}
 	// Through a descriptor of the folder just made, never by name: the
 	// owner of 90-inbox (a sticky directory's owner may rename any entry)
@@ -137,15 +142,20 @@ func createInbox(vaultDir, inbox string, uid int) error {
 	// (TestCreateInboxNoFollowAfterMkdir).
 	fd, err := unix.Open(inbox, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("open session inbox %s: %w (replaced after it was made?)", inbox, err)
+		return nil, fmt.Errorf("open session inbox %s: %w (replaced after it was made?)", inbox, err)
 	}
-	defer unix.Close(fd)
+	ok := false
+	defer func() {
+		if !ok {
+			unix.Close(fd)
+		}
+	}()
 	var own unix.Stat_t
 	if err := unix.Fstat(fd, &own); err != nil {
-		return fmt.Errorf("stat session inbox %s: %w", inbox, err)
+		return nil, fmt.Errorf("stat session inbox %s: %w", inbox, err)
 	}
 	if int(own.Uid) != os.Geteuid() {
-		return fmt.Errorf("session inbox %s: owned by uid %d, not by this process (uid %d) that made it: it was replaced after it was made", inbox, own.Uid, os.Geteuid())
+		return nil, fmt.Errorf("session inbox %s: owned by uid %d, not by this process (uid %d) that made it: it was replaced after it was made", inbox, own.Uid, os.Geteuid())
 	}
 	if os.Geteuid() == 0 && uid != os.Geteuid() {
 		// The agent owns it; its group is 90-inbox's, which is the gate's
@@ -160,20 +170,31 @@ func createInbox(vaultDir, inbox string, uid int) error {
 			gid = int(st.Gid)
 		}
 		if err := unix.Fchown(fd, uid, gid); err != nil {
-			return fmt.Errorf("chown %s: %w", inbox, err)
+			return nil, fmt.Errorf("chown %s: %w", inbox, err)
 		}
 	}
 	if err := unix.Fchmod(fd, 0o2770); err != nil {
-		return fmt.Errorf("chmod %s: %w", inbox, err)
+		return nil, fmt.Errorf("chmod %s: %w", inbox, err)
 	}
-	return nil
+	ok = true
+	return os.NewFile(uintptr(fd), inbox), nil
 }
 
 // removeUnstartedInbox removes the session folder of a run whose agent
 // never started. rmdir, not a recursive removal: it removes only an empty
 // directory and never a file or a link put in its place, so whatever is
 // there (nothing of the agent's can be, it never ran) stays.
-func removeUnstartedInbox(inbox string) bool {
+//
+// made, when set, is the folder createInbox made: a name that leads to
+// another directory now (the owner of 90-inbox/ swapped it; the init
+// refused to bind it) is left alone.
+func removeUnstartedInbox(inbox string, made *os.File) bool {
+	if made != nil {
+		var a, b unix.Stat_t
+		if unix.Fstat(int(made.Fd()), &a) != nil || unix.Lstat(inbox, &b) != nil || a.Dev != b.Dev || a.Ino != b.Ino {
+			return false
+		}
+	}
 	return unix.Rmdir(inbox) == nil
 }
 

@@ -131,8 +131,10 @@ func TestCreateInboxNoFollowAfterMkdir(t *testing.T) {
 	refused := 0
 	for i := 0; i < attempts; i++ {
 		sess := filepath.Join(inbox, fmt.Sprintf("s%d", i))
-		if err := createInbox(v, sess, 1000); err != nil {
+		if f, err := createInbox(v, sess, 1000); err != nil {
 			refused++
+		} else {
+			f.Close()
 		}
 		var st unix.Stat_t
 		if err := unix.Lstat(canary, &st); err != nil {

@@ -104,9 +104,11 @@ func (ss *session) makeInbox() error {
 	if err := checkInboxReachable(s.Vault, s.UID, s.GID); err != nil {
 		return staged(StageInbox, err)
 	}
-	if err := createInbox(s.Vault, s.Plan.Inbox, s.UID); err != nil {
+	dir, err := createInbox(s.Vault, s.Plan.Inbox, s.UID)
+	if err != nil {
 		return staged(StageInbox, err)
 	}
+	ss.r.Spec.InboxDir = dir // bound by the backend, not by name; closed by run
 	return nil
 }
 
@@ -119,7 +121,7 @@ func (ss *session) makeInbox() error {
 // is empty (rmdir), so nothing written is lost.
 func (ss *session) dropUnstarted() {
 	inbox := ss.r.Session.Plan.Inbox
-	if !ss.agentStarted.Load() && !ss.rep.InboxRemoved && removeUnstartedInbox(inbox) {
+	if !ss.agentStarted.Load() && !ss.rep.InboxRemoved && removeUnstartedInbox(inbox, ss.r.Spec.InboxDir) {
 		ss.rep.InboxRemoved = true
 		ss.ev.emit("inbox", map[string]any{"removed": inbox, "reason": "the agent never started"})
 	}

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
@@ -80,6 +81,10 @@ type initRun struct {
 	layers sandbox.Layers
 	phases map[string]int64
 	fk     *forker
+	// table is the mount table verifyLive read and checked, which
+	// handOverVault hands the vault's mount points from (nothing mounts
+	// between the two: the pty is a descriptor, not a mount).
+	table []*mountinfo.Info
 }
 
 // fail reports err at stage to the parent and exits with code.
@@ -139,9 +144,14 @@ func (in *initRun) buildAndVerifyRoot() {
 			in.layers.Notes = append(in.layers.Notes, "not masked (unreachable by the agent's uid): "+p)
 		}
 	}
-	if err := verifyLive(cfg.Plan); err != nil {
+	table, err := verifyLive(cfg.Plan)
+	if err != nil {
 		in.fail(sandbox.ExitFedmemError, mounts.StageVerify, err)
 	}
+	if err := verifyInbox(cfg); err != nil {
+		in.fail(sandbox.ExitFedmemError, mounts.StageVerify, err)
+	}
+	in.table = table
 	if cfg.TTY {
 		if err := makeSandboxPTY(cfg); err != nil {
 			in.fail(sandbox.ExitFedmemError, mounts.StagePTY, err)
@@ -460,10 +470,12 @@ func startForker(cfg *sandbox.InitConfig) *forker {
 }
 
 // verifyLive checks the mount table of the finished root and probes the
-// vault with faccessat: both must say the vault is read-only.
-func verifyLive(pl *mounts.Plan) error {
-	if err := verifyMountTable(pl); err != nil {
-		return err
+// vault with faccessat: both must say the vault is read-only. It returns
+// the table it checked.
+func verifyLive(pl *mounts.Plan) ([]*mountinfo.Info, error) {
+	table, err := readVerifyMountTable(pl)
+	if err != nil {
+		return nil, err
 	}
 	for _, p := range []string{pl.Vault, filepath.Join(pl.Vault, ".git")} {
 		// EROFS: the mount is read-only. EACCES: file permissions deny
@@ -474,10 +486,10 @@ func verifyLive(pl *mounts.Plan) error {
 			continue // hidden by vault.visible: not there to write
 		}
 		if !errors.Is(err, unix.EROFS) && !errors.Is(err, unix.EACCES) {
-			return &mounts.VerifyError{Path: p, Rule: "vault-readonly", Detail: fmt.Sprintf("write access probe returned %v, want EROFS or EACCES", err)}
+			return nil, &mounts.VerifyError{Path: p, Rule: "vault-readonly", Detail: fmt.Sprintf("write access probe returned %v, want EROFS or EACCES", err)}
 		}
 	}
-	return nil
+	return table, nil
 }
 
 // reverify checks the live mount table against the plan again once the
@@ -498,12 +510,18 @@ func reverify(pl *mounts.Plan) string {
 
 // verifyMountTable checks this process's mount table against the plan.
 func verifyMountTable(pl *mounts.Plan) error {
+	_, err := readVerifyMountTable(pl)
+	return err
+}
+
+// readVerifyMountTable is verifyMountTable returning the table it checked.
+func readVerifyMountTable(pl *mounts.Plan) ([]*mountinfo.Info, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
-	return mounts.Verify(pl, f)
+	return mounts.VerifyRead(pl, f)
 }
 
 // lookPath finds the command as a shell started in the agent's working

@@ -28,7 +28,11 @@ const stageDir = "/tmp/.fedmem-root" // inside the sandbox's private /tmp tmpfs
 //
 // proposeFd is the socket a proposed workdir's upper layer goes to
 // fedmem-run through (mountProposal); 0 without a proposal.
-func buildRoot(pl *mounts.Plan, idmapped map[int]int, proposeFd int) (skipped []string, err error) {
+//
+// inbox is the session folder's device and inode (InitConfig.InboxDev,
+// InboxIno): the inbox is cloned from a path only once it was opened
+// without following a link and found to be that directory (cloneInbox).
+func buildRoot(pl *mounts.Plan, idmapped map[int]int, proposeFd int, inbox inode) (skipped []string, err error) {
 	rootFd, err := cloneHostRoot()
 	if err != nil {
 		return nil, err
@@ -36,7 +40,7 @@ func buildRoot(pl *mounts.Plan, idmapped map[int]int, proposeFd int) (skipped []
 	defer unix.Close(rootFd)
 	// Clone every bind source now, before the staging tmpfs below shadows
 	// /tmp in our view (vaults and workdirs may well live under /tmp).
-	b := &rootBuilder{pl: pl, proposeFd: proposeFd, srcFds: map[int]int{}}
+	b := &rootBuilder{pl: pl, proposeFd: proposeFd, srcFds: map[int]int{}, inbox: inbox}
 	defer b.closeSources()
 	if err := b.cloneSources(idmapped); err != nil {
 		return nil, err
@@ -105,6 +109,7 @@ func stageRoot(rootFd int) (empty string, err error) {
 type rootBuilder struct {
 	pl        *mounts.Plan
 	proposeFd int
+	inbox     inode // the session folder fedmem-run made
 	// srcFds are the detached clones of the binds' sources, by the
 	// mount's index in the plan.
 	srcFds map[int]int
@@ -141,9 +146,12 @@ func (b *rootBuilder) cloneSources(idmapped map[int]int) error {
 		}
 		var fd int
 		var err error
-		if m.Kind == mounts.BindRO && m.Why == mounts.WhyListedSocket {
+		switch {
+		case m.Kind == mounts.BindRO && m.Why == mounts.WhyListedSocket:
 			fd, err = cloneListedSocket(m.Source)
-		} else {
+		case m.Kind == mounts.BindRW && m.Source == b.pl.Inbox:
+			fd, err = cloneInbox(m.Source, b.inbox, set, clr)
+		default:
 			fd, err = cloneTree(m.Source, set, clr)
 		}
 		if err != nil {
@@ -303,7 +311,13 @@ func pivotIntoStage() error {
 // cloneTree returns a detached recursive copy of the mount tree at src with
 // the given attributes set and cleared recursively.
 func cloneTree(src string, set, clr uint64) (int, error) {
-	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	return cloneTreeAt(unix.AT_FDCWD, src, 0, src, set, clr)
+}
+
+// cloneTreeAt is cloneTree of path at dirfd (flags: extra open_tree flags,
+// e.g. AT_EMPTY_PATH to clone dirfd itself); src names it in errors.
+func cloneTreeAt(dirfd int, path string, flags int, src string, set, clr uint64) (int, error) {
+	fd, err := unix.OpenTree(dirfd, path, uint(flags)|unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 	if err != nil {
 		return -1, &sandbox.MountError{Op: "open_tree", Target: src, Err: err}
 	}

@@ -19,7 +19,7 @@ func buildRootFor(cfg *sandbox.InitConfig) ([]string, error) {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.OCIInitArg {
 		return nil, finishOCIRoot(cfg.Plan)
 	}
-	return buildRoot(cfg.Plan, cfg.Idmapped, cfg.ProposeFd)
+	return buildRoot(cfg.Plan, cfg.Idmapped, cfg.ProposeFd, inode{cfg.InboxDev, cfg.InboxIno})
 }
 
 // finishOCIRoot makes the procfs file masks what the plan asks. runc

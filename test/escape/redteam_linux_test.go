@@ -171,8 +171,13 @@ func TestRedteamPlantHooksPathTarget(t *testing.T) {
 // the writers' progress between the crossing write and their death, i.e.
 // scheduling, and was 0.13-4.5 MB on this 2-core host (one 4.46 MB run
 // under containerd in a quiet CI, up to 19 MB with three busy loops beside
-// it), logged every run. A bound free of timing needs a size-capped inbox
-// file system (docs/backends.md, limits); until then this is a measurement.
+// it), logged every run. The kill went to pid 1 alone then, and the
+// writers ran until the dying init got a CPU; it now reaches every process
+// of the session's cgroup from fedmem-run (cgroups.Session.Kill): 20 runs
+// at load 10-12 (cgroup v1, namespace backend) went from median 1.9 MB,
+// max 24.5 MB (one over 16 MiB) to 0.135 MB, max 0.20 MB. A bound free of
+// timing needs a size-capped inbox file system (docs/threat-model.md,
+// limits); until then this is a measurement.
 func TestRedteamInboxParallelFlood(t *testing.T) {
 	e := setup(t, layout{name: "beside/root"})
 	const writers, fileSize, inboxCap = 8, 64 << 10, 100 << 10
