@@ -37,10 +37,27 @@ func (e *VerifyError) Error() string {
 //     mount at exactly its path, and each of its writable non-dot entries
 //     by its own mount.
 func Verify(pl *Plan, r io.Reader) error {
+	_, err := VerifyRead(pl, r)
+	return err
+}
+
+// VerifyRead is Verify that also returns the mount table it read and
+// checked, for a caller that needs the same table right after (pid 1
+// hands the vault's mount points to fedmem-run for the read receipts):
+// one read and parse of /proc/self/mountinfo, not two.
+func VerifyRead(pl *Plan, r io.Reader) ([]*mountinfo.Info, error) {
 	infos, err := parseMountinfo(r)
 	if err != nil {
-		return &VerifyError{Path: "/proc/self/mountinfo", Rule: "parse", Detail: err.Error()}
+		return nil, &VerifyError{Path: "/proc/self/mountinfo", Rule: "parse", Detail: err.Error()}
 	}
+	if err := verifyInfos(pl, infos); err != nil {
+		return nil, err
+	}
+	return infos, nil
+}
+
+// verifyInfos is Verify on a parsed table.
+func verifyInfos(pl *Plan, infos []*mountinfo.Info) error {
 	if len(infos) == 0 {
 		return &VerifyError{Path: "/proc/self/mountinfo", Rule: "parse", Detail: "empty mount table"}
 	}

@@ -56,6 +56,15 @@ type Spec struct {
 	// calls never leave the kernel (docs/events.md, "Denials").
 	FSDenials bool
 	Limits    Limits
+	// InboxDir is the session folder the launcher made (Plan.Inbox),
+	// opened without following a link. The backends bind this directory,
+	// never whatever the name points to later: the owner of 90-inbox/
+	// (the gate user, or a host account with the agent's uid) may rename
+	// the folder away and put a link or another folder in its place
+	// before the bind. The init refuses a root whose inbox mount is not
+	// this inode (InitConfig.InboxDev, InboxIno). Nil: the backend opens
+	// Plan.Inbox itself when it starts.
+	InboxDir *os.File
 	// Receipts says whether the backend records which vault files the
 	// agent opens (VaultReads in the Result): off, on (when it cannot,
 	// VaultReads.Unavailable says why and the agent runs), required
@@ -185,6 +194,12 @@ const (
 type (
 	VaultRead  = receipts.VaultRead
 	VaultReads = receipts.VaultReads
+)
+
+// The recorder's Attribution values (receipts.Sandbox, receipts.AnyProcess).
+const (
+	AttributionSandbox    = receipts.Sandbox
+	AttributionAnyProcess = receipts.AnyProcess
 )
 
 // ExitTimedOut is fedmem-run's exit code when the wall-time limit ended

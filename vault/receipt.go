@@ -24,6 +24,12 @@ type ReadReceipt struct {
 	// agent started; false with Unavailable saying why.
 	Recorded    bool   `json:"recorded"`
 	Unavailable string `json:"unavailable,omitempty"`
+	// Attribution says whose opens Reads holds: "sandbox" (only this
+	// sandbox's: a root caller's mount marks) or "any-process" (every open
+	// of a vault file on the host while the session ran, the agent's among
+	// them: an unprivileged caller's inode marks; a host process's read
+	// during the session is listed too — a maybe read, never a missed one).
+	Attribution string `json:"attribution,omitempty"`
 	// Commit is the vault HEAD the blob ids are read at (the session's
 	// vault_head_start).
 	Commit string `json:"commit,omitempty"`
@@ -88,3 +94,9 @@ func Paths(reads []VaultRead) []string {
 	}
 	return out
 }
+
+// The ReadReceipt Attribution values (the recorder's, sandbox/receipts).
+const (
+	AttributionSandbox    = "sandbox"
+	AttributionAnyProcess = "any-process"
+)

@@ -182,7 +182,8 @@ type Reader struct {
 	// receipt cannot say it was not read: it was cut (truncated), lost
 	// events, has opens it could not name, or the session opened files
 	// under the vault's .git (a note read through Git's objects is not
-	// named). MaybeWhy says which.
+	// named) — or it is listed by a receipt whose attribution is
+	// any-process (any opener's, not only the agent's). MaybeWhy says which.
 	Maybe    bool   `json:"maybe,omitempty"`
 	MaybeWhy string `json:"maybe_why,omitempty"`
 }
@@ -238,6 +239,11 @@ func Readers(sessions []Session, note string, since time.Time) Answer {
 				r.First, r.Blob, found = x.First, x.Blob, true
 				break
 			}
+		}
+		if found && rr.Attribution == vault.AttributionAnyProcess {
+			// Inode marks (an unprivileged caller): the receipt lists every
+			// process's opens of vault files while the session ran.
+			r.Maybe, r.MaybeWhy = true, "listed, but the receipt holds every process's opens of vault files during the session (attribution any-process): the agent's or another's"
 		}
 		if !found {
 			why := maybeWhy(rr)

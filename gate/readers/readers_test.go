@@ -125,3 +125,23 @@ func TestLoadUnreadableRecordFailsClosed(t *testing.T) {
 		t.Errorf("unrecorded %q, problems %v: want bad big fifo, each said", got, problems)
 	}
 }
+
+// TestReadersAnyProcessIsMaybe: a receipt recorded with inode marks (an
+// unprivileged caller: attribution any-process) lists every opener's
+// reads, so a note it lists is a "maybe" read of the session with its
+// reason, never a plain one; a sandbox-attributed listing stays plain.
+func TestReadersAnyProcessIsMaybe(t *testing.T) {
+	at := "2026-02-01T00:00:00Z"
+	n := []vault.VaultRead{{Path: "n.md", First: at}}
+	ss := []Session{
+		session("user", at, &vault.ReadReceipt{Recorded: true, Attribution: vault.AttributionAnyProcess, Reads: n}),
+		session("root", at, &vault.ReadReceipt{Recorded: true, Attribution: vault.AttributionSandbox, Reads: n}),
+	}
+	a := Readers(ss, "n.md", time.Time{})
+	if got := ids(a.Readers); got != "user root" {
+		t.Fatalf("readers = %q, want user root", got)
+	}
+	if !a.Readers[0].Maybe || !strings.Contains(a.Readers[0].MaybeWhy, "any-process") || a.Readers[1].Maybe {
+		t.Errorf("maybe flags: %+v", a.Readers)
+	}
+}

@@ -21,7 +21,7 @@ func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit, end string) (*vault.
 		return &vault.ReadReceipt{Unavailable: vr.Unavailable, Reads: []vault.VaultRead{}},
 			[]string{"vault_reads: no read receipt for this session (which vault files the agent opened is not recorded): " + vr.Unavailable}
 	}
-	out := &vault.ReadReceipt{Recorded: true, Commit: commit, Count: len(vr.Reads), GitOpens: vr.GitOpens,
+	out := &vault.ReadReceipt{Recorded: true, Attribution: vr.Attribution, Commit: commit, Count: len(vr.Reads), GitOpens: vr.GitOpens,
 		Unattributed: vr.Unattributed, Lost: vr.Lost, Reads: []vault.VaultRead{}}
 	paths := make([]string, len(vr.Reads))
 	for i, r := range vr.Reads {
@@ -50,6 +50,9 @@ func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit, end string) (*vault.
 	}
 	if end != "" && end != commit && err == nil {
 		warnings = append(warnings, changedDuring(out, vaultDir, end, paths[:len(listed)])...)
+	}
+	if vr.Attribution == sandbox.AttributionAnyProcess {
+		warnings = append(warnings, "vault_reads: recorded with inode marks (an unprivileged caller): every open of a vault file on this host while the session ran is listed, the agent's and any other process's (attribution: any-process)")
 	}
 	if vr.Lost {
 		warnings = append(warnings, "vault_reads: the kernel's event queue overflowed: some of the agent's vault reads are not in the receipt")

@@ -54,11 +54,9 @@ func (in *initRun) handOverVault() {
 		return
 	}
 	defer unix.Close(sock)
-	infos, err := mountinfo.GetMounts(nil)
-	if err != nil {
-		in.fail(sandbox.ExitFedmemError, mounts.StageReceipts, fmt.Errorf("read the mount table: %w", err))
-	}
-	all := vaultMountPoints(in.cfg.Plan, infos)
+	// The table buildAndVerifyRoot read and checked (verifyLive), not a
+	// second read: nothing has mounted since.
+	all := vaultMountPoints(in.cfg.Plan, in.table)
 	points := all
 	if len(points) > receipts.MaxMounts {
 		// Descriptors for the first receipts.MaxMounts only, the list of all:

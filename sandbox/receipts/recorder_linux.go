@@ -84,9 +84,21 @@ func (r *Recorder) serve() *VaultReads {
 	var points []string
 	_ = json.Unmarshal(buf[:n], &points)
 	fds := parseRights(oob[:oobn])
-	fan, why := -1, "no pipe to end the recorder with"
+	fan, why, unpriv := -1, "no pipe to end the recorder with", false
 	if r.stop[0] >= 0 {
-		fan, why = r.mark(points, fds)
+		fan, why, unpriv = r.mark(points, fds)
+	}
+	var walk *inodeWalk
+	if fan < 0 && unpriv {
+		// An unprivileged caller: inode marks on every vault folder
+		// instead (inode_linux.go); every opener is seen, not only the
+		// sandbox.
+		var why2 string
+		if walk, why2 = r.markInodes(points, fds); walk != nil {
+			fan = walk.fan
+		} else {
+			why += "; " + why2
+		}
 	}
 	// The mounts are not held from here: when the sandbox's mount
 	// namespace goes, its mounts and their marks go with it, and the
@@ -105,11 +117,15 @@ func (r *Recorder) serve() *VaultReads {
 	}
 	// Closed in the background: destroying a fanotify group waits for
 	// its marks' grace period, which the session need not wait for.
-	defer func() { go unix.Close(fan) }()
+	if walk != nil {
+		defer walk.close()
+	} else {
+		defer func() { go unix.Close(fan) }()
+	}
 	if _, err := r.sock.Write([]byte{Marked}); err != nil {
 		return &VaultReads{Unavailable: "the sandbox's init ended before its vault was marked"}
 	}
-	return r.read(fan)
+	return r.read(fan, walk)
 }
 
 // parseRights returns the descriptors of an SCM_RIGHTS message.
@@ -128,10 +144,11 @@ func parseRights(oob []byte) []int {
 }
 
 // mark makes the fanotify group and marks every mount the init handed
-// over; it returns the group, or -1 and why not.
-func (r *Recorder) mark(points []string, fds []int) (int, string) {
+// over; it returns the group, or -1, why not and whether mount marks are
+// refused for want of privilege (the caller may mark inodes instead).
+func (r *Recorder) mark(points []string, fds []int) (int, string, bool) {
 	if len(fds) == 0 || len(fds) != len(points) {
-		return -1, fmt.Sprintf("the init handed over %d descriptors for %d vault mounts", len(fds), len(points))
+		return -1, fmt.Sprintf("the init handed over %d descriptors for %d vault mounts", len(fds), len(points)), false
 	}
 	flags := uint(unix.FAN_CLASS_NOTIF | unix.FAN_CLOEXEC | unix.FAN_NONBLOCK | unix.FAN_REPORT_DFID_NAME)
 	// An unlimited queue (CAP_SYS_ADMIN): a grep over a large vault must
@@ -141,7 +158,7 @@ func (r *Recorder) mark(points []string, fds []int) (int, string) {
 		fan, err = unix.FanotifyInit(flags, unix.O_RDONLY|unix.O_LARGEFILE|unix.O_CLOEXEC)
 	}
 	if err != nil {
-		return -1, "fanotify_init: " + err.Error()
+		return -1, "fanotify_init: " + err.Error(), false
 	}
 	for i, fd := range fds {
 		// FAN_MARK_MOUNT: the sandbox's own bind of the vault, so only
@@ -156,10 +173,10 @@ func (r *Recorder) mark(points []string, fds []int) (int, string) {
 			if err == unix.EPERM {
 				why += " (marking the sandbox's vault mount needs CAP_SYS_ADMIN of the initial user namespace: a root caller)"
 			}
-			return -1, why
+			return -1, why, err == unix.EPERM
 		}
 	}
-	return fan, ""
+	return fan, "", false
 }
 
 // read reads fan's events until finish, then drains the queue. The
@@ -167,9 +184,17 @@ func (r *Recorder) mark(points []string, fds []int) (int, string) {
 // open in the sandbox slower: the kernel compares each new event with
 // those queued), so each event costs it map lookups only; paths are put
 // together once, at the end.
-func (r *Recorder) read(fan int) *VaultReads {
+func (r *Recorder) read(fan int, walk *inodeWalk) *VaultReads {
 	rs := newReadSet(r.vault, map[string]string{})
-	rs.mountFd, _ = unix.Open(r.vault, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) // open_by_handle_at takes no O_PATH mount descriptor
+	if walk != nil {
+		// Folders are named from the walk (open_by_handle_at needs
+		// CAP_DAC_READ_SEARCH); the recorder's own opens are not reads.
+		rs.dirs, rs.walk, rs.self = walk.dirs, walk, int32(os.Getpid())
+		rs.vr.Attribution = AnyProcess
+	} else {
+		rs.vr.Attribution = Sandbox
+		rs.mountFd, _ = unix.Open(r.vault, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) // open_by_handle_at takes no O_PATH mount descriptor
+	}
 	defer func() {
 		if rs.mountFd >= 0 {
 			unix.Close(rs.mountFd)
@@ -226,6 +251,10 @@ type readSet struct {
 	order    []opened
 	now      time.Time // when the events being handled were read
 	vr       *VaultReads
+	// walk, with inode marks: new folders are marked as they appear;
+	// self is the recorder's pid (its own opens are not the agent's).
+	walk *inodeWalk
+	self int32
 }
 
 // opened is one file first seen opened: its folder's path, its key in
@@ -273,7 +302,7 @@ func (rs *readSet) events(b []byte) {
 	rs.now = time.Now()
 	for len(b) >= fanMetaLen {
 		evLen, metaLen := int(ne.Uint32(b[0:])), int(ne.Uint16(b[6:]))
-		mask, fd := ne.Uint64(b[8:]), int32(ne.Uint32(b[16:]))
+		mask, fd, pid := ne.Uint64(b[8:]), int32(ne.Uint32(b[16:])), int32(ne.Uint32(b[20:]))
 		if evLen < fanMetaLen || evLen > len(b) || metaLen < fanMetaLen || metaLen > evLen {
 			rs.vr.Lost = true
 			return
@@ -287,6 +316,18 @@ func (rs *readSet) events(b []byte) {
 			rs.vr.Lost = true
 			continue
 		}
+		if mask&(unix.FAN_CREATE|unix.FAN_MOVED_TO) != 0 {
+			if mask&unix.FAN_ONDIR != 0 && rs.walk != nil {
+				rs.newFolder(ev)
+			}
+			continue // a file made in the vault is not a read
+		}
+		if mask&unix.FAN_ONDIR != 0 {
+			continue // a folder opened (inode marks report them): not a note read
+		}
+		if rs.self != 0 && pid == rs.self {
+			continue // the recorder's own open (an unprivileged group reports no other pid)
+		}
 		if !rs.record(ev) {
 			rs.vr.Unattributed++
 		}
@@ -296,45 +337,76 @@ func (rs *readSet) events(b []byte) {
 // record notes an event's DFID_NAME record; false when it has none that
 // can be read.
 func (rs *readSet) record(ev []byte) bool {
+	key, nameAt, ok := dfidName(ev)
+	if !ok || nameAt == len(key) {
+		return false // no record, or no name
+	}
+	dir, ok := rs.dirs[string(key[:nameAt])]
+	if !ok {
+		dir = rs.resolve(int32(binary.NativeEndian.Uint32(key[12:])), key[16:nameAt])
+		rs.dirs[string(key[:nameAt])] = dir
+	}
+	if dir == "" {
+		return false // counted as unattributed each time
+	}
+	rs.note(key, nameAt, dir)
+	return true
+}
+
+// dfidName finds an event's DFID_NAME record: key is the folder's handle
+// key (fsid, handle size and type, handle bytes) followed by the name
+// (without its NUL), which starts at nameAt; ok is false when the event
+// has no such record or it is cut short.
+func dfidName(ev []byte) (key []byte, nameAt int, ok bool) {
 	ne := binary.NativeEndian
 	for len(ev) >= 4 {
 		typ, l := ev[0], int(ne.Uint16(ev[2:]))
 		if l < 4 || l > len(ev) {
-			return false
+			return nil, 0, false
 		}
 		rec := ev[4:l]
 		ev = ev[l:]
 		if typ != unix.FAN_EVENT_INFO_TYPE_DFID_NAME || len(rec) < 16 {
 			continue
 		}
-		hb := int(ne.Uint32(rec[8:]))
-		if 16+hb > len(rec) {
-			return false
+		nameAt = 16 + int(ne.Uint32(rec[8:]))
+		if nameAt > len(rec) {
+			return nil, 0, false
 		}
-		end := 16 + hb
+		end := nameAt
 		for end < len(rec) && rec[end] != 0 {
 			end++
 		}
-		if end == 16+hb {
-			return false // no name
-		}
-		key := rec[:end]
-		dir, ok := rs.dirs[string(key[:16+hb])]
-		if !ok {
-			dir = rs.resolve(int32(ne.Uint32(rec[12:])), rec[16:16+hb])
-			rs.dirs[string(key[:16+hb])] = dir
-		}
-		if dir == "" {
-			return false // counted as unattributed each time
-		}
-		if !rs.firstOpen(key) {
-			return true // opened before
-		}
-		rs.order = append(rs.order, opened{dir: dir, off: uint32(len(rs.arena)), n: uint32(len(key)), nameAt: uint32(16 + hb), first: rs.now})
-		rs.arena = append(rs.arena, key...)
-		return true
+		return rec[:end], nameAt, true
 	}
-	return false
+	return nil, 0, false
+}
+
+// note records key (a folder's handle key, then from nameAt the file's
+// name) in folder dir, unless it was opened before.
+func (rs *readSet) note(key []byte, nameAt int, dir string) {
+	if !rs.firstOpen(key) {
+		return // opened before
+	}
+	rs.order = append(rs.order, opened{dir: dir, off: uint32(len(rs.arena)), n: uint32(len(key)), nameAt: uint32(nameAt), first: rs.now})
+	rs.arena = append(rs.arena, key...)
+}
+
+// add records the file name in the folder with handle key dirKey (path
+// dir) as opened.
+func (rs *readSet) add(dirKey []byte, name, dir string) {
+	rs.note(append(append([]byte{}, dirKey...), name...), len(dirKey), dir)
+}
+
+// newFolder handles a folder made in or moved into a marked folder (a
+// DFID_NAME record: the parent's handle and the new name).
+func (rs *readSet) newFolder(ev []byte) {
+	key, nameAt, ok := dfidName(ev)
+	if !ok {
+		rs.vr.Unattributed++
+		return
+	}
+	rs.walk.newDir(rs, key[:nameAt], string(key[nameAt:]))
 }
 
 // resolve is a folder's path relative to the vault, from its handle; ""

@@ -34,7 +34,18 @@ type VaultReads struct {
 	// Lost: the kernel's event queue overflowed; some opens are missing.
 	Lost        bool
 	Unavailable string
+	// Attribution says whose opens Reads holds: Sandbox (mount marks on
+	// the sandbox's own vault mounts, a root caller) or AnyProcess (inode
+	// marks on the vault's folders, an unprivileged caller: every open of
+	// them on the host while the session ran, the agent's among them).
+	Attribution string
 }
+
+// The Attribution values.
+const (
+	Sandbox    = "sandbox"
+	AnyProcess = "any-process"
+)
 
 // Answers fedmem-run gives the init on the receipts socket (the first
 // byte of its reply; a refusal's text follows Refused).

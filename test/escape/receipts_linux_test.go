@@ -63,73 +63,86 @@ func TestReadReceiptsHostileAgent(t *testing.T) {
 			e := setup(t, l)
 			blobs := addHideNotes(t, e)
 			r := e.run(t, nil, e.bins.Hostile, "hide-reads")
-			if r.code != 0 {
-				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-			}
-			res, err := parseResults(r.stdout)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sawHardlink := false
-			for _, x := range res {
-				w, ok := strings.CutPrefix(x.Attempt, "read-")
-				switch {
-				case !ok:
-				case w == "hardlink":
-					sawHardlink = true
-					// Not EROFS: the hard link is refused for crossing
-					// mounts, before any write permission is asked.
-					if x.OK || (x.Errno != "EXDEV" && !(l.workdirInVault && x.Errno == "EROFS")) {
-						t.Errorf("hard link of a note from the workdir: ok=%v errno=%s (%s), want EXDEV", x.OK, x.Errno, x.Err)
-					}
-				case !x.OK || !strings.Contains(x.Saw, "hide-"+w):
-					t.Errorf("%s: the agent's read did not happen (ok=%v saw=%q err=%s): the attempt proves nothing", x.Attempt, x.OK, x.Saw, x.Err)
-				}
-			}
-			if !sawHardlink {
-				t.Fatalf("no read-hardlink attempt in the agent's output:\n%s", r.stdout)
-			}
-			vr, _ := r.report["vault_reads"].(map[string]any)
-			if vr == nil || vr["recorded"] != true {
-				t.Fatalf("report vault_reads = %v, want recorded: true\nstderr:\n%s", r.report["vault_reads"], r.stderr)
-			}
-			got := map[string]string{}
-			reads, _ := vr["reads"].([]any)
-			for _, x := range reads {
-				m, _ := x.(map[string]any)
-				p, _ := m["path"].(string)
-				b, _ := m["blob"].(string)
-				got[p] = b
-			}
-			for _, w := range hideWays {
-				rel := "10-projects/hide-" + w + ".md"
-				if b, ok := got[rel]; !ok {
-					t.Errorf("read by %s: %s is not in the receipt %v", w, rel, readPaths(got))
-				} else if b != blobs[rel] {
-					t.Errorf("%s: blob %q in the receipt, %q at HEAD", rel, b, blobs[rel])
-				}
-			}
-			for _, w := range []string{"unread", "hardlink"} {
-				if _, ok := got["10-projects/hide-"+w+".md"]; ok {
-					t.Errorf("hide-%s.md is in the receipt but the agent never opened it", w)
-				}
-			}
-			if d, _ := vr["digest"].(string); d == "" || r.report["vault_reads_digest"] != d {
-				t.Errorf("vault_reads.digest %q, vault_reads_digest %v: want both, equal", d, r.report["vault_reads_digest"])
-			}
-			rec, err := os.ReadFile(filepath.Join(e.vault.Dir, "90-inbox", ".sessions", r.session+".json"))
-			if err != nil || !strings.Contains(string(rec), `"vault_reads_digest": "`+vr["digest"].(string)+`"`) {
-				t.Errorf("session record %s lacks the digest %v (%v)", r.session, vr["digest"], err)
-			}
+			checkHideReceipt(t, l, e, blobs, r)
 		})
 	}
+}
+
+// checkHideReceipt checks the session r of test/hostile's hide-reads:
+// every attempt's read happened, the hard link was refused, every note
+// read is in the receipt with its blob id, the unread and hard-linked
+// notes are not, and the digest is in the report and the record. It
+// returns the report's vault_reads.
+func checkHideReceipt(t *testing.T, l layout, e *env, blobs map[string]string, r *run) map[string]any {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	res, err := parseResults(r.stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sawHardlink := false
+	for _, x := range res {
+		w, ok := strings.CutPrefix(x.Attempt, "read-")
+		switch {
+		case !ok:
+		case w == "hardlink":
+			sawHardlink = true
+			// Not EROFS: the hard link is refused for crossing
+			// mounts, before any write permission is asked.
+			if x.OK || (x.Errno != "EXDEV" && !(l.workdirInVault && x.Errno == "EROFS")) {
+				t.Errorf("hard link of a note from the workdir: ok=%v errno=%s (%s), want EXDEV", x.OK, x.Errno, x.Err)
+			}
+		case !x.OK || !strings.Contains(x.Saw, "hide-"+w):
+			t.Errorf("%s: the agent's read did not happen (ok=%v saw=%q err=%s): the attempt proves nothing", x.Attempt, x.OK, x.Saw, x.Err)
+		}
+	}
+	if !sawHardlink {
+		t.Fatalf("no read-hardlink attempt in the agent's output:\n%s", r.stdout)
+	}
+	vr, _ := r.report["vault_reads"].(map[string]any)
+	if vr == nil || vr["recorded"] != true {
+		t.Fatalf("report vault_reads = %v, want recorded: true\nstderr:\n%s", r.report["vault_reads"], r.stderr)
+	}
+	got := map[string]string{}
+	reads, _ := vr["reads"].([]any)
+	for _, x := range reads {
+		m, _ := x.(map[string]any)
+		p, _ := m["path"].(string)
+		b, _ := m["blob"].(string)
+		got[p] = b
+	}
+	for _, w := range hideWays {
+		rel := "10-projects/hide-" + w + ".md"
+		if b, ok := got[rel]; !ok {
+			t.Errorf("read by %s: %s is not in the receipt %v", w, rel, readPaths(got))
+		} else if b != blobs[rel] {
+			t.Errorf("%s: blob %q in the receipt, %q at HEAD", rel, b, blobs[rel])
+		}
+	}
+	for _, w := range []string{"unread", "hardlink"} {
+		if _, ok := got["10-projects/hide-"+w+".md"]; ok {
+			t.Errorf("hide-%s.md is in the receipt but the agent never opened it", w)
+		}
+	}
+	if d, _ := vr["digest"].(string); d == "" || r.report["vault_reads_digest"] != d {
+		t.Errorf("vault_reads.digest %q, vault_reads_digest %v: want both, equal", d, r.report["vault_reads_digest"])
+	}
+	rec, err := os.ReadFile(filepath.Join(e.vault.Dir, "90-inbox", ".sessions", r.session+".json"))
+	if err != nil || !strings.Contains(string(rec), `"vault_reads_digest": "`+vr["digest"].(string)+`"`) {
+		t.Errorf("session record %s lacks the digest %v (%v)", r.session, vr["digest"], err)
+	}
+	return vr
 }
 
 // TestReadReceiptsUserSaysUnavailable (issue 21 item 4): an unprivileged
 // caller's launcher cannot mark the sandbox's vault mount (fanotify mount
 // marks on a host filesystem need CAP_SYS_ADMIN of the initial user
-// namespace), so its report says the reads were not recorded and why —
-// never an empty list that reads as "read nothing". Under a profile with
+// namespace); where it cannot mark the vault's folders either (inode
+// marks: TestReadReceiptsUnprivilegedHostileAgent), its report says the
+// reads were not recorded and why — never an empty list that reads as
+// "read nothing"; where it can, the read is in the receipt. Under a profile with
 // vault.receipts: required the same session is refused before the agent
 // runs (125, stage receipts): it fails closed.
 func TestReadReceiptsUserSaysUnavailable(t *testing.T) {
@@ -285,6 +298,18 @@ func TestAuditReadersThreeSessions(t *testing.T) {
 // waits for the host's go before it reads a note of its own and exits.
 func TestReadReceiptsOnlyTheSandbox(t *testing.T) {
 	e := setup(t, layout{name: "beside/root"})
+	_, got := hostReadWhileRunning(t, e)
+	if strings.Join(got, " ") != "10-projects/hide-mmap.md" {
+		t.Errorf("receipt reads %v, want only the agent's 10-projects/hide-mmap.md (the host's read of hide-unread.md is not the agent's)", got)
+	}
+}
+
+// hostReadWhileRunning runs a session whose agent, once running, waits
+// for the host to read 10-projects/hide-unread.md and then reads
+// 10-projects/hide-mmap.md itself; it returns the session (exit 0) and
+// the paths its receipt lists, in order.
+func hostReadWhileRunning(t *testing.T, e *env) (*run, []string) {
+	t.Helper()
 	addHideNotes(t, e)
 	goFile := filepath.Join(e.outDir, "go")
 	script := `touch "$FEDMEM_INBOX/ready"; while [ ! -e "$1" ]; do sleep 0.05; done; cat "$2" >/dev/null`
@@ -307,9 +332,7 @@ func TestReadReceiptsOnlyTheSandbox(t *testing.T) {
 		m, _ := x.(map[string]any)
 		got = append(got, fmt.Sprint(m["path"]))
 	}
-	if strings.Join(got, " ") != "10-projects/hide-mmap.md" {
-		t.Errorf("receipt reads %v, want only the agent's 10-projects/hide-mmap.md (the host's read of hide-unread.md is not the agent's)", got)
-	}
+	return r, got
 }
 
 // startReadySession runs script (sh -c, with args) in a session and returns
@@ -375,5 +398,72 @@ func TestReadReceiptsNoteChangedDuringSession(t *testing.T) {
 	}
 	if !strings.Contains(string(r.stderr), "changed 1 of the notes the agent read") {
 		t.Errorf("the user is not told the note changed during the session:\n%s", r.stderr)
+	}
+}
+
+// TestReadReceiptsUnprivilegedHostileAgent (issue 21: a mechanism that
+// holds for root and unprivileged callers alike): fedmem-run run by an
+// ordinary user cannot mark the sandbox's vault mount, so it marks every
+// folder the sandbox's vault mounts show (fanotify inode marks, allowed
+// unprivileged); the hostile agent's mmap, sendfile, copy_file_range,
+// /proc/self/fd reopen, openat on a folder descriptor, symlink in /tmp and
+// child that exits at once are all in the receipt (recorded: true,
+// attribution any-process). On the old code the receipt was recorded:
+// false ("fanotify mount mark ... EPERM").
+func TestReadReceiptsUnprivilegedHostileAgent(t *testing.T) {
+	for _, l := range []layout{{name: "beside/user", gateOwned: true, user: true}, {name: "inside/user", gateOwned: true, user: true, vaultInWorkdir: true}} {
+		t.Run(l.name, func(t *testing.T) {
+			e := setup(t, l)
+			blobs := addHideNotes(t, e)
+			r := e.run(t, nil, e.bins.Hostile, "hide-reads")
+			vr := checkHideReceipt(t, l, e, blobs, r)
+			if vr["attribution"] != "any-process" {
+				t.Errorf("vault_reads.attribution %v, want any-process (inode marks see every opener)", vr["attribution"])
+			}
+			if !strings.Contains(string(r.stderr), "attribution: any-process") {
+				t.Errorf("stderr does not tell the user the receipt lists every opener's reads:\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+// TestReadReceiptsUnprivilegedHostRead: with inode marks a host process's
+// open of a note during the session cannot be told from the agent's (an
+// unprivileged fanotify group reports every other process's pid as 0 and
+// FAN_REPORT_PIDFD is refused): it may be in the receipt, but then only
+// as a maybe read — the receipt says attribution any-process, never
+// sandbox. The agent's own read is there, and under vault.receipts:
+// required the session now runs.
+func TestReadReceiptsUnprivilegedHostRead(t *testing.T) {
+	e := setup(t, layout{name: "beside/user", gateOwned: true, user: true})
+	r, paths := hostReadWhileRunning(t, e)
+	vr, _ := r.report["vault_reads"].(map[string]any)
+	if vr == nil || vr["recorded"] != true {
+		t.Fatalf("vault_reads %v, want recorded: true\n%s", r.report["vault_reads"], r.stderr)
+	}
+	got := map[string]bool{}
+	for _, p := range paths {
+		got[p] = true
+	}
+	if !got["10-projects/hide-mmap.md"] {
+		t.Errorf("the agent's read of hide-mmap.md is not in the receipt %v", got)
+	}
+	if got["10-projects/hide-unread.md"] && vr["attribution"] != "any-process" {
+		t.Errorf("the host's read of hide-unread.md is in the receipt as attribution %v: a host read must never be reported as the sandbox's", vr["attribution"])
+	}
+	t.Logf("host read listed: %v, attribution %v", got["10-projects/hide-unread.md"], vr["attribution"])
+
+	prof := filepath.Join(e.outDir, "required.yaml")
+	if err := os.WriteFile(prof, []byte("name: required\nextends: default\nvault:\n  receipts: required\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chown(prof, agentUID, agentUID)
+	r = e.run(t, []string{"--profile", prof}, "cat", filepath.Join(e.vault.Dir, "10-projects/hide-sendfile.md"))
+	if r.code != 0 {
+		t.Fatalf("vault.receipts: required, unprivileged caller: exit %d, want 0 (the receipt can be recorded)\n%s", r.code, r.stderr)
+	}
+	vr, _ = r.report["vault_reads"].(map[string]any)
+	if vr == nil || vr["recorded"] != true || !strings.Contains(fmt.Sprint(vr["reads"]), "10-projects/hide-sendfile.md") {
+		t.Errorf("vault.receipts: required: vault_reads %v, want recorded with hide-sendfile.md", vr)
 	}
 }
