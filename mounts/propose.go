@@ -56,10 +56,34 @@ func (pl *Plan) HostWritable() []string {
 // p reached through a link into a root, or a root reached through a link,
 // still counts. It names the matching forms of p and of the root. Used
 // with HostWritable for the programs fedmem-run runs outside the sandbox.
+// A caller judging many paths against the same roots resolves them once
+// (ResolveRoots).
 func UnderAny(p string, roots []string) (path, root string, ok bool) {
+	return ResolveRoots(roots).Under(p)
+}
+
+// Roots are roots as UnderAny takes them, each resolved once: every form
+// (cleaned, and with its links resolved) in the order given. hostPATH
+// judges each PATH entry against the same roots; resolving them once per
+// entry walked every root's links again (13 PATH entries × 10 writable
+// roots: 1,400 lstat calls, 12% of a session's start-up CPU).
+type Roots [][]string
+
+// ResolveRoots resolves roots for Under.
+func ResolveRoots(roots []string) Roots {
+	out := make(Roots, len(roots))
+	for i, r := range roots {
+		out[i] = withReal(r)
+	}
+	return out
+}
+
+// Under is UnderAny(p, roots) for the roots rs was resolved from, with
+// their links as they were then.
+func (rs Roots) Under(p string) (path, root string, ok bool) {
 	ps := withReal(p)
-	for _, r := range roots {
-		for _, rv := range withReal(r) {
+	for _, forms := range rs {
+		for _, rv := range forms {
 			for _, pv := range ps {
 				if vault.Within(pv, rv) {
 					return pv, rv, true

@@ -42,15 +42,29 @@ func credentialSources(p *profiles.Profile) []credentials.Source {
 // git's credential helpers) come from no folder the agent writes either
 // (TestRedTeamCredentialCommandChildOnWorkdirPath); commandInWritable
 // judges its own program.
+//
+// A profile without credentials reads nothing: its PATH is not filtered
+// for a command it does not have (a second walk of every PATH entry's
+// links at each start).
 func readCredentials(p *profiles.Profile, environ []string, home string, writable []string) ([]credentials.Secret, error) {
+	return readCredentialsIn(p, environ, home, writable, mounts.ResolveRoots(writable))
+}
+
+// readCredentialsIn is readCredentials with writable's links resolved
+// once (roots), for the session's own PATH too.
+func readCredentialsIn(p *profiles.Profile, environ []string, home string, writable []string, roots mounts.Roots) ([]credentials.Secret, error) {
+	srcs := credentialSources(p)
+	if len(srcs) == 0 {
+		return nil, nil
+	}
 	env := slices.Clone(environ)
 	for i, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			kept, _ := hostPATH(v, writable)
+			kept, _ := hostPATHIn(v, roots)
 			env[i] = "PATH=" + kept
 		}
 	}
-	secrets, err := credentials.Read(credentialSources(p), env, home, writable)
+	secrets, err := credentials.Read(srcs, env, home, writable)
 	if err != nil {
 		return nil, staged(StageCredentials, err)
 	}

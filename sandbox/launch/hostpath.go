@@ -20,13 +20,19 @@ import (
 // programs are the system's. dropped are the entries left out. The
 // agent's own PATH is its environment's, unchanged.
 func hostPATH(path string, writable []string) (kept string, dropped []string) {
+	return hostPATHIn(path, mounts.ResolveRoots(writable))
+}
+
+// hostPATHIn is hostPATH for writable roots resolved once (the session's
+// plan's, shared by its credentials and its own PATH).
+func hostPATHIn(path string, roots mounts.Roots) (kept string, dropped []string) {
 	var out []string
 	for _, e := range filepath.SplitList(path) {
 		if e == "" || !filepath.IsAbs(e) {
 			dropped = append(dropped, e)
 			continue
 		}
-		if _, _, in := mounts.UnderAny(e, writable); in {
+		if _, _, in := roots.Under(e); in {
 			dropped = append(dropped, e)
 			continue
 		}
@@ -39,8 +45,8 @@ func hostPATH(path string, writable []string) (kept string, dropped []string) {
 // environment was made before, from the caller's): every program
 // fedmem-run looks up from here on comes from a folder the agent cannot
 // write. It returns the entries left out.
-func useHostPATH(writable []string) []string {
-	kept, dropped := hostPATH(os.Getenv("PATH"), writable)
+func useHostPATH(roots mounts.Roots) []string {
+	kept, dropped := hostPATHIn(os.Getenv("PATH"), roots)
 	if len(dropped) > 0 {
 		os.Setenv("PATH", kept)
 	}

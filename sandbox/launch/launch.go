@@ -110,11 +110,9 @@ func explainReceipts(r *Resolved) string {
 	case r.Spec.Receipts == sandbox.ReceiptsOff:
 		return "read receipts: off (vault.receipts: off, or no vault): which vault files the agent opens is not recorded"
 	case os.Geteuid() == 0:
-		return "read receipts: on — before the agent starts, fedmem-run puts a fanotify mount mark on the sandbox's vault mounts; every vault file the agent opens is in the report's vault_reads (docs/threat-model.md, \"Read receipts\")"
-	case r.Spec.Receipts == sandbox.ReceiptsRequired:
-		return "read receipts: a run would be REFUSED (vault.receipts: required): marking the sandbox's vault mount needs a root caller"
+		return "read receipts: on — before the agent starts, fedmem-run puts a fanotify mount mark on the sandbox's vault mounts; every vault file the agent opens is in the report's vault_reads, and only the sandbox's opens (attribution: sandbox; docs/threat-model.md, \"Read receipts\")"
 	}
-	return "read receipts: unavailable for this caller (marking the sandbox's vault mount needs a root caller): the report will say vault_reads.recorded: false"
+	return "read receipts: on (an unprivileged caller) — before the agent starts, fedmem-run puts a fanotify inode mark on every folder the sandbox's vault mounts show; every vault file the agent opens is in the report's vault_reads, and so is any other process's open of a vault file while the session runs (attribution: any-process: a host read is a maybe read of the session; docs/threat-model.md, \"Read receipts\"). A vault with more folders than fs.fanotify.max_user_marks allows is not recorded (refused under vault.receipts: required)"
 }
 
 // explainFSDenials says whether refused filesystem writes would be
@@ -322,12 +320,14 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	s, spec, prof := r.Session, r.Spec, r.Profile
 	// Guarantee 8: every credential's source is read before anything
 	// else of the session exists; one that cannot be refuses it (125).
-	secrets, err := readCredentials(prof, ss.environ, s.Home, s.Plan.HostWritable())
+	writable := s.Plan.HostWritable()
+	roots := mounts.ResolveRoots(writable) // links resolved once for both PATH filters
+	secrets, err := readCredentialsIn(prof, ss.environ, s.Home, writable, roots)
 	if err != nil {
 		return sandbox.ExitFedmemError, err
 	}
 	s.Plan.Watch = append(s.Plan.Watch, absentCredentialFiles(prof, s.Home, s.Plan)...)
-	if ss.pathDropped = useHostPATH(s.Plan.HostWritable()); len(ss.pathDropped) > 0 {
+	if ss.pathDropped = useHostPATH(roots); len(ss.pathDropped) > 0 {
 		ev.emit("host-path", map[string]any{"dropped": ss.pathDropped, "why": "folders the agent may write: fedmem-run runs none of its own programs (git, cp, newgidmap, busctl, fedmem-cred) from them"})
 	}
 	// From here until the agent has exited, fedmem-run writes nothing to
@@ -342,6 +342,7 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	if err := ss.makeInbox(); err != nil {
 		return sandbox.ExitFedmemError, err
 	}
+	defer spec.InboxDir.Close()
 	defer ss.dropUnstarted() // the refusals returned below
 	std, err := ss.attachStdio()
 	if err != nil {
