@@ -262,20 +262,7 @@ func TestEveryPackageHasDoc(t *testing.T) {
 		doc  string
 	}
 	pkgs := map[string]*pkg{} // dir -> package
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			name := d.Name()
-			if path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "bin" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	err := walkGoSources(root, nil, func(path string) error {
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.PackageClauseOnly|parser.ParseComments)
 		if err != nil {
 			t.Errorf("%s: %v", rel(root, path), err)

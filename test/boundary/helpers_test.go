@@ -2,8 +2,10 @@ package boundary
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -97,4 +99,33 @@ func TestCredentialHelperBoundary(t *testing.T) {
 	if containsPrefix(deps, module+"/sandbox/oci") || contains(deps, module+"/sandbox") {
 		t.Errorf("cmd/fedmem-cred links a sandbox backend: it needs the proxy's wire types only")
 	}
+}
+
+// walkGoSources calls fn for every non-test .go file under root, skipping
+// testdata, vendor, bin, node_modules and hidden or _ directories, and any
+// directory skip names (its slash path relative to root; nil: none).
+func walkGoSources(root string, skip func(rel string) bool, fn func(path string) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path == root {
+				return nil
+			}
+			rel, _ := filepath.Rel(root, path)
+			switch {
+			case name == "testdata" || name == "vendor" || name == "bin" || name == "node_modules",
+				strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_"),
+				skip != nil && skip(filepath.ToSlash(rel)):
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		return fn(path)
+	})
 }

@@ -10,7 +10,6 @@ import (
 	"go/token"
 	"go/types"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,19 +191,10 @@ func moduleUses(t *testing.T, root string, pkgs ...string) map[string]map[string
 		uses[p] = map[string][]string{}
 	}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
+	err := walkGoSources(root, func(rel string) bool { return !productPackage(rel) }, func(path string) error {
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if path != root && (d.Name() == "testdata" || d.Name() == "vendor" || strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") || !productPackage(rel)) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") || module+"/"+filepath.ToSlash(filepath.Dir(rel)) == pid1Pkg {
+		if module+"/"+filepath.ToSlash(filepath.Dir(rel)) == pid1Pkg {
 			return nil // pid1's own names of sandbox are the init's, not the parent's
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)

@@ -2,7 +2,6 @@ package boundary
 
 import (
 	"bytes"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -38,20 +37,7 @@ var oversized = map[string]int{}
 // root itself).
 func packageLines(root string) (map[string]int, error) {
 	lines := map[string]int{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if path != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			return nil
-		}
+	err := walkGoSources(root, nil, func(path string) error {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return err

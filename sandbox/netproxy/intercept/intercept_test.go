@@ -81,17 +81,7 @@ func newRigWith(t testing.TB, extra []Cred) *rig {
 	t.Helper()
 	r := &rig{streamNext: make(chan struct{})}
 	// The test CA stands in for the public roots.
-	testCA, testKey, _, err := NewCA("test-roots")
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(testCA)
-	upstreamCerts := &Server{CA: testCA, CAKey: testKey}
-	leaf, err := upstreamCerts.leaf("api.test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	up := newTestUpstream(t)
 	api := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
 		if q.URL.Path == "/big" {
 			// The throughput benchmark's download.
@@ -123,13 +113,9 @@ func newRigWith(t testing.TB, extra []Cred) *rig {
 		// when the client asks.
 		writeMaybeGzip(w, q, "you sent "+q.Header.Get("X-Api-Key")+" to "+q.Host+q.URL.Path)
 	}))
-	api.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
+	api.TLS = up.tls(t, "api.test")
 	api.StartTLS()
 	t.Cleanup(api.Close)
-	authLeaf, err := upstreamCerts.leaf("auth.test")
-	if err != nil {
-		t.Fatal(err)
-	}
 	auth := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
 		var req map[string]string
 		json.NewDecoder(q.Body).Decode(&req)
@@ -137,7 +123,7 @@ func newRigWith(t testing.TB, extra []Cred) *rig {
 		w.Header().Set("Content-Type", "application/json")
 		writeMaybeGzip(w, q, `{"access_token": "`+newAccess+`", "refresh_token": "`+newRefresh+`", "expires_in": 3600}`)
 	}))
-	auth.TLS = &tls.Config{Certificates: []tls.Certificate{*authLeaf}}
+	auth.TLS = up.tls(t, "auth.test")
 	auth.StartTLS()
 	t.Cleanup(auth.Close)
 	r.authAddr = auth.Listener.Addr().String()
@@ -152,7 +138,7 @@ func newRigWith(t testing.TB, extra []Cred) *rig {
 	}))
 	t.Cleanup(other.Close)
 	r.apiAddr, r.otherAddr = api.Listener.Addr().String(), other.Listener.Addr().String()
-	r.roots = roots
+	r.roots = up.roots
 	apiIP, otherIP, authIP := netip.MustParseAddr("203.0.113.10"), netip.MustParseAddr("203.0.113.20"), netip.MustParseAddr("203.0.113.30")
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		switch addr {
@@ -168,16 +154,13 @@ func newRigWith(t testing.TB, extra []Cred) *rig {
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
 	}
-	sessCA, sessKey, _, err := NewCA("s1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ic := up.newSessionServer(t)
 	r.sessionCAs = x509.NewCertPool()
-	r.sessionCAs.AddCert(sessCA)
+	r.sessionCAs.AddCert(ic.CA)
 	hosts := []netproxy.Rule{{Host: "api.test", Port: 443}}
-	ic := &Server{CA: sessCA, CAKey: sessKey, RootCAs: roots, Dial: dial,
-		Creds:   append([]Cred{{Name: "anthropic-api-key", Placeholder: placeholder, Real: realKey, Header: "x-api-key", Hosts: hosts}}, extra...),
-		OnEvent: func(e Event) { r.mu.Lock(); r.events = append(r.events, e); r.mu.Unlock() }}
+	ic.Dial = dial
+	ic.Creds = append([]Cred{{Name: "anthropic-api-key", Placeholder: placeholder, Real: realKey, Header: "x-api-key", Hosts: hosts}}, extra...)
+	ic.OnEvent = func(e Event) { r.mu.Lock(); r.events = append(r.events, e); r.mu.Unlock() }
 	r.ic = ic
 	secrets := []netproxy.Secret{{Name: "anthropic-api-key", Placeholder: placeholder, Hosts: hosts}}
 	for _, c := range extra {

@@ -2,13 +2,9 @@ package intercept
 
 import (
 	"bufio"
-	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"io"
-	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -25,16 +21,7 @@ import (
 // answer goes through net/http's HTTP/1.x parser and its quoting errors.
 // Fails on 38a1fc2 (the 502 body holds realKey).
 func TestRT18UpstreamErrorEchoScrubbed(t *testing.T) {
-	testCA, testKey, _, err := NewCA("test-roots")
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(testCA)
-	leaf, err := (&Server{CA: testCA, CAKey: testKey}).leaf("api.test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	up := newTestUpstream(t)
 	for _, c := range []struct{ name, answer string }{
 		{"header-no-colon", "HTTP/1.1 200 OK\r\nX-Echo KEY\r\nContent-Length: 0\r\n\r\n"},
 		{"status-line", "KEY\r\n\r\n"},
@@ -42,7 +29,7 @@ func TestRT18UpstreamErrorEchoScrubbed(t *testing.T) {
 		{"content-encoding", "HTTP/1.1 200 OK\r\nContent-Encoding: KEY\r\nContent-Length: 0\r\n\r\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{*leaf}})
+			ln, err := tls.Listen("tcp", "127.0.0.1:0", up.tls(t, "api.test"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,49 +50,25 @@ func TestRT18UpstreamErrorEchoScrubbed(t *testing.T) {
 					}()
 				}
 			}()
-			sessCA, sessKey, _, _ := NewCA("s1")
 			var mu sync.Mutex
 			var events []string
-			ic := &Server{CA: sessCA, CAKey: sessKey, RootCAs: roots,
-				Creds: []Cred{{Name: "k", Placeholder: placeholder, Real: realKey, Header: "x-api-key", Hosts: []netproxy.Rule{{Host: "api.test", Port: 443}}}},
-				OnEvent: func(e Event) {
-					mu.Lock()
-					events = append(events, e.Name+" "+e.Fields["reason"].(string))
-					mu.Unlock()
-				}}
-			pl, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
+			ic := up.newSessionServer(t)
+			ic.Creds = []Cred{{Name: "k", Placeholder: placeholder, Real: realKey, Header: "x-api-key", Hosts: []netproxy.Rule{{Host: "api.test", Port: 443}}}}
+			ic.OnEvent = func(e Event) {
+				mu.Lock()
+				events = append(events, e.Name+" "+e.Fields["reason"].(string))
+				mu.Unlock()
 			}
-			defer pl.Close()
-			ap := netip.MustParseAddrPort(ln.Addr().String())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				s, err := pl.Accept()
-				if err != nil {
-					return
-				}
-				ic.Serve(s, nil, "api.test", 443, []netip.AddrPort{ap})
-			}()
-			pool := x509.NewCertPool()
-			pool.AddCert(sessCA)
-			cl := &http.Client{Transport: &http.Transport{
-				DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-					var d net.Dialer
-					return d.DialContext(ctx, "tcp", pl.Addr().String())
-				},
-				TLSClientConfig: &tls.Config{RootCAs: pool}}}
+			f := newFront(t, ic, ln.Addr().String())
 			req, _ := http.NewRequest("GET", "https://api.test/echo", nil)
 			req.Header.Set("x-api-key", placeholder)
-			resp, err := cl.Do(req)
+			resp, err := f.client.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			cl.CloseIdleConnections()
-			<-done
+			f.wait()
 			t.Logf("%d %q", resp.StatusCode, b)
 			if strings.Contains(string(b), realKey) {
 				t.Errorf("BREACH: the real key reached the agent in the proxy's error answer: %q", b)

@@ -3,9 +3,6 @@ package intercept
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -13,10 +10,8 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -49,16 +44,7 @@ type echoRig struct {
 func newEchoRig(t *testing.T) *echoRig {
 	t.Helper()
 	e := &echoRig{}
-	testCA, testKey, _, err := NewCA("test-roots")
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(testCA)
-	leaf, err := (&Server{CA: testCA, CAKey: testKey}).leaf("api.test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	up := newTestUpstream(t)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
 		e.mu.Lock()
 		e.saw = q.Header.Get("X-Api-Key")
@@ -109,48 +95,21 @@ func newEchoRig(t *testing.T) *echoRig {
 		}
 		http.ServeContent(w, q, "", time.Time{}, strings.NewReader(body(echo)))
 	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
+	srv.TLS = up.tls(t, "api.test")
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	sessCA, sessKey, _, err := NewCA("s1")
-	if err != nil {
-		t.Fatal(err)
-	}
 	hosts := []netproxy.Rule{{Host: "api.test", Port: 443}}
-	ic := &Server{CA: sessCA, CAKey: sessKey, RootCAs: roots,
-		Creds: []Cred{
-			{Name: "k", Placeholder: placeholder, Real: realKey, Header: "x-api-key", Hosts: hosts},
-			{Name: "tok", Placeholder: phTok, Real: realTok, Header: "x-token", Hosts: hosts},
-		},
-		OnEvent: func(ev Event) {
-			e.mu.Lock()
-			e.events = append(e.events, fmt.Sprint(ev.Name, " ", ev.Fields))
-			e.mu.Unlock()
-		}}
-	ap := netip.MustParseAddrPort(srv.Listener.Addr().String())
-	pl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ic := up.newSessionServer(t)
+	ic.Creds = []Cred{
+		{Name: "k", Placeholder: placeholder, Real: realKey, Header: "x-api-key", Hosts: hosts},
+		{Name: "tok", Placeholder: phTok, Real: realTok, Header: "x-token", Hosts: hosts},
 	}
-	t.Cleanup(func() { pl.Close() })
-	go func() {
-		for {
-			c, err := pl.Accept()
-			if err != nil {
-				return
-			}
-			go ic.Serve(c, nil, "api.test", 443, []netip.AddrPort{ap})
-		}
-	}()
-	pool := x509.NewCertPool()
-	pool.AddCert(sessCA)
-	e.client = &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "tcp", pl.Addr().String())
-		},
-		TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	t.Cleanup(e.client.CloseIdleConnections)
+	ic.OnEvent = func(ev Event) {
+		e.mu.Lock()
+		e.events = append(e.events, fmt.Sprint(ev.Name, " ", ev.Fields))
+		e.mu.Unlock()
+	}
+	e.client = newFront(t, ic, srv.Listener.Addr().String()).client
 	return e
 }
 

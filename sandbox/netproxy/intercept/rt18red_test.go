@@ -1,15 +1,10 @@
 package intercept
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -23,16 +18,7 @@ import (
 // is not — is a header the interceptor does not search (inject reads the
 // URL and the header only): it reaches the host unrefused and unreported.
 func TestRT18RequestTrailerPlaceholder(t *testing.T) {
-	testCA, testKey, _, err := NewCA("test-roots")
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(testCA)
-	leaf, err := (&Server{CA: testCA, CAKey: testKey}).leaf("api.test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	up := newTestUpstream(t)
 	var mu sync.Mutex
 	var got []string
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
@@ -42,44 +28,17 @@ func TestRT18RequestTrailerPlaceholder(t *testing.T) {
 		mu.Unlock()
 		io.WriteString(w, "ok")
 	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
+	srv.TLS = up.tls(t, "api.test")
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	sessCA, sessKey, _, err := NewCA("s1")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var evs []string
-	ic := &Server{CA: sessCA, CAKey: sessKey, RootCAs: roots,
-		Creds: []Cred{
-			{Name: "k", Placeholder: placeholder, Real: realKey, Header: "x-api-key", Hosts: []netproxy.Rule{{Host: "api.test", Port: 443}}},
-			{Name: "tok", Placeholder: phTok, Real: realTok, Header: "x-token", Hosts: []netproxy.Rule{{Host: "other.test", Port: 443}}},
-		},
-		OnEvent: func(ev Event) { mu.Lock(); evs = append(evs, fmt.Sprint(ev.Name, ev.Fields)); mu.Unlock() }}
-	ap := netip.MustParseAddrPort(srv.Listener.Addr().String())
-	pl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ic := up.newSessionServer(t)
+	ic.Creds = []Cred{
+		{Name: "k", Placeholder: placeholder, Real: realKey, Header: "x-api-key", Hosts: []netproxy.Rule{{Host: "api.test", Port: 443}}},
+		{Name: "tok", Placeholder: phTok, Real: realTok, Header: "x-token", Hosts: []netproxy.Rule{{Host: "other.test", Port: 443}}},
 	}
-	t.Cleanup(func() { pl.Close() })
-	go func() {
-		for {
-			c, err := pl.Accept()
-			if err != nil {
-				return
-			}
-			go ic.Serve(c, nil, "api.test", 443, []netip.AddrPort{ap})
-		}
-	}()
-	pool := x509.NewCertPool()
-	pool.AddCert(sessCA)
-	client := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "tcp", pl.Addr().String())
-		},
-		TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	t.Cleanup(client.CloseIdleConnections)
+	ic.OnEvent = func(ev Event) { mu.Lock(); evs = append(evs, fmt.Sprint(ev.Name, ev.Fields)); mu.Unlock() }
+	client := newFront(t, ic, srv.Listener.Addr().String()).client
 	for _, ph := range []string{placeholder, phTok} {
 		req, _ := http.NewRequest("POST", "https://api.test/t", io.NopCloser(strings.NewReader("body")))
 		req.ContentLength = -1
