@@ -125,6 +125,7 @@ dist: ## static binaries (tarball) and a Debian package in dist/ (nfpm)
 	$(GO) build $(GOFLAGS_BUILD) -o $(DIST)/root/usr/bin/fedmem-run ./cmd/fedmem-run
 	$(GO) build $(GOFLAGS_BUILD) -o $(DIST)/root/usr/bin/fedmem ./cmd/fedmem
 	$(GO) build $(GOFLAGS_BUILD) -o $(DIST)/root/usr/bin/fedmem-containerd ./cmd/fedmem-containerd
+	$(GO) build $(GOFLAGS_BUILD) -o $(DIST)/root/usr/bin/fedmem-cred ./cmd/fedmem-cred
 	@echo "dist: man pages (generated from the commands), completions, units, profiles…"
 	$(DIST)/root/usr/bin/fedmem man $(DIST)/root/usr/share/man/man1 --launcher $(DIST)/root/usr/bin/fedmem-run
 	gzip -9n $(DIST)/root/usr/share/man/man1/*.1
@@ -156,10 +157,13 @@ UNITDIR ?= $(LIBDIR)/systemd/system
 # session records in a vault made with `fedmem init --launcher-group G`, so
 # the gate can trust a session's origin (docs/gate.md, "Trust model"). G must
 # be a dedicated group with no members.
-install: build ## install bin/ into $(PREFIX)/bin (FEDMEM_LAUNCHER_GROUP=G: fedmem-run setgid G)
+install: build ## install bin/ (fedmem, fedmem-run and its helpers) into $(PREFIX)/bin (FEDMEM_LAUNCHER_GROUP=G: fedmem-run setgid G)
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BIN)/fedmem $(DESTDIR)$(PREFIX)/bin/fedmem
 	install -m 0755 $(BIN)/fedmem-run $(DESTDIR)$(PREFIX)/bin/fedmem-run
+	@# fedmem-run finds its helpers beside itself: the credential helper and
+	@# the runc and containerd backends' helpers (make build made them).
+	install -m 0755 $(BIN)/fedmem-cred $(BIN)/fedmem-runc $(BIN)/fedmem-containerd $(DESTDIR)$(PREFIX)/bin/
 	@if [ -n "$(FEDMEM_LAUNCHER_GROUP)" ]; then \
 		getent group "$(FEDMEM_LAUNCHER_GROUP)" >/dev/null || { echo "group $(FEDMEM_LAUNCHER_GROUP) does not exist (groupadd --system $(FEDMEM_LAUNCHER_GROUP))"; exit 1; }; \
 		chgrp "$(FEDMEM_LAUNCHER_GROUP)" $(DESTDIR)$(PREFIX)/bin/fedmem-run && \
@@ -192,6 +196,7 @@ check-install: ## make install into a scratch DESTDIR and check it (systemd-anal
 	rm -rf $(CURDIR)/.install-check
 	$(MAKE) install DESTDIR=$(CURDIR)/.install-check
 	test -x $(CURDIR)/.install-check$(PREFIX)/bin/fedmem-run
+	for h in fedmem-cred fedmem-runc fedmem-containerd; do test -x $(CURDIR)/.install-check$(PREFIX)/bin/$$h || { echo "check-install: $$h not installed beside fedmem-run"; exit 1; }; done
 	$(CURDIR)/.install-check$(PREFIX)/bin/fedmem-run --version
 	$(CURDIR)/.install-check$(PREFIX)/bin/fedmem --version
 	bash -n $(CURDIR)/.install-check$(DATADIR)/bash-completion/completions/fedmem-run

@@ -76,7 +76,7 @@ in_root() {
 echo "test-dist: apt-get install ./fedmem.deb…"
 in_root apt-get update -qq
 DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -qq --no-install-recommends /tmp/fedmem.deb >"$cache/install.log" 2>&1 || { tail -30 "$cache/install.log"; exit 1; }
-for f in /usr/bin/fedmem /usr/bin/fedmem-run /usr/share/man/man1/fedmem.1.gz /usr/share/man/man1/fedmem-run.1.gz /usr/share/man/man1/fedmem-review-approve.1.gz \
+for f in /usr/bin/fedmem /usr/bin/fedmem-run /usr/bin/fedmem-cred /usr/share/man/man1/fedmem.1.gz /usr/share/man/man1/fedmem-run.1.gz /usr/share/man/man1/fedmem-review-approve.1.gz \
 	/usr/share/bash-completion/completions/fedmem /lib/systemd/system/fedmem-gate@.service /usr/lib/sysusers.d/fedmem.conf /etc/apparmor.d/usr.bin.fedmem-run; do
 	[[ -e $root$f ]] || { echo "test-dist: the package did not install $f"; exit 1; }
 done
@@ -85,6 +85,10 @@ in_root fedmem --version
 in_root fedmem-run --version
 echo "test-dist: fedmem doctor (installed)…"
 in_root fedmem doctor || { echo "test-dist: fedmem doctor failed inside the clean root"; exit 1; }
+# The credential helper is found beside the installed fedmem-run: the
+# claude profile's credentials would be refused without it.
+expl=$(in_root /bin/sh -c 'cd /var/tmp && fedmem init /var/tmp/explain-vault >/dev/null && fedmem-run --vault /var/tmp/explain-vault --profile claude --explain -- true' 2>&1) || { echo "$expl"; echo "test-dist: fedmem-run --explain failed"; exit 1; }
+grep -q "credentials: injected by /usr/bin/fedmem-cred" <<<"$expl" || { grep -i credentials <<<"$expl"; echo "test-dist: the installed fedmem-run does not find its credential helper"; exit 1; }
 echo "test-dist: fedmem demo (installed)…"
 in_root fedmem demo >"$cache/demo.log" 2>&1 || { tail -40 "$cache/demo.log"; echo "test-dist: fedmem demo failed inside the clean root"; exit 1; }
 tail -5 "$cache/demo.log"
