@@ -193,6 +193,9 @@ func Build(rq request.Request, in Input) (*Plan, error) {
 	if err := checkInput(in); err != nil {
 		return nil, err
 	}
+	if err := checkWorkdir(in); err != nil {
+		return nil, err
+	}
 	pl, err := newPlan(&rq, in)
 	if err != nil {
 		return nil, err
