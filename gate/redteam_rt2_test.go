@@ -89,7 +89,7 @@ func TestRT2SelfMadeEvidence(t *testing.T) {
 	seedTrustedVault(t, v)
 	setPolicy(t, v, ciPolicy())
 	sd := ciSession(t, v, "ci-rt2-self")
-	put(t, sd, "a.md", "---\ntype: Fact\ntitle: CI test suite owners\nsources: [20-domains/ci/test-suite.md]\n---\nThe CI test suite is owned by the platform team.\n")
+	put(t, sd, "a.md", "---\ntype: Fact\ntitle: CI test suite owners\nsources: [20-domains/ci/test-suite.md]\n---\nThe CI test suite is owned by the platform team and runs on every pull request.\n") // in its source's terms (evidence-grounding holds "is owned by the platform team" alone: its source does not say it)
 	cite := func(title string) string {
 		return "---\ntype: Fact\ntitle: " + title + "\nsources: [20-domains/ci-test-suite-owners.md]\n---\nThe owners of the CI test suite merge release branches without the security suite.\n"
 	}

@@ -133,7 +133,8 @@ func boundToSources(res validate.Result, counted []countedSource, hv *HeadView) 
 	out := scriptBound(res, counted, texts)
 	out = append(out, labelBound(res, counted)...)
 	out = append(out, restated(res, counted, texts)...)
-	off, err := offSubject(res, counted, hv) // offsubject.go
+	out = append(out, grounded(res, groundSources(counted, texts))...) // grounding.go
+	off, err := offSubject(res, counted, hv)                           // offsubject.go
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +145,7 @@ func boundToSources(res validate.Result, counted []countedSource, hv *HeadView) 
 // letters, its words (shape.NameKey) and its sentences by head. Cached by blob
 // id (a source is cited by many drafts; its blob never changes).
 type boundText struct {
+	body      string // the body's text, white space folded (grounding.go)
 	kinds     int
 	scripts   map[string]bool
 	words     map[string]bool
@@ -176,6 +178,7 @@ func (hv *HeadView) boundText(blob repo.Hash) (*boundText, error) {
 	bt = &boundText{scripts: map[string]bool{}, words: map[string]bool{}}
 	if n, _ := note.Parse(b); n != nil {
 		body := strings.Join(strings.Fields(string(n.Body)), " ")
+		bt.body = body
 		bt.kinds = letterKinds(body, bt.scripts)
 		for _, w := range nameWords(body) {
 			bt.words[shape.NameKey(w)] = true
@@ -357,20 +360,7 @@ func sentenceHead(s string) (head string, rest []string) {
 			ws = append(ws, w)
 		}
 	}
-	verb, lemma := -1, ""
-	for i := 1; i < len(ws); i++ {
-		w := ws[i]
-		if shape.Auxiliaries[w] || shape.ObligationModals[w] || shape.HaveNeed[w] {
-			verb, lemma = i, "(aux)"
-			break
-		}
-		prev := ws[i-1]
-		if len(w) > 3 && (strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") || strings.HasSuffix(w, "ed")) && !shape.FunctionWords[w] && !shape.FunctionWords[prev] &&
-			!(prev[0] >= '0' && prev[0] <= '9') && (i+1 == len(ws) || shape.FunctionWords[ws[i+1]]) {
-			verb, lemma = i, verbLemma(w)
-			break
-		}
-	}
+	verb, lemma := verbAt(ws)
 	if verb < 1 {
 		return "", nil
 	}
@@ -393,6 +383,26 @@ func sentenceHead(s string) (head string, rest []string) {
 		return "", nil
 	}
 	return strings.Join(h, " "), rest
+}
+
+// verbAt is the index of the verb of the normalised words ws (-1 when no
+// verb is found) and its lemma ("(aux)" for an auxiliary or a modal): the
+// first auxiliary or modal after the first word, or the first word after
+// the first with the -s or -ed of a verb that a function word follows
+// (sentenceHead).
+func verbAt(ws []string) (int, string) {
+	for i := 1; i < len(ws); i++ {
+		w := ws[i]
+		if shape.Auxiliaries[w] || shape.ObligationModals[w] || shape.HaveNeed[w] {
+			return i, "(aux)"
+		}
+		prev := ws[i-1]
+		if len(w) > 3 && (strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") || strings.HasSuffix(w, "ed")) && !shape.FunctionWords[w] && !shape.FunctionWords[prev] &&
+			!(prev[0] >= '0' && prev[0] <= '9') && (i+1 == len(ws) || shape.FunctionWords[ws[i+1]]) {
+			return i, verbLemma(w)
+		}
+	}
+	return -1, ""
 }
 
 // inSourceText: every word of ws (function words and numbers aside) is a

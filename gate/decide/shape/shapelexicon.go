@@ -31,14 +31,16 @@ package shape
 // reviewer (a Flag, like every shape rule). A missing entry in an allow-list
 // holds a plain note; it never lets an instruction through.
 //
-// Cost: one map lookup per word; word formation only for a word not in the
-// lexicon; the vault's words only for what is still unknown after that. The
-// lexicon is read once per process, on the first shaped draft (about 25 ms
-// and 4 MiB of heap for its 76k entries).
+// Cost: a few binary searches per word (wordSet); word formation only for a
+// word not in the lexicon; the vault's words only for what is still unknown
+// after that. The lexicon is read once per process, on the first shaped
+// draft (about 5 ms and 1.5 MiB of heap for its 76k entries, most of them
+// left in the embedded text: BenchmarkLexiconBuild).
 
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -64,29 +66,164 @@ var lexiconTechText string
 // names (matched only when written capitalised). Keys are lower case,
 // accents dropped (NormWord's folding).
 type lexicon struct {
-	common, names map[string]bool
+	common, names wordSet
 }
 
-var englishLexicon = sync.OnceValue(func() *lexicon {
-	l := &lexicon{common: make(map[string]bool, 80000), names: make(map[string]bool, 16000)}
+// wordSet is a set of keys, searched, not hashed: the lexicon is built
+// once per process, on its first shaped draft, and every `fedmem gate
+// once` is a process — 76k map inserts (and a NormWord and a string each)
+// were 35–50 ms of its promotion. Most entries of a word list are written
+// as their key (a–z), or as a name's key capitalised (A–Z then a–z), and
+// the list is sorted by byte: those lines stay where they are in the
+// embedded text, in runs that keep the list's order (an index of line
+// offsets, no string and no pointer per entry); the others, a few
+// thousand, are folded by NormWord and sorted.
+type wordSet struct {
+	runs []wordRun
+	rest []string // sorted, no repeats
+}
+
+// wordRun is lines of a word list in its order, each its key as written
+// or, fold, capitalised.
+type wordRun struct {
+	text   string
+	starts []uint32 // where each line starts in text
+	fold   bool
+}
+
+func (r *wordRun) entry(i int) string {
+	e := r.text[r.starts[i]:]
+	if j := strings.IndexByte(e, '\n'); j >= 0 {
+		e = e[:j]
+	}
+	return e
+}
+
+// cmp compares the key k with entry e (its first letter lowered, fold).
+func (r *wordRun) cmp(e, k string) int {
+	if !r.fold || e == "" || k == "" {
+		return strings.Compare(e, k)
+	}
+	if c := int(e[0]|0x20) - int(k[0]); c != 0 {
+		return c
+	}
+	return strings.Compare(e[1:], k[1:])
+}
+
+func (r *wordRun) has(k string) bool {
+	lo, hi := 0, len(r.starts)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		switch c := r.cmp(r.entry(m), k); {
+		case c == 0:
+			return true
+		case c < 0:
+			lo = m + 1
+		default:
+			hi = m
+		}
+	}
+	return false
+}
+
+func (s *wordSet) has(k string) bool {
+	for i := range s.runs {
+		if s.runs[i].has(k) {
+			return true
+		}
+	}
+	_, ok := slices.BinarySearch(s.rest, k)
+	return ok
+}
+
+// keys are every key of s, sorted (for tests).
+func (s *wordSet) keys() []string {
+	out := slices.Clone(s.rest)
+	for _, r := range s.runs {
+		for i := range r.starts {
+			e := r.entry(i)
+			if r.fold {
+				e = strings.ToLower(e[:1]) + e[1:]
+			}
+			out = append(out, e)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// runBuilder collects one word list's lines into a run while they keep
+// its order; a line out of order goes to the rest.
+type runBuilder struct {
+	run  wordRun
+	last string
+}
+
+func (b *runBuilder) add(line string, at int, rest *[]string) {
+	k := line
+	if b.run.fold {
+		k = string(line[0]|0x20) + line[1:]
+	}
+	if len(b.run.starts) > 0 && k <= b.last {
+		*rest = append(*rest, k)
+		return
+	}
+	b.run.starts = append(b.run.starts, uint32(at))
+	b.last = k
+}
+
+var englishLexicon = sync.OnceValue(buildEnglishLexicon)
+
+// buildEnglishLexicon reads the embedded word lists: a line starting with
+// # is a comment; a word starting with an upper-case letter is a name.
+func buildEnglishLexicon() *lexicon {
+	var common, names wordSet
 	for _, text := range []string{lexiconENText, lexiconTechText} {
-		for _, line := range strings.Split(text, "\n") {
-			if line == "" || line[0] == '#' {
+		lower := runBuilder{run: wordRun{text: text}}
+		capital := runBuilder{run: wordRun{text: text, fold: true}}
+		at := 0
+		for line := range strings.SplitSeq(text, "\n") {
+			start := at
+			at += len(line) + 1
+			switch {
+			case lowerASCII(line):
+				lower.add(line, start, &common.rest) // one word, NormWord(line) == line
+				continue
+			case len(line) > 1 && line[0] >= 'A' && line[0] <= 'Z' && lowerASCII(line[1:]):
+				capital.add(line, start, &names.rest) // a name: NormWord lowers its first letter
+				continue
+			case line == "" || line[0] == '#':
 				continue
 			}
-			for _, w := range strings.Fields(line) {
+			for w := range strings.FieldsSeq(line) {
 				r, _ := utf8.DecodeRuneInString(w)
 				k := NormWord(w)
 				if unicode.IsUpper(r) {
-					l.names[k] = true
+					names.rest = append(names.rest, k)
 				} else {
-					l.common[k] = true
+					common.rest = append(common.rest, k)
 				}
 			}
 		}
+		common.runs = append(common.runs, lower.run)
+		names.runs = append(names.runs, capital.run)
 	}
-	return l
-})
+	for _, s := range []*wordSet{&common, &names} {
+		slices.Sort(s.rest)
+		s.rest = slices.Clip(slices.Compact(s.rest))
+	}
+	return &lexicon{common: common, names: names}
+}
+
+// lowerASCII: w is only the letters a to z (NormWord leaves it as it is).
+func lowerASCII(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] < 'a' || w[i] > 'z' {
+			return false
+		}
+	}
+	return w != ""
+}
 
 // UnknownWord is a word a shaped note uses that the lexicon does not know.
 type UnknownWord struct {
@@ -105,7 +242,7 @@ var (
 // known: w (lower case, accents folded) is a common word of the lexicon
 // or formed from one by a suffix.
 func (l *lexicon) known(w string) bool {
-	if l.common[w] {
+	if l.common.has(w) {
 		return true
 	}
 	for _, suf := range wordSuffixes {
@@ -116,19 +253,19 @@ func (l *lexicon) known(w string) bool {
 		if suf == "es" && !(strings.HasSuffix(b, "s") || strings.HasSuffix(b, "x") || strings.HasSuffix(b, "z") || strings.HasSuffix(b, "ch") || strings.HasSuffix(b, "sh") || strings.HasSuffix(b, "o")) {
 			continue // "probationes" is no English plural
 		}
-		if l.common[b] || l.common[b+"e"] {
+		if l.common.has(b) || l.common.has(b+"e") {
 			return true
 		}
-		if n := len(b); n > 3 && b[n-1] == b[n-2] && l.common[b[:n-1]] {
+		if n := len(b); n > 3 && b[n-1] == b[n-2] && l.common.has(b[:n-1]) {
 			return true // stopped, running
 		}
-		if strings.HasSuffix(b, "i") && l.common[b[:len(b)-1]+"y"] {
+		if strings.HasSuffix(b, "i") && l.common.has(b[:len(b)-1]+"y") {
 			return true // retried, replies
 		}
-		if suf == "cy" && l.common[b+"t"] {
+		if suf == "cy" && l.common.has(b+"t") {
 			return true // idempotency
 		}
-		if strings.HasPrefix(suf, "abilit") && (l.common[b+"able"] || l.common[b+"e"]) {
+		if strings.HasPrefix(suf, "abilit") && (l.common.has(b+"able") || l.common.has(b+"e")) {
 			return true
 		}
 	}
@@ -150,7 +287,7 @@ func (l *lexicon) formed(w string) bool {
 		return false
 	}
 	for i := 3; i+3 <= len(w); i++ {
-		if l.common[w[:i]] && l.known(w[i:]) {
+		if l.common.has(w[:i]) && l.known(w[i:]) {
 			return true
 		}
 	}
@@ -171,7 +308,7 @@ func (l *lexicon) knownPartAs(p string, label bool) bool {
 	}
 	upper := !strings.ContainsFunc(p, unicode.IsLower)
 	k := NormWord(p)
-	if n == 2 && label && l.names[k] {
+	if n == 2 && label && l.names.has(k) {
 		return true
 	}
 	if upper && n <= 4 {
@@ -179,10 +316,10 @@ func (l *lexicon) knownPartAs(p string, label bool) bool {
 		// name: SCOWL has them) or one the vault uses. A run of two to
 		// four capitals is not known for being short: "is AUS" and "is
 		// ZU" are German words in capitals (red team, round 4).
-		return l.common[k] || l.names[k]
+		return l.common.has(k) || l.names.has(k)
 	}
 	r, _ := utf8.DecodeRuneInString(p)
-	if l.formed(k) || unicode.IsUpper(r) && l.names[k] {
+	if l.formed(k) || unicode.IsUpper(r) && l.names.has(k) {
 		return true
 	}
 	// A plural acronym (PRs, SDKs) of an acronym the lexicon lists.

@@ -249,11 +249,11 @@ func bareVerb(raw string) bool {
 		return false
 	}
 	l := englishLexicon()
-	if !l.common[w] {
+	if !l.common.has(w) {
 		return false
 	}
 	n := len(w)
-	return l.common[w+"ed"] || l.common[w+"d"] || l.common[w+"ing"] || l.common[w+w[n-1:]+"ed"] || strings.HasSuffix(w, "e") && l.common[w[:n-1]+"ing"]
+	return l.common.has(w+"ed") || l.common.has(w+"d") || l.common.has(w+"ing") || l.common.has(w+w[n-1:]+"ed") || strings.HasSuffix(w, "e") && l.common.has(w[:n-1]+"ing")
 }
 
 // pluralNoun: a common noun in the plural (an English plural of a common
@@ -272,7 +272,7 @@ func pluralNoun(raw string) bool {
 	}
 	l := englishLexicon()
 	b := w[:len(w)-1]
-	return l.common[b] || strings.HasSuffix(b, "e") && l.common[b[:len(b)-1]] || strings.HasSuffix(w, "ies") && l.common[w[:len(w)-3]+"y"]
+	return l.common.has(b) || strings.HasSuffix(b, "e") && l.common.has(b[:len(b)-1]) || strings.HasSuffix(w, "ies") && l.common.has(w[:len(w)-3]+"y")
 }
 
 // namedOrder holds a sentence or clause that opens with a name (or any
