@@ -176,6 +176,13 @@ type Input struct {
 	// writable non-dot entry of a home in a writable path is held
 	// read-only (homeNamed). nil: none.
 	PathDirs []string
+	// Homes are the accounts' home directories (host.Homes: /etc/passwd
+	// and /root, links resolved): the workdir may be none of them but the
+	// caller's, nor hold one (rule workdir-other-home), and no home's
+	// dot-entry (workdir-home-config). A home that only NSS knows (LDAP)
+	// is not listed: a workdir holding it is not refused for that. nil:
+	// only Home is checked.
+	Homes []string
 	// Links returns the number of hard links of a host file (0: unknown);
 	// Build refuses a home in a writable path whose dot-entries hold a
 	// startup file with more than one (homeNamed). nil: not checked.
@@ -193,7 +200,7 @@ func Build(rq request.Request, in Input) (*Plan, error) {
 	if err := checkInput(in); err != nil {
 		return nil, err
 	}
-	if err := checkWorkdir(in); err != nil {
+	if err := checkWorkdir(rq, in); err != nil {
 		return nil, err
 	}
 	pl, err := newPlan(&rq, in)

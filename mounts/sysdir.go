@@ -2,8 +2,10 @@ package mounts
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
+	"github.com/fedmem/fedmem/mounts/request"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -44,8 +46,13 @@ func systemFolder(p string) (string, bool) {
 	return "", false
 }
 
-// checkWorkdir refuses a writable workdir that is the system's own.
-func checkWorkdir(in Input) error {
+// checkWorkdir refuses a writable workdir that is the system's own
+// (workdir-system), another account's home or a folder holding one
+// (workdir-other-home), or a home's dot-entry or a folder inside one
+// (workdir-home-config). The home rules leave a proposed workdir
+// (`workdir: propose`) alone: nothing the agent writes there reaches the
+// folder before the user applies it.
+func checkWorkdir(rq request.Request, in Input) error {
 	if vault.Within(in.Workdir, in.Vault) {
 		return nil // read-only inside the vault
 	}
@@ -58,6 +65,49 @@ func checkWorkdir(in Input) error {
 			}
 		}
 		return fmt.Errorf("%w: the workdir is %s: the agent would write the host's own files there (a root caller's agent as root, through the idmapped workdir) (rule: workdir-system); run fedmem-run from a project folder or pass --workdir DIR", ErrPlan, what)
+	}
+	if rq.ProposeWorkdir {
+		return nil
+	}
+	return checkWorkdirHomes(in)
+}
+
+// checkWorkdirHomes is the two home rules of checkWorkdir. The caller's
+// own home may be the workdir (its top level is the allow-list of rule
+// home-config-readonly); any other home may not, nor may a folder that
+// holds one: the allow-list guards $HOME alone, so another home's
+// dot-entries (root's .bashrc under a HOME elsewhere, a user's
+// .ssh/authorized_keys) would be the agent's to write, as their owner
+// for a root caller. A dot-entry of any home is configuration that the
+// home's owner runs later (~/.config/systemd/user, ~/.ssh, autostart).
+func checkWorkdirHomes(in Input) error {
+	homes := in.Homes
+	if in.Home != "" {
+		homes = append([]string{in.Home}, homes...)
+	}
+	for _, h := range homes {
+		if h == "" || h == "/" || !filepath.IsAbs(h) {
+			continue
+		}
+		h = filepath.Clean(h)
+		if rel, ok := strings.CutPrefix(in.Workdir, h+"/"); ok && strings.HasPrefix(rel, ".") {
+			top, _, _ := strings.Cut(rel, "/")
+			where := "is in " + filepath.Join(h, top) + ","
+			if top == rel {
+				where = "is"
+			}
+			return fmt.Errorf("%w: the workdir %s %s a dot-entry of the home %s: the home's configuration, which its owner's shell, session or SSH server runs later, would be the agent's to write (rule: workdir-home-config); run fedmem-run from a project folder, or use a profile with workdir: propose", ErrPlan, in.Workdir, where, h)
+		}
+		if h == in.Home || vault.Within(h, in.Vault) {
+			continue
+		}
+		if under(h, in.Workdir) {
+			what := "is the home of another account, " + h
+			if h != in.Workdir {
+				what = "holds the home of another account, " + h
+			}
+			return fmt.Errorf("%w: the workdir %s %s (HOME is %s): its startup files and keys would be the agent's to write, as their owner for a root caller (rule: workdir-other-home); run fedmem-run from a project folder, set HOME to that home if it is yours, or use a profile with workdir: propose", ErrPlan, in.Workdir, what, in.Home)
+		}
 	}
 	return nil
 }

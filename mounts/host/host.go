@@ -141,3 +141,49 @@ func Links(p string) int {
 	}
 	return int(st.Nlink)
 }
+
+// Homes returns the home directories of the accounts in /etc/passwd and
+// /root: absolute, symlinks resolved, existing directories, each once. An
+// account whose home is / or absent is left out. Homes served by NSS
+// alone (LDAP, sssd) are not listed: mounts.Input.Homes says what a
+// missing entry means.
+func Homes() []string {
+	return homesFrom("/etc/passwd")
+}
+
+func homesFrom(passwd string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(h string) {
+		if !filepath.IsAbs(h) {
+			return
+		}
+		real, err := filepath.EvalSymlinks(h)
+		if err != nil {
+			return
+		}
+		real = filepath.Clean(real)
+		if real == "/" || seen[real] {
+			return
+		}
+		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+			return
+		}
+		seen[real] = true
+		out = append(out, real)
+	}
+	add("/root")
+	b, err := os.ReadFile(passwd)
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" || line[0] == '#' || line[0] == '+' || line[0] == '-' {
+			continue
+		}
+		if f := strings.Split(line, ":"); len(f) >= 7 {
+			add(f[5])
+		}
+	}
+	return out
+}

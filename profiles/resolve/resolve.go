@@ -203,6 +203,7 @@ func Resolve(o Options) (*Session, error) {
 		Specials:   scanner.Specials,
 		PathDirs:   filepath.SplitList(os.Getenv("PATH")),
 		Links:      host.Links,
+		Homes:      host.Homes(),
 	})
 	if err != nil {
 		return nil, err
