@@ -143,15 +143,41 @@ func TestRemovePlaceholderOnlyItsShape(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
+	// In a setgid folder a placeholder directory made with mode 0 is
+	// mode 2000 (mkdir inherits the bit); makePlaceholder's own call.
+	sg := filepath.Join(dir, "setgid")
+	if err := os.Mkdir(sg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sg, 0o755|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	makePlaceholder(mounts.Mount{Target: filepath.Join(sg, ".git"), Dir: true})
+	if fi, err := os.Lstat(filepath.Join(sg, ".git")); err != nil || fi.Mode()&os.ModeSetgid == 0 {
+		t.Fatalf("placeholder in a setgid folder: %v, %v; want a setgid directory (the case under test)", fi, err)
+	}
+	mk("user-setgid-dir", true, "", 0o755)
+	if err := os.Chmod(filepath.Join(dir, "user-setgid-dir"), 0o755|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Close(fd)
-	for _, n := range []string{"ph-file", "ph-dir", "user-file", "full-file", "full-dir", "link"} {
+	for _, n := range []string{"ph-file", "ph-dir", "user-file", "full-file", "full-dir", "link", "user-setgid-dir"} {
 		removePlaceholder(fd, n)
 	}
-	for n, want := range map[string]bool{"ph-file": false, "ph-dir": false, "user-file": true, "full-file": true, "full-dir": true, "link": true} {
+	sgfd, err := unix.Open(sg, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(sgfd)
+	removePlaceholder(sgfd, ".git")
+	if _, err := os.Lstat(filepath.Join(sg, ".git")); err == nil {
+		t.Errorf("the setgid placeholder .git is left after removePlaceholder")
+	}
+	for n, want := range map[string]bool{"ph-file": false, "ph-dir": false, "user-file": true, "full-file": true, "full-dir": true, "link": true, "user-setgid-dir": true} {
 		_, err := os.Lstat(filepath.Join(dir, n))
 		if got := err == nil; got != want {
 			t.Errorf("%s: present %v after removePlaceholder, want %v", n, got, want)

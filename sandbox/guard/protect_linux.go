@@ -215,17 +215,20 @@ func removePlaceholder(dirfd int, name string) {
 // placeholderShape says whether name in dirfd (not followed) has the shape
 // of a placeholder fedmem makes: mode 0000 and either an empty regular file
 // or a directory (whose contents each caller judges: rmdir refuses a full
-// one, heldPlaceholder looks inside).
+// one, heldPlaceholder looks inside). A directory made with mode 0 in a
+// setgid folder inherits the setgid bit (mkdir(2)): 2000 is a
+// placeholder directory's mode too, or the session left a `.git` of mode
+// 2000 in a setgid project after it.
 func placeholderShape(dirfd int, name string) (file, dir bool) {
 	var st unix.Stat_t
-	if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&0o7777 != 0 {
+	if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return false, false
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
-		return st.Size == 0, false
+		return st.Mode&0o7777 == 0 && st.Size == 0, false
 	case unix.S_IFDIR:
-		return false, true
+		return false, st.Mode&0o7777&^unix.S_ISGID == 0
 	}
 	return false, false
 }

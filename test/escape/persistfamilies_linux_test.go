@@ -414,3 +414,38 @@ for name, p in [(".clinerules", ".clinerules"), (".codex/config.toml", ".codex/c
 		t.Errorf("BREACH shared/codex/config.toml changed: %q", b)
 	}
 }
+
+// TestPlaceholdersGoneFromSetgidWorkdir: in a setgid project folder (a
+// group's shared checkout: chmod g+s) a placeholder directory fedmem made
+// with mode 0 inherits the setgid bit, is mode 2000, and was not
+// recognised as fedmem's after the session: an empty `.git` of mode 2000
+// stayed in the user's folder (and the next `git init` there failed).
+// After the session the folder holds what it held before.
+func TestPlaceholdersGoneFromSetgidWorkdir(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	must(t, os.Chmod(e.workdir, 0o755|os.ModeSetgid))
+	must(t, os.WriteFile(filepath.Join(e.workdir, "work.txt"), []byte("start\n"), 0o644))
+	before := listNames(t, e.workdir)
+	r := e.run(t, nil, "sh", "-c", "ls -a >/dev/null && echo ok")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if after := listNames(t, e.workdir); after != before {
+		t.Errorf("the setgid workdir held %q before the session and %q after: fedmem's placeholders were left", before, after)
+	}
+}
+
+// listNames is the sorted names in dir, one line.
+func listNames(t *testing.T, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return strings.Join(names, " ")
+}
