@@ -66,7 +66,7 @@ const leakedKey = "AKIAZ7Q3XW2R5T4Y6U2P"
 func e2eDrafts(t *testing.T) map[string]string {
 	t.Helper()
 	d := map[string]string{
-		"good1":               "---\ntype: Fact\ntitle: Gate user account\nsources: [10-projects/fedmem/gate-user.md]\n---\nThe gate runs as its own user account.\n",
+		"good1":               "---\ntype: Fact\ntitle: Gate user account\nsources: [10-projects/fedmem/gate-user.md]\n---\nThe gate makes its commits as its own user.\n",
 		"good2":               "---\ntype: Fact\ntitle: Session inbox drafts\nsources: [10-projects/fedmem/session-inbox.md]\n---\nDrafts are written only in the session's own inbox.\n",
 		"hunch":               "---\ntype: Fact\ntitle: A hunch worth a look\nconfidence: hypothesis\n---\nMaybe.\n",
 		"bad":                 "no frontmatter at all\n",
