@@ -183,10 +183,25 @@ type Input struct {
 	// is not listed: a workdir holding it is not refused for that. nil:
 	// only Home is checked.
 	Homes []string
+	// Aliases returns the other paths the host's mount table shows a
+	// folder at (host.Aliases); each is judged by the workdir rules like
+	// the folder itself. nil: none.
+	Aliases func(p string) []Alias
 	// Links returns the number of hard links of a host file (0: unknown);
 	// Build refuses a home in a writable path whose dot-entries hold a
 	// startup file with more than one (homeNamed). nil: not checked.
 	Links func(p string) int
+}
+
+// Alias is another path at which the host shows what a folder holds:
+// through a bind mount (no symbolic link: resolving the path does not find
+// it), a filesystem mounted twice, or a btrfs subvolume mounted beside its
+// parent. Path shows the folder itself (or a folder above it shows it
+// below); Holds: Path's content lies inside the folder, so the folder
+// shows it under another name (host.Aliases finds them).
+type Alias struct {
+	Path  string
+	Holds bool
 }
 
 // ErrPlan marks an invalid plan input.
@@ -542,7 +557,46 @@ func (b *planBuilder) addMasks() error {
 			b.add(Mount{Kind: Masked, Target: t, Dir: isDir, Why: m.Why})
 		}
 	}
+	b.addHomeAliases()
 	return maskSpecials(b.pl, rq, in, withoutHomeTop(b.all))
+}
+
+// addHomeAliases holds the home's allow-list and masks at every other path
+// the host's mount table shows the home at (a data disk's /mnt/data/home/me
+// bound to /home/me): the read-only host tree would show it whole there,
+// ~/.ssh/id_ed25519 and all. An alias that holds nothing the session
+// binds is hidden (an empty read-only folder); one that holds the workdir,
+// the vault or a writable path keeps its tree and has the home's secrets
+// masked in it.
+func (b *planBuilder) addHomeAliases() {
+	rq, in := b.rq, b.in
+	if in.Aliases == nil || in.Home == "" || in.Home == "/" {
+		return
+	}
+	for _, a := range in.Aliases(in.Home) {
+		if a.Holds || !filepath.IsAbs(a.Path) || a.Path == "/" {
+			continue
+		}
+		if ok, isDir := b.exists(a.Path); !ok || !isDir {
+			continue
+		}
+		holds := vault.Within(in.Vault, a.Path) || vault.Within(a.Path, in.Vault)
+		for _, m := range b.all {
+			if (m.Kind == BindRW || m.Kind == BindRO) && m.Target != "/" && vault.Within(m.Target, a.Path) {
+				holds = true
+			}
+		}
+		if !holds {
+			b.add(Mount{Kind: Hidden, Target: a.Path, Dir: true, Why: "another path of the home " + in.Home + ": the home's allow-list holds there too"})
+			continue
+		}
+		for _, m := range rq.Home.Masks {
+			t := filepath.Join(a.Path, path.Clean(m.Path))
+			if ok, isDir := b.exists(t); ok {
+				b.add(Mount{Kind: Masked, Target: t, Dir: isDir, Why: m.Why + " (another path of the home " + in.Home + ")"})
+			}
+		}
+	}
 }
 
 // absentInHome: in an allow-list home a mask matters only where something

@@ -10,26 +10,51 @@ import (
 )
 
 // The workdir is granted to the agent writable (idmapped to the caller on
-// disk: a root caller's agent writes root's files). A workdir is a
-// project's folder; the operating system's own tree is none: the
-// filesystem root, the folders of the Filesystem Hierarchy Standard that
-// hold the system's programs, configuration and state, and the two that
-// gather them (/usr, /var). A project may live in the FHS's own places
-// for source (/usr/src, /usr/local/src) and anywhere under /var but its
-// spool and package state, /opt, /srv, a home, /tmp. Rule workdir-system.
+// disk: a root caller's agent writes root's files), and so are a
+// profile's `writable:` paths. Such a folder is a project's; these are
+// none (each refused before a session exists, exit 125, by its rule):
+//
+//   - workdir-system: the filesystem root, the folders of the Filesystem
+//     Hierarchy Standard that hold the system's programs, configuration
+//     and state, and the two that gather them (/usr, /var); the trees
+//     daemons run from (/opt, /var/lib, /var/cache…) but inside the
+//     caller's own home (a CI user's HOME=/var/lib/jenkins). A project
+//     may live in the FHS's own places for source (/usr/src,
+//     /usr/local/src), /srv, a home, /tmp, /var/tmp, or a folder of its
+//     own at the top (/work, /builds).
+//   - workdir-other-home: another account's home, or a folder holding one
+//     (or holding the caller's home under another name).
+//   - workdir-home-config: a home's dot-entry or a folder inside one.
+//   - workdir-git-dir: a repository's Git folder (`.git`, a bare
+//     repository) or a folder in one: its hooks and config run later.
+//   - workdir-on-path: a folder on the caller's PATH or inside one
+//     (~/bin, ~/go/bin): what the agent puts there the caller runs as
+//     its commands.
+//
+// Each rule judges the folder and every other path the host's mount table
+// shows it at (a bind alias of /etc, a root seen at /host, a data disk
+// holding /home): no path string alone decides. The home, Git and PATH
+// rules leave a proposed workdir (`workdir: propose`) alone: nothing the
+// agent writes there reaches the folder before the user applies it.
 
-// systemTrees are refused as a workdir with all below them (but
-// systemExempt).
-var systemTrees = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/usr", "/var/spool", "/var/lib/dpkg", "/var/lib/apt", "/var/lib/systemd", "/var/cache/apt"}
+// systemTrees are refused with all below them (but systemExempt).
+var systemTrees = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/usr", "/var/spool"}
+
+// daemonTrees are refused with all below them but inside the caller's
+// own home: add-on software and the state daemons run or load
+// (containerd's /opt/containerd/bin, CNI's /opt/cni/bin, cloud-init's
+// /var/lib/cloud/scripts, k3s' manifests, a web server's /var/www).
+var daemonTrees = []string{"/opt", "/var/lib", "/var/cache", "/var/opt", "/var/local", "/var/log", "/var/mail", "/var/backups", "/var/www"}
 
 // systemExempt are the project places under systemTrees.
 var systemExempt = []string{"/usr/src", "/usr/local/src"}
 
 // systemFolder says whether p (clean, absolute, links resolved) is the
 // system's own: the root, a system tree or below one (but an exempt
-// place), or a folder that holds a system tree (/var, /var/lib, /usr/local
-// hold one; so does /).
-func systemFolder(p string) (string, bool) {
+// place), a daemon tree or below one (but inside the non-dot entries of
+// home, the caller's), or a folder that holds one (/var, /usr/local hold
+// one; so does /).
+func systemFolder(p, home string) (string, bool) {
 	if p == "/" {
 		return "/", true
 	}
@@ -43,44 +68,133 @@ func systemFolder(p string) (string, bool) {
 			return t, true // p is, is in or holds a system tree
 		}
 	}
+	for _, t := range daemonTrees {
+		if under(t, p) {
+			return t, true
+		}
+		if under(p, t) && !inHomeProject(p, home) {
+			return t, true
+		}
+	}
 	return "", false
 }
 
-// checkWorkdir refuses a writable workdir that is the system's own
-// (workdir-system), another account's home or a folder holding one
-// (workdir-other-home), or a home's dot-entry or a folder inside one
-// (workdir-home-config). The home rules leave a proposed workdir
-// (`workdir: propose`) alone: nothing the agent writes there reaches the
-// folder before the user applies it.
-func checkWorkdir(rq request.Request, in Input) error {
-	if vault.Within(in.Workdir, in.Vault) {
-		return nil // read-only inside the vault
+// inHomeProject says whether p lies in a non-dot entry of home.
+func inHomeProject(p, home string) bool {
+	if home == "" || home == "/" {
+		return false
 	}
-	if t, ok := systemFolder(in.Workdir); ok {
-		what := "the operating system's folder " + t
-		if t != in.Workdir {
-			what = fmt.Sprintf("%s, in the operating system's %s", in.Workdir, t)
-			if under(t, in.Workdir) {
-				what = fmt.Sprintf("%s, which holds the operating system's %s", in.Workdir, t)
-			}
-		}
-		return fmt.Errorf("%w: the workdir is %s: the agent would write the host's own files there (a root caller's agent as root, through the idmapped workdir) (rule: workdir-system); run fedmem-run from a project folder or pass --workdir DIR", ErrPlan, what)
-	}
-	if rq.ProposeWorkdir {
-		return nil
-	}
-	return checkWorkdirHomes(in)
+	rel, ok := strings.CutPrefix(p, filepath.Clean(home)+"/")
+	return ok && !strings.HasPrefix(rel, ".")
 }
 
-// checkWorkdirHomes is the two home rules of checkWorkdir. The caller's
-// own home may be the workdir (its top level is the allow-list of rule
-// home-config-readonly); any other home may not, nor may a folder that
-// holds one: the allow-list guards $HOME alone, so another home's
-// dot-entries (root's .bashrc under a HOME elsewhere, a user's
-// .ssh/authorized_keys) would be the agent's to write, as their owner
-// for a root caller. A dot-entry of any home is configuration that the
-// home's owner runs later (~/.config/systemd/user, ~/.ssh, autostart).
-func checkWorkdirHomes(in Input) error {
+// checkWorkdir judges the workdir and the profile's writable paths by the
+// rules above, and refuses a HOME in a system tree (rule home-system:
+// fedmem-run keeps its per-profile state under it).
+func checkWorkdir(rq request.Request, in Input) error {
+	if !vault.Within(in.Workdir, in.Vault) {
+		if err := judgeWritable(in, in.Workdir, "the workdir", !rq.ProposeWorkdir); err != nil {
+			return err
+		}
+	}
+	for _, w := range rq.Writable {
+		p := filepath.Clean(w)
+		if in.RealPath != nil {
+			p = filepath.Clean(in.RealPath(p))
+		}
+		if !filepath.IsAbs(p) || vault.Within(p, in.Vault) {
+			continue
+		}
+		if err := judgeWritable(in, p, "the profile's writable path", true); err != nil {
+			return err
+		}
+	}
+	if h := filepath.Clean(in.Home); in.Home != "" && h != "/" {
+		for _, t := range systemTrees {
+			if under(h, t) && !slicesContainsUnder(systemExempt, h) {
+				return fmt.Errorf("%w: HOME is %s, in the operating system's %s: fedmem-run would keep the profile's state there and show it to the agent writable (rule: home-system); set HOME to a folder of your own", ErrPlan, h, t)
+			}
+		}
+	}
+	return nil
+}
+
+// slicesContainsUnder says whether p lies under one of dirs.
+func slicesContainsUnder(dirs []string, p string) bool {
+	for _, d := range dirs {
+		if under(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// judgeWritable judges folder p (what names it in the error) and each of
+// its aliases in the host's mount table; strict adds the home, Git and
+// PATH rules.
+func judgeWritable(in Input, p, what string, strict bool) error {
+	if err := judgePlace(in, p, p, what, false, strict); err != nil {
+		return err
+	}
+	if in.Aliases == nil {
+		return nil
+	}
+	for _, a := range in.Aliases(p) {
+		if err := judgePlace(in, a.Path, p, what, a.Holds, strict); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// judgePlace judges q, which is p or a path the host shows p's content at
+// (held: q's content lies in p, p shows it under another name).
+func judgePlace(in Input, q, p, what string, held, strict bool) error {
+	name := fmt.Sprintf("%s %s", what, p)
+	if q != p {
+		shows := "is also"
+		if held {
+			shows = "shows"
+		}
+		name = fmt.Sprintf("%s %s %s (a bind mount or another mount of its filesystem)", name, shows, q)
+	}
+	if t, ok := systemFolder(q, in.Home); ok {
+		how := "is the operating system's folder " + t
+		if t != q {
+			how = "lies in the operating system's " + t
+			if under(t, q) {
+				how = "holds the operating system's " + t
+			}
+		}
+		return fmt.Errorf("%w: %s, which %s: the agent would write the host's own files there (a root caller's agent as root, through the idmapped bind) (rule: workdir-system); run fedmem-run from a project folder or pass --workdir DIR", ErrPlan, name, how)
+	}
+	if r, ok := systemRoot(in, q); ok {
+		return fmt.Errorf("%w: %s lies in %s, which holds a system's root (etc/ and usr/: a chroot, a container's root filesystem, a host's root seen at a path of its own): its etc/cron.d and root/ run as root there (rule: workdir-system); run fedmem-run from a project folder", ErrPlan, name, r)
+	}
+	if !strict {
+		return nil
+	}
+	if err := judgeHomes(in, q, name, held); err != nil {
+		return err
+	}
+	if g, ok := gitDir(in, q); ok {
+		return fmt.Errorf("%w: %s lies in the Git folder %s: its hooks and config run when the repository is next used (rule: workdir-git-dir); run fedmem-run from the repository's work tree", ErrPlan, name, g)
+	}
+	for _, d := range in.PathDirs {
+		if d = filepath.Clean(d); filepath.IsAbs(d) && d != "/" && under(q, d) {
+			return fmt.Errorf("%w: %s lies in %s, a folder on your PATH: what the agent put there would run as your commands (rule: workdir-on-path); run fedmem-run from a project folder", ErrPlan, name, d)
+		}
+	}
+	return nil
+}
+
+// judgeHomes is the two home rules for q. The caller's own home may be
+// the workdir (its top level is the allow-list of rule
+// home-config-readonly), but not under another name; any other home may
+// not, nor may a folder that holds one: the allow-list guards $HOME
+// alone. A dot-entry of any home is configuration that the home's owner
+// runs later (~/.config/systemd/user, ~/.ssh, autostart).
+func judgeHomes(in Input, q, name string, held bool) error {
 	homes := in.Homes
 	if in.Home != "" {
 		homes = append([]string{in.Home}, homes...)
@@ -90,26 +204,72 @@ func checkWorkdirHomes(in Input) error {
 			continue
 		}
 		h = filepath.Clean(h)
-		if rel, ok := strings.CutPrefix(in.Workdir, h+"/"); ok && strings.HasPrefix(rel, ".") {
+		if rel, ok := strings.CutPrefix(q, h+"/"); ok && strings.HasPrefix(rel, ".") {
 			top, _, _ := strings.Cut(rel, "/")
 			where := "is in " + filepath.Join(h, top) + ","
 			if top == rel {
 				where = "is"
 			}
-			return fmt.Errorf("%w: the workdir %s %s a dot-entry of the home %s: the home's configuration, which its owner's shell, session or SSH server runs later, would be the agent's to write (rule: workdir-home-config); run fedmem-run from a project folder, or use a profile with workdir: propose", ErrPlan, in.Workdir, where, h)
+			return fmt.Errorf("%w: %s %s a dot-entry of the home %s: the home's configuration, which its owner's shell, session or SSH server runs later, would be the agent's to write (rule: workdir-home-config); run fedmem-run from a project folder, or use a profile with workdir: propose", ErrPlan, name, where, h)
 		}
-		if h == in.Home || vault.Within(h, in.Vault) {
+		if rel, ok := strings.CutPrefix(q, h+"/"); ok && (rel == "bin" || strings.HasPrefix(rel, "bin/")) {
+			return fmt.Errorf("%w: %s is in %s: a home's bin folder is on its owner's PATH at the next login (Debian's ~/.profile puts it there), so what the agent put there would run as that user's commands (rule: workdir-on-path); run fedmem-run from a project folder", ErrPlan, name, filepath.Join(h, "bin"))
+		}
+		if (h == in.Home && !held) || vault.Within(h, in.Vault) {
 			continue
 		}
-		if under(h, in.Workdir) {
-			what := "is the home of another account, " + h
-			if h != in.Workdir {
-				what = "holds the home of another account, " + h
+		if under(h, q) {
+			how := "is the home of another account, " + h
+			switch {
+			case h == in.Home:
+				how = "shows your home " + h + " under another name, without its read-only top"
+			case h != q:
+				how = "holds the home of another account, " + h
 			}
-			return fmt.Errorf("%w: the workdir %s %s (HOME is %s): its startup files and keys would be the agent's to write, as their owner for a root caller (rule: workdir-other-home); run fedmem-run from a project folder, set HOME to that home if it is yours, or use a profile with workdir: propose", ErrPlan, in.Workdir, what, in.Home)
+			return fmt.Errorf("%w: %s %s (HOME is %s): its startup files and keys would be the agent's to write, as their owner for a root caller (rule: workdir-other-home); run fedmem-run from a project folder, set HOME to that home if it is yours, or use a profile with workdir: propose", ErrPlan, name, how, in.Home)
 		}
 	}
 	return nil
+}
+
+// systemRoot returns the folder at or above q (not / itself: the host's
+// root is judged by its trees) that has the shape of a system's root: both
+// etc/ and usr/ folders in it. A folder that holds such a root deeper
+// down is not found (its tree is not walked).
+func systemRoot(in Input, q string) (string, bool) {
+	if in.Exists == nil {
+		return "", false
+	}
+	for d := q; d != "/" && d != "."; d = filepath.Dir(d) {
+		etc, etcDir := in.Exists(filepath.Join(d, "etc"))
+		usr, usrDir := in.Exists(filepath.Join(d, "usr"))
+		if etc && etcDir && usr && usrDir {
+			return d, true
+		}
+	}
+	return "", false
+}
+
+// gitDir returns the Git folder q is or lies in: a path component `.git`,
+// or a folder (q or above it) that holds HEAD, objects/ and refs/ (a bare
+// repository). Without Exists only the name is judged.
+func gitDir(in Input, q string) (string, bool) {
+	for d := q; ; d = filepath.Dir(d) {
+		if filepath.Base(d) == ".git" {
+			return d, true
+		}
+		if in.Exists != nil {
+			head, headDir := in.Exists(filepath.Join(d, "HEAD"))
+			obj, objDir := in.Exists(filepath.Join(d, "objects"))
+			refs, refsDir := in.Exists(filepath.Join(d, "refs"))
+			if head && !headDir && obj && objDir && refs && refsDir {
+				return d, true
+			}
+		}
+		if d == "/" || d == "." {
+			return "", false
+		}
+	}
 }
 
 // under says whether p is dir or lies below it.

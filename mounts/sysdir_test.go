@@ -18,7 +18,7 @@ func TestSystemFolder(t *testing.T) {
 		"/usr/local/bin":         "/usr",
 		"/usr/lib/systemd":       "/usr",
 		"/var":                   "/var/spool",
-		"/var/lib":               "/var/lib/dpkg",
+		"/var/lib":               "/var/lib",
 		"/var/spool/cron":        "/var/spool",
 		"/boot":                  "/boot",
 		"/run/user/1000":         "/run",
@@ -26,9 +26,12 @@ func TestSystemFolder(t *testing.T) {
 		"/usr/src/app":           "",
 		"/usr/src":               "",
 		"/usr/local/src/project": "",
-		"/var/lib/jenkins/ws":    "",
+		"/var/lib/jenkins/ws":    "/var/lib",
+		"/var/lib/cloud/scripts": "/var/lib",
+		"/opt/containerd/bin":    "/opt",
+		"/var/www/html":          "/var/www",
 		"/var/tmp/build":         "",
-		"/opt/app":               "",
+		"/opt/app":               "/opt",
 		"/srv/project":           "",
 		"/home/alice/src":        "",
 		"/root/project":          "",
@@ -36,10 +39,25 @@ func TestSystemFolder(t *testing.T) {
 		"/etcetera":              "",
 		"/usrx":                  "",
 	} {
-		got, ok := systemFolder(p)
+		got, ok := systemFolder(p, "")
 		if ok != (want != "") || got != want {
 			t.Errorf("systemFolder(%q) = %q, %v; want %q", p, got, ok, want)
 		}
+	}
+	// A daemon tree holds the caller's own home's projects (a CI user's
+	// HOME=/var/lib/jenkins), never its dot-entries nor a system tree.
+	for p, want := range map[string]string{
+		"/var/lib/jenkins/workspace/job": "",
+		"/var/lib/jenkins/.config":       "/var/lib",
+		"/var/lib/jenkins":               "/var/lib",
+		"/var/lib/other/x":               "/var/lib",
+	} {
+		if got, _ := systemFolder(p, "/var/lib/jenkins"); got != want {
+			t.Errorf("systemFolder(%q, HOME /var/lib/jenkins) = %q, want %q", p, got, want)
+		}
+	}
+	if got, ok := systemFolder("/usr/sbin/x", "/usr/sbin"); !ok || got != "/usr" {
+		t.Errorf("a HOME in a system tree exempted %q: %q, %v", "/usr/sbin/x", got, ok)
 	}
 }
 
@@ -96,5 +114,70 @@ func TestBuildRefusesHomeWorkdir(t *testing.T) {
 	in.Homes, in.Workdir = nil, "/home/alice/.gnupg"
 	if err := checkWorkdir(request.Request{}, in); err == nil || !strings.Contains(err.Error(), "workdir-home-config") {
 		t.Errorf("workdir in $HOME/.gnupg without Homes: %v", err)
+	}
+}
+
+// Every path the mount table shows a folder at is judged with it; the Git
+// folder, PATH and HOME rules; the profile's writable paths too.
+func TestBuildRefusesWritableElsewhere(t *testing.T) {
+	base := Input{Vault: "/srv/vault", Home: "/home/alice", Session: "20261203T083439Z-7ab06a3e",
+		Homes: []string{"/root", "/home/alice"}, PathDirs: []string{"/home/alice/bin", "relative/bin", "/usr/bin"}}
+	aliases := map[string][]Alias{
+		"/srv/etc-copy": {{Path: "/etc"}},
+		"/mnt/data":     {{Path: "/home", Holds: true}},
+		"/mnt/me":       {{Path: "/home/alice", Holds: true}},
+		"/srv/proj":     {{Path: "/srv/proj-alias"}},
+	}
+	base.Aliases = func(p string) []Alias { return aliases[p] }
+	bare := map[string]bool{"/srv/git/app.git/HEAD": false, "/srv/git/app.git/objects": true, "/srv/git/app.git/refs": true}
+	base.Exists = func(p string) (bool, bool) {
+		isDir, ok := bare[p]
+		if ok {
+			return true, isDir
+		}
+		for _, sfx := range []string{"/HEAD", "/objects", "/refs", "/etc", "/usr"} {
+			if strings.HasSuffix(p, sfx) {
+				return strings.HasPrefix(p, "/srv/chroot/"), true
+			}
+		}
+		return true, true
+	}
+	for _, c := range []struct{ wd, writable, home, rule string }{
+		{"/srv/etc-copy", "", "", "workdir-system"},
+		{"/mnt/data", "", "", "workdir-other-home"},
+		{"/mnt/me", "", "", "workdir-other-home"},
+		{"/home/alice/src/app/.git", "", "", "workdir-git-dir"},
+		{"/home/alice/src/app/.git/hooks", "", "", "workdir-git-dir"},
+		{"/srv/git/app.git", "", "", "workdir-git-dir"},
+		{"/srv/git/app.git/hooks", "", "", "workdir-git-dir"},
+		{"/home/alice/bin", "", "", "workdir-on-path"},
+		{"/root/bin", "", "", "workdir-on-path"},
+		{"/root/bin/sub", "", "", "workdir-on-path"},
+		{"/srv/proj", "/home/alice/.config/systemd/user", "", "workdir-home-config"},
+		{"/srv/proj", "/opt/containerd", "", "workdir-system"},
+		{"/srv/proj", "", "/etc", "home-system"},
+		{"/srv/chroot", "", "", "workdir-system"},
+		{"/srv/chroot/etc/cron.d", "", "", "workdir-system"},
+	} {
+		in := base
+		in.Workdir = c.wd
+		if c.home != "" {
+			in.Home = c.home
+		}
+		var rq request.Request
+		if c.writable != "" {
+			rq.Writable = []string{c.writable}
+		}
+		_, err := Build(rq, in)
+		if !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), "rule: "+c.rule) {
+			t.Errorf("workdir %s, writable %q, HOME %q: %v, want ErrPlan naming %s", c.wd, c.writable, c.home, err, c.rule)
+		}
+	}
+	for _, wd := range []string{"/srv/proj", "/home/alice/src/app", "/home/alice/src/app/.github", "/srv/git/app"} {
+		in := base
+		in.Workdir = wd
+		if err := checkWorkdir(request.Request{}, in); err != nil {
+			t.Errorf("workdir %s: %v, want allowed", wd, err)
+		}
 	}
 }

@@ -143,8 +143,8 @@ func Links(p string) int {
 }
 
 // Homes returns the home directories of the accounts in /etc/passwd and
-// /root: absolute, symlinks resolved, existing directories, each once. An
-// account whose home is / or absent is left out. Homes served by NSS
+// /root: absolute, symlinks resolved where they exist, each once, whether
+// made yet or not. An account whose home is / is left out. Homes served by NSS
 // alone (LDAP, sssd) are not listed: mounts.Input.Homes says what a
 // missing entry means.
 func Homes() []string {
@@ -158,15 +158,14 @@ func homesFrom(passwd string) []string {
 		if !filepath.IsAbs(h) {
 			return
 		}
-		real, err := filepath.EvalSymlinks(h)
-		if err != nil {
-			return
+		// A home not made yet (pam_mkhomedir makes it at the first
+		// login, useradd without -m) is a home all the same: a workdir
+		// holding its place could make it, keys and all.
+		real := filepath.Clean(h)
+		if r, err := filepath.EvalSymlinks(h); err == nil {
+			real = filepath.Clean(r)
 		}
-		real = filepath.Clean(real)
 		if real == "/" || seen[real] {
-			return
-		}
-		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
 			return
 		}
 		seen[real] = true

@@ -204,6 +204,7 @@ func Resolve(o Options) (*Session, error) {
 		PathDirs:   filepath.SplitList(os.Getenv("PATH")),
 		Links:      host.Links,
 		Homes:      host.Homes(),
+		Aliases:    host.Aliases,
 	})
 	if err != nil {
 		return nil, err
