@@ -132,6 +132,21 @@ type Plan struct {
 	// placeholder holds them (it would be an entry Git shows); the backend
 	// moves aside any that appeared after the session (QuarantineCandidates).
 	Watch []string `json:"watch,omitempty"`
+	// Sources pin the folders (and files) the plan judged: for each
+	// writable bind's Source, and a home attached whole, what the launcher
+	// found there with no link followed once the plan was made
+	// (mounts/pin.Record). The backends bind only that folder, from a
+	// descriptor, and refuse the session otherwise (rule
+	// writable-source-swapped). nil: nothing pinned (a plan made by hand).
+	Sources map[string]Source `json:"sources,omitempty"`
+}
+
+// Source is one pinned source (Plan.Sources): the path it was found at,
+// links resolved once when it was pinned, and its device and inode.
+type Source struct {
+	Path string `json:"path"`
+	Dev  uint64 `json:"dev"`
+	Ino  uint64 `json:"ino"`
 }
 
 // Input is what Build needs besides the profile. Paths must be absolute and

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/mounts/pin"
 	"github.com/fedmem/fedmem/sandbox/cgroups"
 	"github.com/fedmem/fedmem/sandbox/oci"
 )
@@ -341,6 +342,12 @@ func superviseContainer(ctx context.Context, spec *Spec, rt containerRuntime, cf
 	defer func() { release(res != nil && res.CoversLost != "") }()
 	if err != nil {
 		return nil, err
+	}
+	// The runtime binds each source by its path: right before it starts,
+	// each must still be the folder the plan judged (the init checks the
+	// mounts it made again: pin.CheckMounted).
+	if err := pin.CheckAll(spec.Plan); err != nil {
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageMounts, Msg: err.Error()}
 	}
 
 	sigs, stopSigs := forwarded(spec)

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/mounts/pin"
 	"github.com/fedmem/fedmem/vault"
 )
 
@@ -223,18 +225,73 @@ func adoptInbox(spec *Spec, uid int) error {
 	return nil
 }
 
-// bindSourceStat stats a writable bind's source without following a
-// link: the session folder (inbox) through the launcher's descriptor, as
-// its name may be another folder or a link by now.
-func bindSourceStat(spec *Spec, m mounts.Mount, inbox bool) (unix.Stat_t, error) {
-	var st unix.Stat_t
-	if !inbox {
-		return st, unix.Lstat(m.Source, &st)
+// idmapper makes one session's idmapped clones (idmapBinds).
+type idmapper struct {
+	spec          *Spec
+	cfg           *InitConfig
+	id            *Identity
+	cmd           *exec.Cmd
+	owner, ownerG int
+	files         []*os.File
+	ns            *os.File // the owner→agent user namespace, made on first use
+}
+
+// hand gives the init the detached mount fd as the clone of the plan's
+// i-th mount (HomeIdmapIndex: the home).
+func (im *idmapper) hand(fd, i int, name string) {
+	f := os.NewFile(uintptr(fd), name)
+	im.files = append(im.files, f)
+	im.cmd.ExtraFiles = append(im.cmd.ExtraFiles, f)
+	if im.cfg.Idmapped == nil {
+		im.cfg.Idmapped = map[int]int{}
 	}
-	if err := unix.Fstat(int(spec.InboxDir.Fd()), &st); err != nil {
-		return st, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("stat %s: %v", m.Source, err)}
+	im.cfg.Idmapped[i] = 2 + len(im.cmd.ExtraFiles)
+}
+
+// userns is the owner→agent user namespace, made (or taken from
+// PrepareIdmap) on first use.
+func (im *idmapper) userns() (*os.File, error) {
+	if im.ns != nil {
+		return im.ns, nil
 	}
-	return st, nil
+	ns, err := takeUserns(im.owner, im.spec.UID, im.ownerG, im.spec.GID)
+	if err != nil {
+		return nil, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: "user namespace for idmapped mounts: " + err.Error()}
+	}
+	im.ns = ns
+	return ns, nil
+}
+
+// bindSource opens a writable bind's source without following a link and
+// stats it: the session folder (inbox) through the launcher's descriptor,
+// as its name may be another folder or a link by now; a listed socket by
+// its name (OpenListedSocket opens it later, no link followed); any other
+// source (a home's read-only top when pinned) through pin.Open, which refuses one that is not the folder the
+// plan judged (rule writable-source-swapped). pfd is -1 unless opened
+// here; unix.ENOENT: absent (the init reports a missing source).
+func bindSource(spec *Spec, m mounts.Mount, inbox, sock bool) (pfd int, st unix.Stat_t, err error) {
+	switch {
+	case inbox:
+		if err := unix.Fstat(int(spec.InboxDir.Fd()), &st); err != nil {
+			return -1, st, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("stat %s: %v", m.Source, err)}
+		}
+		return -1, st, nil
+	case sock && (m.Why == mounts.WhyListedSocket || !pinned(spec.Plan, m.Source)):
+		return -1, st, unix.Lstat(m.Source, &st)
+	}
+	pfd, st, err = pin.Open(spec.Plan, m.Source)
+	var pe *pin.Error
+	if errors.As(err, &pe) {
+		return -1, st, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: err.Error()}
+	}
+	return pfd, st, err
+}
+
+// pinned reports whether pin.Record pinned src (a home's read-only top is
+// the home, pinned when it is attached whole).
+func pinned(pl *mounts.Plan, src string) bool {
+	_, ok := pl.Sources[src]
+	return ok
 }
 
 // idmapBinds, for a root caller whose agent is not the owner, makes a
@@ -242,156 +299,177 @@ func bindSourceStat(spec *Spec, m mounts.Mount, inbox bool) (unix.Stat_t, error)
 // source the owner owns, and hands its fd to the init (cfg.Idmapped). It
 // must run in the host's user namespace: only CAP_SYS_ADMIN there may
 // idmap a host filesystem's mount. A filesystem that cannot be idmapped is
-// bound as it is, and the identity says so.
+// bound as it is, and the identity says so. Every source is cloned from
+// the descriptor bindSource opened, never by name.
 func idmapBinds(spec *Spec, cfg *InitConfig, id *Identity, cmd *exec.Cmd) (closeAll func(), err error) {
-	var files []*os.File
+	im := &idmapper{spec: spec, cfg: cfg, id: id, cmd: cmd, owner: spec.OwnerUID, ownerG: spec.OwnerGID}
 	closeAll = func() {
-		for _, f := range files {
+		for _, f := range im.files {
 			f.Close()
 		}
 	}
-	owner, ownerG := spec.OwnerUID, spec.OwnerGID
 	if !spec.OwnerSet {
-		owner, ownerG = os.Getuid(), os.Getgid()
+		im.owner, im.ownerG = os.Getuid(), os.Getgid()
 	}
 	id.Writable = map[string]string{}
-	var userns *os.File
 	defer func() {
-		if userns != nil {
-			userns.Close()
+		if im.ns != nil {
+			im.ns.Close()
 		}
 	}()
 	for i, m := range spec.Plan.Mounts {
-		// A listed unix socket (mounts.Mount.Idmap) is idmapped too, and
-		// stays read-only: it must answer the agent's uid as it answers
-		// the caller.
-		sock := m.Kind == mounts.BindRO && m.Idmap
-		if m.Kind != mounts.BindRW && !sock {
-			continue
+		if err := im.bind(i, m); err != nil {
+			return closeAll, err
 		}
-		if i == HomeIdmapIndex {
-			continue
-		}
-		inbox := m.Source == spec.Plan.Inbox && spec.InboxDir != nil
-		st, err := bindSourceStat(spec, m, inbox)
-		if err != nil {
-			if inbox {
-				return closeAll, err
-			}
-			continue // the init reports a missing source
-		}
-		switch {
-		case int(st.Uid) == spec.UID:
-			id.Writable[m.Target] = "same owner (the agent, uid " + strconv.Itoa(spec.UID) + ")"
-			if inbox {
-				// The init (host uid 0 without groups, no capability over
-				// the gate's files) cannot search a 90-inbox/ closed to
-				// all but the agents' group (03770): root clones the folder
-				// made, from its descriptor, and hands it over (no idmap).
-				fd, err := cloneInboxFd(spec)
-				if err != nil {
-					return closeAll, err
-				}
-				attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Attr_clr: unix.MOUNT_ATTR_RDONLY, Propagation: unix.MS_PRIVATE}
-				if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
-					unix.Close(fd)
-					return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("mount_setattr %s: %v", m.Source, err)}
-				}
-				f := os.NewFile(uintptr(fd), "inbox")
-				files = append(files, f)
-				cmd.ExtraFiles = append(cmd.ExtraFiles, f)
-				if cfg.Idmapped == nil {
-					cfg.Idmapped = map[int]int{}
-				}
-				cfg.Idmapped[i] = 2 + len(cmd.ExtraFiles)
-			}
-			continue
-		case int(st.Uid) != owner || owner == spec.UID:
-			id.Writable[m.Target] = fmt.Sprintf("not idmapped: owned by uid %d, neither the caller (%d) nor the agent (%d); only its mode lets the agent write", st.Uid, owner, spec.UID)
-			continue
-		}
-		if userns == nil {
-			if userns, err = takeUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
-				return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: "user namespace for idmapped mounts: " + err.Error()}
-			}
-		}
-		var fd int
-		if sock && m.Why == mounts.WhyListedSocket {
-			// No link followed, a socket or FIFO only: the plan refused a
-			// path through a link, and another session's agent may swap
-			// a folder on the way since (mounts rule unix-socket-no-link).
-			pfd, err := OpenListedSocket(m.Source)
-			if err != nil {
-				return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: err.Error()}
-			}
-			fd, err = unix.OpenTree(pfd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
-			unix.Close(pfd)
-			if err != nil {
-				return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
-			}
-		} else if inbox {
-			if fd, err = cloneInboxFd(spec); err != nil {
-				return closeAll, err
-			}
-		} else if fd, err = unix.OpenTree(unix.AT_FDCWD, m.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE); err != nil {
-			return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
-		}
-		// No Attr_clr of MOUNT_ATTR_RDONLY: with AT_RECURSIVE it made every
-		// submount that is read-only on the host writable inside (a
-		// read-only bind alias of the vault in the project: guarantee 1).
-		// The clone keeps the host's flags, top and below (issue 22).
-		attr := unix.MountAttr{
-			Attr_set:    unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
-			Propagation: unix.MS_PRIVATE,
-			Userns_fd:   uint64(userns.Fd()),
-		}
-		if sock {
-			attr.Attr_set, attr.Attr_clr = attr.Attr_set|unix.MOUNT_ATTR_RDONLY, 0
-		}
-		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-			unix.Close(fd)
-			id.Writable[m.Target] = fmt.Sprintf("not idmapped (%v): files keep their owner, uid %d may not write them", err, owner)
-			continue
-		}
-		f := os.NewFile(uintptr(fd), "idmapped")
-		files = append(files, f)
-		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
-		if cfg.Idmapped == nil {
-			cfg.Idmapped = map[int]int{}
-		}
-		cfg.Idmapped[i] = 2 + len(cmd.ExtraFiles)
-		id.Writable[m.Target] = fmt.Sprintf("idmapped %d→%d", owner, spec.UID)
 	}
 	// The home of a root caller: the agent (another uid) could not even
 	// traverse a 0700 home to reach the profile's writable paths in it.
-	if h := spec.Plan.Home; homeNeedsIdmap(spec, owner) {
-		if userns == nil {
-			if userns, err = takeUserns(owner, spec.UID, ownerG, spec.GID); err != nil {
-				return closeAll, &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: "user namespace for idmapped mounts: " + err.Error()}
-			}
-		}
-		if fd, err := unix.OpenTree(unix.AT_FDCWD, h, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE); err == nil {
-			attr := unix.MountAttr{
-				Attr_set:    unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
-				Propagation: unix.MS_PRIVATE,
-				Userns_fd:   uint64(userns.Fd()),
-			}
-			if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-				unix.Close(fd)
-				id.Writable[h+" (home, read-only)"] = fmt.Sprintf("not idmapped (%v): the agent cannot traverse it", err)
-			} else {
-				f := os.NewFile(uintptr(fd), "idmapped-home")
-				files = append(files, f)
-				cmd.ExtraFiles = append(cmd.ExtraFiles, f)
-				if cfg.Idmapped == nil {
-					cfg.Idmapped = map[int]int{}
-				}
-				cfg.Idmapped[HomeIdmapIndex] = 2 + len(cmd.ExtraFiles)
-				id.Writable[h+" (home, read-only)"] = fmt.Sprintf("idmapped %d→%d", owner, spec.UID)
-			}
+	if homeNeedsIdmap(spec, im.owner) {
+		if err := im.home(); err != nil {
+			return closeAll, err
 		}
 	}
 	return closeAll, nil
+}
+
+// bind makes the clone of the plan's i-th mount, m, if it needs one.
+func (im *idmapper) bind(i int, m mounts.Mount) error {
+	spec, id, owner := im.spec, im.id, im.owner
+	// A listed unix socket (mounts.Mount.Idmap) is idmapped too, and
+	// stays read-only: it must answer the agent's uid as it answers the
+	// caller.
+	sock := m.Kind == mounts.BindRO && m.Idmap
+	if (m.Kind != mounts.BindRW && !sock) || i == HomeIdmapIndex {
+		return nil
+	}
+	inbox := m.Source == spec.Plan.Inbox && spec.InboxDir != nil
+	pfd, st, err := bindSource(spec, m, inbox, sock)
+	if pfd >= 0 {
+		defer unix.Close(pfd)
+	}
+	var fe *Error
+	if err != nil && (inbox || errors.As(err, &fe)) {
+		return err
+	}
+	if err != nil {
+		return nil // the init reports a missing source
+	}
+	switch {
+	case int(st.Uid) == spec.UID:
+		id.Writable[m.Target] = "same owner (the agent, uid " + strconv.Itoa(spec.UID) + ")"
+		if inbox {
+			// The init (host uid 0 without groups, no capability over
+			// the gate's files) cannot search a 90-inbox/ closed to all
+			// but the agents' group (03770): root clones the folder made,
+			// from its descriptor, and hands it over (no idmap).
+			fd, err := cloneInboxFd(spec)
+			if err != nil {
+				return err
+			}
+			attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Attr_clr: unix.MOUNT_ATTR_RDONLY, Propagation: unix.MS_PRIVATE}
+			if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+				unix.Close(fd)
+				return &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("mount_setattr %s: %v", m.Source, err)}
+			}
+			im.hand(fd, i, "inbox")
+		}
+		return nil
+	case int(st.Uid) != owner || owner == spec.UID:
+		id.Writable[m.Target] = fmt.Sprintf("not idmapped: owned by uid %d, neither the caller (%d) nor the agent (%d); only its mode lets the agent write", st.Uid, owner, spec.UID)
+		return nil
+	}
+	userns, err := im.userns()
+	if err != nil {
+		return err
+	}
+	var fd int
+	switch {
+	case sock && m.Why == mounts.WhyListedSocket:
+		// No link followed, a socket or FIFO only: the plan refused a
+		// path through a link, and another session's agent may swap a
+		// folder on the way since (mounts rule unix-socket-no-link).
+		sfd, err := OpenListedSocket(m.Source)
+		if err != nil {
+			return &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: err.Error()}
+		}
+		fd, err = unix.OpenTree(sfd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+		unix.Close(sfd)
+		if err != nil {
+			return &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
+		}
+	case inbox:
+		if fd, err = cloneInboxFd(spec); err != nil {
+			return err
+		}
+	case pfd < 0:
+		// The read-only top of a home in a writable path that nothing
+		// pinned (a plan made by hand): by name, as before.
+		if fd, err = unix.OpenTree(unix.AT_FDCWD, m.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE); err != nil {
+			return &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
+		}
+	default:
+		// The folder the plan judged, from bindSource's descriptor.
+		if fd, err = unix.OpenTree(pfd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH); err != nil {
+			return &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: fmt.Sprintf("open_tree %s: %v", m.Source, err)}
+		}
+	}
+	// No Attr_clr of MOUNT_ATTR_RDONLY: with AT_RECURSIVE it made every
+	// submount that is read-only on the host writable inside (a
+	// read-only bind alias of the vault in the project: guarantee 1).
+	// The clone keeps the host's flags, top and below (issue 22).
+	attr := unix.MountAttr{
+		Attr_set:    unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
+		Propagation: unix.MS_PRIVATE,
+		Userns_fd:   uint64(userns.Fd()),
+	}
+	if sock {
+		attr.Attr_set, attr.Attr_clr = attr.Attr_set|unix.MOUNT_ATTR_RDONLY, 0
+	}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		unix.Close(fd)
+		id.Writable[m.Target] = fmt.Sprintf("not idmapped (%v): files keep their owner, uid %d may not write them", err, owner)
+		return nil
+	}
+	im.hand(fd, i, "idmapped")
+	id.Writable[m.Target] = fmt.Sprintf("idmapped %d→%d", owner, spec.UID)
+	return nil
+}
+
+// home attaches the caller's home idmapped and read-only (HomeIdmapIndex),
+// cloned from the pinned folder (pin.Open): a home swapped since the plan
+// refuses the session.
+func (im *idmapper) home() error {
+	h := im.spec.Plan.Home
+	userns, err := im.userns()
+	if err != nil {
+		return err
+	}
+	pfd, _, err := pin.Open(im.spec.Plan, h)
+	var pe *pin.Error
+	if errors.As(err, &pe) {
+		return &Error{Code: ExitFedmemError, Stage: mounts.StageIdentity, Msg: err.Error()}
+	}
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(pfd)
+	fd, err := unix.OpenTree(pfd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return nil
+	}
+	attr := unix.MountAttr{
+		Attr_set:    unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
+		Propagation: unix.MS_PRIVATE,
+		Userns_fd:   uint64(userns.Fd()),
+	}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		unix.Close(fd)
+		im.id.Writable[h+" (home, read-only)"] = fmt.Sprintf("not idmapped (%v): the agent cannot traverse it", err)
+		return nil
+	}
+	im.hand(fd, HomeIdmapIndex, "idmapped-home")
+	im.id.Writable[h+" (home, read-only)"] = fmt.Sprintf("idmapped %d→%d", im.owner, im.spec.UID)
+	return nil
 }
 
 // homeNeedsIdmap: the caller's home is a directory the owner owns that

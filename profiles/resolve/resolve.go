@@ -15,6 +15,7 @@ import (
 
 	"github.com/fedmem/fedmem/mounts"
 	"github.com/fedmem/fedmem/mounts/host"
+	"github.com/fedmem/fedmem/mounts/pin"
 	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/vault"
 )
@@ -151,6 +152,12 @@ func Resolve(o Options) (*Session, error) {
 	if s.Workdir, err = host.RealDir(wd); err != nil {
 		return nil, fmt.Errorf("workdir: %w", err)
 	}
+	// What the plan is about to judge, pinned at once (mounts/pin): the
+	// backends bind only this folder.
+	wdSeen, err := pin.Identify(s.Workdir)
+	if err != nil {
+		return nil, &pin.Error{Path: s.Workdir, Detail: fmt.Sprintf("resolved, then not reachable without a link: %v", err)}
+	}
 	switch {
 	case o.Caller:
 		s.UID, s.GID, s.IdentitySource = os.Getuid(), os.Getgid(), "caller (plan only)"
@@ -210,6 +217,9 @@ func Resolve(o Options) (*Session, error) {
 		return nil, err
 	}
 	if err := noteHostReadOnly(s.Plan); err != nil {
+		return nil, err
+	}
+	if err := pin.Record(s.Plan, map[string]mounts.Source{s.Workdir: wdSeen}); err != nil {
 		return nil, err
 	}
 	s.Warnings = append(s.Warnings, s.Plan.Warnings...)

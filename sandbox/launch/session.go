@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fedmem/fedmem/mounts/pin"
 	"github.com/fedmem/fedmem/profiles"
 	"github.com/fedmem/fedmem/sandbox"
 	"github.com/fedmem/fedmem/sandbox/credentials"
@@ -89,6 +90,11 @@ func (ss *session) prepareHostPaths() error {
 	stateWarnings, err := prepareState(s.Plan, s.Home, s.OwnerUID, s.OwnerGID, s.UID)
 	if err != nil {
 		return staged(StageState, fmt.Errorf("profile %s: %w", prof.Name, err))
+	}
+	// The folders just made are pinned too; those pinned with the plan
+	// must still be the same (mounts/pin).
+	if err := pin.Record(s.Plan, nil); err != nil {
+		return staged(StageLaunch, err)
 	}
 	for _, w := range stateWarnings {
 		ss.nt.warn(w)

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/mounts/pin"
 	"github.com/fedmem/fedmem/sandbox"
 )
 
@@ -151,6 +152,8 @@ func (b *rootBuilder) cloneSources(idmapped map[int]int) error {
 			fd, err = cloneListedSocket(m.Source)
 		case m.Kind == mounts.BindRW && m.Source == b.pl.Inbox:
 			fd, err = cloneInbox(m.Source, b.inbox, set, clr)
+		case m.Kind == mounts.BindRW || (m.Why == mounts.WhyHomeTop && b.pl.Sources[m.Source] != (mounts.Source{})):
+			fd, err = cloneSource(b.pl, m, set, clr)
 		default:
 			fd, err = cloneTree(m.Source, set, clr)
 		}
@@ -312,6 +315,24 @@ func pivotIntoStage() error {
 // the given attributes set and cleared recursively.
 func cloneTree(src string, set, clr uint64) (int, error) {
 	return cloneTreeAt(unix.AT_FDCWD, src, 0, src, set, clr)
+}
+
+// cloneSource clones a writable source (or a pinned home's read-only top)
+// from the folder the plan judged, opened with no link followed and
+// checked against its pin (pin.Open), never by name: a concurrent
+// session's agent or the owner of a folder above may have swapped it for
+// a link or another folder since (rule writable-source-swapped).
+func cloneSource(pl *mounts.Plan, m mounts.Mount, set, clr uint64) (int, error) {
+	pfd, _, err := pin.Open(pl, m.Source)
+	var pe *pin.Error
+	if errors.As(err, &pe) {
+		return -1, err
+	}
+	if err != nil {
+		return -1, &sandbox.MountError{Op: "open source (no link followed)", Target: m.Source, Err: err}
+	}
+	defer unix.Close(pfd)
+	return cloneTreeAt(pfd, "", unix.AT_EMPTY_PATH, m.Source, set, clr)
 }
 
 // cloneTreeAt is cloneTree of path at dirfd (flags: extra open_tree flags,

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/mounts/pin"
 	"github.com/fedmem/fedmem/sandbox"
 )
 
@@ -17,6 +18,12 @@ import (
 // ociInitArg), finishes the one the runtime built from the same plan.
 func buildRootFor(cfg *sandbox.InitConfig) ([]string, error) {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.OCIInitArg {
+		// The runtime bound every writable source by its path: each
+		// mount must be the folder the plan judged (rule
+		// writable-source-swapped).
+		if err := pin.CheckMounted(cfg.Plan); err != nil {
+			return nil, err
+		}
 		return nil, finishOCIRoot(cfg.Plan)
 	}
 	return buildRoot(cfg.Plan, cfg.Idmapped, cfg.ProposeFd, inode{cfg.InboxDev, cfg.InboxIno})
