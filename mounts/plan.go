@@ -202,6 +202,14 @@ type Input struct {
 	// folder at (host.Aliases); each is judged by the workdir rules like
 	// the folder itself. nil: none.
 	Aliases func(p string) []Alias
+	// Mirrors are the folders that show the whole root filesystem at
+	// another path (host.Mirrors): hidden inside unless they hold the
+	// workdir or the vault, so the allow-list home, the masks and the
+	// private /tmp hold there too.
+	Mirrors []string
+	// PasswdHome is the caller's home as /etc/passwd names it: only there
+	// does a daemon tree (/var/lib/jenkins) hold the caller's projects.
+	PasswdHome string
 	// Links returns the number of hard links of a host file (0: unknown);
 	// Build refuses a home in a writable path whose dot-entries hold a
 	// startup file with more than one (homeNamed). nil: not checked.
@@ -210,12 +218,17 @@ type Input struct {
 
 // Alias is another path at which the host shows what a folder holds:
 // through a bind mount (no symbolic link: resolving the path does not find
-// it), a filesystem mounted twice, or a btrfs subvolume mounted beside its
-// parent. Path shows the folder itself (or a folder above it shows it
-// below); Holds: Path's content lies inside the folder, so the folder
-// shows it under another name (host.Aliases finds them).
+// it), a filesystem mounted twice, a btrfs subvolume mounted beside its
+// parent, or a bind of a folder of some filesystem (a container's
+// /host/etc). Path is where the host shows it ("" when it is known only as
+// a folder of its filesystem); As is the path it is judged as: Path, or
+// the path it has in the root tree a mirror of the root shows
+// (VIEW/srv/x is /srv/x), or the folder of its filesystem a bind shows
+// (/etc). Holds: Path's (As') content lies inside the folder, so the
+// folder shows it under another name (host.Aliases finds them).
 type Alias struct {
 	Path  string
+	As    string
 	Holds bool
 }
 
@@ -577,41 +590,71 @@ func (b *planBuilder) addMasks() error {
 }
 
 // addHomeAliases holds the home's allow-list and masks at every other path
-// the host's mount table shows the home at (a data disk's /mnt/data/home/me
-// bound to /home/me): the read-only host tree would show it whole there,
-// ~/.ssh/id_ed25519 and all. An alias that holds nothing the session
-// binds is hidden (an empty read-only folder); one that holds the workdir,
-// the vault or a writable path keeps its tree and has the home's secrets
-// masked in it.
+// the host's mount table shows the home or a part of it at (a data disk's
+// /mnt/data/home/me bound to /home/me, ~/.ssh bound to /srv/keys), and
+// hides every mirror of the whole root (mount --bind / VIEW): the
+// read-only host tree would show the home whole there, ~/.ssh/id_ed25519
+// and all, and the host's /tmp and sockets beside it. Such a path is an
+// empty read-only folder inside, unless it holds the vault or a path the
+// session binds: then it keeps its tree with the home's secrets masked in
+// it, and the plan warns (a workdir in an alias of the home is refused
+// before: rule workdir-home-alias).
 func (b *planBuilder) addHomeAliases() {
 	rq, in := b.rq, b.in
-	if in.Aliases == nil || in.Home == "" || in.Home == "/" {
-		return
+	var paths []string
+	paths = append(paths, in.Mirrors...)
+	if in.Aliases != nil && in.Home != "" && in.Home != "/" {
+		for _, a := range in.Aliases(in.Home) {
+			paths = append(paths, a.Path)
+		}
 	}
-	for _, a := range in.Aliases(in.Home) {
-		if a.Holds || !filepath.IsAbs(a.Path) || a.Path == "/" {
+	seen := map[string]bool{}
+	for _, t := range paths {
+		t = filepath.Clean(t)
+		if t == "" || t == "." || t == "/" || !filepath.IsAbs(t) || seen[t] || vault.Within(t, in.Home) || b.hiddenAt(t) {
 			continue
 		}
-		if ok, isDir := b.exists(a.Path); !ok || !isDir {
+		seen[t] = true
+		if ok, isDir := b.exists(t); !ok || !isDir {
 			continue
 		}
-		holds := vault.Within(in.Vault, a.Path) || vault.Within(a.Path, in.Vault)
-		for _, m := range b.all {
-			if (m.Kind == BindRW || m.Kind == BindRO) && m.Target != "/" && vault.Within(m.Target, a.Path) {
-				holds = true
-			}
-		}
-		if !holds {
-			b.add(Mount{Kind: Hidden, Target: a.Path, Dir: true, Why: "another path of the home " + in.Home + ": the home's allow-list holds there too"})
+		if !b.holdsBound(t) {
+			b.add(Mount{Kind: Hidden, Target: t, Dir: true, Why: "another path of the home " + in.Home + " or of the whole root: the home's allow-list holds there too"})
 			continue
 		}
+		b.warn("%s shows the home %s (or the whole root) at another path and holds the vault or a path the session binds: only the home's secrets are masked there", t, in.Home)
 		for _, m := range rq.Home.Masks {
-			t := filepath.Join(a.Path, path.Clean(m.Path))
-			if ok, isDir := b.exists(t); ok {
-				b.add(Mount{Kind: Masked, Target: t, Dir: isDir, Why: m.Why + " (another path of the home " + in.Home + ")"})
+			mt := filepath.Join(t, path.Clean(m.Path))
+			if ok, isDir := b.exists(mt); ok {
+				b.add(Mount{Kind: Masked, Target: mt, Dir: isDir, Why: m.Why + " (another path of the home " + in.Home + ")"})
 			}
 		}
 	}
+}
+
+// hiddenAt says whether t lies under a tree the plan already hides or
+// replaces (the private /tmp, /run's empty folder, a mask).
+func (b *planBuilder) hiddenAt(t string) bool {
+	for _, m := range b.all {
+		if (m.Kind == Hidden || m.Kind == Tmpfs || m.Kind == Masked || m.Kind == Dev || m.Kind == Proc) && m.Target != b.in.Home && vault.Within(t, m.Target) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsBound says whether t holds the vault or the target of a bind of
+// the plan (the workdir, a writable path, the inbox).
+func (b *planBuilder) holdsBound(t string) bool {
+	if vault.Within(b.in.Vault, t) || vault.Within(t, b.in.Vault) {
+		return true
+	}
+	for _, m := range b.all {
+		if (m.Kind == BindRW || m.Kind == BindRO) && m.Target != "/" && vault.Within(m.Target, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // absentInHome: in an allow-list home a mask matters only where something

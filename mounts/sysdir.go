@@ -38,13 +38,19 @@ import (
 // agent writes there reaches the folder before the user applies it.
 
 // systemTrees are refused with all below them (but systemExempt).
-var systemTrees = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/usr", "/var/spool"}
+var systemTrees = []string{"/bin", "/boot", "/dev", "/efi", "/etc", "/gnu", "/lib", "/lib32", "/lib64", "/libx32", "/nix", "/proc", "/run", "/sbin", "/snap", "/sys", "/usr", "/var/spool"}
 
-// daemonTrees are refused with all below them but inside the caller's
-// own home: add-on software and the state daemons run or load
-// (containerd's /opt/containerd/bin, CNI's /opt/cni/bin, cloud-init's
-// /var/lib/cloud/scripts, k3s' manifests, a web server's /var/www).
-var daemonTrees = []string{"/opt", "/var/lib", "/var/cache", "/var/opt", "/var/local", "/var/log", "/var/mail", "/var/backups", "/var/www"}
+// daemonTrees are refused with all below them (but daemonExempt) but
+// inside the caller's own home: add-on software and the state daemons run
+// or load (containerd's /opt/containerd/bin, CNI's /opt/cni/bin,
+// cloud-init's /var/lib/cloud/scripts, k3s' manifests, a web server's
+// /var/www, Gentoo's /var/db/pkg, a name server's /var/named). /var is
+// an allow-list: its scratch folder /var/tmp is a project's place, the
+// rest is the system's.
+var daemonTrees = []string{"/opt", "/var"}
+
+// daemonExempt are the project places under daemonTrees.
+var daemonExempt = []string{"/var/tmp"}
 
 // systemExempt are the project places under systemTrees.
 var systemExempt = []string{"/usr/src", "/usr/local/src"}
@@ -68,6 +74,11 @@ func systemFolder(p, home string) (string, bool) {
 			return t, true // p is, is in or holds a system tree
 		}
 	}
+	for _, x := range daemonExempt {
+		if under(p, x) {
+			return "", false
+		}
+	}
 	for _, t := range daemonTrees {
 		if under(t, p) {
 			return t, true
@@ -77,6 +88,16 @@ func systemFolder(p, home string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// exemptHome is the home whose projects a daemon tree may hold: the
+// caller's, when it is the one /etc/passwd names (a CI user's
+// /var/lib/jenkins); a HOME set to /opt/containerd makes no exemption.
+func exemptHome(in Input) string {
+	if in.Home == "" || in.PasswdHome == "" || filepath.Clean(in.Home) != filepath.Clean(in.PasswdHome) {
+		return ""
+	}
+	return in.Home
 }
 
 // inHomeProject says whether p lies in a non-dot entry of home.
@@ -110,11 +131,31 @@ func checkWorkdir(rq request.Request, in Input) error {
 		}
 	}
 	if h := filepath.Clean(in.Home); in.Home != "" && h != "/" {
-		for _, t := range systemTrees {
-			if under(h, t) && !slicesContainsUnder(systemExempt, h) {
-				return fmt.Errorf("%w: HOME is %s, in the operating system's %s: fedmem-run would keep the profile's state there and show it to the agent writable (rule: home-system); set HOME to a folder of your own", ErrPlan, h, t)
+		for _, t := range append(append([]string{}, systemTrees...), daemonTrees...) {
+			hard := !slicesContainsUnder(daemonTrees, t)
+			if (hard && under(h, t) && !slicesContainsUnder(systemExempt, h)) || under(t, h) {
+				return fmt.Errorf("%w: HOME is %s, in or holding the operating system's %s: fedmem-run would keep the profile's state there and show it to the agent writable (rule: home-system); set HOME to a folder of your own", ErrPlan, h, t)
 			}
 		}
+	}
+	return checkHomeAliases(in)
+}
+
+// checkHomeAliases refuses a workdir that lies in another path of the
+// caller's home (/mnt/data/home/me/proj where /home/me is a bind of
+// /mnt/data/home/me): the home's allow-list cannot be laid over that path
+// without hiding the workdir, so the session runs from the home's own
+// path (rule workdir-home-alias).
+func checkHomeAliases(in Input) error {
+	if in.Aliases == nil || in.Home == "" || in.Home == "/" || vault.Within(in.Workdir, in.Vault) {
+		return nil
+	}
+	for _, a := range in.Aliases(in.Home) {
+		if a.Holds || a.Path == "" || a.Path == "/" || !under(in.Workdir, a.Path) || under(in.Workdir, in.Home) {
+			continue
+		}
+		canon := filepath.Join(in.Home, strings.TrimPrefix(in.Workdir, a.Path))
+		return fmt.Errorf("%w: the workdir %s lies in %s, another path of your home %s (a bind mount or another mount of its filesystem): the home's allow-list holds at its own path only with the workdir in it (rule: workdir-home-alias); run fedmem-run from %s", ErrPlan, in.Workdir, a.Path, in.Home, canon)
 	}
 	return nil
 }
@@ -133,14 +174,19 @@ func slicesContainsUnder(dirs []string, p string) bool {
 // its aliases in the host's mount table; strict adds the home, Git and
 // PATH rules.
 func judgeWritable(in Input, p, what string, strict bool) error {
-	if err := judgePlace(in, p, p, what, false, strict); err != nil {
+	if err := judgePlace(in, p, p, what, false, strict, true); err != nil {
 		return err
 	}
 	if in.Aliases == nil {
 		return nil
 	}
 	for _, a := range in.Aliases(p) {
-		if err := judgePlace(in, a.Path, p, what, a.Holds, strict); err != nil {
+		if a.As == "" || (a.Path != "" && under(a.Path, p)) || (a.As == p && !a.Holds) {
+			continue // p itself, or a mount point in p: judged with it
+		}
+		// A path known only inside its filesystem is judged by name: the
+		// host's own folder at that path is another one.
+		if err := judgePlace(in, a.As, p, what, a.Holds, strict, a.Path != ""); err != nil {
 			return err
 		}
 	}
@@ -149,7 +195,7 @@ func judgeWritable(in Input, p, what string, strict bool) error {
 
 // judgePlace judges q, which is p or a path the host shows p's content at
 // (held: q's content lies in p, p shows it under another name).
-func judgePlace(in Input, q, p, what string, held, strict bool) error {
+func judgePlace(in Input, q, p, what string, held, strict, onHost bool) error {
 	name := fmt.Sprintf("%s %s", what, p)
 	if q != p {
 		shows := "is also"
@@ -158,7 +204,7 @@ func judgePlace(in Input, q, p, what string, held, strict bool) error {
 		}
 		name = fmt.Sprintf("%s %s %s (a bind mount or another mount of its filesystem)", name, shows, q)
 	}
-	if t, ok := systemFolder(q, in.Home); ok {
+	if t, ok := systemFolder(q, exemptHome(in)); ok {
 		how := "is the operating system's folder " + t
 		if t != q {
 			how = "lies in the operating system's " + t
@@ -168,7 +214,7 @@ func judgePlace(in Input, q, p, what string, held, strict bool) error {
 		}
 		return fmt.Errorf("%w: %s, which %s: the agent would write the host's own files there (a root caller's agent as root, through the idmapped bind) (rule: workdir-system); run fedmem-run from a project folder or pass --workdir DIR", ErrPlan, name, how)
 	}
-	if r, ok := systemRoot(in, q); ok {
+	if r, ok := systemRoot(in, q); ok && onHost {
 		return fmt.Errorf("%w: %s lies in %s, which holds a system's root (etc/ and usr/: a chroot, a container's root filesystem, a host's root seen at a path of its own): its etc/cron.d and root/ run as root there (rule: workdir-system); run fedmem-run from a project folder", ErrPlan, name, r)
 	}
 	if !strict {
@@ -177,11 +223,22 @@ func judgePlace(in Input, q, p, what string, held, strict bool) error {
 	if err := judgeHomes(in, q, name, held); err != nil {
 		return err
 	}
-	if g, ok := gitDir(in, q); ok {
+	if g, ok := gitDir(in, q, onHost); ok {
 		return fmt.Errorf("%w: %s lies in the Git folder %s: its hooks and config run when the repository is next used (rule: workdir-git-dir); run fedmem-run from the repository's work tree", ErrPlan, name, g)
 	}
 	for _, d := range in.PathDirs {
-		if d = filepath.Clean(d); filepath.IsAbs(d) && d != "/" && under(q, d) {
+		if !filepath.IsAbs(d) {
+			if filepath.Clean(d) != "." {
+				continue // "bin": a folder in the workdir, not the workdir
+			}
+			// "." or "": wherever the caller's shell is, the workdir when
+			// it is in the project.
+			return fmt.Errorf("%w: your PATH holds the relative entry %q: %s is on it whenever your shell is there, so what the agent put there would run as your commands (rule: workdir-on-path); take the entry out of PATH", ErrPlan, d, p)
+		}
+		if d = filepath.Clean(d); in.RealPath != nil {
+			d = filepath.Clean(in.RealPath(d))
+		}
+		if d != "/" && under(q, d) {
 			return fmt.Errorf("%w: %s lies in %s, a folder on your PATH: what the agent put there would run as your commands (rule: workdir-on-path); run fedmem-run from a project folder", ErrPlan, name, d)
 		}
 	}
@@ -253,12 +310,12 @@ func systemRoot(in Input, q string) (string, bool) {
 // gitDir returns the Git folder q is or lies in: a path component `.git`,
 // or a folder (q or above it) that holds HEAD, objects/ and refs/ (a bare
 // repository). Without Exists only the name is judged.
-func gitDir(in Input, q string) (string, bool) {
+func gitDir(in Input, q string, onHost bool) (string, bool) {
 	for d := q; ; d = filepath.Dir(d) {
 		if filepath.Base(d) == ".git" {
 			return d, true
 		}
-		if in.Exists != nil {
+		if in.Exists != nil && onHost {
 			head, headDir := in.Exists(filepath.Join(d, "HEAD"))
 			obj, objDir := in.Exists(filepath.Join(d, "objects"))
 			refs, refsDir := in.Exists(filepath.Join(d, "refs"))

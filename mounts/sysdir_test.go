@@ -18,7 +18,7 @@ func TestSystemFolder(t *testing.T) {
 		"/usr/local/bin":         "/usr",
 		"/usr/lib/systemd":       "/usr",
 		"/var":                   "/var/spool",
-		"/var/lib":               "/var/lib",
+		"/var/lib":               "/var",
 		"/var/spool/cron":        "/var/spool",
 		"/boot":                  "/boot",
 		"/run/user/1000":         "/run",
@@ -26,10 +26,10 @@ func TestSystemFolder(t *testing.T) {
 		"/usr/src/app":           "",
 		"/usr/src":               "",
 		"/usr/local/src/project": "",
-		"/var/lib/jenkins/ws":    "/var/lib",
-		"/var/lib/cloud/scripts": "/var/lib",
+		"/var/lib/jenkins/ws":    "/var",
+		"/var/lib/cloud/scripts": "/var",
 		"/opt/containerd/bin":    "/opt",
-		"/var/www/html":          "/var/www",
+		"/var/www/html":          "/var",
 		"/var/tmp/build":         "",
 		"/opt/app":               "/opt",
 		"/srv/project":           "",
@@ -48,9 +48,9 @@ func TestSystemFolder(t *testing.T) {
 	// HOME=/var/lib/jenkins), never its dot-entries nor a system tree.
 	for p, want := range map[string]string{
 		"/var/lib/jenkins/workspace/job": "",
-		"/var/lib/jenkins/.config":       "/var/lib",
-		"/var/lib/jenkins":               "/var/lib",
-		"/var/lib/other/x":               "/var/lib",
+		"/var/lib/jenkins/.config":       "/var",
+		"/var/lib/jenkins":               "/var",
+		"/var/lib/other/x":               "/var",
 	} {
 		if got, _ := systemFolder(p, "/var/lib/jenkins"); got != want {
 			t.Errorf("systemFolder(%q, HOME /var/lib/jenkins) = %q, want %q", p, got, want)
@@ -121,12 +121,12 @@ func TestBuildRefusesHomeWorkdir(t *testing.T) {
 // folder, PATH and HOME rules; the profile's writable paths too.
 func TestBuildRefusesWritableElsewhere(t *testing.T) {
 	base := Input{Vault: "/srv/vault", Home: "/home/alice", Session: "20261203T083439Z-7ab06a3e",
-		Homes: []string{"/root", "/home/alice"}, PathDirs: []string{"/home/alice/bin", "relative/bin", "/usr/bin"}}
+		Homes: []string{"/root", "/home/alice"}, PathDirs: []string{"/home/alice/bin", "/usr/bin"}}
 	aliases := map[string][]Alias{
-		"/srv/etc-copy": {{Path: "/etc"}},
-		"/mnt/data":     {{Path: "/home", Holds: true}},
-		"/mnt/me":       {{Path: "/home/alice", Holds: true}},
-		"/srv/proj":     {{Path: "/srv/proj-alias"}},
+		"/srv/etc-copy": {{Path: "/etc", As: "/etc"}},
+		"/mnt/data":     {{Path: "/home", As: "/home", Holds: true}},
+		"/mnt/me":       {{Path: "/home/alice", As: "/home/alice", Holds: true}},
+		"/srv/proj":     {{Path: "/srv/proj-alias", As: "/srv/proj-alias"}},
 	}
 	base.Aliases = func(p string) []Alias { return aliases[p] }
 	bare := map[string]bool{"/srv/git/app.git/HEAD": false, "/srv/git/app.git/objects": true, "/srv/git/app.git/refs": true}
@@ -171,6 +171,13 @@ func TestBuildRefusesWritableElsewhere(t *testing.T) {
 		_, err := Build(rq, in)
 		if !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), "rule: "+c.rule) {
 			t.Errorf("workdir %s, writable %q, HOME %q: %v, want ErrPlan naming %s", c.wd, c.writable, c.home, err, c.rule)
+		}
+	}
+	for _, dirs := range [][]string{{"/usr/bin", ""}, {".", "/usr/bin"}, {"./"}} {
+		in := base
+		in.Workdir, in.PathDirs = "/srv/proj", dirs
+		if err := checkWorkdir(request.Request{}, in); err == nil || !strings.Contains(err.Error(), "rule: workdir-on-path") {
+			t.Errorf("PATH %q (a relative entry): %v, want workdir-on-path", dirs, err)
 		}
 	}
 	for _, wd := range []string{"/srv/proj", "/home/alice/src/app", "/home/alice/src/app/.github", "/srv/git/app"} {

@@ -81,6 +81,19 @@ func Home(uid int) (string, error) {
 	return filepath.Clean(real), nil
 }
 
+// PasswdHome is uid's home as the account database names it, links
+// resolved where it exists; "" when there is none.
+func PasswdHome(uid int) string {
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil || u.HomeDir == "" {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(u.HomeDir); err == nil {
+		return filepath.Clean(r)
+	}
+	return filepath.Clean(u.HomeDir)
+}
+
 // CredentialPaths are host paths that hold live credentials of the caller:
 // its runtime dir (agent sockets, keyrings) and forwarded agent sockets.
 func CredentialPaths(uid int) []string {

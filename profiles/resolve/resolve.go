@@ -193,6 +193,7 @@ func Resolve(o Options) (*Session, error) {
 		scanEntries = host.DefaultScanEntries
 	}
 	scanner := host.NewScanner(scanEntries, host.DefaultScanTime)
+	mt := host.ReadMountTable()
 	s.Plan, err = mounts.Build(prof.PlanRequest(), mounts.Input{
 		Vault: s.Vault, Session: s.ID, Workdir: s.Workdir, Home: s.Home,
 		Exists:     host.Exists,
@@ -211,7 +212,9 @@ func Resolve(o Options) (*Session, error) {
 		PathDirs:   filepath.SplitList(os.Getenv("PATH")),
 		Links:      host.Links,
 		Homes:      host.Homes(),
-		Aliases:    host.Aliases,
+		Aliases:    mt.Aliases,
+		Mirrors:    mt.Mirrors(),
+		PasswdHome: host.PasswdHome(s.OwnerUID),
 	})
 	if err != nil {
 		return nil, err

@@ -233,20 +233,16 @@ func TestRT4HomeExemptsDaemonTree(t *testing.T) {
 // tmpfs holding the canaries (the test's own tree bound back into it).
 func TestRT4WorkdirVarTreesNotListed(t *testing.T) {
 	e := setup(t, layout{name: "gate-owned/root", gateOwned: true})
-	base := filepath.Dir(e.base) // /var/fedmem-test (or FEDMEM_TEST_TMP)
-	if !strings.HasPrefix(base, "/var/") {
-		t.Skipf("test tree %s is not under /var", base)
+	base := filepath.Dir(e.base) // testutil.SharedTestBase (or FEDMEM_TEST_TMP)
+	setupSh := "mount -t tmpfs -o mode=0755 rt4-var /var\n" +
+		"mkdir -p /var/tmp /var/lib /var/cache /var/db/pkg/sys-apps/rt4-1.0 /var/kerberos/krb5kdc /var/named\nchmod 1777 /var/tmp"
+	if strings.HasPrefix(base, "/var/") {
+		// The namespace's /mnt is a tmpfs holding a second view of the
+		// test tree while /var is covered; it is bound back and the view
+		// dropped.
+		setupSh = "mount -t tmpfs rt4-mnt /mnt; mkdir /mnt/keep; mount --bind " + shq(base) + " /mnt/keep\n" + setupSh + "\n" +
+			"mkdir -p " + shq(base) + "\nmount --bind /mnt/keep " + shq(base) + "\numount /mnt/keep; umount /mnt"
 	}
-	keep := filepath.Join(e.base, "keep")
-	if err := os.MkdirAll(keep, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// The namespace's /mnt is a tmpfs holding a second view of the test
-	// tree while /var is covered; it is bound back and the view dropped.
-	setupSh := "mount -t tmpfs rt4-mnt /mnt; mkdir /mnt/keep; mount --bind " + shq(base) + " /mnt/keep\n" +
-		"mount -t tmpfs -o mode=0755 rt4-var /var\n" +
-		"mkdir -p " + shq(base) + " /var/tmp /var/lib /var/cache /var/db/pkg/sys-apps/rt4-1.0 /var/kerberos/krb5kdc /var/named\nchmod 1777 /var/tmp\n" +
-		"mount --bind /mnt/keep " + shq(base) + "\numount /mnt/keep; umount /mnt"
 	for _, c := range []struct{ wd, target string }{
 		{"/var/db/pkg", "/var/db/pkg/sys-apps/rt4-1.0/rt4-1.0.ebuild"},
 		{"/var/kerberos/krb5kdc", "/var/kerberos/krb5kdc/kadm5.acl"},

@@ -8,11 +8,13 @@ import (
 
 // SharedTestBase is TempBase's default: a root-made directory the sandbox
 // shows as it is, outside the system directories a profile's writable:
-// may not name (/var/lib, profiles.systemDirs). Not /tmp nor /var/tmp: the sandbox mounts a private
+// may not name (/var/lib, profiles.systemDirs) and the system's trees no
+// workdir may be in (mounts rule workdir-system: /var but /var/tmp, /opt).
+// Not /tmp nor /var/tmp: the sandbox mounts a private
 // tmpfs on each (a host's shared scratch directories hold other users'
 // sockets and FIFOs, issue 22), so the test's binaries and fixtures there
 // would not exist inside it.
-const SharedTestBase = "/var/fedmem-test"
+const SharedTestBase = "/srv/fedmem-test"
 
 // TempBase is the parent of every scratch directory: FEDMEM_TEST_TMP, else
 // SharedTestBase where it exists or this process can make it (root),
