@@ -10,6 +10,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/vault"
 )
 
 // ErrTranslate marks a Plan or Input the OCI spec cannot express.
@@ -149,7 +150,7 @@ func Translate(in Input) (*specs.Spec, error) {
 		s.Mounts = append(s.Mounts, specs.Mount{Destination: pl.Home, Type: "bind", Source: pl.Home,
 			Options: append(append([]string{}, roBind...), "idmap"), UIDMappings: in.HomeIDMap.UID, GIDMappings: in.HomeIDMap.GID})
 	}
-	for _, m := range pl.Mounts {
+	for _, m := range pinnedFirst(pl.Mounts) {
 		if err := addMount(s, m, in); err != nil {
 			return nil, err
 		}
@@ -160,6 +161,37 @@ func Translate(in Input) (*specs.Spec, error) {
 		}
 	}
 	return s, nil
+}
+
+// pinnedFirst moves each Pinned mount before the first mount below its
+// target that follows its last ancestor. The namespace backend realises a
+// Pinned folder as a recursive bind of the staged root onto itself, binds
+// beneath it kept; a runtime binds it from the host path, which would
+// cover what was mounted below it already (a state folder at
+// ~/go/pkg/mod under a pinned ~/go: the agent's module cache landed in
+// the home's own folder, and pin.CheckMounted refused the session).
+func pinnedFirst(ms []mounts.Mount) []mounts.Mount {
+	out := append([]mounts.Mount{}, ms...)
+	for i := 0; i < len(out); i++ {
+		p := out[i]
+		if p.Kind != mounts.Pinned {
+			continue
+		}
+		last := -1
+		for j := 0; j < i; j++ {
+			if vault.Within(p.Target, out[j].Target) {
+				last = j // an ancestor or the folder itself: P goes after it
+			}
+		}
+		for j := last + 1; j < i; j++ {
+			if out[j].Target != p.Target && vault.Within(out[j].Target, p.Target) {
+				copy(out[j+1:i+1], out[j:i])
+				out[j] = p
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Mount options shared by kinds.

@@ -2,6 +2,7 @@ package oci
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -61,9 +62,11 @@ func TestTranslateMounts(t *testing.T) {
 			},
 			[]specs.Mount{
 				{Destination: "/h/.netrc", Type: "bind", Source: "/dev/null", Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}},
+				// The pin before what it holds (pinnedFirst): the runtime's
+				// bind from the host would cover the read-only hooks.
+				{Destination: "/w/.git", Type: "bind", Source: "/w/.git", Options: []string{"rbind", "rw", "nosuid", "nodev"}},
 				{Destination: "/w/.git/hooks", Type: "bind", Source: "/w/.git/hooks", Options: []string{"rbind", "ro", "rro", "nosuid", "nodev"}},
 				{Destination: "/w/.mcp.json", Type: "bind", Source: "/dev/null", Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}},
-				{Destination: "/w/.git", Type: "bind", Source: "/w/.git", Options: []string{"rbind", "rw", "nosuid", "nodev"}},
 				{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777", "size=1048576"}},
 			}, nil, nil},
 	}
@@ -236,5 +239,30 @@ func TestTranslateHostReadOnlyRoot(t *testing.T) {
 	}
 	if d := cmp.Diff(rwBind, got["/x"]); d != "" {
 		t.Errorf("/x (writable on the host, a read-only submount): %s", d)
+	}
+}
+
+// A Pinned folder is bound before what the plan mounts below it: a
+// runtime binds it from the host path, which would cover a state folder
+// bound below it before (a state at ~/go/pkg/mod under a pinned ~/go).
+func TestPinnedFirst(t *testing.T) {
+	ms := []mounts.Mount{
+		{Kind: mounts.BindRW, Source: "/h", Target: "/h"},
+		{Kind: mounts.BindRW, Source: "/h/go", Target: "/h/go"},
+		{Kind: mounts.BindRW, Source: "/h/.local/share/fedmem/p/go/pkg/mod", Target: "/h/go/pkg/mod"},
+		{Kind: mounts.BindRW, Source: "/other", Target: "/other"},
+		{Kind: mounts.Pinned, Source: "/h/go", Target: "/h/go"},
+		{Kind: mounts.Pinned, Source: "/elsewhere", Target: "/elsewhere"},
+	}
+	var got []string
+	for _, m := range pinnedFirst(ms) {
+		got = append(got, string(m.Kind)+" "+m.Target)
+	}
+	want := []string{"rw /h", "rw /h/go", "pinned /h/go", "rw /h/go/pkg/mod", "rw /other", "pinned /elsewhere"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("pinnedFirst = %q, want %q", got, want)
+	}
+	if ms[4].Kind != mounts.Pinned {
+		t.Error("pinnedFirst changed its input")
 	}
 }
