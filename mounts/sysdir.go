@@ -130,6 +130,9 @@ func checkWorkdir(rq request.Request, in Input) error {
 			return err
 		}
 	}
+	if err := checkHomeWritableLinks(rq, in); err != nil {
+		return err
+	}
 	if h := filepath.Clean(in.Home); in.Home != "" && h != "/" {
 		for _, t := range append(append([]string{}, systemTrees...), daemonTrees...) {
 			hard := !slicesContainsUnder(daemonTrees, t)
@@ -139,6 +142,49 @@ func checkWorkdir(rq request.Request, in Input) error {
 		}
 	}
 	return checkHomeAliases(in)
+}
+
+// checkHomeWritableLinks judges a home.writable entry that is a symbolic
+// link (or has one on the way) by where it leads: the bind follows it, so
+// ~/.cache/pip linked to /etc/cron.d would hand the agent /etc/cron.d. A
+// link that stays in the home may lead to a non-dot entry or into another
+// home.writable entry; one that leaves the home is refused (rule
+// home-writable-link; a system folder is named by its own rule).
+func checkHomeWritableLinks(rq request.Request, in Input) error {
+	if in.RealPath == nil || in.Home == "" || in.Home == "/" || rq.Home.Mode == request.HomeHidden {
+		return nil
+	}
+	home := filepath.Clean(in.Home)
+	for _, w := range rq.Home.Writable {
+		t := filepath.Join(home, filepath.Clean(w))
+		r := filepath.Clean(in.RealPath(t))
+		if r == t {
+			continue
+		}
+		if rel, ok := strings.CutPrefix(r, home+"/"); ok {
+			if !strings.HasPrefix(rel, ".") {
+				continue
+			}
+			inside := false
+			for _, o := range rq.Home.Writable {
+				if under(r, filepath.Join(home, filepath.Clean(o))) {
+					inside = true
+				}
+			}
+			if inside {
+				continue
+			}
+			return fmt.Errorf("%w: home.writable %s is a link to %s, a dot-entry of the home the profile does not make writable (rule: home-writable-link); name %s in home.writable, or replace the link by a folder", ErrPlan, t, r, strings.TrimPrefix(r, home+"/"))
+		}
+		// Out of the home: an earlier session that could write the link's
+		// folder (home.writable [.cache/]) would choose where this one
+		// writes. Judged too, for the message's sake.
+		if err := judgeWritable(in, r, "home.writable "+w+", a link to", true); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: home.writable %s is a link to %s, out of the home: an agent that could write the link's folder chose where this session writes (rule: home-writable-link); replace the link by a folder, or name %s in the profile's writable:", ErrPlan, t, r, r)
+	}
+	return nil
 }
 
 // checkHomeAliases refuses a workdir that lies in another path of the
@@ -226,6 +272,9 @@ func judgePlace(in Input, q, p, what string, held, strict, onHost bool) error {
 	if g, ok := gitDir(in, q, onHost); ok {
 		return fmt.Errorf("%w: %s lies in the Git folder %s: its hooks and config run when the repository is next used (rule: workdir-git-dir); run fedmem-run from the repository's work tree", ErrPlan, name, g)
 	}
+	if g, ok := holdsBareRepo(in, q, onHost); ok {
+		return fmt.Errorf("%w: %s holds the bare repository %s (a Git server's folder): its hooks run at the next push (rule: workdir-git-dir); run fedmem-run from a work tree", ErrPlan, name, g)
+	}
 	for _, d := range in.PathDirs {
 		if !filepath.IsAbs(d) {
 			if filepath.Clean(d) != "." {
@@ -307,6 +356,36 @@ func systemRoot(in Input, q string) (string, bool) {
 	return "", false
 }
 
+// holdsBareRepo returns a bare repository among q's entries named *.git
+// (the convention of Git servers: /srv/git/proj.git); a repository's own
+// `.git` is the work tree's and judged by the persistence holds.
+func holdsBareRepo(in Input, q string, onHost bool) (string, bool) {
+	if in.List == nil || !onHost {
+		return "", false
+	}
+	names, _ := in.List(q)
+	for _, n := range names {
+		if n == ".git" || !strings.HasSuffix(n, ".git") {
+			continue
+		}
+		if d := filepath.Join(q, n); isBareRepo(in, d) {
+			return d, true
+		}
+	}
+	return "", false
+}
+
+// isBareRepo says whether d holds HEAD, objects/ and refs/.
+func isBareRepo(in Input, d string) bool {
+	if in.Exists == nil {
+		return false
+	}
+	head, headDir := in.Exists(filepath.Join(d, "HEAD"))
+	obj, objDir := in.Exists(filepath.Join(d, "objects"))
+	refs, refsDir := in.Exists(filepath.Join(d, "refs"))
+	return head && !headDir && obj && objDir && refs && refsDir
+}
+
 // gitDir returns the Git folder q is or lies in: a path component `.git`,
 // or a folder (q or above it) that holds HEAD, objects/ and refs/ (a bare
 // repository). Without Exists only the name is judged.
@@ -315,13 +394,8 @@ func gitDir(in Input, q string, onHost bool) (string, bool) {
 		if filepath.Base(d) == ".git" {
 			return d, true
 		}
-		if in.Exists != nil && onHost {
-			head, headDir := in.Exists(filepath.Join(d, "HEAD"))
-			obj, objDir := in.Exists(filepath.Join(d, "objects"))
-			refs, refsDir := in.Exists(filepath.Join(d, "refs"))
-			if head && !headDir && obj && objDir && refs && refsDir {
-				return d, true
-			}
+		if onHost && isBareRepo(in, d) {
+			return d, true
 		}
 		if d == "/" || d == "." {
 			return "", false

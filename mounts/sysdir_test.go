@@ -188,3 +188,65 @@ func TestBuildRefusesWritableElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// A folder holding a bare repository (a Git server's /srv/git) is no
+// workdir; one holding a work tree's .git or a plain folder named x.git
+// is.
+func TestBuildRefusesBareRepoHolder(t *testing.T) {
+	bare := map[string]bool{"/srv/git/proj.git/HEAD": false, "/srv/git/proj.git/objects": true, "/srv/git/proj.git/refs": true}
+	in := Input{Vault: "/srv/vault", Home: "/home/alice", Session: "20261203T083439Z-7ab06a3e",
+		Exists: func(p string) (bool, bool) {
+			if isDir, ok := bare[p]; ok {
+				return true, isDir
+			}
+			return false, false
+		},
+		List: func(dir string) ([]string, error) {
+			return map[string][]string{"/srv/git": {"proj.git", "README"}, "/srv/site": {".git", "assets.git", "src"}}[dir], nil
+		}}
+	in.Workdir = "/srv/git"
+	if err := checkWorkdir(request.Request{}, in); err == nil || !strings.Contains(err.Error(), "rule: workdir-git-dir") || !strings.Contains(err.Error(), "/srv/git/proj.git") {
+		t.Errorf("workdir /srv/git: %v, want workdir-git-dir naming proj.git", err)
+	}
+	in.Workdir = "/srv/site"
+	if err := checkWorkdir(request.Request{}, in); err != nil {
+		t.Errorf("workdir /srv/site: %v, want allowed", err)
+	}
+}
+
+// A home.writable entry that is a link is judged by where it leads: into
+// the home's non-dot entries or another writable entry, yes; another
+// dot-entry, out of the home, or a system folder, no.
+func TestBuildHomeWritableLinks(t *testing.T) {
+	links := map[string]string{
+		"/home/alice/.claude":      "/home/alice/dotfiles/claude",
+		"/home/alice/.cache/pip":   "/etc/cron.d",
+		"/home/alice/.codex":       "/home/alice/.config/systemd/user",
+		"/home/alice/.aider":       "/data/aider",
+		"/home/alice/.local/state": "/home/alice/.cache/state",
+	}
+	in := Input{Vault: "/srv/vault", Home: "/home/alice", Workdir: "/srv/proj", Session: "20261203T083439Z-7ab06a3e",
+		RealPath: func(p string) string {
+			if r, ok := links[p]; ok {
+				return r
+			}
+			return p
+		}}
+	for _, c := range []struct {
+		writable []string
+		rule     string
+	}{
+		{[]string{".claude/"}, ""},
+		{[]string{".local/state/", ".cache/"}, ""},
+		{[]string{".cache/pip/"}, "workdir-system"},
+		{[]string{".codex/"}, "home-writable-link"},
+		{[]string{".aider/"}, "home-writable-link"},
+	} {
+		var rq request.Request
+		rq.Home.Writable = c.writable
+		err := checkWorkdir(rq, in)
+		if (c.rule == "") != (err == nil) || (c.rule != "" && !strings.Contains(err.Error(), "rule: "+c.rule)) {
+			t.Errorf("home.writable %q: %v, want rule %q", c.writable, err, c.rule)
+		}
+	}
+}

@@ -255,11 +255,13 @@ func TestRT4WorkdirVarTreesNotListed(t *testing.T) {
 	}
 }
 
-// TestRT4WorkdirHoldsBareRepos: rule workdir-git-dir refuses a Git folder
+// TestRT4WorkdirHoldsBareRepos: rule workdir-git-dir refused a Git folder
 // or a folder in one; a folder that holds bare repositories (a plain Git
-// server's /srv/git, cgit's scan path) is neither, and the persistence
-// holds look for ROOT/.git only. The agent writes
-// proj.git/hooks/post-receive, which runs at the next push.
+// server's /srv/git, cgit's scan path) was neither, and the persistence
+// holds look for ROOT/.git only. The agent wrote
+// proj.git/hooks/post-receive, which runs at the next push (PARTIAL: the
+// after-walk moved HEAD aside). A folder holding a bare *.git repository
+// is refused now (workdir-git-dir).
 func TestRT4WorkdirHoldsBareRepos(t *testing.T) {
 	e := setup(t, layout{name: "gate-owned/root", gateOwned: true})
 	srv := filepath.Join(e.base, "srv-git")
