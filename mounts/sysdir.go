@@ -65,25 +65,25 @@ func systemFolder(p, home string) (string, bool) {
 		return "/", true
 	}
 	for _, x := range systemExempt {
-		if under(p, x) {
+		if vault.Within(p, x) {
 			return "", false
 		}
 	}
 	for _, t := range systemTrees {
-		if under(p, t) || under(t, p) {
+		if vault.Within(p, t) || vault.Within(t, p) {
 			return t, true // p is, is in or holds a system tree
 		}
 	}
 	for _, x := range daemonExempt {
-		if under(p, x) {
+		if vault.Within(p, x) {
 			return "", false
 		}
 	}
 	for _, t := range daemonTrees {
-		if under(t, p) {
+		if vault.Within(t, p) {
 			return t, true
 		}
-		if under(p, t) && !inHomeProject(p, home) {
+		if vault.Within(p, t) && !inHomeProject(p, home) {
 			return t, true
 		}
 	}
@@ -136,7 +136,7 @@ func checkWorkdir(rq request.Request, in Input) error {
 	if h := filepath.Clean(in.Home); in.Home != "" && h != "/" {
 		for _, t := range append(append([]string{}, systemTrees...), daemonTrees...) {
 			hard := !slicesContainsUnder(daemonTrees, t)
-			if (hard && under(h, t) && !slicesContainsUnder(systemExempt, h)) || under(t, h) {
+			if (hard && vault.Within(h, t) && !slicesContainsUnder(systemExempt, h)) || vault.Within(t, h) {
 				return fmt.Errorf("%w: HOME is %s, in or holding the operating system's %s: fedmem-run would keep the profile's state there and show it to the agent writable (rule: home-system); set HOME to a folder of your own", ErrPlan, h, t)
 			}
 		}
@@ -167,7 +167,7 @@ func checkHomeWritableLinks(rq request.Request, in Input) error {
 			}
 			inside := false
 			for _, o := range rq.Home.Writable {
-				if under(r, filepath.Join(home, filepath.Clean(o))) {
+				if vault.Within(r, filepath.Join(home, filepath.Clean(o))) {
 					inside = true
 				}
 			}
@@ -197,7 +197,7 @@ func checkHomeAliases(in Input) error {
 		return nil
 	}
 	for _, a := range in.Aliases(in.Home) {
-		if a.Holds || a.Path == "" || a.Path == "/" || !under(in.Workdir, a.Path) || under(in.Workdir, in.Home) {
+		if a.Holds || a.Path == "" || a.Path == "/" || !vault.Within(in.Workdir, a.Path) || vault.Within(in.Workdir, in.Home) {
 			continue
 		}
 		canon := filepath.Join(in.Home, strings.TrimPrefix(in.Workdir, a.Path))
@@ -209,7 +209,7 @@ func checkHomeAliases(in Input) error {
 // slicesContainsUnder says whether p lies under one of dirs.
 func slicesContainsUnder(dirs []string, p string) bool {
 	for _, d := range dirs {
-		if under(p, d) {
+		if vault.Within(p, d) {
 			return true
 		}
 	}
@@ -227,7 +227,7 @@ func judgeWritable(in Input, p, what string, strict bool) error {
 		return nil
 	}
 	for _, a := range in.Aliases(p) {
-		if a.As == "" || (a.Path != "" && under(a.Path, p)) || (a.As == p && !a.Holds) {
+		if a.As == "" || (a.Path != "" && vault.Within(a.Path, p)) || (a.As == p && !a.Holds) {
 			continue // p itself, or a mount point in p: judged with it
 		}
 		// A path known only inside its filesystem is judged by name: the
@@ -254,7 +254,7 @@ func judgePlace(in Input, q, p, what string, held, strict, onHost bool) error {
 		how := "is the operating system's folder " + t
 		if t != q {
 			how = "lies in the operating system's " + t
-			if under(t, q) {
+			if vault.Within(t, q) {
 				how = "holds the operating system's " + t
 			}
 		}
@@ -287,7 +287,7 @@ func judgePlace(in Input, q, p, what string, held, strict, onHost bool) error {
 		if d = filepath.Clean(d); in.RealPath != nil {
 			d = filepath.Clean(in.RealPath(d))
 		}
-		if d != "/" && under(q, d) {
+		if d != "/" && vault.Within(q, d) {
 			return fmt.Errorf("%w: %s lies in %s, a folder on your PATH: what the agent put there would run as your commands (rule: workdir-on-path); run fedmem-run from a project folder", ErrPlan, name, d)
 		}
 	}
@@ -324,7 +324,7 @@ func judgeHomes(in Input, q, name string, held bool) error {
 		if (h == in.Home && !held) || vault.Within(h, in.Vault) {
 			continue
 		}
-		if under(h, q) {
+		if vault.Within(h, q) {
 			how := "is the home of another account, " + h
 			switch {
 			case h == in.Home:
@@ -401,9 +401,4 @@ func gitDir(in Input, q string, onHost bool) (string, bool) {
 			return "", false
 		}
 	}
-}
-
-// under says whether p is dir or lies below it.
-func under(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }

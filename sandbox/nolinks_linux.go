@@ -6,16 +6,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/mounts/pin"
 )
 
 // OpenNoLinks opens p as an O_PATH descriptor without following any
-// symbolic link on the way (the final one included).
-func OpenNoLinks(p string) (int, error) {
-	return unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-}
+// symbolic link on the way (the final one included): pin.OpenPath, the
+// one such open of the launcher and the init.
+func OpenNoLinks(p string) (int, error) { return pin.OpenPath(p) }
 
 // OpenListedSocket opens a listed unix socket (or FIFO) of the host with
 // no link followed on the way and checks what it is: the plan refuses a

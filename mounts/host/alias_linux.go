@@ -8,6 +8,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/vault"
 )
 
 // Alias is mounts.Alias: another path the host shows a folder at.
@@ -85,7 +86,7 @@ func mirrorBases(infos []*mountinfo.Info) []string {
 	}
 	var out []string
 	for _, m := range infos {
-		if m == root || m.Major != root.Major || m.Minor != root.Minor || !within(root.Root, m.Root) {
+		if m == root || m.Major != root.Major || m.Minor != root.Minor || !vault.Within(root.Root, m.Root) {
 			continue
 		}
 		out = append(out, filepath.Join(m.Mountpoint, strings.TrimPrefix(root.Root, m.Root)))
@@ -98,7 +99,7 @@ func mirrorBases(infos []*mountinfo.Info) []string {
 func role(bases []string, q string) string {
 	best := ""
 	for _, b := range bases {
-		if within(q, b) && len(b) > len(best) {
+		if vault.Within(q, b) && len(b) > len(best) {
 			best = b
 		}
 	}
@@ -115,7 +116,7 @@ func aliasesFrom(infos []*mountinfo.Info, p string) []Alias {
 	// the last one mounted there.
 	var serving *mountinfo.Info
 	for _, m := range infos {
-		if within(p, m.Mountpoint) && (serving == nil || len(m.Mountpoint) >= len(serving.Mountpoint)) {
+		if vault.Within(p, m.Mountpoint) && (serving == nil || len(m.Mountpoint) >= len(serving.Mountpoint)) {
 			serving = m
 		}
 	}
@@ -125,7 +126,7 @@ func aliasesFrom(infos []*mountinfo.Info, p string) []Alias {
 	rel := strings.TrimPrefix(strings.TrimPrefix(p, serving.Mountpoint), "/")
 	regions := []region{{serving.Major, serving.Minor, filepath.Join(serving.Root, rel), false}}
 	for _, m := range infos {
-		if m.Mountpoint != p && within(m.Mountpoint, p) {
+		if m.Mountpoint != p && vault.Within(m.Mountpoint, p) {
 			regions = append(regions, region{m.Major, m.Minor, m.Root, true})
 		}
 	}
@@ -144,7 +145,7 @@ func aliasesFrom(infos []*mountinfo.Info, p string) []Alias {
 		// judged as the path it has there: a container's /host/etc, bound
 		// from the node's disk, is /etc. The root's own subvolume path
 		// (btrfs' /@) is no such folder.
-		if !(root != nil && r.major == root.Major && r.minor == root.Minor && within(r.path, root.Root)) && r.path != "/" {
+		if !(root != nil && r.major == root.Major && r.minor == root.Minor && vault.Within(r.path, root.Root)) && r.path != "/" {
 			add(Alias{As: r.path, Holds: r.held})
 		}
 		for _, m := range infos {
@@ -153,9 +154,9 @@ func aliasesFrom(infos []*mountinfo.Info, p string) []Alias {
 			}
 			var a Alias
 			switch {
-			case within(r.path, m.Root):
+			case vault.Within(r.path, m.Root):
 				a = Alias{Path: filepath.Join(m.Mountpoint, strings.TrimPrefix(strings.TrimPrefix(r.path, m.Root), "/")), Holds: r.held}
-			case within(m.Root, r.path):
+			case vault.Within(m.Root, r.path):
 				a = Alias{Path: m.Mountpoint, Holds: true}
 			default:
 				continue
@@ -170,14 +171,9 @@ func aliasesFrom(infos []*mountinfo.Info, p string) []Alias {
 // kernelView says whether a mount point lies in the kernel's own trees.
 func kernelView(mp string) bool {
 	for _, d := range []string{"/proc", "/sys", "/dev"} {
-		if within(mp, d) {
+		if vault.Within(mp, d) {
 			return true
 		}
 	}
 	return false
-}
-
-// within says whether p is dir or lies below it (both clean).
-func within(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
+
+	"github.com/fedmem/fedmem/vault"
 )
 
 // mi is a mount table: "major:minor root mountpoint" per line.
@@ -40,7 +42,7 @@ func atoi(t *testing.T, s string) int {
 func judged(as []Alias, p string) []string {
 	var out []string
 	for _, a := range as {
-		if a.As == "" || (a.Path != "" && within(a.Path, p)) || (a.As == p && !a.Holds) {
+		if a.As == "" || (a.Path != "" && vault.Within(a.Path, p)) || (a.As == p && !a.Holds) {
 			continue
 		}
 		s := a.As

@@ -11,15 +11,21 @@ import (
 	"github.com/fedmem/fedmem/mounts"
 )
 
-// openNoLinks opens p as an O_PATH descriptor with no symbolic link
-// followed on the way, the last component included: a link there is
-// unix.ELOOP too (O_PATH|O_NOFOLLOW alone would open the link itself).
-func openNoLinks(p string) (int, unix.Stat_t, error) {
-	var st unix.Stat_t
-	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
+// OpenPath opens p as an O_PATH descriptor with no symbolic link
+// followed on the way (openat2 RESOLVE_NO_SYMLINKS); a link as the last
+// component is opened itself (O_NOFOLLOW), not followed.
+func OpenPath(p string) (int, error) {
+	return unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})
+}
+
+// openNoLinks opens p as OpenPath does, and a link as the last component
+// is unix.ELOOP too.
+func openNoLinks(p string) (int, unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := OpenPath(p)
 	if err != nil {
 		return -1, st, err
 	}

@@ -1,9 +1,8 @@
 package guard
 
 import (
-	"golang.org/x/sys/unix"
-
 	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/mounts/pin"
 )
 
 // Spec is what guard reads of a session: its Plan and where its events go
@@ -20,11 +19,5 @@ func emit(spec *Spec, name string, fields map[string]any) {
 }
 
 // openNoLinks opens p as an O_PATH descriptor without following any
-// symbolic link on the way (the final one included), as package sandbox's
-// openNoLinks does.
-func openNoLinks(p string) (int, error) {
-	return unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-}
+// symbolic link on the way (the final one included): pin.OpenPath.
+func openNoLinks(p string) (int, error) { return pin.OpenPath(p) }
