@@ -64,20 +64,16 @@ func systemFolder(p, home string) (string, bool) {
 	if p == "/" {
 		return "/", true
 	}
-	for _, x := range systemExempt {
-		if vault.Within(p, x) {
-			return "", false
-		}
+	if inAny(systemExempt, p) {
+		return "", false
 	}
 	for _, t := range systemTrees {
 		if vault.Within(p, t) || vault.Within(t, p) {
 			return t, true // p is, is in or holds a system tree
 		}
 	}
-	for _, x := range daemonExempt {
-		if vault.Within(p, x) {
-			return "", false
-		}
+	if inAny(daemonExempt, p) {
+		return "", false
 	}
 	for _, t := range daemonTrees {
 		if vault.Within(t, p) {
@@ -113,6 +109,7 @@ func inHomeProject(p, home string) bool {
 // rules above, and refuses a HOME in a system tree (rule home-system:
 // fedmem-run keeps its per-profile state under it).
 func checkWorkdir(rq request.Request, in Input) error {
+	in.PathDirs = judgedPathDirs(in)
 	if !vault.Within(in.Workdir, in.Vault) {
 		if err := judgeWritable(in, in.Workdir, "the workdir", !rq.ProposeWorkdir); err != nil {
 			return err
@@ -135,8 +132,8 @@ func checkWorkdir(rq request.Request, in Input) error {
 	}
 	if h := filepath.Clean(in.Home); in.Home != "" && h != "/" {
 		for _, t := range append(append([]string{}, systemTrees...), daemonTrees...) {
-			hard := !slicesContainsUnder(daemonTrees, t)
-			if (hard && vault.Within(h, t) && !slicesContainsUnder(systemExempt, h)) || vault.Within(t, h) {
+			hard := !inAny(daemonTrees, t)
+			if (hard && vault.Within(h, t) && !inAny(systemExempt, h)) || vault.Within(t, h) {
 				return fmt.Errorf("%w: HOME is %s, in or holding the operating system's %s: fedmem-run would keep the profile's state there and show it to the agent writable (rule: home-system); set HOME to a folder of your own", ErrPlan, h, t)
 			}
 		}
@@ -206,8 +203,8 @@ func checkHomeAliases(in Input) error {
 	return nil
 }
 
-// slicesContainsUnder says whether p lies under one of dirs.
-func slicesContainsUnder(dirs []string, p string) bool {
+// inAny says whether p is or lies in one of dirs.
+func inAny(dirs []string, p string) bool {
 	for _, d := range dirs {
 		if vault.Within(p, d) {
 			return true
@@ -276,22 +273,37 @@ func judgePlace(in Input, q, p, what string, held, strict, onHost bool) error {
 		return fmt.Errorf("%w: %s holds the bare repository %s (a Git server's folder): its hooks run at the next push (rule: workdir-git-dir); run fedmem-run from a work tree", ErrPlan, name, g)
 	}
 	for _, d := range in.PathDirs {
-		if !filepath.IsAbs(d) {
-			if filepath.Clean(d) != "." {
-				continue // "bin": a folder in the workdir, not the workdir
-			}
+		if d == "." {
 			// "." or "": wherever the caller's shell is, the workdir when
 			// it is in the project.
-			return fmt.Errorf("%w: your PATH holds the relative entry %q: %s is on it whenever your shell is there, so what the agent put there would run as your commands (rule: workdir-on-path); take the entry out of PATH", ErrPlan, d, p)
-		}
-		if d = filepath.Clean(d); in.RealPath != nil {
-			d = filepath.Clean(in.RealPath(d))
+			return fmt.Errorf("%w: your PATH holds a relative entry (\".\" or an empty one): %s is on it whenever your shell is there, so what the agent put there would run as your commands (rule: workdir-on-path); take the entry out of PATH", ErrPlan, p)
 		}
 		if d != "/" && vault.Within(q, d) {
 			return fmt.Errorf("%w: %s lies in %s, a folder on your PATH: what the agent put there would run as your commands (rule: workdir-on-path); run fedmem-run from a project folder", ErrPlan, name, d)
 		}
 	}
 	return nil
+}
+
+// judgedPathDirs are the caller's PATH entries as judgePlace compares
+// them, resolved once per plan: absolute ones cleaned with their links
+// resolved, "." for a "." or empty entry (the current folder); other
+// relative ones ("bin": a folder in the workdir, not the workdir) left
+// out.
+func judgedPathDirs(in Input) []string {
+	var out []string
+	for _, d := range in.PathDirs {
+		switch d = filepath.Clean(d); {
+		case d == ".":
+			out = append(out, d)
+		case filepath.IsAbs(d):
+			if in.RealPath != nil {
+				d = filepath.Clean(in.RealPath(d))
+			}
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // judgeHomes is the two home rules for q. The caller's own home may be
@@ -310,7 +322,8 @@ func judgeHomes(in Input, q, name string, held bool) error {
 			continue
 		}
 		h = filepath.Clean(h)
-		if rel, ok := strings.CutPrefix(q, h+"/"); ok && strings.HasPrefix(rel, ".") {
+		rel, inH := strings.CutPrefix(q, h+"/")
+		if inH && strings.HasPrefix(rel, ".") {
 			top, _, _ := strings.Cut(rel, "/")
 			where := "is in " + filepath.Join(h, top) + ","
 			if top == rel {
@@ -318,7 +331,7 @@ func judgeHomes(in Input, q, name string, held bool) error {
 			}
 			return fmt.Errorf("%w: %s %s a dot-entry of the home %s: the home's configuration, which its owner's shell, session or SSH server runs later, would be the agent's to write (rule: workdir-home-config); run fedmem-run from a project folder, or use a profile with workdir: propose", ErrPlan, name, where, h)
 		}
-		if rel, ok := strings.CutPrefix(q, h+"/"); ok && (rel == "bin" || strings.HasPrefix(rel, "bin/")) {
+		if inH && (rel == "bin" || strings.HasPrefix(rel, "bin/")) {
 			return fmt.Errorf("%w: %s is in %s: a home's bin folder is on its owner's PATH at the next login (Debian's ~/.profile puts it there), so what the agent put there would run as that user's commands (rule: workdir-on-path); run fedmem-run from a project folder", ErrPlan, name, filepath.Join(h, "bin"))
 		}
 		if (h == in.Home && !held) || vault.Within(h, in.Vault) {
