@@ -633,11 +633,16 @@ func (b *planBuilder) addHomeAliases() {
 }
 
 // hiddenAt says whether t lies under a tree the plan already hides or
-// replaces (the private /tmp, /run's empty folder, a mask).
+// replaces (the private /tmp, /run's empty folder, a mask) and no bind of
+// the plan shows it again. It reads the whole plan so far: the system's
+// tmpfs and hidden folders are not among the writable group (b.all),
+// which it read before, so a mirror under /tmp or /run (a container
+// runtime's rootfs) was given a hidden mount of its own in a tree that
+// does not exist inside.
 func (b *planBuilder) hiddenAt(t string) bool {
-	for _, m := range b.all {
+	for _, m := range b.pl.Mounts {
 		if (m.Kind == Hidden || m.Kind == Tmpfs || m.Kind == Masked || m.Kind == Dev || m.Kind == Proc) && m.Target != b.in.Home && vault.Within(t, m.Target) {
-			return true
+			return !shownBy(binds(b.pl.Mounts), t)
 		}
 	}
 	return false

@@ -250,3 +250,32 @@ func TestBuildHomeWritableLinks(t *testing.T) {
 		}
 	}
 }
+
+// A mirror of the root or an alias of the home is hidden inside, unless
+// it lies in a tree the plan hides already (the private /tmp, /run) and
+// no bind shows it again.
+func TestHomeAliasesHidden(t *testing.T) {
+	in := Input{Vault: "/srv/vault", Home: "/home/alice", Workdir: "/srv/proj", Session: "20261203T083439Z-7ab06a3e",
+		Mirrors: []string{"/mnt/view", "/tmp/ctrd/rootfs", "/run/containerd/x/rootfs"},
+		Aliases: func(p string) []Alias {
+			if p == "/home/alice" {
+				return []Alias{{Path: "/mnt/data/home/alice", As: "/mnt/data/home/alice"}}
+			}
+			return nil
+		}}
+	pl, err := Build(request.Request{}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hidden := map[string]bool{}
+	for _, m := range pl.Mounts {
+		if m.Kind == Hidden {
+			hidden[m.Target] = true
+		}
+	}
+	for p, want := range map[string]bool{"/mnt/view": true, "/mnt/data/home/alice": true, "/tmp/ctrd/rootfs": false, "/run/containerd/x/rootfs": false} {
+		if hidden[p] != want {
+			t.Errorf("%s hidden: %v, want %v", p, hidden[p], want)
+		}
+	}
+}
