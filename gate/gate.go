@@ -80,6 +80,9 @@ type Gate struct {
 	rates *rates
 	// mu serialises passes and reviews (one writer of state and refs).
 	mu sync.Mutex
+	// viewAt is the commit the view manifest was last written for
+	// (viewhost.go).
+	viewAt string
 	// journal is the pass's claim journal, open from its first claim to
 	// its end; claimRecs holds the live claims' records, read from the
 	// journals by openClaims (claimjournal.go).
@@ -182,6 +185,7 @@ func Open(o Options) (*Gate, error) {
 	if err := g.recoverReviewGroups(); err != nil {
 		g.log.Warn("batch approvals not recovered (a later approval adopts their commits)", "err", err)
 	}
+	g.refreshView()
 	return g, nil
 }
 
@@ -230,6 +234,7 @@ const SameUserWarning = "same-user mode: the agent's uid is the gate's uid, so o
 func (g *Gate) Once() (*Summary, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.refreshView()   // HEAD may have moved: the sandbox's view follows (viewhost.go)
 	defer g.syncAfterPass() // push, fast-forward or replay with the policy's remote (sync.go)
 	// Group commit (commit/groupcommit.go): the pass's writes are synced and its
 	// promotions published in groups; endPass (deferred here for the error

@@ -38,6 +38,7 @@ func (g *Gate) EditReviewers(op, name, by string) (string, []string, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.refreshView() // HEAD may have moved: the sandbox's view follows (viewhost.go)
 	e := g.sweeper()
 	if err := e.Finish(); err != nil {
 		return "", nil, err

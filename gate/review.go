@@ -31,6 +31,7 @@ var ErrAmbiguousID = ledger.ErrAmbiguousID
 func (g *Gate) Pending() ([]Decision, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.refreshView() // HEAD may have moved: the sandbox's view follows (viewhost.go)
 	all, err := g.Decisions()
 	if err != nil {
 		return nil, err
@@ -120,6 +121,7 @@ func (g *Gate) settleDuplicates(in *inbox, orig *Decision, all []Decision) error
 func (g *Gate) Show(id string) (*Decision, []byte, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.refreshView() // HEAD may have moved: the sandbox's view follows (viewhost.go)
 	id, err := g.ledger.Resolve(id, false)
 	if err != nil {
 		return nil, nil, err
@@ -158,6 +160,7 @@ func (g *Gate) ApproveWith(id, reviewer string, opts review.ApproveOptions) (*De
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.refreshView() // HEAD may have moved: the sandbox's view follows (viewhost.go)
 	pol, err := g.Policy()
 	if err != nil {
 		return nil, err
@@ -240,6 +243,7 @@ func (g *Gate) RejectPending(id, reviewer, reason string) (*Decision, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.refreshView() // HEAD may have moved: the sandbox's view follows (viewhost.go)
 	d, _, err := g.pendingDraft(id)
 	if err != nil {
 		return nil, err

@@ -95,6 +95,7 @@ func (g *Gate) approveGroup(ids []string, reviewer string, opt approval) []revie
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.refreshView() // HEAD may have moved: the sandbox's view follows (viewhost.go)
 	if g.commits.InPass() {
 		return fail(errors.New("a group commit is open"))
 	}

@@ -157,5 +157,6 @@ func (g *Gate) ShowFull(id string) (*Decision, []byte, *review.ShowContext, erro
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.refreshView() // HEAD may have moved: the sandbox's view follows (viewhost.go)
 	return d, b, g.showContext(d, b), nil
 }

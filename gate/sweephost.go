@@ -64,6 +64,7 @@ func (h sweepHost) ReadersOf(p string) ([]string, int) {
 func (g *Gate) Sweep() (*sweep.Summary, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.refreshView() // HEAD may have moved: the sandbox's view follows (viewhost.go)
 	e := g.sweeper()
 	if err := e.Finish(); err != nil {
 		return nil, err
@@ -114,6 +115,7 @@ func (g *Gate) Reverify(ref, reviewer string) (*sweep.ReverifyResult, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.refreshView() // HEAD may have moved: the sandbox's view follows (viewhost.go)
 	e := g.sweeper()
 	if err := e.Finish(); err != nil {
 		return nil, err

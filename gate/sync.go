@@ -112,6 +112,7 @@ func (g *Gate) syncAfterPass() {
 func (g *Gate) Sync() (*SyncStatus, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.refreshView() // HEAD may have moved: the sandbox's view follows (viewhost.go)
 	g.syncAfterPass()
 	e := g.syncer()
 	st := e.LoadFile()

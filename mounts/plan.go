@@ -69,6 +69,13 @@ type Mount struct {
 	// whose contents fedmem-run turns into a proposal after the session
 	// (mounts/propose.go).
 	Propose bool `json:"propose,omitempty"`
+	// View, on a read-only bind of the vault or of a vault.visible folder
+	// under `vault.view: in-force`, asks the backend for a read-only
+	// overlay over it whose top layer hides Hide (paths relative to
+	// Target: a whiteout each) and rewrites the folder pages that list
+	// them (vault/view.BuildLayer).
+	View bool     `json:"view,omitempty"`
+	Hide []string `json:"hide,omitempty"`
 	// Size caps a tmpfs (Tmpfs; for Dev, its /dev/shm) in bytes; 0: the
 	// kernel's default (half of RAM).
 	Size int64 `json:"size,omitempty"`
@@ -91,6 +98,9 @@ type Plan struct {
 	Network NetworkMode `json:"network"`
 	// Require are the layers the profile requires (its `require:`).
 	Require Require `json:"require"`
+	// View, under `vault.view: in-force`, is what the sandbox hides of the
+	// vault and why (mounts/view.go); nil: the whole vault.
+	View *View `json:"view,omitempty"`
 	// Visible, when set, are the only vault folders the sandbox shows
 	// (vault-relative); .git and everything else of the vault is absent.
 	Visible []string `json:"visible,omitempty"`
@@ -159,6 +169,9 @@ type Input struct {
 	// Exists reports whether a host path exists and is a directory; Build
 	// uses it to skip masks of absent secrets. nil means "all exist as dirs".
 	Exists func(p string) (exists, isDir bool)
+	// View, when set (LoadView), is the in-force view the vault's binds
+	// realise.
+	View *View
 	// ExtraMasks are absolute host paths to mask besides the home secrets:
 	// the caller's runtime dir and forwarded agent sockets (SSH_AUTH_SOCK,
 	// GPG agent), which would hand the agent the user's credentials.
@@ -532,7 +545,7 @@ func (b *planBuilder) addRunLater() error {
 // inbox hidden and this session's inbox writable.
 func (b *planBuilder) addVault() {
 	pl, in := b.pl, b.in
-	b.add(Mount{Kind: BindRO, Source: in.Vault, Target: in.Vault, Dir: true, Why: "vault, read-only as a whole (.git included)"})
+	b.add(b.viewed(Mount{Kind: BindRO, Source: in.Vault, Target: in.Vault, Dir: true, Why: "vault, read-only as a whole (.git included)"}))
 	if len(b.rq.VaultVisible) > 0 {
 		b.add(Mount{Kind: Hidden, Target: in.Vault, Dir: true, Why: "profile: only vault.visible folders exist"})
 		vis := append([]string{}, b.rq.VaultVisible...)
@@ -543,7 +556,7 @@ func (b *planBuilder) addVault() {
 				b.warn("vault.visible %s is not a folder of this vault: nothing to show", v)
 				continue
 			}
-			b.add(Mount{Kind: BindRO, Source: t, Target: t, Dir: true, Why: "profile: vault.visible"})
+			b.add(b.viewed(Mount{Kind: BindRO, Source: t, Target: t, Dir: true, Why: "profile: vault.visible"}))
 			pl.Visible = append(pl.Visible, path.Clean(v))
 		}
 	}
@@ -551,6 +564,21 @@ func (b *planBuilder) addVault() {
 	b.add(Mount{Kind: Hidden, Target: inboxRoot, Dir: true, Why: "other sessions' drafts are invisible"})
 	b.add(Mount{Kind: BindRW, Source: pl.Inbox, Target: pl.Inbox, Dir: true, Why: "this session's inbox, the only writable vault path"})
 	pl.Writable = append(pl.Writable, pl.Inbox)
+}
+
+// viewed makes m, a read-only bind of the vault or one of its folders,
+// an overlay that hides what the plan's view does not show.
+func (b *planBuilder) viewed(m Mount) Mount {
+	v := b.in.View
+	if v == nil {
+		return m
+	}
+	b.pl.View = v
+	m.View, m.Hide = true, v.hideUnder(viewRel(b.in.Vault, m.Target))
+	if m.Target == b.in.Vault {
+		m.Why = "vault, read-only, in force only (vault.view: in-force): " + fmt.Sprintf("%d paths hidden", len(m.Hide))
+	}
+	return m
 }
 
 // addMasks masks last, over everything: the gate's private state, the

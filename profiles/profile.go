@@ -141,7 +141,19 @@ type Vault struct {
 	// where the caller can, said where it cannot), required (a session
 	// whose reads cannot be recorded is refused), off.
 	Receipts string `yaml:"receipts,omitempty" json:"receipts,omitempty"`
+	// View says which notes exist inside the sandbox: all (the whole
+	// vault, .git included: the default) or in-force (only the notes in
+	// force: withheld, deprecated, superseded, draft and stale notes are
+	// absent, folder pages list only what is shown, .git and 99-archive/
+	// are absent; docs/profiles.md).
+	View string `yaml:"view,omitempty" json:"view,omitempty"`
 }
+
+// Vault view settings (vault.view).
+const (
+	ViewAll     = "all"
+	ViewInForce = "in-force"
+)
 
 // Read receipt settings (vault.receipts).
 const (
@@ -558,6 +570,9 @@ func merge(parent, child *Profile) *Profile {
 	if child.Vault.Receipts != "" {
 		out.Vault.Receipts = child.Vault.Receipts
 	}
+	if child.Vault.View != "" {
+		out.Vault.View = child.Vault.View
+	}
 	if len(child.Vault.Visible) > 0 {
 		// A child narrows or replaces the parent's view, never adds to it
 		// silently: its list is the view.
@@ -710,6 +725,11 @@ func (p *Profile) Validate() error {
 	case "", ReceiptsOn, ReceiptsOff, ReceiptsRequired:
 	default:
 		errs = append(errs, fmt.Errorf("vault.receipts: %q: want on, off or required", p.Vault.Receipts))
+	}
+	switch p.Vault.View {
+	case "", ViewAll, ViewInForce:
+	default:
+		errs = append(errs, fmt.Errorf("vault.view: %q: want all or in-force", p.Vault.View))
 	}
 	for _, v := range p.Vault.Visible {
 		c := path.Clean(v)

@@ -24,6 +24,7 @@ func (p *Profile) PlanRequest() request.Request {
 		},
 		Writable:     p.Writable,
 		VaultVisible: p.Vault.Visible,
+		VaultView:    p.Vault.View,
 	}
 	if p.Limits.OptionalMemory && p.Limits.Memory > 0 {
 		r.CgroupOptional = append(r.CgroupOptional, "memory")

@@ -28,6 +28,7 @@ func DescribeLayers(pl *mounts.Plan) []string {
 	} else {
 		layers = append(layers, "workdir: direct — the agent writes the real workdir (profile `workdir: propose` makes its writes a proposal)")
 	}
+	layers = append(layers, DescribeView(pl)...)
 	return append(append(layers,
 		"mounts: verified against /proc/self/mountinfo before exec (fail closed)",
 		"capabilities: none in any set (bounding, ambient, inheritable, permitted, effective); securebits locked",
@@ -36,4 +37,29 @@ func DescribeLayers(pl *mounts.Plan) []string {
 		describeIdentity(),
 		"host authority: /proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus, /proc/fs read-only; runc's masked paths masked; /proc with hidepid=invisible; /run an empty read-only directory but name resolution and the profile's unix_sockets",
 	), describeFilters(pl)...)
+}
+
+// maxViewLines bounds the hidden paths DescribeView lists one by one.
+const maxViewLines = 50
+
+// DescribeView says what `vault.view: in-force` hides and why (nothing
+// without a view).
+func DescribeView(pl *mounts.Plan) []string {
+	v := pl.View
+	if v == nil {
+		return []string{"vault view: all — every note of the vault is readable, .git included (profile vault.view: in-force shows only the notes in force)"}
+	}
+	how := fmt.Sprintf("from the gate's manifest at %.12s", v.Commit)
+	if v.Source == mounts.ViewFromScan {
+		how = fmt.Sprintf("judged by fedmem-run from all %d notes (%s)", v.Scanned, v.Stale)
+	}
+	out := []string{fmt.Sprintf("vault view: in-force — %d paths of the vault do not exist inside (ENOENT), %s; folder pages list only what is shown; a note withheld during the session stays until the next one", len(v.Hidden), how)}
+	for i, e := range v.Hidden {
+		if i == maxViewLines {
+			out = append(out, fmt.Sprintf("  … and %d more", len(v.Hidden)-maxViewLines))
+			break
+		}
+		out = append(out, fmt.Sprintf("  hidden: %s — %s", e.Path, e.Why))
+	}
+	return out
 }

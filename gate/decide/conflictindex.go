@@ -27,6 +27,7 @@ import (
 	"github.com/fedmem/fedmem/gate/decide/shape"
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/repo"
+	"github.com/fedmem/fedmem/vault/view"
 )
 
 // namedNote is one note that holds a name.
@@ -61,6 +62,9 @@ type vaultIndex struct {
 	// added counts the notes put in since the index was made (what a move
 	// cost: TestConflictIndexMovesByDifference).
 	added int
+	// view: the notes, at every depth, that the sandbox's in-force view
+	// hides or hides once stale (viewmanifest.go).
+	view map[string]viewNote
 }
 
 type indexedName struct {
@@ -222,7 +226,7 @@ func (idx *vaultIndex) dropKey(name, p string) {
 }
 
 func newVaultIndex() *vaultIndex {
-	return &vaultIndex{raws: map[string][]byte{}, unsorted: map[string]bool{}, notes: map[string]indexedName{}, titles: map[string][]string{}, subjects: map[string][]string{}, keys: map[string][]string{}, words: map[string][]string{}}
+	return &vaultIndex{raws: map[string][]byte{}, unsorted: map[string]bool{}, notes: map[string]indexedName{}, titles: map[string][]string{}, subjects: map[string][]string{}, keys: map[string][]string{}, words: map[string][]string{}, view: map[string]viewNote{}}
 }
 
 // moveVaultIndex moves idx to hv's root tree.
@@ -340,16 +344,25 @@ func (hv *HeadView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 		}
 		return hv.diffDir(idx, p, raw)
 	}
-	if dir == "" || !strings.HasSuffix(name, ".md") || name == "index.md" || name == "log.md" || strings.HasPrefix(name, ".") || IsArchivePage(p) {
+	if !strings.HasSuffix(name, ".md") || name == "index.md" || name == "log.md" || strings.HasPrefix(name, ".") || IsArchivePage(p) {
 		return nil
 	}
 	m, err := repo.ParseMode(string(c.mode))
 	if err != nil || !m.IsFile() || m == repo.ModeSymlink {
 		return nil
 	}
+	if dir == "" && !view.IsNote(p) {
+		return nil
+	}
 	f, err := hv.Facts(id)
 	if err != nil {
 		return err
+	}
+	if view.IsNote(p) && (f.Hidden != "" || !f.StaleAfter.IsZero()) {
+		idx.view[p] = viewNote{f.Hidden, f.StaleAfter}
+	}
+	if dir == "" {
+		return nil // the root's notes hold no name (the contract, the README)
 	}
 	if !(f.InForce || f.Withheld) {
 		return nil
@@ -405,6 +418,7 @@ func (in indexedName) nameWordKeys() []string {
 }
 
 func (idx *vaultIndex) dropNote(p string) {
+	delete(idx.view, p)
 	in, ok := idx.notes[p]
 	if !ok {
 		return

@@ -39,6 +39,7 @@ import (
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
 	"github.com/fedmem/fedmem/vault/repo"
+	"github.com/fedmem/fedmem/vault/view"
 )
 
 // Evidence rules (finding rules the gate adds to a decision).
@@ -421,6 +422,9 @@ type NoteFacts struct {
 	GateMade bool
 	// Fingerprints are the fingerprinted vault sources, resource → blob id.
 	Fingerprints []sourceFingerprint
+	// Hidden says why the sandbox's in-force view hides the note ("" when
+	// it is in force: view.JudgeNote, the launcher's own judgement).
+	Hidden string
 }
 
 type sourceFingerprint struct {
@@ -478,6 +482,7 @@ func FactsOf(b []byte) NoteFacts {
 		return f
 	}
 	f.Parsed = true
+	f.Hidden, _ = view.JudgeNote(n)
 	if s, ok := n.Scalar("status"); ok {
 		f.Status = s
 		f.InForce = s == note.StatusStable

@@ -64,6 +64,8 @@ type Request struct {
 	Writable []string
 	// VaultVisible are the vault folders the profile shows (vault.visible).
 	VaultVisible []string
+	// VaultView is vault.view: "in-force" shows only the notes in force.
+	VaultView string
 	// State are the profile's `state:` entries.
 	State []State
 }

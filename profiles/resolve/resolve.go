@@ -194,7 +194,17 @@ func Resolve(o Options) (*Session, error) {
 	}
 	scanner := host.NewScanner(scanEntries, host.DefaultScanTime)
 	mt := host.ReadMountTable()
+	var vw *mounts.View
+	if prof.Vault.View == profiles.ViewInForce {
+		if vw, err = mounts.LoadView(s.Vault, time.Now()); err != nil {
+			return nil, err
+		}
+		if vw.Source == mounts.ViewFromScan {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("vault.view: in-force: %s; fedmem-run read the frontmatter of all %d notes itself (slower; `fedmem gate once` writes the manifest)", vw.Stale, vw.Scanned))
+		}
+	}
 	s.Plan, err = mounts.Build(prof.PlanRequest(), mounts.Input{
+		View:  vw,
 		Vault: s.Vault, Session: s.ID, Workdir: s.Workdir, Home: s.Home,
 		Exists:     host.Exists,
 		ExtraMasks: host.CredentialPaths(s.OwnerUID),

@@ -52,7 +52,7 @@ func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit, end string) (*vault.
 		warnings = append(warnings, changedDuring(out, vaultDir, end, paths[:len(listed)])...)
 	}
 	if vr.Attribution == sandbox.AttributionAnyProcess {
-		warnings = append(warnings, "vault_reads: recorded with inode marks (an unprivileged caller): every open of a vault file on this host while the session ran is listed, the agent's and any other process's (attribution: any-process)")
+		warnings = append(warnings, "vault_reads: recorded with inode marks (an unprivileged caller, or the overlay of vault.view: in-force): every open of a vault file on this host while the session ran is listed, the agent's and any other process's (attribution: any-process)")
 	}
 	if vr.Lost {
 		warnings = append(warnings, "vault_reads: the kernel's event queue overflowed: some of the agent's vault reads are not in the receipt")

@@ -482,12 +482,15 @@ func verifyLive(pl *mounts.Plan) ([]*mountinfo.Info, error) {
 		// this uid before the kernel looks at the mount (the mount table
 		// check above already proved the mount read-only).
 		err := unix.Faccessat(unix.AT_FDCWD, p, unix.W_OK, unix.AT_EACCESS)
-		if len(pl.Visible) > 0 && errors.Is(err, unix.ENOENT) {
-			continue // hidden by vault.visible: not there to write
+		if (len(pl.Visible) > 0 || pl.View != nil) && errors.Is(err, unix.ENOENT) {
+			continue // hidden by vault.visible or vault.view: not there to write
 		}
 		if !errors.Is(err, unix.EROFS) && !errors.Is(err, unix.EACCES) {
 			return nil, &mounts.VerifyError{Path: p, Rule: "vault-readonly", Detail: fmt.Sprintf("write access probe returned %v, want EROFS or EACCES", err)}
 		}
+	}
+	if err := verifyView(pl); err != nil {
+		return nil, err
 	}
 	return table, nil
 }

@@ -255,6 +255,14 @@ func (b *rootBuilder) attachBind(i int, m mounts.Mount, t string) error {
 	if m.Propose {
 		return mountProposal(t, m, b.srcFds[i], b.proposeFd)
 	}
+	if m.View {
+		if err := mountView(t, m, viewStage(i)); err != nil {
+			return err
+		}
+		// The vault's own submounts on the host, which the overlay's
+		// layer does not cross, go back on top, read-only.
+		return proposalSubmounts(t, m, b.srcFds[i])
+	}
 	return nil
 }
 

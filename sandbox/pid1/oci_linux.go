@@ -24,7 +24,10 @@ func buildRootFor(cfg *sandbox.InitConfig) ([]string, error) {
 		if err := pin.CheckMounted(cfg.Plan); err != nil {
 			return nil, err
 		}
-		return nil, finishOCIRoot(cfg.Plan)
+		if err := finishOCIRoot(cfg.Plan); err != nil {
+			return nil, err
+		}
+		return nil, finishOCIViews(cfg.Plan)
 	}
 	return buildRoot(cfg.Plan, cfg.Idmapped, cfg.ProposeFd, inode{cfg.InboxDev, cfg.InboxIno})
 }

@@ -170,10 +170,16 @@ func (r *Recorder) mark(points []string, fds []int) (int, string, bool) {
 		if err := unix.FanotifyMark(fan, unix.FAN_MARK_ADD|unix.FAN_MARK_MOUNT, unix.FAN_OPEN|unix.FAN_OPEN_EXEC, unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd)); err != nil {
 			unix.Close(fan)
 			why := fmt.Sprintf("fanotify mount mark on %s: %v", points[i], err)
-			if err == unix.EPERM {
+			switch err {
+			case unix.EPERM:
 				why += " (marking the sandbox's vault mount needs CAP_SYS_ADMIN of the initial user namespace: a root caller)"
+			case unix.ENODEV:
+				// An overlay (vault.view: in-force) encodes no file
+				// handle a mount mark can report: its folders are
+				// marked one by one instead (inode marks take it).
+				why += " (the vault's in-force view is an overlay, whose mounts take inode marks only)"
 			}
-			return -1, why, err == unix.EPERM
+			return -1, why, err == unix.EPERM || err == unix.ENODEV
 		}
 	}
 	return fan, "", false

@@ -1,0 +1,136 @@
+package pid1
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fedmem/fedmem/mounts"
+	"github.com/fedmem/fedmem/sandbox"
+	"github.com/fedmem/fedmem/vault/view"
+)
+
+// viewLayerSize caps the tmpfs of a view's top layer: whiteouts and the
+// rewritten folder pages (each at most view.MaxPageBytes).
+const viewLayerSize = "256m"
+
+// mountView puts, at t (where the vault's read-only clone, or a
+// vault.visible folder's, is attached), a read-only overlay whose lower
+// layers are a fresh top layer (vault/view.BuildLayer: a whiteout at each
+// of m.Hide, the folder pages rewritten without them) over the clone:
+// under `vault.view: in-force` the notes not in force do not exist inside
+// (ENOENT, not empty), issue 21 item 3. The layer's tmpfs is mounted at
+// stage (outside the agent's root, or removed before the agent runs) and
+// detached once the overlay holds it. It must run in the sandbox's mount
+// namespace with the capabilities of its user namespace (overlayfs and
+// tmpfs mount there, FS_USERNS_MOUNT; a whiteout is the one device node an
+// unprivileged user namespace may make).
+func mountView(t string, m mounts.Mount, stage string) error {
+	if err := os.Mkdir(stage, 0o700); err != nil {
+		return &sandbox.MountError{Op: "mkdir", Target: stage, Err: err}
+	}
+	const flags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	opts := "mode=0755,size=" + viewLayerSize
+	if err := unix.Mount("tmpfs", stage, "tmpfs", flags, opts); err != nil {
+		return &sandbox.MountError{Op: "mount tmpfs (vault view)", Target: m.Target, Flags: flags, Data: opts, Err: err}
+	}
+	defer func() {
+		unix.Unmount(stage, unix.MNT_DETACH) // the overlay keeps its own clone of the layer
+		os.Remove(stage)
+	}()
+	if err := view.BuildLayer(stage, t, m.Hide); err != nil {
+		return &sandbox.MountError{Op: "vault view layer", Source: m.Source, Target: m.Target, Err: err}
+	}
+	fs, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return &sandbox.MountError{Op: "fsopen overlay (vault view)", Target: m.Target, Err: err}
+	}
+	defer unix.Close(fs)
+	// lowerdir+ takes one path as it is (no ':' or ',' parsing): any
+	// vault name works. The first is the top layer.
+	for _, l := range []string{stage, t} {
+		if err := unix.FsconfigSetString(fs, "lowerdir+", l); err != nil {
+			return &sandbox.MountError{Op: "overlay lowerdir+ (vault view)", Source: l, Target: m.Target, Err: err}
+		}
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return &sandbox.MountError{Op: "overlay create (vault view)", Source: m.Source, Target: m.Target, Err: err}
+	}
+	mnt, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	if err != nil {
+		return &sandbox.MountError{Op: "fsmount overlay (vault view)", Target: m.Target, Err: err}
+	}
+	defer unix.Close(mnt)
+	if err := unix.MoveMount(mnt, "", unix.AT_FDCWD, t, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return &sandbox.MountError{Op: "move_mount overlay (vault view)", Source: m.Source, Target: m.Target, Err: err}
+	}
+	return nil
+}
+
+// viewStage is where the i-th view's layer is built.
+func viewStage(i int) string { return "/tmp/.fedmem-view-" + strconv.Itoa(i) }
+
+// mountViewOver is mountView over a mount that already holds submounts
+// (a container runtime built the root: the inbox and the masks are
+// mounted over the vault): they are cloned first, and put back on top of
+// the overlay, each where it was, as they were (an overlay layer does not
+// cross mounts).
+func mountViewOver(t string, m mounts.Mount, stage string) error {
+	subs, err := workdirSubmounts(t)
+	if err != nil {
+		return &sandbox.MountError{Op: "read mountinfo", Target: m.Target, Err: err}
+	}
+	clone, err := unix.OpenTree(unix.AT_FDCWD, t, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil {
+		return &sandbox.MountError{Op: "open_tree (vault view)", Target: m.Target, Err: err}
+	}
+	defer unix.Close(clone)
+	if err := mountView(t, m, stage); err != nil {
+		return err
+	}
+	for _, p := range subs {
+		rel := strings.TrimPrefix(p, t+"/")
+		fd, err := unix.OpenTree(clone, rel, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
+		if err == nil {
+			err = unix.MoveMount(fd, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH)
+			unix.Close(fd)
+		}
+		if err != nil {
+			return &sandbox.MountError{Op: "put a vault submount back over the view", Source: p, Target: m.Target, Err: err}
+		}
+	}
+	return nil
+}
+
+// finishOCIViews builds the plan's views in a container, over the vault
+// mounts the runtime made (the init runs inside the finished root).
+func finishOCIViews(pl *mounts.Plan) error {
+	for i, m := range pl.Viewed() {
+		if err := mountViewOver(m.Target, *m, viewStage(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// verifyView checks, in the finished root, that every path a view hides
+// is absent (rule vault-view): not empty, not there.
+func verifyView(pl *mounts.Plan) error {
+	for _, m := range pl.Viewed() {
+		for _, h := range m.Hide {
+			p := filepath.Join(m.Target, h)
+			if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+				if err == nil {
+					err = errors.New("it exists")
+				}
+				return &mounts.VerifyError{Path: p, Rule: "vault-view", Detail: fmt.Sprintf("a path the in-force view hides must be absent inside: %v", err)}
+			}
+		}
+	}
+	return nil
+}

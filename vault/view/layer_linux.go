@@ -1,0 +1,163 @@
+package view
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaxPageBytes bounds a folder page the layer rewrites (the gate's pages
+// are at most 256 KiB; a larger one is hidden whole rather than shown
+// unfiltered).
+const MaxPageBytes = 4 << 20
+
+// BuildLayer fills the empty directory layer with the top layer of a
+// read-only overlay over src that hides the entries (paths relative to
+// src): a whiteout (the character device 0:0, which an unprivileged user
+// namespace may make) at each hidden path, and each folder page that
+// lists a hidden note rewritten without its line. A folder the layer must
+// hold takes src's folder's mode, read-only (an overlay folder's mode is
+// the top layer's). Entries whose parent is not a folder of src are left
+// out: nothing to hide.
+func BuildLayer(layer, src string, hidden []string) error {
+	l := &layerBuilder{layer: layer, src: src, modes: map[string]os.FileMode{}}
+	if fi, err := os.Stat(src); err == nil {
+		l.modes["."] = fi.Mode().Perm() & 0o555
+	}
+	for _, h := range hidden {
+		if !cleanRel(h) {
+			return fmt.Errorf("view: hidden path %q is not a clean relative path", h)
+		}
+		if _, err := os.Lstat(filepath.Join(src, h)); errors.Is(err, fs.ErrNotExist) {
+			continue // gone since the manifest was made: nothing to hide
+		}
+		if err := l.whiteout(h); err != nil {
+			return err
+		}
+	}
+	for dir, names := range PagesOf(hidden) {
+		if err := l.filterPages(dir, names); err != nil {
+			return err
+		}
+	}
+	return l.seal()
+}
+
+// layerBuilder makes one view layer; modes are the layer's folders and
+// the read-only modes they take once everything is in them (seal).
+type layerBuilder struct {
+	layer, src string
+	modes      map[string]os.FileMode
+}
+
+// seal gives each folder of the layer its mode, deepest first.
+func (l *layerBuilder) seal() error {
+	dirs := make([]string, 0, len(l.modes))
+	for d := range l.modes {
+		dirs = append(dirs, d)
+	}
+	sort.Slice(dirs, func(i, j int) bool {
+		return strings.Count(dirs[i], "/") > strings.Count(dirs[j], "/") || dirs[i] > dirs[j] && strings.Count(dirs[i], "/") == strings.Count(dirs[j], "/")
+	})
+	for _, d := range dirs {
+		if err := os.Chmod(filepath.Join(l.layer, d), l.modes[d]); err != nil {
+			return fmt.Errorf("view: %w", err)
+		}
+	}
+	return nil
+}
+
+// mkdirs makes rel (and its parents) in the layer; they take src's modes
+// at seal.
+func (l *layerBuilder) mkdirs(rel string) error {
+	if rel == "." || rel == "" {
+		return nil
+	}
+	if _, ok := l.modes[rel]; ok {
+		return nil
+	}
+	if err := l.mkdirs(path.Dir(rel)); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(filepath.Join(l.src, rel))
+	if err != nil {
+		return fmt.Errorf("view: folder %s: %w", rel, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("view: %s is not a folder", rel)
+	}
+	if err := os.Mkdir(filepath.Join(l.layer, rel), 0o700); err != nil {
+		return fmt.Errorf("view: folder %s: %w", rel, err)
+	}
+	l.modes[rel] = fi.Mode().Perm() & 0o555
+	return nil
+}
+
+// whiteout hides p.
+func (l *layerBuilder) whiteout(p string) error {
+	if err := l.mkdirs(path.Dir(p)); err != nil {
+		return err
+	}
+	if err := unix.Mknod(filepath.Join(l.layer, p), unix.S_IFCHR, 0); err != nil {
+		return fmt.Errorf("view: whiteout %s: %w", p, err)
+	}
+	return nil
+}
+
+// filterPages rewrites dir's pages (index.md, log.md, index/*.md,
+// log/*.md) that link to names.
+func (l *layerBuilder) filterPages(dir string, names []string) error {
+	pages := []string{path.Join(dir, "index.md"), path.Join(dir, "log.md")}
+	for _, kind := range []string{"index", "log"} {
+		ents, err := os.ReadDir(filepath.Join(l.src, dir, kind))
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if p := path.Join(dir, kind, e.Name()); e.Type().IsRegular() && IsPage(p) {
+				pages = append(pages, p)
+			}
+		}
+	}
+	for _, p := range pages {
+		if err := l.filterPage(p, names); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *layerBuilder) filterPage(p string, names []string) error {
+	full := filepath.Join(l.src, p)
+	fi, err := os.Lstat(full)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil // no such page
+	}
+	archive := !strings.HasSuffix(p, "/index.md") && !strings.HasSuffix(p, "/log.md") && p != "index.md" && p != "log.md"
+	if fi.Size() > MaxPageBytes {
+		return l.whiteout(p)
+	}
+	b, err := os.ReadFile(full)
+	if err != nil {
+		return l.whiteout(p) // fail closed: not shown unfiltered
+	}
+	out := FilterPage(b, names, archive)
+	if len(out) == len(b) {
+		return nil
+	}
+	if err := l.mkdirs(path.Dir(p)); err != nil {
+		return err
+	}
+	dst := filepath.Join(l.layer, p)
+	if err := os.WriteFile(dst, out, 0o600); err != nil {
+		return fmt.Errorf("view: page %s: %w", p, err)
+	}
+	return os.Chmod(dst, fi.Mode().Perm()&0o444)
+}

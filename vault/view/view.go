@@ -1,0 +1,326 @@
+// Package view says which of a vault's notes are in force, for the
+// sandbox's `vault.view: in-force` (issue 21 item 3): a note withheld,
+// deprecated, superseded, still a draft or past its `stale_after` does not
+// exist inside the sandbox (its path is absent, not empty), the folder
+// pages (index.md, log.md and their archives) list only what is shown, and
+// the vault's history (.git) and its archive (99-archive/) are absent.
+//
+// The gate, which reads every note's frontmatter anyway, writes the set of
+// notes not in force after each of its passes into the vault's .git as a
+// Manifest naming the commit it was made for; the launcher reads it (no
+// scan of the vault at start-up) when it names the vault's HEAD, and scans
+// the work tree itself when it does not (Scan: slower, same answer). The
+// judgement of one note is Judge, used by both: they cannot disagree on
+// what is in force.
+//
+// The package links no Git library (the launcher uses it) and no
+// sandbox code (the gate does).
+package view
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fedmem/fedmem/vault"
+	"github.com/fedmem/fedmem/vault/note"
+)
+
+// Modes of a profile's vault.view.
+const (
+	// All shows the whole vault (read-only), .git included.
+	All = "all"
+	// InForce shows only the notes in force.
+	InForce = "in-force"
+)
+
+// ManifestName is the manifest's file name in the vault's .git.
+const ManifestName = "fedmem-view.json"
+
+// ArchiveDir is the vault's archive of retired notes: never in force.
+const ArchiveDir = "99-archive"
+
+// Entry is one path the view hides and why.
+type Entry struct {
+	Path string `json:"path"` // vault-relative, slash-separated
+	Why  string `json:"why"`
+}
+
+// Stale is a note in force until After.
+type Stale struct {
+	Path  string    `json:"path"`
+	After time.Time `json:"after"`
+}
+
+// Manifest is the notes not in force at one commit.
+type Manifest struct {
+	Version int    `json:"version"`
+	Commit  string `json:"commit"`
+	// Hidden are the notes not in force, in path order.
+	Hidden []Entry `json:"hidden"`
+	// Stale are the notes in force that go stale at a time (hidden from
+	// sessions that start after it), in path order.
+	Stale []Stale `json:"stale,omitempty"`
+}
+
+// Version is the manifest format this package writes and reads.
+const Version = 1
+
+// maxJudgeBytes is how much of a note Judge needs: its frontmatter.
+const maxJudgeBytes = note.MaxFrontmatterBytes + 1024
+
+// MaxManifestBytes bounds what Read accepts.
+const MaxManifestBytes = 64 << 20
+
+// Withheld is the frontmatter key the gate and reviewers set on a
+// withheld note (gate/decide.WithheldKey).
+const Withheld = "withheld"
+
+// Judge says whether the note with content b is in force: why is "" when
+// it is (possibly until stale, not zero); otherwise it says why not.
+func Judge(b []byte) (why string, stale time.Time) {
+	n, _ := note.Parse(b)
+	return JudgeNote(n)
+}
+
+// JudgeNote is Judge of a parsed note (nil: no usable frontmatter, so no
+// status: in force, as OKF has it).
+func JudgeNote(n *note.Note) (why string, stale time.Time) {
+	if n == nil {
+		return "", time.Time{}
+	}
+	if n.Get(Withheld) != nil {
+		return "withheld", time.Time{}
+	}
+	if s, ok := n.Scalar("status"); ok && s != note.StatusStable {
+		return "status " + quote(s) + " (only stable notes are in force)", time.Time{}
+	}
+	if by, ok := n.Scalar("superseded_by"); ok && by != "" {
+		return "superseded by " + quote(by), time.Time{}
+	}
+	if s, ok := n.Scalar("stale_after"); ok {
+		if norm, ok := note.NormalizeTime(s); ok {
+			stale, _ = time.Parse(time.RFC3339Nano, norm)
+		}
+	}
+	return "", stale
+}
+
+func quote(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// IsNote reports whether the vault-relative path p is a note the view
+// judges: a Markdown file outside the inbox, the archive and dot folders,
+// not a folder page the gate writes (index.md, log.md, their archives).
+func IsNote(p string) bool {
+	if !strings.HasSuffix(p, ".md") || IsPage(p) {
+		return false
+	}
+	top, _, _ := strings.Cut(p, "/")
+	if top == vault.InboxDir || top == ArchiveDir {
+		return false
+	}
+	for _, part := range strings.Split(p, "/") {
+		if strings.HasPrefix(part, ".") {
+			return false
+		}
+	}
+	return true
+}
+
+// IsPage reports whether p is a folder page the gate writes: a folder's
+// index.md or log.md, or one of their archive pages (index/000001.md).
+func IsPage(p string) bool {
+	dir, name := path.Split(p)
+	if name == "index.md" || name == "log.md" {
+		return true
+	}
+	kind := path.Base(strings.TrimSuffix(dir, "/"))
+	if (kind != "log" && kind != "index") || dir == kind+"/" {
+		return false
+	}
+	num, ok := strings.CutSuffix(name, ".md")
+	if !ok || len(num) != 6 {
+		return false
+	}
+	for _, c := range num {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// At returns what a session starting at now does not see: the manifest's
+// hidden notes, those gone stale by now, and the vault's history and
+// archive (when fixed says they exist), in path order.
+func (m *Manifest) At(now time.Time, fixed []Entry) []Entry {
+	out := append([]Entry{}, fixed...)
+	out = append(out, m.Hidden...)
+	for _, s := range m.Stale {
+		if !now.Before(s.After) {
+			out = append(out, Entry{Path: s.Path, Why: "stale since " + s.After.UTC().Format(time.RFC3339)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// Fixed are the paths of vaultDir a view always hides, those that exist:
+// .git (the history holds every version of every note, withheld ones too)
+// and the archive.
+func Fixed(vaultDir string) []Entry {
+	var out []Entry
+	if _, err := os.Lstat(filepath.Join(vaultDir, ".git")); err == nil {
+		out = append(out, Entry{Path: ".git", Why: "the vault's history holds every version of every note, those not in force too"})
+	}
+	if fi, err := os.Lstat(filepath.Join(vaultDir, ArchiveDir)); err == nil && fi.IsDir() {
+		out = append(out, Entry{Path: ArchiveDir, Why: "retired notes are not in force"})
+	}
+	return out
+}
+
+// Path is where vaultDir's manifest lives.
+func Path(vaultDir string) string { return filepath.Join(vaultDir, ".git", ManifestName) }
+
+// ErrStale says the manifest is missing or made for another commit.
+var ErrStale = errors.New("the gate's view manifest is missing or not at the vault's HEAD")
+
+// Read returns vaultDir's manifest when it was made for commit head;
+// ErrStale (wrapped) when it is missing or for another commit, another
+// error when it cannot be read or parsed.
+func Read(vaultDir, head string) (*Manifest, error) {
+	f, err := os.Open(Path(vaultDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w (%s)", ErrStale, Path(vaultDir))
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxManifestBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Path(vaultDir), err)
+	}
+	if len(b) > MaxManifestBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes", Path(vaultDir), MaxManifestBytes)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", Path(vaultDir), err)
+	}
+	if m.Version != Version {
+		return nil, fmt.Errorf("%w (%s: version %d, want %d)", ErrStale, Path(vaultDir), m.Version, Version)
+	}
+	if m.Commit != head || head == "" {
+		return nil, fmt.Errorf("%w (%s: made at %.12s, HEAD is %.12s)", ErrStale, Path(vaultDir), m.Commit, head)
+	}
+	for _, e := range m.Hidden {
+		if !cleanRel(e.Path) {
+			return nil, fmt.Errorf("%s: hidden path %q is not a clean vault path", Path(vaultDir), e.Path)
+		}
+	}
+	for _, s := range m.Stale {
+		if !cleanRel(s.Path) {
+			return nil, fmt.Errorf("%s: stale path %q is not a clean vault path", Path(vaultDir), s.Path)
+		}
+	}
+	return &m, nil
+}
+
+// cleanRel: relative, slash-separated, clean, not "." and not up.
+func cleanRel(p string) bool {
+	return p != "" && p != "." && !strings.HasPrefix(p, "/") && path.Clean(p) == p && p != ".." && !strings.HasPrefix(p, "../")
+}
+
+// Encode is the manifest's bytes as Write stores them.
+func (m *Manifest) Encode() ([]byte, error) {
+	m.Version = Version
+	if m.Hidden == nil {
+		m.Hidden = []Entry{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Scan judges every note of vaultDir's work tree (the launcher's way when
+// the gate's manifest is not at HEAD): the manifest it returns names no
+// commit. A note that cannot be read is hidden (why says so): the view
+// fails closed.
+func Scan(vaultDir string) (*Manifest, int, error) {
+	m := &Manifest{Version: Version}
+	n := 0
+	buf := make([]byte, maxJudgeBytes)
+	err := filepath.WalkDir(vaultDir, func(p string, d fs.DirEntry, err error) error {
+		rel, rerr := filepath.Rel(vaultDir, p)
+		if rerr != nil {
+			return rerr
+		}
+		rel = filepath.ToSlash(rel)
+		if err != nil {
+			if rel == "." {
+				return err
+			}
+			m.Hidden = append(m.Hidden, Entry{Path: rel, Why: "could not be read: " + err.Error()})
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			top, _, _ := strings.Cut(rel, "/")
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || top == vault.InboxDir || top == ArchiveDir) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !IsNote(rel) {
+			return nil
+		}
+		n++
+		why, stale, err := judgeFile(p, buf)
+		if err != nil {
+			why = "could not be read: " + err.Error()
+		}
+		switch {
+		case why != "":
+			m.Hidden = append(m.Hidden, Entry{Path: rel, Why: why})
+		case !stale.IsZero():
+			m.Stale = append(m.Stale, Stale{Path: rel, After: stale})
+		}
+		return nil
+	})
+	return m, n, err
+}
+
+func judgeFile(p string, buf []byte) (string, time.Time, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	defer f.Close()
+	k, err := io.ReadFull(f, buf)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return "", time.Time{}, err
+	}
+	why, stale := Judge(buf[:k])
+	return why, stale, nil
+}
