@@ -35,6 +35,9 @@ type View struct {
 const (
 	ViewFromManifest = "manifest"
 	ViewFromScan     = "scan"
+	// ViewPlaceholder: a plan without a vault (`fedmem profile explain`):
+	// nothing judged yet.
+	ViewPlaceholder = "placeholder"
 )
 
 // LoadView judges the vault at vaultDir for a session starting at now:

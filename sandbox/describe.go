@@ -50,6 +50,9 @@ func DescribeView(pl *mounts.Plan) []string {
 		return []string{"vault view: all — every note of the vault is readable, .git included (profile vault.view: in-force shows only the notes in force)"}
 	}
 	how := fmt.Sprintf("from the gate's manifest at %.12s", v.Commit)
+	if v.Source == mounts.ViewPlaceholder {
+		return []string{"vault view: in-force — the notes not in force (withheld, deprecated, superseded, draft, stale), .git and 99-archive/ will not exist inside; which ones is judged when a session starts on the vault"}
+	}
 	if v.Source == mounts.ViewFromScan {
 		how = fmt.Sprintf("judged by fedmem-run from all %d notes (%s)", v.Scanned, v.Stale)
 	}

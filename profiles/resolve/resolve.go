@@ -195,7 +195,13 @@ func Resolve(o Options) (*Session, error) {
 	scanner := host.NewScanner(scanEntries, host.DefaultScanTime)
 	mt := host.ReadMountTable()
 	var vw *mounts.View
-	if prof.Vault.View == profiles.ViewInForce {
+	switch {
+	case prof.Vault.View != profiles.ViewInForce:
+	case s.Placeholder:
+		// No vault to judge: the plan says the view is judged when a
+		// session starts.
+		vw = &mounts.View{Mode: profiles.ViewInForce, Source: mounts.ViewPlaceholder}
+	default:
 		if vw, err = mounts.LoadView(s.Vault, time.Now()); err != nil {
 			return nil, err
 		}
