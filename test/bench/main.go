@@ -214,6 +214,11 @@ func run(o options, stdout, log io.Writer) error {
 			return err
 		}
 	}
+	if o.only == "" || o.only == "view" {
+		if err := benchView(o, res, bin, work, log); err != nil {
+			return err
+		}
+	}
 	if o.only == "" || o.only == "promote" {
 		if err := benchPromotion(o, res, bin, log); err != nil {
 			return err
@@ -587,7 +592,17 @@ func ensureBwrap(log io.Writer) (string, error) {
 // layout of package vault plus `git init`), filled with n small OKF notes
 // across the architecture's folders, and committed.
 func ensureVault(cache string, n int, bin string, log io.Writer) (string, error) {
+	return ensureVaultWith(cache, n, 0, bin, log)
+}
+
+// ensureVaultWith is ensureVault whose every hiddenEvery-th note is not
+// in force (deprecated, or withheld every other time): the in-force
+// view's bench (view.go). 0: every note in force.
+func ensureVaultWith(cache string, n, hiddenEvery int, bin string, log io.Writer) (string, error) {
 	dir := filepath.Join(cache, fmt.Sprintf("vault-%d", n))
+	if hiddenEvery > 0 {
+		dir = filepath.Join(cache, fmt.Sprintf("vault-%d-hidden-%d", n, hiddenEvery))
+	}
 	stamp := dir + ".ok"
 	if _, err := os.Stat(stamp); err == nil && vault.IsVault(dir) {
 		return dir, nil
@@ -607,7 +622,14 @@ func ensureVault(cache string, n int, bin string, log io.Writer) (string, error)
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			return "", err
 		}
-		body := fmt.Sprintf("---\ntype: note\ntitle: Bench note %d\nstatus: stable\ncreated: 2026-01-01T00:00:00+00:00\n---\n# Bench note %d\n\nA small note used by `make bench` to give the vault its size.\nSee [[note-%d]].\n", i, i, (i+1)%n)
+		status := "stable"
+		if hiddenEvery > 0 && i%hiddenEvery == 0 {
+			status = "deprecated"
+			if i/hiddenEvery%2 == 1 {
+				status = "stable\nwithheld: {by: \"process:fedmem-gate\", reason: bench}"
+			}
+		}
+		body := fmt.Sprintf("---\ntype: note\ntitle: Bench note %d\nstatus: %s\ncreated: 2026-01-01T00:00:00+00:00\n---\n# Bench note %d\n\nA small note used by `make bench` to give the vault its size.\nSee [[note-%d]].\n", i, status, i, (i+1)%n)
 		if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("note-%06d.md", i)), []byte(body), 0o644); err != nil {
 			return "", err
 		}

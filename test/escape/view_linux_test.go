@@ -1,12 +1,18 @@
 package escape
 
 import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fedmem/fedmem/test/testutil"
 )
@@ -174,5 +180,80 @@ func TestViewInForce(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestViewWithheldDuringSession (issue 21 item 4): a note withheld while
+// a session runs stays in that session (the set of paths is fixed at its
+// start; the receipt marks the read as changed during the session) and
+// does not exist for the next one.
+func TestViewWithheldDuringSession(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	addViewNotes(t, e)
+	e.gateOnce(t)
+	prof := viewProfile(t, e)
+	note := filepath.Join(e.vault.Dir, "20-domains/infra/region.md")
+	goOn := filepath.Join(e.workdir, "go")
+	// The agent reads the note, says so on its stdout, waits for the
+	// test's go (a file in its workdir), then looks again.
+	script := `cat "$1" >/dev/null && echo first-read
+until [ -e go ]; do sleep 0.02; done
+[ -e "$1" ] && echo STILL-THERE
+grep -q withheld "$1" && echo NOW-WITHHELD
+exit 0`
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	report := filepath.Join(e.outDir, "report-during.json")
+	cmd := e.command(ctx, report, []string{"--profile", prof}, "sh", "-c", script, "sh", note)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = pw, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	sc := bufio.NewScanner(pr)
+	var stdout strings.Builder
+	for sc.Scan() && sc.Text() != "first-read" {
+		stdout.WriteString(sc.Text() + "\n")
+	}
+	if sc.Err() != nil || ctx.Err() != nil {
+		t.Fatalf("the session never read the note: %v\n%s\nstderr:\n%s", sc.Err(), stdout.String(), stderr.String())
+	}
+	// The curator withholds the note while the agent runs.
+	body := "---\ntitle: Deployment region\nstatus: stable\nwithheld: {by: \"human:curator\", reason: disputed}\n---\nProduction runs in us-east-1.\n"
+	if err := os.WriteFile(note, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", "-A", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "withhold region"}} {
+		if out, err := testutil.Git(e.vault.Dir, args...); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	e.gateOnce(t)
+	if err := os.WriteFile(goOn, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		stdout.WriteString(sc.Text() + "\n")
+	}
+	werr := cmd.Wait()
+	if werr != nil || !strings.Contains(stdout.String(), "STILL-THERE") || !strings.Contains(stdout.String(), "NOW-WITHHELD") {
+		t.Fatalf("the running session's view changed: %v\nstdout:\n%s\nstderr:\n%s", werr, stdout.String(), stderr.String())
+	}
+	var rep map[string]any
+	if b, err := os.ReadFile(report); err != nil || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("report %s: %v", report, err)
+	}
+	vr, _ := rep["vault_reads"].(map[string]any)
+	if !strings.Contains(fmt.Sprint(vr), "changed_during") && !strings.Contains(fmt.Sprint(vr), "end_blob") {
+		t.Errorf("the receipt does not say the note changed during the session: %v", vr)
+	}
+	r2 := e.run(t, []string{"--profile", prof}, "sh", "-c", `if [ -e "$1" ]; then echo BREACH-EXISTS; fi; true`, "sh", note)
+	if r2.code != 0 || strings.Contains(string(r2.stdout), "BREACH") {
+		t.Fatalf("BREACH: the next session sees the withheld note: exit %d\nstdout:\n%s\nstderr:\n%s", r2.code, r2.stdout, r2.stderr)
 	}
 }
