@@ -27,9 +27,18 @@ type View struct {
 	Scanned int `json:"scanned,omitempty"`
 	// Why the manifest was not used (a scan).
 	Stale string `json:"stale,omitempty"`
-	// Hidden are the vault-relative paths hidden and why, in path order.
+	// Count is how many vault paths are hidden.
+	Count int `json:"count"`
+	// Hidden are the first MaxViewListed of them and why, in path order
+	// (for --explain; the backends take the paths from Mount.Hide).
 	Hidden []view.Entry `json:"hidden"`
+	// all are every hidden path (not in the plan's JSON: the mounts carry
+	// them).
+	all []view.Entry
 }
+
+// MaxViewListed bounds View.Hidden.
+const MaxViewListed = 50
 
 // View sources.
 const (
@@ -59,7 +68,9 @@ func LoadView(vaultDir string, now time.Time) (*View, error) {
 			return nil, fmt.Errorf("vault.view: judging the vault's notes: %w", err)
 		}
 	}
-	v.Hidden = m.At(now, view.Fixed(vaultDir))
+	v.all = m.At(now, view.Fixed(vaultDir))
+	v.Count = len(v.all)
+	v.Hidden = v.all[:min(len(v.all), MaxViewListed)]
 	return v, nil
 }
 
@@ -67,7 +78,7 @@ func LoadView(vaultDir string, now time.Time) (*View, error) {
 // ("." the vault itself), relative to it.
 func (v *View) hideUnder(rel string) []string {
 	var out []string
-	for _, e := range v.Hidden {
+	for _, e := range v.all {
 		switch {
 		case rel == ".":
 			out = append(out, e.Path)

@@ -39,9 +39,6 @@ func DescribeLayers(pl *mounts.Plan) []string {
 	), describeFilters(pl)...)
 }
 
-// maxViewLines bounds the hidden paths DescribeView lists one by one.
-const maxViewLines = 50
-
 // DescribeView says what `vault.view: in-force` hides and why (nothing
 // without a view).
 func DescribeView(pl *mounts.Plan) []string {
@@ -56,13 +53,12 @@ func DescribeView(pl *mounts.Plan) []string {
 	if v.Source == mounts.ViewFromScan {
 		how = fmt.Sprintf("judged by fedmem-run from all %d notes (%s)", v.Scanned, v.Stale)
 	}
-	out := []string{fmt.Sprintf("vault view: in-force — %d paths of the vault do not exist inside (ENOENT), %s; folder pages list only what is shown; a note withheld during the session stays until the next one", len(v.Hidden), how)}
+	out := []string{fmt.Sprintf("vault view: in-force — %d paths of the vault do not exist inside (ENOENT), %s; folder pages list only what is shown; a note withheld during the session stays until the next one", v.Count, how)}
 	for i, e := range v.Hidden {
-		if i == maxViewLines {
-			out = append(out, fmt.Sprintf("  … and %d more", len(v.Hidden)-maxViewLines))
-			break
-		}
 		out = append(out, fmt.Sprintf("  hidden: %s — %s", e.Path, e.Why))
+		if i == len(v.Hidden)-1 && v.Count > len(v.Hidden) {
+			out = append(out, fmt.Sprintf("  … and %d more", v.Count-len(v.Hidden)))
+		}
 	}
 	return out
 }

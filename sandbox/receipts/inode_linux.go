@@ -44,6 +44,14 @@ type inodeWalk struct {
 	under map[string]int
 	marks int
 	err   error
+	// host is the host's vault folder (O_PATH), -1 if it cannot be
+	// opened: under vault.view: in-force a vault mount is an overlay,
+	// whose folders report no subfolder count and see no change the
+	// gate makes to the vault below it (overlay_linux.go).
+	host int
+	// hostFan is the group marking the host's folders (overlay_linux.go),
+	// -1 when none is.
+	hostFan int
 }
 
 // markInodes makes an unprivileged-capable fanotify group and marks every
@@ -54,7 +62,11 @@ func (r *Recorder) markInodes(points []string, fds []int) (*inodeWalk, string) {
 	if err != nil {
 		return nil, "fanotify_init (inode marks): " + err.Error()
 	}
-	w := &inodeWalk{fan: fan, vault: r.vault, dirs: map[string]string{}, under: map[string]int{}}
+	w := &inodeWalk{fan: fan, vault: r.vault, dirs: map[string]string{}, under: map[string]int{}, host: -1, hostFan: -1}
+	// The host's vault, for the in-force view's overlay (viewMarks).
+	if fd, err := unix.Open(r.vault, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		w.host = fd
+	}
 	for i, fd := range fds {
 		rel, err := filepath.Rel(r.vault, points[i])
 		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
@@ -84,6 +96,14 @@ func (w *inodeWalk) close() {
 		unix.Close(fd)
 	}
 	w.roots = nil
+	if w.host >= 0 {
+		unix.Close(w.host)
+		w.host = -1
+	}
+	if w.hostFan >= 0 {
+		go unix.Close(w.hostFan)
+		w.hostFan = -1
+	}
 	if w.fan >= 0 {
 		go unix.Close(w.fan) // a group's close waits for its marks' grace period
 		w.fan = -1
@@ -125,7 +145,16 @@ func (w *inodeWalk) markTree(i int, sub string, found func(dir string, key []byt
 		return "", false
 	}
 	w.dirs[key], w.under[key] = rel, i
-	if found == nil && noSubdirs(fd, fsType) {
+	leaf := false
+	if fsType == unix.OVERLAYFS_SUPER_MAGIC {
+		var ok bool
+		if leaf, ok = w.viewMarks(i, rel); !ok {
+			return "", false
+		}
+	} else {
+		leaf = noSubdirs(fd, fsType)
+	}
+	if found == nil && leaf {
 		return key, true // a leaf folder: nothing to walk (a 100k-note vault's listing is 100k entries)
 	}
 	// getdents with its d_type: a 100k-note vault's listing is 100k

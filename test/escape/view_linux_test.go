@@ -119,7 +119,7 @@ func (e *env) gateOnce(t *testing.T) {
 		cmd = exec.Command("setpriv", append([]string{"--reuid", strconv.Itoa(uid), "--regid", strconv.Itoa(uid), "--clear-groups", "--", e.bins.Fedmem}, args...)...)
 	}
 	out, err := cmd.CombinedOutput()
-	if _, serr := os.Stat(filepath.Join(e.vault.Dir, ".git", "fedmem-view.json")); serr != nil {
+	if _, serr := os.Stat(filepath.Join(e.vault.Dir, ".git", "fedmem-view")); serr != nil {
 		t.Fatalf("fedmem gate once wrote no view manifest (%v): %v\n%s", serr, err, out)
 	}
 }
@@ -193,18 +193,60 @@ func TestViewWithheldDuringSession(t *testing.T) {
 	e.gateOnce(t)
 	prof := viewProfile(t, e)
 	note := filepath.Join(e.vault.Dir, "20-domains/infra/region.md")
-	goOn := filepath.Join(e.workdir, "go")
-	// The agent reads the note, says so on its stdout, waits for the
-	// test's go (a file in its workdir), then looks again.
+	// The agent reads the note, says so, waits for the test's go, then
+	// looks again.
 	script := `cat "$1" >/dev/null && echo first-read
 until [ -e go ]; do sleep 0.02; done
 [ -e "$1" ] && echo STILL-THERE
 grep -q withheld "$1" && echo NOW-WITHHELD
 exit 0`
+	out, rep := e.runPaused(t, []string{"--profile", prof}, func() {
+		// The curator withholds the note while the agent runs.
+		body := "---\ntitle: Deployment region\nstatus: stable\nwithheld: {by: \"human:curator\", reason: disputed}\n---\nProduction runs in us-east-1.\n"
+		if err := os.WriteFile(note, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e.commit(t, "withhold region")
+		e.gateOnce(t)
+	}, "sh", "-c", script, "sh", note)
+	if !strings.Contains(out, "STILL-THERE") || !strings.Contains(out, "NOW-WITHHELD") {
+		t.Fatalf("the running session's view changed:\n%s", out)
+	}
+	vr, _ := rep["vault_reads"].(map[string]any)
+	if !strings.Contains(fmt.Sprint(vr), "changed_during") && !strings.Contains(fmt.Sprint(vr), "end_blob") {
+		t.Errorf("the receipt does not say the note changed during the session: %v", vr)
+	}
+	r2 := e.run(t, []string{"--profile", prof}, "sh", "-c", `if [ -e "$1" ]; then echo BREACH-EXISTS; fi; true`, "sh", note)
+	if r2.code != 0 || strings.Contains(string(r2.stdout), "BREACH") {
+		t.Fatalf("BREACH: the next session sees the withheld note: exit %d\nstdout:\n%s\nstderr:\n%s", r2.code, r2.stdout, r2.stderr)
+	}
+}
+
+// commit commits everything in e's vault, as the test (the owner is put
+// back as addViewNotes leaves it).
+func (e *env) commit(t *testing.T, msg string) {
+	t.Helper()
+	for _, args := range [][]string{{"add", "-A", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", msg}} {
+		if out, err := testutil.Git(e.vault.Dir, args...); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if uid := e.vaultOwner(); uid != 0 {
+		if err := testutil.ChownTree(e.vault.Dir, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runPaused runs argv under fedmem-run until it prints "first-read",
+// calls during, then lets it go on (it waits for the file "go" in its
+// workdir) and returns its output and report.
+func (e *env) runPaused(t *testing.T, extra []string, during func(), argv ...string) (string, map[string]any) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	report := filepath.Join(e.outDir, "report-during.json")
-	cmd := e.command(ctx, report, []string{"--profile", prof}, "sh", "-c", script, "sh", note)
+	report := filepath.Join(e.outDir, "report-paused-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".json")
+	cmd := e.command(ctx, report, extra, argv...)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -221,39 +263,77 @@ exit 0`
 		stdout.WriteString(sc.Text() + "\n")
 	}
 	if sc.Err() != nil || ctx.Err() != nil {
-		t.Fatalf("the session never read the note: %v\n%s\nstderr:\n%s", sc.Err(), stdout.String(), stderr.String())
+		t.Fatalf("the session never said first-read: %v\n%s\nstderr:\n%s", sc.Err(), stdout.String(), stderr.String())
 	}
-	// The curator withholds the note while the agent runs.
-	body := "---\ntitle: Deployment region\nstatus: stable\nwithheld: {by: \"human:curator\", reason: disputed}\n---\nProduction runs in us-east-1.\n"
-	if err := os.WriteFile(note, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{{"add", "-A", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "withhold region"}} {
-		if out, err := testutil.Git(e.vault.Dir, args...); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	e.gateOnce(t)
-	if err := os.WriteFile(goOn, nil, 0o644); err != nil {
+	during()
+	if err := os.WriteFile(filepath.Join(e.workdir, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for sc.Scan() {
 		stdout.WriteString(sc.Text() + "\n")
 	}
-	werr := cmd.Wait()
-	if werr != nil || !strings.Contains(stdout.String(), "STILL-THERE") || !strings.Contains(stdout.String(), "NOW-WITHHELD") {
-		t.Fatalf("the running session's view changed: %v\nstdout:\n%s\nstderr:\n%s", werr, stdout.String(), stderr.String())
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("fedmem-run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	var rep map[string]any
 	if b, err := os.ReadFile(report); err != nil || json.Unmarshal(b, &rep) != nil {
 		t.Fatalf("report %s: %v", report, err)
 	}
+	return stdout.String(), rep
+}
+
+// receiptPaths are the paths a report's vault_reads lists.
+func receiptPaths(rep map[string]any) map[string]bool {
+	got := map[string]bool{}
 	vr, _ := rep["vault_reads"].(map[string]any)
-	if !strings.Contains(fmt.Sprint(vr), "changed_during") && !strings.Contains(fmt.Sprint(vr), "end_blob") {
-		t.Errorf("the receipt does not say the note changed during the session: %v", vr)
+	reads, _ := vr["reads"].([]any)
+	for _, x := range reads {
+		m, _ := x.(map[string]any)
+		p, _ := m["path"].(string)
+		got[p] = true
 	}
-	r2 := e.run(t, []string{"--profile", prof}, "sh", "-c", `if [ -e "$1" ]; then echo BREACH-EXISTS; fi; true`, "sh", note)
-	if r2.code != 0 || strings.Contains(string(r2.stdout), "BREACH") {
-		t.Fatalf("BREACH: the next session sees the withheld note: exit %d\nstdout:\n%s\nstderr:\n%s", r2.code, r2.stdout, r2.stderr)
+	return got
+}
+
+// TestViewReadReceipts (issue 21 items 1 and 3): under vault.view:
+// in-force every way test/hostile's hide-reads tries to read a note
+// unseen is still in the receipt (the overlay takes inode marks, not a
+// mount mark), and a note the gate puts in a folder made while the
+// session runs, which the agent then reads, is in it too (the overlay
+// sees no event of the vault below it: the host's folders are marked for
+// new folders).
+func TestViewReadReceipts(t *testing.T) {
+	for _, l := range []layout{{name: "gate-owned/root", gateOwned: true}, {name: "beside/user", gateOwned: true, user: true}} {
+		t.Run(l.name+"/hide-reads", func(t *testing.T) {
+			e := setup(t, l)
+			blobs := addHideNotes(t, e)
+			r := e.run(t, []string{"--profile", viewProfile(t, e)}, e.bins.Hostile, "hide-reads")
+			checkHideReceiptAllowing(t, l, e, blobs, r, map[string]string{"copy_file_range": "EXDEV"})
+		})
+		t.Run(l.name+"/new-folder", func(t *testing.T) {
+			e := setup(t, l)
+			addViewNotes(t, e)
+			fresh := filepath.Join(e.vault.Dir, "20-domains/fresh/deeper/late.md")
+			script := `cat "$1/20-domains/infra/region.md" >/dev/null && echo first-read
+until [ -e go ]; do sleep 0.02; done
+for i in $(seq 200); do [ -e "$2" ] && break; sleep 0.02; done
+cat "$2" && echo READ-LATE
+exit 0`
+			out, rep := e.runPaused(t, []string{"--profile", viewProfile(t, e)}, func() {
+				if err := os.MkdirAll(filepath.Dir(fresh), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(fresh, []byte("---\ntitle: Late\n---\nLATE-NOTE\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				e.commit(t, "a late note in a new folder")
+			}, "sh", "-c", script, "sh", e.vault.Dir, fresh)
+			if !strings.Contains(out, "LATE-NOTE") {
+				t.Fatalf("the agent never read the late note (the attempt proves nothing):\n%s", out)
+			}
+			if got := receiptPaths(rep); !got["20-domains/fresh/deeper/late.md"] || !got["20-domains/infra/region.md"] {
+				t.Errorf("BREACH: a read under the view is not in the receipt: %v", got)
+			}
+		})
 	}
 }

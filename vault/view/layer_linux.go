@@ -35,10 +35,12 @@ func BuildLayer(layer, src string, hidden []string) error {
 		if !cleanRel(h) {
 			return fmt.Errorf("view: hidden path %q is not a clean relative path", h)
 		}
-		if _, err := os.Lstat(filepath.Join(src, h)); errors.Is(err, fs.ErrNotExist) {
-			continue // gone since the manifest was made: nothing to hide
-		}
-		if err := l.whiteout(h); err != nil {
+		// A path gone since the manifest was made gets its whiteout
+		// anyway (harmless: nothing below to hide); a parent folder gone
+		// is skipped.
+		if err := l.whiteout(h); errors.Is(err, fs.ErrNotExist) {
+			continue
+		} else if err != nil {
 			return err
 		}
 	}

@@ -79,7 +79,7 @@ func TestManifestRoundTripAndStale(t *testing.T) {
 	if at := got.At(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC), nil); len(at) != 2 || at[1].Path != "a/c.md" {
 		t.Errorf("after stale_after: %v", at)
 	}
-	os.WriteFile(Path(dir), []byte(`{"version":1,"commit":"abc","hidden":[{"path":"../etc/passwd","why":"x"}]}`), 0o644)
+	os.WriteFile(Path(dir), []byte("fedmem-view 1 abc\nh ../etc/passwd\tx\n"), 0o644)
 	if _, err := Read(dir, "abc"); err == nil || errors.Is(err, ErrStale) {
 		t.Errorf("a manifest naming a path out of the vault: %v, want a parse error", err)
 	}
@@ -104,5 +104,22 @@ func TestScan(t *testing.T) {
 	}
 	if f := Fixed(dir); len(f) != 2 {
 		t.Errorf("fixed: %v, want .git and 99-archive", f)
+	}
+}
+
+func TestManifestOddPaths(t *testing.T) {
+	m := &Manifest{Commit: "c", Hidden: []Entry{{Path: "a/tab\there.md", Why: "why\nwith newline"}, {Path: "a/new\nline.md", Why: "w"}, {Path: `"quoted".md`, Why: "w"}, {Path: `back\slash.md`, Why: "w"}}}
+	b, _ := m.Encode()
+	got, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range m.Hidden {
+		if got.Hidden[i].Path != e.Path {
+			t.Errorf("path %q came back as %q", e.Path, got.Hidden[i].Path)
+		}
+	}
+	if got.Hidden[0].Why != "why with newline" {
+		t.Errorf("why %q", got.Hidden[0].Why)
 	}
 }

@@ -1,0 +1,86 @@
+package receipts
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// Read receipts under vault.view: in-force. The vault mount is a read-only
+// overlay (sandbox/pid1/view_linux.go) that takes no fanotify mount mark
+// (ENODEV: it encodes no file handle a mount mark reports), so its folders
+// are inode-marked like an unprivileged caller's. An overlay's own folders
+// see only the opens made through the overlay — the sandbox's — but two
+// things of the vault below it they do not show: a folder's subfolder
+// count (an overlay folder's link count is 1: every folder would be
+// listed, 100k entries on a 100k-note vault) and a folder the gate makes
+// while the session runs (no event on the overlay). Both are read from the
+// host's folder of the same path: its link count, and a mark on it for
+// the folders made in it (FAN_CREATE|FAN_MOVED_TO|FAN_ONDIR only: no open
+// on the host is a read), which then marks the overlay's new folder and
+// records what it already holds as opened (newDir: never under-report).
+
+// hostDirMask: the host folder's new subfolders, not its opens.
+const hostDirMask = unix.FAN_CREATE | unix.FAN_MOVED_TO | unix.FAN_ONDIR
+
+// viewMarks marks the host folder of the overlay folder rel for new
+// subfolders and reports whether it has none (the overlay's listing can
+// then be skipped). ok is false when the mark failed (w.err says why).
+func (w *inodeWalk) viewMarks(i int, rel string) (leaf, ok bool) {
+	if w.host < 0 {
+		return false, true // list the overlay's folder (slower, complete)
+	}
+	p := rel
+	if p == "" {
+		p = "."
+	}
+	fd, err := unix.Openat2(w.host, p, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return false, true // not a folder of the host's vault: list the overlay's
+	}
+	defer unix.Close(fd)
+	if w.hostFan < 0 {
+		// A group of its own: one group cannot mark the overlay (a
+		// filesystem id of zero) and another filesystem (EXDEV).
+		if w.hostFan, err = unix.FanotifyInit(unix.FAN_CLASS_NOTIF|unix.FAN_CLOEXEC|unix.FAN_NONBLOCK|unix.FAN_REPORT_DFID_NAME, unix.O_RDONLY|unix.O_LARGEFILE|unix.O_CLOEXEC); err != nil {
+			w.hostFan = -1
+			w.err = fmt.Errorf("fanotify_init (the host's vault folders): %v", err)
+			return false, false
+		}
+	}
+	if err := unix.FanotifyMark(w.hostFan, unix.FAN_MARK_ADD, hostDirMask, fd, ""); err != nil {
+		w.err = fmt.Errorf("fanotify inode mark on the host's %s (mark %d): %v", rel, w.marks+1, err)
+		return false, false
+	}
+	w.marks++
+	key, fsType, ok := handleKey(fd)
+	if !ok {
+		w.err = fmt.Errorf("no file handle for the host's %s: its new folders could not be named", rel)
+		return false, false
+	}
+	if _, seen := w.dirs[key]; !seen {
+		w.dirs[key] = rel
+		// A new folder in it is walked from the overlay root i, which
+		// shows this folder.
+		w.under[key] = i
+	}
+	return noSubdirs(fd, fsType), true
+}
+
+// drainHost reads the host group's events (new folders) until none is
+// queued; it reports whether there were any.
+func drainHost(fan int, buf []byte, rs *readSet) bool {
+	any := false
+	for {
+		n, err := unix.Read(fan, buf)
+		if n <= 0 {
+			if err != nil && err != unix.EAGAIN && err != unix.EINTR {
+				rs.vr.Lost = true
+			}
+			return any
+		}
+		any = true
+		rs.events(buf[:n])
+	}
+}
