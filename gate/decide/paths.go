@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"github.com/fedmem/fedmem/vault/view"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -58,23 +59,7 @@ func DestPath(folder, title, name, sum string) string {
 // IsArchivePage reports whether p is an archive page the gate wrote when a
 // folder's log.md or index.md filled up (<folder>/log/000001.md,
 // <folder>/index/000002.md; folderlog.go appendLine): gate pages, not notes.
-func IsArchivePage(p string) bool {
-	dir, name := path.Split(p)
-	kind := path.Base(strings.TrimSuffix(dir, "/"))
-	if (kind != "log" && kind != "index") || strings.Count(dir, "/") < 2 {
-		return false
-	}
-	num, ok := strings.CutSuffix(name, ".md")
-	if !ok || len(num) != 6 {
-		return false
-	}
-	for _, c := range num {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
+func IsArchivePage(p string) bool { return view.IsArchivePage(p) }
 
 // SanitizeLine keeps text safe for one line of a commit header or message.
 func SanitizeLine(s string) string {

@@ -142,14 +142,20 @@ func IsNote(p string) bool {
 }
 
 // IsPage reports whether p is a folder page the gate writes: a folder's
-// index.md or log.md, or one of their archive pages (index/000001.md).
+// index.md or log.md, or one of their archive pages.
 func IsPage(p string) bool {
+	name := path.Base(p)
+	return name == "index.md" || name == "log.md" || IsArchivePage(p)
+}
+
+// IsArchivePage reports whether p is an archive page the gate wrote when a
+// folder's log.md or index.md filled up (<folder>/log/000001.md,
+// <folder>/index/000002.md; gate/commit's AppendLine): gate pages, not
+// notes.
+func IsArchivePage(p string) bool {
 	dir, name := path.Split(p)
-	if name == "index.md" || name == "log.md" {
-		return true
-	}
 	kind := path.Base(strings.TrimSuffix(dir, "/"))
-	if (kind != "log" && kind != "index") || dir == kind+"/" {
+	if (kind != "log" && kind != "index") || strings.Count(dir, "/") < 2 {
 		return false
 	}
 	num, ok := strings.CutSuffix(name, ".md")
