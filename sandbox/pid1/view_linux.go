@@ -54,7 +54,11 @@ func mountView(t string, m mounts.Mount, stage string) error {
 	// lowerdir+ takes one path as it is (no ':' or ',' parsing): any
 	// vault name works. The first is the top layer.
 	for _, l := range []string{stage, t} {
-		if err := unix.FsconfigSetString(fs, "lowerdir+", l); err != nil {
+		if err := unix.FsconfigSetString(fs, "lowerdir+", l); err == unix.EINVAL && l == stage {
+			// Linux before 6.8 has no lowerdir+: the one-string form,
+			// its separators escaped.
+			return mountViewLegacy(t, m, stage)
+		} else if err != nil {
 			return &sandbox.MountError{Op: "overlay lowerdir+ (vault view)", Source: l, Target: m.Target, Err: err}
 		}
 	}
@@ -131,6 +135,19 @@ func verifyView(pl *mounts.Plan) error {
 				return &mounts.VerifyError{Path: p, Rule: "vault-view", Detail: fmt.Sprintf("a path the in-force view hides must be absent inside: %v", err)}
 			}
 		}
+	}
+	return nil
+}
+
+// mountViewLegacy is mountView's overlay by mount(2) with one lowerdir
+// string (Linux 5.11 to 6.7: overlayfs in a user namespace, no
+// lowerdir+), each path's '\\', ':' and ',' escaped.
+func mountViewLegacy(t string, m mounts.Mount, stage string) error {
+	esc := strings.NewReplacer(`\`, `\\`, ":", `\:`, ",", `\,`)
+	data := "lowerdir=" + esc.Replace(stage) + ":" + esc.Replace(t)
+	const flags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
+	if err := unix.Mount("overlay", t, "overlay", flags, data); err != nil {
+		return &sandbox.MountError{Op: "mount overlay (vault view)", Source: m.Source, Target: m.Target, Flags: flags, Data: data, Err: err}
 	}
 	return nil
 }
