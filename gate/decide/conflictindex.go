@@ -334,6 +334,12 @@ func (hv *HeadView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 	p := joinPath(dir, name)
 	var id repo.Hash
 	copy(id[:], c.all[len(c.all)-20:])
+	if strings.HasPrefix(name, ".") {
+		if view.Judged(p) {
+			idx.view[p] = viewNote{why: view.DotWhy} // hidden whole by the sandbox's view
+		}
+		return nil
+	}
 	if c.dir {
 		if !indexedDir(p) || string(c.mode) != "40000" {
 			return nil
@@ -344,24 +350,23 @@ func (hv *HeadView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 		}
 		return hv.diffDir(idx, p, raw)
 	}
-	if !strings.HasSuffix(name, ".md") || name == "index.md" || name == "log.md" || strings.HasPrefix(name, ".") || IsArchivePage(p) {
+	mdNote := strings.HasSuffix(name, ".md") && name != "index.md" && name != "log.md" && !IsArchivePage(p)
+	judged := view.Judged(p) // the sandbox's view judges every file, not only notes
+	if !mdNote && !judged {
 		return nil
 	}
 	m, err := repo.ParseMode(string(c.mode))
 	if err != nil || !m.IsFile() || m == repo.ModeSymlink {
 		return nil
 	}
-	if dir == "" && !view.IsNote(p) {
-		return nil
-	}
 	f, err := hv.Facts(id)
 	if err != nil {
 		return err
 	}
-	if view.IsNote(p) && (f.Hidden != "" || !f.StaleAfter.IsZero()) {
+	if judged && (f.Hidden != "" || !f.StaleAfter.IsZero()) {
 		idx.view[p] = viewNote{f.Hidden, f.StaleAfter}
 	}
-	if dir == "" {
+	if !mdNote || dir == "" {
 		return nil // the root's notes hold no name (the contract, the README)
 	}
 	if !(f.InForce || f.Withheld) {
@@ -444,6 +449,7 @@ func (idx *vaultIndex) dropNote(p string) {
 
 // dropDir takes folder dir and everything under it out of the index.
 func (hv *HeadView) dropDir(idx *vaultIndex, dir string) error {
+	delete(idx.view, dir) // a dot folder, hidden whole
 	raw, ok := idx.raws[dir]
 	if !ok {
 		return nil // never indexed (skipped folder)

@@ -477,12 +477,12 @@ func readBlobPrefix(r *repo.Repo, h repo.Hash, n int64) ([]byte, error) {
 // has no status, so it is in force (OKF: absent means stable).
 func FactsOf(b []byte) NoteFacts {
 	f := NoteFacts{InForce: true}
-	n, _ := note.Parse(b)
+	n, findings := note.Parse(b)
+	f.Hidden, _ = view.JudgeParsed(n, findings) // the sandbox's view: fails closed
 	if n == nil {
 		return f
 	}
 	f.Parsed = true
-	f.Hidden, _ = view.JudgeNote(n)
 	if s, ok := n.Scalar("status"); ok {
 		f.Status = s
 		f.InForce = s == note.StatusStable

@@ -33,6 +33,7 @@ import (
 
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
+	"go.yaml.in/yaml/v3"
 )
 
 // Modes of a profile's vault.view.
@@ -88,31 +89,76 @@ const Withheld = "withheld"
 // Judge says whether the note with content b is in force: why is "" when
 // it is (possibly until stale, not zero); otherwise it says why not.
 func Judge(b []byte) (why string, stale time.Time) {
-	n, _ := note.Parse(b)
+	return JudgeParsed(note.Parse(b))
+}
+
+// JudgeParsed is Judge of note.Parse's result. A file that opens a
+// frontmatter (its first line is `---`) the parser cannot read — too
+// large, never closed, not YAML, past the depth limit — is not in force:
+// a judge that cannot read a `withheld:` must not show the note (the view
+// fails closed). A file with no frontmatter has no status: in force, as
+// OKF has it.
+func JudgeParsed(n *note.Note, findings []note.Finding) (why string, stale time.Time) {
+	if n == nil {
+		for _, f := range findings {
+			if f.Rule == "frontmatter-open" {
+				return "", time.Time{} // no frontmatter at all
+			}
+		}
+		rule := "unreadable"
+		if len(findings) > 0 {
+			rule = findings[0].Rule
+		}
+		return "its frontmatter cannot be read (" + rule + "): what it says of itself is unknown", time.Time{}
+	}
 	return JudgeNote(n)
 }
 
-// JudgeNote is Judge of a parsed note (nil: no usable frontmatter, so no
-// status: in force, as OKF has it).
+// JudgeNote is Judge of a parsed note. Keys are compared folded
+// (note.FoldKey: `Status:` and `ｓｔａｔｕｓ:` are `status:`), every
+// occurrence counts, and a frontmatter that merges or aliases YAML nodes
+// (`<<:`, `*anchor`) is not judged in force: what it says is not what
+// its keys show.
 func JudgeNote(n *note.Note) (why string, stale time.Time) {
-	if n == nil {
+	if n == nil || n.Front == nil {
 		return "", time.Time{}
 	}
-	if n.Get(Withheld) != nil {
-		return "withheld", time.Time{}
-	}
-	if s, ok := n.Scalar("status"); ok && s != note.StatusStable {
-		return "status " + quote(s) + " (only stable notes are in force)", time.Time{}
-	}
-	if by, ok := n.Scalar("superseded_by"); ok && by != "" {
-		return "superseded by " + quote(by), time.Time{}
-	}
-	if s, ok := n.Scalar("stale_after"); ok {
-		if norm, ok := note.NormalizeTime(s); ok {
-			stale, _ = time.Parse(time.RFC3339Nano, norm)
+	c := n.Front.Content
+	for i := 0; i+1 < len(c); i += 2 {
+		k, v := c[i], c[i+1]
+		if k.Value == "<<" || k.Kind == yaml.AliasNode || v.Kind == yaml.AliasNode {
+			return "its frontmatter merges or aliases YAML nodes: what it says of itself is not judged", time.Time{}
+		}
+		switch note.FoldKey(k.Value) {
+		case Withheld:
+			return "withheld", time.Time{}
+		case "status":
+			if v.Kind != yaml.ScalarNode || v.Value != note.StatusStable {
+				return "status " + quote(v.Value) + " (only stable notes are in force)", time.Time{}
+			}
+		case "superseded_by":
+			return "superseded by " + quote(v.Value), time.Time{}
+		case "stale_after":
+			t, ok := time.Time{}, false
+			if v.Kind == yaml.ScalarNode {
+				if norm, nok := note.NormalizeTime(v.Value); nok {
+					t, ok = parseTime(norm)
+				}
+			}
+			if !ok {
+				return "stale_after " + quote(v.Value) + " cannot be read as a time: when it goes stale is unknown", time.Time{}
+			}
+			if stale.IsZero() || t.Before(stale) {
+				stale = t
+			}
 		}
 	}
 	return "", stale
+}
+
+func parseTime(s string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	return t, err == nil
 }
 
 func quote(s string) string {
@@ -122,15 +168,20 @@ func quote(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// IsNote reports whether the vault-relative path p is a note the view
-// judges: a Markdown file outside the inbox, the archive and dot folders,
-// not a folder page the gate writes (index.md, log.md, their archives).
-func IsNote(p string) bool {
-	if !strings.HasSuffix(p, ".md") || IsPage(p) {
-		return false
-	}
+// Judged reports whether the view judges the file at the vault-relative
+// path p by its frontmatter: any regular file outside the inbox and the
+// archive that is not a folder page the gate writes (a note is a `.md`
+// file, but a `.markdown`, `.MD` or `.txt` file with a `withheld:` is
+// hidden all the same). Paths with a dot entry are hidden whole (DotWhy).
+func Judged(p string) bool {
 	top, _, _ := strings.Cut(p, "/")
-	if top == vault.InboxDir || top == ArchiveDir {
+	return top != vault.InboxDir && top != ArchiveDir && !IsPage(p)
+}
+
+// IsNote reports whether p is a note: a judged `.md` file with no dot
+// entry on its path.
+func IsNote(p string) bool {
+	if !strings.HasSuffix(p, ".md") || !Judged(p) {
 		return false
 	}
 	for _, part := range strings.Split(p, "/") {
@@ -140,6 +191,11 @@ func IsNote(p string) bool {
 	}
 	return true
 }
+
+// DotWhy is why a dot entry (a file or folder whose name starts with a
+// dot, at any depth) is hidden: no note lives there (an editor's or a
+// tool's state, the vault's .gitignore), and the gate does not read it.
+const DotWhy = "a dot entry is not a note"
 
 // IsPage reports whether p is a folder page the gate writes: a folder's
 // index.md or log.md, or one of their archive pages.
@@ -181,8 +237,17 @@ func (m *Manifest) At(now time.Time, fixed []Entry) []Entry {
 			out = append(out, Entry{Path: s.Path, Why: "stale since " + s.After.UTC().Format(time.RFC3339)})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	// One entry a path (the first: a fixed one's reason), and none below
+	// a hidden folder (its whiteout hides them).
+	kept := out[:0]
+	for _, e := range out {
+		if n := len(kept); n > 0 && (kept[n-1].Path == e.Path || strings.HasPrefix(e.Path, kept[n-1].Path+"/")) {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	return kept
 }
 
 // Fixed are the paths of vaultDir a view always hides, those that exist:
@@ -350,14 +415,21 @@ func Scan(vaultDir string) (*Manifest, int, error) {
 			}
 			return nil
 		}
-		if d.IsDir() {
-			top, _, _ := strings.Cut(rel, "/")
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || top == vault.InboxDir || top == ArchiveDir) {
+		top, _, _ := strings.Cut(rel, "/")
+		if rel == "." || top == vault.InboxDir || top == ArchiveDir || rel == ".git" {
+			if rel != "." && d.IsDir() {
+				return fs.SkipDir // the inbox (mounts), the archive and .git (Fixed)
+			}
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") {
+			m.Hidden = append(m.Hidden, Entry{Path: rel, Why: DotWhy})
+			if d.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || !IsNote(rel) {
+		if d.IsDir() || !d.Type().IsRegular() || !Judged(rel) {
 			return nil
 		}
 		n++
