@@ -441,3 +441,35 @@ func TestRTViewVisibleFixedPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestRTViewGitDirSymlink: a vault whose .git is a symlink to its
+// repository elsewhere (another disk: `mv .git /data/vault.git; ln -s`):
+// fedmem-run and the gate read it through the link, the view hides the
+// link (view.Fixed), but the repository itself — every version of every
+// note, withheld ones too — stays readable at its real path through the
+// read-only host root. Root cause: vault/view/view.go Fixed hides the
+// name .git only; mounts/vaultcopies.go does not count the link's target
+// as a copy of the vault.
+func TestRTViewGitDirSymlink(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	rtviewWrite(t, e, map[string]string{"20-domains/infra/old.md": "---\ntitle: Old\nstatus: deprecated\n---\nRTVIEW-GITLINK-DEPRECATED\n"}, true)
+	real := filepath.Join(e.base, "vault.git")
+	must(t, os.Rename(filepath.Join(e.vault.Dir, ".git"), real))
+	must(t, os.Symlink(real, filepath.Join(e.vault.Dir, ".git")))
+	rtviewGate(t, e, "once")
+	prof := rtviewProfile(t, e, "{view: in-force}")
+	r := e.run(t, []string{"--profile", prof}, "sh", "-c", `[ -e "$2/HEAD" ] && echo "FOUND repository $2"; git --git-dir="$2" log -p --all 2>/dev/null | grep -q RTVIEW-GITLINK && echo "FOUND history RTVIEW-GITLINK"; cat "$1/00-global/AGENT.md" >/dev/null && echo SHOWN-OK`, "sh", e.vault.Dir, real)
+	out := string(r.stdout)
+	if !strings.Contains(out, "SHOWN-OK") {
+		if r.code == 125 {
+			t.Logf("refused (fail closed): %s", r.stderr)
+			return
+		}
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, out, r.stderr)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "FOUND ") {
+			t.Errorf("BREACH: the vault's history through its .git link: %s", line)
+		}
+	}
+}
