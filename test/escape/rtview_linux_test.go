@@ -473,3 +473,42 @@ func TestRTViewGitDirSymlink(t *testing.T) {
 		}
 	}
 }
+
+// TestRTViewJudgedVariants: frontmatter the judge must read as not in
+// force, in the spellings an author or a remote may use — a note at the
+// vault root, a BOM, odd quoting and spacing of status, an empty or null
+// withheld, a second frontmatter in the body that says stable, ISO 8601
+// stale_after forms other than RFC 3339 (a space for T, an offset without
+// a colon, the basic format) — each carrying a marker no shown file
+// holds.
+func TestRTViewJudgedVariants(t *testing.T) {
+	notes := map[string]string{
+		"root-draft.md":               "---\ntitle: Root draft\nstatus: draft\n---\nRTVIEW-V-ROOT\n",
+		"20-domains/v/bom.md":         "\xef\xbb\xbf---\ntitle: BOM\nstatus: deprecated\n---\nRTVIEW-V-BOM\n",
+		"20-domains/v/quoted.md":      "---\ntitle: Quoted\nstatus: \"deprecated\"\n---\nRTVIEW-V-QUOTED\n",
+		"20-domains/v/spaced.md":      "---\ntitle: Spaced\nstatus:    deprecated   # retired\n---\nRTVIEW-V-SPACED\n",
+		"20-domains/v/upper.md":       "---\ntitle: Upper\nstatus: Stable\n---\nRTVIEW-V-UPPERSTABLE\n",
+		"20-domains/v/nullwh.md":      "---\ntitle: Null withheld\nwithheld: null\n---\nRTVIEW-V-NULLWITHHELD\n",
+		"20-domains/v/emptywh.md":     "---\ntitle: Empty withheld\nwithheld:\n---\nRTVIEW-V-EMPTYWITHHELD\n",
+		"20-domains/v/second.md":      "---\ntitle: Second\nstatus: deprecated\n---\n---\nstatus: stable\n---\nRTVIEW-V-SECONDFM\n",
+		"20-domains/v/superseded.md":  "---\ntitle: Sup\nsuperseded_by: 20-domains/v/x.md\n---\nRTVIEW-V-SUPERSEDED\n",
+		"20-domains/v/stale-space.md": "---\ntitle: Stale space\nstale_after: 2020-01-01 00:00:00Z\n---\nRTVIEW-V-STALESPACE\n",
+		"20-domains/v/stale-off.md":   "---\ntitle: Stale offset\nstale_after: 2020-01-01T00:00:00+0000\n---\nRTVIEW-V-STALEOFFSET\n",
+		"20-domains/v/stale-basic.md": "---\ntitle: Stale basic\nstale_after: 20200101T000000Z\n---\nRTVIEW-V-STALEBASIC\n",
+	}
+	var markers []string
+	for _, b := range notes {
+		i := strings.Index(b, "RTVIEW-V-")
+		markers = append(markers, strings.TrimSpace(b[i:]))
+	}
+	for _, src := range []string{"manifest", "scan"} {
+		t.Run(src, func(t *testing.T) {
+			e := setup(t, layout{name: "beside/root"})
+			rtviewWrite(t, e, notes, true)
+			if src == "manifest" {
+				rtviewGate(t, e, "once")
+			}
+			rtviewHunt(t, e, rtviewProfile(t, e, "{view: in-force}"), "frontmatter variants ("+src+")", markers...)
+		})
+	}
+}
