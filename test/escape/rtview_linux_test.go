@@ -512,3 +512,58 @@ func TestRTViewJudgedVariants(t *testing.T) {
 		})
 	}
 }
+
+// TestRTViewReceiptOddName: a note in force whose name is not UTF-8 (a
+// remote's sync brings any bytes Git allows) is shown; when the agent
+// reads it, the session's read receipt holds the name as JSON turned it
+// (U+FFFD), its digest the raw bytes: the gate refuses to store the
+// receipt ("does not match its digest"), so every read of that session —
+// the other notes too — is missing from `fedmem audit readers`. Root
+// cause: vault/receipt.go ReadsDigest over raw paths, the record's paths
+// JSON strings (sandbox/launch/receipts.go, the session record).
+func TestRTViewReceiptOddName(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	rtviewWrite(t, e, map[string]string{"20-domains/infra/ok\xff.md": "---\ntitle: Odd but in force\n---\nshown\n"}, true)
+	rtviewGate(t, e, "once")
+	r := e.run(t, []string{"--profile", rtviewProfile(t, e, "{view: in-force}")}, "sh", "-c", `cat "$1"/20-domains/infra/ok*.md "$1/00-global/AGENT.md" >/dev/null && echo READ-OK`, "sh", e.vault.Dir)
+	if !strings.Contains(string(r.stdout), "READ-OK") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	out := rtviewGate(t, e, "sweep")
+	if strings.Contains(out, "does not match its digest") {
+		t.Errorf("BREACH: the session's read receipt is not stored after it read a non-UTF-8 name (its reads of every note are lost to audit readers):\n%s", out)
+	}
+}
+
+// TestRTViewSymlinks: symlinks committed in the vault that point at a
+// hidden note, the archive and .git (relative, absolute, through "..")
+// resolve inside the view, where their targets do not exist.
+func TestRTViewSymlinks(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	rtviewWrite(t, e, map[string]string{
+		"20-domains/infra/old.md": "---\ntitle: Old\nstatus: deprecated\n---\nRTVIEW-LINK-DEPRECATED\n",
+		"99-archive/r.md":         "---\ntitle: Retired\n---\nRTVIEW-LINK-ARCHIVE\n",
+	}, false)
+	for name, target := range map[string]string{
+		"10-projects/alias.md":   "../20-domains/infra/old.md",
+		"10-projects/arch":       "../99-archive",
+		"10-projects/git":        "../.git",
+		"10-projects/abs-git":    filepath.Join(e.vault.Dir, ".git"),
+		"10-projects/abs-old.md": filepath.Join(e.vault.Dir, "20-domains/infra/old.md"),
+	} {
+		must(t, os.Symlink(target, filepath.Join(e.vault.Dir, name)))
+	}
+	rtviewGit(t, e, "add", "-A", ".")
+	rtviewGit(t, e, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "links")
+	rtviewGate(t, e, "once")
+	r := e.run(t, []string{"--profile", rtviewProfile(t, e, "{view: in-force}")}, "sh", "-c",
+		`grep -rlR RTVIEW-LINK "$1" 2>/dev/null | sed 's/^/FOUND /'; for l in git abs-git; do [ -e "$1/10-projects/$l/HEAD" ] && echo "FOUND $l"; done; cat "$1/00-global/AGENT.md" >/dev/null && echo SHOWN-OK`, "sh", e.vault.Dir)
+	if !strings.Contains(string(r.stdout), "SHOWN-OK") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, line := range strings.Split(string(r.stdout), "\n") {
+		if strings.HasPrefix(line, "FOUND ") {
+			t.Errorf("BREACH: a symlink in the vault reaches what the view hides: %s", line)
+		}
+	}
+}
