@@ -9,6 +9,7 @@ package escape
 // withhold is `fedmem gate sweep`.
 
 import (
+	"bufio"
 	"encoding/hex"
 	"encoding/json"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -566,4 +568,85 @@ func TestRTViewSymlinks(t *testing.T) {
 			t.Errorf("BREACH: a symlink in the vault reaches what the view hides: %s", line)
 		}
 	}
+}
+
+// TestRTViewDraftOutgrowsWithhold: the whole path from an agent's draft.
+// The agent writes a draft whose frontmatter (a long summary and a vault
+// source) renders just under 16 KiB; a reviewer approves it (the gate's
+// render-reparse check passes); its source changes; the sweep withholds it
+// (source-changed), and the withheld rendering passes 16 KiB: the note no
+// longer parses, so view.JudgeNote and the gate's FactsOf both read it as
+// in force. It is shown to every later session under vault.view:
+// in-force, and no later sweep can withhold it again (the sweep skips a
+// note it cannot parse). Root cause: gate/sweep/sweep.go WithheldNote
+// (no validate.CheckCommit render-reparse, unlike gate/commit/promotion.go)
+// and the judges' "no usable frontmatter: in force".
+func TestRTViewDraftOutgrowsWithhold(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	rtviewWrite(t, e, map[string]string{"20-domains/src.md": "---\ntitle: Source note\ntype: Fact\n---\nsource v1\n"}, true)
+	state := filepath.Join(e.base, "gate-state")
+	must(t, os.MkdirAll(state, 0o700))
+	sock := filepath.Join(state, "review.sock")
+	gate := exec.Command(e.bins.Fedmem, "gate", "run", "--vault", e.vault.Dir, "--state", state)
+	logs, err := gate.StderrPipe()
+	must(t, err)
+	gate.Stdout = gate.Stderr
+	must(t, gate.Start())
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(logs)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			_ = gate.Process.Kill()
+			_ = gate.Wait()
+		}
+	}
+	t.Cleanup(stop)
+	// waitLog waits for the gate's log line that says what (an event; the
+	// timer only ends a hung test).
+	waitLog := func(what string) {
+		t.Helper()
+		deadline := time.After(2 * time.Minute)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("the gate ended before %q", what)
+				}
+				if strings.Contains(l, what) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no gate log line %q", what)
+			}
+		}
+	}
+	waitLog(`"msg":"gate running"`)
+	draft := "---\ntype: Fact\ntitle: Harmless looking fact\nsummary: \"" + strings.TrimSpace(strings.Repeat("word ", 3150)) + "\"\nsources:\n  - resource: 20-domains/src.md\n---\nRTVIEW-OUTGROWN the fact.\n"
+	r := e.run(t, nil, "sh", "-c", `printf '%s' "$1" > "$FEDMEM_INBOX/fact.md"`, "sh", draft)
+	if r.code != 0 {
+		t.Fatalf("the agent's draft: exit %d\n%s", r.code, r.stderr)
+	}
+	review := func(args ...string) string {
+		out, _ := exec.Command(e.bins.Fedmem, append([]string{"review", "--socket", sock}, args...)...).CombinedOutput()
+		return string(out)
+	}
+	waitLog(`"state":"pending"`)
+	if out := review("approve", "--all", "--yes"); !strings.Contains(out, "promoted") {
+		t.Fatalf("approve: %s", out)
+	}
+	stop()
+	rtviewWrite(t, e, map[string]string{"20-domains/src.md": "---\ntitle: Source note\ntype: Fact\n---\nsource v2\n"}, true)
+	if out := rtviewGate(t, e, "sweep"); !strings.Contains(out, "withheld 20-domains/harmless-looking-fact.md") {
+		t.Fatalf("the sweep did not withhold the note:\n%s", out)
+	}
+	rtviewGate(t, e, "once")
+	rtviewHunt(t, e, rtviewProfile(t, e, "{view: in-force}"), "a draft's note after the sweep withheld it", "RTVIEW-OUTGROWN")
 }
