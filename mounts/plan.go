@@ -594,6 +594,9 @@ func (b *planBuilder) addMasks() error {
 		b.add(Mount{Kind: Masked, Target: vault.GateStateDir(in.Vault), Dir: true, Why: "the gate's private state"})
 	}
 	b.addVaultCopyMasks()
+	if err := b.addViewMasks(); err != nil {
+		return err
+	}
 	for _, t := range in.ExtraMasks {
 		t = filepath.Clean(t)
 		if !filepath.IsAbs(t) || vault.Within(in.Vault, t) || vault.Within(t, in.Vault) || b.absentInHome(t) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -81,9 +82,9 @@ func (v *View) hideUnder(rel string) []string {
 	for _, e := range v.all {
 		switch {
 		case rel == ".":
-			out = append(out, e.Path)
+			out = append(out, view.EncodePath(e.Path))
 		case strings.HasPrefix(e.Path, rel+"/"):
-			out = append(out, strings.TrimPrefix(e.Path, rel+"/"))
+			out = append(out, view.EncodePath(strings.TrimPrefix(e.Path, rel+"/")))
 		}
 	}
 	return out
@@ -106,4 +107,78 @@ func viewRel(vaultDir, target string) string {
 		return "."
 	}
 	return path.Clean(strings.TrimPrefix(target, vaultDir+"/"))
+}
+
+// addViewMasks masks, under vault.view: in-force, the other paths the
+// host shows the vault at — a bind of it (host.Aliases), its place in a
+// mirror of the root — and the real folder of a .git that is a link or a
+// `gitdir:` file: the read-only host tree would show every note there,
+// those the view hides and the history too (red team rtview:
+// TestRTViewVaultAlias, TestRTViewGitDirSymlink). A path that holds the
+// workdir, the home or the vault itself cannot be masked: refused.
+func (b *planBuilder) addViewMasks() error {
+	in := b.in
+	if in.View == nil {
+		return nil
+	}
+	var paths []string
+	if in.Aliases != nil {
+		for _, a := range in.Aliases(in.Vault) {
+			if a.Path != "" {
+				paths = append(paths, a.Path)
+			}
+		}
+	}
+	for _, m := range in.Mirrors {
+		paths = append(paths, filepath.Join(m, in.Vault))
+	}
+	if g := realGitDir(in); g != "" {
+		paths = append(paths, g)
+	}
+	seen := map[string]bool{}
+	for _, t := range paths {
+		t = filepath.Clean(t)
+		if seen[t] || !filepath.IsAbs(t) || vault.Within(t, in.Vault) || b.hiddenAt(t) {
+			continue
+		}
+		seen[t] = true
+		ok, isDir := b.exists(t)
+		if !ok {
+			continue
+		}
+		if vault.Within(in.Vault, t) || (in.Workdir != "" && vault.Within(in.Workdir, t)) || (in.Home != "" && vault.Within(in.Home, t)) {
+			return fmt.Errorf("%w: %s shows the vault %s at another path and holds the vault, the workdir or the home: the in-force view cannot hide notes there (rule vault-view-alias): unmount it, or use vault.view: all", ErrPlan, t, in.Vault)
+		}
+		b.add(Mount{Kind: Masked, Target: t, Dir: isDir, Why: "another path of the vault (vault.view: in-force hides its notes there too)"})
+	}
+	return nil
+}
+
+// realGitDir is where the vault's history really is when its .git is a
+// link or a `gitdir:` file ("" when .git is the folder itself).
+func realGitDir(in Input) string {
+	dot := filepath.Join(in.Vault, ".git")
+	if in.Readlink != nil {
+		if l, err := in.Readlink(dot); err == nil {
+			if !filepath.IsAbs(l) {
+				l = filepath.Join(in.Vault, l)
+			}
+			if in.RealPath != nil {
+				return in.RealPath(l)
+			}
+			return filepath.Clean(l)
+		}
+	}
+	if in.ReadFile != nil {
+		if b, err := in.ReadFile(dot); err == nil && b != nil {
+			if g, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:"); ok {
+				g = strings.TrimSpace(g)
+				if !filepath.IsAbs(g) {
+					g = filepath.Join(in.Vault, g)
+				}
+				return filepath.Clean(g)
+			}
+		}
+	}
+	return ""
 }

@@ -478,7 +478,7 @@ func readBlobPrefix(r *repo.Repo, h repo.Hash, n int64) ([]byte, error) {
 func FactsOf(b []byte) NoteFacts {
 	f := NoteFacts{InForce: true}
 	n, findings := note.Parse(b)
-	f.Hidden, _ = view.JudgeParsed(n, findings) // the sandbox's view: fails closed
+	f.Hidden, _ = view.JudgeParsed(b, n, findings) // the sandbox's view: fails closed
 	if n == nil {
 		return f
 	}

@@ -127,6 +127,10 @@ func finishOCIViews(pl *mounts.Plan) error {
 func verifyView(pl *mounts.Plan) error {
 	for _, m := range pl.Viewed() {
 		for _, h := range m.Hide {
+			h, err := view.DecodePath(h)
+			if err != nil {
+				return &mounts.VerifyError{Path: m.Target, Rule: "vault-view", Detail: fmt.Sprintf("hidden path %q: %v", h, err)}
+			}
 			p := filepath.Join(m.Target, h)
 			if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
 				if err == nil {

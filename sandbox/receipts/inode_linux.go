@@ -49,9 +49,13 @@ type inodeWalk struct {
 	// whose folders report no subfolder count and see no change the
 	// gate makes to the vault below it (overlay_linux.go).
 	host int
-	// hostFan is the group marking the host's folders (overlay_linux.go),
-	// -1 when none is.
-	hostFan int
+	// groups are the fanotify groups of filesystems other than the first
+	// one marked (fan), by device: one group cannot mark two overlays
+	// (vault.view with vault.visible), nor an overlay and another
+	// filesystem (the host's vault folders): EXDEV (overlay_linux.go).
+	groups map[uint64]int
+	// fanDev is the device fan marks, 0 before the first mark.
+	fanDev uint64
 }
 
 // markInodes makes an unprivileged-capable fanotify group and marks every
@@ -62,7 +66,7 @@ func (r *Recorder) markInodes(points []string, fds []int) (*inodeWalk, string) {
 	if err != nil {
 		return nil, "fanotify_init (inode marks): " + err.Error()
 	}
-	w := &inodeWalk{fan: fan, vault: r.vault, dirs: map[string]string{}, under: map[string]int{}, host: -1, hostFan: -1}
+	w := &inodeWalk{fan: fan, vault: r.vault, dirs: map[string]string{}, under: map[string]int{}, host: -1, groups: map[uint64]int{}}
 	// The host's vault, for the in-force view's overlay (viewMarks).
 	if fd, err := unix.Open(r.vault, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 		w.host = fd
@@ -100,10 +104,10 @@ func (w *inodeWalk) close() {
 		unix.Close(w.host)
 		w.host = -1
 	}
-	if w.hostFan >= 0 {
-		go unix.Close(w.hostFan)
-		w.hostFan = -1
+	for _, g := range w.groups {
+		go unix.Close(g)
 	}
+	w.groups = nil
 	if w.fan >= 0 {
 		go unix.Close(w.fan) // a group's close waits for its marks' grace period
 		w.fan = -1
@@ -131,7 +135,12 @@ func (w *inodeWalk) markTree(i int, sub string, found func(dir string, key []byt
 	}
 	defer unix.Close(fd)
 	rel := filepath.Join(w.rels[i], sub)
-	if err := unix.FanotifyMark(w.fan, unix.FAN_MARK_ADD, inodeMask, fd, ""); err != nil {
+	group, err := w.groupFor(fd)
+	if err != nil {
+		w.err = fmt.Errorf("fanotify_init for %s: %v", rel, err)
+		return "", false
+	}
+	if err := unix.FanotifyMark(group, unix.FAN_MARK_ADD, inodeMask, fd, ""); err != nil {
 		w.err = fmt.Errorf("fanotify inode mark on %s (mark %d): %v", rel, w.marks+1, err)
 		if err == unix.ENOSPC {
 			w.err = fmt.Errorf("%w: the vault has more folders than fs.fanotify.max_user_marks lets this user mark", w.err)

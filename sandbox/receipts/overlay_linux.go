@@ -40,16 +40,12 @@ func (w *inodeWalk) viewMarks(i int, rel string) (leaf, ok bool) {
 		return false, true // not a folder of the host's vault: list the overlay's
 	}
 	defer unix.Close(fd)
-	if w.hostFan < 0 {
-		// A group of its own: one group cannot mark the overlay (a
-		// filesystem id of zero) and another filesystem (EXDEV).
-		if w.hostFan, err = unix.FanotifyInit(unix.FAN_CLASS_NOTIF|unix.FAN_CLOEXEC|unix.FAN_NONBLOCK|unix.FAN_REPORT_DFID_NAME, unix.O_RDONLY|unix.O_LARGEFILE|unix.O_CLOEXEC); err != nil {
-			w.hostFan = -1
-			w.err = fmt.Errorf("fanotify_init (the host's vault folders): %v", err)
-			return false, false
-		}
+	group, err := w.groupFor(fd)
+	if err != nil {
+		w.err = fmt.Errorf("fanotify_init (the host's vault folders): %v", err)
+		return false, false
 	}
-	if err := unix.FanotifyMark(w.hostFan, unix.FAN_MARK_ADD, hostDirMask, fd, ""); err != nil {
+	if err := unix.FanotifyMark(group, unix.FAN_MARK_ADD, hostDirMask, fd, ""); err != nil {
 		w.err = fmt.Errorf("fanotify inode mark on the host's %s (mark %d): %v", rel, w.marks+1, err)
 		return false, false
 	}
@@ -68,8 +64,41 @@ func (w *inodeWalk) viewMarks(i int, rel string) (leaf, ok bool) {
 	return noSubdirs(fd, fsType), true
 }
 
-// drainHost reads the host group's events (new folders) until none is
-// queued; it reports whether there were any.
+// groupFor is the fanotify group that marks fd's filesystem: fan for the
+// first one marked, a group of its own for each other (made here).
+func (w *inodeWalk) groupFor(fd int) (int, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return -1, err
+	}
+	dev := uint64(st.Dev) + 1 // never 0
+	if w.fanDev == 0 || w.fanDev == dev {
+		w.fanDev = dev
+		return w.fan, nil
+	}
+	if g, ok := w.groups[dev]; ok {
+		return g, nil
+	}
+	g, err := unix.FanotifyInit(unix.FAN_CLASS_NOTIF|unix.FAN_CLOEXEC|unix.FAN_NONBLOCK|unix.FAN_REPORT_DFID_NAME, unix.O_RDONLY|unix.O_LARGEFILE|unix.O_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	w.groups[dev] = g
+	return g, nil
+}
+
+// extraGroups are the walk's groups besides fan, for the reader to poll.
+func (w *inodeWalk) extraGroups() []int {
+	var out []int
+	for _, g := range w.groups {
+		out = append(out, g)
+	}
+	return out
+}
+
+// drainHost reads an extra group's events (a new folder on the host, an
+// open in another overlay) until none is queued; it reports whether there
+// were any.
 func drainHost(fan int, buf []byte, rs *readSet) bool {
 	any := false
 	for {

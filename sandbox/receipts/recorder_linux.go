@@ -208,9 +208,9 @@ func (r *Recorder) read(fan int, walk *inodeWalk) *VaultReads {
 	}()
 	buf := make([]byte, 256<<10)
 	stopping := false
-	hostFan := -1
+	var extra []int
 	if walk != nil {
-		hostFan = walk.hostFan // vault.view's host folders (overlay_linux.go)
+		extra = walk.extraGroups() // vault.view's other filesystems (overlay_linux.go)
 	}
 	for {
 		n, err := unix.Read(fan, buf)
@@ -231,15 +231,19 @@ func (r *Recorder) read(fan int, walk *inodeWalk) *VaultReads {
 			}
 			return rs.finish()
 		}
-		if hostFan >= 0 && drainHost(hostFan, buf, rs) {
-			continue // a new folder marked: read its opens
+		drained := false
+		for _, g := range extra {
+			drained = drainHost(g, buf, rs) || drained
+		}
+		if drained {
+			continue // a new folder marked, or opens elsewhere: read again
 		}
 		if stopping {
 			return rs.finish() // drained: every open before the end is in
 		}
 		pfd := []unix.PollFd{{Fd: int32(fan), Events: unix.POLLIN}, {Fd: int32(r.stop[0]), Events: unix.POLLIN}}
-		if hostFan >= 0 {
-			pfd = append(pfd, unix.PollFd{Fd: int32(hostFan), Events: unix.POLLIN})
+		for _, g := range extra {
+			pfd = append(pfd, unix.PollFd{Fd: int32(g), Events: unix.POLLIN})
 		}
 		if _, err := unix.Poll(pfd, -1); err != nil && err != unix.EINTR {
 			return rs.finish()

@@ -11,7 +11,6 @@ package escape
 import (
 	"bufio"
 	"encoding/hex"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,13 +68,12 @@ func rtviewGate(t *testing.T, e *env, sub string) string {
 // rtviewManifest is the gate's manifest of e's vault (nil: none).
 func rtviewManifest(t *testing.T, e *env) map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.vault.Dir, ".git", "fedmem-view.json"))
+	// The manifest is text (vault/view: a line a hidden path).
+	b, err := os.ReadFile(filepath.Join(e.vault.Dir, ".git", "fedmem-view"))
 	if err != nil {
 		return nil
 	}
-	var m map[string]any
-	must(t, json.Unmarshal(b, &m))
-	return m
+	return map[string]any{"text": string(b)}
 }
 
 // rtviewProfile writes a profile of e with the given vault: mapping.

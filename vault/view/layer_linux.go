@@ -18,7 +18,7 @@ import (
 // unfiltered).
 const MaxPageBytes = 4 << 20
 
-// BuildLayer fills the empty directory layer with the top layer of a
+// BuildLayer (hidden as Mount.Hide carries them: EncodePath) fills the empty directory layer with the top layer of a
 // read-only overlay over src that hides the entries (paths relative to
 // src): a whiteout (the character device 0:0, which an unprivileged user
 // namespace may make) at each hidden path, and each folder page that
@@ -31,10 +31,14 @@ func BuildLayer(layer, src string, hidden []string) error {
 	if fi, err := os.Stat(src); err == nil {
 		l.modes["."] = fi.Mode().Perm() & 0o555
 	}
-	for _, h := range hidden {
-		if !cleanRel(h) {
-			return fmt.Errorf("view: hidden path %q is not a clean relative path", h)
+	encoded := hidden
+	hidden = make([]string, len(encoded))
+	for i, h := range encoded {
+		h, err := DecodePath(h)
+		if err != nil || !cleanRel(h) {
+			return fmt.Errorf("view: hidden path %q is not a clean relative path", encoded[i])
 		}
+		hidden[i] = h
 		// A path gone since the manifest was made gets its whiteout
 		// anyway (harmless: nothing below to hide); a parent folder gone
 		// is skipped.

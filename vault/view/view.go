@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
@@ -89,7 +90,8 @@ const Withheld = "withheld"
 // Judge says whether the note with content b is in force: why is "" when
 // it is (possibly until stale, not zero); otherwise it says why not.
 func Judge(b []byte) (why string, stale time.Time) {
-	return JudgeParsed(note.Parse(b))
+	n, findings := note.Parse(b)
+	return JudgeParsed(b, n, findings)
 }
 
 // JudgeParsed is Judge of note.Parse's result. A file that opens a
@@ -98,10 +100,10 @@ func Judge(b []byte) (why string, stale time.Time) {
 // a judge that cannot read a `withheld:` must not show the note (the view
 // fails closed). A file with no frontmatter has no status: in force, as
 // OKF has it.
-func JudgeParsed(n *note.Note, findings []note.Finding) (why string, stale time.Time) {
+func JudgeParsed(b []byte, n *note.Note, findings []note.Finding) (why string, stale time.Time) {
 	if n == nil {
 		for _, f := range findings {
-			if f.Rule == "frontmatter-open" {
+			if f.Rule == "frontmatter-open" && !looksOpened(b) {
 				return "", time.Time{} // no frontmatter at all
 			}
 		}
@@ -112,6 +114,16 @@ func JudgeParsed(n *note.Note, findings []note.Finding) (why string, stale time.
 		return "its frontmatter cannot be read (" + rule + "): what it says of itself is unknown", time.Time{}
 	}
 	return JudgeNote(n)
+}
+
+// looksOpened says whether b's first line is `---` give or take what other
+// Markdown tools forgive (trailing blanks, CR line ends, a BOM): such a
+// file has a frontmatter for them, which fedmem's grammar refuses — not
+// a file without one.
+func looksOpened(b []byte) bool {
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+	first, _, _ := bytes.Cut(b, []byte("\n"))
+	return string(bytes.TrimRight(first, " \t\r")) == note.Delimiter
 }
 
 // JudgeNote is Judge of a parsed note. Keys are compared folded
@@ -324,10 +336,23 @@ func (m *Manifest) Encode() ([]byte, error) {
 }
 
 func encodePath(p string) string {
-	if strings.ContainsAny(p, "\t\n\r\\") || strings.HasPrefix(p, `"`) {
+	if strings.ContainsAny(p, "\t\n\r\\") || strings.HasPrefix(p, `"`) || !utf8.ValidString(p) {
 		return strconv.Quote(p)
 	}
 	return p
+}
+
+// EncodePath is a vault path as a plan's JSON carries it (Mount.Hide):
+// as it is, or Go-quoted when it holds a byte JSON would change (not
+// UTF-8), a tab, a newline, a backslash or starts with a quote.
+func EncodePath(p string) string { return encodePath(p) }
+
+// DecodePath is EncodePath's inverse.
+func DecodePath(p string) (string, error) {
+	if strings.HasPrefix(p, `"`) {
+		return strconv.Unquote(p)
+	}
+	return p, nil
 }
 
 func oneLine(s string) string {
