@@ -5,6 +5,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // MaxVaultReads bounds vault_reads.reads in the report and the session
@@ -72,6 +75,18 @@ type VaultRead struct {
 	// "" with Removed when it is gone.
 	EndBlob string `json:"end_blob,omitempty"`
 	Removed bool   `json:"removed_by_end,omitempty"`
+}
+
+// ReadPath is a path read as a receipt holds it: as it is, or Go-quoted
+// when it is not UTF-8 (JSON would turn its bytes into U+FFFD, and the
+// stored record would no longer match its digest), holds a newline or a
+// carriage return (the digest's separator), or starts with a quote (red
+// team rtview: TestRTViewReceiptOddName).
+func ReadPath(p string) string {
+	if !utf8.ValidString(p) || strings.ContainsAny(p, "\n\r") || strings.HasPrefix(p, `"`) {
+		return strconv.Quote(p)
+	}
+	return p
 }
 
 // ReadsDigest is ReadReceipt.Digest of paths read at commit.

@@ -24,10 +24,11 @@ func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit, end string) (*vault.
 	out := &vault.ReadReceipt{Recorded: true, Attribution: vr.Attribution, Commit: commit, Count: len(vr.Reads), GitOpens: vr.GitOpens,
 		Unattributed: vr.Unattributed, Lost: vr.Lost, Reads: []vault.VaultRead{}}
 	paths := make([]string, len(vr.Reads))
+	named := make([]string, len(vr.Reads)) // as the record and the digest hold them
 	for i, r := range vr.Reads {
-		paths[i] = r.Path
+		paths[i], named[i] = r.Path, vault.ReadPath(r.Path)
 	}
-	out.Digest = vault.ReadsDigest(commit, paths)
+	out.Digest = vault.ReadsDigest(commit, named)
 	// At most MaxVaultReads entries and MaxVaultReadBytes of paths: the
 	// record must stay well under the 1 MiB the gate reads of it.
 	listed, size := vr.Reads, 0
@@ -46,7 +47,7 @@ func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit, end string) (*vault.
 	}
 	out.Reads = make([]vault.VaultRead, len(listed))
 	for i, r := range listed {
-		out.Reads[i] = vault.VaultRead{Path: r.Path, Blob: blobs[r.Path], First: r.First.Format(time.RFC3339Nano)}
+		out.Reads[i] = vault.VaultRead{Path: named[i], Blob: blobs[r.Path], First: r.First.Format(time.RFC3339Nano)}
 	}
 	if end != "" && end != commit && err == nil {
 		warnings = append(warnings, changedDuring(out, vaultDir, end, paths[:len(listed)])...)
