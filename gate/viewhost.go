@@ -23,6 +23,7 @@ func (g *Gate) refreshView() {
 	}
 	var b []byte
 	if err == nil {
+		m.Stamp(g.vaultDir) // the work tree as judged: the launcher checks it (view.Fresh)
 		b, err = m.Encode()
 	}
 	if err == nil {

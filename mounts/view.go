@@ -60,6 +60,11 @@ func LoadView(vaultDir string, now time.Time) (*View, error) {
 	}
 	v := &View{Mode: view.InForce, Commit: head, Source: ViewFromManifest}
 	m, err := view.Read(vaultDir, head)
+	if err == nil {
+		if why := m.Fresh(vaultDir); why != "" {
+			err = fmt.Errorf("%w (%s)", view.ErrStale, why)
+		}
+	}
 	if err != nil {
 		if !errors.Is(err, view.ErrStale) {
 			err = fmt.Errorf("%w: %v", view.ErrStale, err)

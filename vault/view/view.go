@@ -72,6 +72,41 @@ type Manifest struct {
 	// Stale are the notes in force that go stale at a time (hidden from
 	// sessions that start after it), in path order.
 	Stale []Stale `json:"stale,omitempty"`
+	// Dirs are the work tree's folders the gate judged and their
+	// modification times when it wrote the manifest: a file added,
+	// removed or renamed in one since (an untracked note, a rename not
+	// committed) changes it, and the launcher then judges the work tree
+	// itself (Fresh).
+	Dirs []DirStamp `json:"dirs,omitempty"`
+}
+
+// DirStamp is one folder's modification time (ns).
+type DirStamp struct {
+	Path  string `json:"path"` // "." the vault itself
+	MTime int64  `json:"mtime"`
+}
+
+// Stamp fills m.Dirs' times from vaultDir's work tree (a folder gone
+// gets -1: never equal).
+func (m *Manifest) Stamp(vaultDir string) {
+	for i := range m.Dirs {
+		m.Dirs[i].MTime = -1
+		if fi, err := os.Lstat(filepath.Join(vaultDir, m.Dirs[i].Path)); err == nil && fi.IsDir() {
+			m.Dirs[i].MTime = fi.ModTime().UnixNano()
+		}
+	}
+}
+
+// Fresh says why vaultDir's work tree may differ from what m judged (""
+// when every folder's time is as stamped).
+func (m *Manifest) Fresh(vaultDir string) string {
+	for _, d := range m.Dirs {
+		fi, err := os.Lstat(filepath.Join(vaultDir, d.Path))
+		if err != nil || !fi.IsDir() || fi.ModTime().UnixNano() != d.MTime {
+			return "the vault's work tree changed in " + d.Path + " since the gate judged it"
+		}
+	}
+	return ""
 }
 
 // Version is the manifest format this package writes and reads.
@@ -317,6 +352,7 @@ func Read(vaultDir, head string) (*Manifest, error) {
 //	fedmem-view 1 COMMIT
 //	h PATH<TAB>WHY        a hidden note
 //	s PATH<TAB>RFC3339    a note in force until then
+//	d PATH<TAB>NS         a folder's modification time
 //
 // A PATH holding a tab, a newline, a backslash or starting with a quote
 // is written Go-quoted; WHY has its control characters replaced.
@@ -331,6 +367,9 @@ func (m *Manifest) Encode() ([]byte, error) {
 	}
 	for _, st := range m.Stale {
 		buf.WriteString("s " + encodePath(st.Path) + "\t" + st.After.UTC().Format(time.RFC3339Nano) + "\n")
+	}
+	for _, d := range m.Dirs {
+		buf.WriteString("d " + encodePath(d.Path) + "\t" + strconv.FormatInt(d.MTime, 10) + "\n")
 	}
 	return buf.Bytes(), nil
 }
@@ -392,10 +431,16 @@ func Decode(b []byte) (*Manifest, error) {
 				return nil, fmt.Errorf("line %d: path: %w", ln, err)
 			}
 		}
-		if !cleanRel(p) {
+		if !cleanRel(p) && !(line[0] == 'd' && p == ".") {
 			return nil, fmt.Errorf("line %d: path %q is not a clean vault path", ln, p)
 		}
 		switch line[0] {
+		case 'd':
+			t, err := strconv.ParseInt(val, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %w", ln, err)
+			}
+			m.Dirs = append(m.Dirs, DirStamp{Path: p, MTime: t})
 		case 'h':
 			m.Hidden = append(m.Hidden, Entry{Path: p, Why: val})
 		case 's':
