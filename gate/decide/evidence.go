@@ -480,6 +480,10 @@ func FactsOf(b []byte) NoteFacts {
 	n, findings := note.Parse(b)
 	f.Hidden, _ = view.JudgeParsed(b, n, findings) // the sandbox's view: fails closed
 	if n == nil {
+		// A frontmatter that opens but cannot be read (a withhold that
+		// outgrew the size limit, red team rtview) is not in force: it
+		// may say withheld.
+		f.InForce = f.Hidden == ""
 		return f
 	}
 	f.Parsed = true
