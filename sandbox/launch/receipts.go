@@ -27,7 +27,6 @@ func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit, end string) (*vault.
 	for i, r := range vr.Reads {
 		paths[i] = r.Path
 	}
-	out.Digest = vault.ReadsDigest(commit, paths)
 	// At most MaxVaultReads entries and MaxVaultReadBytes of paths: the
 	// record must stay well under the 1 MiB the gate reads of it.
 	listed, size := vr.Reads, 0
@@ -38,8 +37,20 @@ func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit, end string) (*vault.
 		}
 	}
 	// Blob ids of the listed reads only: the digest binds the rest
-	// through the commit.
-	blobs, err := blobIDs(vaultDir, commit, paths[:len(listed)])
+	// through the commit. Git looks them up while the digest sorts every
+	// path (100k after a grep of the vault).
+	type found struct {
+		ids map[string]string
+		err error
+	}
+	lookup := make(chan found, 1)
+	go func() {
+		ids, err := blobIDs(vaultDir, commit, paths[:len(listed)])
+		lookup <- found{ids, err}
+	}()
+	out.Digest = vault.ReadsDigest(commit, paths)
+	f := <-lookup
+	blobs, err := f.ids, f.err
 	var warnings []string
 	if err != nil {
 		warnings = append(warnings, "vault_reads: blob ids not read: "+err.Error())

@@ -208,13 +208,12 @@ func (r *Recorder) read(fan int, walk *inodeWalk) *VaultReads {
 			rs.events(buf[:n])
 			if n < len(buf)/4 && !stopping && r.stop[0] >= 0 {
 				// A short read: let events gather for a moment rather
-				// than pay a wake-up and a read for every few hundred
-				// opens (a grep of the vault is 100k of them, some 80
-				// a millisecond: at 1 ms the recorder woke 1300 times,
-				// and its wake-ups, the Go scheduler's with them, cost
-				// more than the reads). The queue stays short — 5 ms
-				// of opens, some 40 KiB of kernel memory — and the end
-				// of the session cuts the wait short.
+				// than pay a wake-up (the Go scheduler's with it) and a
+				// read for every few dozen opens: a grep of the vault is
+				// 100k of them, some 80 a millisecond, and at 1 ms the
+				// recorder woke some 1300 times. The queue stays short
+				// (5 ms of opens, some 40 KiB of kernel memory) and the
+				// end of the session cuts the wait short.
 				_, _ = unix.Poll([]unix.PollFd{{Fd: int32(r.stop[0]), Events: unix.POLLIN}}, gather)
 			}
 			continue
