@@ -494,28 +494,33 @@ func (rs *readSet) resolve(typ int32, h []byte) string {
 }
 
 // finish puts the paths together: files under .git are counted, every
-// other file is a read. The paths are cut from one string (one
-// allocation, not one per file).
+// other file is a read. The paths are cut from one string, built in
+// place (one allocation, not one per file nor a copy: fresh memory is a
+// page fault per 4 KiB, and a grep's 100k paths are 3 MiB of it).
 func (rs *readSet) finish() *VaultReads {
 	size := 0
 	for _, o := range rs.order {
 		size += len(rs.folders[o.dir].path) + 1 + int(o.n)
 	}
-	buf := make([]byte, 0, size)
-	ends := make([]int, len(rs.order))
-	for i, o := range rs.order {
+	var b strings.Builder
+	b.Grow(size)
+	for _, o := range rs.order {
 		if d := rs.folders[o.dir].path; d != "." {
-			buf = append(append(buf, d...), '/')
+			b.WriteString(d)
+			b.WriteByte('/')
 		}
-		buf = append(buf, rs.names[o.off:o.off+o.n]...)
-		ends[i] = len(buf)
+		b.Write(rs.names[o.off : o.off+o.n])
 	}
-	all := string(buf)
+	all := b.String()
 	rs.vr.Reads = make([]VaultRead, 0, len(rs.order))
 	start := 0
-	for i, o := range rs.order {
-		rel := all[start:ends[i]]
-		start = ends[i]
+	for _, o := range rs.order {
+		end := start + int(o.n)
+		if d := rs.folders[o.dir].path; d != "." {
+			end += len(d) + 1
+		}
+		rel := all[start:end]
+		start = end
 		if rel == ".git" || strings.HasPrefix(rel, ".git/") {
 			rs.vr.GitOpens++
 			continue
