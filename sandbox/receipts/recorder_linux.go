@@ -201,7 +201,10 @@ func (r *Recorder) read(fan int, walk *inodeWalk) *VaultReads {
 		}
 	}()
 	buf := make([]byte, 256<<10)
-	stopping := false
+	stopping, wait := false, gather
+	if walk != nil {
+		wait = 1 // the unprivileged group's queue holds 16384 events: keep it shorter
+	}
 	for {
 		n, err := unix.Read(fan, buf)
 		if n > 0 {
@@ -214,7 +217,7 @@ func (r *Recorder) read(fan int, walk *inodeWalk) *VaultReads {
 				// recorder woke some 1300 times. The queue stays short
 				// (5 ms of opens, some 40 KiB of kernel memory) and the
 				// end of the session cuts the wait short.
-				_, _ = unix.Poll([]unix.PollFd{{Fd: int32(r.stop[0]), Events: unix.POLLIN}}, gather)
+				_, _ = unix.Poll([]unix.PollFd{{Fd: int32(r.stop[0]), Events: unix.POLLIN}}, wait)
 			}
 			continue
 		}
@@ -237,8 +240,8 @@ func (r *Recorder) read(fan int, walk *inodeWalk) *VaultReads {
 	}
 }
 
-// gather is how long, in milliseconds, the reader lets events gather
-// after a short read.
+// gather is how long, in milliseconds, the reader of an unlimited queue
+// (a root caller's) lets events gather after a short read.
 const gather = 5
 
 // readSet turns events into VaultReads. What it keeps per file opened
