@@ -28,7 +28,6 @@ func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit, end string) (*vault.
 	for i, r := range vr.Reads {
 		paths[i], named[i] = r.Path, vault.ReadPath(r.Path)
 	}
-	out.Digest = vault.ReadsDigest(commit, named)
 	// At most MaxVaultReads entries and MaxVaultReadBytes of paths: the
 	// record must stay well under the 1 MiB the gate reads of it.
 	listed, size := vr.Reads, 0
@@ -39,8 +38,20 @@ func vaultReadsOf(vr *sandbox.VaultReads, vaultDir, commit, end string) (*vault.
 		}
 	}
 	// Blob ids of the listed reads only: the digest binds the rest
-	// through the commit.
-	blobs, err := blobIDs(vaultDir, commit, paths[:len(listed)])
+	// through the commit. Git looks them up while the digest sorts every
+	// path (100k after a grep of the vault).
+	type found struct {
+		ids map[string]string
+		err error
+	}
+	lookup := make(chan found, 1)
+	go func() {
+		ids, err := blobIDs(vaultDir, commit, paths[:len(listed)])
+		lookup <- found{ids, err}
+	}()
+	out.Digest = vault.ReadsDigest(commit, named)
+	f := <-lookup
+	blobs, err := f.ids, f.err
 	var warnings []string
 	if err != nil {
 		warnings = append(warnings, "vault_reads: blob ids not read: "+err.Error())
@@ -85,14 +96,29 @@ func changedDuring(out *vault.ReadReceipt, vaultDir, end string, paths []string)
 }
 
 // blobIDs are the blob ids of paths at commit, from `git ls-tree` (the
-// launcher does not link a Git library), the paths named as literal
-// pathspecs.
+// launcher does not link a Git library). Git is asked for the folders
+// the paths lie in ("dir/", as literal pathspecs: each folder's entries)
+// and the root's paths by name, not for each path: ls-tree matches every
+// entry it walks against every pathspec, and a grep's 2000 listed reads
+// lie in a few folders (9 ms against 48 ms on the 100k-note vault).
 func blobIDs(vaultDir, commit string, paths []string) (map[string]string, error) {
 	ids := map[string]string{}
 	if commit == "" || len(paths) == 0 {
 		return ids, nil
 	}
-	args := append([]string{"--literal-pathspecs", "-c", "safe.directory=*", "-C", vaultDir, "ls-tree", "-z", "--full-tree", commit, "--"}, paths...)
+	want, asked := make(map[string]bool, len(paths)), map[string]bool{}
+	args := []string{"--literal-pathspecs", "-c", "safe.directory=*", "-C", vaultDir, "ls-tree", "-z", "--full-tree", commit, "--"}
+	for _, p := range paths {
+		want[p] = true
+		spec := p // a file at the root: by name
+		if i := strings.LastIndexByte(p, '/'); i >= 0 {
+			spec = p[:i+1] // its folder's entries
+		}
+		if !asked[spec] {
+			asked[spec] = true
+			args = append(args, spec)
+		}
+	}
 	cmd := exec.Command("git", args...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin:/usr/local/bin", "GIT_CONFIG_NOSYSTEM=1", "HOME=/nonexistent"}
 	var stderr bytes.Buffer
@@ -105,7 +131,7 @@ func blobIDs(vaultDir, commit string, paths []string) (map[string]string, error)
 		// "<mode> SP <type> SP <object> TAB <path>"
 		meta, p, ok := bytes.Cut(rec, []byte{'\t'})
 		f := strings.Fields(string(meta))
-		if ok && len(f) == 3 && f[1] == "blob" {
+		if ok && len(f) == 3 && f[1] == "blob" && want[string(p)] {
 			ids[string(p)] = f[2]
 		}
 	}

@@ -2,6 +2,9 @@ package launch
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,5 +49,46 @@ func TestVaultReadsBounded(t *testing.T) {
 		if size > vault.MaxVaultReadBytes {
 			t.Errorf("listed %d bytes of paths, bound %d", size, vault.MaxVaultReadBytes)
 		}
+	}
+}
+
+// TestBlobIDsByFolder: blob ids are those of `git ls-tree` for each path
+// asked — at the root, in a folder, in a nested folder, with a space and
+// a pathspec's magic characters in its name — and nothing else: a path
+// not in the commit has none, a file beside an asked one is not listed,
+// a folder's own entry is not a blob.
+func TestBlobIDsByFolder(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{"top.md": "t", "a/x.md": "x", "a/y.md": "y", "a/b/z.md": "z", "c/*[x] .md": "m", "c/other.md": "o"}
+	for p, body := range files {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-qm", "c")
+	asked := []string{"top.md", "a/x.md", "a/b/z.md", "c/*[x] .md", "a/gone.md", "a/b"}
+	ids, err := blobIDs(dir, "HEAD", asked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, p := range asked[:4] {
+		want[p] = git("rev-parse", "HEAD:"+p)
+	}
+	if fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Errorf("blob ids %v, want %v", ids, want)
 	}
 }

@@ -63,14 +63,19 @@ type options struct {
 
 // Series is one measured command.
 type Series struct {
-	Name   string    `json:"name"`
-	Cmd    []string  `json:"cmd"`
-	Runs   int       `json:"runs"`
-	Median float64   `json:"median_ms"`
-	P90    float64   `json:"p90_ms"`
-	Min    float64   `json:"min_ms"`
-	Mean   float64   `json:"mean_ms"`
-	times  []float64 // ms
+	Name   string   `json:"name"`
+	Cmd    []string `json:"cmd"`
+	Runs   int      `json:"runs"`
+	Median float64  `json:"median_ms"`
+	P90    float64  `json:"p90_ms"`
+	Min    float64  `json:"min_ms"`
+	Mean   float64  `json:"mean_ms"`
+	// CPU is the median CPU time (user and system) of a run, the command's
+	// and every process it waited for (wait4's rusage): on the shared
+	// machine it moves less than wall time with the other work.
+	CPU   float64   `json:"cpu_median_ms,omitempty"`
+	times []float64 // ms
+	cpus  []float64 // ms
 }
 
 // Ratio is one compared pair against its target.
@@ -336,13 +341,14 @@ func alternate(o options, work string, series ...*Series) error {
 		}
 		for _, s := range order {
 			t0 := time.Now()
-			out, err := runOnce(s.Cmd, work)
+			out, cpu, err := runTimed(s.Cmd, work)
 			d := time.Since(t0)
 			if err != nil {
 				return fmt.Errorf("%s: %w\n%s", strings.Join(s.Cmd, " "), err, out)
 			}
 			if i >= o.warmup {
 				s.times = append(s.times, float64(d.Nanoseconds())/1e6)
+				s.cpus = append(s.cpus, cpu)
 			}
 		}
 		for v, keep := range inboxes {
@@ -356,13 +362,24 @@ func alternate(o options, work string, series ...*Series) error {
 }
 
 func runOnce(argv []string, dir string) ([]byte, error) {
+	out, _, err := runTimed(argv, dir)
+	return out, err
+}
+
+// runTimed runs argv in dir and returns its stderr and the CPU time, in
+// ms, of it and of every process it waited for.
+func runTimed(argv []string, dir string) ([]byte, float64, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	cmd.Stdout = io.Discard
 	err := cmd.Run()
-	return errb.Bytes(), err
+	cpu := 0.0
+	if cmd.ProcessState != nil {
+		cpu = float64((cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Microseconds()) / 1e3
+	}
+	return errb.Bytes(), cpu, err
 }
 
 // layers runs fedmem-run once with --report and keeps the report's layers,
@@ -440,6 +457,11 @@ func (s *Series) summarise() {
 		sum += x
 	}
 	s.Mean = sum / float64(len(t))
+	if len(s.cpus) == len(s.times) {
+		c := append([]float64(nil), s.cpus...)
+		sort.Float64s(c)
+		s.CPU = quantile(c, 0.5)
+	}
 }
 
 // quantile of sorted data, linear interpolation between closest ranks.
@@ -462,6 +484,17 @@ func ratio(name string, num, den *Series, target float64) Ratio {
 	return r
 }
 
+// cpuRatio is num's median CPU time over den's (no target: what the
+// wall-time ratio of the same runs leaves to the other work on the
+// machine).
+func cpuRatio(name string, num, den *Series) Ratio {
+	r := Ratio{Name: name, Num: num.Name, Den: den.Name, Note: "CPU time, median"}
+	if den.CPU > 0 {
+		r.Value = num.CPU / den.CPU
+	}
+	return r
+}
+
 func printTable(w io.Writer, res *Result) {
 	fmt.Fprintf(w, "\nhost: %s, %s cpus, kernel %s", res.Host["go"], res.Host["cpus"], res.Host["kernel"])
 	if b := res.Host["bwrap"]; b != "" {
@@ -472,10 +505,14 @@ func printTable(w io.Writer, res *Result) {
 		fmt.Fprintf(w, "fedmem-run layers: %s\n", compact(res.Layers))
 	}
 	if len(res.Series) > 0 {
-		fmt.Fprintf(w, "\n%-34s %6s %10s %10s %10s\n", "command", "runs", "median ms", "p90 ms", "min ms")
+		fmt.Fprintf(w, "\n%-34s %6s %10s %10s %10s %10s\n", "command", "runs", "median ms", "p90 ms", "min ms", "cpu ms")
 	}
 	for _, s := range res.Series {
-		fmt.Fprintf(w, "%-34s %6d %10.2f %10.2f %10.2f\n", s.Name, s.Runs, s.Median, s.P90, s.Min)
+		cpu := "—"
+		if s.CPU > 0 {
+			cpu = fmt.Sprintf("%.2f", s.CPU)
+		}
+		fmt.Fprintf(w, "%-34s %6d %10.2f %10.2f %10.2f %10s\n", s.Name, s.Runs, s.Median, s.P90, s.Min, cpu)
 	}
 	if len(res.Ratios) > 0 {
 		fmt.Fprintf(w, "\n%-34s %10s %10s  %s\n", "ratio of medians", "value", "target", "")

@@ -14,7 +14,10 @@ import (
 // off (`vault.receipts: off`), and bare (the same command outside any
 // sandbox). Whole sessions (start-up included). Target: receipts on /
 // off ≤ 1.10; and `/bin/true`, what receipts add to start-up and
-// teardown. Receipts need a root caller; as another user the "on" runs
+// teardown. Beside each on / off ratio of wall times, the same runs' CPU
+// times (fedmem-run, its sandbox and the agent): what receipts cost the
+// machine, which the other work on a shared machine moves less. Receipts
+// need a root caller; as another user the "on" runs
 // record nothing (vault_reads.recorded: false) and the figure says so.
 func benchReceipts(o options, res *Result, runBin, large, work string, log io.Writer) error {
 	dir, err := os.MkdirTemp("", "fedmem-bench-receipts-")
@@ -56,7 +59,8 @@ func benchReceipts(o options, res *Result, runBin, large, work string, log io.Wr
 		res.Series = append(res.Series, sOn, sOff, bare)
 		r := ratio(w.name+": receipts on / off", sOn, sOff, 1.10)
 		r.Note = note
-		res.Ratios = append(res.Ratios, r, ratio(w.name+": receipts on / bare", sOn, bare, 0), ratio(w.name+": receipts off / bare", sOff, bare, 0))
+		res.Ratios = append(res.Ratios, r, cpuRatio(w.name+": receipts on / off, CPU", sOn, sOff),
+			ratio(w.name+": receipts on / bare", sOn, bare, 0), ratio(w.name+": receipts off / bare", sOff, bare, 0))
 	}
 	return nil
 }
