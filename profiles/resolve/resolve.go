@@ -83,6 +83,11 @@ type Session struct {
 	Plan               *mounts.Plan
 	// Argv0 is the agent's command ("" for explain without one).
 	Argv0 string
+	// Links is the view of the host's links the plan was judged on
+	// (mounts.Links): the homes, the caller's PATH, the writable sources
+	// and every path the plan resolved. The launcher judges the same
+	// paths on it again before it changes anything on the host.
+	Links *mounts.Links
 }
 
 // ProfileSearch is the profile search path of a session in workdir (""
@@ -187,7 +192,12 @@ func Resolve(o Options) (*Session, error) {
 			return nil, err
 		}
 	}
-	resolvConf, _ := filepath.EvalSymlinks("/etc/resolv.conf")
+	// One view of the host's links for the whole plan: the PATH entries,
+	// the homes, the writable sources and the plan's own paths share
+	// their folders, each looked up once (nothing below changes a link).
+	links := mounts.NewLinks()
+	s.Links = links
+	resolvConf, _ := links.EvalSymlinks("/etc/resolv.conf")
 	scanEntries := prof.Limits.ScanEntries
 	if scanEntries == 0 {
 		scanEntries = host.DefaultScanEntries
@@ -198,12 +208,7 @@ func Resolve(o Options) (*Session, error) {
 		Vault: s.Vault, Session: s.ID, Workdir: s.Workdir, Home: s.Home,
 		Exists:     host.Exists,
 		ExtraMasks: host.CredentialPaths(s.OwnerUID),
-		RealPath: func(p string) string {
-			if r, err := filepath.EvalSymlinks(p); err == nil {
-				return r
-			}
-			return p
-		},
+		RealPath:   links.RealPath,
 		ResolvConf: resolvConf,
 		ReadFile:   host.ReadConfig,
 		List:       host.List,
@@ -211,7 +216,7 @@ func Resolve(o Options) (*Session, error) {
 		Specials:   scanner.Specials,
 		PathDirs:   filepath.SplitList(os.Getenv("PATH")),
 		Links:      host.Links,
-		Homes:      host.Homes(),
+		Homes:      host.HomesIn(links),
 		Aliases:    mt.Aliases,
 		Mirrors:    mt.Mirrors(),
 		PasswdHome: host.PasswdHome(s.OwnerUID),
@@ -222,7 +227,7 @@ func Resolve(o Options) (*Session, error) {
 	if err := noteHostReadOnly(s.Plan); err != nil {
 		return nil, err
 	}
-	if err := pin.Record(s.Plan, map[string]mounts.Source{s.Workdir: wdSeen}); err != nil {
+	if err := pin.RecordIn(s.Plan, map[string]mounts.Source{s.Workdir: wdSeen}, links); err != nil {
 		return nil, err
 	}
 	s.Warnings = append(s.Warnings, s.Plan.Warnings...)
