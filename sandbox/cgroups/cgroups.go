@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -37,7 +38,26 @@ type Host struct {
 	// mkdirHook stands in for mkdir(2) on cgroupfs in the unit tests,
 	// where a directory of files must grow the kernel's interface files.
 	mkdirHook func(string) error
+	// layout, when set, remembers what V2Root, V1Dir and the v2 root's
+	// controllers found (System's Hosts share one).
+	layout *layout
 }
+
+// layout is what the cgroup filesystems offer — where v2 is mounted,
+// each controller's v1 hierarchy, the v2 root's controllers — looked up
+// once per process: a launch asked for it a dozen times (the limits'
+// set-up, the report's cpu note, the teardown), each a stat or read of
+// /sys/fs/cgroup, and neither the mounts nor the root's controllers
+// change while fedmem-run runs (it makes cgroups below them only).
+type layout struct {
+	mu     sync.Mutex
+	v2Root *string
+	v1     map[string]string
+	v2Ctls *[]string
+}
+
+// systemLayout is the layout of System's Hosts.
+var systemLayout = &layout{v1: map[string]string{}}
 
 func (h Host) mkdir(dir string) error {
 	if h.mkdirHook != nil {
@@ -49,7 +69,7 @@ func (h Host) mkdir(dir string) error {
 // System is this machine's Host.
 func System() Host {
 	b, _ := os.ReadFile("/proc/self/cgroup")
-	return Host{Root: "/sys/fs/cgroup", Self: string(b), Euid: os.Geteuid(), Getenv: os.Getenv, LookPath: exec.LookPath}
+	return Host{Root: "/sys/fs/cgroup", Self: string(b), Euid: os.Geteuid(), Getenv: os.Getenv, LookPath: exec.LookPath, layout: systemLayout}
 }
 
 // Status is what the probe says of one controller.
@@ -67,6 +87,22 @@ type Status struct {
 // V2Root is the cgroup v2 mount: Root on a unified host, Root/unified on
 // a hybrid one, "" when there is none.
 func (h Host) V2Root() string {
+	if l := h.layout; l != nil {
+		l.mu.Lock()
+		v := l.v2Root
+		l.mu.Unlock()
+		if v == nil {
+			r := h.v2RootNow()
+			l.mu.Lock()
+			l.v2Root, v = &r, &r
+			l.mu.Unlock()
+		}
+		return *v
+	}
+	return h.v2RootNow()
+}
+
+func (h Host) v2RootNow() string {
 	for _, d := range []string{h.Root, filepath.Join(h.Root, "unified")} {
 		if isFile(filepath.Join(d, "cgroup.controllers")) {
 			return d
@@ -77,6 +113,22 @@ func (h Host) V2Root() string {
 
 // V1Dir is the v1 hierarchy of ctrl ("" when there is none).
 func (h Host) V1Dir(ctrl string) string {
+	if l := h.layout; l != nil {
+		l.mu.Lock()
+		d, ok := l.v1[ctrl]
+		l.mu.Unlock()
+		if !ok {
+			d = h.v1DirNow(ctrl)
+			l.mu.Lock()
+			l.v1[ctrl] = d
+			l.mu.Unlock()
+		}
+		return d
+	}
+	return h.v1DirNow(ctrl)
+}
+
+func (h Host) v1DirNow(ctrl string) string {
 	if h.V2Root() == h.Root {
 		return ""
 	}
@@ -113,6 +165,22 @@ func (h Host) Version() string {
 // v2Controllers: the controllers the v2 root offers (on a hybrid host
 // normally none: v1 holds them).
 func (h Host) v2Controllers() []string {
+	if l := h.layout; l != nil {
+		l.mu.Lock()
+		c := l.v2Ctls
+		l.mu.Unlock()
+		if c == nil {
+			cs := h.v2ControllersNow()
+			l.mu.Lock()
+			l.v2Ctls, c = &cs, &cs
+			l.mu.Unlock()
+		}
+		return slices.Clone(*c)
+	}
+	return h.v2ControllersNow()
+}
+
+func (h Host) v2ControllersNow() []string {
 	v2 := h.V2Root()
 	if v2 == "" {
 		return nil
