@@ -124,6 +124,14 @@ func ProfileName(named string, argv []string) string {
 // computes the plan. A profile that `fedmem profile check` calls invalid is
 // refused here too, with the same messages (file, line, rule).
 func Resolve(o Options) (*Session, error) {
+	// One view of the host's links for the whole plan: the PATH entries,
+	// the homes, the writable sources and the plan's own paths share
+	// their folders, each looked up once (nothing below changes a link).
+	links := mounts.NewLinks()
+	// What the plan reads of the host whatever the profile — the mount
+	// table, the homes of /etc/passwd — is read while the profile loads.
+	facts := make(chan hostFacts, 1)
+	go func() { facts <- hostFacts{host.ReadMountTable(), host.HomesIn(links)} }()
 	name := ProfileName(o.Profile, o.Argv)
 	search := ProfileSearch(o.Workdir)
 	prof, hash, warns, err := profiles.LoadCheckedFrom(name, search)
@@ -192,10 +200,6 @@ func Resolve(o Options) (*Session, error) {
 			return nil, err
 		}
 	}
-	// One view of the host's links for the whole plan: the PATH entries,
-	// the homes, the writable sources and the plan's own paths share
-	// their folders, each looked up once (nothing below changes a link).
-	links := mounts.NewLinks()
 	s.Links = links
 	resolvConf, _ := links.EvalSymlinks("/etc/resolv.conf")
 	scanEntries := prof.Limits.ScanEntries
@@ -203,7 +207,8 @@ func Resolve(o Options) (*Session, error) {
 		scanEntries = host.DefaultScanEntries
 	}
 	scanner := host.NewScanner(scanEntries, host.DefaultScanTime)
-	mt := host.ReadMountTable()
+	hf := <-facts
+	mt := hf.mountTable
 	s.Plan, err = mounts.Build(prof.PlanRequest(), mounts.Input{
 		Vault: s.Vault, Session: s.ID, Workdir: s.Workdir, Home: s.Home,
 		Exists:     host.Exists,
@@ -216,7 +221,7 @@ func Resolve(o Options) (*Session, error) {
 		Specials:   scanner.Specials,
 		PathDirs:   filepath.SplitList(os.Getenv("PATH")),
 		Links:      host.Links,
-		Homes:      host.HomesIn(links),
+		Homes:      hf.homes,
 		Aliases:    mt.Aliases,
 		Mirrors:    mt.Mirrors(),
 		PasswdHome: host.PasswdHome(s.OwnerUID),
@@ -224,7 +229,7 @@ func Resolve(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := noteHostReadOnly(s.Plan); err != nil {
+	if err := noteHostReadOnly(s.Plan, mt); err != nil {
 		return nil, err
 	}
 	if err := pin.RecordIn(s.Plan, map[string]mounts.Source{s.Workdir: wdSeen}, links); err != nil {
@@ -237,12 +242,19 @@ func Resolve(o Options) (*Session, error) {
 	return s, nil
 }
 
+// hostFacts are what Resolve reads of the host beside the profile.
+type hostFacts struct {
+	mountTable *host.MountTable
+	homes      []string
+}
+
 // noteHostReadOnly records the host's read-only mounts under the plan's
 // writable roots (mounts.NoteHostReadOnly), read from this process's mount
-// table: the host's, where fedmem-run starts. Outside Linux there is no
+// table: the host's, where fedmem-run starts (mt, the plan's own reading of
+// it; read again when that one could not be). Outside Linux there is no
 // sandbox to verify (the admin CLI only plans there).
-func noteHostReadOnly(pl *mounts.Plan) error {
-	if runtime.GOOS != "linux" {
+func noteHostReadOnly(pl *mounts.Plan, mt *host.MountTable) error {
+	if runtime.GOOS != "linux" || mt.NoteHostReadOnly(pl) {
 		return nil
 	}
 	f, err := os.Open("/proc/self/mountinfo")
