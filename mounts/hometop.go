@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/moby/sys/mountinfo"
 
@@ -232,8 +233,14 @@ const (
 // a Git includeIf's gitdir: condition from an include), group 2 the path.
 var homeRefChars = `([A-Za-z0-9_@%+,.*?\[\]\-/]+)`
 
+// The patterns below are compiled at their first use, not at package
+// init: the sandbox's pid 1 and the user-namespace holder link this
+// package too and never read a startup file.
+//
 // homeSources: a line that sources, includes or imports what it names.
-var homeSources = regexp.MustCompile(`(^\s*|[;&|({]\s*)(\.|source|include|import|path\s*=|\[\s*-[fers])\s`)
+var homeSources = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(^\s*|[;&|({]\s*)(\.|source|include|import|path\s*=|\[\s*-[fers])\s`)
+})
 
 // codePathLine: a line that puts a folder on a search path for code — a
 // program (PATH, fish_add_path, zsh's path=(…)), a module or library
@@ -241,14 +248,20 @@ var homeSources = regexp.MustCompile(`(^\s*|[;&|({]\s*)(\.|source|include|import
 // PERL5LIB, RUBYLIB, LD_LIBRARY_PATH), zsh functions (fpath) or editor
 // plugins (vim's runtimepath/packpath). GOPATH is not one: it names where
 // go keeps modules and projects, and its bin/ is on PATH when it runs.
-var codePathLine = regexp.MustCompile(`\b(PATH|PYTHONPATH|NODE_PATH|PERL5LIB|PERLLIB|RUBYLIB|LD_LIBRARY_PATH|LD_PRELOAD|fish_add_path|runtimepath|rtp|packpath)\b|\b(f?path)\+?=\(`)
+var codePathLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\b(PATH|PYTHONPATH|NODE_PATH|PERL5LIB|PERLLIB|RUBYLIB|LD_LIBRARY_PATH|LD_PRELOAD|fish_add_path|runtimepath|rtp|packpath)\b|\b(f?path)\+?=\(`)
+})
 
 // relSource: a shell line sourcing a relative path (group 1).
-var relSource = regexp.MustCompile(`(?:^\s*|[;&|({]\s*)(?:\.|source)\s+["']?([A-Za-z0-9_@%+,\-][A-Za-z0-9_@%+,.*?\[\]\-/]*)`)
+var relSource = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^\s*|[;&|({]\s*)(?:\.|source)\s+["']?([A-Za-z0-9_@%+,\-][A-Za-z0-9_@%+,.*?\[\]\-/]*)`)
+})
 
 // notStartup: dot-files that record, not configure (history, state,
 // logs): the paths they name are what the user typed or opened.
-var notStartup = regexp.MustCompile(`(?i)hist|viminfo|lesshst|hsts|\.log$|errors|recently|state|\.lock$|cookie`)
+var notStartup = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)hist|viminfo|lesshst|hsts|\.log$|errors|recently|state|\.lock$|cookie`)
+})
 
 // homeNamed returns what a home in a writable path names as code inside
 // its writable non-dot entries, where neither the read-only top nor the
@@ -331,7 +344,7 @@ func homeNamed(pl *Plan, rq *request.Request, in Input, exists func(string) (boo
 			}
 			ok, isDir := exists(p)
 			switch {
-			case !ok || notStartup.MatchString(n):
+			case !ok || notStartup().MatchString(n):
 			case isDir && depth < 3 && (config || (depth == 1 && (n == ".config" || strings.HasSuffix(n, ".d")))):
 				walk(p, depth+1, true)
 			case !isDir && (depth == 1 || config):
@@ -367,7 +380,7 @@ func homeNamed(pl *Plan, rq *request.Request, in Input, exists func(string) (boo
 			if top {
 				// A login shell starts in the home: ". dotfiles/aliases.sh"
 				// in ~/.profile names ~/dotfiles/aliases.sh.
-				for _, m := range relSource.FindAllStringSubmatch(line, -1) {
+				for _, m := range relSource().FindAllStringSubmatch(line, -1) {
 					ms = append(ms, []string{m[0], "", m[1]})
 				}
 			}
@@ -388,9 +401,9 @@ func homeNamed(pl *Plan, rq *request.Request, in Input, exists func(string) (boo
 				}
 				ok, isDir := exists(x)
 				switch {
-				case isDir && !dir && !codePathLine.MatchString(line):
+				case isDir && !dir && !codePathLine().MatchString(line):
 					continue // a folder named as a place (cd ~/proj, GOPATH), not as code
-				case !ok && !homeSources.MatchString(line):
+				case !ok && !homeSources().MatchString(line):
 					continue // absent, and not sourced: a place, not code
 				}
 				seen[x] = true

@@ -27,6 +27,12 @@ func NoteHostReadOnly(pl *Plan, r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("host mountinfo: %w", err)
 	}
+	NoteHostReadOnlyIn(pl, infos)
+	return nil
+}
+
+// NoteHostReadOnlyIn is NoteHostReadOnly on a mount table already parsed.
+func NoteHostReadOnlyIn(pl *Plan, infos []*mountinfo.Info) {
 	pl.HostReadOnly = nil
 	seen := map[string]bool{}
 	for i, m := range pl.Mounts {
@@ -57,7 +63,6 @@ func NoteHostReadOnly(pl *Plan, r io.Reader) error {
 			pl.HostReadOnly = append(pl.HostReadOnly, in)
 		}
 	}
-	return nil
 }
 
 // coveredLater reports whether a writable plan mount listed after the i-th

@@ -70,18 +70,26 @@ func UnderAny(p string, roots []string) (path, root string, ok bool) {
 type Roots [][]string
 
 // ResolveRoots resolves roots for Under.
-func ResolveRoots(roots []string) Roots {
+func ResolveRoots(roots []string) Roots { return ResolveRootsIn(nil, roots) }
+
+// ResolveRootsIn is ResolveRoots on the view l (nil: the links as they
+// are now).
+func ResolveRootsIn(l *Links, roots []string) Roots {
 	out := make(Roots, len(roots))
 	for i, r := range roots {
-		out[i] = withReal(r)
+		out[i] = withReal(l, r)
 	}
 	return out
 }
 
 // Under is UnderAny(p, roots) for the roots rs was resolved from, with
 // their links as they were then.
-func (rs Roots) Under(p string) (path, root string, ok bool) {
-	ps := withReal(p)
+func (rs Roots) Under(p string) (path, root string, ok bool) { return rs.UnderIn(nil, p) }
+
+// UnderIn is Under with p's links resolved on the view l (nil: as they
+// are now).
+func (rs Roots) UnderIn(l *Links, p string) (path, root string, ok bool) {
+	ps := withReal(l, p)
 	for _, forms := range rs {
 		for _, rv := range forms {
 			for _, pv := range ps {
@@ -94,10 +102,11 @@ func (rs Roots) Under(p string) (path, root string, ok bool) {
 	return "", "", false
 }
 
-// withReal is p cleaned and, when it resolves to another path, that path.
-func withReal(p string) []string {
+// withReal is p cleaned and, when it resolves to another path (on the
+// view l), that path.
+func withReal(l *Links, p string) []string {
 	c := filepath.Clean(p)
-	if r, err := filepath.EvalSymlinks(c); err == nil && r != c {
+	if r, err := l.EvalSymlinks(c); err == nil && r != c {
 		return []string{c, r}
 	}
 	return []string{c}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/fedmem/fedmem/mounts/families"
 )
@@ -74,7 +75,7 @@ func persistenceWarnings(p *Profile) []string {
 		}
 		parts := strings.Split(strings.TrimPrefix(c, "/"), "/")
 		for k := 1; k <= 3 && k <= len(parts); k++ {
-			if m := projectPatterns.Match(strings.Join(parts[len(parts)-k:], "/")); m != nil {
+			if m := projectPatterns().Match(strings.Join(parts[len(parts)-k:], "/")); m != nil {
 				out = append(out, fmt.Sprintf("writable[%d] %q is a project's %s (%s), which makes tools run code outside the sandbox: it stays read-only inside (guarantee 6)", i, w, m.Path, m.Family.Name))
 				break
 			}
@@ -83,4 +84,6 @@ func persistenceWarnings(p *Profile) []string {
 	return out
 }
 
-var projectPatterns = ProjectPatterns(false)
+// projectPatterns is compiled at its first use, not at package init (the
+// sandbox's pid 1 links this package and never checks a profile).
+var projectPatterns = sync.OnceValue(func() *PatternSet { return ProjectPatterns(false) })

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -46,9 +48,32 @@ func Presets() []string {
 	return names
 }
 
-// LoadPreset reads an embedded preset and expands its includes.
+// LoadPreset reads an embedded preset and expands its includes. The
+// presets are embedded: each is read once per process (a launch asked for
+// its profile's preset three times — the profile's network key, Validate,
+// the proxy's allow list — each a YAML decode of it and its includes), and
+// every caller gets its own copy.
 func LoadPreset(name string) (*Preset, error) {
-	return loadPreset(name, map[string]bool{})
+	v, ok := presetCache.Load(name)
+	if !ok {
+		p, err := loadPreset(name, map[string]bool{})
+		v, _ = presetCache.LoadOrStore(name, presetResult{p, err})
+	}
+	r := v.(presetResult)
+	if r.err != nil {
+		return nil, r.err
+	}
+	p := *r.p
+	p.Include, p.Allow = slices.Clone(r.p.Include), slices.Clone(r.p.Allow)
+	return &p, nil
+}
+
+// presetCache holds LoadPreset's results by name (presetResult).
+var presetCache sync.Map
+
+type presetResult struct {
+	p   *Preset
+	err error
 }
 
 func loadPreset(name string, seen map[string]bool) (*Preset, error) {

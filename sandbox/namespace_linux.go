@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -29,6 +30,10 @@ func (Namespace) Name() string { return "namespace" }
 func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	s := *spec // planIdentity may settle UID/GID: never the caller's copy
 	spec = &s
+	// The init is moved into v1 session cgroups once it exists (Add): the
+	// kernel's wait before that move is started now, while the identity,
+	// the idmapped binds, the cgroups and the clone are made.
+	warm := cgroups.System().WarmAttach(sessionLimits(spec.Limits))
 	releaseInbox, err := holdInbox(spec)
 	defer releaseInbox()
 	if err != nil {
@@ -77,7 +82,7 @@ func (Namespace) Run(ctx context.Context, spec *Spec) (*Result, error) {
 	// Forward termination signals to pid 1, which forwards them to the agent.
 	sigs, stopSigs := forwarded(spec)
 	defer stopSigs()
-	cloned, err := startNamespaceInit(cmd, &cfg, link, idp, cg, clean)
+	cloned, err := startNamespaceInit(cmd, &cfg, link, idp, cg, clean, warm)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +249,7 @@ func (c *namespaceCleanup) run() {
 // cgroup, once it is in it (v2 is entered at clone); and only once the
 // placeholders are guarded. It returns when the init was cloned; on an
 // error the init gets no config and is killed and reaped.
-func startNamespaceInit(cmd *exec.Cmd, cfg *InitConfig, link *initLink, idp *idPlan, cg *cgroups.Session, clean *namespaceCleanup) (cloned int64, err error) {
+func startNamespaceInit(cmd *exec.Cmd, cfg *InitConfig, link *initLink, idp *idPlan, cg *cgroups.Session, clean *namespaceCleanup, warm *cgroups.Warm) (cloned int64, err error) {
 	// The config goes into the pipe while the init is still starting (a
 	// config larger than the pipe buffer just completes once it reads).
 	// Should the init die first, the write fails with EPIPE and the init's
@@ -261,6 +266,9 @@ func startNamespaceInit(cmd *exec.Cmd, cfg *InitConfig, link *initLink, idp *idP
 		// init gets no config and the session is refused below.
 		return ok && clean.placeholders().err == nil
 	})
+	if cg.NeedsAdd() {
+		warm.Again()
+	}
 	cloned = MonoNow()
 	if err := cmd.Start(); err != nil {
 		if cg.NeedsAdd() {
@@ -291,6 +299,11 @@ func startNamespaceInit(cmd *exec.Cmd, cfg *InitConfig, link *initLink, idp *idP
 		}
 		placed <- true
 	}
+	// The config's sender was woken onto this thread's run queue: let it
+	// write now, not after this goroutine's next stretch of work (the
+	// report's layers, the receipts recorder), which kept the init
+	// waiting for its config ~2 ms more.
+	runtime.Gosched()
 	return cloned, nil
 }
 
@@ -343,6 +356,14 @@ func recvFd(sock *os.File) *os.File {
 // credential change cheaper.
 func initEnv() []string { return []string{"GOMAXPROCS=1"} }
 
+// sessionLimits are the limits a session cgroup is asked for first.
+// Share: every session's processes go in a cpu cgroup under the one
+// fedmem.slice, whatever the profile, so that sessions together weigh as
+// one CPU entity against the gate and the rest of the host.
+func sessionLimits(l Limits) cgroups.Limits {
+	return cgroups.Limits{Memory: l.Memory, Pids: l.Pids, CPU: l.CPU, Share: true}
+}
+
 // limitsSetup decides how each limit of the spec is enforced: a session
 // cgroup (v2 or v1, package cgroups) for pids, memory and cpu where one can
 // be made, else rlimits the init
@@ -353,10 +374,7 @@ func limitsSetup(spec *Spec, cfg *InitConfig) (*cgroups.Session, []string, error
 	notes := parentLimitNotes(l, "sandbox")
 	notes = append(notes, fileRlimits(l, cfg)...)
 	notes = append(notes, tmpNotes(spec.Plan)...)
-	// Share: every session's processes go in a cpu cgroup under the one
-	// fedmem.slice, whatever the profile, so that sessions together weigh
-	// as one CPU entity against the gate and the rest of the host.
-	want := cgroups.Limits{Memory: l.Memory, Pids: l.Pids, CPU: l.CPU, Share: true}
+	want := sessionLimits(l) // Share: see sessionLimits
 	host := cgroups.System()
 	// Each controller that cannot be set up is refused, or left out (and
 	// said so) where the profile's cgroup_optional covers it, or for pids

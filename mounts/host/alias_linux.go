@@ -43,6 +43,18 @@ func (t *MountTable) Mirrors() []string {
 	return mirrorBases(t.infos)
 }
 
+// NoteHostReadOnly is mounts.NoteHostReadOnly on this table (the plan's
+// writable sources' read-only mounts, from the same reading of the table
+// the plan's aliases came from); false when the table could not be read
+// (the caller reads it itself and says why).
+func (t *MountTable) NoteHostReadOnly(pl *mounts.Plan) bool {
+	if t == nil || t.infos == nil {
+		return false
+	}
+	mounts.NoteHostReadOnlyIn(pl, t.infos)
+	return true
+}
+
 func readMounts() []*mountinfo.Info {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {

@@ -16,5 +16,8 @@ func ReadMountTable() *MountTable { return &MountTable{} }
 // Aliases finds no alias where there is no mountinfo.
 func (*MountTable) Aliases(string) []Alias { return nil }
 
+// NoteHostReadOnly has no table to read here.
+func (*MountTable) NoteHostReadOnly(*mounts.Plan) bool { return false }
+
 // Mirrors finds no mirror where there is no mountinfo.
 func (*MountTable) Mirrors() []string { return nil }

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/fedmem/fedmem/mounts"
 )
 
 // RealDir returns the absolute, symlink-free path of a directory.
@@ -164,7 +166,14 @@ func Homes() []string {
 	return homesFrom("/etc/passwd")
 }
 
-func homesFrom(passwd string) []string {
+// HomesIn is Homes with the homes' links resolved on the view l.
+func HomesIn(l *mounts.Links) []string {
+	return homesFromIn("/etc/passwd", l)
+}
+
+func homesFrom(passwd string) []string { return homesFromIn(passwd, nil) }
+
+func homesFromIn(passwd string, l *mounts.Links) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(h string) {
@@ -175,7 +184,7 @@ func homesFrom(passwd string) []string {
 		// login, useradd without -m) is a home all the same: a workdir
 		// holding its place could make it, keys and all.
 		real := filepath.Clean(h)
-		if r, err := filepath.EvalSymlinks(h); err == nil {
+		if r, err := l.EvalSymlinks(h); err == nil {
 			real = filepath.Clean(r)
 		}
 		if real == "/" || seen[real] {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
 
@@ -69,6 +68,12 @@ func why(err error) string {
 // may be a link the user made) and skipped while it does not exist (the
 // launcher creates state folders later: Record runs again after).
 func Record(pl *mounts.Plan, seen map[string]mounts.Source) error {
+	return RecordIn(pl, seen, nil)
+}
+
+// RecordIn is Record with a source's links resolved on the view l (nil:
+// as they are now; a Record after the launcher made folders needs that).
+func RecordIn(pl *mounts.Plan, seen map[string]mounts.Source, l *mounts.Links) error {
 	if pl.Sources == nil {
 		pl.Sources = map[string]mounts.Source{}
 	}
@@ -81,7 +86,7 @@ func Record(pl *mounts.Plan, seen map[string]mounts.Source) error {
 		if ok {
 			p = want.Path
 		} else if !strict(pl, src) {
-			r, err := filepath.EvalSymlinks(src)
+			r, err := l.EvalSymlinks(src)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}

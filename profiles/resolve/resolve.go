@@ -83,6 +83,11 @@ type Session struct {
 	Plan               *mounts.Plan
 	// Argv0 is the agent's command ("" for explain without one).
 	Argv0 string
+	// Links is the view of the host's links the plan was judged on
+	// (mounts.Links): the homes, the caller's PATH, the writable sources
+	// and every path the plan resolved. The launcher judges the same
+	// paths on it again before it changes anything on the host.
+	Links *mounts.Links
 }
 
 // ProfileSearch is the profile search path of a session in workdir (""
@@ -119,6 +124,14 @@ func ProfileName(named string, argv []string) string {
 // computes the plan. A profile that `fedmem profile check` calls invalid is
 // refused here too, with the same messages (file, line, rule).
 func Resolve(o Options) (*Session, error) {
+	// One view of the host's links for the whole plan: the PATH entries,
+	// the homes, the writable sources and the plan's own paths share
+	// their folders, each looked up once (nothing below changes a link).
+	links := mounts.NewLinks()
+	// What the plan reads of the host whatever the profile — the mount
+	// table, the homes of /etc/passwd — is read while the profile loads.
+	facts := make(chan hostFacts, 1)
+	go func() { facts <- hostFacts{host.ReadMountTable(), host.HomesIn(links)} }()
 	name := ProfileName(o.Profile, o.Argv)
 	search := ProfileSearch(o.Workdir)
 	prof, hash, warns, err := profiles.LoadCheckedFrom(name, search)
@@ -187,13 +200,15 @@ func Resolve(o Options) (*Session, error) {
 			return nil, err
 		}
 	}
-	resolvConf, _ := filepath.EvalSymlinks("/etc/resolv.conf")
+	s.Links = links
+	resolvConf, _ := links.EvalSymlinks("/etc/resolv.conf")
 	scanEntries := prof.Limits.ScanEntries
 	if scanEntries == 0 {
 		scanEntries = host.DefaultScanEntries
 	}
 	scanner := host.NewScanner(scanEntries, host.DefaultScanTime)
-	mt := host.ReadMountTable()
+	hf := <-facts
+	mt := hf.mountTable
 	var vw *mounts.View
 	switch {
 	case prof.Vault.View != profiles.ViewInForce:
@@ -214,12 +229,7 @@ func Resolve(o Options) (*Session, error) {
 		Vault: s.Vault, Session: s.ID, Workdir: s.Workdir, Home: s.Home,
 		Exists:     host.Exists,
 		ExtraMasks: host.CredentialPaths(s.OwnerUID),
-		RealPath: func(p string) string {
-			if r, err := filepath.EvalSymlinks(p); err == nil {
-				return r
-			}
-			return p
-		},
+		RealPath:   links.RealPath,
 		ResolvConf: resolvConf,
 		ReadFile:   host.ReadConfig,
 		List:       host.List,
@@ -227,7 +237,7 @@ func Resolve(o Options) (*Session, error) {
 		Specials:   scanner.Specials,
 		PathDirs:   filepath.SplitList(os.Getenv("PATH")),
 		Links:      host.Links,
-		Homes:      host.Homes(),
+		Homes:      hf.homes,
 		Aliases:    mt.Aliases,
 		Mirrors:    mt.Mirrors(),
 		PasswdHome: host.PasswdHome(s.OwnerUID),
@@ -235,10 +245,10 @@ func Resolve(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := noteHostReadOnly(s.Plan); err != nil {
+	if err := noteHostReadOnly(s.Plan, mt); err != nil {
 		return nil, err
 	}
-	if err := pin.Record(s.Plan, map[string]mounts.Source{s.Workdir: wdSeen}); err != nil {
+	if err := pin.RecordIn(s.Plan, map[string]mounts.Source{s.Workdir: wdSeen}, links); err != nil {
 		return nil, err
 	}
 	s.Warnings = append(s.Warnings, s.Plan.Warnings...)
@@ -248,12 +258,19 @@ func Resolve(o Options) (*Session, error) {
 	return s, nil
 }
 
+// hostFacts are what Resolve reads of the host beside the profile.
+type hostFacts struct {
+	mountTable *host.MountTable
+	homes      []string
+}
+
 // noteHostReadOnly records the host's read-only mounts under the plan's
 // writable roots (mounts.NoteHostReadOnly), read from this process's mount
-// table: the host's, where fedmem-run starts. Outside Linux there is no
+// table: the host's, where fedmem-run starts (mt, the plan's own reading of
+// it; read again when that one could not be). Outside Linux there is no
 // sandbox to verify (the admin CLI only plans there).
-func noteHostReadOnly(pl *mounts.Plan) error {
-	if runtime.GOOS != "linux" {
+func noteHostReadOnly(pl *mounts.Plan, mt *host.MountTable) error {
+	if runtime.GOOS != "linux" || mt.NoteHostReadOnly(pl) {
 		return nil
 	}
 	f, err := os.Open("/proc/self/mountinfo")

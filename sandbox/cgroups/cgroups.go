@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -37,7 +38,26 @@ type Host struct {
 	// mkdirHook stands in for mkdir(2) on cgroupfs in the unit tests,
 	// where a directory of files must grow the kernel's interface files.
 	mkdirHook func(string) error
+	// layout, when set, remembers what V2Root, V1Dir and the v2 root's
+	// controllers found (System's Hosts share one).
+	layout *layout
 }
+
+// layout is what the cgroup filesystems offer — where v2 is mounted,
+// each controller's v1 hierarchy, the v2 root's controllers — looked up
+// once per process: a launch asked for it a dozen times (the limits'
+// set-up, the report's cpu note, the teardown), each a stat or read of
+// /sys/fs/cgroup, and neither the mounts nor the root's controllers
+// change while fedmem-run runs (it makes cgroups below them only).
+type layout struct {
+	mu     sync.Mutex
+	v2Root *string
+	v1     map[string]string
+	v2Ctls *[]string
+}
+
+// systemLayout is the layout of System's Hosts.
+var systemLayout = &layout{v1: map[string]string{}}
 
 func (h Host) mkdir(dir string) error {
 	if h.mkdirHook != nil {
@@ -49,7 +69,7 @@ func (h Host) mkdir(dir string) error {
 // System is this machine's Host.
 func System() Host {
 	b, _ := os.ReadFile("/proc/self/cgroup")
-	return Host{Root: "/sys/fs/cgroup", Self: string(b), Euid: os.Geteuid(), Getenv: os.Getenv, LookPath: exec.LookPath}
+	return Host{Root: "/sys/fs/cgroup", Self: string(b), Euid: os.Geteuid(), Getenv: os.Getenv, LookPath: exec.LookPath, layout: systemLayout}
 }
 
 // Status is what the probe says of one controller.
@@ -67,6 +87,22 @@ type Status struct {
 // V2Root is the cgroup v2 mount: Root on a unified host, Root/unified on
 // a hybrid one, "" when there is none.
 func (h Host) V2Root() string {
+	if l := h.layout; l != nil {
+		l.mu.Lock()
+		v := l.v2Root
+		l.mu.Unlock()
+		if v == nil {
+			r := h.v2RootNow()
+			l.mu.Lock()
+			l.v2Root, v = &r, &r
+			l.mu.Unlock()
+		}
+		return *v
+	}
+	return h.v2RootNow()
+}
+
+func (h Host) v2RootNow() string {
 	for _, d := range []string{h.Root, filepath.Join(h.Root, "unified")} {
 		if isFile(filepath.Join(d, "cgroup.controllers")) {
 			return d
@@ -77,6 +113,22 @@ func (h Host) V2Root() string {
 
 // V1Dir is the v1 hierarchy of ctrl ("" when there is none).
 func (h Host) V1Dir(ctrl string) string {
+	if l := h.layout; l != nil {
+		l.mu.Lock()
+		d, ok := l.v1[ctrl]
+		l.mu.Unlock()
+		if !ok {
+			d = h.v1DirNow(ctrl)
+			l.mu.Lock()
+			l.v1[ctrl] = d
+			l.mu.Unlock()
+		}
+		return d
+	}
+	return h.v1DirNow(ctrl)
+}
+
+func (h Host) v1DirNow(ctrl string) string {
 	if h.V2Root() == h.Root {
 		return ""
 	}
@@ -113,6 +165,22 @@ func (h Host) Version() string {
 // v2Controllers: the controllers the v2 root offers (on a hybrid host
 // normally none: v1 holds them).
 func (h Host) v2Controllers() []string {
+	if l := h.layout; l != nil {
+		l.mu.Lock()
+		c := l.v2Ctls
+		l.mu.Unlock()
+		if c == nil {
+			cs := h.v2ControllersNow()
+			l.mu.Lock()
+			l.v2Ctls, c = &cs, &cs
+			l.mu.Unlock()
+		}
+		return slices.Clone(*c)
+	}
+	return h.v2ControllersNow()
+}
+
+func (h Host) v2ControllersNow() []string {
 	v2 := h.V2Root()
 	if v2 == "" {
 		return nil
@@ -626,6 +694,78 @@ func killIn(pid int, leaf string) bool {
 		return false
 	}
 	return unix.PidfdSendSignal(pfd, unix.SIGKILL, nil, 0) == nil
+}
+
+// WarmAttach starts, in the background, the wait that makes the first
+// move of a process into a cgroup v1 slow, so that Add's move of the
+// sandbox's init, later, does not wait for it again: the kernel's first
+// writer of any cgroup.procs waits out an RCU grace period (the global
+// threadgroup lock's rcu_sync) — 3 to 13 ms on a busy machine, measured,
+// most of a launch's wait between the init's clone and its config — and a
+// writer within the next grace period does not. The warm-up is this
+// process moved into the cgroup it is in already (its v1 cgroup of the
+// first controller of l that v1 holds, from /proc/self/cgroup): nothing
+// moves, no limit or charge changes. A write that fails (another caller,
+// no such cgroup) is ignored: Add is then as slow as before, no slower.
+// Nothing is done (nil) without a v1 controller to add to.
+func (h Host) WarmAttach(l Limits) *Warm {
+	for _, c := range l.want() {
+		if h.Hierarchy(c) != "v1" {
+			continue
+		}
+		dir, own := h.V1Dir(c), h.ownV1(c)
+		if dir == "" || own == "" {
+			return nil
+		}
+		w := &Warm{procs: filepath.Join(dir, own, "cgroup.procs"), pid: []byte(strconv.Itoa(os.Getpid()))}
+		w.start()
+		return w
+	}
+	return nil
+}
+
+// Warm is a warm-up WarmAttach started.
+type Warm struct {
+	procs string
+	pid   []byte
+	done  chan struct{} // closed when the last warm-up's write returned
+}
+
+func (w *Warm) start() {
+	done := make(chan struct{})
+	w.done = done
+	go func() {
+		_ = os.WriteFile(w.procs, w.pid, 0)
+		close(done)
+	}()
+}
+
+// Again, right before the process Add will move is made, warms up once
+// more if the last warm-up is over: the kernel's state lasts one grace
+// period after it, and a quick first warm-up may be that far behind
+// already. A warm-up within that period returns at once; one past it
+// waits while the process is made. A nil Warm does nothing.
+func (w *Warm) Again() {
+	if w == nil {
+		return
+	}
+	select {
+	case <-w.done:
+		w.start()
+	default: // still waiting: Add comes within its period
+	}
+}
+
+// ownV1 is the caller's cgroup in the v1 hierarchy holding ctrl
+// ("N:ctrl[,other]:/path" in /proc/self/cgroup), "" when Self has none.
+func (h Host) ownV1(ctrl string) string {
+	for _, l := range strings.Split(h.Self, "\n") {
+		parts := strings.SplitN(l, ":", 3)
+		if ctrl != "" && len(parts) == 3 && slices.Contains(strings.Split(parts[1], ","), ctrl) && strings.HasPrefix(parts[2], "/") {
+			return parts[2]
+		}
+	}
+	return ""
 }
 
 // NeedsAdd: the init must be moved into v1 cgroups after it starts.

@@ -26,13 +26,19 @@ func hostPATH(path string, writable []string) (kept string, dropped []string) {
 // hostPATHIn is hostPATH for writable roots resolved once (the session's
 // plan's, shared by its credentials and its own PATH).
 func hostPATHIn(path string, roots mounts.Roots) (kept string, dropped []string) {
+	return hostPATHOn(path, roots, nil)
+}
+
+// hostPATHOn is hostPATHIn with the entries' links resolved on the view
+// l (nil: as they are now).
+func hostPATHOn(path string, roots mounts.Roots, l *mounts.Links) (kept string, dropped []string) {
 	var out []string
 	for _, e := range filepath.SplitList(path) {
 		if e == "" || !filepath.IsAbs(e) {
 			dropped = append(dropped, e)
 			continue
 		}
-		if _, _, in := roots.Under(e); in {
+		if _, _, in := roots.UnderIn(l, e); in {
 			dropped = append(dropped, e)
 			continue
 		}
@@ -44,9 +50,10 @@ func hostPATHIn(path string, roots mounts.Roots) (kept string, dropped []string)
 // useHostPATH sets fedmem-run's own PATH to hostPATH's (the agent's
 // environment was made before, from the caller's): every program
 // fedmem-run looks up from here on comes from a folder the agent cannot
-// write. It returns the entries left out.
-func useHostPATH(roots mounts.Roots) []string {
-	kept, dropped := hostPATHIn(os.Getenv("PATH"), roots)
+// write. It returns the entries left out. The entries' links are resolved
+// on the view l (nil: as they are now).
+func useHostPATH(roots mounts.Roots, l *mounts.Links) []string {
+	kept, dropped := hostPATHOn(os.Getenv("PATH"), roots, l)
 	if len(dropped) > 0 {
 		os.Setenv("PATH", kept)
 	}

@@ -242,7 +242,11 @@ func writeSessionRecord(vaultDir string, rep *Report, stderr io.Writer) {
 		// raw mode: os.Chmod would drop the 01000 bit.)
 		_ = unix.Chmod(dir, 0o1777)
 	}
-	if err := writeRecord(dir, rep.Session+".json", recordOf(rep)); err != nil {
+	b, err := recordBytes(rep)
+	if err == nil {
+		err = writeRecordBytes(dir, rep.Session+".json", b)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "fedmem-run: warning: session record: %v\n", err)
 	}
 }
@@ -279,11 +283,18 @@ func recordOf(rep *Report) any {
 	return &r
 }
 
-func writeRecord(dir, name string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
+// recordBytes is the session record's text (recordOf), the report
+// encoded once when it fits, as it does at the start.
+func recordBytes(rep *Report) ([]byte, error) {
+	if b, err := json.MarshalIndent(rep, "", "  "); err == nil && len(b) <= vault.MaxSessionRecord {
+		return b, nil
 	}
+	return json.MarshalIndent(recordOf(rep), "", "  ")
+}
+
+// writeRecordBytes writes b (and a newline) as dir/name: a fresh
+// O_EXCL|O_NOFOLLOW file renamed over the name.
+func writeRecordBytes(dir, name string, b []byte) error {
 	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", dir, err)

@@ -321,13 +321,22 @@ func run(ctx context.Context, o *Options, r *Resolved, ev *events, rep *Report, 
 	// Guarantee 8: every credential's source is read before anything
 	// else of the session exists; one that cannot be refuses it (125).
 	writable := s.Plan.HostWritable()
-	roots := mounts.ResolveRoots(writable) // links resolved once for both PATH filters
+	// Links resolved once for both PATH filters, on the view the plan was
+	// judged on (nothing since changed a link: the session record and
+	// the output files are files, the state folders and the inbox are
+	// made below). A credential command may change the host: the PATH
+	// filter after it looks again.
+	roots := mounts.ResolveRootsIn(s.Links, writable)
 	secrets, err := readCredentialsIn(prof, ss.environ, s.Home, writable, roots)
 	if err != nil {
 		return sandbox.ExitFedmemError, err
 	}
 	s.Plan.Watch = append(s.Plan.Watch, absentCredentialFiles(prof, s.Home, s.Plan)...)
-	if ss.pathDropped = useHostPATH(roots); len(ss.pathDropped) > 0 {
+	pathView := s.Links
+	if len(prof.Credentials) > 0 {
+		pathView = nil
+	}
+	if ss.pathDropped = useHostPATH(roots, pathView); len(ss.pathDropped) > 0 {
 		ev.emit("host-path", map[string]any{"dropped": ss.pathDropped, "why": "folders the agent may write: fedmem-run runs none of its own programs (git, cp, newgidmap, busctl, fedmem-cred) from them"})
 	}
 	// From here until the agent has exited, fedmem-run writes nothing to

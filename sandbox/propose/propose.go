@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/fedmem/fedmem/mounts/families"
@@ -265,9 +266,12 @@ func inGit(rel string) bool {
 	return false
 }
 
+// Compiled at their first use (a proposal's walk), not at package init:
+// every fedmem-run process links this package, and most sessions propose
+// nothing.
 var (
-	proposeFamilies     = families.ProjectPatterns(false)
-	proposeInstructions = families.InstructionPatterns()
+	proposeFamilies     = sync.OnceValue(func() *families.PatternSet { return families.ProjectPatterns(false) })
+	proposeInstructions = sync.OnceValue(families.InstructionPatterns)
 )
 
 // persistenceWhy says why rel is a persistence-class path (a
@@ -281,10 +285,10 @@ func persistenceWhy(rel string) string {
 	for i := range parts {
 		for j := i + 1; j <= len(parts); j++ {
 			sub := strings.Join(parts[i:j], "/")
-			if p := proposeFamilies.Match(sub); p != nil {
+			if p := proposeFamilies().Match(sub); p != nil {
 				return p.Why()
 			}
-			if p := proposeInstructions.Match(sub); p != nil {
+			if p := proposeInstructions().Match(sub); p != nil {
 				return "read by the next agent as instructions (" + p.Family.Name + ")"
 			}
 		}

@@ -75,10 +75,19 @@ func (r *Recorder) Finish() *VaultReads {
 func (r *Recorder) serve() *VaultReads {
 	buf := make([]byte, 64<<10)
 	oob := make([]byte, unix.CmsgSpace(4*MaxMounts))
+	// The fanotify group is made while the init builds its root, not
+	// after it handed its mounts over: the init waits for the answer,
+	// and fanotify_init was most of the round trip. It has no mark until
+	// mark, so it sees nothing before.
+	g := group{fan: -1}
+	if r.stop[0] >= 0 {
+		g = newGroup()
+	}
 	n, oobn, _, _, err := unix.Recvmsg(int(r.sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil || n == 0 {
 		// The init ended before its root was built: no agent ever ran
 		// (handOverVault comes before the fork), nothing to record.
+		g.close()
 		return nil
 	}
 	var points []string
@@ -86,7 +95,7 @@ func (r *Recorder) serve() *VaultReads {
 	fds := parseRights(oob[:oobn])
 	fan, why, unpriv := -1, "no pipe to end the recorder with", false
 	if r.stop[0] >= 0 {
-		fan, why, unpriv = r.mark(points, fds)
+		fan, why, unpriv = r.mark(points, fds, g)
 	}
 	var walk *inodeWalk
 	if fan < 0 && unpriv {
@@ -143,13 +152,14 @@ func parseRights(oob []byte) []int {
 	return fds
 }
 
-// mark makes the fanotify group and marks every mount the init handed
-// over; it returns the group, or -1, why not and whether mount marks are
-// refused for want of privilege (the caller may mark inodes instead).
-func (r *Recorder) mark(points []string, fds []int) (int, string, bool) {
-	if len(fds) == 0 || len(fds) != len(points) {
-		return -1, fmt.Sprintf("the init handed over %d descriptors for %d vault mounts", len(fds), len(points)), false
-	}
+// group is a fanotify group for mount marks (newGroup), or why none.
+type group struct {
+	fan int
+	err error
+}
+
+// newGroup makes the fanotify group mark marks the vault's mounts in.
+func newGroup() group {
 	flags := uint(unix.FAN_CLASS_NOTIF | unix.FAN_CLOEXEC | unix.FAN_NONBLOCK | unix.FAN_REPORT_DFID_NAME)
 	// An unlimited queue (CAP_SYS_ADMIN): a grep over a large vault must
 	// not overflow the default 16384 events while this reader catches up.
@@ -158,8 +168,31 @@ func (r *Recorder) mark(points []string, fds []int) (int, string, bool) {
 		fan, err = unix.FanotifyInit(flags, unix.O_RDONLY|unix.O_LARGEFILE|unix.O_CLOEXEC)
 	}
 	if err != nil {
-		return -1, "fanotify_init: " + err.Error(), false
+		return group{fan: -1, err: err}
 	}
+	return group{fan: fan}
+}
+
+// close closes a group no mark was put in.
+func (g group) close() {
+	if g.fan >= 0 {
+		unix.Close(g.fan)
+	}
+}
+
+// mark marks every mount the init handed over in the group g (made
+// before, newGroup); it returns the group, or -1 (g closed), why not and
+// whether mount marks are refused for want of privilege (the caller may
+// mark inodes instead).
+func (r *Recorder) mark(points []string, fds []int, g group) (int, string, bool) {
+	if len(fds) == 0 || len(fds) != len(points) {
+		g.close()
+		return -1, fmt.Sprintf("the init handed over %d descriptors for %d vault mounts", len(fds), len(points)), false
+	}
+	if g.err != nil {
+		return -1, "fanotify_init: " + g.err.Error(), false
+	}
+	fan := g.fan
 	for i, fd := range fds {
 		// FAN_MARK_MOUNT: the sandbox's own bind of the vault, so only
 		// this session's opens are seen. A bind of a host filesystem in
