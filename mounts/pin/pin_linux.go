@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/fedmem/fedmem/mounts"
@@ -183,20 +184,55 @@ func CheckAll(pl *mounts.Plan) error {
 // CheckMounted checks, inside a root a container runtime built, that the
 // mount at each pinned writable bind's Target is the pinned inode: the
 // runtime binds by path, and the source may have been swapped between
-// CheckAll and its mount.
+// CheckAll and its mount. Target must be the root of a mount whose mount
+// point is Target itself: a swap that the runtime followed for the target
+// (a link to /etc/cron.d) and then undid puts the writable bind somewhere
+// else while Target shows the pinned folder again, a folder of the
+// read-only root, not a mount (red team, helper h-start: 2 runs in 12
+// wrote /etc/cron.d under runc).
 func CheckMounted(pl *mounts.Plan) error {
+	var points map[uint64]string
 	for _, m := range pl.Mounts {
 		want, ok := pl.Sources[m.Source]
 		if m.Kind != mounts.BindRW || !ok || m.Propose {
 			continue
 		}
-		var st unix.Stat_t
-		if err := unix.Stat(m.Target, &st); err != nil {
+		var stx unix.Statx_t
+		if err := unix.Statx(unix.AT_FDCWD, m.Target, 0, unix.STATX_INO|unix.STATX_MNT_ID, &stx); err != nil {
 			return &Error{Path: m.Source, Detail: fmt.Sprintf("its mount point %s: %v", m.Target, err)}
 		}
-		if uint64(st.Dev) != want.Dev || st.Ino != want.Ino {
-			return &Error{Path: m.Source, Detail: fmt.Sprintf("the runtime mounted another file at %s (dev:ino %d:%d, pinned %d:%d): it was swapped before the runtime's bind", m.Target, st.Dev, st.Ino, want.Dev, want.Ino)}
+		dev := unix.Mkdev(stx.Dev_major, stx.Dev_minor)
+		if dev != want.Dev || stx.Ino != want.Ino {
+			return &Error{Path: m.Source, Detail: fmt.Sprintf("the runtime mounted another file at %s (dev:ino %d:%d, pinned %d:%d): it was swapped before the runtime's bind", m.Target, dev, stx.Ino, want.Dev, want.Ino)}
+		}
+		if stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 {
+			return &Error{Path: m.Source, Detail: fmt.Sprintf("%s is not the root of a mount: the runtime's bind of it went elsewhere (the path was swapped while it bound)", m.Target)}
+		}
+		if stx.Mask&unix.STATX_MNT_ID == 0 {
+			continue
+		}
+		if points == nil {
+			var err error
+			if points, err = mountPoints(); err != nil {
+				return &Error{Path: m.Source, Detail: "read the mount table: " + err.Error()}
+			}
+		}
+		if p, ok := points[stx.Mnt_id]; !ok || p != m.Target {
+			return &Error{Path: m.Source, Detail: fmt.Sprintf("the mount that shows %s is mounted at %q: the runtime's bind went elsewhere (the path was swapped while it bound)", m.Target, p)}
 		}
 	}
 	return nil
+}
+
+// mountPoints maps each mount's id to its mount point in this namespace.
+func mountPoints() (map[uint64]string, error) {
+	infos, err := mountinfo.GetMounts(nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uint64]string, len(infos))
+	for _, i := range infos {
+		out[uint64(i.ID)] = i.Mountpoint
+	}
+	return out, nil
 }
