@@ -1,10 +1,13 @@
 package gate
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/fedmem/fedmem/test/testutil"
 )
 
 // TestSparesWriteTheSameFiles: a gate with spare files (gate run
@@ -60,5 +63,57 @@ func TestSparesWriteTheSameFiles(t *testing.T) {
 	}
 	if out := gitCLI(t, v, "status", "--porcelain", "--untracked-files=no"); out != "" {
 		t.Fatalf("work tree not clean: %s", out)
+	}
+}
+
+// TestGroupKillNineSpares is TestGroupPipelineKillNine with spare files:
+// the killed gate writes its decisions, pending copies, receipts and notes
+// into spares, and the gates that finish take spares from the same pool,
+// including what the kill left there (a spare written, never renamed).
+// Every draft is decided exactly once, one commit per promotion, nothing
+// left claimed.
+func TestGroupKillNineSpares(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	rng := testutil.Seed(t)
+	points := []string{"claim-journaled", "decided", "receipted", "marked", "intents", "packed", "published", "index", "recorded", "synced", "cleaned"}
+	rng.Shuffle(len(points), func(i, j int) { points[i], points[j] = points[j], points[i] })
+	for round, point := range points {
+		hit := 1 + rng.Intn(5)
+		t.Run(fmt.Sprintf("%d-%s-%d", round, point, hit), func(t *testing.T) {
+			v := trustVault(t)
+			want := map[string]bool{}
+			for _, sess := range []string{"sp-1", "sp-2"} {
+				sd := session(t, v, sess)
+				for i := 0; i < 6; i++ {
+					body := fmt.Sprintf("---\ntype: Fact\ntitle: Fact %s %d\nsources: [10-projects/src.md]\n---\nfact %d\n", sess, i, i)
+					if i%3 == 2 {
+						body = fmt.Sprintf("---\ntype: Fact\ntitle: Guess %s %d\n---\nguess\n", sess, i)
+					}
+					name := fmt.Sprintf("d%02d.md", i)
+					put(t, sd, name, body)
+					want[sess+"/"+name] = true
+				}
+			}
+			t.Setenv("FEDMEM_GROUP_HELPER_SPARES", "40")
+			out, killed, err := runGroupHelper(t, v, point, hit, 3)
+			if err != nil && !killed {
+				t.Fatalf("helper failed: %v\n%s", err, out)
+			}
+			t.Logf("killed at %s #%d: %v", point, hit, killed)
+			for i := 0; i < 2; i++ {
+				g, err := Open(Options{Vault: v, AllowSameUser: true, Spares: 40})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := g.Once()
+				g.Close()
+				if err != nil || len(s.Errors) > 0 {
+					t.Fatalf("pass %d after the kill: %v %v", i, err, s.Errors)
+				}
+			}
+			checkExactlyOnce(t, v, want)
+		})
 	}
 }
