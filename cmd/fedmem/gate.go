@@ -188,7 +188,7 @@ in progress finish, then exits 0.`,
 	o.flags(cmd)
 	cmd.Flags().DurationVar(&o.interval, "interval", 10*time.Second, "rescan the inbox at least this often")
 	cmd.Flags().StringVar(&o.socket, "socket", "", "review socket path (default <state>/review.sock)")
-	cmd.Flags().IntVar(&o.spares, "spares", 3072, "empty files to keep made while idle, for a burst's receipts, decisions and notes (<state>/spare; 0: none)")
+	cmd.Flags().IntVar(&o.spares, "spares", 4096, "empty files to keep made while idle, for a burst's receipts, decisions and notes (<state>/spare; 0: none)")
 	return cmd
 }
 

@@ -178,6 +178,9 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 		return lt, fmt.Errorf("latency %s: %d of %d drafts decided after 5 minutes; gate errors: %v", kind, len(decs), total, gateErrs)
 	}
 	lt.Seconds = time.Since(t0).Seconds()
+	if trace {
+		fmt.Fprintf(log, "bench: %d of %d spare files left\n", g.SpareFiles(), o.spares)
+	}
 	cancel()
 	<-ran
 	mu.Lock()
