@@ -125,11 +125,12 @@ func (p *Pool) Fill(n int, stop func() bool) (int, error) {
 	return made, nil
 }
 
-// Keep fills the pool up to n whenever idle reports true, until ctx ends
-// (a look every 100 ms; a fill stops as soon as idle turns false, so a
+// Keep fills the pool up to n whenever idle reports true, until ctx ends,
+// at the lowest CPU priority (a look every 100 ms; a fill stops as soon as idle turns false, so a
 // pass never waits behind it). A fill that fails (a full disk) is tried
 // again at the next look.
 func (p *Pool) Keep(ctx context.Context, n int, idle func() bool) {
+	idlePriority() // nice 19, this goroutine's thread only (nice_linux.go)
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {

@@ -157,10 +157,12 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 	}
 	// and its spare files made (`gate run --spares`, made while it is
 	// idle: a service idle for a few seconds before a burst has them).
-	for t := time.Now(); g.SpareFiles() < o.spares; time.Sleep(50 * time.Millisecond) {
-		if time.Since(t) > 2*time.Minute {
-			return lt, fmt.Errorf("the gate made %d of %d spare files in 2 minutes", g.SpareFiles(), o.spares)
-		}
+	// They are made at the lowest CPU priority: on a machine busy with
+	// other work the burst starts after a minute with what there is.
+	for t := time.Now(); g.SpareFiles() < o.spares && time.Since(t) < time.Minute; time.Sleep(50 * time.Millisecond) {
+	}
+	if n := g.SpareFiles(); n < o.spares {
+		fmt.Fprintf(log, "bench: the gate made %d of %d spare files in a minute (machine busy); the burst starts with them\n", n, o.spares)
 	}
 	fmt.Fprintf(log, "bench: latency, %s: %d fedmem-run sessions × %d drafts against `gate run`…\n", kind, sessions, per)
 	t0 := time.Now()
