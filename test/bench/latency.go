@@ -105,8 +105,7 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 	trace := os.Getenv("FEDMEM_BENCH_TRACE") != ""
 	start := time.Now()
 	// The burst meets a running gate: the sessions start once Run has
-	// reported its first pass (its state open) and its secret scanner is
-	// compiled, as a `fedmem gate run` service is before drafts arrive.
+	// reported its first pass (its state open) and is warm (waitWarm).
 	ready := make(chan struct{})
 	var readyOnce sync.Once
 	go func() {
@@ -150,19 +149,8 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 	case err := <-ran:
 		return lt, fmt.Errorf("gate run ended before its first pass: %v", err)
 	}
-	// and its secret scanner compiled (gate run starts that beside its
-	// first pass; a service that has been up a second has it).
-	if _, err := validate.Secrets(nil); err != nil {
-		return lt, fmt.Errorf("secret scanner: %w", err)
-	}
-	// and its spare files made (`gate run --spares`, made while it is
-	// idle: a service idle for a few seconds before a burst has them).
-	// They are made at the lowest CPU priority: on a machine busy with
-	// other work the burst starts after a minute with what there is.
-	for t := time.Now(); g.SpareFiles() < o.spares && time.Since(t) < time.Minute; time.Sleep(50 * time.Millisecond) {
-	}
-	if n := g.SpareFiles(); n < o.spares {
-		fmt.Fprintf(log, "bench: the gate made %d of %d spare files in a minute (machine busy); the burst starts with them\n", n, o.spares)
+	if err := waitWarm(g, o, log); err != nil {
+		return lt, err
 	}
 	fmt.Fprintf(log, "bench: latency, %s: %d fedmem-run sessions × %d drafts against `gate run`…\n", kind, sessions, per)
 	t0 := time.Now()
@@ -230,6 +218,24 @@ func latencyRun(o options, runBin, src, kind string, sessions, per int, gap time
 		lt.Met = lt.P99 <= target
 	}
 	return lt, nil
+}
+
+// waitWarm waits for what a `fedmem gate run` service that has been up a
+// while has before drafts arrive: its secret scanner compiled (gate run
+// starts that beside its first pass) and its spare files made.
+func waitWarm(g *gate.Gate, o options, log io.Writer) error {
+	if _, err := validate.Secrets(nil); err != nil {
+		return fmt.Errorf("secret scanner: %w", err)
+	}
+	// The spares (`gate run --spares`) are made while the gate is idle, at
+	// the lowest CPU priority: on a machine busy with other work the burst
+	// starts after a minute with what there is.
+	for t := time.Now(); g.SpareFiles() < o.spares && time.Since(t) < time.Minute; time.Sleep(50 * time.Millisecond) {
+	}
+	if n := g.SpareFiles(); n < o.spares {
+		fmt.Fprintf(log, "bench: the gate made %d of %d spare files in a minute (machine busy); the burst starts with them\n", n, o.spares)
+	}
+	return nil
 }
 
 func sleepCmd(gap time.Duration) string {
