@@ -45,10 +45,7 @@ type pass struct {
 	roots []string
 	// deferred record the decisions of promoted drafts, after the branch
 	// moved; cleanups write receipts and drop claims, after a barrier.
-	// mu guards cleanups and decided while the deferred decisions are
-	// recorded side by side (runDeferred).
-	deferred []deferredStep
-	mu       sync.Mutex
+	deferred []func() error
 	cleanups []func() error
 	// sums are the content hashes promoted in the open group (a duplicate
 	// of one flushes the group first, so it finds the decision).
@@ -167,61 +164,21 @@ func (e *Engine) DeferFinish(d *record.Decision, finish func() error) bool {
 	}
 	delete(p.adopted, d.ID)
 	p.sums[d.SHA256] = true
-	p.deferred = append(p.deferred, deferredStep{parallel: true, f: func() error {
+	p.deferred = append(p.deferred, func() error {
 		if err := finish(); err != nil {
 			return err
 		}
-		p.mu.Lock()
 		p.decided[d] = true
-		p.mu.Unlock()
 		return nil
-	}})
+	})
 	return true
-}
-
-// deferredStep is one step queued for after a group's publication: a
-// promoted draft's finish (parallel: it writes that draft's own decision
-// and seen link, and queues its cleanup) or a step of the caller's
-// (AfterPublish), run alone, in order.
-type deferredStep struct {
-	f        func() error
-	parallel bool
-}
-
-// runDeferred runs the group's deferred steps in their order, each run of
-// consecutive parallel steps side by side (runAll): a decision record is
-// a new file (about a millisecond of the kernel's on a busy ext4), and a
-// group records up to groupMaxDrafts of them. Each draft's own order is
-// unchanged: its decision is recorded after the branch moved and the work
-// tree and index were written, its cleanup queued after its record.
-func runDeferred(steps []deferredStep) []error {
-	var errs []error
-	for i := 0; i < len(steps); {
-		if !steps[i].parallel {
-			if err := steps[i].f(); err != nil {
-				errs = append(errs, err)
-			}
-			i++
-			continue
-		}
-		j := i
-		var fs []func() error
-		for ; j < len(steps) && steps[j].parallel; j++ {
-			fs = append(fs, steps[j].f)
-		}
-		if err := runAll(fs); err != nil {
-			errs = append(errs, err)
-		}
-		i = j
-	}
-	return errs
 }
 
 // AfterPublish queues f to run once the open group's branch moved and its
 // work tree and index are written, with the group's deferred decisions (a
 // batch approval records its reviews there: reviewgroup.go).
 func (e *Engine) AfterPublish(f func() error) {
-	e.pass.deferred = append(e.pass.deferred, deferredStep{f: f})
+	e.pass.deferred = append(e.pass.deferred, f)
 }
 
 // DeferCleanup queues the end of finish (receipt, removal of the claim and
@@ -230,10 +187,7 @@ func (e *Engine) DeferCleanup(f func() error) bool {
 	if e.pass == nil {
 		return false
 	}
-	p := e.pass
-	p.mu.Lock()
-	p.cleanups = append(p.cleanups, f)
-	p.mu.Unlock()
+	e.pass.cleanups = append(e.pass.cleanups, f)
 	return true
 }
 
@@ -299,7 +253,12 @@ func (e *Engine) Flush() (err error) {
 	if published {
 		e.fault("published")
 	}
-	errs := runDeferred(p.deferred)
+	var errs []error
+	for _, f := range p.deferred {
+		if err := f(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	recorded := len(errs) == 0
 	p.deferred, p.sums, p.adopted = nil, map[string]bool{}, map[string]bool{}
 	e.fault("recorded")

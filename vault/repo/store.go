@@ -504,14 +504,20 @@ func (g *Repo) Checkout(changes []Change) error {
 
 // CheckoutNow is Checkout outside a batch's deferral (a journal's redo).
 func (g *Repo) CheckoutNow(changes []Change) error {
-	// The temporary files live under .git, where Git never reports them:
-	// a gate killed mid-write leaves nothing in `git status`.
-	tmpDir := filepath.Join(g.gitDir, "fedmem-tmp")
-	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
-		return err
-	}
-	if err := g.writeFiles(tmpDir, changes); err != nil {
-		return err
+	for _, ch := range changes {
+		full := filepath.Join(g.dir, filepath.FromSlash(ch.Path))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		// The temporary file lives under .git, where Git never reports it:
+		// a gate killed mid-write leaves nothing in `git status`.
+		tmpDir := filepath.Join(g.gitDir, "fedmem-tmp")
+		if err := os.MkdirAll(tmpDir, 0o755); err != nil {
+			return err
+		}
+		if err := g.writeFile(tmpDir, full, ch.Content, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", ch.Path, err)
+		}
 	}
 	return g.editIndex(func() ([]gitindex.Entry, error) {
 		var puts []gitindex.Entry
@@ -524,66 +530,6 @@ func (g *Repo) CheckoutNow(changes []Change) error {
 		}
 		return puts, nil
 	}, nil)
-}
-
-// checkoutWorkers bounds the work-tree files written at once by a
-// checkout: a group's flush writes one file per promoted note (and its
-// folder pages), and a new inode costs far more in the kernel than the
-// write itself (about a millisecond on a busy ext4), so a group's files
-// are written side by side.
-const checkoutWorkers = 8
-
-// writeFiles writes each change's file into the work tree (through a
-// temporary file in tmpDir), several at a time when the paths are distinct.
-// Every file is written (or failed) when it returns: the index is only
-// edited after.
-func (g *Repo) writeFiles(tmpDir string, changes []Change) error {
-	write := func(ch Change) error {
-		full := filepath.Join(g.dir, filepath.FromSlash(ch.Path))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
-		}
-		if err := g.writeFile(tmpDir, full, ch.Content, 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", ch.Path, err)
-		}
-		return nil
-	}
-	seen := make(map[string]bool, len(changes))
-	distinct := true
-	for _, ch := range changes {
-		distinct = distinct && !seen[ch.Path]
-		seen[ch.Path] = true
-	}
-	if len(changes) < 2 || !distinct {
-		// One at a time, in order (a path given twice ends with its
-		// last content, as it always did).
-		for _, ch := range changes {
-			if err := write(ch); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	work := make(chan Change)
-	errs := make([]error, min(checkoutWorkers, len(changes)))
-	var wg sync.WaitGroup
-	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ch := range work {
-				if err := write(ch); err != nil && errs[i] == nil {
-					errs[i] = err
-				}
-			}
-		}()
-	}
-	for _, ch := range changes {
-		work <- ch
-	}
-	close(work)
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // RemovePaths deletes files from the work tree (and parent folders left
