@@ -357,6 +357,10 @@ func (g *Gate) sessionRecord(in *inbox, sess string) *SessionRecord {
 // with openat2, the file is created O_EXCL under a fresh name and renamed
 // over the final one (rename replaces a planted symlink, never follows it).
 func (g *Gate) writeReceipt(in *inbox, sess, name string, b []byte) error {
+	if g.spares != nil {
+		f, p := g.spares.Take()
+		return in.WriteReceiptSpare(sess, name, b, ".tmp-"+ledger.NewID(g.now()), f, p)
+	}
 	return in.WriteReceipt(sess, name, b, ".tmp-"+ledger.NewID(g.now()))
 }
 

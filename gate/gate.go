@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fedmem/fedmem/gate/audit"
@@ -48,6 +49,9 @@ type Options struct {
 	// SignKey is a private key file (OpenSSH or armored OpenPGP, no
 	// passphrase) the gate signs its commits with; "" leaves them unsigned.
 	SignKey string
+	// Spares is how many spare files `gate run` keeps made while idle, for
+	// the writes of a burst (gate/durable/spares.go); 0: none.
+	Spares int
 }
 
 // DefaultStateDir is a sibling of the vault, `.<name>.fedmem-gate`: on the
@@ -101,6 +105,12 @@ type Gate struct {
 	// by Run); verifyAsync: the decision being judged is a pass's.
 	verify      *verify.Pool
 	verifyAsync bool
+	// spares (Options.Spares > 0) are empty files the writes of a pass
+	// take instead of new ones; Run keeps the pool filled while no pass
+	// runs (passing) and none ended in the last spareIdle (lastPass).
+	spares   *durable.Pool
+	passing  atomic.Int32
+	lastPass atomic.Int64
 }
 
 // Open checks the vault and the caller, prepares the state directory and
@@ -138,7 +148,11 @@ func Open(o Options) (*Gate, error) {
 	}
 	// Refuses a state dir the gate did not create (owner, mode, link);
 	// creates it only under a trusted parent (statedir_linux.go).
-	if err := intake.PrepareStateDir(g.state, g.uid, []string{claimsDir, decisionsDir, pendingDir, seenDir, committingDir}); err != nil {
+	subdirs := []string{claimsDir, decisionsDir, pendingDir, seenDir, committingDir}
+	if o.Spares > 0 {
+		subdirs = append(subdirs, spareDir)
+	}
+	if err := intake.PrepareStateDir(g.state, g.uid, subdirs); err != nil {
 		return nil, err
 	}
 	if same, err := intake.SameFS(g.state, filepath.Join(dir, vault.InboxDir)); err != nil || !same {
@@ -181,6 +195,14 @@ func Open(o Options) (*Gate, error) {
 		g.unlock()
 		return nil, err
 	}
+	if o.Spares > 0 {
+		if g.spares, err = durable.OpenPool(g.statePath(spareDir)); err != nil {
+			g.audit.Close()
+			g.unlock()
+			return nil, err
+		}
+		durable.UseSpares([]string{g.state, dir}, g.spares)
+	}
 	// Batch approvals a killed gate left half done (reviewgroup.go).
 	if err := g.recoverReviewGroups(); err != nil {
 		g.log.Warn("batch approvals not recovered (a later approval adopts their commits)", "err", err)
@@ -191,9 +213,20 @@ func Open(o Options) (*Gate, error) {
 
 // Close releases the state lock.
 func (g *Gate) Close() error {
+	if g.spares != nil {
+		durable.DropSpares([]string{g.state, g.vaultDir}, g.spares)
+	}
 	err := g.audit.Close()
 	g.unlock()
 	return err
+}
+
+// SpareFiles is how many spare files the gate holds now (Options.Spares).
+func (g *Gate) SpareFiles() int {
+	if g.spares == nil {
+		return 0
+	}
+	return g.spares.Len()
 }
 
 // StateDir returns the state directory in use.
@@ -232,6 +265,8 @@ const SameUserWarning = "same-user mode: the agent's uid is the gate's uid, so o
 // meanwhile, a batch at a time. A draft that changes while read is retried
 // a few times, then counted as deferred.
 func (g *Gate) Once() (*Summary, error) {
+	g.passing.Add(1)
+	defer func() { g.lastPass.Store(time.Now().UnixNano()); g.passing.Add(-1) }()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	defer g.refreshView()   // HEAD may have moved: the sandbox's view follows (viewhost.go)

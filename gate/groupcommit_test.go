@@ -45,10 +45,15 @@ func TestHelperGroupProcess(t *testing.T) {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 	}
-	g, err := Open(Options{Vault: v, AllowSameUser: true})
+	// Spare files (TestGroupKillNineSpares): the pass writes into them.
+	spares, _ := strconv.Atoi(os.Getenv("FEDMEM_GROUP_HELPER_SPARES"))
+	g, err := Open(Options{Vault: v, AllowSameUser: true, Spares: spares})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		os.Exit(3)
+	}
+	if spares > 0 {
+		g.spares.Fill(spares, func() bool { return false })
 	}
 	if id := os.Getenv("FEDMEM_GROUP_HELPER_APPROVE"); id != "" {
 		// A review's approval instead of a pass (TestReviewKillNineIndex).

@@ -69,6 +69,13 @@ func (g *Gate) Run(ctx context.Context, interval time.Duration, report func(*Sum
 	// changed timing exposed a recovery race, since fixed: docs/gate.md,
 	// Group commit, "Recovery"; TestRecoveryKillNineTwice.)
 	go validate.Secrets(nil)
+	// Spare files for the next burst's writes, made while no pass runs.
+	if g.spares != nil {
+		kctx, kcancel := context.WithCancel(ctx)
+		kept := make(chan struct{})
+		go func() { defer close(kept); g.spares.Keep(kctx, g.opts.Spares, g.idle) }()
+		defer func() { kcancel(); <-kept }()
+	}
 	// busy: drafts were decided or the inbox changed since the last tick.
 	busy := false
 	pass := func() {
@@ -178,6 +185,15 @@ func (t *PassTiming) lap(f *float64) {
 // until it is this old; then it ends, and Run's loop (cancellation, the
 // next events, ticks) gets its turn.
 var passIntake = 2 * time.Second
+
+// spareIdle is how long after a pass the spare pool is filled (passes of
+// a burst follow each other within a debounce).
+const spareIdle = 200 * time.Millisecond
+
+// idle reports that no pass runs and none ended in the last spareIdle.
+func (g *Gate) idle() bool {
+	return g.passing.Load() == 0 && time.Since(time.Unix(0, g.lastPass.Load())) >= spareIdle
+}
 
 // groupDue reports whether the open group of a pass should be flushed
 // before the next claim is decided: when it is full (groupMaxDrafts), or

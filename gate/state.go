@@ -30,7 +30,10 @@ const (
 //	pending/ID.draft     bytes of a draft held for review
 //	seen/SHA256.json     first decision taken on that content (a hard link
 //	                     to decisions/ID.json, or an {id, state} record)
+//	spare/s-*            empty files made ahead for a pass's writes
+//	                     (Options.Spares; gate/durable/spares.go)
 const (
+	spareDir     = "spare"
 	claimsDir    = "claims"
 	decisionsDir = ledger.DecisionsDir
 	pendingDir   = ledger.PendingDir

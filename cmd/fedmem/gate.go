@@ -31,6 +31,7 @@ type gateOptions struct {
 	interval      time.Duration
 	socket        string
 	signKey       string
+	spares        int
 }
 
 func (o *gateOptions) flags(cmd *cobra.Command) {
@@ -50,6 +51,7 @@ func (o *gateOptions) open(stderr io.Writer) (*gate.Gate, error) {
 		StateDir:      o.state,
 		AllowSameUser: o.allowSameUser,
 		SignKey:       o.signKey,
+		Spares:        o.spares,
 		Logger:        slog.New(logsafe.Handler(slog.NewJSONHandler(stderr, nil))),
 	})
 }
@@ -186,6 +188,7 @@ in progress finish, then exits 0.`,
 	o.flags(cmd)
 	cmd.Flags().DurationVar(&o.interval, "interval", 10*time.Second, "rescan the inbox at least this often")
 	cmd.Flags().StringVar(&o.socket, "socket", "", "review socket path (default <state>/review.sock)")
+	cmd.Flags().IntVar(&o.spares, "spares", 4096, "empty files to keep made while idle, for a burst's receipts, decisions and notes (<state>/spare; 0: none)")
 	return cmd
 }
 

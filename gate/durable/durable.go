@@ -141,10 +141,11 @@ func WriteAtomic(path string, b []byte, mode os.FileMode) error {
 func WriteAtomicVia(tmpDir, path string, b []byte, mode os.FileMode) error {
 	// In a pass's group mode the fsyncs are taken together at its next
 	// barrier (gate/commit/groupcommit.go).
+	sp := spareSource(path) // spares.go
 	if lazy := LazyFor(path); lazy != nil {
-		return atomicfile.Write(tmpDir, path, b, mode, lazy)
+		return atomicfile.WriteSpare(sp, tmpDir, path, b, mode, lazy)
 	}
-	return atomicfile.Write(tmpDir, path, b, mode, nil)
+	return atomicfile.WriteSpare(sp, tmpDir, path, b, mode, nil)
 }
 
 // SyncDir fsyncs a folder: what makes a rename or an unlink in it durable.

@@ -166,6 +166,15 @@ func OwnerOf(path string) (int, error) {
 // and renamed over the final one (rename replaces a planted symlink, never
 // follows it).
 func (in *Inbox) WriteReceipt(sess, name string, b []byte, tmp string) error {
+	return in.WriteReceiptSpare(sess, name, b, tmp, nil, "")
+}
+
+// WriteReceiptSpare is WriteReceipt writing into spare (an empty file of
+// the gate's at sparePath, on the vault's filesystem: gate/durable.Pool)
+// and renaming it into place, instead of a new temporary file; spare nil,
+// or a spare that cannot be used (removed), writes as WriteReceipt does.
+// The spare gets the group a file made in .receipts would have.
+func (in *Inbox) WriteReceiptSpare(sess, name string, b []byte, tmp string, spare *os.File, sparePath string) error {
 	sfd, err := OpenDir(in.fd, sess)
 	if err != nil {
 		return fmt.Errorf("receipt: session %s: %w", sess, err)
@@ -180,6 +189,11 @@ func (in *Inbox) WriteReceipt(sess, name string, b []byte, tmp string) error {
 	}
 	defer unix.Close(rfd)
 	final := ReceiptName(name)
+	if spare != nil {
+		if receiptIntoSpare(rfd, final, b, spare, sparePath) == nil {
+			return nil
+		}
+	}
 	fd, err := unix.Openat(rfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return fmt.Errorf("receipt: create: %w", err)
@@ -199,6 +213,38 @@ func (in *Inbox) WriteReceipt(sess, name string, b []byte, tmp string) error {
 		return fmt.Errorf("receipt: rename: %w", err)
 	}
 	return nil
+}
+
+// receiptIntoSpare writes b into spare, gives it the receipt's mode (and
+// the group of .receipts when that folder is setgid), and renames it to
+// final in .receipts (rfd); on an error the spare is closed and removed.
+func receiptIntoSpare(rfd int, final string, b []byte, spare *os.File, sparePath string) error {
+	err := func() error {
+		var ds unix.Stat_t
+		if err := unix.Fstat(rfd, &ds); err != nil {
+			return err
+		}
+		if ds.Mode&unix.S_ISGID != 0 {
+			if err := spare.Chown(-1, int(ds.Gid)); err != nil {
+				return err
+			}
+		}
+		if _, err := spare.Write(b); err != nil {
+			return err
+		}
+		if err := spare.Chmod(0o644); err != nil {
+			return err
+		}
+		return spare.Close()
+	}()
+	if err == nil {
+		err = unix.Renameat(unix.AT_FDCWD, sparePath, rfd, final)
+	}
+	if err != nil {
+		spare.Close()
+		os.Remove(sparePath)
+	}
+	return err
 }
 
 // LockState takes an exclusive flock on the lock file at path; the

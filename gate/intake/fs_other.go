@@ -2,7 +2,10 @@
 
 package intake
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 // ErrUnsupported: claiming drafts safely needs openat2 (Linux 5.6+).
 var ErrUnsupported = errors.New("the gate needs Linux (openat2)")
@@ -20,6 +23,9 @@ func (in *Inbox) Sessions() ([]string, error)                       { return nil
 func (in *Inbox) SessionOwner(string) (int, error)                  { return -1, ErrUnsupported }
 func (in *Inbox) AccessHint(string, error) string                   { return "" }
 func (in *Inbox) WriteReceipt(string, string, []byte, string) error { return ErrUnsupported }
-func LockState(string) (func(), error)                              { return nil, ErrUnsupported }
-func SameFS(a, b string) (bool, error)                              { return false, ErrUnsupported }
-func OwnerOf(string) (int, error)                                   { return -1, ErrUnsupported }
+func (in *Inbox) WriteReceiptSpare(string, string, []byte, string, *os.File, string) error {
+	return ErrUnsupported
+}
+func LockState(string) (func(), error) { return nil, ErrUnsupported }
+func SameFS(a, b string) (bool, error) { return false, ErrUnsupported }
+func OwnerOf(string) (int, error)      { return -1, ErrUnsupported }

@@ -57,6 +57,7 @@ type options struct {
 	promoteRuns      int
 	promoteSizes     string
 	throughputDrafts int
+	spares           int
 	reviewSize       int
 	reviewBatch      int
 }
@@ -125,6 +126,7 @@ func main() {
 	flag.IntVar(&o.reviewSize, "review-size", 100000, "notes in the vault of the review bench")
 	flag.IntVar(&o.reviewBatch, "review-batch", 400, "held drafts approved by one batch in the review bench")
 	flag.IntVar(&o.throughputDrafts, "throughput-drafts", 500, "drafts in each gate throughput pass")
+	flag.IntVar(&o.spares, "spares", 4096, "spare files the latency bench's `gate run` makes before the drafts arrive (gate run --spares; 0: none)")
 	flag.IntVar(&o.promoteRuns, "promote-n", 20, "timed promotions per vault size (alternating with git add && git commit)")
 	flag.StringVar(&o.promoteSizes, "promote-sizes", "1000,10000,100000", "vault sizes (notes) for the promotion bench")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the bench process (the gate runs in it) to FILE")

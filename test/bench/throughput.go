@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/fedmem/fedmem/gate"
@@ -27,6 +28,10 @@ type Throughput struct {
 	LatencyP50 float64 `json:"latency_p50_ms"`
 	LatencyP90 float64 `json:"latency_p90_ms"`
 	LatencyP99 float64 `json:"latency_p99_ms"`
+	// CPU time of the gate's process during the pass (all threads; the
+	// drafts were written before it started), and per draft.
+	CPUMs         float64 `json:"cpu_ms"`
+	CPUMsPerDraft float64 `json:"cpu_ms_per_draft"`
 }
 
 // benchThroughput is part (d): gate passes over batches of drafts spread
@@ -101,7 +106,7 @@ func throughputPass(o options, runBin, src, kind string, log io.Writer) (Through
 	defer g.Close()
 	fmt.Fprintf(log, "bench: one gate pass over %d %s drafts in %d sessions…\n", n, kind, sessions)
 
-	t0 := time.Now()
+	t0, cpu0 := time.Now(), selfCPU()
 	s, err := g.Once()
 	d := time.Since(t0)
 	if err != nil {
@@ -109,6 +114,10 @@ func throughputPass(o options, runBin, src, kind string, log io.Writer) (Through
 	}
 	if len(s.Errors) > 0 {
 		return tp, fmt.Errorf("gate pass: %v", s.Errors)
+	}
+	if t := s.Timing; t != nil && os.Getenv("FEDMEM_BENCH_TRACE") != "" {
+		fmt.Fprintf(log, "bench: %s pass: %d claims, %d groups; claim %.0f ms, decide %.0f ms (flushes %.0f), publish %.0f ms, wall %.0f ms\n",
+			kind, t.Claims, t.Groups, t.ClaimMs, t.DecideMs, t.FlushMs, t.PublishMs, float64(d.Microseconds())/1000)
 	}
 	var lat []float64
 	for _, dec := range s.Decisions {
@@ -121,6 +130,10 @@ func throughputPass(o options, runBin, src, kind string, log io.Writer) (Through
 		Drafts:   len(s.Decisions),
 		Promoted: s.Promoted, Pending: s.Pending, Rejected: s.Rejected,
 		Seconds: d.Seconds(),
+	}
+	if len(s.Decisions) > 0 {
+		tp.CPUMs = float64((selfCPU() - cpu0).Microseconds()) / 1000
+		tp.CPUMsPerDraft = tp.CPUMs / float64(len(s.Decisions))
 	}
 	if d > 0 {
 		tp.PerSecond = float64(len(s.Decisions)) / d.Seconds()
@@ -146,10 +159,20 @@ func printThroughput(w io.Writer, res *Result) {
 	if len(res.Throughput) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n%-40s %7s %9s %9s %9s %9s  %s\n", "gate throughput", "drafts", "drafts/s", "p50 ms", "p90 ms", "p99 ms", "outcome")
+	fmt.Fprintf(w, "\n%-40s %7s %9s %9s %9s %9s %11s  %s\n", "gate throughput", "drafts", "drafts/s", "p50 ms", "p90 ms", "p99 ms", "cpu ms/draft", "outcome")
 	for _, t := range res.Throughput {
-		fmt.Fprintf(w, "%-40s %7d %9.1f %9.2f %9.2f %9.2f  %d promoted, %d pending, %d rejected\n",
-			t.Name, t.Drafts, t.PerSecond, t.LatencyP50, t.LatencyP90, t.LatencyP99, t.Promoted, t.Pending, t.Rejected)
+		fmt.Fprintf(w, "%-40s %7d %9.1f %9.2f %9.2f %9.2f %11.2f  %d promoted, %d pending, %d rejected\n",
+			t.Name, t.Drafts, t.PerSecond, t.LatencyP50, t.LatencyP90, t.LatencyP99, t.CPUMsPerDraft, t.Promoted, t.Pending, t.Rejected)
 	}
 	fmt.Fprintln(w, "(latency: claim→decision of each draft within the pass; the gate claims every draft first, so it includes waiting\n behind earlier drafts; validation, secret scan, commit and receipt included)")
+}
+
+// selfCPU is the CPU time (user and system, every thread) of this process:
+// the gate's, during a pass over drafts written before it.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
