@@ -14,6 +14,7 @@ import (
 
 	"github.com/fedmem/fedmem/test/testutil"
 	"github.com/fedmem/fedmem/vault/repo"
+	"github.com/fedmem/fedmem/vault/view"
 )
 
 // TestConflictIndexFollowsHead: the index moves with HEAD by difference —
@@ -86,7 +87,7 @@ func vaultIndexWhole(t *testing.T, r *repo.Repo, head plumbing.Hash, k string) [
 				walk(sub, p)
 				continue
 			}
-			if dir == "" || !e.Mode.IsFile() || e.Mode == filemode.Symlink || !strings.HasSuffix(e.Name, ".md") || e.Name == "index.md" || e.Name == "log.md" || IsArchivePage(p) {
+			if dir == "" || !e.Mode.IsFile() || e.Mode == filemode.Symlink || !strings.HasSuffix(e.Name, ".md") || e.Name == "index.md" || e.Name == "log.md" || view.IsArchivePage(p) {
 				continue
 			}
 			f, err := hv.Facts(e.Hash)

@@ -350,7 +350,7 @@ func (hv *HeadView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 		}
 		return hv.diffDir(idx, p, raw)
 	}
-	mdNote := strings.HasSuffix(name, ".md") && name != "index.md" && name != "log.md" && !IsArchivePage(p)
+	mdNote := strings.HasSuffix(name, ".md") && name != "index.md" && name != "log.md" && !view.IsArchivePage(p)
 	judged := view.Judged(p) // the sandbox's view judges every file, not only notes
 	if !mdNote && !judged {
 		return nil

@@ -1,7 +1,6 @@
 package decide
 
 import (
-	"github.com/fedmem/fedmem/vault/view"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -55,11 +54,6 @@ func DestPath(folder, title, name, sum string) string {
 	}
 	return folder + "/" + slug + ".md"
 }
-
-// IsArchivePage reports whether p is an archive page the gate wrote when a
-// folder's log.md or index.md filled up (<folder>/log/000001.md,
-// <folder>/index/000002.md; folderlog.go appendLine): gate pages, not notes.
-func IsArchivePage(p string) bool { return view.IsArchivePage(p) }
 
 // SanitizeLine keeps text safe for one line of a commit header or message.
 func SanitizeLine(s string) string {

@@ -34,6 +34,7 @@ import (
 	"github.com/fedmem/fedmem/vault"
 	"github.com/fedmem/fedmem/vault/note"
 	"github.com/fedmem/fedmem/vault/repo"
+	"github.com/fedmem/fedmem/vault/view"
 )
 
 // Withhold reasons.
@@ -242,7 +243,7 @@ func CollectNotes(hv *decide.HeadView, t *repo.Tree, dir string, out *[]NoteAt) 
 			if err := CollectNotes(hv, sub, p, out); err != nil {
 				return err
 			}
-		case e.Mode.IsFile() && e.Mode != repo.ModeSymlink && dir != "" && strings.HasSuffix(e.Name, ".md") && e.Name != "index.md" && e.Name != "log.md" && !decide.IsArchivePage(p):
+		case e.Mode.IsFile() && e.Mode != repo.ModeSymlink && dir != "" && strings.HasSuffix(e.Name, ".md") && e.Name != "index.md" && e.Name != "log.md" && !view.IsArchivePage(p):
 			*out = append(*out, NoteAt{p, e.Hash})
 		}
 	}
