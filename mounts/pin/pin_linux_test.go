@@ -2,6 +2,7 @@ package pin
 
 import (
 	"errors"
+	"github.com/fedmem/fedmem/test/testutil"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,14 +142,25 @@ func TestOpenUnpinned(t *testing.T) {
 	wantRule(t, err, "symbolic link")
 }
 
+// TestCheckMounted: inside a runtime's root each pinned writable target
+// must be the pinned folder and the root of a mount at that very path.
+// A folder that is not a mount — the runtime bound elsewhere, a target
+// swapped while it bound and swapped back — is refused, as is a mount of
+// another folder.
 func TestCheckMounted(t *testing.T) {
+	testutil.RequireRoot(t)
 	d := t.TempDir()
 	w := filepath.Join(d, "work")
 	must(t, os.Mkdir(w, 0o755))
 	pl := plan(w, filepath.Join(d, "absent"))
 	must(t, Record(pl, nil))
+	wantRule(t, CheckMounted(pl), "not the root of a mount")
+	must(t, unix.Mount(w, w, "", unix.MS_BIND, ""))
+	t.Cleanup(func() { unix.Unmount(w, unix.MNT_DETACH) })
 	must(t, CheckMounted(pl))
+	must(t, unix.Unmount(w, unix.MNT_DETACH))
 	must(t, os.Rename(w, w+".aside"))
 	must(t, os.Mkdir(w, 0o755))
+	must(t, unix.Mount(w, w, "", unix.MS_BIND, ""))
 	wantRule(t, CheckMounted(pl), "another file")
 }
