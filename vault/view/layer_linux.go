@@ -141,6 +141,9 @@ func (l *layerBuilder) filterPages(dir string, names []string) error {
 }
 
 func (l *layerBuilder) filterPage(p string, names []string) error {
+	if _, err := os.Lstat(filepath.Join(l.layer, p)); err == nil {
+		return nil // hidden itself (a page that says withheld)
+	}
 	full := filepath.Join(l.src, p)
 	fi, err := os.Lstat(full)
 	if err != nil || !fi.Mode().IsRegular() {

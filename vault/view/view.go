@@ -156,6 +156,9 @@ func JudgeParsed(b []byte, n *note.Note, findings []note.Finding) (why string, s
 // file has a frontmatter for them, which fedmem's grammar refuses — not
 // a file without one.
 func looksOpened(b []byte) bool {
+	if bytes.HasPrefix(b, []byte("\xff\xfe")) || bytes.HasPrefix(b, []byte("\xfe\xff")) {
+		return true // UTF-16 (or UTF-32) text: other tools may read a frontmatter in it
+	}
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 	first, _, _ := bytes.Cut(b, []byte("\n"))
 	return string(bytes.TrimRight(first, " \t\r")) == note.Delimiter
@@ -217,12 +220,13 @@ func quote(s string) string {
 
 // Judged reports whether the view judges the file at the vault-relative
 // path p by its frontmatter: any regular file outside the inbox and the
-// archive that is not a folder page the gate writes (a note is a `.md`
+// archive, folder pages too (the gate's have none; a note a human named
+// index.md may say withheld), (a note is a `.md`
 // file, but a `.markdown`, `.MD` or `.txt` file with a `withheld:` is
 // hidden all the same). Paths with a dot entry are hidden whole (DotWhy).
 func Judged(p string) bool {
 	top, _, _ := strings.Cut(p, "/")
-	return top != vault.InboxDir && top != ArchiveDir && !IsPage(p)
+	return top != vault.InboxDir && top != ArchiveDir
 }
 
 // IsNote reports whether p is a note: a judged `.md` file with no dot
@@ -351,7 +355,7 @@ func Read(vaultDir, head string) (*Manifest, error) {
 //
 //	fedmem-view 1 COMMIT
 //	h PATH<TAB>WHY        a hidden note
-//	s PATH<TAB>RFC3339    a note in force until then
+//	s PATH<TAB>SECONDS    a note in force until then (Unix time: any year)
 //	d PATH<TAB>NS         a folder's modification time
 //
 // A PATH holding a tab, a newline, a backslash or starting with a quote
@@ -366,7 +370,7 @@ func (m *Manifest) Encode() ([]byte, error) {
 		buf.WriteString("h " + encodePath(e.Path) + "\t" + oneLine(e.Why) + "\n")
 	}
 	for _, st := range m.Stale {
-		buf.WriteString("s " + encodePath(st.Path) + "\t" + st.After.UTC().Format(time.RFC3339Nano) + "\n")
+		buf.WriteString("s " + encodePath(st.Path) + "\t" + strconv.FormatInt(st.After.Unix(), 10) + "\n")
 	}
 	for _, d := range m.Dirs {
 		buf.WriteString("d " + encodePath(d.Path) + "\t" + strconv.FormatInt(d.MTime, 10) + "\n")
@@ -444,11 +448,11 @@ func Decode(b []byte) (*Manifest, error) {
 		case 'h':
 			m.Hidden = append(m.Hidden, Entry{Path: p, Why: val})
 		case 's':
-			t, err := time.Parse(time.RFC3339Nano, val)
+			sec, err := strconv.ParseInt(val, 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("line %d: %w", ln, err)
 			}
-			m.Stale = append(m.Stale, Stale{Path: p, After: t})
+			m.Stale = append(m.Stale, Stale{Path: p, After: time.Unix(sec, 0)})
 		default:
 			return nil, fmt.Errorf("line %d: unknown kind %q", ln, line[0])
 		}

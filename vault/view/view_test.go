@@ -99,7 +99,7 @@ func TestScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 4 || len(m.Hidden) != 2 || m.Hidden[0].Path != "a/w.md" || m.Hidden[1].Path != "b/c/deep.md" || len(m.Stale) != 1 {
+	if n != 5 || len(m.Hidden) != 2 || m.Hidden[0].Path != "a/w.md" || m.Hidden[1].Path != "b/c/deep.md" || len(m.Stale) != 1 {
 		t.Errorf("scan: %d notes, hidden %v, stale %v", n, m.Hidden, m.Stale)
 	}
 	if f := Fixed(dir); len(f) != 2 {
