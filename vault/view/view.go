@@ -232,7 +232,7 @@ func Judged(p string) bool {
 // IsNote reports whether p is a note: a judged `.md` file with no dot
 // entry on its path.
 func IsNote(p string) bool {
-	if !strings.HasSuffix(p, ".md") || !Judged(p) {
+	if !strings.HasSuffix(p, ".md") || !Judged(p) || IsPage(p) {
 		return false
 	}
 	for _, part := range strings.Split(p, "/") {
