@@ -355,3 +355,29 @@ print("READ-OK", flush=True)
 		})
 	}
 }
+
+// TestRTView2VisibleIsHidden: vault.visible naming a path the view hides
+// whole — a dot folder, a hidden note itself, a folder that could not be
+// read — must not show it: hideUnder keeps only paths *below* a visible
+// folder, so the hidden entry that *is* the visible folder is not among
+// the bind's whiteouts.
+func TestRTView2VisibleIsHidden(t *testing.T) {
+	for _, vis := range []string{"20-domains/.drafts", "20-domains/infra/old.md"} {
+		t.Run(vis, func(t *testing.T) {
+			e := setup(t, layout{name: "beside/root"})
+			rtviewWrite(t, e, map[string]string{
+				"20-domains/.drafts/x.md": "---\ntitle: Dot folder\nstatus: deprecated\n---\nRTVIEW2-VIS-DOT\n",
+				"20-domains/infra/old.md": "---\ntitle: Old\nstatus: deprecated\n---\nRTVIEW2-VIS-OLD\n",
+			}, true)
+			rtviewGate(t, e, "once")
+			prof := rtviewProfile(t, e, "{view: in-force, visible: [\""+vis+"\", 00-global]}")
+			r := e.run(t, []string{"--profile", prof}, "sh", "-c", rtviewGrepScript, "sh", e.vault.Dir, "RTVIEW2-VIS-DOT", "RTVIEW2-VIS-OLD")
+			for _, line := range strings.Split(string(r.stdout), "\n") {
+				if strings.HasPrefix(line, "FOUND") {
+					t.Errorf("BREACH: vault.visible %s under the view: %s", vis, line)
+				}
+			}
+			t.Logf("exit %d: %s", r.code, strings.TrimSpace(string(r.stderr)))
+		})
+	}
+}
