@@ -289,9 +289,10 @@ grep -rl RTVIEW2-LAYOUT "$PWD" . 2>/dev/null | sed 's/^/FOUND cwd /'; [ -e "$PWD
 // inode marks, alone and with vault.visible (one group per overlay).
 func TestRTView2ReceiptsDrained(t *testing.T) {
 	const n = 300
-	for _, c := range []struct{ vis, exit string }{{"", "os._exit(0)"}, {", visible: [10-projects, 20-domains]", "os._exit(0)"}, {", visible: [10-projects, 20-domains]", "time.sleep(3); os._exit(0)"}} {
+	two := ", visible: [10-projects, 20-domains]"
+	for _, c := range []struct{ view, vis, exit string }{{"in-force", "", "os._exit(0)"}, {"in-force", two, "os._exit(0)"}, {"in-force", two, "time.sleep(3); os._exit(0)"}, {"all", two, "os._exit(0)"}} {
 		vis := c.vis
-		t.Run("visible="+strconv.FormatBool(vis != "")+"/"+strings.Fields(c.exit)[0], func(t *testing.T) {
+		t.Run(c.view+"/visible="+strconv.FormatBool(vis != "")+"/"+strings.Fields(c.exit)[0], func(t *testing.T) {
 			e := setup(t, layout{name: "beside/root"})
 			files := map[string]string{}
 			for i := 0; i < n; i++ {
@@ -321,7 +322,7 @@ for i in range(` + strconv.Itoa(n) + `):
 print("READ-OK", flush=True)
 ` + c.exit + `
 `
-			r := e.run(t, []string{"--profile", rtviewProfile(t, e, "{view: in-force"+vis+"}")}, "python3", "-c", script, e.vault.Dir)
+			r := e.run(t, []string{"--profile", rtviewProfile(t, e, "{view: "+c.view+vis+"}")}, "python3", "-c", script, e.vault.Dir)
 			if !strings.Contains(string(r.stdout), "READ-OK") {
 				t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
