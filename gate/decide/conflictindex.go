@@ -350,6 +350,12 @@ func (hv *HeadView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 		}
 		return hv.diffDir(idx, p, raw)
 	}
+	if string(c.mode) == "160000" {
+		if view.Judged(p) {
+			idx.view[p] = viewNote{why: view.SubmoduleWhy} // its files are no note of this vault's
+		}
+		return nil
+	}
 	mdNote := strings.HasSuffix(name, ".md") && name != "index.md" && name != "log.md" && !view.IsArchivePage(p)
 	judged := view.Judged(p) // the sandbox's view judges every file, not only notes
 	if !mdNote && !judged {

@@ -228,6 +228,17 @@ func handleKey(fd int) (string, int64, bool) {
 	ne := binary.NativeEndian
 	ne.PutUint32(b[0:], uint32(st.Fsid.Val[0]))
 	ne.PutUint32(b[4:], uint32(st.Fsid.Val[1]))
+	if st.Fsid.Val[0] == 0 && st.Fsid.Val[1] == 0 {
+		// An overlay (vault.view) reports no filesystem id: every
+		// overlay's handles would share one namespace, and two folders
+		// of two overlays the same key. Its device stands in, as the
+		// reader puts it in that overlay's events (devFsid).
+		var fst unix.Stat_t
+		if unix.Fstat(fd, &fst) != nil {
+			return "", 0, false
+		}
+		copy(b[0:8], devFsid(uint64(fst.Dev)))
+	}
 	ne.PutUint32(b[8:], uint32(h.Size()))
 	ne.PutUint32(b[12:], uint32(h.Type()))
 	return string(append(b, h.Bytes()...)), int64(st.Type), true

@@ -1,6 +1,7 @@
 package receipts
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -87,22 +88,66 @@ func (w *inodeWalk) groupFor(fd int) (int, error) {
 	return g, nil
 }
 
+// fanGroup is one fanotify group of the walk and the filesystem id that
+// stands in its events for an overlay's zero one (devFsid).
+type fanGroup struct {
+	fd   int
+	fsid []byte
+}
+
 // extraGroups are the walk's groups besides fan, for the reader to poll.
-func (w *inodeWalk) extraGroups() []int {
-	var out []int
-	for _, g := range w.groups {
-		out = append(out, g)
+func (w *inodeWalk) extraGroups() []fanGroup {
+	var out []fanGroup
+	for dev, g := range w.groups {
+		out = append(out, fanGroup{g, devFsid(dev - 1)})
 	}
 	return out
+}
+
+// mainFsid is devFsid of the filesystem fan marks (nil before any mark).
+func (w *inodeWalk) mainFsid() []byte {
+	if w.fanDev == 0 {
+		return nil
+	}
+	return devFsid(w.fanDev - 1)
+}
+
+// devFsid is the filesystem id a device stands for where the kernel
+// reports none (an overlay): never all zero.
+func devFsid(dev uint64) []byte {
+	b := make([]byte, 8)
+	binary.NativeEndian.PutUint64(b, dev|1<<63)
+	return b
+}
+
+// patchFsid puts fsid in place of the zero filesystem id of an event's
+// DFID_NAME record (an overlay's), in the reader's own buffer.
+func patchFsid(ev, fsid []byte) {
+	if fsid == nil {
+		return
+	}
+	ne := binary.NativeEndian
+	for len(ev) >= 4 {
+		typ, l := ev[0], int(ne.Uint16(ev[2:]))
+		if l < 4 || l > len(ev) {
+			return
+		}
+		if typ == unix.FAN_EVENT_INFO_TYPE_DFID_NAME && l >= 12 && ne.Uint64(ev[4:12]) == 0 {
+			copy(ev[4:12], fsid)
+		}
+		ev = ev[l:]
+	}
 }
 
 // drainHost reads an extra group's events (a new folder on the host, an
 // open in another overlay) until none is queued; it reports whether there
 // were any.
-func drainHost(fan int, buf []byte, rs *readSet) bool {
+func drainHost(g fanGroup, buf []byte, rs *readSet) bool {
 	any := false
+	rs.fsid = g.fsid
+	defer func() { rs.fsid = rs.mainFsid }()
 	for {
-		n, err := unix.Read(fan, buf)
+		n, err := unix.Read(g.fd, buf)
 		if n <= 0 {
 			if err != nil && err != unix.EAGAIN && err != unix.EINTR {
 				rs.vr.Lost = true

@@ -241,10 +241,12 @@ func (r *Recorder) read(fan int, walk *inodeWalk) *VaultReads {
 	}()
 	buf := make([]byte, 256<<10)
 	stopping, wait := false, gather
-	var extra []int
+	var extra []fanGroup
 	if walk != nil {
 		wait = 1                   // the unprivileged group's queue holds 16384 events: keep it shorter
 		extra = walk.extraGroups() // vault.view's other filesystems (overlay_linux.go)
+		rs.mainFsid = walk.mainFsid()
+		rs.fsid = rs.mainFsid
 	}
 	for {
 		n, err := unix.Read(fan, buf)
@@ -280,7 +282,7 @@ func (r *Recorder) read(fan int, walk *inodeWalk) *VaultReads {
 		}
 		pfd := []unix.PollFd{{Fd: int32(fan), Events: unix.POLLIN}, {Fd: int32(r.stop[0]), Events: unix.POLLIN}}
 		for _, g := range extra {
-			pfd = append(pfd, unix.PollFd{Fd: int32(g), Events: unix.POLLIN})
+			pfd = append(pfd, unix.PollFd{Fd: int32(g.fd), Events: unix.POLLIN})
 		}
 		if _, err := unix.Poll(pfd, -1); err != nil && err != unix.EINTR {
 			return rs.finish()
@@ -303,6 +305,9 @@ const gather = 5
 type readSet struct {
 	vault   string
 	mountFd int
+	// fsid, when set, stands for the zero filesystem id of the events
+	// being read (an overlay's: patchFsid); mainFsid is fan's.
+	fsid, mainFsid []byte
 	// dirs maps a folder's handle (fsid, size, type, handle bytes) to
 	// its vault-relative path, "" if it could not be resolved.
 	dirs map[string]string
@@ -420,6 +425,7 @@ func (rs *readSet) events(b []byte) {
 		}
 		ev := b[metaLen:evLen]
 		b = b[evLen:]
+		patchFsid(ev, rs.fsid) // an overlay's events: its device stands for its id
 		if fd >= 0 {
 			unix.Close(int(fd))
 		}

@@ -248,6 +248,11 @@ func IsNote(p string) bool {
 // tool's state, the vault's .gitignore), and the gate does not read it.
 const DotWhy = "a dot entry is not a note"
 
+// SubmoduleWhy is why a submodule (a folder that is another repository)
+// is hidden whole: its files are not this vault's, and no gate judged
+// them.
+const SubmoduleWhy = "a submodule: its files are not this vault's notes"
+
 // IsPage reports whether p is a folder page the gate writes: a folder's
 // index.md or log.md, or one of their archive pages.
 func IsPage(p string) bool {
@@ -503,7 +508,14 @@ func Scan(vaultDir string) (*Manifest, int, error) {
 			}
 			return nil
 		}
-		if d.IsDir() || !d.Type().IsRegular() || !Judged(rel) {
+		if d.IsDir() {
+			if _, err := os.Lstat(filepath.Join(p, ".git")); err == nil {
+				m.Hidden = append(m.Hidden, Entry{Path: rel, Why: SubmoduleWhy})
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !Judged(rel) {
 			return nil
 		}
 		n++
