@@ -168,15 +168,6 @@ func (hv *HeadView) nameWordNotes(ws []string, max int) (map[string]repo.Hash, e
 	return out, nil
 }
 
-// confusables fold the Cyrillic and Greek small letters that look like a
-// Latin one to it (names are case folded first): "сi test suite" with a
-// Cyrillic с is the name "ci test suite" to a reader.
-var confusables = map[rune]rune{
-	'а': 'a', 'в': 'b', 'е': 'e', 'ё': 'e', 'һ': 'h', 'і': 'i', 'ї': 'i', 'ј': 'j', 'к': 'k', 'м': 'm', 'н': 'h', 'о': 'o', 'р': 'p',
-	'с': 'c', 'ѕ': 's', 'т': 't', 'у': 'y', 'х': 'x', 'ԁ': 'd', 'ԛ': 'q', 'ԝ': 'w', 'ӏ': 'l', 'ɡ': 'g', 'ı': 'i',
-	'α': 'a', 'β': 'b', 'ε': 'e', 'η': 'n', 'ι': 'i', 'κ': 'k', 'ν': 'v', 'ο': 'o', 'ρ': 'p', 'τ': 't', 'υ': 'u', 'χ': 'x', 'ω': 'w',
-}
-
 // nameKeyOf is the subject key of a normalised name (NormTitle): its
 // words with look-alike letters folded, without articles, "of" and "and",
 // sorted and without repeats — "Suite of CI tests", "Test suite, CI" and
@@ -187,14 +178,7 @@ func nameKeyOf(k string) string {
 	var ws []string
 	numbered := false
 	for _, w := range strings.Fields(k) {
-		if strings.ContainsFunc(w, func(r rune) bool { return r >= 0x80 }) {
-			w = strings.Map(func(r rune) rune {
-				if l, ok := confusables[r]; ok {
-					return l
-				}
-				return r
-			}, w)
-		}
+		w = shape.FoldConfusables(w)
 		if keyDropped[w] {
 			continue
 		}

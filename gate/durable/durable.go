@@ -110,25 +110,54 @@ func FsyncAll(set map[string]bool) error {
 // WriteAtomic below it (the gate's state and the vault's work tree during
 // a pass). Keyed by directory, so gates of other vaults in the same process
 // are not affected.
-var deferred = struct {
+var deferred = newByRoot[*Syncer]()
+
+// byRoot maps folders to what takes over the writes below them (a
+// Syncer, a Pool of spare files), keyed by folder so that gates of other
+// vaults in the same process are not affected.
+type byRoot[T comparable] struct {
 	sync.RWMutex
-	m map[string]*Syncer
-}{m: map[string]*Syncer{}}
+	m map[string]T
+}
+
+func newByRoot[T comparable]() *byRoot[T] { return &byRoot[T]{m: map[string]T{}} }
+
+// use hands every root to v.
+func (r *byRoot[T]) use(roots []string, v T) {
+	r.Lock()
+	for _, root := range roots {
+		r.m[root] = v
+	}
+	r.Unlock()
+}
+
+// drop ends use for the roots still handed to v.
+func (r *byRoot[T]) drop(roots []string, v T) {
+	r.Lock()
+	for _, root := range roots {
+		if r.m[root] == v {
+			delete(r.m, root)
+		}
+	}
+	r.Unlock()
+}
+
+// at is what takes path's writes (the zero T when nothing does).
+func (r *byRoot[T]) at(path string) (v T) {
+	r.RLock()
+	defer r.RUnlock()
+	for root, x := range r.m {
+		if path == root || strings.HasPrefix(path, root+string(filepath.Separator)) {
+			return x
+		}
+	}
+	return v
+}
 
 // LazyFor returns the Syncer for path, or nil when path must be synced
 // as it is written.
 func LazyFor(path string) *Syncer {
-	deferred.RLock()
-	defer deferred.RUnlock()
-	if len(deferred.m) == 0 {
-		return nil
-	}
-	for root, s := range deferred.m {
-		if path == root || strings.HasPrefix(path, root+string(filepath.Separator)) {
-			return s
-		}
-	}
-	return nil
+	return deferred.at(path)
 }
 
 // WriteAtomic writes b to path via a temporary file, fsync and rename.
@@ -172,24 +201,10 @@ func ReadJSON(path string, v any) error {
 
 // Defer makes the writes below each of roots remembered by s instead of
 // synced (a pass's group mode); Undefer ends it.
-func Defer(roots []string, s *Syncer) {
-	deferred.Lock()
-	for _, r := range roots {
-		deferred.m[r] = s
-	}
-	deferred.Unlock()
-}
+func Defer(roots []string, s *Syncer) { deferred.use(roots, s) }
 
 // Undefer ends Defer for the roots still handed to s.
-func Undefer(roots []string, s *Syncer) {
-	deferred.Lock()
-	for _, r := range roots {
-		if deferred.m[r] == s {
-			delete(deferred.m, r)
-		}
-	}
-	deferred.Unlock()
-}
+func Undefer(roots []string, s *Syncer) { deferred.drop(roots, s) }
 
 // Intent is the journal of one durable move in progress, a JSON file in
 // the gate's state dir: Record writes it (synced, or at the group's

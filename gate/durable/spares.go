@@ -147,43 +147,17 @@ func (p *Pool) Keep(ctx context.Context, n int, idle func() bool) {
 
 // spares maps a directory to the pool that writes below it take their
 // temporary files from (like deferred).
-var spares = struct {
-	sync.RWMutex
-	m map[string]*Pool
-}{m: map[string]*Pool{}}
+var spares = newByRoot[*Pool]()
 
 // UseSpares makes writes below each of roots (WriteAtomic) take their
 // temporary file from p; DropSpares ends it.
-func UseSpares(roots []string, p *Pool) {
-	spares.Lock()
-	for _, r := range roots {
-		spares.m[r] = p
-	}
-	spares.Unlock()
-}
+func UseSpares(roots []string, p *Pool) { spares.use(roots, p) }
 
 // DropSpares ends UseSpares for the roots still handed to p.
-func DropSpares(roots []string, p *Pool) {
-	spares.Lock()
-	for _, r := range roots {
-		if spares.m[r] == p {
-			delete(spares.m, r)
-		}
-	}
-	spares.Unlock()
-}
+func DropSpares(roots []string, p *Pool) { spares.drop(roots, p) }
 
 // SparesFor returns the pool for writes to path, or nil.
-func SparesFor(path string) *Pool {
-	spares.RLock()
-	defer spares.RUnlock()
-	for root, p := range spares.m {
-		if path == root || strings.HasPrefix(path, root+string(filepath.Separator)) {
-			return p
-		}
-	}
-	return nil
-}
+func SparesFor(path string) *Pool { return spares.at(path) }
 
 // spareSource is path's pool as an atomicfile.Spares (a nil interface when
 // there is none).
