@@ -76,6 +76,12 @@ type Mount struct {
 	// them (vault/view.BuildLayer).
 	View bool     `json:"view,omitempty"`
 	Hide []string `json:"hide,omitempty"`
+	// ViewTree, on a View, is the folder of the gate's view tree the
+	// overlay shows instead of Source (vault/view.TreeDir: the notes as
+	// the gate judged them, from the commit; "" when the launcher judged
+	// the live vault itself, a scan). The backend reaches it under the
+	// root it builds, at this path, and fails when it cannot.
+	ViewTree string `json:"view_tree,omitempty"`
 	// Size caps a tmpfs (Tmpfs; for Dev, its /dev/shm) in bytes; 0: the
 	// kernel's default (half of RAM).
 	Size int64 `json:"size,omitempty"`
@@ -574,7 +580,11 @@ func (b *planBuilder) viewed(m Mount) Mount {
 		return m
 	}
 	b.pl.View = v
-	m.View, m.Hide = true, v.hideUnder(viewRel(b.in.Vault, m.Target))
+	rel := viewRel(b.in.Vault, m.Target)
+	m.View, m.Hide = true, v.hideUnder(rel)
+	if v.Tree != "" {
+		m.ViewTree = filepath.Join(v.Tree, filepath.FromSlash(rel))
+	}
 	if m.Target == b.in.Vault {
 		m.Why = "vault, read-only, in force only (vault.view: in-force): " + fmt.Sprintf("%d paths hidden", len(m.Hide))
 	}

@@ -3,8 +3,10 @@ package mounts
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +30,11 @@ type View struct {
 	Scanned int `json:"scanned,omitempty"`
 	// Why the manifest was not used (a scan).
 	Stale string `json:"stale,omitempty"`
+	// Tree, with the manifest, is the gate's view tree the overlay shows
+	// (vault/view.TreeDir: the notes in force as the gate wrote them from
+	// the commit, not the work tree); "" with a scan, whose overlay is
+	// over the live vault.
+	Tree string `json:"tree,omitempty"`
 	// Count is how many vault paths are hidden.
 	Count int `json:"count"`
 	// Hidden are the first MaxViewListed of them and why, in path order
@@ -61,8 +68,10 @@ func LoadView(vaultDir string, now time.Time) (*View, error) {
 	v := &View{Mode: view.InForce, Commit: head, Source: ViewFromManifest}
 	m, err := view.Read(vaultDir, head)
 	if err == nil {
-		if why := m.Fresh(vaultDir); why != "" {
+		if why := treeUsable(vaultDir, m); why != "" {
 			err = fmt.Errorf("%w (%s)", view.ErrStale, why)
+		} else {
+			v.Tree = view.TreeDir(vaultDir)
 		}
 	}
 	if err != nil {
@@ -78,6 +87,31 @@ func LoadView(vaultDir string, now time.Time) (*View, error) {
 	v.Count = len(v.all)
 	v.Hidden = v.all[:min(len(v.all), MaxViewListed)]
 	return v, nil
+}
+
+// treeUsable says why the gate's view tree cannot stand in for the
+// vault ("" when it can): not built for the manifest's commit, or not a
+// folder reached without a link (the sandbox's init opens it by that
+// path: a .git that is a link or a gitdir file is not the tree's).
+func treeUsable(vaultDir string, m *view.Manifest) string {
+	if m.Tree != m.Commit {
+		return "the gate's view tree is not at the manifest's commit"
+	}
+	for _, p := range []string{filepath.Join(vaultDir, ".git"), view.TreeDir(vaultDir)} {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return "the gate's view tree: " + err.Error()
+		}
+		if !fi.IsDir() {
+			return "the gate's view tree: " + p + " is not a folder"
+		}
+	}
+	if f, err := os.Open(view.TreeDir(vaultDir)); err != nil {
+		return "the gate's view tree: " + err.Error() // another user's, not readable
+	} else {
+		f.Close()
+	}
+	return ""
 }
 
 // hideUnder returns the hidden paths of v under the vault folder rel
@@ -105,6 +139,12 @@ func (pl *Plan) Viewed() []*Mount {
 	}
 	return out
 }
+
+// ViewTreeStage is where the i-th view's tree is attached while the
+// sandbox's init builds the view (its plan index for the namespace
+// backend, its index among Viewed for a container's, whose runtime binds
+// Mount.ViewTree there): the init detaches it once the overlay holds it.
+func ViewTreeStage(i int) string { return "/tmp/.fedmem-view-tree-" + strconv.Itoa(i) }
 
 // viewRel is the vault folder a vault bind's target is.
 func viewRel(vaultDir, target string) string {

@@ -46,12 +46,12 @@ func DescribeView(pl *mounts.Plan) []string {
 	if v == nil {
 		return []string{"vault view: all — every note of the vault is readable, .git included (profile vault.view: in-force shows only the notes in force)"}
 	}
-	how := fmt.Sprintf("from the gate's manifest at %.12s", v.Commit)
+	how := fmt.Sprintf("from the gate's manifest at %.12s; the notes shown are the gate's copies at that commit (its view tree), not the work tree: a file untracked, edited or arrived since is not shown", v.Commit)
 	if v.Source == mounts.ViewPlaceholder {
 		return []string{"vault view: in-force — the notes not in force (withheld, deprecated, superseded, draft, stale), .git and 99-archive/ will not exist inside; which ones is judged when a session starts on the vault"}
 	}
 	if v.Source == mounts.ViewFromScan {
-		how = fmt.Sprintf("judged by fedmem-run from all %d notes (%s)", v.Scanned, v.Stale)
+		how = fmt.Sprintf("judged by fedmem-run from all %d notes of the live work tree (%s; a note that arrives during the session shows in it — run the gate to have its view tree used)", v.Scanned, v.Stale)
 	}
 	out := []string{fmt.Sprintf("vault view: in-force — %d paths of the vault do not exist inside (ENOENT), %s; folder pages list only what is shown; a note withheld during the session stays until the next one", v.Count, how)}
 	for i, e := range v.Hidden {

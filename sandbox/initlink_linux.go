@@ -119,7 +119,11 @@ func (l *initLink) recorder(spec *Spec) *receipts.Recorder {
 	}
 	sock := l.receiptsSock
 	l.receiptsSock = nil // the recorder closes it
-	return receipts.Start(sock, spec.Plan.Vault, spec.Receipts)
+	tree := ""
+	if v := spec.Plan.View; v != nil {
+		tree = v.Tree
+	}
+	return receipts.Start(sock, spec.Plan.Vault, tree, spec.Receipts)
 }
 
 // proposal returns, once the init has exited (or sent it), the descriptor

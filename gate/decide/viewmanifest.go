@@ -36,13 +36,6 @@ func (hv *HeadView) ViewManifest() (*view.Manifest, error) {
 			m.Stale = append(m.Stale, view.Stale{Path: p, After: v.stale})
 		}
 	}
-	for d := range idx.raws {
-		if d == "" {
-			d = "."
-		}
-		m.Dirs = append(m.Dirs, view.DirStamp{Path: d})
-	}
-	sort.Slice(m.Dirs, func(i, j int) bool { return m.Dirs[i].Path < m.Dirs[j].Path })
 	sort.Slice(m.Hidden, func(i, j int) bool { return m.Hidden[i].Path < m.Hidden[j].Path })
 	sort.Slice(m.Stale, func(i, j int) bool { return m.Stale[i].Path < m.Stale[j].Path })
 	return m, nil

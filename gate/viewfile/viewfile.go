@@ -1,6 +1,8 @@
-// Package viewfile writes the sandbox's in-force view manifest
-// (vault/view) for a commit into the vault's .git: the gate's side of
-// `vault.view: in-force` (docs/gate.md, "The in-force view's manifest").
+// Package viewfile writes the sandbox's in-force view for a commit into
+// the vault's .git: the manifest (vault/view: what is not in force and
+// why) and the view tree the sandbox's overlay shows (the files in force,
+// written from the commit's objects): the gate's side of
+// `vault.view: in-force` (docs/gate.md, "The in-force view").
 package viewfile
 
 import (
@@ -10,10 +12,15 @@ import (
 	"github.com/fedmem/fedmem/vault/view"
 )
 
-// Write writes the manifest of head: the notes the conflict index (which
-// follows HEAD by tree differences) finds not in force, the work tree's
-// folders stamped as they are now. Not synced: a manifest lost to a crash
-// is one not at HEAD, and the launcher then judges the notes itself.
+// Write brings the view tree to head and writes the manifest of head:
+// the notes the conflict index (which follows HEAD by tree differences)
+// finds not in force. The tree is moved from the commit the last manifest
+// names by the difference of their trees (a whole rebuild without one).
+// The manifest is written last and names the tree's commit only when the
+// tree reached head: a crash in between leaves a manifest not at HEAD, and
+// the launcher then judges the notes itself. Not synced, for the same
+// reason. A tree that could not be brought to head is an error, and the
+// manifest then names no tree (the launcher judges the notes itself).
 func Write(r *repo.Repo, vaultDir string, head repo.Hash) error {
 	hv, err := decide.NewHeadView(r, head)
 	if err != nil {
@@ -23,15 +30,68 @@ func Write(r *repo.Repo, vaultDir string, head repo.Hash) error {
 	if err != nil {
 		return err
 	}
-	m.Stamp(vaultDir) // the work tree as judged: the launcher checks it (view.Fresh)
+	var prev repo.Hash
+	if old, err := view.Load(vaultDir); err == nil && old.Tree != "" {
+		prev = repo.NewHash(old.Tree)
+	}
+	// The old manifest goes first: while the tree moves no launcher may
+	// take it for the old commit's.
+	var terr error
+	if prev != head {
+		terr = removeManifest(vaultDir)
+		if terr == nil {
+			terr = syncTree(r, view.TreeDir(vaultDir), prev, head, hiddenSet(m))
+		}
+	}
+	if terr == nil {
+		m.Tree = head.String()
+	}
 	b, err := m.Encode()
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(r.GitDir(), view.Path(vaultDir), b, 0o644, noSync{})
+	if err := atomicfile.Write(r.GitDir(), view.Path(vaultDir), b, 0o644, noSync{}); err != nil {
+		return err
+	}
+	return terr
 }
 
 // noSync is an atomicfile.Later that syncs nothing.
 type noSync struct{}
 
 func (noSync) Add(string) {}
+
+// hiddenSet says whether a path is hidden at the manifest's commit: it or
+// a folder above it is one of m's hidden entries (stale notes are in
+// force until their time: the tree holds them, the launcher hides them
+// once stale).
+func hiddenSet(m *view.Manifest) func(string) bool {
+	set := make(map[string]bool, len(m.Hidden))
+	for _, e := range m.Hidden {
+		set[e.Path] = true
+	}
+	set[view.ArchiveDir] = true // retired notes: never in force
+	return func(p string) bool {
+		for q := p; ; {
+			if set[q] {
+				return true
+			}
+			i := lastSlash(q)
+			if i < 0 {
+				return false
+			}
+			q = q[:i]
+		}
+	}
+}
+
+func lastSlash(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '/' {
+			return i
+		}
+	}
+	return -1
+}
+
+func filepathManifest(vaultDir string) string { return view.Path(vaultDir) }

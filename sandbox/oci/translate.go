@@ -160,6 +160,14 @@ func Translate(in Input) (*specs.Spec, error) {
 			mt.Options = append(mt.Options, "idmap")
 		}
 	}
+	// The gate's view trees, read-only, where the init takes each as its
+	// view's lower layer (sandbox/pid1: it detaches them before the agent
+	// runs); last, so the sandbox's /tmp holds their mount points.
+	for i, m := range pl.Viewed() {
+		if m.ViewTree != "" {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: mounts.ViewTreeStage(i), Type: "bind", Source: m.ViewTree, Options: append(append([]string{}, roBind...), "noexec")})
+		}
+	}
 	return s, nil
 }
 

@@ -41,7 +41,7 @@ func buildRoot(pl *mounts.Plan, idmapped map[int]int, proposeFd int, inbox inode
 	defer unix.Close(rootFd)
 	// Clone every bind source now, before the staging tmpfs below shadows
 	// /tmp in our view (vaults and workdirs may well live under /tmp).
-	b := &rootBuilder{pl: pl, proposeFd: proposeFd, srcFds: map[int]int{}, inbox: inbox}
+	b := &rootBuilder{pl: pl, proposeFd: proposeFd, srcFds: map[int]int{}, treeFds: map[int]int{}, inbox: inbox}
 	defer b.closeSources()
 	if err := b.cloneSources(idmapped); err != nil {
 		return nil, err
@@ -114,8 +114,10 @@ type rootBuilder struct {
 	// srcFds are the detached clones of the binds' sources, by the
 	// mount's index in the plan.
 	srcFds map[int]int
-	empty  string   // the empty file masks of files are bound from
-	seal   []string // hidden tmpfs mounts, made read-only once populated
+	// treeFds are the detached clones of the views' trees (ViewTree).
+	treeFds map[int]int
+	empty   string   // the empty file masks of files are bound from
+	seal    []string // hidden tmpfs mounts, made read-only once populated
 	// skipped are the masks' targets this uid cannot reach at all.
 	skipped []string
 }
@@ -161,12 +163,24 @@ func (b *rootBuilder) cloneSources(idmapped map[int]int) error {
 			return err
 		}
 		b.srcFds[i] = fd
+		if m.View && m.ViewTree != "" {
+			// The gate's view tree, read-only, as the overlay's lower
+			// layer (mountView).
+			fd, err := cloneTree(m.ViewTree, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, 0)
+			if err != nil {
+				return err
+			}
+			b.treeFds[i] = fd
+		}
 	}
 	return nil
 }
 
 func (b *rootBuilder) closeSources() {
 	for _, fd := range b.srcFds {
+		unix.Close(fd)
+	}
+	for _, fd := range b.treeFds {
 		unix.Close(fd)
 	}
 }
@@ -256,7 +270,16 @@ func (b *rootBuilder) attachBind(i int, m mounts.Mount, t string) error {
 		return mountProposal(t, m, b.srcFds[i], b.proposeFd)
 	}
 	if m.View {
-		if err := mountView(t, m, viewStage(i)); err != nil {
+		subs, err := workdirSubmounts(m.Source)
+		if err != nil {
+			return &sandbox.MountError{Op: "read mountinfo", Target: m.Target, Err: err}
+		}
+		points := append(planPoints(b.pl, i), subPoints(m.Source, subs, stageDir)...)
+		tree, ok := b.treeFds[i]
+		if !ok {
+			tree = -1
+		}
+		if err := mountView(t, m, viewStage(i), tree, mounts.ViewTreeStage(i), points); err != nil {
 			return err
 		}
 		// The vault's own submounts on the host, which the overlay's

@@ -68,7 +68,11 @@ func (r *Recorder) markInodes(points []string, fds []int) (*inodeWalk, string) {
 	}
 	w := &inodeWalk{fan: fan, vault: r.vault, dirs: map[string]string{}, under: map[string]int{}, host: -1, groups: map[uint64]int{}}
 	// The host's vault, for the in-force view's overlay (viewMarks).
-	if fd, err := unix.Open(r.vault, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+	host := r.host
+	if host == "" {
+		host = r.vault
+	}
+	if fd, err := unix.Open(host, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 		w.host = fd
 	}
 	for i, fd := range fds {

@@ -35,15 +35,25 @@ import (
 type Recorder struct {
 	sock  *os.File
 	vault string
-	mode  Mode
-	stop  [2]int // a pipe: closing stop[1] ends the reader
-	done  chan *VaultReads
+	// host is the folder the vault's in-force view shows (the gate's view
+	// tree, or the vault itself): its folders' link counts and new
+	// subfolders stand for the overlay's (overlay_linux.go).
+	host string
+	mode Mode
+	stop [2]int // a pipe: closing stop[1] ends the reader
+	done chan *VaultReads
 }
 
 // Start serves the receipts socket: it waits for the init's
 // descriptors, marks them and answers, then reads events until finish.
-func Start(sock *os.File, vault string, mode Mode) *Recorder {
-	r := &Recorder{sock: sock, vault: vault, mode: mode, done: make(chan *VaultReads, 1), stop: [2]int{-1, -1}}
+// viewTree is the gate's view tree the in-force view shows ("" none: the
+// vault itself).
+func Start(sock *os.File, vault, viewTree string, mode Mode) *Recorder {
+	host := vault
+	if viewTree != "" {
+		host = viewTree
+	}
+	r := &Recorder{sock: sock, vault: vault, host: host, mode: mode, done: make(chan *VaultReads, 1), stop: [2]int{-1, -1}}
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err == nil {
 		r.stop = p

@@ -180,10 +180,20 @@ func (e *env) command(ctx context.Context, report string, extra []string, argv .
 	args = append(args, extra...)
 	args = append(args, testutil.BackendArgs()...) // the matrix: FEDMEM_BACKEND (setup skips user layouts under container backends)
 	args = append(append(args, "--"), argv...)
+	// Never exec fedmem-run from this process itself: Go starts a program
+	// by vfork, and while the vfork's child waits in its exec for a
+	// fanotify permission answer (holdOpens marks fedmem-run) a garbage
+	// collection's stop-the-world waits for the forking thread, which
+	// waits for the child: the goroutine that answers never runs (CI hung
+	// so, the child in fanotify_handle_event, the parent spinning).
+	// env, or setpriv, execs it in the same process (the same pid).
 	name := e.bins.FedmemRun
 	if e.l.user {
 		args = append([]string{"--reuid", strconv.Itoa(agentUID), "--regid", strconv.Itoa(agentUID), "--clear-groups", "--inh-caps=-all", "--", name}, args...)
 		name = "setpriv"
+	} else {
+		args = append([]string{"--", name}, args...)
+		name = "env"
 	}
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = e.workdir

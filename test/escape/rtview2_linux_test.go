@@ -25,12 +25,11 @@ import (
 // written — an untracked note, a note edited (withheld by a curator) and
 // not committed, a nested repository's checkout (a submodule's work
 // tree: a gitlink the gate does not walk) — is stamped as judged and
-// never judged: the launcher trusts the manifest and shows it; the scan
-// hides it. Root cause: gate/viewhost.go refreshView (m.Stamp of the
-// work tree after judging HEAD's blobs), gate/decide/conflictindex.go
-// addEntry (mode 160000 and untracked files never judged).
+// never judged: the launcher trusted the manifest and showed it (the
+// overlay was over the work tree). Fixed by the gate's view tree: the
+// overlay's lower layer holds only what a judged commit has, in force,
+// written from its objects (gate/viewfile).
 func TestRTView2PreManifestWorkTree(t *testing.T) {
-	openBreach(t, "the manifest judges HEAD: a file untracked or edited in the vault's work tree when the gate writes it is not judged (the gate user or root made it)")
 	e := setup(t, layout{name: "beside/root"})
 	rtviewWrite(t, e, map[string]string{
 		"20-domains/infra/edited.md": "---\ntitle: Edited\n---\nfine at HEAD\n",
@@ -59,11 +58,10 @@ func TestRTView2PreManifestWorkTree(t *testing.T) {
 // work tree by an edit in place (an editor that rewrites the file, as
 // VS Code does; `cat >`): its folder's modification time does not move,
 // view.Fresh passes, the manifest (HEAD: in force) is used and the note,
-// which now says withheld, is shown. Who can: the vault's owner (the gate
-// user) or root only. Root cause: vault/view/view.go Fresh checks folder
-// times only (a file's own change is not seen).
+// which now says withheld, was shown. Who can: the vault's owner (the gate
+// user) or root only. Fixed by the view tree: the work tree is not what
+// the sandbox is shown.
 func TestRTView2InPlaceEdit(t *testing.T) {
-	openBreach(t, "an edit in place after the manifest changes no folder's time (only the gate user or root can make one)")
 	e := setup(t, layout{name: "beside/root"})
 	p := filepath.Join(e.vault.Dir, "20-domains/infra/inplace.md")
 	rtviewWrite(t, e, map[string]string{"20-domains/infra/inplace.md": "---\ntitle: In place\n---\nfine\n"}, true)
@@ -92,7 +90,6 @@ func TestRTView2InPlaceEdit(t *testing.T) {
 // once. Root cause: vault/view/layer_linux.go BuildLayer hides a list of
 // paths (a deny-list fixed at start) over a live lower layer.
 func TestRTView2NewNoteDuringSession(t *testing.T) {
-	openBreach(t, "a note not in force that arrives in the vault during a session (a sync, a human commit) shows in the running one: the overlay's lower layer is the live vault")
 	e := setup(t, layout{name: "beside/root"})
 	rtviewGate(t, e, "once")
 	prof := rtviewProfile(t, e, "{view: in-force}")
@@ -121,6 +118,9 @@ func TestRTView2NewNoteDuringSession(t *testing.T) {
 	}
 	rtviewWrite(t, e, map[string]string{"20-domains/infra/late.md": "---\ntitle: Late\nstatus: deprecated\n---\nRTVIEW2-LATE deprecated text\n"}, true)
 	m, _ := filepath.Glob(filepath.Join(e.vault.Dir, "90-inbox", "*", "ready"))
+	// The gate judges the new commit too (as after a sync): the note,
+	// never in force, never enters what sessions are shown.
+	rtviewGate(t, e, "once")
 	must(t, os.WriteFile(filepath.Join(filepath.Dir(m[0]), "go"), nil, 0o644))
 	r := <-done
 	if !strings.Contains(string(r.stdout), "SHOWN-OK") {
@@ -386,12 +386,3 @@ func TestRTView2VisibleIsHidden(t *testing.T) {
 	}
 }
 
-// openBreach skips a breach found and not yet fixed, unless
-// FEDMEM_OPEN_BREACHES=1 (then it runs, and fails): the closing note and
-// docs/profiles.md name each.
-func openBreach(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("FEDMEM_OPEN_BREACHES") != "1" {
-		t.Skip("OPEN BREACH, not fixed (FEDMEM_OPEN_BREACHES=1 runs it): " + what)
-	}
-}

@@ -57,12 +57,49 @@ func (g *Repo) BlobPrefix(h Hash, n int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(rd, n))
 }
 
+// Blob reads blob h whole.
+func (g *Repo) Blob(h Hash) ([]byte, error) {
+	b, err := g.rawObject(plumbing.BlobObject, h)
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", h, err)
+	}
+	return b, nil
+}
+
+// Files calls fn for every entry of commit c's tree that is not a folder
+// (files, links and gitlinks), in tree order; an error from fn stops the
+// walk and is returned.
+func (g *Repo) Files(c Hash, fn func(p string, mode EntryMode, h Hash) error) error {
+	t, err := g.TreeOf(c)
+	if err != nil {
+		return err
+	}
+	w := object.NewTreeWalker(t, true, nil)
+	defer w.Close()
+	for {
+		name, e, err := w.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if e.Mode == ModeDir {
+			continue
+		}
+		if err := fn(name, e.Mode, e.Hash); err != nil {
+			return err
+		}
+	}
+}
+
 // FileChange is one path at which two trees differ: its name in the old
 // tree (From, "" when added) and in the new (To, "" when deleted), and the
 // new entry's mode.
 type FileChange struct {
 	From, To string
 	ToMode   EntryMode
+	ToHash   Hash // the new entry's object ("" deleted: zero)
 }
 
 // Diff lists the paths at which the trees of commits from and to differ
@@ -86,7 +123,7 @@ func diffTrees(from, to *Tree) ([]FileChange, error) {
 	}
 	out := make([]FileChange, 0, len(chs))
 	for _, c := range chs {
-		out = append(out, FileChange{From: c.From.Name, To: c.To.Name, ToMode: c.To.TreeEntry.Mode})
+		out = append(out, FileChange{From: c.From.Name, To: c.To.Name, ToMode: c.To.TreeEntry.Mode, ToHash: c.To.TreeEntry.Hash})
 	}
 	return out, nil
 }

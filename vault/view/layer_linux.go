@@ -18,6 +18,13 @@ import (
 // unfiltered).
 const MaxPageBytes = 4 << 20
 
+// Point is a mount point the overlay must hold (a later mount of the
+// sandbox below it: the inbox, a mask, the workdir), relative to src.
+type Point struct {
+	Path string
+	Dir  bool
+}
+
 // BuildLayer (hidden as Mount.Hide carries them: EncodePath) fills the empty directory layer with the top layer of a
 // read-only overlay over src that hides the entries (paths relative to
 // src): a whiteout (the character device 0:0, which an unprivileged user
@@ -25,11 +32,28 @@ const MaxPageBytes = 4 << 20
 // lists a hidden note rewritten without its line. A folder the layer must
 // hold takes src's folder's mode, read-only (an overlay folder's mode is
 // the top layer's). Entries whose parent is not a folder of src are left
-// out: nothing to hide.
-func BuildLayer(layer, src string, hidden []string) error {
-	l := &layerBuilder{layer: layer, src: src, modes: map[string]os.FileMode{}}
+// out: nothing to hide. Each of points src does not hold (as a folder or
+// not, as the point is) is made in the layer — an empty folder or file,
+// read-only — for the mount that goes there; a hidden path at or below a
+// point is left to that mount, and a hidden folder above one shows only
+// the way to it (every other entry of it a whiteout).
+func BuildLayer(layer, src string, hidden []string, points []Point) error {
+	l := &layerBuilder{layer: layer, src: src, modes: map[string]os.FileMode{}, points: map[string]bool{}}
 	if fi, err := os.Stat(src); err == nil {
 		l.modes["."] = fi.Mode().Perm() & 0o555
+	}
+	for _, p := range points {
+		if !cleanRel(p.Path) {
+			return fmt.Errorf("view: mount point %q is not a clean relative path", p.Path)
+		}
+		for q := p.Path; q != "."; q = path.Dir(q) {
+			l.points[q] = true
+		}
+	}
+	for _, p := range points {
+		if err := l.point(p); err != nil {
+			return err
+		}
 	}
 	encoded := hidden
 	hidden = make([]string, len(encoded))
@@ -39,6 +63,16 @@ func BuildLayer(layer, src string, hidden []string) error {
 			return fmt.Errorf("view: hidden path %q is not a clean relative path", encoded[i])
 		}
 		hidden[i] = h
+		if l.covered(h) {
+			continue
+		}
+		if l.points[h] {
+			// A folder on the way to a mount point: only that way shows.
+			if err := l.hideExcept(h); err != nil {
+				return err
+			}
+			continue
+		}
 		// A path gone since the manifest was made gets its whiteout
 		// anyway (harmless: nothing below to hide); a parent folder gone
 		// is skipped.
@@ -61,6 +95,70 @@ func BuildLayer(layer, src string, hidden []string) error {
 type layerBuilder struct {
 	layer, src string
 	modes      map[string]os.FileMode
+	// points are the mount points and the folders on the way to them;
+	// mounted the points themselves (pointAt).
+	points  map[string]bool
+	mounted []string
+}
+
+// covered says whether a later mount covers p (p is at or below a mount
+// point).
+func (l *layerBuilder) covered(p string) bool {
+	for _, m := range l.mounted {
+		if p == m || strings.HasPrefix(p, m+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// point makes the mount point p in the layer unless src has it already.
+func (l *layerBuilder) point(p Point) error {
+	l.mounted = append(l.mounted, p.Path)
+	if fi, err := os.Lstat(filepath.Join(l.src, p.Path)); err == nil && fi.IsDir() == p.Dir && fi.Mode()&os.ModeSymlink == 0 {
+		return nil
+	}
+	if p.Dir {
+		return l.mkdirs(p.Path)
+	}
+	if err := l.mkdirs(path.Dir(p.Path)); err != nil {
+		return err
+	}
+	full := filepath.Join(l.layer, p.Path)
+	if _, err := os.Lstat(full); err == nil {
+		return nil
+	}
+	if err := os.WriteFile(full, nil, 0o444); err != nil {
+		return fmt.Errorf("view: mount point %s: %w", p.Path, err)
+	}
+	return nil
+}
+
+// hideExcept hides every entry of the folder h (a hidden path with a
+// mount point below it) but the way to the point.
+func (l *layerBuilder) hideExcept(h string) error {
+	if err := l.mkdirs(h); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(filepath.Join(l.src, h))
+	if err != nil {
+		return nil // not in src: nothing to hide
+	}
+	for _, e := range ents {
+		p := path.Join(h, e.Name())
+		switch {
+		case l.covered(p):
+		case l.points[p]:
+			if err := l.hideExcept(p); err != nil {
+				return err
+			}
+		default:
+			if err := l.whiteout(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // seal gives each folder of the layer its mode, deepest first.
@@ -92,17 +190,20 @@ func (l *layerBuilder) mkdirs(rel string) error {
 	if err := l.mkdirs(path.Dir(rel)); err != nil {
 		return err
 	}
+	mode := os.FileMode(0o555) // a mount point's folder src does not have
 	fi, err := os.Lstat(filepath.Join(l.src, rel))
-	if err != nil {
+	switch {
+	case err == nil && fi.IsDir():
+		mode = fi.Mode().Perm() & 0o555
+	case !l.points[rel] && err != nil:
 		return fmt.Errorf("view: folder %s: %w", rel, err)
-	}
-	if !fi.IsDir() {
+	case !l.points[rel]:
 		return fmt.Errorf("view: %s is not a folder", rel)
 	}
 	if err := os.Mkdir(filepath.Join(l.layer, rel), 0o700); err != nil {
 		return fmt.Errorf("view: folder %s: %w", rel, err)
 	}
-	l.modes[rel] = fi.Mode().Perm() & 0o555
+	l.modes[rel] = mode
 	return nil
 }
 

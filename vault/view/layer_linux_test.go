@@ -25,7 +25,7 @@ func TestBuildLayer(t *testing.T) {
 		}
 	}
 	os.Chmod(filepath.Join(src, "a"), 0o750)
-	if err := BuildLayer(layer, src, []string{"a/b/w.md", "gone/x.md"}); err != nil {
+	if err := BuildLayer(layer, src, []string{"a/b/w.md", "gone/x.md"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var st unix.Stat_t

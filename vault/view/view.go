@@ -72,45 +72,29 @@ type Manifest struct {
 	// Stale are the notes in force that go stale at a time (hidden from
 	// sessions that start after it), in path order.
 	Stale []Stale `json:"stale,omitempty"`
-	// Dirs are the work tree's folders the gate judged and their
-	// modification times when it wrote the manifest: a file added,
-	// removed or renamed in one since (an untracked note, a rename not
-	// committed) changes it, and the launcher then judges the work tree
-	// itself (Fresh).
-	Dirs []DirStamp `json:"dirs,omitempty"`
+	// Tree is the commit the gate's view tree (TreeDir) holds the notes
+	// of, "" when it holds none the launcher may use: the tree, not the
+	// vault's work tree, is what a session under the view is shown.
+	Tree string `json:"tree,omitempty"`
 }
 
-// DirStamp is one folder's modification time (ns).
-type DirStamp struct {
-	Path  string `json:"path"` // "." the vault itself
-	MTime int64  `json:"mtime"`
-}
+// TreeName is the gate's view tree's folder in the vault's .git.
+const TreeName = "fedmem-view-tree"
 
-// Stamp fills m.Dirs' times from vaultDir's work tree (a folder gone
-// gets -1: never equal).
-func (m *Manifest) Stamp(vaultDir string) {
-	for i := range m.Dirs {
-		m.Dirs[i].MTime = -1
-		if fi, err := os.Lstat(filepath.Join(vaultDir, m.Dirs[i].Path)); err == nil && fi.IsDir() {
-			m.Dirs[i].MTime = fi.ModTime().UnixNano()
-		}
-	}
-}
+// TreeVersion is the layout of the view tree (TreeDir) this package
+// writes: a tree of another version is rebuilt, never used.
+const TreeVersion = 1
 
-// Fresh says why vaultDir's work tree may differ from what m judged (""
-// when every folder's time is as stamped).
-func (m *Manifest) Fresh(vaultDir string) string {
-	for _, d := range m.Dirs {
-		fi, err := os.Lstat(filepath.Join(vaultDir, d.Path))
-		if err != nil || !fi.IsDir() || fi.ModTime().UnixNano() != d.MTime {
-			return "the vault's work tree changed in " + d.Path + " since the gate judged it"
-		}
-	}
-	return ""
-}
+// TreeDir is where vaultDir's view tree lives: a copy, written by the
+// gate from the commit's objects, of every file of the vault that was in
+// force when the gate judged it (the sandbox's view is an overlay over
+// it, not over the work tree: a file the work tree holds but no commit
+// the gate judged — untracked, edited in place, arrived since — is not
+// in it).
+func TreeDir(vaultDir string) string { return filepath.Join(vaultDir, ".git", TreeName) }
 
 // Version is the manifest format this package writes and reads.
-const Version = 1
+const Version = 2
 
 // maxJudgeBytes is how much of a note Judge needs: its frontmatter.
 const maxJudgeBytes = note.MaxFrontmatterBytes + 1024
@@ -330,6 +314,19 @@ var ErrStale = errors.New("the gate's view manifest is missing or not at the vau
 // ErrStale (wrapped) when it is missing or for another commit, another
 // error when it cannot be read or parsed.
 func Read(vaultDir, head string) (*Manifest, error) {
+	m, err := Load(vaultDir)
+	if err != nil {
+		return nil, err
+	}
+	if m.Commit != head || head == "" {
+		return nil, fmt.Errorf("%w (%s: made at %.12s, HEAD is %.12s)", ErrStale, Path(vaultDir), m.Commit, head)
+	}
+	return m, nil
+}
+
+// Load returns vaultDir's manifest whatever commit it was made at
+// (ErrStale, wrapped, when there is none).
+func Load(vaultDir string) (*Manifest, error) {
 	f, err := os.Open(Path(vaultDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w (%s)", ErrStale, Path(vaultDir))
@@ -349,9 +346,6 @@ func Read(vaultDir, head string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Path(vaultDir), err)
 	}
-	if m.Commit != head || head == "" {
-		return nil, fmt.Errorf("%w (%s: made at %.12s, HEAD is %.12s)", ErrStale, Path(vaultDir), m.Commit, head)
-	}
 	return m, nil
 }
 
@@ -361,7 +355,7 @@ func Read(vaultDir, head string) (*Manifest, error) {
 //	fedmem-view 1 COMMIT
 //	h PATH<TAB>WHY        a hidden note
 //	s PATH<TAB>SECONDS    a note in force until then (Unix time: any year)
-//	d PATH<TAB>NS         a folder's modification time
+//	t fedmem-view-tree<TAB>VERSION COMMIT  the view tree holds COMMIT's notes
 //
 // A PATH holding a tab, a newline, a backslash or starting with a quote
 // is written Go-quoted; WHY has its control characters replaced.
@@ -377,8 +371,8 @@ func (m *Manifest) Encode() ([]byte, error) {
 	for _, st := range m.Stale {
 		buf.WriteString("s " + encodePath(st.Path) + "\t" + strconv.FormatInt(st.After.Unix(), 10) + "\n")
 	}
-	for _, d := range m.Dirs {
-		buf.WriteString("d " + encodePath(d.Path) + "\t" + strconv.FormatInt(d.MTime, 10) + "\n")
+	if m.Tree != "" {
+		buf.WriteString("t " + TreeName + "\t" + strconv.Itoa(TreeVersion) + " " + m.Tree + "\n")
 	}
 	return buf.Bytes(), nil
 }
@@ -440,16 +434,18 @@ func Decode(b []byte) (*Manifest, error) {
 				return nil, fmt.Errorf("line %d: path: %w", ln, err)
 			}
 		}
-		if !cleanRel(p) && !(line[0] == 'd' && p == ".") {
+		if !cleanRel(p) {
 			return nil, fmt.Errorf("line %d: path %q is not a clean vault path", ln, p)
 		}
 		switch line[0] {
-		case 'd':
-			t, err := strconv.ParseInt(val, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("line %d: %w", ln, err)
+		case 't':
+			ver, commit, _ := strings.Cut(val, " ")
+			if p != TreeName || commit == "" {
+				return nil, fmt.Errorf("line %d: malformed view tree line", ln)
 			}
-			m.Dirs = append(m.Dirs, DirStamp{Path: p, MTime: t})
+			if ver == strconv.Itoa(TreeVersion) {
+				m.Tree = commit // another version: no tree to use
+			}
 		case 'h':
 			m.Hidden = append(m.Hidden, Entry{Path: p, Why: val})
 		case 's':

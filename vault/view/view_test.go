@@ -60,7 +60,7 @@ func TestFilterPage(t *testing.T) {
 func TestManifestRoundTripAndStale(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, ".git"), 0o755)
-	m := &Manifest{Commit: "abc", Hidden: []Entry{{Path: "a/b.md", Why: "withheld"}}, Stale: []Stale{{Path: "a/c.md", After: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}}}
+	m := &Manifest{Commit: "abc", Tree: "abc", Hidden: []Entry{{Path: "a/b.md", Why: "withheld"}}, Stale: []Stale{{Path: "a/c.md", After: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}}}
 	b, err := m.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -73,13 +73,16 @@ func TestManifestRoundTripAndStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got.Tree != "abc" {
+		t.Errorf("the view tree's commit did not round-trip: %q", got.Tree)
+	}
 	if at := got.At(time.Date(2029, 1, 1, 0, 0, 0, 0, time.UTC), nil); len(at) != 1 {
 		t.Errorf("before stale_after: %v", at)
 	}
 	if at := got.At(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC), nil); len(at) != 2 || at[1].Path != "a/c.md" {
 		t.Errorf("after stale_after: %v", at)
 	}
-	os.WriteFile(Path(dir), []byte("fedmem-view 1 abc\nh ../etc/passwd\tx\n"), 0o644)
+	os.WriteFile(Path(dir), []byte("fedmem-view 2 abc\nh ../etc/passwd\tx\n"), 0o644)
 	if _, err := Read(dir, "abc"); err == nil || errors.Is(err, ErrStale) {
 		t.Errorf("a manifest naming a path out of the vault: %v, want a parse error", err)
 	}

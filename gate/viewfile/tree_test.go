@@ -1,0 +1,197 @@
+package viewfile
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fedmem/fedmem/gate/internal/vaulttest"
+	"github.com/fedmem/fedmem/test/testutil"
+	"github.com/fedmem/fedmem/vault/repo"
+	"github.com/fedmem/fedmem/vault/view"
+)
+
+// TestViewTreeFollowsCommits: after each of many random commits (notes
+// in force and not, withheld, deleted, folders turned to files and back,
+// links, executables, the archive, a dot folder, a submodule) and a work
+// tree that differs from them (an untracked note, an edit not committed),
+// the view tree holds every path in force at HEAD with HEAD's content,
+// nothing untracked or never in force, nothing HEAD deleted; and the tree
+// moved commit by commit equals one rebuilt at HEAD on what HEAD shows.
+func TestViewTreeFollowsCommits(t *testing.T) {
+	rng := testutil.Seed(t)
+	v := vaulttest.New(t)
+	dirs := []string{"20-domains", "20-domains/infra", "20-domains/infra/eu", "30-clients/acme", "99-archive", ".hidden"}
+	statuses := []string{"", "", "status: stable\n", "status: deprecated\n", "status: draft\n", "withheld: {by: \"human:curator\", reason: poisoned}\n"}
+	ever := map[string]bool{} // paths ever in force at a judged HEAD
+	for c := 0; c < 25; c++ {
+		for k := 0; k < 1+rng.Intn(5); k++ {
+			dir := dirs[rng.Intn(len(dirs))]
+			rel := dir + "/" + fmt.Sprintf("n%d.md", rng.Intn(5))
+			full := filepath.Join(v, filepath.FromSlash(rel))
+			switch rng.Intn(9) {
+			case 0:
+				if _, err := os.Lstat(full); err == nil {
+					vaulttest.Git(t, v, "rm", "-q", "-r", "-f", "--", rel)
+				}
+				continue
+			case 1:
+				os.RemoveAll(full)
+				must(t, os.MkdirAll(full, 0o755))
+				must(t, os.WriteFile(filepath.Join(full, "x.md"), []byte("---\ntitle: inner\n---\nINNER\n"), 0o644))
+			case 2:
+				os.RemoveAll(full)
+				must(t, os.MkdirAll(filepath.Dir(full), 0o755))
+				must(t, os.Symlink("../elsewhere.md", full))
+			case 3:
+				os.RemoveAll(full)
+				must(t, os.MkdirAll(filepath.Dir(full), 0o755))
+				must(t, os.WriteFile(full, []byte("#!/bin/sh\necho hi\n"), 0o755))
+			default:
+				os.RemoveAll(full)
+				must(t, os.MkdirAll(filepath.Dir(full), 0o755))
+				body := "---\ntitle: N " + fmt.Sprint(rng.Int()) + "\n" + statuses[rng.Intn(len(statuses))] + "---\nbody " + fmt.Sprint(rng.Int()) + "\n"
+				must(t, os.WriteFile(full, []byte(body), 0o644))
+			}
+			vaulttest.Git(t, v, "add", "-A", "--", rel)
+		}
+		if c == 10 {
+			head := strings.TrimSpace(vaulttest.Git(t, v, "rev-parse", "HEAD"))
+			vaulttest.Git(t, v, "update-index", "--add", "--cacheinfo", "160000,"+head+",10-projects/sub")
+		}
+		vaulttest.Git(t, v, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", fmt.Sprint(c))
+		// The work tree moves on before the gate judges: never shown.
+		must(t, os.MkdirAll(filepath.Join(v, "20-domains"), 0o755))
+		must(t, os.WriteFile(filepath.Join(v, "20-domains/untracked.md"), []byte("---\ntitle: U\n---\nUNTRACKED\n"), 0o644))
+		r := vaulttest.Open(t, v)
+		_, head, err := r.Head()
+		must(t, err)
+		must(t, Write(r, v, head))
+		m, err := view.Read(v, head.String())
+		must(t, err)
+		if m.Tree != head.String() {
+			t.Fatalf("commit %d: the manifest names tree %q, HEAD is %s", c, m.Tree, head)
+		}
+		hidden := hiddenSet(m)
+		tree := view.TreeDir(v)
+		inHead := map[string]bool{}
+		must(t, r.Files(head, func(p string, mode repo.EntryMode, h repo.Hash) error {
+			inHead[p] = true
+			full := filepath.Join(tree, filepath.FromSlash(p))
+			if hidden(p) || mode == repo.ModeSubmodule {
+				if !ever[p] {
+					if _, err := os.Lstat(full); err == nil {
+						t.Errorf("commit %d: %s, never in force, is in the view tree", c, p)
+					}
+				}
+				return nil
+			}
+			ever[p] = true
+			if !same(r, full, mode, h) {
+				t.Errorf("commit %d: %s is not HEAD's %s in the view tree", c, p, h)
+			}
+			return nil
+		}))
+		must(t, filepath.WalkDir(tree, func(full string, d fs.DirEntry, err error) error {
+			must(t, err)
+			if d.IsDir() {
+				return nil
+			}
+			rel, _ := filepath.Rel(tree, full)
+			rel = filepath.ToSlash(rel)
+			if !inHead[rel] {
+				t.Errorf("commit %d: %s is in the view tree, not in HEAD", c, rel)
+			}
+			if b, _ := os.ReadFile(full); bytes.Contains(b, []byte("UNTRACKED")) {
+				t.Errorf("commit %d: the untracked note is in the view tree", c)
+			}
+			return nil
+		}))
+		// Rebuilt from nothing, the tree shows the same at HEAD.
+		fresh := filepath.Join(t.TempDir(), "tree")
+		must(t, syncTree(r, fresh, repo.ZeroHash, head, hidden))
+		must(t, filepath.WalkDir(fresh, func(full string, d fs.DirEntry, err error) error {
+			must(t, err)
+			rel, _ := filepath.Rel(fresh, full)
+			if d.IsDir() || hidden(filepath.ToSlash(rel)) {
+				return nil
+			}
+			a, b, err := contents(full, filepath.Join(tree, rel))
+			if err != nil || !bytes.Equal(a, b) {
+				t.Errorf("commit %d: %s differs between the moved and the rebuilt tree (%v)", c, rel, err)
+			}
+			return nil
+		}))
+	}
+}
+
+// contents reads two files, a link as its target.
+func contents(p, q string) (a, b []byte, err error) {
+	read := func(p string) ([]byte, error) {
+		if l, err := os.Readlink(p); err == nil {
+			return []byte("link " + l), nil
+		}
+		return os.ReadFile(p)
+	}
+	if a, err = read(p); err == nil {
+		b, err = read(q)
+	}
+	return a, b, err
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestViewTreeNeverWritesThroughLinks: a commit's link in force (`a ->`
+// a folder outside the vault, which a sync could bring) and a later
+// commit's folder of that name with a note in it: the gate writes the
+// note into a folder of its tree, never through the link into the folder
+// outside — whether the tree is moved commit by commit or rebuilt.
+func TestViewTreeNeverWritesThroughLinks(t *testing.T) {
+	for _, rebuild := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rebuild=%v", rebuild), func(t *testing.T) {
+			v := vaulttest.New(t)
+			victim := t.TempDir()
+			must(t, os.MkdirAll(filepath.Join(victim, "b"), 0o755))
+			must(t, os.MkdirAll(filepath.Join(v, "20-domains"), 0o755))
+			must(t, os.Symlink(victim, filepath.Join(v, "20-domains/a")))
+			vaulttest.Git(t, v, "add", "-A")
+			vaulttest.Git(t, v, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "link")
+			write := func() repo.Hash {
+				r := vaulttest.Open(t, v)
+				_, head, err := r.Head()
+				must(t, err)
+				must(t, Write(r, v, head))
+				return head
+			}
+			write()
+			if l, err := os.Readlink(filepath.Join(view.TreeDir(v), "20-domains/a")); err != nil || l != victim {
+				t.Fatalf("the link is not in the tree as a link: %q %v", l, err)
+			}
+			vaulttest.Git(t, v, "rm", "-q", "20-domains/a")
+			vaulttest.Commit(t, v, map[string]string{"20-domains/a/b/x.md": "---\ntitle: X\n---\nx\n"})
+			if rebuild {
+				must(t, os.Remove(view.Path(v))) // no tree commit known: rebuilt whole
+			}
+			write()
+			if _, err := os.Lstat(filepath.Join(victim, "b/x.md")); err == nil {
+				t.Fatal("BREACH: the gate wrote through a link of its view tree, outside it")
+			}
+			fi, err := os.Lstat(filepath.Join(view.TreeDir(v), "20-domains/a"))
+			if err != nil || !fi.IsDir() {
+				t.Fatalf("20-domains/a is not a folder of the tree: %v %v", fi, err)
+			}
+			if b, err := os.ReadFile(filepath.Join(view.TreeDir(v), "20-domains/a/b/x.md")); err != nil || !strings.Contains(string(b), "title: X") {
+				t.Fatalf("the note is not in the tree: %q %v", b, err)
+			}
+		})
+	}
+}
