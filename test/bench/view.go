@@ -16,7 +16,7 @@ const viewHiddenEvery = 100
 
 // benchView (-only view) times start-up on the large vault (default 100k
 // notes, 1% of them not in force) with `vault.view: in-force` (the
-// gate's manifest at HEAD: the overlay's layer holds a whiteout per
+// gate's manifest and view tree at HEAD: the overlay's layer holds a whiteout per
 // hidden note and the rewritten folder pages; read receipts mark the
 // overlay's folders one by one) beside the same profile with `vault.view:
 // all`. Target (issue 21): in-force / all ≤ 1.05. And `grep -r` over
@@ -31,15 +31,17 @@ func benchView(o options, res *Result, bin, work string, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := view.Read(large, head); err != nil {
-		fmt.Fprintf(log, "bench: writing the view manifest of %s (fedmem gate once)…\n", large)
+	if m, err := view.Read(large, head); err != nil || m.Tree != head {
+		fmt.Fprintf(log, "bench: writing the view manifest and tree of %s (fedmem gate once)…\n", large)
 		state := large + ".gate"
 		cmd := exec.Command(filepath.Join(bin, "fedmem"), "gate", "once", "--vault", large, "--state", state)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("fedmem gate once: %w\n%s", err, out)
 		}
-		if _, err := view.Read(large, head); err != nil {
+		if m, err := view.Read(large, head); err != nil {
 			return fmt.Errorf("no view manifest after fedmem gate once: %w", err)
+		} else if m.Tree != head {
+			return fmt.Errorf("the view manifest names no view tree at HEAD after fedmem gate once (the gate's log says why)")
 		}
 	}
 	dir, err := os.MkdirTemp("", "fedmem-bench-view-")
