@@ -41,8 +41,9 @@ type View struct {
 	// (for --explain; the backends take the paths from Mount.Hide).
 	Hidden []view.Entry `json:"hidden"`
 	// all are every hidden path (not in the plan's JSON: the mounts carry
-	// them).
-	all []view.Entry
+	// them); hide those the overlay's lower layer has (all of them over
+	// the live vault; over the gate's tree, those it holds).
+	all, hide []view.Entry
 }
 
 // MaxViewListed bounds View.Hidden.
@@ -86,6 +87,18 @@ func LoadView(vaultDir string, now time.Time) (*View, error) {
 	v.all = m.At(now, view.Fixed(vaultDir))
 	v.Count = len(v.all)
 	v.Hidden = v.all[:min(len(v.all), MaxViewListed)]
+	v.hide = v.all
+	if v.Tree != "" {
+		// The tree holds no note hidden when the gate first met it (and
+		// its folder pages list none hidden at its commit): only those it
+		// still holds — once in force, or stale since — need a whiteout.
+		v.hide = nil
+		for _, e := range v.all {
+			if _, err := os.Lstat(filepath.Join(v.Tree, filepath.FromSlash(e.Path))); err == nil {
+				v.hide = append(v.hide, e)
+			}
+		}
+	}
 	return v, nil
 }
 
@@ -118,7 +131,7 @@ func treeUsable(vaultDir string, m *view.Manifest) string {
 // ("." the vault itself), relative to it.
 func (v *View) hideUnder(rel string) []string {
 	var out []string
-	for _, e := range v.all {
+	for _, e := range v.hide {
 		switch {
 		case rel == ".":
 			out = append(out, view.EncodePath(e.Path))

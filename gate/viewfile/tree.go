@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/fedmem/fedmem/vault/repo"
+	"github.com/fedmem/fedmem/vault/view"
 )
 
 // The view tree (vault/view.TreeDir) holds, at each path of the commit it
@@ -26,20 +28,27 @@ import (
 
 // syncTree moves the tree at dir from commit prev (zero: none, or not
 // known) to head; hidden says what head does not show.
-func syncTree(r *repo.Repo, dir string, prev, head repo.Hash, hidden func(string) bool) error {
+func syncTree(r *repo.Repo, dir string, prev, head repo.Hash, j *judged) error {
+	hidden := j.hidden
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("view tree: %w", err)
 	}
 	if prev.IsZero() {
-		return rebuildTree(r, dir, head, hidden)
+		return rebuildTree(r, dir, head, j)
 	}
 	chs, err := r.Diff(prev, head)
 	if err != nil {
 		// The old commit is gone (a rewritten history): start again.
-		return rebuildTree(r, dir, head, hidden)
+		return rebuildTree(r, dir, head, j)
 	}
+	touched := map[string]bool{}
 	// Removals first: a path a link stood at may be a folder now.
 	for _, c := range chs {
+		for _, q := range []string{c.From, c.To} {
+			if q != "" {
+				touched[pageDir(q)] = true
+			}
+		}
 		if c.From != "" && c.From != c.To {
 			if err := removeAt(dir, c.From); err != nil {
 				return err
@@ -55,16 +64,96 @@ func syncTree(r *repo.Repo, dir string, prev, head repo.Hash, hidden func(string
 				continue // never shown: not written
 			}
 		}
-		if err := writeAt(r, dir, c.To, c.ToMode, c.ToHash); err != nil {
+		if err := writeAt(r, dir, c.To, c.ToMode, c.ToHash, j); err != nil {
+			return err
+		}
+	}
+	// The pages of every folder a change was in, filtered again: a note
+	// hidden or shown there changes what they may list, the page itself
+	// unchanged.
+	for d := range touched {
+		if err := refreshPages(r, dir, head, d, j); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// refreshPages writes folder d's pages at head (index.md, log.md, their
+// archives) into the tree, filtered, where the tree shows them.
+func refreshPages(r *repo.Repo, dir string, head repo.Hash, d string, j *judged) error {
+	join := func(parts ...string) string {
+		if d == "." {
+			return path.Join(parts...)
+		}
+		return path.Join(append([]string{d}, parts...)...)
+	}
+	var pages []string
+	for _, name := range []string{"index.md", "log.md"} {
+		pages = append(pages, join(name))
+	}
+	for _, kind := range []string{"index", "log"} {
+		e, err := r.EntryAt(head, join(kind))
+		if err != nil || e == nil || e.Mode != repo.ModeDir {
+			continue
+		}
+		t, err := r.Tree(e.Hash)
+		if err != nil {
+			return fmt.Errorf("view tree: %s: %w", join(kind), err)
+		}
+		for _, te := range t.Entries {
+			if q := join(kind, te.Name); view.IsArchivePage(q) {
+				pages = append(pages, q)
+			}
+		}
+	}
+	for _, q := range pages {
+		e, err := r.EntryAt(head, q)
+		if err != nil || e == nil || (e.Mode != repo.ModeRegular && e.Mode != repo.ModeExecutable && e.Mode != repo.ModeDeprecated) {
+			continue
+		}
+		if j.hidden(q) {
+			if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(q))); err != nil || !realParents(dir, q) {
+				continue
+			}
+		}
+		if err := writeAt(r, dir, q, e.Mode, e.Hash, j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// judged is what the tree needs of the manifest: whether a path is hidden
+// at its commit, and for each folder the names of its hidden entries (the
+// lines its pages may not list, vault/view.FilterPage).
+type judged struct {
+	hidden func(string) bool
+	names  map[string][]string
+}
+
+// pageDir is the folder whose notes the page (or any path) p is about: a
+// page archive's (d/index/000001.md) is d's; anything else's its folder.
+func pageDir(p string) string {
+	if view.IsArchivePage(p) {
+		return path.Dir(path.Dir(p))
+	}
+	return path.Dir(p)
+}
+
+// content is what the tree holds for blob b at p: a folder page without
+// its lines that link a hidden note of its folder, anything else as it is.
+func (j *judged) content(p string, b []byte) []byte {
+	if !view.IsPage(p) {
+		return b
+	}
+	return view.FilterPage(b, j.names[pageDir(p)], view.IsArchivePage(p))
+}
+
 // rebuildTree makes dir hold exactly head's files in force: each written
 // where it differs, everything else removed.
-func rebuildTree(r *repo.Repo, dir string, head repo.Hash, hidden func(string) bool) error {
+func rebuildTree(r *repo.Repo, dir string, head repo.Hash, j *judged) error {
+	hidden := j.hidden
 	keep := map[string]bool{}
 	err := r.Files(head, func(p string, mode repo.EntryMode, h repo.Hash) error {
 		if hidden(p) || !cleanPath(p) {
@@ -74,10 +163,10 @@ func rebuildTree(r *repo.Repo, dir string, head repo.Hash, hidden func(string) b
 		for d := path.Dir(p); d != "."; d = path.Dir(d) {
 			keep[d] = true
 		}
-		if realParents(dir, p) && same(r, filepath.Join(dir, filepath.FromSlash(p)), mode, h) {
+		if realParents(dir, p) && same(r, filepath.Join(dir, filepath.FromSlash(p)), p, mode, h, j) {
 			return nil
 		}
-		return writeAt(r, dir, p, mode, h)
+		return writeAt(r, dir, p, mode, h, j)
 	})
 	if err != nil {
 		return err
@@ -109,28 +198,71 @@ func rebuildTree(r *repo.Repo, dir string, head repo.Hash, hidden func(string) b
 	return nil
 }
 
-// same says whether full already is the file (mode, content) of blob h.
-func same(r *repo.Repo, full string, mode repo.EntryMode, h repo.Hash) bool {
+// same says whether full already is the file (mode, content) of blob h
+// at p: its content's object id is h (a page: the filtered blob).
+func same(r *repo.Repo, full, p string, mode repo.EntryMode, h repo.Hash, j *judged) bool {
 	fi, err := os.Lstat(full) // its folders are checked by the caller
-	if err != nil {
-		return false
-	}
-	want, err := r.Blob(h)
 	if err != nil {
 		return false
 	}
 	switch mode {
 	case repo.ModeSymlink:
-		l, err := os.Readlink(full)
-		return err == nil && fi.Mode()&fs.ModeSymlink != 0 && l == string(want)
+		want, err := r.Blob(h)
+		l, lerr := os.Readlink(full)
+		return err == nil && lerr == nil && fi.Mode()&fs.ModeSymlink != 0 && l == string(want)
 	case repo.ModeSubmodule:
 		return false
 	}
-	if !fi.Mode().IsRegular() || fi.Mode().Perm() != fileMode(mode) || fi.Size() != int64(len(want)) {
+	if !fi.Mode().IsRegular() || fi.Mode().Perm() != fileMode(mode) {
 		return false
 	}
-	got, err := os.ReadFile(full)
-	return err == nil && bytes.Equal(got, want)
+	got, err := readRegular(full, fi.Size())
+	if err != nil {
+		return false
+	}
+	if !view.IsPage(p) {
+		return repo.BlobHash(got) == h
+	}
+	want, err := blobOf(r, p, h)
+	return err == nil && bytes.Equal(got, j.content(p, want))
+}
+
+// blobOf is blob h, the content of p: the work tree's file when its
+// object id is h (read and hashed: much cheaper than a packed object's
+// deltas, and the same bytes whatever the work tree holds), else from the
+// object store.
+func blobOf(r *repo.Repo, p string, h repo.Hash) ([]byte, error) {
+	full := filepath.Join(r.Dir(), filepath.FromSlash(p))
+	if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() && fi.Size() <= maxWorkTreeRead {
+		if b, err := readRegular(full, fi.Size()); err == nil && repo.BlobHash(b) == h {
+			return b, nil
+		}
+	}
+	return r.Blob(h)
+}
+
+// maxWorkTreeRead bounds what blobOf reads of the work tree.
+const maxWorkTreeRead = 16 << 20
+
+// readRegular reads the regular file full (no link followed, never
+// blocking on a FIFO put there since), at most size bytes and one more.
+func readRegular(full string, size int64) ([]byte, error) {
+	f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", full)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, size+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) != size {
+		return nil, fmt.Errorf("%s: changed while read", full)
+	}
+	return b, nil
 }
 
 // fileMode is the permission a file of the tree takes: readable by all
@@ -146,7 +278,7 @@ func fileMode(mode repo.EntryMode) fs.FileMode {
 // renamed over the old (a reader sees the old or the new, whole), its
 // folders made readable by all. A gitlink is not written (nothing of a
 // submodule is shown).
-func writeAt(r *repo.Repo, dir, p string, mode repo.EntryMode, h repo.Hash) error {
+func writeAt(r *repo.Repo, dir, p string, mode repo.EntryMode, h repo.Hash, j *judged) error {
 	if !cleanPath(p) {
 		return fmt.Errorf("view tree: %q is not a clean vault path", p)
 	}
@@ -154,9 +286,15 @@ func writeAt(r *repo.Repo, dir, p string, mode repo.EntryMode, h repo.Hash) erro
 	if mode == repo.ModeSubmodule {
 		return removeAt(dir, p)
 	}
-	b, err := r.Blob(h)
+	b, err := blobOf(r, p, h)
+	if mode == repo.ModeSymlink {
+		b, err = r.Blob(h) // a link's target, not a file the link leads to
+	}
 	if err != nil {
 		return fmt.Errorf("view tree: %s: %w", p, err)
+	}
+	if mode != repo.ModeSymlink {
+		b = j.content(p, b)
 	}
 	if err := mkdirs(dir, path.Dir(p)); err != nil {
 		return err

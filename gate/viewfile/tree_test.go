@@ -76,7 +76,8 @@ func TestViewTreeFollowsCommits(t *testing.T) {
 		if m.Tree != head.String() {
 			t.Fatalf("commit %d: the manifest names tree %q, HEAD is %s", c, m.Tree, head)
 		}
-		hidden := hiddenSet(m)
+		j := newJudged(m)
+		hidden := j.hidden
 		tree := view.TreeDir(v)
 		inHead := map[string]bool{}
 		must(t, r.Files(head, func(p string, mode repo.EntryMode, h repo.Hash) error {
@@ -91,7 +92,7 @@ func TestViewTreeFollowsCommits(t *testing.T) {
 				return nil
 			}
 			ever[p] = true
-			if !same(r, full, mode, h) {
+			if !same(r, full, p, mode, h, j) {
 				t.Errorf("commit %d: %s is not HEAD's %s in the view tree", c, p, h)
 			}
 			return nil
@@ -113,7 +114,7 @@ func TestViewTreeFollowsCommits(t *testing.T) {
 		}))
 		// Rebuilt from nothing, the tree shows the same at HEAD.
 		fresh := filepath.Join(t.TempDir(), "tree")
-		must(t, syncTree(r, fresh, repo.ZeroHash, head, hidden))
+		must(t, syncTree(r, fresh, repo.ZeroHash, head, j))
 		must(t, filepath.WalkDir(fresh, func(full string, d fs.DirEntry, err error) error {
 			must(t, err)
 			rel, _ := filepath.Rel(fresh, full)
@@ -191,6 +192,51 @@ func TestViewTreeNeverWritesThroughLinks(t *testing.T) {
 			}
 			if b, err := os.ReadFile(filepath.Join(view.TreeDir(v), "20-domains/a/b/x.md")); err != nil || !strings.Contains(string(b), "title: X") {
 				t.Fatalf("the note is not in the tree: %q %v", b, err)
+			}
+		})
+	}
+}
+
+// TestViewTreePagesFiltered: a folder page in the tree lists no note of
+// its folder that HEAD hides — one not in force when the page is
+// written, one withheld later by a commit that leaves the page as it is,
+// in an archive page too — whether moved or rebuilt; a note in force
+// stays listed.
+func TestViewTreePagesFiltered(t *testing.T) {
+	for _, rebuild := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rebuild=%v", rebuild), func(t *testing.T) {
+			v := vaulttest.New(t)
+			page := "- [A](a.md)\n- [B](b.md)\n- [C](c.md)\n"
+			vaulttest.Commit(t, v, map[string]string{
+				"20-domains/a.md": "---\ntitle: A\n---\nA\n", "20-domains/b.md": "---\ntitle: B\nstatus: deprecated\n---\nB\n",
+				"20-domains/c.md": "---\ntitle: C\n---\nC\n", "20-domains/index.md": page,
+				"20-domains/index/000001.md": "- [A](../a.md)\n- [B](../b.md)\n",
+			})
+			write := func() {
+				r := vaulttest.Open(t, v)
+				_, head, err := r.Head()
+				must(t, err)
+				must(t, Write(r, v, head))
+			}
+			read := func(p string) string {
+				b, err := os.ReadFile(filepath.Join(view.TreeDir(v), p))
+				must(t, err)
+				return string(b)
+			}
+			write()
+			if got := read("20-domains/index.md"); got != "- [A](a.md)\n- [C](c.md)\n" {
+				t.Errorf("the page lists a note not in force: %q", got)
+			}
+			vaulttest.Commit(t, v, map[string]string{"20-domains/a.md": "---\ntitle: A\nwithheld: {by: \"human:curator\", reason: poisoned}\n---\nA\n"})
+			if rebuild {
+				must(t, os.Remove(view.Path(v)))
+			}
+			write()
+			if got := read("20-domains/index.md"); got != "- [C](c.md)\n" {
+				t.Errorf("after a.md is withheld (the page unchanged), the tree's page: %q", got)
+			}
+			if got := read("20-domains/index/000001.md"); got != "" {
+				t.Errorf("the archive page lists hidden notes: %q", got)
 			}
 		})
 	}

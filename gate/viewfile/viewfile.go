@@ -40,7 +40,7 @@ func Write(r *repo.Repo, vaultDir string, head repo.Hash) error {
 	if prev != head {
 		terr = removeManifest(vaultDir)
 		if terr == nil {
-			terr = syncTree(r, view.TreeDir(vaultDir), prev, head, hiddenSet(m))
+			terr = syncTree(r, view.TreeDir(vaultDir), prev, head, newJudged(m))
 		}
 	}
 	if terr == nil {
@@ -60,6 +60,15 @@ func Write(r *repo.Repo, vaultDir string, head repo.Hash) error {
 type noSync struct{}
 
 func (noSync) Add(string) {}
+
+// newJudged is m as the tree needs it.
+func newJudged(m *view.Manifest) *judged {
+	paths := make([]string, len(m.Hidden))
+	for i, e := range m.Hidden {
+		paths[i] = e.Path
+	}
+	return &judged{hidden: hiddenSet(m), names: view.PagesOf(paths)}
+}
 
 // hiddenSet says whether a path is hidden at the manifest's commit: it or
 // a folder above it is one of m's hidden entries (stale notes are in

@@ -82,8 +82,10 @@ type Manifest struct {
 const TreeName = "fedmem-view-tree"
 
 // TreeVersion is the layout of the view tree (TreeDir) this package
-// writes: a tree of another version is rebuilt, never used.
-const TreeVersion = 1
+// writes: a tree of another version is rebuilt, never used. 2: the
+// folder pages in the tree list no note hidden at its commit (a session
+// then hides only what the tree still holds).
+const TreeVersion = 2
 
 // TreeDir is where vaultDir's view tree lives: a copy, written by the
 // gate from the commit's objects, of every file of the vault that was in
