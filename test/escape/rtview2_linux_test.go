@@ -385,4 +385,3 @@ func TestRTView2VisibleIsHidden(t *testing.T) {
 		})
 	}
 }
-
