@@ -235,60 +235,41 @@ cat "$1/00-global/AGENT.md" >/dev/null && echo SHOWN-OK`
 	}
 }
 
-// TestRTView3NewFolderReceipt (held?): a note in force the gate writes
+// TestRTView3NewFolderReceipt (held): a note in force the gate writes
 // into new nested folders of the tree while a session runs shows to it
 // (docs/profiles.md, "During a session"); the agent's read of it must be
 // in the read receipt (the recorder marks the tree's folders for new
 // subfolders, overlay_linux.go viewMarks/newDir).
 func TestRTView3NewFolderReceipt(t *testing.T) {
-	e := setup(t, layout{name: "beside/root"})
-	rtviewGate(t, e, "once")
-	prof := rtviewProfile(t, e, "{view: in-force}")
-	rel := "10-projects/fresh/deeper/late.md" // 10-projects holds a note in force: in the tree
-	late := filepath.Join(e.vault.Dir, rel)
-	script := `touch "$FEDMEM_INBOX/ready"; i=0; while [ $i -lt 600 ] && ! [ -e "$FEDMEM_INBOX/go" ]; do sleep 0.1; i=$((i+1)); done; cat "$1" 2>&1; echo; echo SHOWN-OK`
-	done := make(chan *run, 1)
-	go func() { done <- e.run(t, []string{"--profile", prof}, "sh", "-c", script, "sh", late, e.vault.Dir) }()
-	deadline := time.Now().Add(90 * time.Second)
-	var ready []string
-	for len(ready) == 0 {
-		ready, _ = filepath.Glob(filepath.Join(e.vault.Dir, "90-inbox", "*", "ready"))
-		select {
-		case r := <-done:
-			t.Fatalf("the agent ended before it was ready: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-		default:
+	for _, vis := range []string{"", ", visible: [00-global, 10-projects]"} {
+		name := "root"
+		if vis != "" {
+			name = "visible"
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the agent never said ready")
-		}
-		if len(ready) == 0 {
-			time.Sleep(20 * time.Millisecond) // polling for the agent's file (an event), not a wait for time
-		}
+		t.Run(name, func(t *testing.T) {
+			e := setup(t, layout{name: "beside/root"})
+			rtviewGate(t, e, "once")
+			rel := "10-projects/fresh/deeper/late.md" // 10-projects holds a note in force: in the tree
+			wait := rtview3Session(t, e, rtviewProfile(t, e, "{view: in-force"+vis+"}"), rtview3Wait+`cat "$1/`+rel+`" 2>&1; echo; echo SHOWN-OK`)
+			rtviewWrite(t, e, map[string]string{rel: "---\ntitle: Late\n---\nRTVIEW3-LATE in force\n"}, true)
+			rtviewGate(t, e, "once")
+			r := wait()
+			if !strings.Contains(string(r.stdout), "SHOWN-OK") {
+				t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(string(r.stdout), "RTVIEW3-LATE") {
+				t.Fatalf("the note written during the session was not shown to it (docs/profiles.md says it is): %s", r.stdout)
+			}
+			vr, _ := r.report["vault_reads"].(map[string]any)
+			reads, _ := vr["reads"].([]any)
+			for _, x := range reads {
+				if m, _ := x.(map[string]any); m["path"] == rel {
+					return
+				}
+			}
+			t.Errorf("BREACH: the agent read %s (written into new folders of the view tree during the session), the receipt does not list it: %v", rel, vr)
+		})
 	}
-	rtviewWrite(t, e, map[string]string{rel: "---\ntitle: Late\n---\nRTVIEW3-LATE in force\n"}, true)
-	t.Logf("gate: %s", rtviewGate(t, e, "once"))
-	if b, err := os.ReadFile(filepath.Join(e.vault.Dir, ".git", "fedmem-view-tree", rel)); err != nil {
-		t.Logf("not in the tree: %v", err)
-	} else {
-		t.Logf("in the tree: %q", b)
-	}
-	must(t, os.WriteFile(filepath.Join(filepath.Dir(ready[0]), "go"), nil, 0o644))
-	r := <-done
-	if !strings.Contains(string(r.stdout), "SHOWN-OK") {
-		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	if !strings.Contains(string(r.stdout), "RTVIEW3-LATE") {
-		t.Logf("the note written during the session was not shown to it (%s): nothing to record", r.stdout)
-		return
-	}
-	vr, _ := r.report["vault_reads"].(map[string]any)
-	reads, _ := vr["reads"].([]any)
-	for _, x := range reads {
-		if m, _ := x.(map[string]any); m["path"] == rel {
-			return
-		}
-	}
-	t.Errorf("BREACH: the agent read %s (written into new folders of the view tree during the session), the receipt does not list it: %v", rel, vr)
 }
 
 // TestRTView3Layouts (held): in every layout (workdir in the vault, the
@@ -396,5 +377,122 @@ func TestRTView3VisibleThroughLink(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// rtview3Session starts script under prof in the background (it must
+// touch "$FEDMEM_INBOX/ready" and wait for "$FEDMEM_INBOX/go"); it returns
+// once the agent is ready, with a function that says go and waits for
+// the run.
+func rtview3Session(t *testing.T, e *env, prof, script string, args ...string) func() *run {
+	t.Helper()
+	done := make(chan *run, 1)
+	go func() {
+		done <- e.run(t, []string{"--profile", prof}, append([]string{"sh", "-c", script, "sh", e.vault.Dir}, args...)...)
+	}()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ready, _ := filepath.Glob(filepath.Join(e.vault.Dir, "90-inbox", "*", "ready"))
+		if len(ready) > 0 {
+			dir := filepath.Dir(ready[0])
+			return func() *run {
+				must(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o644))
+				return <-done
+			}
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the agent ended before it was ready: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent never said ready")
+		}
+		time.Sleep(20 * time.Millisecond) // polling for the agent's file (an event)
+	}
+}
+
+const rtview3Wait = `touch "$FEDMEM_INBOX/ready"; i=0; while [ $i -lt 900 ] && ! [ -e "$FEDMEM_INBOX/go" ]; do sleep 0.1; i=$((i+1)); done; `
+
+// TestRTView3WithheldDuringSession (BREACH, documented but avoidable): a
+// note in force when the session starts, which the agent has not read
+// yet, is withheld by a commit during the session (a curator's withhold
+// because the new version is poisoned, a remote's sync): the gate
+// rewrites the tree's file in place with the withheld text, and the
+// running agent reads it. docs/profiles.md ("During a session") accepts
+// that the path stays; the text need not: the tree could keep the last
+// text in force (or nothing) at a path HEAD hides — the path still
+// exists for the running session, and new sessions hide it anyway. Root
+// cause: gate/viewfile/tree.go syncTree (a hidden path already in the
+// tree is written with HEAD's content) and writeAt/rewrite (in place, so
+// running overlays see it).
+func TestRTView3WithheldDuringSession(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	note := "20-domains/infra/during.md"
+	rtviewWrite(t, e, map[string]string{note: "---\ntitle: During\n---\nfine at start\n"}, true)
+	rtviewGate(t, e, "once")
+	wait := rtview3Session(t, e, rtviewProfile(t, e, "{view: in-force}"), rtview3Wait+`cat "$1/`+note+`" 2>&1; echo SHOWN-OK`)
+	rtviewWrite(t, e, map[string]string{note: "---\ntitle: During\nwithheld: {by: \"human:curator\", reason: poisoned}\n---\nRTVIEW3-DURING poisoned text\n"}, true)
+	rtviewGate(t, e, "once")
+	r := wait()
+	if !strings.Contains(string(r.stdout), "SHOWN-OK") {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(string(r.stdout), "RTVIEW3-DURING") {
+		t.Errorf("BREACH: the running agent reads the withheld text of a note withheld during its session (the view tree holds it):\n%s", r.stdout)
+	}
+}
+
+// TestRTView3InboxLeftovers (held): what an agent leaves in its inbox —
+// a FIFO, a unix socket, a deep tree of folders, a link to the view tree,
+// odd names — does not stop the next session (the inbox is a mount
+// point of the view's top layer) nor show it the tree.
+func TestRTView3InboxLeftovers(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	e := setup(t, layout{name: "beside/root"})
+	rtviewWrite(t, e, map[string]string{"20-domains/k.md": "---\ntitle: K\n---\nfine\n"}, true)
+	rtviewGate(t, e, "once")
+	rtviewWrite(t, e, map[string]string{"20-domains/k.md": "---\ntitle: K\nstatus: deprecated\n---\nRTVIEW3-LEFT\n"}, true)
+	rtviewGate(t, e, "once")
+	prof := rtviewProfile(t, e, "{view: in-force}")
+	r := e.run(t, []string{"--profile", prof}, "sh", "-c", `cd "$FEDMEM_INBOX" && mkfifo fifo && python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.bind("sock")' && mkdir -p "$(printf 'd/%.0s' $(seq 1 60))" && ln -s "$1/.git/fedmem-view-tree" tree && ln -s /tmp/.fedmem-view-tree-0 stage && mkdir "$(printf 'odd\nname\tx')" && echo LEFT-OK`, "sh", e.vault.Dir)
+	if !strings.Contains(string(r.stdout), "LEFT-OK") {
+		t.Fatalf("the first agent: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	rtview3Run(t, e, prof, "the next session after an inbox full of leftovers", `grep -rlR RTVIEW3-LEFT "$1" 2>/dev/null | sed 's/^/FOUND /'; cat "$1/00-global/AGENT.md" >/dev/null && echo SHOWN-OK`)
+}
+
+// TestRTView3TreeIgnoresModes (BREACH): the vault's owner keeps a folder
+// from other users — and from agents, which run as an unprivileged uid —
+// with its mode (`chmod 700 30-clients/private`). Under vault.view: all
+// (and before 3812aeb under in-force: the overlay kept the work tree's
+// modes) the agent cannot read it; the view tree makes every file in force
+// 0644 in folders 0755 ("readable by all: the sandbox's agent reads it"),
+// so under in-force the agent reads it, and so does every host user who
+// can reach .git. Root cause: gate/viewfile/tree.go fileMode/mkdirs (the
+// tree's modes come from the commit's mode only, never from the work
+// tree's folders, which Git does not record).
+func TestRTView3TreeIgnoresModes(t *testing.T) {
+	e := setup(t, layout{name: "gate-owned/root", gateOwned: true})
+	rtviewWrite(t, e, map[string]string{"30-clients/private/p.md": "---\ntitle: Private\n---\nRTVIEW3-PRIVATE in force, owner only\n"}, true)
+	must(t, os.Chmod(filepath.Join(e.vault.Dir, "30-clients/private"), 0o700))
+	rtviewGate(t, e, "once")
+	script := `cat "$1/30-clients/private/p.md" 2>&1 | sed 's/^/GOT /'; echo SHOWN-OK`
+	all := e.run(t, []string{"--profile", rtviewProfile(t, e, "{view: all}")}, "sh", "-c", script, "sh", e.vault.Dir)
+	if !strings.Contains(string(all.stdout), "SHOWN-OK") {
+		t.Fatalf("view all: exit %d\n%s\n%s", all.code, all.stdout, all.stderr)
+	}
+	if strings.Contains(string(all.stdout), "RTVIEW3-PRIVATE") {
+		t.Skipf("the agent reads the owner-only folder even under vault.view: all (its uid may read it here): %s", all.stdout)
+	}
+	in := e.run(t, []string{"--profile", rtviewProfile(t, e, "{view: in-force}")}, "sh", "-c", script, "sh", e.vault.Dir)
+	if !strings.Contains(string(in.stdout), "SHOWN-OK") {
+		t.Fatalf("view in-force: exit %d\n%s\n%s", in.code, in.stdout, in.stderr)
+	}
+	if strings.Contains(string(in.stdout), "RTVIEW3-PRIVATE") {
+		fi, _ := os.Stat(filepath.Join(e.vault.Dir, ".git/fedmem-view-tree/30-clients/private"))
+		t.Errorf("BREACH: an owner-only folder (0700) the agent cannot read under vault.view: all is readable under in-force through the view tree (its copy is %v):\n%s", fi.Mode(), in.stdout)
 	}
 }
