@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/fedmem/fedmem/test/testutil"
 )
 
@@ -494,5 +496,129 @@ func TestRTView3TreeIgnoresModes(t *testing.T) {
 	if strings.Contains(string(in.stdout), "RTVIEW3-PRIVATE") {
 		fi, _ := os.Stat(filepath.Join(e.vault.Dir, ".git/fedmem-view-tree/30-clients/private"))
 		t.Errorf("BREACH: an owner-only folder (0700) the agent cannot read under vault.view: all is readable under in-force through the view tree (its copy is %v):\n%s", fi.Mode(), in.stdout)
+	}
+}
+
+// TestRTView3HostSubmountReceipt: a mount the host has inside the vault
+// (a share bound under a folder) is put back over the overlay (docs: "a
+// mount the host has inside the vault is put back over the overlay
+// read-only"). The recorder takes the view tree's folders' link counts
+// for the overlay's (noSubdirs): the tree's 10-projects has no subfolder,
+// the overlay's has the mount point. The agent's read of a note on that
+// mount must be in the receipt as under vault.view: all.
+func TestRTView3HostSubmountReceipt(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	rtviewGate(t, e, "once")
+	mnt := filepath.Join(e.vault.Dir, "10-projects", "share")
+	must(t, os.MkdirAll(mnt, 0o755))
+	if err := unix.Mount("rt3v", mnt, "tmpfs", 0, "size=1m,mode=0755"); err != nil {
+		t.Skipf("mount a tmpfs in the vault: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
+	must(t, os.WriteFile(filepath.Join(mnt, "s.md"), []byte("---\ntitle: Shared\n---\nRTVIEW3-SHARE\n"), 0o644))
+	rel := "10-projects/share/s.md"
+	for _, v := range []string{"all", "in-force"} {
+		r := e.run(t, []string{"--profile", rtviewProfile(t, e, "{view: "+v+"}")}, "sh", "-c", `cat "$1/`+rel+`" && echo SHOWN-OK`, "sh", e.vault.Dir)
+		if !strings.Contains(string(r.stdout), "SHOWN-OK") {
+			t.Fatalf("view %s: exit %d\n%s\n%s", v, r.code, r.stdout, r.stderr)
+		}
+		vr, _ := r.report["vault_reads"].(map[string]any)
+		reads, _ := vr["reads"].([]any)
+		// Listed, or at least counted as an open it could not name (a
+		// "maybe" for audit readers): never silent.
+		un, _ := vr["unattributed"].(float64)
+		found := un > 0
+		for _, x := range reads {
+			if m, _ := x.(map[string]any); m["path"] == rel {
+				found = true
+			}
+		}
+		t.Logf("view %s: %v", v, vr)
+		switch {
+		case v == "all" && !found:
+			t.Logf("vault.view: all does not list a read on a host submount either (%v): not a regression of the view", vr)
+			return
+		case !found:
+			t.Errorf("BREACH: under vault.view: in-force the read of %s (a host mount inside the vault) is not in the receipt, under all it is: %v", rel, vr)
+		}
+	}
+}
+
+// rtview3Reader reads argv[1] over and over until $FEDMEM_INBOX/stop exists and
+// prints how many reads were not one whole version (a header line, then
+// 256 KiB of one letter).
+const rtview3Reader = `
+import os, sys
+p, stop = sys.argv[1], os.path.join(os.environ["FEDMEM_INBOX"], "stop")
+open(os.path.join(os.environ["FEDMEM_INBOX"], "ready"), "w").close()
+reads = torn = 0
+while not os.path.exists(stop):
+    try:
+        b = open(p, "rb").read()
+    except OSError:
+        continue
+    reads += 1
+    body = b.split(b"---\n", 2)[-1]
+    if len(body) != 262144 or body.count(body[:1]) != len(body):
+        torn += 1
+        if torn < 4:
+            print("TORN read: %d bytes" % len(b), flush=True)
+print("READS %d TORN %d" % (reads, torn))
+print("SHOWN-OK")
+`
+
+// TestRTView3TornReads (BREACH): the gate rewrites a file of the view
+// tree in place (O_TRUNC, then write) when a commit changes it, so a
+// running agent reading the note meanwhile reads it empty or cut short
+// (a contract, a policy, a runbook half there). The gate's sync writes
+// the work tree by rename so that "a reader (a sandbox) sees either the
+// old or the new content of a file, never a mix" (gate/remote/sync.go
+// applyWorkTree); the tree gave that up. Root cause: gate/viewfile/
+// tree.go writeAt → rewrite (in place, to keep a running overlay's
+// inode).
+func TestRTView3TornReads(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	e := setup(t, layout{name: "beside/root"})
+	note := "20-domains/infra/big.md"
+	version := func(c byte) string {
+		return "---\ntitle: Big\n---\n" + strings.Repeat(string(c), 262144)
+	}
+	rtviewWrite(t, e, map[string]string{note: version('a')}, true)
+	rtviewGate(t, e, "once")
+	done := make(chan *run, 1)
+	go func() {
+		done <- e.run(t, []string{"--profile", rtviewProfile(t, e, "{view: in-force}")}, "python3", "-c", rtview3Reader, filepath.Join(e.vault.Dir, note))
+	}()
+	deadline := time.Now().Add(90 * time.Second)
+	var ready []string
+	for len(ready) == 0 {
+		ready, _ = filepath.Glob(filepath.Join(e.vault.Dir, "90-inbox", "*", "ready"))
+		select {
+		case r := <-done:
+			t.Fatalf("the agent ended early: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent never said ready")
+		}
+		if len(ready) == 0 {
+			time.Sleep(20 * time.Millisecond) // polling for the agent's file (an event)
+		}
+	}
+	for i := 0; i < 20; i++ {
+		rtviewWrite(t, e, map[string]string{note: version(byte('b' + i))}, true)
+		rtviewGate(t, e, "once")
+	}
+	must(t, os.WriteFile(filepath.Join(filepath.Dir(ready[0]), "stop"), nil, 0o644))
+	r := <-done
+	out := string(r.stdout)
+	if !strings.Contains(out, "SHOWN-OK") {
+		t.Fatalf("exit %d\n%s\n%s", r.code, out, r.stderr)
+	}
+	t.Logf("%s", out)
+	if strings.Contains(out, "TORN read") {
+		t.Errorf("BREACH: a running agent read a note of the view tree cut short while the gate rewrote it:\n%s", out)
 	}
 }
