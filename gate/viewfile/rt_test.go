@@ -202,6 +202,46 @@ func TestRTView3ManifestUndecodable(t *testing.T) {
 	}
 }
 
+// TestRTView3UnwritableTree (BREACH, denial of service of the view
+// tree): a path in HEAD that go-git's tree walker refuses — a tab or any
+// control character other than the NUL, CR and LF the sync refuses
+// (gate/remote.PathError), an NTFS or HFS+ alias of .git ("git~1",
+// ".git."), which the sync lets through — makes every rebuild of the
+// tree fail (repo.Files: object.TreeWalker validates names): the manifest
+// then names no tree and every session scans the work tree, until the
+// path is gone. A rebuild is what the first run, a lost manifest (a
+// crash between its removal and the tree reaching HEAD) or a rewritten
+// history do. Moved by difference (repo.Diff, no validation) the same
+// commit is written. Root cause: gate/viewfile/tree.go rebuildTree
+// (r.Files aborts the whole walk on one refused name) — vault/repo/
+// read.go Files (a TreeWalker without SkipPathValidation, or a skip of
+// the refused entry).
+func TestRTView3UnwritableTree(t *testing.T) {
+	for _, name := range []string{"tab\tx.md", "ctl\x01.md", "git~1", ".git."} {
+		t.Run(strings.NewReplacer("\t", "TAB", "\x01", "CTL").Replace(name), func(t *testing.T) {
+			v := vaulttest.New(t)
+			blob := rtGit(t, v, "---\ntitle: Odd name\n---\nx\n", "hash-object", "-w", "--stdin")
+			leaf := rtGit(t, v, "100644 blob "+blob+"\tx.md\n", "mktree")
+			entry := [3]string{"100644", name, blob}
+			if !strings.HasSuffix(name, ".md") {
+				entry = [3]string{"40000", name, leaf}
+			}
+			rtCommitTop(t, v, "25-odd", rtRawTree(t, v, entry, [3]string{"100644", "zz.md", blob}))
+			r := vaulttest.Open(t, v)
+			_, head, err := r.Head()
+			must(t, err)
+			werr := Write(r, v, head) // no manifest yet: a rebuild
+			m, err := view.Read(v, head.String())
+			if err != nil {
+				t.Fatalf("no manifest: %v (Write: %v)", err, werr)
+			}
+			if m.Tree != head.String() {
+				t.Errorf("BREACH: a path named %q in HEAD makes the view tree unwritable on a rebuild (every session scans the work tree): %v", name, werr)
+			}
+		})
+	}
+}
+
 // TestRTView3CrashLeftovers (held): a gate killed while it moved the
 // tree leaves its temporary file (.fedmem-view-PID-HASH, which no
 // manifest hides) and no manifest (it was removed first): the next Write

@@ -622,3 +622,37 @@ func TestRTView3TornReads(t *testing.T) {
 		t.Errorf("BREACH: a running agent read a note of the view tree cut short while the gate rewrote it:\n%s", out)
 	}
 }
+
+// TestRTView3KeptOddNames (held): notes in force when the tree was
+// written, withheld later, whose names the manifest writes Go-quoted (a
+// tab, a newline, a backslash, a leading quote) or that are not ASCII:
+// the tree keeps each path with its withheld text, and the whiteout the
+// launcher decodes from the manifest must land on exactly that name.
+// (A tab or a newline in a name makes the tree unwritable on a rebuild:
+// gate/viewfile TestRTView3UnwritableTree.)
+func TestRTView3KeptOddNames(t *testing.T) {
+	e := setup(t, layout{name: "beside/root"})
+	names := []string{"20-domains/\"quoted.md", "20-domains/back\\slash.md", "20-domains/ünï.md", "20-domains/sp ace .md"}
+	files := map[string]string{}
+	for _, n := range names {
+		files[n] = "---\ntitle: Odd\n---\nfine\n"
+	}
+	rtviewWrite(t, e, files, true)
+	out := rtviewGate(t, e, "once")
+	if ents, err := os.ReadDir(filepath.Join(e.vault.Dir, ".git/fedmem-view-tree/20-domains")); err != nil || len(ents) < len(names) {
+		t.Fatalf("the tree does not hold the odd names (%v, %d entries):\n%s\n%v", err, len(ents), out, rtviewManifest(t, e))
+	}
+	for _, n := range names {
+		files[n] = "---\ntitle: Odd\nstatus: deprecated\n---\nRTVIEW3-ODDNAME\n"
+	}
+	rtviewWrite(t, e, files, true)
+	rtviewGate(t, e, "once")
+	kept := 0
+	for _, n := range names {
+		if b, err := os.ReadFile(filepath.Join(e.vault.Dir, ".git/fedmem-view-tree", n)); err == nil && strings.Contains(string(b), "RTVIEW3-ODDNAME") {
+			kept++
+		}
+	}
+	t.Logf("%d of %d odd names kept in the tree with their withheld text", kept, len(names))
+	rtviewHunt(t, e, rtviewProfile(t, e, "{view: in-force}"), "withheld notes with odd names the tree kept", "RTVIEW3-ODDNAME")
+}
