@@ -281,7 +281,9 @@ func Build(rq request.Request, in Input) (*Plan, error) {
 	if err := b.addRunLater(); err != nil {
 		return nil, err
 	}
-	b.addVault()
+	if err := b.addVault(); err != nil {
+		return nil, err
+	}
 	if err := b.addMasks(); err != nil {
 		return nil, err
 	}
@@ -549,7 +551,7 @@ func (b *planBuilder) addRunLater() error {
 // addVault binds the vault read-only as a whole over everything writable
 // (only its vault.visible folders shown when the profile names them), the
 // inbox hidden and this session's inbox writable.
-func (b *planBuilder) addVault() {
+func (b *planBuilder) addVault() error {
 	pl, in := b.pl, b.in
 	b.add(b.viewed(Mount{Kind: BindRO, Source: in.Vault, Target: in.Vault, Dir: true, Why: "vault, read-only as a whole (.git included)"}))
 	if len(b.rq.VaultVisible) > 0 {
@@ -562,6 +564,15 @@ func (b *planBuilder) addVault() {
 				b.warn("vault.visible %s is not a folder of this vault: nothing to show", v)
 				continue
 			}
+			if in.RealPath != nil {
+				// A link on the way (a committed `10-projects/l -> .git`)
+				// would show what it leads to — the history, the gate's
+				// view tree, a home's secrets — where the plan judged a
+				// vault folder (red team rtview3: TestRTView3VisibleThroughLink).
+				if rp, want := in.RealPath(t), filepath.Join(in.RealPath(in.Vault), path.Clean(v)); rp != want {
+					return fmt.Errorf("%w: vault.visible %s is reached through a link (%s leads to %s): a visible folder must be a folder of the vault itself (rule vault-visible-link)", ErrPlan, v, t, rp)
+				}
+			}
 			b.add(b.viewed(Mount{Kind: BindRO, Source: t, Target: t, Dir: true, Why: "profile: vault.visible"}))
 			pl.Visible = append(pl.Visible, path.Clean(v))
 		}
@@ -570,6 +581,7 @@ func (b *planBuilder) addVault() {
 	b.add(Mount{Kind: Hidden, Target: inboxRoot, Dir: true, Why: "other sessions' drafts are invisible"})
 	b.add(Mount{Kind: BindRW, Source: pl.Inbox, Target: pl.Inbox, Dir: true, Why: "this session's inbox, the only writable vault path"})
 	pl.Writable = append(pl.Writable, pl.Inbox)
+	return nil
 }
 
 // viewed makes m, a read-only bind of the vault or one of its folders,
@@ -584,6 +596,11 @@ func (b *planBuilder) viewed(m Mount) Mount {
 	m.View, m.Hide = true, v.hideUnder(rel)
 	if v.Tree != "" {
 		m.ViewTree = filepath.Join(v.Tree, filepath.FromSlash(rel))
+		if ok, isDir := b.exists(m.ViewTree); !ok || !isDir {
+			// Nothing of the folder is in force (the gate's tree holds
+			// only what is): an empty folder, read-only.
+			return Mount{Kind: Hidden, Target: m.Target, Dir: true, Why: "vault.visible, nothing in force there (vault.view: in-force: not in the gate's view tree)"}
+		}
 	}
 	if m.Target == b.in.Vault {
 		m.Why = "vault, read-only, in force only (vault.view: in-force): " + fmt.Sprintf("%d paths hidden", len(m.Hide))

@@ -40,3 +40,19 @@ func (hv *HeadView) ViewManifest() (*view.Manifest, error) {
 	sort.Slice(m.Stale, func(i, j int) bool { return m.Stale[i].Path < m.Stale[j].Path })
 	return m, nil
 }
+
+// WithShown runs fn with the files the in-force view shows at hv's commit
+// (ShownFile by path), the index held: fn must not keep the map or call
+// back into the index.
+func (hv *HeadView) WithShown(fn func(map[string]ShownFile) error) error {
+	if hv.root == nil {
+		return fn(map[string]ShownFile{})
+	}
+	vaultIndexes.Lock()
+	defer vaultIndexes.Unlock()
+	idx, err := hv.vaultIndexLocked()
+	if err != nil {
+		return err
+	}
+	return fn(idx.shown)
+}

@@ -13,33 +13,37 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/vault/repo"
 	"github.com/fedmem/fedmem/vault/view"
 )
 
-// The view tree (vault/view.TreeDir) holds, at each path of the commit it
-// is at, the file as the commit has it, for every path that was in force
-// at a commit the tree was brought to: a path hidden at its first commit
-// (untracked, not in force, a gitlink, .git, the archive) is never
-// written. A path in it that a later commit hides keeps its place with
-// the later content (a running session's paths do not change under it,
-// docs/profiles.md); the next sessions' overlays hide it (the manifest).
-// A path a commit deletes is removed.
+// The view tree (vault/view.TreeDir) holds what the conflict index shows
+// (an allow-list, decide.ShownFile: a regular file of an exact mode in a
+// folder the index walks, judged in force) at a commit the tree was
+// brought to; nothing else is ever written (untracked files, notes not in
+// force, gitlinks, links, odd modes, .git, the archive). A path in it that
+// a later commit hides keeps its place and the text it had in force (a
+// running session's paths and texts do not change to what is not in
+// force, docs/profiles.md); the next sessions' overlays hide it (the
+// manifest). A path a commit deletes, or that the index stops walking, is
+// removed. Every write is a new file renamed over the old: a reader sees
+// one whole version.
 
 // syncTree moves the tree at dir from commit prev (zero: none, or not
-// known) to head; hidden says what head does not show.
-func syncTree(r *repo.Repo, dir string, prev, head repo.Hash, j *judged) error {
-	hidden := j.hidden
+// known) to head; shown is what head shows.
+func syncTree(r *repo.Repo, dir string, prev, head repo.Hash, j *judged, shown map[string]decide.ShownFile) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("view tree: %w", err)
 	}
+	os.RemoveAll(dir + ".tmp") // what a crash left in the staging folder
 	if prev.IsZero() {
-		return rebuildTree(r, dir, head, j)
+		return rebuildTree(r, dir, j, shown)
 	}
 	chs, err := r.Diff(prev, head)
 	if err != nil {
 		// The old commit is gone (a rewritten history): start again.
-		return rebuildTree(r, dir, head, j)
+		return rebuildTree(r, dir, j, shown)
 	}
 	touched := map[string]bool{}
 	// Removals first: a path a link stood at may be a folder now.
@@ -59,12 +63,18 @@ func syncTree(r *repo.Repo, dir string, prev, head repo.Hash, j *judged) error {
 		if c.To == "" {
 			continue
 		}
-		if hidden(c.To) {
-			if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(c.To))); err != nil || !realParents(dir, c.To) {
-				continue // never shown: not written
+		f, ok := shown[c.To]
+		if !ok {
+			if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(c.To))); err == nil && realParents(dir, c.To) && !sameKind(dir, c.To, c.ToMode) {
+				// No longer a file that was shown (a folder, a link, a
+				// gitlink now): it goes.
+				if err := removeAt(dir, c.To); err != nil {
+					return err
+				}
 			}
+			continue // not shown: never written, a kept path keeps its text
 		}
-		if err := writeAt(r, dir, c.To, c.ToMode, c.ToHash, j); err != nil {
+		if err := writeAt(r, dir, c.To, f, j); err != nil {
 			return err
 		}
 	}
@@ -72,53 +82,46 @@ func syncTree(r *repo.Repo, dir string, prev, head repo.Hash, j *judged) error {
 	// hidden or shown there changes what they may list, the page itself
 	// unchanged.
 	for d := range touched {
-		if err := refreshPages(r, dir, head, d, j); err != nil {
+		if err := refreshPages(dir, d, j, shown, r); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// refreshPages writes folder d's pages at head (index.md, log.md, their
-// archives) into the tree, filtered, where the tree shows them.
-func refreshPages(r *repo.Repo, dir string, head repo.Hash, d string, j *judged) error {
-	join := func(parts ...string) string {
-		if d == "." {
-			return path.Join(parts...)
-		}
-		return path.Join(append([]string{d}, parts...)...)
+// sameKind says whether the tree's entry at p is a regular file and mode
+// is a file's (a kept path stays only as the file it was).
+func sameKind(dir, p string, mode repo.EntryMode) bool {
+	fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p)))
+	return err == nil && fi.Mode().IsRegular() && (mode == repo.ModeRegular || mode == repo.ModeExecutable || mode == repo.ModeDeprecated)
+}
+
+// refreshPages writes folder d's shown pages (index.md, log.md, their
+// archives) into the tree, filtered.
+func refreshPages(dir, d string, j *judged, shown map[string]decide.ShownFile, r *repo.Repo) error {
+	prefix := d + "/"
+	if d == "." {
+		prefix = ""
 	}
-	var pages []string
 	for _, name := range []string{"index.md", "log.md"} {
-		pages = append(pages, join(name))
+		if f, ok := shown[prefix+name]; ok {
+			if err := writeAt(r, dir, prefix+name, f, j); err != nil {
+				return err
+			}
+		}
 	}
 	for _, kind := range []string{"index", "log"} {
-		e, err := r.EntryAt(head, join(kind))
-		if err != nil || e == nil || e.Mode != repo.ModeDir {
-			continue
-		}
-		t, err := r.Tree(e.Hash)
+		ents, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(prefix+kind)))
 		if err != nil {
-			return fmt.Errorf("view tree: %s: %w", join(kind), err)
+			continue // no archive pages in the tree yet: a new one was written as a change
 		}
-		for _, te := range t.Entries {
-			if q := join(kind, te.Name); view.IsArchivePage(q) {
-				pages = append(pages, q)
+		for _, e := range ents {
+			q := prefix + kind + "/" + e.Name()
+			if f, ok := shown[q]; ok && view.IsArchivePage(q) {
+				if err := writeAt(r, dir, q, f, j); err != nil {
+					return err
+				}
 			}
-		}
-	}
-	for _, q := range pages {
-		e, err := r.EntryAt(head, q)
-		if err != nil || e == nil || (e.Mode != repo.ModeRegular && e.Mode != repo.ModeExecutable && e.Mode != repo.ModeDeprecated) {
-			continue
-		}
-		if j.hidden(q) {
-			if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(q))); err != nil || !realParents(dir, q) {
-				continue
-			}
-		}
-		if err := writeAt(r, dir, q, e.Mode, e.Hash, j); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -150,36 +153,34 @@ func (j *judged) content(p string, b []byte) []byte {
 	return view.FilterPage(b, j.names[pageDir(p)], view.IsArchivePage(p))
 }
 
-// rebuildTree makes dir hold exactly head's files in force: each written
+// rebuildTree makes dir hold exactly what is shown: each file written
 // where it differs, everything else removed.
-func rebuildTree(r *repo.Repo, dir string, head repo.Hash, j *judged) error {
-	hidden := j.hidden
+func rebuildTree(r *repo.Repo, dir string, j *judged, shown map[string]decide.ShownFile) error {
 	keep := map[string]bool{}
-	err := r.Files(head, func(p string, mode repo.EntryMode, h repo.Hash) error {
-		if hidden(p) || !cleanPath(p) {
-			return nil
+	for p, f := range shown {
+		if !cleanPath(p) {
+			continue
 		}
 		keep[p] = true
 		for d := path.Dir(p); d != "."; d = path.Dir(d) {
 			keep[d] = true
 		}
-		if realParents(dir, p) && same(r, filepath.Join(dir, filepath.FromSlash(p)), p, mode, h, j) {
-			return nil
+		if realParents(dir, p) && same(r, filepath.Join(dir, filepath.FromSlash(p)), p, f, j) {
+			continue
 		}
-		return writeAt(r, dir, p, mode, h, j)
-	})
-	if err != nil {
-		return err
+		if err := writeAt(r, dir, p, f, j); err != nil {
+			return err
+		}
 	}
-	// Everything else goes, deepest first (WalkDir is lexical: collect).
+	// Everything else goes (WalkDir is lexical: collect, then remove).
 	var gone []string
-	err = filepath.WalkDir(dir, func(full string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(full string, d fs.DirEntry, err error) error {
 		if err != nil || full == dir {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, full)
 		rel = filepath.ToSlash(rel)
-		if !keep[rel] {
+		if !keep[rel] || (d.IsDir() != !shownFile(shown, rel)) {
 			gone = append(gone, full)
 			if d.IsDir() {
 				return filepath.SkipDir
@@ -198,22 +199,18 @@ func rebuildTree(r *repo.Repo, dir string, head repo.Hash, j *judged) error {
 	return nil
 }
 
+// shownFile says whether p is a shown file (not a folder on the way).
+func shownFile(shown map[string]decide.ShownFile, p string) bool {
+	_, ok := shown[p]
+	return ok
+}
+
 // same says whether full already is the file (mode, content) of blob h
 // at p: its content's object id is h (a page: the filtered blob).
-func same(r *repo.Repo, full, p string, mode repo.EntryMode, h repo.Hash, j *judged) bool {
+func same(r *repo.Repo, full, p string, f decide.ShownFile, j *judged) bool {
+	h := f.Blob
 	fi, err := os.Lstat(full) // its folders are checked by the caller
-	if err != nil {
-		return false
-	}
-	switch mode {
-	case repo.ModeSymlink:
-		want, err := r.Blob(h)
-		l, lerr := os.Readlink(full)
-		return err == nil && lerr == nil && fi.Mode()&fs.ModeSymlink != 0 && l == string(want)
-	case repo.ModeSubmodule:
-		return false
-	}
-	if !fi.Mode().IsRegular() || fi.Mode().Perm() != fileMode(mode) {
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != filePerm(r, p, f.Mode) {
 		return false
 	}
 	got, err := readRegular(full, fi.Size())
@@ -265,56 +262,53 @@ func readRegular(full string, size int64) ([]byte, error) {
 	return b, nil
 }
 
-// fileMode is the permission a file of the tree takes: readable by all
-// (the sandbox's agent reads it), executable as the commit says.
-func fileMode(mode repo.EntryMode) fs.FileMode {
+// filePerm is the permission the tree's file at p takes: the work tree's
+// file's, never writable by others than the gate (the tree is the gate's)
+// and never more than the commit's mode allows — 0644, 0755 executable —
+// so that a file the owner keeps from the agent (0600) is kept so.
+func filePerm(r *repo.Repo, p string, mode repo.EntryMode) fs.FileMode {
+	max := fs.FileMode(0o644)
 	if mode == repo.ModeExecutable {
-		return 0o755
+		max = 0o755
 	}
-	return 0o644
+	if fi, err := os.Lstat(filepath.Join(r.Dir(), filepath.FromSlash(p))); err == nil && fi.Mode().IsRegular() {
+		return fi.Mode().Perm() & max
+	}
+	return max
 }
 
-// writeAt writes the entry (mode, blob h) at p under dir: a new file
-// renamed over the old (a reader sees the old or the new, whole), its
-// folders made readable by all. A gitlink is not written (nothing of a
-// submodule is shown).
-func writeAt(r *repo.Repo, dir, p string, mode repo.EntryMode, h repo.Hash, j *judged) error {
+// dirPerm is the permission the tree's folder at rel takes: the work
+// tree's folder's (a folder the owner made 0700 stays closed to the
+// agent), at most 0755.
+func dirPerm(r *repo.Repo, rel string) fs.FileMode {
+	if fi, err := os.Lstat(filepath.Join(r.Dir(), filepath.FromSlash(rel))); err == nil && fi.IsDir() {
+		return fi.Mode().Perm()&0o755 | 0o700 // the gate itself must go on writing it
+	}
+	return 0o755
+}
+
+// writeAt writes the shown file f at p under dir: a new file renamed over
+// the old (a reader sees the old or the new, whole; a running session's
+// overlay, which keeps the file it looked up, mostly the old), its
+// folders made as the work tree's are.
+func writeAt(r *repo.Repo, dir, p string, f decide.ShownFile, j *judged) error {
 	if !cleanPath(p) {
-		return fmt.Errorf("view tree: %q is not a clean vault path", p)
+		return nil // a name Git refuses: never shown
 	}
 	full := filepath.Join(dir, filepath.FromSlash(p))
-	if mode == repo.ModeSubmodule {
-		return removeAt(dir, p)
-	}
-	b, err := blobOf(r, p, h)
-	if mode == repo.ModeSymlink {
-		b, err = r.Blob(h) // a link's target, not a file the link leads to
-	}
+	b, err := blobOf(r, p, f.Blob)
 	if err != nil {
 		return fmt.Errorf("view tree: %s: %w", p, err)
 	}
-	if mode != repo.ModeSymlink {
-		b = j.content(p, b)
-	}
-	if err := mkdirs(dir, path.Dir(p)); err != nil {
+	b = j.content(p, b)
+	if err := mkdirs(r, dir, path.Dir(p)); err != nil {
 		return err
 	}
-	if mode != repo.ModeSymlink {
-		if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() {
-			// In place: a running session's overlay keeps the file it
-			// looked up (a file renamed over it in the lower layer is not
-			// seen), and a note must read as the tree has it now, as the
-			// work tree's did (docs/profiles.md, "During a session").
-			return rewrite(full, b, fileMode(mode), p)
-		}
+	tmp, err := tmpName(dir, "f")
+	if err != nil {
+		return err
 	}
-	tmp := filepath.Join(filepath.Dir(full), ".fedmem-view-"+strconv.Itoa(os.Getpid())+"-"+h.String()[:12])
-	os.Remove(tmp)
-	if mode == repo.ModeSymlink {
-		err = os.Symlink(string(b), tmp)
-	} else {
-		err = writeFile(tmp, b, fileMode(mode))
-	}
+	err = writeFile(tmp, b, filePerm(r, p, f.Mode))
 	if err == nil {
 		err = os.Rename(tmp, full)
 		if fi, serr := os.Lstat(full); err != nil && serr == nil && fi.IsDir() {
@@ -332,24 +326,25 @@ func writeAt(r *repo.Repo, dir, p string, mode repo.EntryMode, h repo.Hash, j *j
 	return nil
 }
 
-// rewrite writes b over the regular file full, in place (no link
-// followed), with perm.
-func rewrite(full string, b []byte, perm fs.FileMode, p string) error {
-	f, err := os.OpenFile(full, os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW, 0)
-	if err == nil {
-		_, err = f.Write(b)
-		if err == nil {
-			err = f.Chmod(perm)
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+// tmpName is a fresh name in the tree's staging folder beside it (the
+// same filesystem, not in the sandbox's view): what is written there is
+// renamed into the tree whole, with its mode — a file made in place
+// with another mode first and read then keeps that mode in a running
+// overlay (its inode cache).
+func tmpName(dir, kind string) (string, error) {
+	stage := dir + ".tmp"
+	if err := os.MkdirAll(stage, 0o700); err != nil {
+		return "", fmt.Errorf("view tree: %w", err)
 	}
-	if err != nil {
-		return fmt.Errorf("view tree: %s: %w", p, err)
-	}
-	return nil
+	tmpSeq++
+	p := filepath.Join(stage, kind+strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(tmpSeq, 10))
+	os.RemoveAll(p)
+	return p, nil
 }
+
+// tmpSeq numbers tmpName's names (the gate writes the tree from one
+// goroutine at a time, under the conflict index's lock).
+var tmpSeq uint64
 
 // writeFile writes b to a new file p with perm (whatever the umask).
 func writeFile(p string, b []byte, perm fs.FileMode) error {
@@ -371,15 +366,21 @@ func writeFile(p string, b []byte, perm fs.FileMode) error {
 // whatever else stands where a folder goes (a file, or a link — which the
 // gate must never write through: a commit's link `a -> /home/gate` and a
 // later commit's `a/.ssh/…`) is removed first.
-func mkdirs(dir, rel string) error {
+func mkdirs(r *repo.Repo, dir, rel string) error {
 	if rel == "." || rel == "" {
 		return nil
 	}
-	full := dir
+	full, sub := dir, ""
 	for _, name := range strings.Split(rel, "/") {
-		full = filepath.Join(full, name)
+		full, sub = filepath.Join(full, name), path.Join(sub, name)
+		perm := dirPerm(r, sub)
 		fi, err := os.Lstat(full)
 		if err == nil && fi.IsDir() {
+			if fi.Mode().Perm() != perm {
+				if err := os.Chmod(full, perm); err != nil {
+					return fmt.Errorf("view tree: %w", err)
+				}
+			}
 			continue
 		}
 		if err == nil {
@@ -387,10 +388,24 @@ func mkdirs(dir, rel string) error {
 				return fmt.Errorf("view tree: %w", err)
 			}
 		}
-		if err := os.Mkdir(full, 0o755); err != nil {
+		// Made aside (tmpName) with its mode, then renamed into place: a
+		// reader never meets it with another mode — the receipts' recorder
+		// lists a new folder as soon as it appears, and an overlay keeps
+		// the mode it first saw of an inode (TestRTView3NewFolderReceipt:
+		// EACCES 1 run in 3).
+		tmp, err := tmpName(dir, "d")
+		if err != nil {
+			return err
+		}
+		if err := os.Mkdir(tmp, 0o700); err != nil {
 			return fmt.Errorf("view tree: %w", err)
 		}
-		if err := os.Chmod(full, 0o755); err != nil {
+		err = os.Chmod(tmp, perm)
+		if err == nil {
+			err = os.Rename(tmp, full)
+		}
+		if err != nil {
+			os.Remove(tmp)
 			return fmt.Errorf("view tree: %w", err)
 		}
 	}

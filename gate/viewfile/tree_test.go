@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/gate/internal/vaulttest"
 	"github.com/fedmem/fedmem/test/testutil"
 	"github.com/fedmem/fedmem/vault/repo"
@@ -78,25 +79,41 @@ func TestViewTreeFollowsCommits(t *testing.T) {
 		}
 		j := newJudged(m)
 		hidden := j.hidden
+		shown := shownAt(t, r, head)
 		tree := view.TreeDir(v)
 		inHead := map[string]bool{}
 		must(t, r.Files(head, func(p string, mode repo.EntryMode, h repo.Hash) error {
 			inHead[p] = true
 			full := filepath.Join(tree, filepath.FromSlash(p))
-			if hidden(p) || mode == repo.ModeSubmodule {
+			f, ok := shown[p]
+			if ok && (hidden(p) || mode != repo.ModeRegular && mode != repo.ModeExecutable) {
+				t.Errorf("commit %d: %s (mode %o) is shown, hidden %v", c, p, mode, hidden(p))
+			}
+			if !ok {
 				if !ever[p] {
 					if _, err := os.Lstat(full); err == nil {
-						t.Errorf("commit %d: %s, never in force, is in the view tree", c, p)
+						t.Errorf("commit %d: %s, never shown (mode %o), is in the view tree", c, p, mode)
 					}
 				}
 				return nil
 			}
 			ever[p] = true
-			if !same(r, full, p, mode, h, j) {
+			if !same(r, full, p, f, j) {
 				t.Errorf("commit %d: %s is not HEAD's %s in the view tree", c, p, h)
 			}
 			return nil
 		}))
+		// A plain note in force is shown: the allow-list is not empty.
+		for p := range inHead {
+			if strings.HasPrefix(p, "20-domains/") && !hidden(p) && !strings.Contains(p, "/.") && strings.HasSuffix(p, ".md") {
+				if e, err := r.EntryAt(head, p); err == nil && e != nil && e.Mode == repo.ModeRegular {
+					if _, ok := shown[p]; !ok {
+						b, _ := r.FileAt(head, p)
+						t.Errorf("commit %d: %s, a note in force, is not shown: %q", c, p, b)
+					}
+				}
+			}
+		}
 		must(t, filepath.WalkDir(tree, func(full string, d fs.DirEntry, err error) error {
 			must(t, err)
 			if d.IsDir() {
@@ -114,11 +131,11 @@ func TestViewTreeFollowsCommits(t *testing.T) {
 		}))
 		// Rebuilt from nothing, the tree shows the same at HEAD.
 		fresh := filepath.Join(t.TempDir(), "tree")
-		must(t, syncTree(r, fresh, repo.ZeroHash, head, j))
+		must(t, syncTree(r, fresh, repo.ZeroHash, head, j, shown))
 		must(t, filepath.WalkDir(fresh, func(full string, d fs.DirEntry, err error) error {
 			must(t, err)
 			rel, _ := filepath.Rel(fresh, full)
-			if d.IsDir() || hidden(filepath.ToSlash(rel)) {
+			if d.IsDir() || !shownFile(shown, filepath.ToSlash(rel)) {
 				return nil
 			}
 			a, b, err := contents(full, filepath.Join(tree, rel))
@@ -128,6 +145,21 @@ func TestViewTreeFollowsCommits(t *testing.T) {
 			return nil
 		}))
 	}
+}
+
+// shownAt is a copy of what the conflict index shows at head.
+func shownAt(t *testing.T, r *repo.Repo, head repo.Hash) map[string]decide.ShownFile {
+	t.Helper()
+	hv, err := decide.NewHeadView(r, head)
+	must(t, err)
+	out := map[string]decide.ShownFile{}
+	must(t, hv.WithShown(func(m map[string]decide.ShownFile) error {
+		for k, v := range m {
+			out[k] = v
+		}
+		return nil
+	}))
+	return out
 }
 
 // contents reads two files, a link as its target.
@@ -174,9 +206,13 @@ func TestViewTreeNeverWritesThroughLinks(t *testing.T) {
 				return head
 			}
 			write()
-			if l, err := os.Readlink(filepath.Join(view.TreeDir(v), "20-domains/a")); err != nil || l != victim {
-				t.Fatalf("the link is not in the tree as a link: %q %v", l, err)
+			if _, err := os.Lstat(filepath.Join(view.TreeDir(v), "20-domains/a")); err == nil {
+				t.Fatal("a committed link is in the tree (only regular files are shown)")
 			}
+			// A link left in the tree (an older tree's): the next writes
+			// must not follow it.
+			must(t, os.MkdirAll(filepath.Join(view.TreeDir(v), "20-domains"), 0o755))
+			must(t, os.Symlink(victim, filepath.Join(view.TreeDir(v), "20-domains/a")))
 			vaulttest.Git(t, v, "rm", "-q", "20-domains/a")
 			vaulttest.Commit(t, v, map[string]string{"20-domains/a/b/x.md": "---\ntitle: X\n---\nx\n"})
 			if rebuild {

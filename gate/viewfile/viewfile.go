@@ -30,6 +30,15 @@ func Write(r *repo.Repo, vaultDir string, head repo.Hash) error {
 	if err != nil {
 		return err
 	}
+	// A name Git refuses (`..`, a path that is not clean) is never in the
+	// tree, and a manifest naming it could not be read back: left out.
+	kept := m.Hidden[:0]
+	for _, e := range m.Hidden {
+		if cleanPath(e.Path) {
+			kept = append(kept, e)
+		}
+	}
+	m.Hidden = kept
 	var prev repo.Hash
 	if old, err := view.Load(vaultDir); err == nil && old.Tree != "" {
 		prev = repo.NewHash(old.Tree)
@@ -40,7 +49,9 @@ func Write(r *repo.Repo, vaultDir string, head repo.Hash) error {
 	if prev != head {
 		terr = removeManifest(vaultDir)
 		if terr == nil {
-			terr = syncTree(r, view.TreeDir(vaultDir), prev, head, newJudged(m))
+			terr = hv.WithShown(func(shown map[string]decide.ShownFile) error {
+				return syncTree(r, view.TreeDir(vaultDir), prev, head, newJudged(m), shown)
+			})
 		}
 	}
 	if terr == nil {
