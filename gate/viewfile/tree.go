@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -82,6 +83,9 @@ func syncTree(r *repo.Repo, dir string, prev, head repo.Hash, j *judged, shown m
 	// hidden or shown there changes what they may list, the page itself
 	// unchanged.
 	for d := range touched {
+		if j.before != nil && slices.Equal(j.before[d], j.names[d]) {
+			continue // the same names hidden: a changed page was written above
+		}
 		if err := refreshPages(dir, d, j, shown, r); err != nil {
 			return err
 		}
@@ -133,6 +137,9 @@ func refreshPages(dir, d string, j *judged, shown map[string]decide.ShownFile, r
 type judged struct {
 	hidden func(string) bool
 	names  map[string][]string
+	// before are names at the commit the tree was at (nil: not known):
+	// a folder's pages are filtered again only when its names changed.
+	before map[string][]string
 }
 
 // pageDir is the folder whose notes the page (or any path) p is about: a

@@ -40,8 +40,10 @@ func Write(r *repo.Repo, vaultDir string, head repo.Hash) error {
 	}
 	m.Hidden = kept
 	var prev repo.Hash
+	var before map[string][]string
 	if old, err := view.Load(vaultDir); err == nil && old.Tree != "" {
 		prev = repo.NewHash(old.Tree)
+		before = newJudged(old).names
 	}
 	// The old manifest goes first: while the tree moves no launcher may
 	// take it for the old commit's.
@@ -50,7 +52,9 @@ func Write(r *repo.Repo, vaultDir string, head repo.Hash) error {
 		terr = removeManifest(vaultDir)
 		if terr == nil {
 			terr = hv.WithShown(func(shown map[string]decide.ShownFile) error {
-				return syncTree(r, view.TreeDir(vaultDir), prev, head, newJudged(m), shown)
+				j := newJudged(m)
+				j.before = before
+				return syncTree(r, view.TreeDir(vaultDir), prev, head, j, shown)
 			})
 		}
 	}
