@@ -92,9 +92,16 @@ func LoadView(vaultDir string, now time.Time) (*View, error) {
 		// The tree holds no note hidden when the gate first met it (and
 		// its folder pages list none hidden at its commit): only those it
 		// still holds — once in force, or stale since — need a whiteout.
+		// A note gone stale since the gate wrote the tree is filtered
+		// from the pages whether the tree holds it or not (one the index
+		// does not show, of an odd mode, may be listed: red team rtview4).
+		stale := map[string]bool{}
+		for _, st := range m.Stale {
+			stale[st.Path] = true
+		}
 		v.hide = nil
 		for _, e := range v.all {
-			if _, err := os.Lstat(filepath.Join(v.Tree, filepath.FromSlash(e.Path))); err == nil {
+			if _, err := os.Lstat(filepath.Join(v.Tree, filepath.FromSlash(e.Path))); err == nil || stale[e.Path] {
 				v.hide = append(v.hide, e)
 			}
 		}

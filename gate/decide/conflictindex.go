@@ -269,7 +269,7 @@ func (hv *HeadView) diffDir(idx *vaultIndex, dir string, raw []byte) error {
 	if had && bytes.Equal(old, raw) {
 		return nil
 	}
-	sorted := sortedTree(raw)
+	sorted := repo.SortedTree(raw)
 	if had && (idx.unsorted[dir] || !sorted) {
 		// Not in Git's order (a tree Git itself would refuse): no walk in
 		// step; drop the folder and index it anew.
@@ -278,33 +278,33 @@ func (hv *HeadView) diffDir(idx *vaultIndex, dir string, raw []byte) error {
 		}
 		old, had = nil, false
 	}
-	o, n := &treeCursor{raw: old}, &treeCursor{raw: raw}
+	o, n := &repo.TreeCursor{Raw: old}, &repo.TreeCursor{Raw: raw}
 	bad := func() error { return fmt.Errorf("conflict index: folder %q: tree is malformed", dir) }
-	if !o.next() || !n.next() {
+	if !o.Next() || !n.Next() {
 		return bad()
 	}
-	for o.ok || n.ok {
+	for o.OK || n.OK {
 		c := 0
 		switch {
-		case !o.ok:
+		case !o.OK:
 			c = 1
-		case !n.ok:
+		case !n.OK:
 			c = -1
 		case !had:
 			c = 1
 		default:
-			c = repo.CompareKeys(o.name, o.dir, n.name, n.dir)
+			c = repo.CompareKeys(o.Name, o.Dir, n.Name, n.Dir)
 		}
-		same := c == 0 && bytes.Equal(o.all, n.all)
+		same := c == 0 && bytes.Equal(o.All, n.All)
 		// A sub-folder whose tree changed is walked against its old
 		// content (addEntry → diffDir, the old side still in idx.raws),
 		// not dropped and indexed anew: a promotion into a folder of 20k
 		// notes read all of them again, 50 ms of each review show and
 		// approval on the 100k-note vault (TestConflictIndexMovesByDifference).
-		walk := c == 0 && !same && o.dir && n.dir && string(o.mode) == "40000" && string(n.mode) == "40000" && indexedDir(joinPath(dir, string(n.name)))
-		if (c < 0 || c == 0 && !same && !walk) && o.ok {
-			p := joinPath(dir, string(o.name))
-			if o.dir {
+		walk := c == 0 && !same && o.Dir && n.Dir && string(o.Mode) == "40000" && string(n.Mode) == "40000" && indexedDir(joinPath(dir, string(n.Name)))
+		if (c < 0 || c == 0 && !same && !walk) && o.OK {
+			p := joinPath(dir, string(o.Name))
+			if o.Dir {
 				if err := hv.dropDir(idx, p); err != nil {
 					return err
 				}
@@ -312,12 +312,12 @@ func (hv *HeadView) diffDir(idx *vaultIndex, dir string, raw []byte) error {
 				idx.dropNote(p)
 			}
 		}
-		if (c > 0 || c == 0 && !same) && n.ok {
+		if (c > 0 || c == 0 && !same) && n.OK {
 			if err := hv.addEntry(idx, dir, n); err != nil {
 				return err
 			}
 		}
-		if c <= 0 && o.ok && !o.next() || c >= 0 && n.ok && !n.next() {
+		if c <= 0 && o.OK && !o.Next() || c >= 0 && n.OK && !n.Next() {
 			return bad()
 		}
 	}
@@ -332,19 +332,19 @@ func (hv *HeadView) diffDir(idx *vaultIndex, dir string, raw []byte) error {
 
 // addEntry indexes the entry at c (in folder dir): a sub-folder is walked,
 // a note in force or withheld with a title or subject is put in.
-func (hv *HeadView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
-	name := string(c.name)
+func (hv *HeadView) addEntry(idx *vaultIndex, dir string, c *repo.TreeCursor) error {
+	name := string(c.Name)
 	p := joinPath(dir, name)
 	var id repo.Hash
-	copy(id[:], c.all[len(c.all)-20:])
+	copy(id[:], c.All[len(c.All)-20:])
 	if strings.HasPrefix(name, ".") {
 		if view.Judged(p) {
 			idx.view[p] = viewNote{why: view.DotWhy} // hidden whole by the sandbox's view
 		}
 		return nil
 	}
-	if c.dir {
-		if !indexedDir(p) || string(c.mode) != "40000" {
+	if c.Dir {
+		if !indexedDir(p) || string(c.Mode) != "40000" {
 			return nil
 		}
 		raw, err := hv.r.RawTree(id)
@@ -353,7 +353,7 @@ func (hv *HeadView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 		}
 		return hv.diffDir(idx, p, raw)
 	}
-	if string(c.mode) == "160000" {
+	if string(c.Mode) == "160000" {
 		if view.Judged(p) {
 			idx.view[p] = viewNote{why: view.SubmoduleWhy} // its files are no note of this vault's
 		}
@@ -364,7 +364,7 @@ func (hv *HeadView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 	if !mdNote && !judged {
 		return nil
 	}
-	m, err := repo.ParseMode(string(c.mode))
+	m, err := repo.ParseMode(string(c.Mode))
 	if err != nil || !m.IsFile() || m == repo.ModeSymlink {
 		return nil
 	}
@@ -376,7 +376,7 @@ func (hv *HeadView) addEntry(idx *vaultIndex, dir string, c *treeCursor) error {
 	if judged && (f.Hidden != "" || !f.StaleAfter.IsZero()) {
 		idx.view[p] = viewNote{f.Hidden, f.StaleAfter}
 	}
-	if judged && f.Hidden == "" && (string(c.mode) == "100644" || string(c.mode) == "100755") {
+	if judged && f.Hidden == "" && (string(c.Mode) == "100644" || string(c.Mode) == "100755") {
 		idx.shown[p] = ShownFile{id, m}
 	}
 	if !mdNote || dir == "" {
@@ -463,26 +463,29 @@ func (idx *vaultIndex) dropNote(p string) {
 
 // dropDir takes folder dir and everything under it out of the index.
 func (hv *HeadView) dropDir(idx *vaultIndex, dir string) error {
-	// A dot folder's entry (hidden whole) is left: a file of the same
-	// name may have just been put in (Git's order puts "n.md" before the
-	// folder "n.md/"), and deleting it lost that file's judgement — a
-	// withheld note that replaced a folder of its name was in force in the
-	// manifest (TestViewTreeFollowsCommits, seed 1796419316272898810). A
-	// dot name stays hidden whatever it holds.
+	// Only a dot folder's own entry (hidden whole) goes: a file of the
+	// same name may have just been put in (Git's order puts "n.md" before
+	// the folder "n.md/"), and deleting its entry lost that file's
+	// judgement — a withheld note that replaced a folder of its name was
+	// in force in the manifest (TestViewTreeFollowsCommits, seed
+	// 1796419316272898810).
+	if v, ok := idx.view[dir]; ok && v.why == view.DotWhy {
+		delete(idx.view, dir)
+	}
 	raw, ok := idx.raws[dir]
 	if !ok {
 		return nil // never indexed (skipped folder)
 	}
-	c := &treeCursor{raw: raw}
+	c := &repo.TreeCursor{Raw: raw}
 	for {
-		if !c.next() {
+		if !c.Next() {
 			return fmt.Errorf("conflict index: folder %q: indexed tree is malformed", dir)
 		}
-		if !c.ok {
+		if !c.OK {
 			break
 		}
-		p := joinPath(dir, string(c.name))
-		if c.dir {
+		p := joinPath(dir, string(c.Name))
+		if c.Dir {
 			if err := hv.dropDir(idx, p); err != nil {
 				return err
 			}

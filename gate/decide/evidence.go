@@ -605,96 +605,49 @@ func (hv *HeadView) sameNamed(folder, k string) ([]string, error) {
 	return append(t, s...), nil
 }
 
-// treeCursor walks the entries of a raw tree in order.
-type treeCursor struct {
-	raw             []byte
-	off, end        int
-	name, mode, all []byte
-	dir, ok         bool
-}
-
-// next moves to the next entry (ok false at the end); it returns false
-// when the tree is malformed.
-func (c *treeCursor) next() bool {
-	c.off = c.end
-	if c.off >= len(c.raw) {
-		c.ok = false
-		return true
-	}
-	name, dir, end, ok := repo.NextEntry(c.raw, c.off)
-	if !ok {
-		c.ok = false
-		return false
-	}
-	sp := bytes.IndexByte(c.raw[c.off:], ' ')
-	c.name, c.dir, c.end, c.ok = name, dir, end, true
-	c.mode, c.all = c.raw[c.off:c.off+sp], c.raw[c.off:end]
-	return true
-}
-
 // moveIndex returns the index of folder at tree h (content raw), made from
 // idx (nil: none yet) by the difference of the two trees; idx is changed
 // in place (the caller holds folderIndexes' lock). keep is false when raw
 // is not in Git's order (only a tree Git itself would reject): the index
 // is then built whole and not kept.
 func (hv *HeadView) moveIndex(folder string, idx *folderIndex, h repo.Hash, raw []byte) (_ *folderIndex, keep bool, err error) {
-	keep = sortedTree(raw)
+	keep = repo.SortedTree(raw)
 	if idx == nil || !keep {
 		idx = &folderIndex{names: map[string]indexedNote{}, titles: map[string][]string{}, subjects: map[string][]string{}}
 	}
-	o, n := &treeCursor{raw: idx.raw}, &treeCursor{raw: raw}
+	o, n := &repo.TreeCursor{Raw: idx.raw}, &repo.TreeCursor{Raw: raw}
 	bad := func() error { return fmt.Errorf("read folder %s: tree %s is malformed", folder, h) }
-	if !o.next() || !n.next() {
+	if !o.Next() || !n.Next() {
 		return nil, false, bad()
 	}
 	// Both trees are in Git's order: walk them together (an unordered new
 	// tree is walked against nothing).
-	for o.ok || n.ok {
+	for o.OK || n.OK {
 		c := 0
 		switch {
-		case !o.ok:
+		case !o.OK:
 			c = 1
-		case !n.ok:
+		case !n.OK:
 			c = -1
 		default:
-			c = repo.CompareKeys(o.name, o.dir, n.name, n.dir)
+			c = repo.CompareKeys(o.Name, o.Dir, n.Name, n.Dir)
 		}
-		if (c < 0 || c == 0 && !bytes.Equal(o.all, n.all)) && !o.dir {
+		if (c < 0 || c == 0 && !bytes.Equal(o.All, n.All)) && !o.Dir {
 			// (a folder is never indexed; a note of the same name may
 			// be, next to it in the walk)
-			idx.drop(folder, string(o.name))
+			idx.drop(folder, string(o.Name))
 		}
-		if c > 0 || c == 0 && !bytes.Equal(o.all, n.all) {
+		if c > 0 || c == 0 && !bytes.Equal(o.All, n.All) {
 			if err := hv.add(idx, folder, n); err != nil {
 				return nil, false, err
 			}
 		}
-		if c <= 0 && !o.next() || c >= 0 && !n.next() {
+		if c <= 0 && !o.Next() || c >= 0 && !n.Next() {
 			return nil, false, bad()
 		}
 	}
 	idx.tree, idx.raw = h, raw
 	return idx, keep, nil
-}
-
-// sortedTree reports whether raw's entries are in Git's order, each key
-// after the one before (malformed: false).
-func sortedTree(raw []byte) bool {
-	c := &treeCursor{raw: raw}
-	var prev []byte
-	prevDir := false
-	for first := true; ; first = false {
-		if !c.next() {
-			return false
-		}
-		if !c.ok {
-			return true
-		}
-		if !first && repo.CompareKeys(prev, prevDir, c.name, c.dir) >= 0 {
-			return false
-		}
-		prev, prevDir = c.name, c.dir
-	}
 }
 
 // drop takes the note name out of the index (if it is there).
@@ -715,17 +668,17 @@ func (idx *folderIndex) drop(folder, name string) {
 
 // add puts the entry at c into the index when it is a note in force with
 // a title or subject.
-func (hv *HeadView) add(idx *folderIndex, folder string, c *treeCursor) error {
-	n := string(c.name)
-	if c.dir || !strings.HasSuffix(n, ".md") || n == "index.md" || n == "log.md" {
+func (hv *HeadView) add(idx *folderIndex, folder string, c *repo.TreeCursor) error {
+	n := string(c.Name)
+	if c.Dir || !strings.HasSuffix(n, ".md") || n == "index.md" || n == "log.md" {
 		return nil
 	}
-	m, err := repo.ParseMode(string(c.mode))
+	m, err := repo.ParseMode(string(c.Mode))
 	if err != nil || !m.IsFile() {
 		return nil
 	}
 	var id repo.Hash
-	copy(id[:], c.all[len(c.all)-20:])
+	copy(id[:], c.All[len(c.All)-20:])
 	f, err := hv.Facts(id)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/vault/repo"
@@ -41,7 +42,7 @@ func syncTree(r *repo.Repo, dir string, prev, head repo.Hash, j *judged, shown m
 	if prev.IsZero() {
 		return rebuildTree(r, dir, j, shown)
 	}
-	chs, err := r.Diff(prev, head)
+	chs, err := r.DiffPaths(prev, head)
 	if err != nil {
 		// The old commit is gone (a rewritten history): start again.
 		return rebuildTree(r, dir, j, shown)
@@ -49,33 +50,49 @@ func syncTree(r *repo.Repo, dir string, prev, head repo.Hash, j *judged, shown m
 	touched := map[string]bool{}
 	// Removals first: a path a link stood at may be a folder now.
 	for _, c := range chs {
-		for _, q := range []string{c.From, c.To} {
-			if q != "" {
-				touched[pageDir(q)] = true
-			}
+		if !cleanPath(c.Path) {
+			continue // a name Git refuses: never in the tree
 		}
-		if c.From != "" && c.From != c.To {
-			if err := removeAt(dir, c.From); err != nil {
+		touched[pageDir(c.Path)] = true
+		if !c.New {
+			if err := removeAt(dir, c.Path); err != nil {
 				return err
 			}
+			delete(j.kept, c.Path)
 		}
 	}
+	// What each change is: a shown file to write, or a path the tree
+	// keeps (it held the file; HEAD does not show it) with the text it
+	// had — hidden then by the manifest because the tree holds it
+	// (KeptWhy), whatever the index says of HEAD's entry (an odd mode, a
+	// folder the index does not walk: red team rtview4).
+	var writes []string
 	for _, c := range chs {
-		if c.To == "" {
+		if !c.New || !cleanPath(c.Path) {
 			continue
 		}
-		f, ok := shown[c.To]
-		if !ok {
-			if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(c.To))); err == nil && realParents(dir, c.To) && !sameKind(dir, c.To, c.ToMode) {
-				// No longer a file that was shown (a folder, a link, a
-				// gitlink now): it goes.
-				if err := removeAt(dir, c.To); err != nil {
-					return err
-				}
-			}
-			continue // not shown: never written, a kept path keeps its text
+		if _, ok := shown[c.Path]; ok && !j.staleNow(c.Path) {
+			writes = append(writes, c.Path)
+			delete(j.kept, c.Path)
+			continue
 		}
-		if err := writeAt(r, dir, c.To, f, j); err != nil {
+		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(c.Path))); err != nil || !realParents(dir, c.Path) {
+			continue // never shown: never written
+		}
+		if !sameKind(dir, c.Path, c.NewMode) || view.IsPage(c.Path) {
+			// No longer a file that was shown (a link, a gitlink now), or
+			// a page (never kept: its lines would go unfiltered): it goes.
+			if err := removeAt(dir, c.Path); err != nil {
+				return err
+			}
+			delete(j.kept, c.Path)
+			continue
+		}
+		j.kept[c.Path] = true
+	}
+	j.keep()
+	for _, p := range writes {
+		if err := writeAt(r, dir, p, shown[p], j); err != nil {
 			return err
 		}
 	}
@@ -95,9 +112,9 @@ func syncTree(r *repo.Repo, dir string, prev, head repo.Hash, j *judged, shown m
 
 // sameKind says whether the tree's entry at p is a regular file and mode
 // is a file's (a kept path stays only as the file it was).
-func sameKind(dir, p string, mode repo.EntryMode) bool {
+func sameKind(dir, p string, mode string) bool {
 	fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p)))
-	return err == nil && fi.Mode().IsRegular() && (mode == repo.ModeRegular || mode == repo.ModeExecutable || mode == repo.ModeDeprecated)
+	return err == nil && fi.Mode().IsRegular() && strings.HasPrefix(mode, "100")
 }
 
 // refreshPages writes folder d's shown pages (index.md, log.md, their
@@ -108,10 +125,8 @@ func refreshPages(dir, d string, j *judged, shown map[string]decide.ShownFile, r
 		prefix = ""
 	}
 	for _, name := range []string{"index.md", "log.md"} {
-		if f, ok := shown[prefix+name]; ok {
-			if err := writeAt(r, dir, prefix+name, f, j); err != nil {
-				return err
-			}
+		if err := refreshPage(r, dir, prefix+name, j, shown); err != nil {
+			return err
 		}
 	}
 	for _, kind := range []string{"index", "log"} {
@@ -120,13 +135,27 @@ func refreshPages(dir, d string, j *judged, shown map[string]decide.ShownFile, r
 			continue // no archive pages in the tree yet: a new one was written as a change
 		}
 		for _, e := range ents {
-			q := prefix + kind + "/" + e.Name()
-			if f, ok := shown[q]; ok && view.IsArchivePage(q) {
-				if err := writeAt(r, dir, q, f, j); err != nil {
+			if q := prefix + kind + "/" + e.Name(); view.IsArchivePage(q) {
+				if err := refreshPage(r, dir, q, j, shown); err != nil {
 					return err
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// refreshPage writes the page q filtered when HEAD shows it, and takes it
+// out of the tree when the tree holds it and HEAD does not (a page kept
+// would list what is hidden now: red team rtview4,
+// TestRTView4KeptPageNotRefiltered).
+func refreshPage(r *repo.Repo, dir, q string, j *judged, shown map[string]decide.ShownFile) error {
+	if f, ok := shown[q]; ok && !j.staleNow(q) {
+		return writeAt(r, dir, q, f, j)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(q))); err == nil && realParents(dir, q) {
+		delete(j.kept, q)
+		return removeAt(dir, q)
 	}
 	return nil
 }
@@ -140,6 +169,40 @@ type judged struct {
 	// before are names at the commit the tree was at (nil: not known):
 	// a folder's pages are filtered again only when its names changed.
 	before map[string][]string
+	// hiddenPaths are the manifest's hidden paths; kept the paths the
+	// tree holds that HEAD does not show (KeptWhy: carried from manifest
+	// to manifest); stale when a note in force goes stale.
+	hiddenPaths []string
+	kept        map[string]bool
+	stale       map[string]time.Time
+	now         time.Time
+}
+
+// staleNow says whether p has gone stale by now: not written into the
+// tree (a running session must not be given it).
+func (j *judged) staleNow(p string) bool {
+	t, ok := j.stale[p]
+	return ok && !j.now.Before(t)
+}
+
+// isHidden says whether p is not shown to the next sessions: hidden at
+// the manifest's commit (or below a hidden folder), kept, or stale now.
+func (j *judged) isHidden(p string) bool {
+	return j.hidden(p) || j.kept[p] || j.staleNow(p)
+}
+
+// keep makes names hold the kept paths too (their lines leave the pages).
+func (j *judged) keep() {
+	paths := append([]string{}, j.hiddenPaths...)
+	for p := range j.kept {
+		paths = append(paths, p)
+	}
+	for p := range j.stale {
+		if j.staleNow(p) {
+			paths = append(paths, p) // stale already: not listed either
+		}
+	}
+	j.names = view.PagesOf(paths)
 }
 
 // pageDir is the folder whose notes the page (or any path) p is about: a
@@ -157,15 +220,17 @@ func (j *judged) content(p string, b []byte) []byte {
 	if !view.IsPage(p) {
 		return b
 	}
-	return view.FilterPage(b, j.names[pageDir(p)], view.IsArchivePage(p))
+	return view.FilterLinks(b, p, j.isHidden)
 }
 
 // rebuildTree makes dir hold exactly what is shown: each file written
 // where it differs, everything else removed.
 func rebuildTree(r *repo.Repo, dir string, j *judged, shown map[string]decide.ShownFile) error {
+	j.kept = map[string]bool{}
+	j.keep()
 	keep := map[string]bool{}
 	for p, f := range shown {
-		if !cleanPath(p) {
+		if !cleanPath(p) || j.staleNow(p) {
 			continue
 		}
 		keep[p] = true

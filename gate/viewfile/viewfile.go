@@ -6,6 +6,11 @@
 package viewfile
 
 import (
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
 	"github.com/fedmem/fedmem/gate/decide"
 	"github.com/fedmem/fedmem/vault/atomicfile"
 	"github.com/fedmem/fedmem/vault/repo"
@@ -32,18 +37,24 @@ func Write(r *repo.Repo, vaultDir string, head repo.Hash) error {
 	}
 	// A name Git refuses (`..`, a path that is not clean) is never in the
 	// tree, and a manifest naming it could not be read back: left out.
-	kept := m.Hidden[:0]
+	clean := m.Hidden[:0]
 	for _, e := range m.Hidden {
 		if cleanPath(e.Path) {
-			kept = append(kept, e)
+			clean = append(clean, e)
 		}
 	}
-	m.Hidden = kept
+	m.Hidden = clean
 	var prev repo.Hash
 	var before map[string][]string
+	kept := map[string]bool{}
 	if old, err := view.Load(vaultDir); err == nil && old.Tree != "" {
 		prev = repo.NewHash(old.Tree)
 		before = newJudged(old).names
+		for _, e := range old.Hidden {
+			if e.Why == view.KeptWhy {
+				kept[e.Path] = true
+			}
+		}
 	}
 	// The old manifest goes first: while the tree moves no launcher may
 	// take it for the old commit's.
@@ -53,11 +64,28 @@ func Write(r *repo.Repo, vaultDir string, head repo.Hash) error {
 		if terr == nil {
 			terr = hv.WithShown(func(shown map[string]decide.ShownFile) error {
 				j := newJudged(m)
-				j.before = before
-				return syncTree(r, view.TreeDir(vaultDir), prev, head, j, shown)
+				j.before, j.kept, j.now = before, kept, time.Now()
+				j.keep()
+				err := syncTree(r, view.TreeDir(vaultDir), prev, head, j, shown)
+				kept = j.kept
+				return err
 			})
 		}
 	}
+	// Every path the tree keeps is hidden from the next sessions, with
+	// the reason (and carried to the next manifest); those gone from it
+	// are not.
+	var keptPaths []string
+	for p := range kept {
+		if _, err := os.Lstat(filepath.Join(view.TreeDir(vaultDir), filepath.FromSlash(p))); err == nil {
+			keptPaths = append(keptPaths, p)
+		}
+	}
+	sort.Strings(keptPaths)
+	for _, p := range keptPaths {
+		m.Hidden = append(m.Hidden, view.Entry{Path: p, Why: view.KeptWhy})
+	}
+	sort.SliceStable(m.Hidden, func(a, b int) bool { return m.Hidden[a].Path < m.Hidden[b].Path })
 	if terr == nil {
 		m.Tree = head.String()
 	}
@@ -82,7 +110,11 @@ func newJudged(m *view.Manifest) *judged {
 	for i, e := range m.Hidden {
 		paths[i] = e.Path
 	}
-	return &judged{hidden: hiddenSet(m), names: view.PagesOf(paths)}
+	stale := make(map[string]time.Time, len(m.Stale))
+	for _, st := range m.Stale {
+		stale[st.Path] = st.After
+	}
+	return &judged{hidden: hiddenSet(m), names: view.PagesOf(paths), hiddenPaths: paths, kept: map[string]bool{}, stale: stale, now: time.Now()}
 }
 
 // hiddenSet says whether a path is hidden at the manifest's commit: it or

@@ -45,7 +45,7 @@ func TestContainerBackendRefusesUnprivilegedCaller(t *testing.T) {
 						i++
 						continue
 					}
-					if cmd.Args[i] == "--" && i > 0 && cmd.Args[i-1] != "--inh-caps=-all" {
+					if cmd.Args[i] == "--" && i > 0 && cmd.Args[i-1] != "--inh-caps=-all" && cmd.Args[i-1] != "env" {
 						args = append(args, how.extra...)
 					}
 					args = append(args, cmd.Args[i])

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -514,8 +515,11 @@ func TestProposeRefusedByContainerBackend(t *testing.T) {
 			defer cancel()
 			cmd := e.command(ctx, "", nil, "/bin/sh", "-c", "echo changed > a.txt; echo AGENT-RAN")
 			args := nsArgs(cmd.Args)
+			// The flags go before the "--" that ends fedmem-run's own (env's
+			// "--" comes before fedmem-run: e.command).
+			run := slices.Index(args, e.bins.FedmemRun)
 			for i, a := range args {
-				if a == "--" {
+				if a == "--" && i > run {
 					args = append(args[:i:i], append([]string{"--profile", "strict", "--backend", backend}, args[i:]...)...)
 					break
 				}

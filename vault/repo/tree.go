@@ -119,3 +119,227 @@ func spliceEntry(raw []byte, tree plumbing.Hash, name string, isDir bool, id plu
 	}
 	return out, oldMode, oldHash, nil
 }
+
+// PathChange is one path at which two commits' trees differ, as DiffPaths
+// reports it: whether the new tree has an entry there that is not a
+// folder, and that entry's mode as its tree writes it.
+type PathChange struct {
+	Path    string
+	New     bool
+	NewMode string
+}
+
+// rawEntry is one entry of a raw tree.
+type rawEntry struct {
+	name []byte
+	mode string
+	id   plumbing.Hash
+	tree bool
+}
+
+// isTreeMode: a folder's mode, as Git writes it (40000) or zero-padded
+// (040000, which Git only warns of).
+func isTreeMode(mode string) bool { return mode == "40000" || mode == "040000" }
+
+// parseRaw splits a raw tree into its entries.
+func parseRaw(raw []byte) ([]rawEntry, error) {
+	var out []rawEntry
+	for off := 0; off < len(raw); {
+		sp := bytes.IndexByte(raw[off:], ' ')
+		if sp < 0 {
+			return nil, fmt.Errorf("tree: malformed")
+		}
+		nul := bytes.IndexByte(raw[off+sp:], 0)
+		if nul < 0 || off+sp+nul+21 > len(raw) {
+			return nil, fmt.Errorf("tree: malformed")
+		}
+		var id plumbing.Hash
+		copy(id[:], raw[off+sp+nul+1:off+sp+nul+21])
+		mode := string(raw[off : off+sp])
+		out = append(out, rawEntry{name: raw[off+sp+1 : off+sp+nul], mode: mode, id: id, tree: isTreeMode(mode)})
+		off += sp + nul + 21
+	}
+	return out, nil
+}
+
+// DiffPaths lists every path (of an entry that is not a folder) at which
+// the trees of commits from and to differ, comparing entries as their
+// trees write them — mode text and id — where go-git's diff compares
+// decoded modes (100664 and 100644 alike, 040000 and 40000 alike): a
+// folder whose mode text changed has every path below it listed, on both
+// sides. A path on both sides is listed once, New set. Zero is the empty
+// tree.
+func (g *Repo) DiffPaths(from, to plumbing.Hash) ([]PathChange, error) {
+	root := func(c plumbing.Hash) ([]byte, error) {
+		if c.IsZero() {
+			return nil, nil
+		}
+		h, err := g.RootTree(c)
+		if err != nil {
+			return nil, err
+		}
+		return g.RawTree(h)
+	}
+	o, err := root(from)
+	if err != nil {
+		return nil, err
+	}
+	n, err := root(to)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]int{}
+	var out []PathChange
+	add := func(p string, isNew bool, mode string) {
+		if i, ok := seen[p]; ok {
+			if isNew {
+				out[i].New, out[i].NewMode = true, mode
+			}
+			return
+		}
+		seen[p] = len(out)
+		out = append(out, PathChange{Path: p, New: isNew, NewMode: mode})
+	}
+	var all func(p string, e rawEntry, isNew bool) error
+	all = func(p string, e rawEntry, isNew bool) error {
+		if !e.tree {
+			add(p, isNew, e.mode)
+			return nil
+		}
+		raw, err := g.RawTree(e.id)
+		if err != nil {
+			return err
+		}
+		es, err := parseRaw(raw)
+		if err != nil {
+			return err
+		}
+		for _, c := range es {
+			if err := all(p+"/"+string(c.name), c, isNew); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var walk func(prefix string, oRaw, nRaw []byte) error
+	walk = func(prefix string, oRaw, nRaw []byte) error {
+		olds, err := parseRaw(oRaw)
+		if err != nil {
+			return err
+		}
+		ns, err := parseRaw(nRaw)
+		if err != nil {
+			return err
+		}
+		join := func(name []byte) string {
+			if prefix == "" {
+				return string(name)
+			}
+			return prefix + "/" + string(name)
+		}
+		i, j := 0, 0
+		for i < len(olds) || j < len(ns) {
+			c := 0
+			switch {
+			case i == len(olds):
+				c = 1
+			case j == len(ns):
+				c = -1
+			default:
+				c = CompareKeys(olds[i].name, olds[i].tree, ns[j].name, ns[j].tree)
+			}
+			switch {
+			case c < 0:
+				if err := all(join(olds[i].name), olds[i], false); err != nil {
+					return err
+				}
+				i++
+			case c > 0:
+				if err := all(join(ns[j].name), ns[j], true); err != nil {
+					return err
+				}
+				j++
+			default:
+				oe, ne := olds[i], ns[j]
+				i, j = i+1, j+1
+				if oe.mode == ne.mode && oe.id == ne.id {
+					continue
+				}
+				if oe.tree && ne.tree && oe.mode == ne.mode {
+					or, err := g.RawTree(oe.id)
+					if err != nil {
+						return err
+					}
+					nr, err := g.RawTree(ne.id)
+					if err != nil {
+						return err
+					}
+					if err := walk(join(ne.name), or, nr); err != nil {
+						return err
+					}
+					continue
+				}
+				if err := all(join(oe.name), oe, false); err != nil {
+					return err
+				}
+				if err := all(join(ne.name), ne, true); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk("", o, n); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TreeCursor walks the entries of a raw tree in order: Next moves to the
+// next (OK false at the end) and reports false when the tree is
+// malformed; Name, Mode (as the tree writes it), Dir and All (the whole
+// entry, its id the last 20 bytes) describe the entry.
+type TreeCursor struct {
+	Raw             []byte
+	off, end        int
+	Name, Mode, All []byte
+	Dir, OK         bool
+}
+
+// Next moves c to the next entry.
+func (c *TreeCursor) Next() bool {
+	c.off = c.end
+	if c.off >= len(c.Raw) {
+		c.OK = false
+		return true
+	}
+	name, dir, end, ok := NextEntry(c.Raw, c.off)
+	if !ok {
+		c.OK = false
+		return false
+	}
+	sp := bytes.IndexByte(c.Raw[c.off:], ' ')
+	c.Name, c.Dir, c.end, c.OK = name, dir, end, true
+	c.Mode, c.All = c.Raw[c.off:c.off+sp], c.Raw[c.off:end]
+	return true
+}
+
+// SortedTree reports whether raw's entries are in Git's order, each key
+// after the one before (malformed: false).
+func SortedTree(raw []byte) bool {
+	c := &TreeCursor{Raw: raw}
+	var prev []byte
+	prevDir := false
+	for first := true; ; first = false {
+		if !c.Next() {
+			return false
+		}
+		if !c.OK {
+			return true
+		}
+		if !first && CompareKeys(prev, prevDir, c.Name, c.Dir) >= 0 {
+			return false
+		}
+		prev, prevDir = c.Name, c.Dir
+	}
+}

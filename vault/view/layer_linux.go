@@ -82,6 +82,10 @@ func BuildLayer(layer, src string, hidden []string, points []Point) error {
 			return err
 		}
 	}
+	l.hidden = make(map[string]bool, len(hidden))
+	for _, h := range hidden {
+		l.hidden[h] = true
+	}
 	for dir, names := range PagesOf(hidden) {
 		if err := l.filterPages(dir, names); err != nil {
 			return err
@@ -99,6 +103,20 @@ type layerBuilder struct {
 	// mounted the points themselves (pointAt).
 	points  map[string]bool
 	mounted []string
+	// hidden are the paths hidden (FilterLinks: a page's line that links
+	// one goes).
+	hidden map[string]bool
+}
+
+func (l *layerBuilder) isHidden(p string) bool {
+	for q := p; ; q = path.Dir(q) {
+		if l.hidden[q] {
+			return true
+		}
+		if q == "." || q == "/" || !strings.Contains(q, "/") {
+			return false
+		}
+	}
 }
 
 // covered says whether a later mount covers p (p is at or below a mount
@@ -234,14 +252,14 @@ func (l *layerBuilder) filterPages(dir string, names []string) error {
 		}
 	}
 	for _, p := range pages {
-		if err := l.filterPage(p, names); err != nil {
+		if err := l.filterPage(p); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (l *layerBuilder) filterPage(p string, names []string) error {
+func (l *layerBuilder) filterPage(p string) error {
 	if _, err := os.Lstat(filepath.Join(l.layer, p)); err == nil {
 		return nil // hidden itself (a page that says withheld)
 	}
@@ -250,7 +268,6 @@ func (l *layerBuilder) filterPage(p string, names []string) error {
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil // no such page
 	}
-	archive := !strings.HasSuffix(p, "/index.md") && !strings.HasSuffix(p, "/log.md") && p != "index.md" && p != "log.md"
 	if fi.Size() > MaxPageBytes {
 		return l.whiteout(p)
 	}
@@ -258,7 +275,7 @@ func (l *layerBuilder) filterPage(p string, names []string) error {
 	if err != nil {
 		return l.whiteout(p) // fail closed: not shown unfiltered
 	}
-	out := FilterPage(b, names, archive)
+	out := FilterLinks(b, p, l.isHidden)
 	if len(out) == len(b) {
 		return nil
 	}

@@ -229,6 +229,11 @@ func IsNote(p string) bool {
 	return true
 }
 
+// KeptWhy is why the gate's view tree still holds a path HEAD does not
+// show (a note once in force, hidden since: its text in force stays for
+// the sessions running; the next ones do not see it).
+const KeptWhy = "kept in the gate's view tree for the sessions that saw it: not shown at this commit"
+
 // DotWhy is why a dot entry (a file or folder whose name starts with a
 // dot, at any depth) is hidden: no note lives there (an editor's or a
 // tool's state, the vault's .gitignore), and the gate does not read it.
@@ -253,7 +258,7 @@ func IsPage(p string) bool {
 func IsArchivePage(p string) bool {
 	dir, name := path.Split(p)
 	kind := path.Base(strings.TrimSuffix(dir, "/"))
-	if (kind != "log" && kind != "index") || strings.Count(dir, "/") < 2 {
+	if (kind != "log" && kind != "index") || strings.Count(dir, "/") < 1 {
 		return false
 	}
 	num, ok := strings.CutSuffix(name, ".md")
