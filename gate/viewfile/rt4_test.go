@@ -99,7 +99,7 @@ func rt4Session(t *testing.T, v string, m *view.Manifest, now time.Time) map[str
 		}
 		if view.IsPage(rel) {
 			if names := pages[pageDir(rel)]; len(names) > 0 {
-				b = view.FilterPage(b, names, view.IsArchivePage(rel))
+				b = view.FilterLinks(b, rel, func(p string) bool { return hide[p] })
 			}
 		}
 		out[rel] = string(b)

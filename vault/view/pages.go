@@ -26,56 +26,6 @@ func PagesOf(hidden []string) map[string][]string {
 	return byDir
 }
 
-// FilterPage drops from a folder page (b) every line that links to one of
-// the hidden notes of its folder (names): `- [Title](name.md)` in index.md
-// and log.md, `](../name.md)` in an archive page (archive is true). It
-// returns b itself when no line goes.
-func FilterPage(b []byte, names []string, archive bool) []byte {
-	var targets [][]byte
-	for _, n := range names {
-		if archive {
-			targets = append(targets, []byte("](../"+n+")"), []byte("](.././"+n+")"))
-		} else {
-			targets = append(targets, []byte("]("+n+")"), []byte("](./"+n+")"))
-		}
-		// An angle-bracketed destination names the same file.
-		if archive {
-			targets = append(targets, []byte("](<../"+n+">)"))
-		} else {
-			targets = append(targets, []byte("](<"+n+">)"))
-		}
-	}
-	var out []byte
-	changed := false
-	for rest := b; len(rest) > 0; {
-		line := rest
-		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-			line, rest = rest[:i+1], rest[i+1:]
-		} else {
-			rest = nil
-		}
-		drop := false
-		for _, t := range targets {
-			if bytes.Contains(line, t) {
-				drop = true
-				break
-			}
-		}
-		if drop {
-			changed = true
-			continue
-		}
-		out = append(out, line...)
-	}
-	if !changed {
-		return b
-	}
-	if out == nil {
-		out = []byte{}
-	}
-	return out
-}
-
 // Link destinations a page line may hold: an inline link's `](dest`, a
 // reference definition's `[label]: dest`, a wiki link's `[[dest`.
 var (

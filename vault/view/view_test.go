@@ -42,17 +42,20 @@ func TestIsNoteAndPage(t *testing.T) {
 	}
 }
 
-func TestFilterPage(t *testing.T) {
-	page := "# Index\n\n- [A](a.md)\n- [B](b.md)\n- [B again](./b.md)\n- [C](<b.md>)\n- [Bb](bb.md)\n"
-	got := string(FilterPage([]byte(page), []string{"b.md"}, false))
-	if got != "# Index\n\n- [A](a.md)\n- [Bb](bb.md)\n" {
+// TestFilterLinks: a page's lines that link a hidden note go, whatever
+// the link's form, the rest stay; an archive page's links resolve from
+// its own folder; nothing hidden, nothing changes.
+func TestFilterLinks(t *testing.T) {
+	hidden := func(p string) bool { return p == "d/b.md" || p == "e/x.md" }
+	page := "# Index\n\n- [A](a.md)\n- [B](b.md)\n- [B again](./b.md)\n- [C](<b.md>)\n- [T](b.md \"t\")\n- [F](b.md#x)\n- [P](%62.md)\n- [[b|W]]\n- [O](../e/x.md)\n- [R][r]\n\n[r]: b.md\n- [M\n  more](b.md)\n- [Bb](bb.md)\n"
+	if got := string(FilterLinks([]byte(page), "d/index.md", hidden)); got != "# Index\n\n- [A](a.md)\n\n- [Bb](bb.md)\n" {
 		t.Errorf("filtered page:\n%s", got)
 	}
 	arch := "- [B](../b.md)\n- [A](../a.md)\n"
-	if got := string(FilterPage([]byte(arch), []string{"b.md"}, true)); got != "- [A](../a.md)\n" {
+	if got := string(FilterLinks([]byte(arch), "d/index/000001.md", hidden)); got != "- [A](../a.md)\n" {
 		t.Errorf("filtered archive page:\n%s", got)
 	}
-	if got := FilterPage([]byte(page), []string{"z.md"}, false); string(got) != page {
+	if got := FilterLinks([]byte(page), "d/index.md", func(string) bool { return false }); string(got) != page {
 		t.Errorf("a page with nothing hidden changed")
 	}
 }
