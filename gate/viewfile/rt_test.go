@@ -137,7 +137,7 @@ func TestRTView3OddTreeModes(t *testing.T) {
 
 // TestRTView3HostileNames (held): a remote's tree entries named "..",
 // "a/../../x", "" or ".git" never make the gate write outside its tree
-// (cleanPath); the tree is then not used (the manifest names none:
+// (view.CleanRel); the tree is then not used (the manifest names none:
 // sessions scan the work tree).
 func TestRTView3HostileNames(t *testing.T) {
 	for _, name := range []string{"..", "a/../../../../escaped", "/abs-escaped", ".git"} {

@@ -50,7 +50,7 @@ func syncTree(r *repo.Repo, dir string, prev, head repo.Hash, j *judged, shown m
 	touched := map[string]bool{}
 	// Removals first: a path a link stood at may be a folder now.
 	for _, c := range chs {
-		if !cleanPath(c.Path) {
+		if !view.CleanRel(c.Path) {
 			continue // a name Git refuses: never in the tree
 		}
 		touched[pageDir(c.Path)] = true
@@ -68,7 +68,7 @@ func syncTree(r *repo.Repo, dir string, prev, head repo.Hash, j *judged, shown m
 	// folder the index does not walk: red team rtview4).
 	var writes []string
 	for _, c := range chs {
-		if !c.New || !cleanPath(c.Path) {
+		if !c.New || !view.CleanRel(c.Path) {
 			continue
 		}
 		if _, ok := shown[c.Path]; ok && !j.staleNow(c.Path) {
@@ -162,7 +162,7 @@ func refreshPage(r *repo.Repo, dir, q string, j *judged, shown map[string]decide
 
 // judged is what the tree needs of the manifest: whether a path is hidden
 // at its commit, and for each folder the names of its hidden entries (the
-// lines its pages may not list, vault/view.FilterPage).
+// folders whose pages are filtered again when they change).
 type judged struct {
 	hidden func(string) bool
 	names  map[string][]string
@@ -215,7 +215,7 @@ func pageDir(p string) string {
 }
 
 // content is what the tree holds for blob b at p: a folder page without
-// its lines that link a hidden note of its folder, anything else as it is.
+// its lines that link a path not shown (isHidden), anything else as it is.
 func (j *judged) content(p string, b []byte) []byte {
 	if !view.IsPage(p) {
 		return b
@@ -230,7 +230,7 @@ func rebuildTree(r *repo.Repo, dir string, j *judged, shown map[string]decide.Sh
 	j.keep()
 	keep := map[string]bool{}
 	for p, f := range shown {
-		if !cleanPath(p) || j.staleNow(p) {
+		if !view.CleanRel(p) || j.staleNow(p) {
 			continue
 		}
 		keep[p] = true
@@ -364,7 +364,7 @@ func dirPerm(r *repo.Repo, rel string) fs.FileMode {
 // overlay, which keeps the file it looked up, mostly the old), its
 // folders made as the work tree's are.
 func writeAt(r *repo.Repo, dir, p string, f decide.ShownFile, j *judged) error {
-	if !cleanPath(p) {
+	if !view.CleanRel(p) {
 		return nil // a name Git refuses: never shown
 	}
 	full := filepath.Join(dir, filepath.FromSlash(p))
@@ -501,7 +501,7 @@ func realParents(dir, p string) bool {
 // removeAt removes p (a file, or a folder and what it holds) from the
 // tree.
 func removeAt(dir, p string) error {
-	if !cleanPath(p) || !realParents(dir, p) {
+	if !view.CleanRel(p) || !realParents(dir, p) {
 		return nil // not in the tree (a link above it is removed on its own)
 	}
 	if err := os.RemoveAll(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
@@ -510,14 +510,9 @@ func removeAt(dir, p string) error {
 	return nil
 }
 
-// cleanPath: a relative, clean, slash-separated path that stays below.
-func cleanPath(p string) bool {
-	return p != "" && p != "." && p[0] != '/' && path.Clean(p) == p && p != ".." && !(len(p) > 3 && p[:3] == "../")
-}
-
 // removeManifest removes vaultDir's manifest (absent is fine).
 func removeManifest(vaultDir string) error {
-	if err := os.Remove(filepathManifest(vaultDir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(view.Path(vaultDir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("view manifest: %w", err)
 	}
 	return nil

@@ -39,7 +39,7 @@ func Write(r *repo.Repo, vaultDir string, head repo.Hash) error {
 	// tree, and a manifest naming it could not be read back: left out.
 	clean := m.Hidden[:0]
 	for _, e := range m.Hidden {
-		if cleanPath(e.Path) {
+		if view.CleanRel(e.Path) {
 			clean = append(clean, e)
 		}
 	}
@@ -127,27 +127,5 @@ func hiddenSet(m *view.Manifest) func(string) bool {
 		set[e.Path] = true
 	}
 	set[view.ArchiveDir] = true // retired notes: never in force
-	return func(p string) bool {
-		for q := p; ; {
-			if set[q] {
-				return true
-			}
-			i := lastSlash(q)
-			if i < 0 {
-				return false
-			}
-			q = q[:i]
-		}
-	}
+	return func(p string) bool { return view.Within(set, p) }
 }
-
-func lastSlash(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '/' {
-			return i
-		}
-	}
-	return -1
-}
-
-func filepathManifest(vaultDir string) string { return view.Path(vaultDir) }

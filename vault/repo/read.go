@@ -99,7 +99,6 @@ func (g *Repo) Files(c Hash, fn func(p string, mode EntryMode, h Hash) error) er
 type FileChange struct {
 	From, To string
 	ToMode   EntryMode
-	ToHash   Hash // the new entry's object ("" deleted: zero)
 }
 
 // Diff lists the paths at which the trees of commits from and to differ
@@ -123,7 +122,7 @@ func diffTrees(from, to *Tree) ([]FileChange, error) {
 	}
 	out := make([]FileChange, 0, len(chs))
 	for _, c := range chs {
-		out = append(out, FileChange{From: c.From.Name, To: c.To.Name, ToMode: c.To.TreeEntry.Mode, ToHash: c.To.TreeEntry.Hash})
+		out = append(out, FileChange{From: c.From.Name, To: c.To.Name, ToMode: c.To.TreeEntry.Mode})
 	}
 	return out, nil
 }

@@ -141,25 +141,22 @@ type rawEntry struct {
 // (040000, which Git only warns of).
 func isTreeMode(mode string) bool { return mode == "40000" || mode == "040000" }
 
-// parseRaw splits a raw tree into its entries.
+// parseRaw splits a raw tree into its entries (TreeCursor's walk).
 func parseRaw(raw []byte) ([]rawEntry, error) {
 	var out []rawEntry
-	for off := 0; off < len(raw); {
-		sp := bytes.IndexByte(raw[off:], ' ')
-		if sp < 0 {
+	c := &TreeCursor{Raw: raw}
+	for {
+		if !c.Next() {
 			return nil, fmt.Errorf("tree: malformed")
 		}
-		nul := bytes.IndexByte(raw[off+sp:], 0)
-		if nul < 0 || off+sp+nul+21 > len(raw) {
-			return nil, fmt.Errorf("tree: malformed")
+		if !c.OK {
+			return out, nil
 		}
 		var id plumbing.Hash
-		copy(id[:], raw[off+sp+nul+1:off+sp+nul+21])
-		mode := string(raw[off : off+sp])
-		out = append(out, rawEntry{name: raw[off+sp+1 : off+sp+nul], mode: mode, id: id, tree: isTreeMode(mode)})
-		off += sp + nul + 21
+		copy(id[:], c.All[len(c.All)-20:])
+		mode := string(c.Mode)
+		out = append(out, rawEntry{name: c.Name, mode: mode, id: id, tree: isTreeMode(mode)})
 	}
-	return out, nil
 }
 
 // DiffPaths lists every path (of an entry that is not a folder) at which

@@ -43,7 +43,7 @@ func BuildLayer(layer, src string, hidden []string, points []Point) error {
 		l.modes["."] = fi.Mode().Perm() & 0o555
 	}
 	for _, p := range points {
-		if !cleanRel(p.Path) {
+		if !CleanRel(p.Path) {
 			return fmt.Errorf("view: mount point %q is not a clean relative path", p.Path)
 		}
 		for q := p.Path; q != "."; q = path.Dir(q) {
@@ -59,7 +59,7 @@ func BuildLayer(layer, src string, hidden []string, points []Point) error {
 	hidden = make([]string, len(encoded))
 	for i, h := range encoded {
 		h, err := DecodePath(h)
-		if err != nil || !cleanRel(h) {
+		if err != nil || !CleanRel(h) {
 			return fmt.Errorf("view: hidden path %q is not a clean relative path", encoded[i])
 		}
 		hidden[i] = h
@@ -86,8 +86,8 @@ func BuildLayer(layer, src string, hidden []string, points []Point) error {
 	for _, h := range hidden {
 		l.hidden[h] = true
 	}
-	for dir, names := range PagesOf(hidden) {
-		if err := l.filterPages(dir, names); err != nil {
+	for dir := range PagesOf(hidden) {
+		if err := l.filterPages(dir); err != nil {
 			return err
 		}
 	}
@@ -108,16 +108,7 @@ type layerBuilder struct {
 	hidden map[string]bool
 }
 
-func (l *layerBuilder) isHidden(p string) bool {
-	for q := p; ; q = path.Dir(q) {
-		if l.hidden[q] {
-			return true
-		}
-		if q == "." || q == "/" || !strings.Contains(q, "/") {
-			return false
-		}
-	}
-}
+func (l *layerBuilder) isHidden(p string) bool { return Within(l.hidden, p) }
 
 // covered says whether a later mount covers p (p is at or below a mount
 // point).
@@ -238,7 +229,7 @@ func (l *layerBuilder) whiteout(p string) error {
 
 // filterPages rewrites dir's pages (index.md, log.md, index/*.md,
 // log/*.md) that link to names.
-func (l *layerBuilder) filterPages(dir string, names []string) error {
+func (l *layerBuilder) filterPages(dir string) error {
 	pages := []string{path.Join(dir, "index.md"), path.Join(dir, "log.md")}
 	for _, kind := range []string{"index", "log"} {
 		ents, err := os.ReadDir(filepath.Join(l.src, dir, kind))

@@ -26,6 +26,21 @@ func PagesOf(hidden []string) map[string][]string {
 	return byDir
 }
 
+// Within says whether p or a folder above it is in set (a hidden folder
+// hides what it holds).
+func Within(set map[string]bool, p string) bool {
+	for q := p; ; {
+		if set[q] {
+			return true
+		}
+		i := strings.LastIndexByte(q, '/')
+		if i < 0 {
+			return false
+		}
+		q = q[:i]
+	}
+}
+
 // Link destinations a page line may hold: an inline link's `](dest`, a
 // reference definition's `[label]: dest`, a wiki link's `[[dest`.
 var (

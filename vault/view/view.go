@@ -441,7 +441,7 @@ func Decode(b []byte) (*Manifest, error) {
 				return nil, fmt.Errorf("line %d: path: %w", ln, err)
 			}
 		}
-		if !cleanRel(p) {
+		if !CleanRel(p) {
 			return nil, fmt.Errorf("line %d: path %q is not a clean vault path", ln, p)
 		}
 		switch line[0] {
@@ -468,8 +468,9 @@ func Decode(b []byte) (*Manifest, error) {
 	return &m, nil
 }
 
-// cleanRel: relative, slash-separated, clean, not "." and not up.
-func cleanRel(p string) bool {
+// CleanRel: relative, slash-separated, clean, not "." and not up (a vault
+// path a manifest, a view layer or the gate's view tree may hold).
+func CleanRel(p string) bool {
 	return p != "" && p != "." && !strings.HasPrefix(p, "/") && path.Clean(p) == p && p != ".." && !strings.HasPrefix(p, "../")
 }
 
